@@ -1,0 +1,2 @@
+def main() -> None:
+    raise SystemExit("mongobench-runner: not built yet")

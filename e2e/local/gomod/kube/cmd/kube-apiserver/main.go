@@ -1,0 +1,13 @@
+// kube-apiserver built from the pinned k8s.io/kubernetes module for the local test plane.
+package main
+
+import (
+	"os"
+
+	"k8s.io/component-base/cli"
+	"k8s.io/kubernetes/cmd/kube-apiserver/app"
+)
+
+func main() {
+	os.Exit(cli.Run(app.NewAPIServerCommand()))
+}

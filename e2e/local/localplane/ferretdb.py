@@ -1,0 +1,75 @@
+"""FerretDB (a MongoDB wire-protocol server, SQLite backend) on a free loopback port.
+
+The protocol tier's data-path peer: pymongo and the Java driver talk to it for real. It does not
+implement replica sets, sharding or users (see ../shared/toolchain.md).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from localplane.net import free_port, wait_for_port
+from localplane.tools import binary
+
+
+@dataclass
+class FerretDB:
+    host: str
+    port: int
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def uri(self) -> str:
+        return f"mongodb://{self.host}:{self.port}/"
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def start_ferretdb(workdir: Path) -> FerretDB:
+    port = free_port()
+    state = workdir / "ferretdb-state"
+    state.mkdir(parents=True, exist_ok=True)
+    log = workdir / "ferretdb.log"
+    cmd = [
+        str(binary("ferretdb")),
+        "--handler=sqlite",
+        f"--sqlite-url=file:{state}/",
+        f"--listen-addr=127.0.0.1:{port}",
+        "--debug-addr=-",
+        "--telemetry=disable",
+        "--log-level=warn",
+        "--state-dir",
+        str(state),
+    ]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+    server = FerretDB("127.0.0.1", port, proc, log)
+    try:
+        wait_for_port(port, timeout=30)
+    except TimeoutError:
+        server.stop()
+        raise RuntimeError(f"FerretDB did not start: {log.read_text()[-2000:]}") from None
+    return server
+
+
+@contextmanager
+def running_ferretdb(workdir: Path | None = None) -> Iterator[FerretDB]:
+    with tempfile.TemporaryDirectory(prefix="ferretdb-") as tmp:
+        server = start_ferretdb(workdir or Path(tmp))
+        try:
+            yield server
+        finally:
+            server.stop()

@@ -1,0 +1,51 @@
+"""Where the pinned tool binaries live: the cache built by hack/build-tools.sh, keyed by version."""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[3]
+VERSIONS_FILE = REPO / "hack" / "versions.env"
+
+
+@cache
+def versions() -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in VERSIONS_FILE.read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#") and "=" in line:
+            key, _, value = line.partition("=")
+            out[key] = value
+    return out
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("MONGOBENCH_CACHE", Path.home() / ".cache" / "mongobench"))
+
+
+# binary name -> the versions.env key that pins it
+_PINS = {
+    "etcd": "ETCD_VERSION",
+    "kube-apiserver": "K8S_VERSION",
+    "kube-controller-manager": "K8S_VERSION",
+    "kube-scheduler": "K8S_VERSION",
+    "kwok": "KWOK_VERSION",
+    "helm": "HELM_VERSION",
+    "kubeconform": "KUBECONFORM_VERSION",
+    "ferretdb": "FERRETDB_VERSION",
+    "mongodb_exporter": "MONGODB_EXPORTER_VERSION",
+}
+
+
+def binary(name: str) -> Path:
+    """Path of a cached tool binary; a clear error naming the setup step when it is missing."""
+    path = cache_dir() / "bin" / f"{name}-{versions()[_PINS[name]]}"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: run `make setup` (hack/build-tools.sh builds it)")
+    return path
+
+
+def prometheus_operator_crds() -> Path:
+    return cache_dir() / f"prometheus-operator-crds-{versions()['PROMETHEUS_OPERATOR_VERSION']}"

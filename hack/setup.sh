@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Idempotent setup of everything the tests need on a fresh machine of this kind; seconds when warm.
+#   python   : uv (pinned, from PyPI) and the locked virtualenv .venv
+#   tools    : control plane, KWOK, helm, FerretDB from pinned Go modules (hack/build-tools.sh)
+#   system   : Prometheus and node-exporter from Debian (only when missing)
+#   java     : the YCSB binding (bench-jobs/ycsb-binding), built when its sources changed
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+cache=${MONGOBENCH_CACHE:-$HOME/.cache/mongobench}
+UV_VERSION=0.13.8
+uv=$cache/uv-$UV_VERSION/bin/uv
+
+setup_python() {
+  if [ ! -x "$uv" ]; then
+    echo "setup: installing uv $UV_VERSION" >&2
+    rm -rf "$cache/uv-$UV_VERSION.tmp"
+    python3 -m pip install --quiet --disable-pip-version-check --target "$cache/uv-$UV_VERSION.tmp" "uv==$UV_VERSION"
+    mv "$cache/uv-$UV_VERSION.tmp" "$cache/uv-$UV_VERSION"
+  fi
+  (cd "$repo" && "$uv" sync --frozen --quiet --python python3.11)
+}
+
+setup_system() {
+  local missing=()
+  command -v prometheus >/dev/null || missing+=(prometheus)
+  command -v prometheus-node-exporter >/dev/null || missing+=(prometheus-node-exporter)
+  command -v openssl >/dev/null || missing+=(openssl)
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: apt-get install ${missing[*]}" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    # Debian starts the services on install; the tests run their own on loopback ports.
+    for s in prometheus prometheus-node-exporter; do
+      (command -v systemctl >/dev/null && systemctl stop "$s" 2>/dev/null) || true
+      pkill -x "$s" 2>/dev/null || true
+    done
+  fi
+}
+
+case "${1:-all}" in
+  python) setup_python ;;
+  tools) bash "$here/build-tools.sh" all ;;
+  system) setup_system ;;
+  all)
+    setup_python
+    setup_system
+    bash "$here/build-tools.sh" all
+    if [ -x "$here/build-java.sh" ]; then bash "$here/build-java.sh"; fi
+    ;;
+  *) echo "usage: $0 [python|tools|system|all]" >&2; exit 2 ;;
+esac
