@@ -1,0 +1,146 @@
+"""MongoCluster spec as typed, frozen values (schema: crds/mongobench.io_mongoclusters.yaml)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from mongobench.api.schema import from_dict, renamed
+
+TopologyType = Literal["ReplicaSet", "Sharded"]
+Platform = Literal["auto", "eks", "magnum", "kind"]
+AntiAffinity = Literal["Required", "Preferred", "None"]
+DeletionPolicy = Literal["Retain", "Delete"]
+ResourceComponent = Literal["mongod", "configServer", "mongos", "exporter"]
+
+
+@dataclass(frozen=True)
+class ReplicaSetShape:
+    members: int = 3
+
+
+@dataclass(frozen=True)
+class ShardedShape:
+    shards: int
+    members_per_shard: int = 3
+    config_servers: int = 3
+    mongos: int = 2
+
+
+@dataclass(frozen=True)
+class Topology:
+    type: TopologyType = "ReplicaSet"
+    replica_set: ReplicaSetShape | None = None
+    sharded: ShardedShape | None = None
+
+    @property
+    def sharded_shape(self) -> ShardedShape:
+        if self.sharded is None:
+            raise ValueError("topology is not Sharded")
+        return self.sharded
+
+    @property
+    def replica_set_members(self) -> int:
+        return (self.replica_set or ReplicaSetShape()).members
+
+
+@dataclass(frozen=True)
+class Storage:
+    size: str = "10Gi"
+    storage_class_name: str | None = None
+    wired_tiger_cache_size_gb: float | None = field(
+        default=None, metadata=renamed("wiredTigerCacheSizeGB")
+    )
+
+
+@dataclass(frozen=True)
+class ResourceRequirements:
+    requests: dict[str, Any] = field(default_factory=dict)
+    limits: dict[str, Any] = field(default_factory=dict)
+
+    def to_k8s(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.requests:
+            out["requests"] = dict(self.requests)
+        if self.limits:
+            out["limits"] = dict(self.limits)
+        return out
+
+
+@dataclass(frozen=True)
+class Toleration:
+    key: str | None = None
+    operator: Literal["Exists", "Equal"] | None = None
+    value: str | None = None
+    effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+    toleration_seconds: int | None = None
+
+
+@dataclass(frozen=True)
+class Placement:
+    node_selector: dict[str, str] = field(default_factory=dict)
+    tolerations: tuple[Toleration, ...] = ()
+    anti_affinity: AntiAffinity = "Preferred"
+    spread_across_zones: bool | None = None
+
+
+@dataclass(frozen=True)
+class Auth:
+    admin_secret_name: str | None = None
+    keyfile_secret_name: str | None = None
+    benchmark_database: str = "ycsb"
+    benchmark_user: str = "benchmark"
+
+
+@dataclass(frozen=True)
+class IssuerRef:
+    name: str
+    kind: Literal["Issuer", "ClusterIssuer"] = "Issuer"
+
+
+@dataclass(frozen=True)
+class TLS:
+    enabled: bool = False
+    issuer_ref: IssuerRef | None = None
+
+
+@dataclass(frozen=True)
+class Monitoring:
+    exporter: bool = True
+    exporter_image: str = "percona/mongodb_exporter:0.43.1"
+    pod_monitor: bool = True
+    pod_monitor_labels: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MongoClusterSpec:
+    version: str
+    image: str | None = None
+    topology: Topology = field(
+        default_factory=lambda: Topology("ReplicaSet", replica_set=ReplicaSetShape(3))
+    )
+    storage: Storage = field(default_factory=Storage)
+    # Keyed by component (mongod, configServer, mongos, exporter).
+    resources: dict[str, ResourceRequirements] = field(default_factory=dict)
+    placement: Placement = field(default_factory=Placement)
+    platform: Platform = "auto"
+    auth: Auth = field(default_factory=Auth)
+    tls: TLS = field(default_factory=TLS)
+    monitoring: Monitoring = field(default_factory=Monitoring)
+    deletion_policy: DeletionPolicy = "Retain"
+
+    @classmethod
+    def parse(cls, spec: dict[str, Any]) -> MongoClusterSpec:
+        return from_dict(cls, spec)
+
+    @property
+    def image_ref(self) -> str:
+        return self.image or f"mongo:{self.version}"
+
+    @property
+    def major_minor(self) -> tuple[int, int]:
+        major, minor, *_ = self.version.split(".")
+        return int(major), int(minor)
+
+    def resources_for(self, component: ResourceComponent) -> ResourceRequirements:
+        return self.resources.get(component, ResourceRequirements())

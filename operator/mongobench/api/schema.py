@@ -1,0 +1,80 @@
+"""Parsing JSON-like spec dicts into frozen dataclasses, field names mapped to camelCase."""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any, TypeVar, get_args, get_origin, get_type_hints
+
+T = TypeVar("T")
+
+
+class SpecError(ValueError):
+    """A spec the operator cannot use; the message names the field (e.g. spec.topology.type)."""
+
+
+def json_name(field: dataclasses.Field[Any]) -> str:
+    """The field's name in the resource: metadata['json'] or the camelCase of its Python name."""
+    explicit = field.metadata.get("json")
+    if explicit:
+        return str(explicit)
+    head, *rest = field.name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def renamed(json: str) -> dict[str, str]:
+    """Field metadata for names camelCase cannot derive (e.g. wiredTigerCacheSizeGB)."""
+    return {"json": json}
+
+
+def from_dict(cls: type[T], data: Mapping[str, Any] | None, path: str = "spec") -> T:
+    """Build dataclass `cls` from `data`; missing keys take the dataclass default."""
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise SpecError(f"{path}: expected an object, got {type(data).__name__}")
+    hints = get_type_hints(cls)
+    kwargs: dict[str, Any] = {}
+    for field in dataclasses.fields(cls):  # type: ignore[arg-type]
+        key = json_name(field)
+        if key in data and data[key] is not None:
+            kwargs[field.name] = _convert(hints[field.name], data[key], f"{path}.{key}")
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:  # a required field without a value
+        raise SpecError(f"{path}: {exc}") from None
+
+
+def _convert(hint: Any, value: Any, path: str) -> Any:
+    origin = get_origin(hint)
+    if origin in (typing.Union, types.UnionType):  # Optional[X]
+        inner = [a for a in get_args(hint) if a is not type(None)]
+        return _convert(inner[0], value, path)
+    if origin is typing.Literal:
+        if value not in get_args(hint):
+            allowed = ", ".join(map(str, get_args(hint)))
+            raise SpecError(f"{path}: {value!r} is not one of {allowed}")
+        return value
+    if origin is tuple:
+        (item,) = {a for a in get_args(hint) if a is not Ellipsis}
+        if not isinstance(value, list):
+            raise SpecError(f"{path}: expected a list")
+        return tuple(_convert(item, v, f"{path}[{i}]") for i, v in enumerate(value))
+    if origin in (dict, Mapping) or hint is dict:
+        if not isinstance(value, Mapping):
+            raise SpecError(f"{path}: expected an object")
+        args = get_args(hint)
+        if len(args) == 2 and dataclasses.is_dataclass(args[1]):
+            return {k: _convert(args[1], v, f"{path}.{k}") for k, v in value.items()}
+        return dict(value)
+    if dataclasses.is_dataclass(hint):
+        return from_dict(typing.cast(type[Any], hint), value, path)
+    if hint is float and isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if hint in (int, str, bool) and not isinstance(value, hint):
+        raise SpecError(f"{path}: expected {hint.__name__}, got {type(value).__name__}")
+    if hint is int and isinstance(value, bool):
+        raise SpecError(f"{path}: expected int, got bool")
+    return value
