@@ -1,0 +1,5 @@
+import sys
+
+from mongobench.cli import main
+
+sys.exit(main())

@@ -1,0 +1,40 @@
+"""`mongobench` command line: `run` starts the operator."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import replace
+
+from mongobench.config import OperatorConfig
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="mongobench", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    run_p = sub.add_parser("run", help="run the operator against the current kube context")
+    run_p.add_argument("-n", "--namespace", action="append", default=[], help="watch only these")
+    run_p.add_argument("--plain-logs", action="store_true", help="human-readable logs, not JSON")
+    run_p.add_argument("--metrics-port", type=int, help="port of /metrics (default 8000)")
+    run_p.add_argument("--probe-port", type=int, help="port of /healthz (default 8080)")
+    args = parser.parse_args(argv)
+
+    if args.command == "run":
+        from mongobench.main import run  # noqa: PLC0415 - kopf loads only for `run`
+
+        config = OperatorConfig.from_env()
+        if args.namespace:
+            config = replace(config, namespaces=tuple(args.namespace))
+        if args.plain_logs:
+            config = replace(config, json_logs=False)
+        if args.metrics_port is not None:
+            config = replace(config, metrics_port=args.metrics_port)
+        if args.probe_port is not None:
+            config = replace(config, probe_port=args.probe_port)
+        run(config)
+        return 0
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

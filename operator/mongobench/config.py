@@ -1,0 +1,60 @@
+"""Operator configuration, from the environment (the Helm chart sets it), validated at start."""
+
+from __future__ import annotations
+
+import os
+import socket
+import zlib
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class OperatorConfig:
+    # Namespaces to watch; empty means the whole cluster.
+    namespaces: tuple[str, ...] = ()
+    # Seconds before a failed handler is retried (kopf's default of 60 s is far too slow here).
+    retry_backoff: float = 5.0
+    metrics_port: int = 8000
+    probe_port: int = 8080
+    # Operators sharing a peering name elect one active replica; the others stand by.
+    peering: str = "mongobench"
+    peering_mandatory: bool = False
+    priority: int = field(default_factory=lambda: _default_priority())  # noqa: PLW0108 - defined below
+    json_logs: bool = True
+    verbose: bool = False
+    prometheus_url: str | None = None
+    ycsb_image: str = "ghcr.io/mongobench/ycsb:0.1.0"
+    locust_image: str = "ghcr.io/mongobench/locust:0.1.0"
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> OperatorConfig:
+        env = dict(os.environ if env is None else env)
+        defaults = cls()
+
+        def get(name: str, default: str) -> str:
+            return env.get(f"MONGOBENCH_{name}", default)
+
+        namespaces = tuple(n for n in get("NAMESPACES", "").replace(",", " ").split() if n)
+        try:
+            return cls(
+                namespaces=namespaces,
+                retry_backoff=float(get("RETRY_BACKOFF", str(defaults.retry_backoff))),
+                metrics_port=int(get("METRICS_PORT", str(defaults.metrics_port))),
+                probe_port=int(get("PROBE_PORT", str(defaults.probe_port))),
+                peering=get("PEERING", defaults.peering),
+                peering_mandatory=get("PEERING_MANDATORY", "false").lower() == "true",
+                priority=int(get("PRIORITY", str(defaults.priority))),
+                json_logs=get("LOG_FORMAT", "json") == "json",
+                verbose=get("VERBOSE", "false").lower() == "true",
+                prometheus_url=get("PROMETHEUS_URL", "") or None,
+                ycsb_image=get("YCSB_IMAGE", defaults.ycsb_image),
+                locust_image=get("LOCUST_IMAGE", defaults.locust_image),
+            )
+        except ValueError as exc:
+            raise SystemExit(f"mongobench: invalid MONGOBENCH_* setting: {exc}") from None
+
+
+def _default_priority() -> int:
+    # Distinct per replica (from the pod's hostname) so peering keeps exactly one active:
+    # kopf pauses operators that see a peer of the same or higher priority.
+    return 1 + zlib.crc32(socket.gethostname().encode()) % 1_000_000

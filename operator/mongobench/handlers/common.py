@@ -1,0 +1,32 @@
+"""What every handler shares: the resource coordinates and status-writing helpers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import kopf
+
+from mongobench.api import GROUP, VERSION
+from mongobench.k8s.conditions import ConditionStatus, set_condition
+
+# (group, version, plural), spread into kopf.on.* decorators.
+MONGOCLUSTER = (GROUP, VERSION, "mongoclusters")
+BENCHMARKRUN = (GROUP, VERSION, "benchmarkruns")
+
+
+def write_condition(
+    patch: kopf.Patch,
+    status: Mapping[str, Any],
+    generation: int,
+    *,
+    type_: str,
+    value: ConditionStatus,
+    reason: str,
+    message: str = "",
+) -> None:
+    """Set one condition in the status patch, keeping the others (merge patch replaces lists)."""
+    current = patch.status.get("conditions", status.get("conditions"))
+    patch.status["conditions"] = set_condition(
+        current, type_, value, reason, message, generation=generation
+    )

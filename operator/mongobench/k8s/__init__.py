@@ -1,0 +1,1 @@
+"""Kubernetes plumbing shared by every domain: clients, server-side apply, conditions, events."""

@@ -1,0 +1,62 @@
+"""The operator process: configure kopf, start metrics and probes, register the handlers."""
+
+from __future__ import annotations
+
+import logging
+from importlib.metadata import version
+from typing import Any
+
+import kopf
+
+import mongobench.handlers  # noqa: F401 - importing registers the handlers
+from mongobench.config import OperatorConfig
+from mongobench.observability import logs, metrics
+
+log = logging.getLogger("mongobench")
+
+_config = OperatorConfig()
+
+
+@kopf.on.startup()
+def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+    # Progress and the last-handled spec live in annotations, so a restarted operator resumes
+    # where it stopped without a status field of kopf's own.
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="mongobench.io")
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        prefix="mongobench.io", key="last-handled-configuration"
+    )
+    settings.persistence.finalizer = "mongobench.io/finalizer"
+    settings.execution.default_backoff = _config.retry_backoff
+    settings.networking.error_backoffs = (0.5, 1, 2, 3, 5)
+    settings.posting.reporting_component = "mongobench-operator"
+    settings.posting.event_name_prefix = "mongobench-"
+    settings.peering.name = _config.peering
+    settings.peering.priority = _config.priority
+    settings.peering.stealth = True
+    settings.watching.server_timeout = 270
+    settings.watching.client_timeout = 300
+
+
+@kopf.on.probe(id="metrics")
+def probe_metrics(**_: Any) -> str:
+    return "ok"
+
+
+def run(config: OperatorConfig) -> None:
+    global _config  # noqa: PLW0603 - read by the startup handler kopf calls
+    _config = config
+    logs.configure(json_logs=config.json_logs, verbose=config.verbose)
+    metrics.serve(config.metrics_port, version("mongobench"))
+    log.info(
+        "starting mongobench operator",
+        extra={"namespaces": list(config.namespaces) or "all", "peering": config.peering},
+    )
+    kopf.run(
+        clusterwide=not config.namespaces,
+        namespaces=config.namespaces,
+        liveness_endpoint=f"http://0.0.0.0:{config.probe_port}/healthz",
+        # Naming the peering makes it mandatory (kopf refuses to start without the peering CRD and
+        # object); otherwise kopf peers when the Helm chart installed them and runs alone if not.
+        peering_name=config.peering if config.peering_mandatory else None,
+        priority=config.priority,
+    )

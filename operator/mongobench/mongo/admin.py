@@ -1,0 +1,602 @@
+"""The pymongo implementation of every MongoDB administration step the operator takes.
+
+Each ``ensure_*`` observes first, then performs at most one mutating step and returns what it
+observed; "already initialized", "already a shard", "user exists" and "member already present"
+are success paths. Errors come out as ``TransientMongoError`` (retry) or ``PermanentMongoError``
+(condition + Event), see errors.py.
+
+Before the first user exists, commands that need privileges fall back to an unauthenticated
+connection: that succeeds exactly when the localhost exception applies (the connection arrives
+through the member itself, e.g. a port-forward or an exec'd tunnel) or auth is not enforced yet.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from bson import Timestamp
+from pymongo.errors import OperationFailure, PyMongoError
+
+from mongobench.mongo import plan
+from mongobench.mongo.connect import Connector
+from mongobench.mongo.errors import (
+    ALREADY_INITIALIZED,
+    AUTHENTICATION_FAILED,
+    DUPLICATE_KEY,
+    INVALID_REPLICA_SET_CONFIG,
+    NAMESPACE_NOT_FOUND,
+    NOT_YET_INITIALIZED,
+    SHARD_NOT_FOUND,
+    UNAUTHORIZED,
+    USER_ALREADY_EXISTS,
+    MongoAdminError,
+    PermanentMongoError,
+    TransientMongoError,
+    classify,
+)
+from mongobench.mongo.model import (
+    MEMBER_STATES,
+    Distribution,
+    DrainingProgress,
+    Hello,
+    MemberStatus,
+    Mongos,
+    ReplicaSetSpec,
+    ReplicaSetStatus,
+    Role,
+    RollingStep,
+    ServerFacts,
+    ShardInfo,
+    ShardingSpec,
+    ShardShare,
+    UserSpec,
+)
+
+log = logging.getLogger("mongobench.mongo")
+
+Doc = dict[str, Any]
+
+_LOCALHOST_HINT = (
+    "no user can authenticate yet and this connection does not qualify for the localhost "
+    "exception: create the first user through the member itself (port-forward or exec) or "
+    "before auth is enforced"
+)
+
+
+class MongoAdmin:
+    """All MongoDB administration, behind a ``Connector`` that knows how to reach members."""
+
+    def __init__(self, connector: Connector) -> None:
+        self.connector = connector
+
+    # ---- commands ---------------------------------------------------------------------------
+
+    def command(
+        self,
+        host: str,
+        cmd: Mapping[str, Any],
+        *,
+        db: str = "admin",
+        authenticate: bool = True,
+        bootstrap: bool = False,
+    ) -> Doc:
+        """Run one command on one member; pymongo errors come out classified.
+
+        ``bootstrap``: if authentication fails (no user exists yet), retry unauthenticated so
+        the localhost exception can apply.
+        """
+        operation = next(iter(cmd))
+        try:
+            try:
+                client = self.connector.client(host, authenticate=authenticate)
+                return client[db].command(dict(cmd))
+            except OperationFailure as exc:
+                if not (bootstrap and authenticate and exc.code == AUTHENTICATION_FAILED):
+                    raise
+                log.info(
+                    "%s on %s: authentication failed, trying the localhost exception",
+                    operation,
+                    host,
+                )
+            try:
+                return self.connector.client(host, authenticate=False)[db].command(dict(cmd))
+            except OperationFailure as exc:
+                if exc.code == UNAUTHORIZED:
+                    raise PermanentMongoError(
+                        operation, host, _LOCALHOST_HINT, code=exc.code, code_name="Unauthorized"
+                    ) from None
+                raise
+        except PyMongoError as exc:
+            raise classify(exc, operation, host) from None
+
+    def hello(self, host: str) -> Hello:
+        # hello needs no authentication: it is how an uninitialized, user-less member is seen.
+        doc = self.command(host, {"hello": 1}, authenticate=False)
+        return Hello(
+            host=host,
+            set_name=doc.get("setName"),
+            writable_primary=bool(doc.get("isWritablePrimary", doc.get("ismaster"))),
+            secondary=bool(doc.get("secondary")),
+            primary=doc.get("primary"),
+            hosts=tuple(doc.get("hosts", ())),
+            me=doc.get("me"),
+            is_mongos=doc.get("msg") == "isdbgrid",
+            config_server=bool(doc.get("configsvr")),
+            max_wire_version=int(doc.get("maxWireVersion", 0)),
+        )
+
+    def server_facts(self, host: str) -> ServerFacts:
+        doc = self.command(host, {"serverStatus": 1})
+        conns = doc.get("connections") or {}
+        cache = (doc.get("wiredTiger") or {}).get("cache") or {}
+        ops = doc.get("opcounters") or {}
+        return ServerFacts(
+            host=host,
+            version=doc.get("version"),
+            process=doc.get("process"),
+            uptime_seconds=_num(doc.get("uptime")),
+            connections_current=_int(conns.get("current")),
+            connections_available=_int(conns.get("available")),
+            storage_engine=(doc.get("storageEngine") or {}).get("name"),
+            cache_max_bytes=_int(cache.get("maximum bytes configured")),
+            cache_used_bytes=_int(cache.get("bytes currently in the cache")),
+            resident_mb=_int((doc.get("mem") or {}).get("resident")),
+            opcounters=tuple((k, int(v)) for k, v in ops.items() if isinstance(v, int | float)),
+        )
+
+    # ---- replica sets -----------------------------------------------------------------------
+
+    def _hellos(self, spec: ReplicaSetSpec) -> tuple[dict[str, Hello], dict[str, MongoAdminError]]:
+        seen: dict[str, Hello] = {}
+        failed: dict[str, MongoAdminError] = {}
+        for host in spec.members:
+            try:
+                seen[host] = self.hello(host)
+            except TransientMongoError as exc:
+                failed[host] = exc
+        if not seen:
+            first = next(iter(failed.values()))
+            raise TransientMongoError(
+                "hello", ",".join(spec.members), f"no member reachable ({first.message})"
+            )
+        for host, h in seen.items():
+            if h.set_name is not None and h.set_name != spec.name:
+                raise PermanentMongoError(
+                    "hello",
+                    host,
+                    f"member belongs to replica set {h.set_name!r}, not {spec.name!r}",
+                )
+        return seen, failed
+
+    def _observe(self, spec: ReplicaSetSpec) -> tuple[ReplicaSetStatus, Doc | None, str | None]:
+        """(status, config, host the config came from); config is None when uninitialized."""
+        seen, _ = self._hellos(spec)
+        initialized = [h for h in seen.values() if h.initialized]
+        if not initialized:
+            members = tuple(
+                MemberStatus(
+                    host, i, "UNINITIALIZED" if host in seen else "UNREACHABLE", host in seen
+                )
+                for i, host in enumerate(spec.members)
+            )
+            return ReplicaSetStatus(spec.name, spec.role, False, members), None, None
+        primary = next((h.host for h in initialized if h.writable_primary), None)
+        if primary is None:
+            primary = next((h.primary for h in initialized if h.primary), None)
+        # Ask the primary when it answers; any initialized member knows config and status too.
+        source = primary if primary in seen else initialized[0].host
+        try:
+            status = self.command(source, {"replSetGetStatus": 1}, bootstrap=True)
+        except MongoAdminError as exc:
+            if exc.code in (NOT_YET_INITIALIZED, INVALID_REPLICA_SET_CONFIG):
+                return ReplicaSetStatus(spec.name, spec.role, False), None, None
+            raise
+        config = self.command(source, {"replSetGetConfig": 1}, bootstrap=True)["config"]
+        configured = {str(m["host"]): m for m in config.get("members", [])}
+        observed: list[MemberStatus] = []
+        for m in status.get("members", []):
+            conf = configured.get(str(m["name"]), {})
+            optime = m.get("optime")
+            ts = optime.get("ts") if isinstance(optime, Mapping) else optime
+            observed.append(
+                MemberStatus(
+                    host=str(m["name"]),
+                    id=int(m.get("_id", conf.get("_id", -1))),
+                    state=str(m.get("stateStr") or MEMBER_STATES.get(int(m.get("state", 6)))),
+                    healthy=bool(m.get("health", 1)),
+                    votes=int(conf.get("votes", 1)),
+                    priority=float(conf.get("priority", 1.0)),
+                    optime_seconds=ts.time if isinstance(ts, Timestamp) else None,
+                    message=m.get("lastHeartbeatMessage") or m.get("infoMessage") or None,
+                )
+            )
+        # The set's own view decides who is primary; hello only chose whom to ask.
+        result = ReplicaSetStatus(
+            name=spec.name,
+            role=spec.role,
+            initialized=True,
+            members=tuple(observed),
+            primary=next((x.host for x in observed if x.state == "PRIMARY"), None),
+            config_version=int(config.get("version", 0)),
+        )
+        return result, config, source
+
+    def replica_set_status(self, spec: ReplicaSetSpec) -> ReplicaSetStatus:
+        """Observe only: members with state and health, whether the set is initialized."""
+        return self._observe(spec)[0]
+
+    def ensure_replica_set(self, spec: ReplicaSetSpec) -> ReplicaSetStatus:
+        """Initiate, or take the single next reconfig step toward ``spec.members``.
+
+        Re-invoke until ``converged``: an add waits for the newcomer to reach SECONDARY before
+        the next voting change, and removing the primary steps it down first.
+        """
+        status, config, _ = self._observe(spec)
+        if config is None:
+            return self._initiate(spec, status)
+        if config.get("_id") != spec.name:
+            raise PermanentMongoError(
+                "replSetGetConfig",
+                spec.members[0],
+                f"configured set is {config.get('_id')!r}, not {spec.name!r}",
+            )
+        if bool(config.get("configsvr")) != (spec.role is Role.CONFIG):
+            raise PermanentMongoError(
+                "replSetGetConfig",
+                spec.members[0],
+                f"set {spec.name!r} has configsvr={bool(config.get('configsvr'))} but its role "
+                f"is {spec.role.value}",
+            )
+        step = plan.next_reconfig(spec, config, status)
+        if step is None:
+            lagging = [m for m in status.members if m.host in spec.members and not m.serving]
+            if lagging:
+                m = lagging[0]
+                return _with(status, pending=f"waiting for {m.host} ({m.state})")
+            return status
+        if step.kind == "wait":
+            return _with(status, pending=step.reason)
+        if step.kind == "step_down":
+            self.step_down(spec)
+            return _with(status, action=step.reason)
+        assert step.config is not None and status.primary is not None
+        log.info("replica set %s: %s", spec.name, step.reason)
+        try:
+            self.command(status.primary, {"replSetReconfig": step.config}, bootstrap=True)
+        except PermanentMongoError:
+            # Another actor (or our previous, interrupted attempt) may already have made the change.
+            _, again, _ = self._observe(spec)
+            if again is None or not _same_members(again, step.config):
+                raise
+        return _with(status, action=step.reason)
+
+    def _initiate(self, spec: ReplicaSetSpec, status: ReplicaSetStatus) -> ReplicaSetStatus:
+        missing = [m.host for m in status.members if not m.healthy]
+        if missing:
+            # replSetInitiate checks every member is up; asking earlier only fails with code 74.
+            return _with(status, pending=f"waiting for {', '.join(missing)} before replSetInitiate")
+        doc = plan.initiate_document(spec)
+        log.info("replica set %s: replSetInitiate with %d member(s)", spec.name, len(spec.members))
+        try:
+            self.command(spec.members[0], {"replSetInitiate": doc}, bootstrap=True)
+        except MongoAdminError as exc:
+            if exc.code != ALREADY_INITIALIZED:
+                raise
+        members = tuple(MemberStatus(m["host"], m["_id"], "STARTUP", True) for m in doc["members"])
+        return ReplicaSetStatus(spec.name, spec.role, True, members, action="replSetInitiate")
+
+    def step_down(self, spec: ReplicaSetSpec, *, seconds: int = 60) -> str | None:
+        """Ask the primary to step down (catch-up period included); returns the old primary."""
+        status = self.replica_set_status(spec)
+        if status.primary is None:
+            return None
+        cmd = {"replSetStepDown": seconds, "secondaryCatchUpPeriodSecs": 10}
+        try:
+            self.command(status.primary, cmd)
+        except TransientMongoError as exc:
+            # Servers before 4.2 drop every connection on step-down: that is the success signal.
+            if exc.code is not None:
+                raise
+        return status.primary
+
+    def rolling_step(self, spec: ReplicaSetSpec, needs_restart: Sequence[str]) -> RollingStep:
+        """Next move of a rolling change; a step-down is done here, a restart by the caller."""
+        step = plan.next_rolling_step(self.replica_set_status(spec), needs_restart)
+        if step.kind == "step_down":
+            self.step_down(spec)
+        return step
+
+    def _primary(self, spec: ReplicaSetSpec) -> str:
+        # hello only: it needs no privileges, so it also works before the first user exists.
+        seen, _ = self._hellos(spec)
+        primary = next((h.host for h in seen.values() if h.writable_primary), None)
+        if primary is None:
+            raise TransientMongoError("hello", ",".join(spec.members), "no primary (election?)")
+        return primary
+
+    # ---- feature compatibility --------------------------------------------------------------
+
+    def _target(self, target: ReplicaSetSpec | Mongos) -> str:
+        return self._mongos(target) if isinstance(target, Mongos) else self._primary(target)
+
+    def feature_compatibility_version(self, target: ReplicaSetSpec | Mongos) -> str:
+        host = self._target(target)
+        doc = self.command(host, {"getParameter": 1, "featureCompatibilityVersion": 1})
+        return str(doc["featureCompatibilityVersion"]["version"])
+
+    def ensure_feature_compatibility_version(
+        self, target: ReplicaSetSpec | Mongos, version: str
+    ) -> bool:
+        """Set FCV after a major upgrade; True when it changed something."""
+        host = self._target(target)
+        doc = self.command(host, {"getParameter": 1, "featureCompatibilityVersion": 1})
+        if doc["featureCompatibilityVersion"].get("version") == version:
+            return False
+        cmd: Doc = {"setFeatureCompatibilityVersion": version}
+        if int(version.split(".", maxsplit=1)[0]) >= 7:
+            cmd["confirm"] = True  # required from 7.0 on, rejected as unknown before
+        self.command(host, cmd)
+        return True
+
+    # ---- users ------------------------------------------------------------------------------
+
+    def ensure_users(
+        self, target: ReplicaSetSpec | Mongos, users: Sequence[UserSpec]
+    ) -> tuple[str, ...]:
+        """Create or fix each user; returns what was done (empty when all matched).
+
+        The connector's credentials should be the first user's: until it exists authentication
+        fails, and it is created through the localhost exception.
+        """
+        host = self._target(target)
+        done: list[str] = []
+        for user in users:
+            try:
+                info = self.command(
+                    host, {"usersInfo": {"user": user.username, "db": user.db}}, db=user.db
+                )
+            except PermanentMongoError as exc:
+                if exc.code != AUTHENTICATION_FAILED:
+                    raise
+                # No user can log in yet: create this one through the localhost exception.
+                self._create_first_user(host, user)
+                done.append(f"created {user.username}")
+                continue
+            existing = next(iter(info.get("users", [])), None)
+            cmd = plan.user_command(user, existing)
+            if cmd is None:
+                continue
+            try:
+                self.command(host, cmd, db=user.db)
+            except PermanentMongoError as exc:
+                if exc.code not in (USER_ALREADY_EXISTS, DUPLICATE_KEY):
+                    raise
+                continue
+            done.append(
+                f"{'created' if 'createUser' in cmd else 'updated roles of'} {user.username}"
+            )
+        return tuple(done)
+
+    def _create_first_user(self, host: str, user: UserSpec) -> None:
+        cmd = plan.user_command(user, None)
+        assert cmd is not None
+        try:
+            self.command(host, cmd, db=user.db, authenticate=False)
+        except PermanentMongoError as exc:
+            if exc.code == UNAUTHORIZED:
+                raise PermanentMongoError(
+                    "createUser", host, _LOCALHOST_HINT, code=exc.code, code_name=exc.code_name
+                ) from None
+            if exc.code not in (USER_ALREADY_EXISTS, DUPLICATE_KEY):
+                raise
+
+    # ---- sharding ---------------------------------------------------------------------------
+
+    def _mongos(self, mongos: Mongos) -> str:
+        last: MongoAdminError | None = None
+        for host in mongos.hosts:
+            try:
+                h = self.hello(host)
+            except TransientMongoError as exc:
+                last = exc
+                continue
+            if not h.is_mongos:
+                raise PermanentMongoError("hello", host, "not a mongos (no msg: isdbgrid)")
+            return host
+        raise TransientMongoError(
+            "hello", ",".join(mongos.hosts), f"no mongos reachable ({last.message if last else ''})"
+        )
+
+    def list_shards(self, mongos: Mongos) -> tuple[ShardInfo, ...]:
+        doc = self.command(self._mongos(mongos), {"listShards": 1})
+        return tuple(
+            ShardInfo(
+                id=str(s["_id"]),
+                host=str(s["host"]),
+                draining=bool(s.get("draining", False)),
+                state=s.get("state"),
+            )
+            for s in doc.get("shards", [])
+        )
+
+    def ensure_shard(self, mongos: Mongos, shard: ReplicaSetSpec) -> ShardInfo:
+        """addShard with the set's seed list, unless a shard for that set is already listed."""
+        found = _find_shard(self.list_shards(mongos), shard.name)
+        if found is not None:
+            return found
+        host = self._mongos(mongos)
+        seed = plan.shard_seed_list(shard)
+        log.info("addShard %s", seed)
+        try:
+            reply = self.command(host, {"addShard": seed, "name": shard.name})
+        except PermanentMongoError:
+            # "already a member of the existing shard": observed state decides, not the message.
+            found = _find_shard(self.list_shards(mongos), shard.name)
+            if found is None:
+                raise
+            return found
+        return ShardInfo(str(reply.get("shardAdded", shard.name)), seed)
+
+    def remove_shard(
+        self, mongos: Mongos, shard_id: str, *, move_primaries_to: str | None = None
+    ) -> DrainingProgress:
+        """Start or continue draining; call until ``completed``. A vanished shard is completed.
+
+        Databases whose primary shard is the one leaving (``dbs_to_move``) are moved one per
+        call to ``move_primaries_to`` when given; otherwise they are reported for the caller.
+        """
+        host = self._mongos(mongos)
+        try:
+            doc = self.command(host, {"removeShard": shard_id})
+        except PermanentMongoError as exc:
+            if exc.code == SHARD_NOT_FOUND or exc.code_name == "ShardNotFound":
+                return DrainingProgress(shard_id, "completed", message=exc.message)
+            raise
+        remaining = doc.get("remaining") or {}
+        progress = DrainingProgress(
+            shard=shard_id,
+            state=str(doc.get("state", "ongoing")),
+            remaining_chunks=int(remaining.get("chunks", 0)),
+            remaining_dbs=int(remaining.get("dbs", 0)),
+            jumbo_chunks=int(remaining.get("jumboChunks", 0)),
+            dbs_to_move=tuple(doc.get("dbsToMove", ())),
+            message=str(doc.get("msg", "")),
+        )
+        if progress.dbs_to_move and move_primaries_to:
+            db = progress.dbs_to_move[0]
+            log.info("movePrimary %s to %s", db, move_primaries_to)
+            self.command(host, {"movePrimary": db, "to": move_primaries_to})
+        return progress
+
+    def _collection_entry(self, host: str, namespace: str) -> Doc | None:
+        reply = self.command(
+            host, {"find": "collections", "filter": {"_id": namespace}, "limit": 1}, db="config"
+        )
+        batch = reply.get("cursor", {}).get("firstBatch", [])
+        entry = batch[0] if batch else None
+        return None if entry is None or entry.get("dropped") else entry
+
+    def shard_collection(self, mongos: Mongos, spec: ShardingSpec) -> str:
+        """enableSharding + shardCollection (+ pre-split); says what it did or that it matched."""
+        host = self._mongos(mongos)
+        entry = self._collection_entry(host, spec.namespace)
+        if entry is not None:
+            if dict(entry.get("key", {})) != spec.key_doc:
+                raise PermanentMongoError(
+                    "shardCollection",
+                    host,
+                    f"{spec.namespace} is already sharded on {dict(entry['key'])}, "
+                    f"not {spec.key_doc}",
+                )
+            return "already sharded"
+        try:
+            self.command(host, {"enableSharding": spec.database})
+        except PermanentMongoError as exc:
+            if exc.code != ALREADY_INITIALIZED:  # "already enabled" on servers before 6.0
+                raise
+        cmd: Doc = {"shardCollection": spec.namespace, "key": spec.key_doc}
+        if spec.hashed and spec.initial_chunks:
+            cmd["numInitialChunks"] = spec.initial_chunks
+        log.info("shardCollection %s on %s", spec.namespace, spec.key_doc)
+        try:
+            self.command(host, cmd)
+        except PermanentMongoError as exc:
+            if exc.code != ALREADY_INITIALIZED:
+                raise
+        if not spec.hashed:
+            for point in spec.split_points:
+                try:
+                    self.command(host, {"split": spec.namespace, "middle": {spec.key: point}})
+                except PermanentMongoError as exc:
+                    if "boundary" not in exc.message:  # already split there: fine
+                        raise
+        return "sharded"
+
+    def distribution(self, mongos: Mongos, database: str, collection: str) -> Distribution:
+        """Documents and chunks per shard for status ($collStats count; config.chunks)."""
+        host = self._mongos(mongos)
+        namespace = f"{database}.{collection}"
+        entry = self._collection_entry(host, namespace)
+        try:
+            reply = self.command(
+                host,
+                {
+                    "aggregate": collection,
+                    "pipeline": [{"$collStats": {"count": {}}}],
+                    "cursor": {},
+                },
+                db=database,
+            )
+        except MongoAdminError as exc:
+            if exc.code == NAMESPACE_NOT_FOUND:
+                return Distribution(namespace, sharded=False)
+            raise
+        counts: dict[str, int] = {}
+        for d in _all_batches(self, host, database, reply):
+            shard = str(d.get("shard", "(unsharded)"))
+            counts[shard] = counts.get(shard, 0) + int(d.get("count", 0))
+        chunks: dict[str, int] = {}
+        if entry is not None:
+            match = {"uuid": entry["uuid"]} if "uuid" in entry else {"ns": namespace}
+            chunk_reply = self.command(
+                host,
+                {
+                    "aggregate": "chunks",
+                    "pipeline": [
+                        {"$match": match},
+                        {"$group": {"_id": "$shard", "n": {"$sum": 1}}},
+                    ],
+                    "cursor": {},
+                },
+                db="config",
+            )
+            for d in _all_batches(self, host, "config", chunk_reply):
+                chunks[str(d["_id"])] = int(d["n"])
+        total = sum(counts.values())
+        shares = tuple(
+            ShardShare(
+                shard,
+                counts.get(shard, 0),
+                chunks.get(shard, 0),
+                round(100.0 * counts.get(shard, 0) / total, 1) if total else 0.0,
+            )
+            for shard in sorted(set(counts) | set(chunks))
+        )
+        return Distribution(namespace, sharded=entry is not None, shards=shares)
+
+
+def _all_batches(admin: MongoAdmin, host: str, db: str, reply: Doc) -> list[Doc]:
+    cursor = reply.get("cursor", {})
+    docs = list(cursor.get("firstBatch", []))
+    cursor_id = cursor.get("id", 0)
+    coll = str(cursor.get("ns", "")).split(".", 1)[-1]
+    while cursor_id:
+        more = admin.command(host, {"getMore": cursor_id, "collection": coll}, db=db)["cursor"]
+        docs.extend(more.get("nextBatch", []))
+        cursor_id = more.get("id", 0)
+    return docs
+
+
+def _find_shard(shards: Sequence[ShardInfo], set_name: str) -> ShardInfo | None:
+    return next((s for s in shards if set_name in (s.id, s.set_name)), None)
+
+
+def _same_members(config: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
+    return {m["host"] for m in config.get("members", [])} == {
+        m["host"] for m in wanted.get("members", [])
+    }
+
+
+def _with(status: ReplicaSetStatus, **changes: Any) -> ReplicaSetStatus:
+    return replace(status, **changes)
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _int(value: Any) -> int | None:
+    return int(value) if isinstance(value, int | float) else None

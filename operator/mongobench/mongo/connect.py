@@ -1,0 +1,165 @@
+"""How the operator reaches members: a resolver (DNS name -> address) and short-timeout clients.
+
+In the cluster a member's StatefulSet DNS name is dialled as is. Outside it (``make dev``) those
+names do not resolve, so ``MONGOBENCH_HOST_MAP`` maps each to a loopback port-forward, e.g.::
+
+    kubectl -n bench port-forward pod/rs0-0 27017:27017 &
+    export MONGOBENCH_HOST_MAP='rs0-0.rs0-hl.bench.svc.cluster.local:27017=127.0.0.1:27017,...'
+
+An unmapped name outside the cluster fails at once with a message naming the host and the
+variable, instead of waiting for a DNS timeout.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+from pymongo import MongoClient
+
+from mongobench.mongo.errors import HostUnresolvable
+from mongobench.mongo.model import Credentials
+
+HOST_MAP_ENV = "MONGOBENCH_HOST_MAP"
+IN_CLUSTER_ENV = "KUBERNETES_SERVICE_HOST"
+
+HostResolver = Callable[[str], str]
+
+
+def identity_resolver(host: str) -> str:
+    return host
+
+
+def parse_host_map(text: str) -> dict[str, str]:
+    """``name=addr`` pairs separated by commas or whitespace."""
+    mapping: dict[str, str] = {}
+    for item in text.replace("\n", ",").replace(" ", ",").split(","):
+        if not item.strip():
+            continue
+        name, sep, addr = item.strip().partition("=")
+        if not sep or not name or not addr:
+            raise ValueError(f"{HOST_MAP_ENV} entry {item!r} is not of the form name=host:port")
+        mapping[name] = addr
+    return mapping
+
+
+@dataclass(frozen=True)
+class MappedResolver:
+    """An explicit map, for running outside the cluster; unknown names are a clear error."""
+
+    mapping: Mapping[str, str] = field(default_factory=dict)
+
+    def __call__(self, host: str) -> str:
+        try:
+            return self.mapping[host]
+        except KeyError:
+            raise HostUnresolvable(
+                host,
+                f"the operator runs outside the cluster and {HOST_MAP_ENV} has no entry for "
+                f"{host}; port-forward the member and add '{host}=127.0.0.1:<port>'",
+            ) from None
+
+
+def resolver_from_env(env: Mapping[str, str]) -> HostResolver:
+    """Identity in a pod; the explicit map when given; otherwise a resolver that says what to do."""
+    if env.get(HOST_MAP_ENV):
+        return MappedResolver(parse_host_map(env[HOST_MAP_ENV]))
+    if env.get(IN_CLUSTER_ENV):
+        return identity_resolver
+    return MappedResolver({})
+
+
+def split_host(address: str, default_port: int = 27017) -> tuple[str, int]:
+    if address.startswith("["):  # [::1]:27017
+        host, _, rest = address[1:].partition("]")
+        return host, int(rest[1:]) if rest.startswith(":") else default_port
+    host, sep, port = address.rpartition(":")
+    if not sep:
+        return address, default_port
+    return host, int(port)
+
+
+class Connector:
+    """Builds (and caches) one direct-connection client per member, never one that can hang.
+
+    Every client is ``directConnection=True``: the module discovers the primary itself from
+    ``hello``, so replica-set discovery never needs the members' DNS names to resolve locally.
+    """
+
+    def __init__(
+        self,
+        credentials: Credentials | None = None,
+        *,
+        resolver: HostResolver = identity_resolver,
+        timeout_seconds: float = 3.0,
+        socket_timeout_seconds: float = 30.0,
+        tls: bool = False,
+        tls_ca_file: str | None = None,
+        app_name: str = "mongobench-operator",
+    ) -> None:
+        self.credentials = credentials
+        self.resolver = resolver
+        self.timeout_ms = int(timeout_seconds * 1000)
+        self.socket_timeout_ms = int(socket_timeout_seconds * 1000)
+        self.tls = tls
+        self.tls_ca_file = tls_ca_file
+        self.app_name = app_name
+        self._clients: dict[tuple[str, bool], MongoClient[dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+
+    def client(self, host: str, *, authenticate: bool = True) -> MongoClient[dict[str, Any]]:
+        """A client for one member (by its DNS name); unauthenticated when asked or no creds."""
+        address = self.resolver(host)
+        auth = authenticate and self.credentials is not None
+        key = (address, auth)
+        with self._lock:
+            existing = self._clients.get(key)
+            if existing is not None:
+                return existing
+            name, port = split_host(address)
+            options: dict[str, Any] = {
+                "directConnection": True,
+                "serverSelectionTimeoutMS": self.timeout_ms,
+                "connectTimeoutMS": self.timeout_ms,
+                "socketTimeoutMS": self.socket_timeout_ms,
+                "appname": self.app_name,
+                "retryWrites": False,
+                "maxPoolSize": 4,
+                "tls": self.tls,
+            }
+            if self.tls_ca_file:
+                options["tlsCAFile"] = self.tls_ca_file
+            if auth and self.credentials is not None:
+                options["username"] = self.credentials.username
+                options["password"] = self.credentials.password
+                options["authSource"] = self.credentials.source
+            client: MongoClient[dict[str, Any]] = MongoClient(name, port, **options)
+            self._clients[key] = client
+            return client
+
+    def discard(self, host: str) -> None:
+        """Drop cached clients for a member (e.g. after it restarted or its address changed)."""
+        address = self.resolver(host)
+        with self._lock:
+            for key in [k for k in self._clients if k[0] == address]:
+                self._clients.pop(key).close()
+
+    def close(self) -> None:
+        with self._lock:
+            clients, self._clients = list(self._clients.values()), {}
+        for c in clients:
+            c.close()
+
+    def __enter__(self) -> Connector:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

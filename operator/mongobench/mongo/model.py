@@ -1,0 +1,274 @@
+"""What the caller asks for and what the module observed: frozen, I/O-free, safe to log.
+
+Secrets (passwords) are excluded from every ``repr`` so a dataclass in a log line or an exception
+never leaks them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Role(StrEnum):
+    CONFIG = "config"
+    SHARD = "shard"
+    REPLICA = "replica"
+
+
+# replSetGetStatus myState/state codes -> names (server's MemberState).
+MEMBER_STATES: dict[int, str] = {
+    0: "STARTUP",
+    1: "PRIMARY",
+    2: "SECONDARY",
+    3: "RECOVERING",
+    5: "STARTUP2",
+    6: "UNKNOWN",
+    7: "ARBITER",
+    8: "DOWN",
+    9: "ROLLBACK",
+    10: "REMOVED",
+}
+
+
+@dataclass(frozen=True)
+class Credentials:
+    username: str
+    password: str = field(repr=False)
+    source: str = "admin"
+
+
+@dataclass(frozen=True)
+class ReplicaSetSpec:
+    """A replica set as the operator wants it.
+
+    ``members`` are the stable DNS names in order
+    (``pod-N.svc-headless.ns.svc.cluster.local:27017``); replSetInitiate goes to the first one.
+    ``priorities`` overrides a member's priority (default 1; 0 makes it never primary).
+    """
+
+    name: str
+    role: Role
+    members: tuple[str, ...]
+    priorities: tuple[tuple[str, float], ...] = ()
+
+    def priority(self, host: str) -> float:
+        return dict(self.priorities).get(host, 1.0)
+
+
+@dataclass(frozen=True)
+class Mongos:
+    """The routers of a sharded cluster; any one that answers is used."""
+
+    hosts: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RoleGrant:
+    role: str
+    db: str = "admin"
+
+
+@dataclass(frozen=True)
+class UserSpec:
+    username: str
+    password: str = field(repr=False)
+    roles: tuple[RoleGrant, ...]
+    db: str = "admin"
+
+
+def admin_user(username: str, password: str, *, root: bool = True) -> UserSpec:
+    """The first user; created through the localhost exception. root covers day-2 tasks."""
+    roles = (RoleGrant("root"),) if root else (RoleGrant("userAdminAnyDatabase"),)
+    return UserSpec(username, password, roles)
+
+
+def cluster_admin_user(username: str, password: str) -> UserSpec:
+    # The operator's own identity: reconfig, addShard, FCV; reads config.* for distribution.
+    return UserSpec(
+        username,
+        password,
+        (
+            RoleGrant("clusterAdmin"),
+            RoleGrant("readAnyDatabase"),
+            RoleGrant("userAdminAnyDatabase"),
+        ),
+    )
+
+
+def benchmark_user(username: str, password: str, database: str) -> UserSpec:
+    return UserSpec(username, password, (RoleGrant("readWrite", database),))
+
+
+def exporter_user(username: str, password: str) -> UserSpec:
+    # mongodb_exporter needs clusterMonitor for serverStatus/replSetGetStatus and read on local
+    # for the oplog window.
+    return UserSpec(username, password, (RoleGrant("clusterMonitor"), RoleGrant("read", "local")))
+
+
+@dataclass(frozen=True)
+class Hello:
+    """One member's answer to ``hello``: who it thinks it is and who the primary is."""
+
+    host: str
+    set_name: str | None
+    writable_primary: bool
+    secondary: bool
+    primary: str | None
+    hosts: tuple[str, ...]
+    me: str | None
+    is_mongos: bool
+    config_server: bool
+    max_wire_version: int
+
+    @property
+    def initialized(self) -> bool:
+        # An uninitialized `mongod --replSet` answers without setName ("isreplicaset": true).
+        return self.set_name is not None
+
+
+@dataclass(frozen=True)
+class MemberStatus:
+    host: str
+    id: int
+    state: str
+    healthy: bool
+    votes: int = 1
+    priority: float = 1.0
+    optime_seconds: int | None = None
+    message: str | None = None
+
+    @property
+    def serving(self) -> bool:
+        return self.healthy and self.state in {"PRIMARY", "SECONDARY"}
+
+
+@dataclass(frozen=True)
+class ReplicaSetStatus:
+    """The observed set, as status shows it; ``converged`` tells the caller to stop re-invoking."""
+
+    name: str
+    role: Role
+    initialized: bool
+    members: tuple[MemberStatus, ...] = ()
+    primary: str | None = None
+    config_version: int | None = None
+    action: str | None = None
+    pending: str | None = None
+
+    @property
+    def converged(self) -> bool:
+        return self.initialized and self.pending is None and self.action is None
+
+    def member(self, host: str) -> MemberStatus | None:
+        return next((m for m in self.members if m.host == host), None)
+
+    def as_status(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "role": self.role.value,
+            "initialized": self.initialized,
+            "primary": self.primary,
+            "members": [
+                {"host": m.host, "state": m.state, "health": m.healthy} for m in self.members
+            ],
+        }
+
+
+@dataclass(frozen=True)
+class ShardInfo:
+    id: str
+    host: str
+    draining: bool = False
+    state: int | None = None
+
+    @property
+    def set_name(self) -> str:
+        return self.host.split("/", 1)[0]
+
+
+@dataclass(frozen=True)
+class DrainingProgress:
+    """``removeShard``'s answer: started, ongoing (with what is left) or completed."""
+
+    shard: str
+    state: str
+    remaining_chunks: int = 0
+    remaining_dbs: int = 0
+    jumbo_chunks: int = 0
+    dbs_to_move: tuple[str, ...] = ()
+    message: str = ""
+
+    @property
+    def completed(self) -> bool:
+        return self.state == "completed"
+
+
+@dataclass(frozen=True)
+class ShardingSpec:
+    """How the benchmark collection is sharded: hashed (with initial chunks) or ranged.
+
+    ``split_points`` pre-split a ranged key at those values; ``initial_chunks`` asks a hashed key
+    for that many chunks up front (ignored by servers that no longer support it).
+    """
+
+    database: str
+    collection: str
+    key: str = "_id"
+    hashed: bool = True
+    initial_chunks: int | None = None
+    split_points: tuple[Any, ...] = ()
+
+    @property
+    def namespace(self) -> str:
+        return f"{self.database}.{self.collection}"
+
+    @property
+    def key_doc(self) -> dict[str, Any]:
+        return {self.key: "hashed" if self.hashed else 1}
+
+
+@dataclass(frozen=True)
+class ShardShare:
+    shard: str
+    documents: int
+    chunks: int
+    percent: float
+
+
+@dataclass(frozen=True)
+class Distribution:
+    namespace: str
+    sharded: bool
+    shards: tuple[ShardShare, ...] = ()
+
+    @property
+    def total_documents(self) -> int:
+        return sum(s.documents for s in self.shards)
+
+
+@dataclass(frozen=True)
+class ServerFacts:
+    """The serverStatus facts status reports; fields a server does not report stay None."""
+
+    host: str
+    version: str | None
+    process: str | None
+    uptime_seconds: float | None
+    connections_current: int | None
+    connections_available: int | None
+    storage_engine: str | None
+    cache_max_bytes: int | None
+    cache_used_bytes: int | None
+    resident_mb: int | None
+    opcounters: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class RollingStep:
+    """The next move of a rolling restart: wait, restart one member, step the primary down, done."""
+
+    kind: str  # "wait" | "restart" | "step_down" | "done"
+    host: str | None = None
+    reason: str = ""

@@ -1,0 +1,1 @@
+"""What the operator tells the outside: metrics, structured logs, Kubernetes Events."""
