@@ -35,7 +35,7 @@ test-bench-jobs: ## the YCSB binding's own tests and the runner/Locust against F
 test-cluster: ## cluster tier: real control plane + KWOK on loopback, the operator running for real
 	$(PYTEST) -q -m cluster e2e/local/tests
 
-dev: ## start the local control plane with CRDs and the operator; prints the kubeconfig path
+dev: setup ## start the local control plane with CRDs and the operator; prints the kubeconfig path
 	$(PY) -m localplane.dev up
 
 dev-down: ## stop what `make dev` started

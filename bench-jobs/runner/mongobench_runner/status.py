@@ -1,0 +1,79 @@
+"""Parser of YCSB's `-s` status lines (printed every `status.interval` seconds on stderr).
+
+    2026-11-22 05:45:30:214 1 sec: 68 operations; 67.93 current ops/sec; est completion in 14
+    seconds [READ: Count=41, Max=70975, Min=2962, Avg=18910.71, 90=33535, 99=70975, 99.9=70975,
+    99.99=70975] [UPDATE: Count=29, ...]
+
+Counts and latencies in brackets cover the last interval only (YCSB resets its interval
+histogram at every status line); `operations` is the running total.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+_HEAD = re.compile(
+    r"^(?:(?P<label>.*?))?(?P<ts>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}:\d{3}) "
+    r"(?P<elapsed>\d+) sec: (?P<ops>\d+) operations;"
+    r"(?: (?P<rate>[\d.]+|NaN|Infinity) current ops/sec;)?"
+)
+_BLOCK = re.compile(r"\[(?P<name>[A-Za-z0-9_\-]+): (?P<body>[^\]]*)\]")
+_KV = re.compile(r"(?P<k>[\w.]+)=(?P<v>-?[\d.]+|NaN)")
+
+
+@dataclass(frozen=True)
+class IntervalStats:
+    count: int
+    min_us: float
+    max_us: float
+    avg_us: float
+    p90_us: float
+    p99_us: float
+    p999_us: float
+    p9999_us: float
+
+
+@dataclass(frozen=True)
+class StatusLine:
+    timestamp: str
+    elapsed_s: int
+    total_ops: int
+    current_ops_per_s: float | None
+    operations: dict[str, IntervalStats] = field(default_factory=dict)
+
+
+def _num(text: str) -> float:
+    # YCSB formats numbers in the JVM's default locale: the runner starts it with an English one.
+    return float(text)
+
+
+def parse_status_line(line: str) -> StatusLine | None:
+    """The parsed line, or None for any other output line."""
+    m = _HEAD.search(line)
+    if m is None:
+        return None
+    rate_text = m.group("rate")
+    rate = _num(rate_text) if rate_text is not None else None
+    ops: dict[str, IntervalStats] = {}
+    for block in _BLOCK.finditer(line, m.end()):
+        values = {kv.group("k"): _num(kv.group("v")) for kv in _KV.finditer(block.group("body"))}
+        if "Count" not in values:
+            continue
+        ops[block.group("name")] = IntervalStats(
+            count=int(values["Count"]),
+            min_us=values.get("Min", 0.0),
+            max_us=values.get("Max", 0.0),
+            avg_us=values.get("Avg", 0.0),
+            p90_us=values.get("90", 0.0),
+            p99_us=values.get("99", 0.0),
+            p999_us=values.get("99.9", 0.0),
+            p9999_us=values.get("99.99", 0.0),
+        )
+    return StatusLine(
+        timestamp=m.group("ts"),
+        elapsed_s=int(m.group("elapsed")),
+        total_ops=int(m.group("ops")),
+        current_ops_per_s=rate,
+        operations=ops,
+    )

@@ -1,0 +1,314 @@
+"""Runs YCSB (the project's MongoDB binding) as a child process and turns its output into a result.
+
+The JVM is started with a private property file (-P, so the URI and password never appear on a
+command line), `-s` status every `status.interval` seconds (parsed live), the JSON array exporter
+and per-operation HDR histogram logs (merged exactly later).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shlex
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mongobench_runner import hdr
+from mongobench_runner.result import OpResult
+from mongobench_runner.status import StatusLine, parse_status_line
+
+BINDING_CLASS = "io.mongobench.ycsb.MongoDbClient"
+ERROR_MARKER = "MONGOBENCH_BINDING_ERROR"
+OP_ERROR_MARKER = "MONGOBENCH_BINDING_OP_ERROR"
+EXPORTER = "site.ycsb.measurements.exporter.JSONArrayMeasurementsExporter"
+YCSB_VERSION = "0.17.0"
+
+
+def ycsb_home() -> Path:
+    """MONGOBENCH_YCSB_HOME (holds lib/*.jar), else the Maven build output of a checkout."""
+    env = os.environ.get("MONGOBENCH_YCSB_HOME")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[2] / "ycsb-binding" / "target" / "ycsb"
+
+
+@dataclass
+class YcsbOutcome:
+    returncode: int | None
+    timed_out: bool
+    interrupted: bool
+    export: list[dict[str, Any]] | None
+    export_error: str | None
+    operations: dict[str, OpResult]
+    binding_errors: list[str]
+    op_error_samples: list[str]
+    stderr_tail: list[str]
+    status_lines: int
+    cpu_user_s: float
+    cpu_system_s: float
+    wall_s: float
+    driver_version: str = field(default="")
+
+    def overall(self, measurement: str) -> float | None:
+        for row in self.export or []:
+            if row.get("metric") == "OVERALL" and row.get("measurement") == measurement:
+                return float(row["value"])
+        return None
+
+
+def write_properties(path: Path, props: dict[str, str]) -> None:
+    def esc(text: str) -> str:
+        return (
+            text.replace("\\", "\\\\")
+            .replace("\n", "\\n")
+            .replace("=", "\\=")
+            .replace(":", "\\:")
+            .replace("#", "\\#")
+            .replace("!", "\\!")
+        )
+
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        for key, value in props.items():
+            out.write(f"{esc(key)}={esc(value)}\n")
+
+
+def command(home: Path, phase: str, props_file: Path, java_opts: list[str]) -> list[str]:
+    classpath = os.pathsep.join([str(home / "lib" / "*")])
+    return [
+        os.environ.get("JAVA", "java"),
+        *java_opts,
+        "-Duser.language=en",
+        "-Duser.country=US",
+        "-cp",
+        classpath,
+        "site.ycsb.Client",
+        "-load" if phase == "load" else "-t",
+        "-db",
+        BINDING_CLASS,
+        "-P",
+        str(props_file),
+        "-s",
+    ]
+
+
+def parse_export(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """Return codes per operation from the exporter ({op: {"OK": n, "ERROR": m}})."""
+    codes: dict[str, dict[str, int]] = {}
+    for row in rows:
+        measurement = str(row.get("measurement", ""))
+        if measurement.startswith("Return="):
+            metric = str(row["metric"])
+            codes.setdefault(metric, {})[measurement.removeprefix("Return=")] = int(row["value"])
+    return codes
+
+
+def export_operations(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """The exporter's own per-operation numbers (a cross-check of the HDR logs)."""
+    out: dict[str, dict[str, float]] = {}
+    for row in rows:
+        metric = str(row.get("metric", ""))
+        if metric == "OVERALL" or metric.startswith("TOTAL_G"):
+            continue
+        measurement = str(row.get("measurement", ""))
+        if not measurement.startswith("Return="):
+            out.setdefault(metric, {})[measurement] = float(row["value"])
+    return out
+
+
+def collect_operations(hdr_dir: Path, prefix: str, rows: list[dict[str, Any]]) -> dict[str, OpResult]:
+    """Per operation: HDR totals from the logs, failed-op histograms, return codes."""
+    codes = parse_export(rows)
+    histograms: dict[str, Any] = {}
+    for path in sorted(hdr_dir.glob(f"{prefix}*.hdr")):
+        name = path.name.removeprefix(prefix).removesuffix(".hdr")
+        histograms[name] = hdr.read_ycsb_log(path)
+    ops: dict[str, OpResult] = {}
+    names = {n for n in histograms if not _is_failed_name(n)} | set(codes)
+    for name in sorted(names):
+        h = histograms.get(name, hdr.new_histogram())
+        failed = [histograms[n] for n in histograms if _is_failed_name(n) and _base(n) == name]
+        ops[name] = OpResult(
+            histogram=h,
+            return_codes=codes.get(name, {}),
+            failed_histogram=hdr.merge(failed) if failed else None,
+        )
+    # A failed measurement whose base operation never succeeded nor reported codes.
+    for n in histograms:
+        if _is_failed_name(n) and _base(n) not in ops:
+            ops[_base(n)] = OpResult(
+                histogram=hdr.new_histogram(), failed_histogram=histograms[n]
+            )
+    return ops
+
+
+def _is_failed_name(name: str) -> bool:
+    return "-" in name and name not in ("READ-MODIFY-WRITE",) and not name.startswith("Intended-")
+
+
+def _base(name: str) -> str:
+    return name.rsplit("-", 1)[0]
+
+
+class YcsbProcess:
+    """One YCSB client process; `run` blocks until it ends (or times out, or is interrupted)."""
+
+    def __init__(
+        self,
+        *,
+        phase: str,
+        props: dict[str, str],
+        home: Path | None = None,
+        java_opts: list[str] | None = None,
+        timeout_s: float | None = None,
+        on_status: Callable[[StatusLine], None] | None = None,
+        workdir: Path | None = None,
+    ) -> None:
+        self.phase = phase
+        self.props = props
+        self.home = home or ycsb_home()
+        self.java_opts = java_opts if java_opts is not None else shlex.split(
+            os.environ.get("JAVA_OPTS", "")
+        )
+        self.timeout_s = timeout_s
+        self.on_status = on_status
+        self.workdir = workdir
+        self._proc: subprocess.Popen[str] | None = None
+        self._interrupted = threading.Event()
+
+    def interrupt(self) -> None:
+        """Ask the run to stop (SIGTERM to YCSB); the outcome is marked interrupted."""
+        self._interrupted.set()
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+
+    def run(self) -> YcsbOutcome:
+        if not (self.home / "lib").is_dir():
+            raise FileNotFoundError(
+                f"YCSB home {self.home} has no lib/ folder: build the binding "
+                "(hack/build-java.sh) or set MONGOBENCH_YCSB_HOME"
+            )
+        with tempfile.TemporaryDirectory(prefix="ycsb-", dir=self.workdir) as tmp:
+            work = Path(tmp)
+            export_file = work / "export.json"
+            prefix = "hdr-"
+            props = {
+                **self.props,
+                "exporter": EXPORTER,
+                "exportfile": str(export_file),
+                "measurementtype": "hdrhistogram",
+                "hdrhistogram.fileoutput": "true",
+                "hdrhistogram.output.path": str(work / prefix),
+                "hdrhistogram.percentiles": "50,95,99,99.9",
+            }
+            props.setdefault("status.interval", "10")
+            props_file = work / "run.properties"
+            write_properties(props_file, props)
+            return self._execute(command(self.home, self.phase, props_file, self.java_opts), work, prefix, export_file)
+
+    def _execute(self, cmd: list[str], work: Path, prefix: str, export_file: Path) -> YcsbOutcome:
+        binding_errors: list[str] = []
+        op_errors: list[str] = []
+        tail: list[str] = []
+        status_count = 0
+        lock = threading.Lock()
+
+        def pump(stream: Any) -> None:
+            nonlocal status_count
+            for raw in stream:
+                line = raw.rstrip("\n")
+                status = parse_status_line(line)
+                with lock:
+                    if status is not None:
+                        status_count += 1
+                    elif line.startswith(ERROR_MARKER):
+                        binding_errors.append(line.removeprefix(ERROR_MARKER).strip())
+                    elif line.startswith(OP_ERROR_MARKER):
+                        if len(op_errors) < 5:
+                            op_errors.append(line.removeprefix(OP_ERROR_MARKER).strip())
+                    else:
+                        tail.append(line)
+                        del tail[:-40]
+                if status is not None and self.on_status is not None:
+                    self.on_status(status)
+
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.monotonic()
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            cwd=work,
+        )
+        self._proc = proc
+        if self._interrupted.is_set():
+            proc.send_signal(signal.SIGTERM)
+        readers = [
+            threading.Thread(target=pump, args=(s,), daemon=True) for s in (proc.stdout, proc.stderr)
+        ]
+        for t in readers:
+            t.start()
+        timed_out = False
+        try:
+            proc.wait(timeout=self.timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        for t in readers:
+            t.join(timeout=10)
+        wall = time.monotonic() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+
+        export: list[dict[str, Any]] | None = None
+        export_error: str | None = None
+        operations: dict[str, OpResult] = {}
+        if export_file.is_file():
+            try:
+                loaded = json.loads(export_file.read_text())
+                if not isinstance(loaded, list):
+                    raise ValueError("not a JSON array")
+                export = loaded
+                operations = collect_operations(work, prefix, export)
+            except (ValueError, OSError) as e:
+                export_error = f"YCSB export {export_file.name} unreadable: {e}"
+        else:
+            export_error = "YCSB wrote no export file (it did not finish)"
+        return YcsbOutcome(
+            returncode=proc.returncode,
+            timed_out=timed_out,
+            interrupted=self._interrupted.is_set(),
+            export=export,
+            export_error=export_error,
+            operations=operations,
+            binding_errors=binding_errors,
+            op_error_samples=op_errors,
+            stderr_tail=tail,
+            status_lines=status_count,
+            cpu_user_s=after.ru_utime - before.ru_utime,
+            cpu_system_s=after.ru_stime - before.ru_stime,
+            wall_s=wall,
+            driver_version=f"ycsb {YCSB_VERSION}, {binding_version(self.home)}",
+        )
+
+
+def binding_version(home: Path) -> str:
+    jars = sorted(p.name for p in (home / "lib").glob("mongodb-driver-sync-*.jar"))
+    return "mongodb-driver-sync " + (jars[0].removeprefix("mongodb-driver-sync-").removesuffix(".jar") if jars else "?")

@@ -1,0 +1,592 @@
+"""A real Kubernetes control plane on loopback: the project's own "envtest".
+
+etcd (tmpfs, no fsync) + kube-apiserver + kube-controller-manager + kube-scheduler, built from
+pinned Go modules (hack/build-tools.sh), with KWOK as the kubelet of fake Nodes. Everything binds
+127.0.0.1 on free ports and keeps its state in a per-plane directory, so two suites can run at
+once. `Plane.stop()` leaves nothing behind; a plane whose owner was killed is reaped by the next
+`cleanup_stale()` (state and pids are recorded in `<workdir>/plane.json` and on tmpfs).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import http.client
+import json
+import os
+import re
+import shutil
+import ssl
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes import client as k8s
+
+from localplane import procs
+from localplane.net import free_port
+from localplane.nodes import NodeSet
+from localplane.pki import Pki, make_pki
+from localplane.stages import write_stages
+from localplane.tools import binary
+
+SHM_ROOT = Path(os.environ.get("MONGOBENCH_SHM", "/dev/shm"))
+SHM_PREFIX = "mongobench-plane-"
+# Fixed by the in-tree hostPath provisioner (pkg/volume/hostpath): /tmp/hostpath_pv/<uuid>.
+HOSTPATH_ROOT = Path("/tmp/hostpath_pv")  # noqa: S108
+_HOSTPATH_RE = re.compile(rb"/tmp/hostpath_pv/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+STATE_FILE = "plane.json"
+SERVICE_CIDR = "10.96.0.0/16"
+POD_CIDR = "10.244.0.0/16"
+DEFAULT_STORAGE_CLASS = "standard"
+FIXED_STORAGE_CLASS = "standard-fixed"
+
+# What a kubeadm/kind cluster runs, minus what needs a cloud, a CNI or a real kubelet.
+CONTROLLERS = [
+    "serviceaccount-controller",
+    "serviceaccount-token-controller",
+    "root-ca-certificate-publisher-controller",
+    "garbage-collector-controller",
+    "namespace-controller",
+    "job-controller",
+    "cronjob-controller",
+    "ttl-after-finished-controller",
+    "statefulset-controller",
+    "deployment-controller",
+    "replicaset-controller",
+    "replicationcontroller-controller",
+    "daemonset-controller",
+    "disruption-controller",
+    "persistentvolume-binder-controller",
+    "persistentvolume-expander-controller",
+    "persistentvolume-protection-controller",
+    "persistentvolumeclaim-protection-controller",
+    "ephemeral-volume-controller",
+    "endpoints-controller",
+    "endpointslice-controller",
+    "endpointslice-mirroring-controller",
+    "resourcequota-controller",
+    "clusterrole-aggregation-controller",
+    "pod-garbage-collector-controller",
+]
+
+
+class PlaneStartError(RuntimeError):
+    pass
+
+
+@dataclass
+class Plane:
+    workdir: Path
+    shm: Path
+    ports: dict[str, int]
+    keep_workdir: bool = False
+    detached: bool = False
+    owner: dict[str, int] | None = None
+    procs: list[procs.Proc] = field(default_factory=list)
+    started_in: float = 0.0
+    node_names: list[str] = field(default_factory=list)
+    _children: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False)
+    _stopped: bool = False
+
+    # -- paths and endpoints --------------------------------------------------------------
+    @property
+    def server(self) -> str:
+        return f"https://127.0.0.1:{self.ports['apiserver']}"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.workdir / "kubeconfig"
+
+    @property
+    def pki(self) -> Pki:
+        return Pki(self.workdir / "pki")
+
+    @property
+    def logs(self) -> Path:
+        return self.workdir / "logs"
+
+    # -- lifecycle --------------------------------------------------------------------------
+    @classmethod
+    def start(
+        cls,
+        workdir: Path | str | None = None,
+        *,
+        nodes: NodeSet | Sequence[NodeSet] | None = None,
+        keep_workdir: bool = False,
+        detached: bool = False,
+        timeout: float = 90.0,
+    ) -> Plane:
+        """Start a plane; `nodes` defaults to one kind worker. Raises PlaneStartError."""
+        t0 = time.monotonic()
+        if workdir is None:
+            workdir = Path(tempfile.mkdtemp(prefix="mongobench-plane-"))
+        workdir = Path(workdir).resolve()
+        workdir.mkdir(parents=True, exist_ok=True)
+        SHM_ROOT.mkdir(parents=True, exist_ok=True)
+        shm = Path(tempfile.mkdtemp(prefix=SHM_PREFIX, dir=SHM_ROOT))
+        ports = {n: free_port() for n in ("etcd", "etcd_peer", "apiserver", "kcm", "scheduler")}
+        plane = cls(
+            workdir,
+            shm,
+            ports,
+            keep_workdir=keep_workdir,
+            detached=detached,
+            owner=None if detached else procs.owner_record(),
+        )
+        plane._save_state()  # before any spawn: a crash from here on is reapable
+        nodesets = [NodeSet()] if nodes is None else [nodes] if isinstance(nodes, NodeSet) else nodes
+        try:
+            plane._boot(nodesets, timeout)
+        except BaseException:
+            plane.stop()
+            raise
+        plane.started_in = time.monotonic() - t0
+        plane._save_state()
+        return plane
+
+    def _boot(self, nodesets: Sequence[NodeSet], timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        self.logs.mkdir(exist_ok=True)
+        pki = make_pki(self.workdir / "pki")
+        self._write_kubeconfig(pki)
+        stages = write_stages(self.workdir / "kwok-stages.yaml")
+        p = self.ports
+        etcd_url = f"http://127.0.0.1:{p['etcd']}"
+        peer_url = f"http://127.0.0.1:{p['etcd_peer']}"
+        self._spawn("etcd", [
+            str(binary("etcd")),
+            "--name=plane", f"--data-dir={self.shm / 'etcd'}",
+            f"--listen-client-urls={etcd_url}", f"--advertise-client-urls={etcd_url}",
+            f"--listen-peer-urls={peer_url}", f"--initial-advertise-peer-urls={peer_url}",
+            f"--initial-cluster=plane={peer_url}",
+            "--unsafe-no-fsync", "--log-level=warn", "--quota-backend-bytes=2147483648",
+        ])  # fmt: skip
+        # The apiserver retries etcd itself: starting both at once saves a round trip.
+        self._spawn("kube-apiserver", [
+            str(binary("kube-apiserver")),
+            f"--etcd-servers={etcd_url}",
+            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+            f"--secure-port={p['apiserver']}",
+            f"--cert-dir={self.workdir / 'apiserver-certs'}",
+            f"--tls-cert-file={pki.serving_crt}", f"--tls-private-key-file={pki.serving_key}",
+            f"--client-ca-file={pki.ca_crt}",
+            "--anonymous-auth=false",
+            "--authorization-mode=Node,RBAC",
+            # All on by default in 1.32; named so the intent (PSA must reject) is visible.
+            "--enable-admission-plugins=NamespaceLifecycle,ServiceAccount,PodSecurity,"
+            "DefaultStorageClass,PersistentVolumeClaimResize,StorageObjectInUseProtection",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-account-key-file={pki.sa_pub}",
+            f"--service-account-signing-key-file={pki.sa_key}",
+            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            # No kubelet registers the apiserver's own endpoints; nothing needs them.
+            "--endpoint-reconciler-type=none",
+            "--allow-privileged=true",
+            "--enable-priority-and-fairness=false",
+            "--profiling=false",
+        ])  # fmt: skip
+        self._wait("etcd", lambda: _port_open(p["etcd"]), deadline)
+        self._wait("kube-apiserver", lambda: self._get_ok(p["apiserver"], "/readyz"), deadline)
+
+        kubeconfig = str(self.kubeconfig)
+        self._spawn("kube-controller-manager", [
+            str(binary("kube-controller-manager")),
+            f"--kubeconfig={kubeconfig}",
+            "--bind-address=127.0.0.1", f"--secure-port={p['kcm']}",
+            f"--cert-dir={self.workdir / 'kcm-certs'}",
+            "--leader-elect=false",
+            f"--controllers={','.join(CONTROLLERS)}",
+            "--enable-hostpath-provisioner",
+            "--pvclaimbinder-sync-period=1s",
+            f"--service-account-private-key-file={pki.sa_key}",
+            f"--root-ca-file={pki.ca_crt}",
+            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            "--kube-api-qps=200", "--kube-api-burst=400",
+            "--concurrent-gc-syncs=5",
+        ])  # fmt: skip
+        self._spawn("kube-scheduler", [
+            str(binary("kube-scheduler")),
+            f"--kubeconfig={kubeconfig}",
+            "--bind-address=127.0.0.1", f"--secure-port={p['scheduler']}",
+            f"--cert-dir={self.workdir / 'scheduler-certs'}",
+            "--leader-elect=false",
+        ])  # fmt: skip
+        self._spawn(
+            "kwok",
+            [
+                str(binary("kwok")),
+                f"--kubeconfig={kubeconfig}",
+                f"--config={stages}",
+                # Every node of this plane is fake. (Not --manage-all-nodes=false together
+                # with an annotation selector: see shared/toolchain.md.)
+                "--manage-all-nodes=true",
+                "--node-lease-duration-seconds=40",
+                f"--cidr={POD_CIDR}",
+            ],
+            # Keeps kwok from merging a user's ~/.kwok/kwok.yaml into our config.
+            env={**os.environ, "KWOK_WORKDIR": str(self.workdir / "kwok")},
+        )
+        self._create_storage_classes()
+        for nodeset in nodesets:
+            self.add_nodes(nodeset, wait=False)
+
+        core = k8s.CoreV1Api(self.api_client())
+        self._wait(
+            "kube-controller-manager",
+            lambda: self._get_ok(p["kcm"], "/healthz", client_cert=False),
+            deadline,
+        )
+        self._wait(
+            "kube-scheduler",
+            lambda: self._get_ok(p["scheduler"], "/healthz", client_cert=False),
+            deadline,
+        )
+        self._wait(
+            "kube-controller-manager",
+            lambda: _exists(lambda: core.read_namespaced_service_account("default", "default")),
+            deadline,
+            what="the default ServiceAccount",
+        )
+        self.wait_nodes_ready(self.node_names, deadline - time.monotonic())
+
+    def stop(self) -> None:
+        """Stop every component, remove tmpfs, this plane's hostPath PVs, and the workdir."""
+        if self._stopped:
+            return
+        self._stopped = True
+        pv_paths: set[Path] = set()
+        if any(p.name == "kube-apiserver" and p.alive() for p in self.procs):
+            with contextlib.suppress(Exception):
+                pv_paths |= self._hostpath_pvs_from_api()
+        procs.terminate(self.procs, self._children)
+        # Also PVs the API listing missed (created while stopping, or the API was down): their
+        # paths are in etcd's files verbatim. UUID names, so nothing of another plane matches.
+        pv_paths |= _hostpath_pvs_in(self.shm / "etcd")
+        for path in pv_paths:
+            if path.parent == HOSTPATH_ROOT:
+                shutil.rmtree(path, ignore_errors=True)
+        shutil.rmtree(self.shm, ignore_errors=True)
+        if self.keep_workdir:
+            self._save_state()
+        else:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def __enter__(self) -> Plane:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- API access -------------------------------------------------------------------------
+    def api_client(self) -> k8s.ApiClient:
+        """A fresh kubernetes ApiClient authenticated as the plane's admin."""
+        cfg = k8s.Configuration()
+        cfg.host = self.server
+        cfg.ssl_ca_cert = str(self.pki.ca_crt)
+        cfg.cert_file = str(self.pki.admin_crt)
+        cfg.key_file = str(self.pki.admin_key)
+        return k8s.ApiClient(cfg)
+
+    def kubectl(
+        self, *args: str, input: str | None = None, check: bool = True, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
+        exe = shutil.which("kubectl")
+        if exe is None:
+            raise FileNotFoundError("kubectl is not on PATH")
+        proc = subprocess.run(
+            [exe, f"--kubeconfig={self.kubeconfig}", *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        if check and proc.returncode != 0:
+            raise RuntimeError(f"kubectl {' '.join(args)} failed ({proc.returncode}): {proc.stderr}")
+        return proc
+
+    def apply(self, *paths: Path, timeout: float = 60) -> list[str]:
+        """Server-side apply of manifest files; CRDs among them are waited for (Established)."""
+        crds: list[str] = []
+        files: list[str] = []
+        for path in paths:
+            if path.is_dir():
+                files += [str(f) for f in sorted(path.glob("*.y*ml"))]
+            else:
+                files.append(str(path))
+        if not files:
+            return []
+        for f in files:
+            for doc in yaml.safe_load_all(Path(f).read_text()):
+                if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
+                    crds.append(doc["metadata"]["name"])
+        args = ["apply", "--server-side", "--force-conflicts", "--field-manager=localplane"]
+        for f in files:
+            args += ["-f", f]
+        self.kubectl(*args, timeout=timeout)
+        if crds:
+            self.wait_crds_established(crds, timeout)
+        return crds
+
+    def wait_crds_established(self, names: Iterable[str], timeout: float = 60) -> None:
+        ext = k8s.ApiextensionsV1Api(self.api_client())
+        pending = set(names)
+        deadline = time.monotonic() + timeout
+        while pending:
+            for name in list(pending):
+                crd = ext.read_custom_resource_definition(name)
+                conds = (crd.status and crd.status.conditions) or []
+                if any(c.type == "Established" and c.status == "True" for c in conds):
+                    pending.discard(name)
+            if pending:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"CRDs not Established after {timeout}s: {sorted(pending)}")
+                time.sleep(0.1)
+
+    # -- nodes ------------------------------------------------------------------------------
+    def add_nodes(self, nodeset: NodeSet, *, wait: bool = True, timeout: float = 30) -> list[str]:
+        core = k8s.CoreV1Api(self.api_client())
+        names = []
+        for manifest in nodeset.manifests():
+            core.create_node(manifest)
+            names.append(manifest["metadata"]["name"])
+        self.node_names += names
+        self._save_state()
+        if wait:
+            self.wait_nodes_ready(names, timeout)
+        return names
+
+    def wait_nodes_ready(self, names: Iterable[str], timeout: float = 30) -> None:
+        core = k8s.CoreV1Api(self.api_client())
+        pending = set(names)
+        deadline = time.monotonic() + timeout
+        while pending:
+            self._check_alive()
+            for node in core.list_node().items:
+                conds = node.status.conditions or []
+                if any(c.type == "Ready" and c.status == "True" for c in conds):
+                    pending.discard(node.metadata.name)
+            if pending:
+                if time.monotonic() > deadline:
+                    raise PlaneStartError(
+                        f"nodes not Ready after {timeout:.0f}s: {sorted(pending)}\n"
+                        f"--- kwok log tail ---\n{procs.tail(self.logs / 'kwok.log')}"
+                    )
+                time.sleep(0.1)
+
+    # -- introspection ----------------------------------------------------------------------
+    def rss_bytes(self) -> int:
+        return procs.rss_bytes(self.procs)
+
+    def alive(self) -> bool:
+        return bool(self.procs) and all(p.alive() for p in self.procs)
+
+    # -- state ------------------------------------------------------------------------------
+    def _state(self) -> dict[str, Any]:
+        return {
+            "workdir": str(self.workdir),
+            "shm": str(self.shm),
+            "ports": self.ports,
+            "keep_workdir": self.keep_workdir,
+            "detached": self.detached,
+            "owner": self.owner,
+            "procs": [p.to_json() for p in self.procs],
+            "node_names": self.node_names,
+            "server": self.server,
+            "kubeconfig": str(self.kubeconfig),
+        }
+
+    def _save_state(self) -> None:
+        text = json.dumps(self._state(), indent=2)
+        for directory in (self.workdir, self.shm):
+            if directory.is_dir():
+                tmp = directory / f".{STATE_FILE}.{uuid.uuid4().hex}"
+                tmp.write_text(text)
+                tmp.replace(directory / STATE_FILE)
+
+    @classmethod
+    def _from_state(cls, state: dict[str, Any]) -> Plane:
+        return cls(
+            Path(state["workdir"]),
+            Path(state["shm"]),
+            {k: int(v) for k, v in state["ports"].items()},
+            keep_workdir=bool(state.get("keep_workdir")),
+            detached=bool(state.get("detached")),
+            owner=state.get("owner"),
+            procs=[procs.Proc.from_json(p) for p in state.get("procs", [])],
+            node_names=list(state.get("node_names", [])),
+        )
+
+    @classmethod
+    def attach(cls, workdir: Path | str) -> Plane:
+        """The plane recorded in `workdir` (e.g. started detached by `dev up`)."""
+        return cls._from_state(json.loads((Path(workdir) / STATE_FILE).read_text()))
+
+    # -- helpers ----------------------------------------------------------------------------
+    def _spawn(self, name: str, cmd: list[str], env: dict[str, str] | None = None) -> None:
+        proc, popen = procs.spawn(
+            name, cmd, self.logs / f"{name}.log", detached=self.detached, env=env, cwd=self.workdir
+        )
+        self.procs.append(proc)
+        self._children[proc.pid] = popen
+        self._save_state()
+
+    def _check_alive(self) -> None:
+        for p in self.procs:
+            if not p.alive():
+                raise PlaneStartError(f"{p.name} exited\n--- {p.log} ---\n{procs.tail(p.log)}")
+
+    def _wait(
+        self, name: str, ready: Callable[[], bool], deadline: float, what: str | None = None
+    ) -> None:
+        while True:
+            self._check_alive()
+            if ready():
+                return
+            if time.monotonic() > deadline:
+                log = self.logs / f"{name}.log"
+                raise PlaneStartError(
+                    f"{what or name} not ready in time\n--- {log} ---\n{procs.tail(log)}"
+                )
+            time.sleep(0.05)
+
+    def _get_ok(self, port: int, path: str, client_cert: bool = True) -> bool:
+        if client_cert:
+            ctx = ssl.create_default_context(cafile=str(self.pki.ca_crt))
+            ctx.load_cert_chain(str(self.pki.admin_crt), str(self.pki.admin_key))
+        else:  # controller-manager/scheduler serve a self-signed cert; health only
+            ctx = ssl._create_unverified_context()  # noqa: S323
+        conn = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=2)
+        try:
+            conn.request("GET", path)
+            return conn.getresponse().status == 200
+        except OSError:
+            return False
+        finally:
+            conn.close()
+
+    def _write_kubeconfig(self, pki: Pki) -> None:
+        def b64(path: Path) -> str:
+            return base64.b64encode(path.read_bytes()).decode()
+
+        # Inline data: the file is self-contained (kopf, kubectl, helm all read it as is).
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "mongobench-local",
+                    "cluster": {
+                        "server": self.server,
+                        "certificate-authority-data": b64(pki.ca_crt),
+                    },
+                }
+            ],
+            "users": [
+                {
+                    "name": "mongobench-admin",
+                    "user": {
+                        "client-certificate-data": b64(pki.admin_crt),
+                        "client-key-data": b64(pki.admin_key),
+                    },
+                }
+            ],
+            "contexts": [
+                {
+                    "name": "mongobench-local",
+                    "context": {"cluster": "mongobench-local", "user": "mongobench-admin"},
+                }
+            ],
+            "current-context": "mongobench-local",
+        }
+        self.kubeconfig.write_text(yaml.safe_dump(config, sort_keys=False))
+        self.kubeconfig.chmod(0o600)
+
+    def _create_storage_classes(self) -> None:
+        storage = k8s.StorageV1Api(self.api_client())
+        for name, default, expand in (
+            (DEFAULT_STORAGE_CLASS, True, True),
+            (FIXED_STORAGE_CLASS, False, False),
+        ):
+            storage.create_storage_class(
+                {
+                    "apiVersion": "storage.k8s.io/v1",
+                    "kind": "StorageClass",
+                    "metadata": {
+                        "name": name,
+                        "annotations": {
+                            "storageclass.kubernetes.io/is-default-class": str(default).lower()
+                        },
+                    },
+                    "provisioner": "kubernetes.io/host-path",
+                    "reclaimPolicy": "Delete",
+                    "volumeBindingMode": "Immediate",
+                    "allowVolumeExpansion": expand,
+                }
+            )
+
+    def _hostpath_pvs_from_api(self) -> set[Path]:
+        core = k8s.CoreV1Api(self.api_client())
+        out = set()
+        for pv in core.list_persistent_volume(_request_timeout=5).items:
+            if pv.spec.host_path and pv.spec.host_path.path:
+                out.add(Path(pv.spec.host_path.path))
+        return out
+
+
+def _hostpath_pvs_in(directory: Path) -> set[Path]:
+    out: set[Path] = set()
+    if not directory.is_dir():
+        return out
+    for f in directory.rglob("*"):
+        if f.is_file():
+            with contextlib.suppress(OSError):
+                out |= {Path(m.decode()) for m in _HOSTPATH_RE.findall(f.read_bytes())}
+    return out
+
+
+def _port_open(port: int) -> bool:
+    import socket
+
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _exists(read: Callable[[], object]) -> bool:
+    try:
+        read()
+    except k8s.ApiException as e:
+        if e.status == 404:
+            return False
+        raise
+    return True
+
+
+def cleanup_stale(shm_root: Path | None = None) -> list[Path]:
+    """Reap planes whose owning process is gone (a killed test session). Detached planes
+    (`dev up`) have no owner and are left to `dev down`. Returns the workdirs reaped."""
+    reaped = []
+    for shm in sorted((shm_root or SHM_ROOT).glob(f"{SHM_PREFIX}*")):
+        state_file = shm / STATE_FILE
+        try:
+            state = json.loads(state_file.read_text())
+        except (OSError, ValueError):
+            # Killed before its first state write (milliseconds after mkdtemp): nothing runs.
+            if time.time() - shm.stat().st_mtime > 600:
+                shutil.rmtree(shm, ignore_errors=True)
+            continue
+        owner = state.get("owner")
+        if owner is None or procs.start_time(int(owner["pid"])) == int(owner["start"]):
+            continue
+        plane = Plane._from_state(state)
+        plane.stop()
+        reaped.append(plane.workdir)
+    return reaped

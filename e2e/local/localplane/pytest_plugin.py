@@ -1,0 +1,147 @@
+"""Pytest fixtures for the cluster tier: a shared plane per session, fresh namespaces per test.
+
+    bare_plane                session: the one shared Plane (3 kind nodes), nothing applied
+    plane                     session: the same Plane with the repo's crds/ applied
+    prometheus_operator_crds  session: ServiceMonitor/PodMonitor/PrometheusRule CRDs on `plane`
+    namespace                 function: a fresh namespace enforcing Pod Security `restricted`
+    kube_api                  function: a kubernetes.client.ApiClient for `plane`
+    kubectl                   function: kubectl(*args) against `plane`
+    make_plane                function: factory for a private plane (e.g. another platform)
+    prometheus                session: URL of a Prometheus scraping a node-exporter every 1 s
+
+Set MONGOBENCH_KEEP_PLANE=1 to keep plane workdirs (logs, kubeconfig) after the session.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+
+from localplane.nodes import NodeSet
+from localplane.plane import Plane, cleanup_stale
+from localplane.tools import REPO, prometheus_operator_crds as promop_crds_dir
+
+CRDS_DIR = REPO / "crds"
+RESTRICTED_LABELS = {
+    "pod-security.kubernetes.io/enforce": "restricted",
+    "pod-security.kubernetes.io/enforce-version": "latest",
+    "pod-security.kubernetes.io/warn": "restricted",
+    "pod-security.kubernetes.io/audit": "restricted",
+}
+
+
+def _keep() -> bool:
+    return os.environ.get("MONGOBENCH_KEEP_PLANE", "") not in ("", "0", "false")
+
+
+def apply_repo_crds(plane: Plane) -> list[str]:
+    """Apply crds/*.yaml if the folder has any; returns the CRD names (Established)."""
+    if not CRDS_DIR.is_dir() or not any(CRDS_DIR.glob("*.y*ml")):
+        return []
+    return plane.apply(CRDS_DIR)
+
+
+@pytest.fixture(scope="session")
+def bare_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Plane]:
+    cleanup_stale()  # planes of an earlier session that was killed
+    p = Plane.start(
+        tmp_path_factory.mktemp("plane"),
+        nodes=NodeSet(profile="kind", count=3),
+        keep_workdir=_keep(),
+    )
+    try:
+        yield p
+    finally:
+        p.stop()
+
+
+@pytest.fixture(scope="session")
+def plane(bare_plane: Plane) -> Plane:
+    # A separate fixture so a CRD the apiserver rejects fails the tests that need the CRDs,
+    # not the plane's own tests.
+    apply_repo_crds(bare_plane)
+    return bare_plane
+
+
+@pytest.fixture(scope="session")
+def prometheus_operator_crds(bare_plane: Plane) -> list[str]:
+    crds = promop_crds_dir()
+    if not crds.is_dir():
+        pytest.fail(f"{crds} is missing: run `make setup` (hack/build-tools.sh fetches it)")
+    return bare_plane.apply(crds)
+
+
+@pytest.fixture
+def kube_api(bare_plane: Plane) -> Iterator[k8s.ApiClient]:
+    api = bare_plane.api_client()
+    try:
+        yield api
+    finally:
+        api.close()
+
+
+@pytest.fixture
+def namespace(bare_plane: Plane, request: pytest.FixtureRequest) -> Iterator[str]:
+    slug = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower()).strip("-")[:40].strip("-")
+    name = f"t-{slug}-{uuid.uuid4().hex[:6]}"
+    api = bare_plane.api_client()
+    core = k8s.CoreV1Api(api)
+    core.create_namespace({"metadata": {"name": name, "labels": RESTRICTED_LABELS}})
+    try:
+        yield name
+    finally:
+        # Background: the namespace controller finishes the deletion while later tests run.
+        try:
+            core.delete_namespace(name, propagation_policy="Background", _request_timeout=10)
+        except k8s.ApiException as e:
+            if e.status != 404:
+                raise
+        finally:
+            api.close()
+
+
+Kubectl = Callable[..., "subprocess.CompletedProcess[str]"]
+
+
+@pytest.fixture
+def kubectl(bare_plane: Plane) -> Kubectl:
+    """kubectl(*args, input=None, check=True) -> CompletedProcess (text)."""
+    return bare_plane.kubectl
+
+
+@pytest.fixture
+def make_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Plane]]:
+    """make_plane(nodes=NodeSet("eks", 3), **Plane.start kwargs) -> a started private Plane."""
+    planes: list[Plane] = []
+
+    def make(**kw: Any) -> Plane:
+        kw.setdefault("keep_workdir", _keep())
+        workdir = kw.pop("workdir", None) or tmp_path_factory.mktemp("plane")
+        p = Plane.start(workdir, **kw)
+        planes.append(p)
+        return p
+
+    try:
+        yield make
+    finally:
+        for p in planes:
+            p.stop()
+
+
+@pytest.fixture(scope="session")
+def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    from localplane.prometheus import start_prometheus
+
+    prom = start_prometheus(Path(tmp_path_factory.mktemp("prometheus")))
+    try:
+        yield prom.url
+    finally:
+        prom.stop()

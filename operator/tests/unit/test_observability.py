@@ -1,0 +1,75 @@
+"""Unit tier: logs never carry credentials; handler metrics count outcomes."""
+
+import logging
+
+import kopf
+import pytest
+
+from mongobench.config import OperatorConfig
+from mongobench.observability.logs import RedactingFilter, redact
+from mongobench.observability.metrics import RECONCILES, instrumented
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("connecting to mongodb://admin:s3cr3t@rs0-0.rs0-hl:27017/?replicaSet=rs0", "s3cr3t"),
+        ("mongodb+srv://u:p%40ss@cluster.example/db", "p%40ss"),
+        ("createUser failed: {'user': 'x', 'pwd': 'hunter2'}", "hunter2"),
+        ('{"password": "topsecret", "user": "bench"}', "topsecret"),
+        ("keyfile=AAAABBBBCCCC", "AAAABBBBCCCC"),
+    ],
+)
+def test_redact_removes_passwords(text: str, secret: str) -> None:
+    cleaned = redact(text)
+    assert secret not in cleaned
+    assert "***" in cleaned
+
+
+def test_redacting_filter_rewrites_formatted_message() -> None:
+    record = logging.LogRecord("x", logging.INFO, __file__, 1, "uri=%s", ("mongodb://a:b1@h",), None)
+    RedactingFilter().filter(record)
+    assert record.getMessage() == "uri=mongodb://a:***@h"
+
+
+def test_instrumented_counts_ok_retry_and_error() -> None:
+    calls = iter([None, kopf.TemporaryError("later"), RuntimeError("boom")])
+
+    @instrumented("Test", "h")
+    def handler() -> None:
+        outcome = next(calls)
+        if outcome is not None:
+            raise outcome
+
+    def value(outcome: str) -> float:
+        return RECONCILES.labels("Test", "h", outcome)._value.get()  # type: ignore[no-any-return]
+
+    before = {o: value(o) for o in ("ok", "retry", "error")}
+    handler()
+    with pytest.raises(kopf.TemporaryError):
+        handler()
+    with pytest.raises(RuntimeError):
+        handler()
+    assert {o: value(o) - before[o] for o in before} == {"ok": 1, "retry": 1, "error": 1}
+
+
+def test_config_from_env_and_clear_error() -> None:
+    config = OperatorConfig.from_env(
+        {"MONGOBENCH_NAMESPACES": "a, b", "MONGOBENCH_RETRY_BACKOFF": "0.5"}
+    )
+    assert config.namespaces == ("a", "b")
+    assert config.retry_backoff == 0.5
+    with pytest.raises(SystemExit, match="invalid MONGOBENCH_"):
+        OperatorConfig.from_env({"MONGOBENCH_METRICS_PORT": "eighty"})
+
+
+def test_distinct_hosts_get_distinct_peering_priorities(monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    priorities = set()
+    for host in ("mongobench-operator-7d9f-abc", "mongobench-operator-7d9f-xyz"):
+        monkeypatch.setattr(socket, "gethostname", lambda h=host: h)
+        priorities.add(OperatorConfig().priority)
+    assert len(priorities) == 2
