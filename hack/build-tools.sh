@@ -47,7 +47,7 @@ k8s_ldflags() {
 build_plane() {
   build_wrapper "etcd-$ETCD_VERSION" "$repo/e2e/local/gomod/etcd" . "-s -w"
   local f
-  for c in kube-apiserver kube-controller-manager kube-scheduler; do
+  for c in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
     f=$(k8s_ldflags)
     build_wrapper "$c-$K8S_VERSION" "$repo/e2e/local/gomod/kube" "./cmd/$c" "$f"
   done

@@ -82,7 +82,9 @@ class Summary:
 
 def _value_at(h: HdrHistogram, index: int, highest: bool) -> int:
     value = int(h.get_value_from_index(index))
-    return int(h.get_highest_equivalent_value(value) if highest else h.get_lowest_equivalent_value(value))
+    return int(
+        h.get_highest_equivalent_value(value) if highest else h.get_lowest_equivalent_value(value)
+    )
 
 
 def summarise(h: HdrHistogram) -> Summary:

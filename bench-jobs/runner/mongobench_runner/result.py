@@ -239,7 +239,9 @@ def build_document(
             "userSeconds": round(cpu_user_s, 3),
             "systemSeconds": round(cpu_system_s, 3),
             "totalSeconds": round(cpu_total, 3),
-            "secondsPer1000Ops": round(cpu_total / transactions * 1000, 4) if transactions else None,
+            "secondsPer1000Ops": round(cpu_total / transactions * 1000, 4)
+            if transactions
+            else None,
         },
         "sanity": check,
     }

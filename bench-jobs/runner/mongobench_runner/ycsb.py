@@ -124,7 +124,9 @@ def export_operations(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]
     return out
 
 
-def collect_operations(hdr_dir: Path, prefix: str, rows: list[dict[str, Any]]) -> dict[str, OpResult]:
+def collect_operations(
+    hdr_dir: Path, prefix: str, rows: list[dict[str, Any]]
+) -> dict[str, OpResult]:
     """Per operation: HDR totals from the logs, failed-op histograms, return codes."""
     codes = parse_export(rows)
     histograms: dict[str, Any] = {}
@@ -142,11 +144,9 @@ def collect_operations(hdr_dir: Path, prefix: str, rows: list[dict[str, Any]]) -
             failed_histogram=hdr.merge(failed) if failed else None,
         )
     # A failed measurement whose base operation never succeeded nor reported codes.
-    for n in histograms:
+    for n, h in histograms.items():
         if _is_failed_name(n) and _base(n) not in ops:
-            ops[_base(n)] = OpResult(
-                histogram=hdr.new_histogram(), failed_histogram=histograms[n]
-            )
+            ops[_base(n)] = OpResult(histogram=hdr.new_histogram(), failed_histogram=h)
     return ops
 
 
@@ -175,8 +175,8 @@ class YcsbProcess:
         self.phase = phase
         self.props = props
         self.home = home or ycsb_home()
-        self.java_opts = java_opts if java_opts is not None else shlex.split(
-            os.environ.get("JAVA_OPTS", "")
+        self.java_opts = (
+            java_opts if java_opts is not None else shlex.split(os.environ.get("JAVA_OPTS", ""))
         )
         self.timeout_s = timeout_s
         self.on_status = on_status
@@ -213,7 +213,12 @@ class YcsbProcess:
             props.setdefault("status.interval", "10")
             props_file = work / "run.properties"
             write_properties(props_file, props)
-            return self._execute(command(self.home, self.phase, props_file, self.java_opts), work, prefix, export_file)
+            return self._execute(
+                command(self.home, self.phase, props_file, self.java_opts),
+                work,
+                prefix,
+                export_file,
+            )
 
     def _execute(self, cmd: list[str], work: Path, prefix: str, export_file: Path) -> YcsbOutcome:
         binding_errors: list[str] = []
@@ -257,7 +262,8 @@ class YcsbProcess:
         if self._interrupted.is_set():
             proc.send_signal(signal.SIGTERM)
         readers = [
-            threading.Thread(target=pump, args=(s,), daemon=True) for s in (proc.stdout, proc.stderr)
+            threading.Thread(target=pump, args=(s,), daemon=True)
+            for s in (proc.stdout, proc.stderr)
         ]
         for t in readers:
             t.start()
@@ -311,4 +317,29 @@ class YcsbProcess:
 
 def binding_version(home: Path) -> str:
     jars = sorted(p.name for p in (home / "lib").glob("mongodb-driver-sync-*.jar"))
-    return "mongodb-driver-sync " + (jars[0].removeprefix("mongodb-driver-sync-").removesuffix(".jar") if jars else "?")
+    return "mongodb-driver-sync " + (
+        jars[0].removeprefix("mongodb-driver-sync-").removesuffix(".jar") if jars else "?"
+    )
+
+
+def cross_check(outcome: YcsbOutcome) -> list[str]:
+    """Warnings where the HDR logs disagree with YCSB's own export (a recording problem)."""
+    warnings: list[str] = []
+    exported = export_operations(outcome.export or [])
+    for name, op in outcome.operations.items():
+        own = exported.get(name)
+        if own is None or name == "CLEANUP":
+            continue
+        summary = hdr.summarise(op.histogram)
+        checks = (
+            ("Operations", summary.count),
+            ("99thPercentileLatency(us)", summary.p99),
+            ("MaxLatency(us)", summary.max),
+        )
+        for measurement, mine in checks:
+            theirs = own.get(measurement)
+            if theirs is not None and int(theirs) != mine:
+                warnings.append(
+                    f"{name}: HDR log gives {measurement} {mine}, YCSB exported {theirs:g}"
+                )
+    return warnings

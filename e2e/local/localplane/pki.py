@@ -81,7 +81,9 @@ def make_pki(directory: Path, service_ip: str = "10.96.0.1") -> Pki:
     )
     _signed(pki, pki.serving_key, pki.serving_crt, "/CN=kube-apiserver", "serverAuth", sans)
     # O=system:masters: the admin bypasses RBAC, like kind's and kubeadm's admin.conf.
-    _signed(pki, pki.admin_key, pki.admin_crt, "/O=system:masters/CN=mongobench-admin", "clientAuth")
+    _signed(
+        pki, pki.admin_key, pki.admin_crt, "/O=system:masters/CN=mongobench-admin", "clientAuth"
+    )
     _openssl("ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", str(pki.sa_key))
     _openssl("ec", "-in", str(pki.sa_key), "-pubout", "-out", str(pki.sa_pub))
     for key in directory.glob("*.key"):

@@ -39,11 +39,14 @@ from localplane.tools import binary
 SHM_ROOT = Path(os.environ.get("MONGOBENCH_SHM", "/dev/shm"))
 SHM_PREFIX = "mongobench-plane-"
 # Fixed by the in-tree hostPath provisioner (pkg/volume/hostpath): /tmp/hostpath_pv/<uuid>.
-HOSTPATH_ROOT = Path("/tmp/hostpath_pv")  # noqa: S108
-_HOSTPATH_RE = re.compile(rb"/tmp/hostpath_pv/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+HOSTPATH_ROOT = Path("/tmp/hostpath_pv")
+_HOSTPATH_RE = re.compile(
+    rb"/tmp/hostpath_pv/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+)
 STATE_FILE = "plane.json"
 SERVICE_CIDR = "10.96.0.0/16"
 POD_CIDR = "10.244.0.0/16"
+_NOT_READY_TAINTS = {"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"}
 DEFAULT_STORAGE_CLASS = "standard"
 FIXED_STORAGE_CLASS = "standard-fixed"
 
@@ -74,6 +77,10 @@ CONTROLLERS = [
     "resourcequota-controller",
     "clusterrole-aggregation-controller",
     "pod-garbage-collector-controller",
+    # Lifts the not-ready taint the TaintNodesByCondition admission puts on every new Node
+    # once KWOK reports it Ready (else nothing schedules); NoExecute evictions like a real one.
+    "node-lifecycle-controller",
+    "taint-eviction-controller",
 ]
 
 
@@ -94,6 +101,7 @@ class Plane:
     node_names: list[str] = field(default_factory=list)
     _children: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False)
     _stopped: bool = False
+    _api_client: k8s.ApiClient | None = field(default=None, repr=False)
 
     # -- paths and endpoints --------------------------------------------------------------
     @property
@@ -141,10 +149,14 @@ class Plane:
             owner=None if detached else procs.owner_record(),
         )
         plane._save_state()  # before any spawn: a crash from here on is reapable
-        nodesets = [NodeSet()] if nodes is None else [nodes] if isinstance(nodes, NodeSet) else nodes
+        nodesets = (
+            [NodeSet()] if nodes is None else [nodes] if isinstance(nodes, NodeSet) else nodes
+        )
         try:
             plane._boot(nodesets, timeout)
         except BaseException:
+            # Keep the logs the error message points at; processes and tmpfs still go.
+            plane.keep_workdir = True
             plane.stop()
             raise
         plane.started_in = time.monotonic() - t0
@@ -237,7 +249,7 @@ class Plane:
         for nodeset in nodesets:
             self.add_nodes(nodeset, wait=False)
 
-        core = k8s.CoreV1Api(self.api_client())
+        core = k8s.CoreV1Api(self._api())
         self._wait(
             "kube-controller-manager",
             lambda: self._get_ok(p["kcm"], "/healthz", client_cert=False),
@@ -265,6 +277,8 @@ class Plane:
         if any(p.name == "kube-apiserver" and p.alive() for p in self.procs):
             with contextlib.suppress(Exception):
                 pv_paths |= self._hostpath_pvs_from_api()
+        if self._api_client is not None:
+            self._api_client.close()  # type: ignore[no-untyped-call]
         procs.terminate(self.procs, self._children)
         # Also PVs the API listing missed (created while stopping, or the API was down): their
         # paths are in etcd's files verbatim. UUID names, so nothing of another plane matches.
@@ -294,14 +308,17 @@ class Plane:
         cfg.key_file = str(self.pki.admin_key)
         return k8s.ApiClient(cfg)
 
+    def _api(self) -> k8s.ApiClient:
+        # One client for the plane's own calls (each ApiClient holds a connection pool).
+        if self._api_client is None:
+            self._api_client = self.api_client()
+        return self._api_client
+
     def kubectl(
         self, *args: str, input: str | None = None, check: bool = True, timeout: float = 60
     ) -> subprocess.CompletedProcess[str]:
-        exe = shutil.which("kubectl")
-        if exe is None:
-            raise FileNotFoundError("kubectl is not on PATH")
         proc = subprocess.run(
-            [exe, f"--kubeconfig={self.kubeconfig}", *args],
+            [kubectl_path(), f"--kubeconfig={self.kubeconfig}", *args],
             input=input,
             capture_output=True,
             text=True,
@@ -309,12 +326,13 @@ class Plane:
             check=False,
         )
         if check and proc.returncode != 0:
-            raise RuntimeError(f"kubectl {' '.join(args)} failed ({proc.returncode}): {proc.stderr}")
+            raise RuntimeError(
+                f"kubectl {' '.join(args)} failed ({proc.returncode}): {proc.stderr}"
+            )
         return proc
 
     def apply(self, *paths: Path, timeout: float = 60) -> list[str]:
         """Server-side apply of manifest files; CRDs among them are waited for (Established)."""
-        crds: list[str] = []
         files: list[str] = []
         for path in paths:
             if path.is_dir():
@@ -323,20 +341,20 @@ class Plane:
                 files.append(str(path))
         if not files:
             return []
-        for f in files:
-            for doc in yaml.safe_load_all(Path(f).read_text()):
-                if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
-                    crds.append(doc["metadata"]["name"])
         args = ["apply", "--server-side", "--force-conflicts", "--field-manager=localplane"]
         for f in files:
             args += ["-f", f]
-        self.kubectl(*args, timeout=timeout)
+        # `-o name` rather than parsing the YAML here: kubectl's parser is the reference (the
+        # Prometheus Operator CRDs hold a `=` scalar PyYAML's safe loader refuses).
+        out = self.kubectl(*args, "-o", "name", timeout=timeout).stdout.split()
+        prefix = "customresourcedefinition.apiextensions.k8s.io/"
+        crds = [line.removeprefix(prefix) for line in out if line.startswith(prefix)]
         if crds:
             self.wait_crds_established(crds, timeout)
         return crds
 
     def wait_crds_established(self, names: Iterable[str], timeout: float = 60) -> None:
-        ext = k8s.ApiextensionsV1Api(self.api_client())
+        ext = k8s.ApiextensionsV1Api(self._api())
         pending = set(names)
         deadline = time.monotonic() + timeout
         while pending:
@@ -352,10 +370,10 @@ class Plane:
 
     # -- nodes ------------------------------------------------------------------------------
     def add_nodes(self, nodeset: NodeSet, *, wait: bool = True, timeout: float = 30) -> list[str]:
-        core = k8s.CoreV1Api(self.api_client())
+        core = k8s.CoreV1Api(self._api())
         names = []
         for manifest in nodeset.manifests():
-            core.create_node(manifest)
+            core.create_node(_body(manifest))
             names.append(manifest["metadata"]["name"])
         self.node_names += names
         self._save_state()
@@ -364,15 +382,17 @@ class Plane:
         return names
 
     def wait_nodes_ready(self, names: Iterable[str], timeout: float = 30) -> None:
-        core = k8s.CoreV1Api(self.api_client())
+        core = k8s.CoreV1Api(self._api())
         pending = set(names)
         deadline = time.monotonic() + timeout
         while pending:
             self._check_alive()
             for node in core.list_node().items:
-                conds = node.status.conditions or []
-                if any(c.type == "Ready" and c.status == "True" for c in conds):
-                    pending.discard(node.metadata.name)
+                conds = (node.status and node.status.conditions) or []
+                ready = any(c.type == "Ready" and c.status == "True" for c in conds)
+                taints = {t.key for t in (node.spec and node.spec.taints) or []}
+                if ready and not taints & _NOT_READY_TAINTS and node.metadata:
+                    pending.discard(node.metadata.name or "")
             if pending:
                 if time.monotonic() > deadline:
                     raise PlaneStartError(
@@ -462,7 +482,7 @@ class Plane:
             ctx = ssl.create_default_context(cafile=str(self.pki.ca_crt))
             ctx.load_cert_chain(str(self.pki.admin_crt), str(self.pki.admin_key))
         else:  # controller-manager/scheduler serve a self-signed cert; health only
-            ctx = ssl._create_unverified_context()  # noqa: S323
+            ctx = ssl._create_unverified_context()
         conn = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=2)
         try:
             conn.request("GET", path)
@@ -510,35 +530,49 @@ class Plane:
         self.kubeconfig.chmod(0o600)
 
     def _create_storage_classes(self) -> None:
-        storage = k8s.StorageV1Api(self.api_client())
+        storage = k8s.StorageV1Api(self._api())
         for name, default, expand in (
             (DEFAULT_STORAGE_CLASS, True, True),
             (FIXED_STORAGE_CLASS, False, False),
         ):
             storage.create_storage_class(
-                {
-                    "apiVersion": "storage.k8s.io/v1",
-                    "kind": "StorageClass",
-                    "metadata": {
-                        "name": name,
-                        "annotations": {
-                            "storageclass.kubernetes.io/is-default-class": str(default).lower()
+                _body(
+                    {
+                        "apiVersion": "storage.k8s.io/v1",
+                        "kind": "StorageClass",
+                        "metadata": {
+                            "name": name,
+                            "annotations": {
+                                "storageclass.kubernetes.io/is-default-class": str(default).lower()
+                            },
                         },
-                    },
-                    "provisioner": "kubernetes.io/host-path",
-                    "reclaimPolicy": "Delete",
-                    "volumeBindingMode": "Immediate",
-                    "allowVolumeExpansion": expand,
-                }
+                        "provisioner": "kubernetes.io/host-path",
+                        "reclaimPolicy": "Delete",
+                        "volumeBindingMode": "Immediate",
+                        "allowVolumeExpansion": expand,
+                    }
+                )
             )
 
     def _hostpath_pvs_from_api(self) -> set[Path]:
-        core = k8s.CoreV1Api(self.api_client())
+        core = k8s.CoreV1Api(self._api())
         out = set()
         for pv in core.list_persistent_volume(_request_timeout=5).items:
-            if pv.spec.host_path and pv.spec.host_path.path:
-                out.add(Path(pv.spec.host_path.path))
+            host_path = pv.spec and pv.spec.host_path
+            if host_path and host_path.path:
+                out.add(Path(host_path.path))
         return out
+
+
+def kubectl_path() -> str:
+    """The pinned kubectl from the tool cache (same version as the plane), else PATH's."""
+    try:
+        return str(binary("kubectl"))
+    except (FileNotFoundError, KeyError):
+        exe = shutil.which("kubectl")
+        if exe is None:
+            raise FileNotFoundError("no kubectl: run `make setup`") from None
+        return exe
 
 
 def _hostpath_pvs_in(directory: Path) -> set[Path]:
@@ -550,6 +584,11 @@ def _hostpath_pvs_in(directory: Path) -> set[Path]:
             with contextlib.suppress(OSError):
                 out |= {Path(m.decode()) for m in _HOSTPATH_RE.findall(f.read_bytes())}
     return out
+
+
+def _body(manifest: dict[str, Any]) -> Any:
+    """The client's typed signatures want V1 models; it serialises a plain dict as is."""
+    return manifest
 
 
 def _port_open(port: int) -> bool:

@@ -7,8 +7,8 @@ time from /proc tells a recycled pid apart, so a reaper never signals a stranger
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -16,8 +16,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-_PR_SET_PDEATHSIG = 1
 
 
 def start_time(pid: int) -> int | None:
@@ -51,11 +49,14 @@ class Proc:
         return cls(data["name"], int(data["pid"]), int(data["start"]), data["log"])
 
 
-def _die_with_parent() -> None:
-    # The kernel sends SIGKILL to the child when the parent dies (e.g. pytest killed -9), so a
-    # crashed session leaks nothing. Only for attached planes; `dev up` must outlive its command.
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+def _die_with_parent(cmd: list[str]) -> list[str]:
+    """Prefix `cmd` so the kernel SIGKILLs it when its parent dies (e.g. pytest killed -9):
+    a crashed session leaks no process. util-linux `setpriv` sets PR_SET_PDEATHSIG and execs,
+    so the pid stays ours; no preexec_fn, which is unsafe in a threaded parent (kopf)."""
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:  # still reapable by cleanup_stale(), just not instantly
+        return cmd
+    return [setpriv, "--pdeathsig=KILL", "--", *cmd]
 
 
 def spawn(
@@ -69,12 +70,12 @@ def spawn(
 ) -> tuple[Proc, subprocess.Popen[bytes]]:
     with log.open("ab") as out:
         popen = subprocess.Popen(
-            cmd,
+            # Detached (`dev up`) processes must outlive the command that started them.
+            cmd if detached else _die_with_parent(cmd),
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=None if detached else _die_with_parent,
             env=env,
             cwd=cwd,
         )

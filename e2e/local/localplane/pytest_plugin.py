@@ -27,7 +27,8 @@ from kubernetes import client as k8s
 
 from localplane.nodes import NodeSet
 from localplane.plane import Plane, cleanup_stale
-from localplane.tools import REPO, prometheus_operator_crds as promop_crds_dir
+from localplane.tools import REPO
+from localplane.tools import prometheus_operator_crds as promop_crds_dir
 
 CRDS_DIR = REPO / "crds"
 RESTRICTED_LABELS = {
@@ -85,7 +86,7 @@ def kube_api(bare_plane: Plane) -> Iterator[k8s.ApiClient]:
     try:
         yield api
     finally:
-        api.close()
+        api.close()  # type: ignore[no-untyped-call]
 
 
 @pytest.fixture
@@ -94,7 +95,8 @@ def namespace(bare_plane: Plane, request: pytest.FixtureRequest) -> Iterator[str
     name = f"t-{slug}-{uuid.uuid4().hex[:6]}"
     api = bare_plane.api_client()
     core = k8s.CoreV1Api(api)
-    core.create_namespace({"metadata": {"name": name, "labels": RESTRICTED_LABELS}})
+    body: Any = {"metadata": {"name": name, "labels": RESTRICTED_LABELS}}
+    core.create_namespace(body)
     try:
         yield name
     finally:
@@ -105,7 +107,7 @@ def namespace(bare_plane: Plane, request: pytest.FixtureRequest) -> Iterator[str
             if e.status != 404:
                 raise
         finally:
-            api.close()
+            api.close()  # type: ignore[no-untyped-call]
 
 
 Kubectl = Callable[..., "subprocess.CompletedProcess[str]"]

@@ -13,8 +13,8 @@ VERSIONS_FILE = REPO / "hack" / "versions.env"
 @cache
 def versions() -> dict[str, str]:
     out: dict[str, str] = {}
-    for line in VERSIONS_FILE.read_text().splitlines():
-        line = line.strip()
+    for raw in VERSIONS_FILE.read_text().splitlines():
+        line = raw.strip()
         if line and not line.startswith("#") and "=" in line:
             key, _, value = line.partition("=")
             out[key] = value
@@ -31,6 +31,7 @@ _PINS = {
     "kube-apiserver": "K8S_VERSION",
     "kube-controller-manager": "K8S_VERSION",
     "kube-scheduler": "K8S_VERSION",
+    "kubectl": "K8S_VERSION",
     "kwok": "KWOK_VERSION",
     "helm": "HELM_VERSION",
     "kubeconform": "KUBECONFORM_VERSION",
@@ -43,7 +44,9 @@ def binary(name: str) -> Path:
     """Path of a cached tool binary; a clear error naming the setup step when it is missing."""
     path = cache_dir() / "bin" / f"{name}-{versions()[_PINS[name]]}"
     if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing: run `make setup` (hack/build-tools.sh builds it)")
+        raise FileNotFoundError(
+            f"{path} is missing: run `make setup` (hack/build-tools.sh builds it)"
+        )
     return path
 
 

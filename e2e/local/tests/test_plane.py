@@ -11,6 +11,8 @@ import os
 import subprocess
 import sys
 import time
+import urllib.parse
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,14 @@ from localplane.plane import HOSTPATH_ROOT, SHM_ROOT, STATE_FILE, Plane, cleanup
 from localplane.stages import BENCHMARK_CLIENT_LABEL
 
 pytestmark = pytest.mark.cluster
+
+# The client's typed models make every field Optional; tests read them as the API returns them.
+CoreV1Api: Any = k8s.CoreV1Api
+AppsV1Api: Any = k8s.AppsV1Api
+BatchV1Api: Any = k8s.BatchV1Api
+StorageV1Api: Any = k8s.StorageV1Api
+ApiextensionsV1Api: Any = k8s.ApiextensionsV1Api
+VersionApi: Any = k8s.VersionApi
 
 
 def wait_for(pred: Callable[[], Any], timeout: float = 30, what: str = "condition") -> Any:
@@ -65,12 +75,12 @@ def is_ready(obj: Any) -> bool:
 
 
 def test_plane_serves_the_pinned_kubernetes(bare_plane: Plane, kube_api: k8s.ApiClient) -> None:
-    version = k8s.VersionApi(kube_api).get_code()
+    version = VersionApi(kube_api).get_code()
     assert version.git_version == "v1.32.2"
     assert bare_plane.server.startswith("https://127.0.0.1:")
     assert bare_plane.kubeconfig.is_file()
     assert bare_plane.alive()
-    sc = k8s.StorageV1Api(kube_api).list_storage_class().items
+    sc = StorageV1Api(kube_api).list_storage_class().items
     by_name = {s.metadata.name: s for s in sc}
     default = by_name["standard"]
     assert default.metadata.annotations["storageclass.kubernetes.io/is-default-class"] == "true"
@@ -79,7 +89,7 @@ def test_plane_serves_the_pinned_kubernetes(bare_plane: Plane, kube_api: k8s.Api
 
 
 def test_kind_nodes_are_ready_with_platform_identity(kube_api: k8s.ApiClient) -> None:
-    nodes = {n.metadata.name: n for n in k8s.CoreV1Api(kube_api).list_node().items}
+    nodes = {n.metadata.name: n for n in CoreV1Api(kube_api).list_node().items}
     assert set(nodes) == {"kind-worker", "kind-worker2", "kind-worker3"}
     node = nodes["kind-worker2"]
     assert is_ready(node)
@@ -103,7 +113,7 @@ def test_eks_and_magnum_nodes_in_a_second_plane_running_alongside(
     assert set(other.ports.values()).isdisjoint(bare_plane.ports.values())
     assert bare_plane.kubectl("get", "nodes").returncode == 0
 
-    core = k8s.CoreV1Api(other.api_client())
+    core = CoreV1Api(other.api_client())
     nodes = core.list_node().items
     assert len(nodes) == 5
     assert all(is_ready(n) for n in nodes)
@@ -133,7 +143,7 @@ def test_eks_and_magnum_nodes_in_a_second_plane_running_alongside(
 def test_statefulset_with_volume_claims_goes_ready_and_binds(
     kube_api: k8s.ApiClient, namespace: str
 ) -> None:
-    apps, core = k8s.AppsV1Api(kube_api), k8s.CoreV1Api(kube_api)
+    apps, core = AppsV1Api(kube_api), CoreV1Api(kube_api)
     labels = {"app": "db"}
     apps.create_namespaced_stateful_set(
         namespace,
@@ -160,8 +170,9 @@ def test_statefulset_with_volume_claims_goes_ready_and_binds(
         },
     )
     wait_for(
-        lambda: (apps.read_namespaced_stateful_set("db", namespace).status.ready_replicas or 0)
-        == 3,
+        lambda: (
+            (apps.read_namespaced_stateful_set("db", namespace).status.ready_replicas or 0) == 3
+        ),
         timeout=60,
         what="StatefulSet 3/3 Ready",
     )
@@ -178,7 +189,7 @@ def test_statefulset_with_volume_claims_goes_ready_and_binds(
 
 
 def test_job_completes(kube_api: k8s.ApiClient, namespace: str) -> None:
-    batch = k8s.BatchV1Api(kube_api)
+    batch = BatchV1Api(kube_api)
     batch.create_namespaced_job(
         namespace,
         {
@@ -200,7 +211,7 @@ def test_job_completes(kube_api: k8s.ApiClient, namespace: str) -> None:
 def test_benchmark_client_pods_run_but_kwok_never_completes_them(
     kube_api: k8s.ApiClient, namespace: str
 ) -> None:
-    batch, core = k8s.BatchV1Api(kube_api), k8s.CoreV1Api(kube_api)
+    batch, core = BatchV1Api(kube_api), CoreV1Api(kube_api)
     key, value = BENCHMARK_CLIENT_LABEL
     batch.create_namespaced_job(
         namespace,
@@ -266,7 +277,7 @@ def test_benchmark_client_pods_run_but_kwok_never_completes_them(
 def test_restricted_namespace_rejects_noncompliant_pods(
     kube_api: k8s.ApiClient, namespace: str
 ) -> None:
-    core = k8s.CoreV1Api(kube_api)
+    core = CoreV1Api(kube_api)
     privileged = {
         "metadata": {"name": "root"},
         "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]},
@@ -274,13 +285,16 @@ def test_restricted_namespace_rejects_noncompliant_pods(
     with pytest.raises(k8s.ApiException) as rejected:
         core.create_namespaced_pod(namespace, privileged)
     assert rejected.value.status == 403
-    assert "violates PodSecurity" in rejected.value.body
-    assert 'restricted:latest' in rejected.value.body
-    core.create_namespaced_pod(namespace, {"metadata": {"name": "ok"}, "spec": restricted_pod_spec()})
+    body = str(rejected.value.body)
+    assert "violates PodSecurity" in body
+    assert "restricted:latest" in body
+    core.create_namespaced_pod(
+        namespace, {"metadata": {"name": "ok"}, "spec": restricted_pod_spec()}
+    )
 
 
 def test_garbage_collector_deletes_owned_objects(kube_api: k8s.ApiClient, namespace: str) -> None:
-    core = k8s.CoreV1Api(kube_api)
+    core = CoreV1Api(kube_api)
     owner = core.create_namespaced_config_map(namespace, {"metadata": {"name": "owner"}})
     core.create_namespaced_config_map(
         namespace,
@@ -304,14 +318,14 @@ def test_garbage_collector_deletes_owned_objects(kube_api: k8s.ApiClient, namesp
         try:
             core.read_namespaced_config_map("owned", namespace)
         except k8s.ApiException as e:
-            return e.status == 404
+            return bool(e.status == 404)
         return False
 
     wait_for(owned_gone, timeout=30, what="owned ConfigMap collected")
 
 
 def _bound_pvc(api: k8s.ApiClient, namespace: str, name: str) -> Path:
-    core = k8s.CoreV1Api(api)
+    core = CoreV1Api(api)
     core.create_namespaced_persistent_volume_claim(
         namespace,
         {
@@ -323,9 +337,11 @@ def _bound_pvc(api: k8s.ApiClient, namespace: str, name: str) -> Path:
         },
     )
     pvc = wait_for(
-        lambda: (c := core.read_namespaced_persistent_volume_claim(name, namespace)).status.phase
-        == "Bound"
-        and c,
+        lambda: (
+            (c := core.read_namespaced_persistent_volume_claim(name, namespace)).status.phase
+            == "Bound"
+            and c
+        ),
         timeout=30,
         what=f"PVC {name} Bound",
     )
@@ -350,7 +366,7 @@ def test_stop_leaves_nothing_behind_and_spares_other_planes(
     assert private.started_in < 30
     assert rss < 1.5 * 2**30
 
-    k8s.CoreV1Api(private.api_client()).create_namespace({"metadata": {"name": "x"}})
+    CoreV1Api(private.api_client()).create_namespace({"metadata": {"name": "x"}})
     private_pv = _bound_pvc(private.api_client(), "x", "scratch")
     assert private_pv.is_dir()
     components = list(private.procs)
@@ -402,7 +418,10 @@ def test_planes_of_a_killed_session_are_reaped(tmp_path: Path) -> None:
 
 def test_repo_crds_are_accepted_and_established(plane: Plane, kube_api: k8s.ApiClient) -> None:
     # `plane` applied crds/*.yaml (a real apiserver validates schemas and CEL rule costs).
-    names = {c.metadata.name for c in k8s.ApiextensionsV1Api(kube_api).list_custom_resource_definition().items}
+    names = {
+        c.metadata.name
+        for c in ApiextensionsV1Api(kube_api).list_custom_resource_definition().items
+    }
     assert {"mongoclusters.mongobench.io", "benchmarkruns.mongobench.io"} <= names
 
 
@@ -410,3 +429,11 @@ def test_prometheus_operator_crds_on_request(prometheus_operator_crds: list[str]
     assert "servicemonitors.monitoring.coreos.com" in prometheus_operator_crds
     assert "podmonitors.monitoring.coreos.com" in prometheus_operator_crds
     assert "prometheusrules.monitoring.coreos.com" in prometheus_operator_crds
+
+
+def test_prometheus_scrapes_a_real_node_exporter(prometheus: str) -> None:
+    qs = urllib.parse.urlencode({"query": 'sum by (mode) (node_cpu_seconds_total{job="node"})'})
+    with urllib.request.urlopen(f"{prometheus}/api/v1/query?{qs}", timeout=5) as resp:
+        result = json.load(resp)["data"]["result"]
+    modes = {r["metric"]["mode"] for r in result}
+    assert {"user", "system", "idle", "iowait", "steal"} <= modes

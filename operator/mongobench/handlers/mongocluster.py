@@ -1,4 +1,4 @@
-"""MongoCluster handlers: parse the spec, hand it to the reconciler, publish what was observed."""
+"""MongoCluster handlers: thin; the logic lives in mongobench.cluster (provision, sync, delete)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ from typing import Any
 
 import kopf
 
-from mongobench.api import MongoClusterSpec, SpecError
+from mongobench.api import SpecError
+from mongobench.cluster import deletion, reconcile
+from mongobench.cluster import labels as lbl
 from mongobench.handlers.common import MONGOCLUSTER, write_condition
 from mongobench.observability.metrics import instrumented
 
@@ -14,20 +16,16 @@ from mongobench.observability.metrics import instrumented
 @kopf.on.resume(*MONGOCLUSTER)
 @kopf.on.create(*MONGOCLUSTER)
 @kopf.on.update(*MONGOCLUSTER, field="spec")
-@instrumented("MongoCluster", "reconcile")
-def reconcile(
-    spec: kopf.Spec,
-    meta: kopf.Meta,
-    status: kopf.Status,
-    patch: kopf.Patch,
-    body: kopf.Body,
-    **_: Any,
+@instrumented("MongoCluster", "provision")
+def provision(
+    body: kopf.Body, meta: kopf.Meta, status: kopf.Status, patch: kopf.Patch, **_: Any
 ) -> None:
     generation = int(meta.get("generation") or 0)
     try:
-        MongoClusterSpec.parse(dict(spec))
+        reconcile.provision(body)
     except SpecError as exc:
         patch.status["phase"] = "Failed"
+        patch.status["observedGeneration"] = generation
         write_condition(
             patch,
             status,
@@ -38,18 +36,47 @@ def reconcile(
             message=str(exc),
         )
         kopf.warn(body, reason="InvalidSpec", message=str(exc))
-        patch.status["observedGeneration"] = generation
         return
     if not status.get("phase"):
-        patch.status["phase"] = "Pending"
-        write_condition(
-            patch,
-            status,
-            generation,
-            type_="Ready",
-            value="False",
-            reason="Reconciling",
-            message="accepted by the operator",
-        )
-        kopf.info(body, reason="Accepted", message="MongoCluster accepted")
-    patch.status["observedGeneration"] = generation
+        kopf.info(body, reason="Provisioning", message="objects created")
+    _publish(body, reconcile.sync(meta["namespace"], meta["name"]))
+
+
+# Retries the wiring until Ready (MongoDB steps wait for elections and catch-up; nothing else
+# would wake us). Once Ready, child events below notice changes; no timer runs, no idle writes.
+@kopf.timer(
+    *MONGOCLUSTER,
+    interval=2.0,
+    idle=1.0,
+    when=lambda status, **_: status.get("phase") not in ("Ready", "Deleting", None),
+)
+@instrumented("MongoCluster", "sync")
+def wire_until_ready(body: kopf.Body, meta: kopf.Meta, **_: Any) -> None:
+    _publish(body, reconcile.sync(meta["namespace"], meta["name"]))
+
+
+@kopf.on.event(
+    "apps", "v1", "statefulsets", labels={lbl.MANAGED_BY: "mongobench", lbl.CLUSTER: kopf.PRESENT}
+)
+@kopf.on.event(
+    "apps", "v1", "deployments", labels={lbl.MANAGED_BY: "mongobench", lbl.CLUSTER: kopf.PRESENT}
+)
+@instrumented("MongoCluster", "child-event")
+def child_changed(meta: kopf.Meta, type: str | None, **_: Any) -> None:
+    # A member's pod became ready or went away: observe the whole cluster now.
+    if type is None:  # kopf's initial listing: the resume handler covers it
+        return
+    reconcile.sync(meta["namespace"], meta["labels"][lbl.CLUSTER])
+
+
+@kopf.on.delete(*MONGOCLUSTER)
+@instrumented("MongoCluster", "delete")
+def delete(body: kopf.Body, meta: kopf.Meta, **_: Any) -> None:
+    deletion.finalize(body)
+
+
+def _publish(body: kopf.Body, result: reconcile.SyncResult | None) -> None:
+    if result is not None and result.failure and result.changed:
+        kopf.warn(body, reason="MongoDBError", message=result.failure)
+    if result is not None and result.changed and result.phase == "Ready":
+        kopf.info(body, reason="Ready", message="all members ready and wired")

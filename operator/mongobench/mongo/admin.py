@@ -27,6 +27,7 @@ from mongobench.mongo.errors import (
     AUTHENTICATION_FAILED,
     DUPLICATE_KEY,
     INVALID_REPLICA_SET_CONFIG,
+    NAMESPACE_EXISTS,
     NAMESPACE_NOT_FOUND,
     NOT_YET_INITIALIZED,
     SHARD_NOT_FOUND,
@@ -319,16 +320,19 @@ class MongoAdmin:
 
     # ---- feature compatibility --------------------------------------------------------------
 
-    def _target(self, target: ReplicaSetSpec | Mongos) -> str:
+    def _target(self, target: ReplicaSetSpec | Mongos | str) -> str:
+        """Where writes go: any mongos, a set's primary, or one named (standalone) server."""
+        if isinstance(target, str):
+            return target
         return self._mongos(target) if isinstance(target, Mongos) else self._primary(target)
 
-    def feature_compatibility_version(self, target: ReplicaSetSpec | Mongos) -> str:
+    def feature_compatibility_version(self, target: ReplicaSetSpec | Mongos | str) -> str:
         host = self._target(target)
         doc = self.command(host, {"getParameter": 1, "featureCompatibilityVersion": 1})
         return str(doc["featureCompatibilityVersion"]["version"])
 
     def ensure_feature_compatibility_version(
-        self, target: ReplicaSetSpec | Mongos, version: str
+        self, target: ReplicaSetSpec | Mongos | str, version: str
     ) -> bool:
         """Set FCV after a major upgrade; True when it changed something."""
         host = self._target(target)
@@ -344,7 +348,7 @@ class MongoAdmin:
     # ---- users ------------------------------------------------------------------------------
 
     def ensure_users(
-        self, target: ReplicaSetSpec | Mongos, users: Sequence[UserSpec]
+        self, target: ReplicaSetSpec | Mongos | str, users: Sequence[UserSpec]
     ) -> tuple[str, ...]:
         """Create or fix each user; returns what was done (empty when all matched).
 
@@ -392,6 +396,36 @@ class MongoAdmin:
                 ) from None
             if exc.code not in (USER_ALREADY_EXISTS, DUPLICATE_KEY):
                 raise
+
+    # ---- benchmark collection ---------------------------------------------------------------
+
+    def ensure_collection(
+        self,
+        target: ReplicaSetSpec | Mongos | str,
+        database: str,
+        collection: str,
+        indexes: Sequence[tuple[str, Mapping[str, Any]]] = (),
+    ) -> tuple[str, ...]:
+        """Create the collection and its named indexes unless they exist; returns what it did."""
+        host = self._target(target)
+        done: list[str] = []
+        try:
+            self.command(host, {"create": collection}, db=database)
+            done.append(f"created {database}.{collection}")
+        except PermanentMongoError as exc:
+            if exc.code != NAMESPACE_EXISTS:
+                raise
+        if not indexes:
+            return tuple(done)
+        reply = self.command(host, {"listIndexes": collection, "cursor": {}}, db=database)
+        existing = {str(ix["name"]) for ix in _all_batches(self, host, database, reply)}
+        missing = [
+            {"name": name, "key": dict(key)} for name, key in indexes if name not in existing
+        ]
+        if missing:
+            self.command(host, {"createIndexes": collection, "indexes": missing}, db=database)
+            done.extend(f"created index {ix['name']}" for ix in missing)
+        return tuple(done)
 
     # ---- sharding ---------------------------------------------------------------------------
 

@@ -6,6 +6,7 @@ other command, so a test receives the exact document pymongo sent and scripts th
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -53,6 +54,9 @@ class Peer:
             return bool(
                 request.command_err(18, "Authentication failed.", codeName="AuthenticationFailed")
             )
+        if name in self.canned:
+            self.auto.append(request)
+            return bool(request.ok(self.canned[name]))
         return False
 
     def receives(self, timeout: float = 10) -> Any:
@@ -92,7 +96,7 @@ class Cluster:
 
 
 def run(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Callable[[], Any]:
-    """Start an admin call in the background; call the result to join (re-raises its error as is)."""
+    """Start an admin call in the background; calling the result joins it (re-raising as is)."""
     box: dict[str, Any] = {}
 
     def target() -> None:

@@ -233,7 +233,7 @@ def test_adding_a_member_is_one_reconfig_with_the_next_id(cluster: Cluster) -> N
     config = cluster.peers[H[0]].canned["replsetgetconfig"]["config"]
     config["members"][1]["newlyAdded"] = False
     cluster.peer(H[2], dict(UNINITIALIZED))
-    admin.connector.resolver.mapping[H[2]] = cluster.peers[H[2]].address  # type: ignore[attr-defined]
+    admin = cluster.admin()  # resolver now maps the new pod too
 
     result = run(admin.ensure_replica_set, ReplicaSetSpec("rs0", Role.REPLICA, tuple(H)))
     request = cluster.peers[H[0]].receives()
@@ -259,6 +259,8 @@ def test_next_add_waits_until_the_newcomer_is_secondary(cluster: Cluster) -> Non
     four = [*H, "rs0-3.rs0-hl.bench.svc.cluster.local:27017"]
     admin = _running(cluster, [(H[0], "PRIMARY"), (H[1], "SECONDARY"), (H[2], "SECONDARY")])
     cluster.peers[H[0]].canned["replsetgetstatus"]["members"][2] = _member(2, H[2], "STARTUP2")
+    cluster.peer(four[3], dict(UNINITIALIZED))
+    admin = cluster.admin()
     status = admin.ensure_replica_set(ReplicaSetSpec("rs0", Role.REPLICA, tuple(four)))
     assert status.pending is not None and H[2] in status.pending and "STARTUP2" in status.pending
     cluster.peers[H[0]].assert_silent()

@@ -8,7 +8,9 @@ pytestmark = pytest.mark.unit
 
 
 def test_new_condition_is_added_with_transition_time() -> None:
-    out = set_condition([], "Ready", "False", "Provisioning", "pods starting", generation=2, now="T1")
+    out = set_condition(
+        [], "Ready", "False", "Provisioning", "pods starting", generation=2, now="T1"
+    )
     assert out == [
         {
             "type": "Ready",

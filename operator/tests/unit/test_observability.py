@@ -29,7 +29,9 @@ def test_redact_removes_passwords(text: str, secret: str) -> None:
 
 
 def test_redacting_filter_rewrites_formatted_message() -> None:
-    record = logging.LogRecord("x", logging.INFO, __file__, 1, "uri=%s", ("mongodb://a:b1@h",), None)
+    record = logging.LogRecord(
+        "x", logging.INFO, __file__, 1, "uri=%s", ("mongodb://a:b1@h",), None
+    )
     RedactingFilter().filter(record)
     assert record.getMessage() == "uri=mongodb://a:***@h"
 

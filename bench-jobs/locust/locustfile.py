@@ -1,0 +1,310 @@
+"""mongobench's Locust driver: YCSB workloads A-F on pymongo, headless, standalone or distributed.
+
+Started by `mongobench-runner locust` (never import this next to pymongo in another process:
+Locust monkey-patches the interpreter with gevent). Configuration comes as JSON in the file named
+by MONGOBENCH_LOCUST_CONFIG: {"phase", "props" (YCSB properties), "workers", "out"}.
+
+Each user is one YCSB client thread: it takes an operation ticket (operationcount / recordcount
+per process), picks the operation by the workload mix and the key by `requestdistribution`, and
+records the latency in an HDR histogram per operation (microseconds) as well as in Locust's
+stats. A process whose budget or `maxexecutiontime` is spent reports its histograms, return
+codes and CPU: a worker to the master (message `mongobench_done`); the master, or a standalone
+process, writes them to "out" and quits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import resource
+import time
+from pathlib import Path
+from typing import Any
+
+import pymongo
+from bson.binary import Binary
+from locust import User, constant, events, task
+from locust.exception import StopUser
+from locust.runners import MasterRunner, WorkerRunner
+
+from mongobench_runner import hdr
+from mongobench_runner.workload import split_for_client
+from mongobench_runner.ycsbgen import KeyChooser, OperationChooser, field_value, key_name
+
+CONFIG: dict[str, Any] = json.loads(Path(os.environ["MONGOBENCH_LOCUST_CONFIG"]).read_text())
+PROPS: dict[str, str] = CONFIG["props"]
+PHASE: str = CONFIG["phase"]
+WORKERS: int = max(int(CONFIG.get("workers", 0)), 1)
+
+
+class Budget:
+    """Per-process state shared by this process's users (greenlets: no locking needed)."""
+
+    def __init__(self) -> None:
+        self.ready = False
+        self.finished = False
+        self.issued = 0
+        self.in_flight = 0
+        self.limit = 0
+        self.deadline = float("inf")
+        self.first_start: float | None = None
+        self.last_end: float | None = None
+        self.histograms: dict[str, Any] = {}
+        self.failed: dict[str, Any] = {}
+        self.codes: dict[str, dict[str, int]] = {}
+        self.transactions = 0
+        self.next_insert = 0
+        self.insert_stride = 1
+        self.last_inserted = [0]
+        self.acked: set[int] = set()
+        self.worker_index = 0
+        self.client: pymongo.MongoClient[dict[str, Any]] | None = None
+
+    def setup(self, worker_index: int) -> None:
+        records = int(PROPS.get("recordcount", "0"))
+        if PHASE == "load":
+            start = int(PROPS.get("insertstart", "0"))
+            count = int(PROPS.get("insertcount", str(records - start)))
+            share = split_for_client(count, 0, worker_index, WORKERS)
+            self.limit = share.insertcount
+            self.next_insert = start + share.insertstart
+        else:
+            ops = int(PROPS.get("operationcount", "0"))
+            self.limit = split_for_client(0, ops, worker_index, WORKERS).operationcount
+            # run-phase inserts: worker w of W takes key numbers records + w, + w + W, ...
+            self.next_insert = records + worker_index
+            self.insert_stride = WORKERS
+            self.last_inserted[0] = records - 1
+        self.worker_index = worker_index
+        limit_s = int(PROPS.get("maxexecutiontime", "0") or 0)
+        if limit_s > 0:
+            self.deadline = time.monotonic() + limit_s
+            if self.limit == 0:
+                self.limit = 1 << 62
+        uri = PROPS["mongodb.url"]
+        self.client = pymongo.MongoClient(uri, maxPoolSize=0)
+        self.ready = True
+
+    def take(self) -> bool:
+        if self.issued >= self.limit or time.monotonic() >= self.deadline:
+            return False
+        self.issued += 1
+        self.in_flight += 1
+        return True
+
+    def acknowledge(self, keynum: int) -> None:
+        """Advance the newest readable key only over a gap-free run of acknowledged inserts."""
+        self.acked.add(keynum)
+        records = int(PROPS.get("recordcount", "0"))
+        while True:
+            nxt = (
+                records + self.worker_index
+                if self.last_inserted[0] < records
+                else self.last_inserted[0] + self.insert_stride
+            )
+            if nxt not in self.acked:
+                return
+            self.acked.discard(nxt)
+            self.last_inserted[0] = nxt
+
+    def record(self, op: str, ok: bool, code: str, micros: int) -> None:
+        bucket = self.histograms if ok else self.failed
+        h = bucket.get(op)
+        if h is None:
+            h = bucket[op] = hdr.new_histogram()
+        h.record_value(max(micros, 1))
+        codes = self.codes.setdefault(op, {})
+        codes[code] = codes.get(code, 0) + 1
+
+    def payload(self) -> dict[str, Any]:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return {
+            "histograms": {k: hdr.encode(v) for k, v in self.histograms.items()},
+            "failed": {k: hdr.encode(v) for k, v in self.failed.items()},
+            "codes": self.codes,
+            "transactions": self.transactions,
+            "firstStart": self.first_start,
+            "lastEnd": self.last_end,
+            "cpuUser": usage.ru_utime,
+            "cpuSystem": usage.ru_stime,
+        }
+
+
+BUDGET = Budget()
+REPORTS: list[dict[str, Any]] = []
+
+
+def _write_out_and_quit(environment: Any) -> None:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    data = {"reports": REPORTS, "masterCpuUser": own.ru_utime, "masterCpuSystem": own.ru_stime}
+    out = Path(CONFIG["out"])
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data))
+    tmp.replace(out)
+    environment.runner.quit()
+
+
+@events.init.add_listener
+def _init(environment: Any, **_: Any) -> None:
+    runner = environment.runner
+    if isinstance(runner, MasterRunner):
+
+        def on_done(msg: Any, **_: Any) -> None:
+            REPORTS.append(msg.data)
+            if len(REPORTS) >= WORKERS:
+                _write_out_and_quit(environment)
+
+        runner.register_message("mongobench_done", on_done)
+
+
+@events.test_start.add_listener
+def _test_start(environment: Any, **_: Any) -> None:
+    runner = environment.runner
+    if isinstance(runner, MasterRunner) or BUDGET.ready:
+        return
+    BUDGET.setup(runner.worker_index if isinstance(runner, WorkerRunner) else 0)
+
+
+def _finish(environment: Any) -> None:
+    if BUDGET.finished:
+        return
+    BUDGET.finished = True
+    runner = environment.runner
+    if isinstance(runner, WorkerRunner):
+        runner.send_message("mongobench_done", BUDGET.payload())
+    else:
+        REPORTS.append(BUDGET.payload())
+        _write_out_and_quit(environment)
+
+
+class MongoUser(User):
+    wait_time = constant(0)
+
+    def on_start(self) -> None:
+        self.rnd = random.Random()
+        self.keys = (
+            KeyChooser(
+                PROPS,
+                self.rnd,
+                BUDGET.last_inserted,
+                stride=BUDGET.insert_stride,
+                residue=BUDGET.worker_index,
+            )
+            if PHASE == "run"
+            else None
+        )
+        self.ops = OperationChooser(PROPS, self.rnd)
+        self.fieldcount = int(PROPS.get("fieldcount", "10"))
+        self.fieldlength = int(PROPS.get("fieldlength", "100"))
+        self.readall = PROPS.get("readallfields", "true") == "true"
+        self.writeall = PROPS.get("writeallfields", "false") == "true"
+        self.hashed = PROPS.get("insertorder", "hashed") != "ordered"
+        self.maxscan = int(PROPS.get("maxscanlength", "1000"))
+        assert BUDGET.client is not None
+        db = BUDGET.client.get_database(
+            PROPS.get("mongodb.database") or BUDGET.client.get_default_database("ycsb").name
+        )
+        self.coll = db[PROPS.get("table", "usertable")]
+        target = float(PROPS.get("target", "0") or 0)
+        threads = int(PROPS.get("threadcount", "1"))
+        self.pause = threads / target if target > 0 else 0.0
+
+    def _fields(self, all_fields: bool) -> list[str]:
+        if all_fields:
+            return [f"field{i}" for i in range(self.fieldcount)]
+        return [f"field{self.rnd.randrange(self.fieldcount)}"]
+
+    def _values(self, all_fields: bool) -> dict[str, Binary]:
+        return {
+            f: Binary(field_value(self.rnd, self.fieldlength)) for f in self._fields(all_fields)
+        }
+
+    def _timed(self, op: str, fn: Any) -> bool:
+        start = time.perf_counter()
+        code, exc = "OK", None
+        try:
+            if fn() is False:
+                code = "NOT_FOUND"
+        except pymongo.errors.PyMongoError as e:
+            code, exc = "ERROR", e
+        micros = int((time.perf_counter() - start) * 1e6)
+        BUDGET.record(op, code == "OK", code, micros)
+        self.environment.events.request.fire(
+            request_type="mongodb",
+            name=op,
+            response_time=micros / 1000,
+            response_length=0,
+            exception=exc if exc is not None else (None if code == "OK" else LookupError(code)),
+            context={},
+        )
+        return code == "OK"
+
+    def _insert_key(self) -> int:
+        keynum = BUDGET.next_insert
+        BUDGET.next_insert += BUDGET.insert_stride
+        return keynum
+
+    def _read(self, key: str) -> bool:
+        proj = None if self.readall else dict.fromkeys(self._fields(False), 1)
+        return self.coll.find_one({"_id": key}, proj) is not None
+
+    def _update(self, key: str) -> bool:
+        return (
+            self.coll.update_one({"_id": key}, {"$set": self._values(self.writeall)}).matched_count
+            > 0
+        )
+
+    def _do(self) -> None:
+        if PHASE == "load":
+            keynum = self._insert_key()
+            doc = {"_id": key_name(keynum, hashed=self.hashed), **self._values(True)}
+            self._timed("INSERT", lambda: self.coll.insert_one(doc))
+            return
+        op = self.ops.next()
+        assert self.keys is not None
+        if op == "INSERT":
+            keynum = self._insert_key()
+            doc = {"_id": key_name(keynum, hashed=self.hashed), **self._values(True)}
+            if self._timed("INSERT", lambda: self.coll.insert_one(doc)):
+                BUDGET.acknowledge(keynum)
+            return
+        key = key_name(self.keys.next(), hashed=self.hashed)
+        if op == "READ":
+            self._timed("READ", lambda: self._read(key))
+        elif op == "UPDATE":
+            self._timed("UPDATE", lambda: self._update(key))
+        elif op == "SCAN":
+            n = self.rnd.randint(1, self.maxscan)
+            self._timed(
+                "SCAN",
+                lambda: (
+                    len(list(self.coll.find({"_id": {"$gte": key}}).sort("_id", 1).limit(n))) > 0
+                ),
+            )
+        elif op == "READ-MODIFY-WRITE":
+            start = time.perf_counter()
+            ok = self._timed("READ", lambda: self._read(key))
+            ok = self._timed("UPDATE", lambda: self._update(key)) and ok
+            micros = int((time.perf_counter() - start) * 1e6)
+            BUDGET.record("READ-MODIFY-WRITE", ok, "OK" if ok else "ERROR", micros)
+
+    @task
+    def step(self) -> None:
+        if not BUDGET.take():
+            if BUDGET.in_flight == 0:
+                _finish(self.environment)
+            raise StopUser()
+        now = time.time()
+        if BUDGET.first_start is None:
+            BUDGET.first_start = now
+        try:
+            self._do()
+            BUDGET.transactions += 1
+        finally:
+            BUDGET.in_flight -= 1
+            BUDGET.last_end = time.time()
+        if BUDGET.issued >= BUDGET.limit and BUDGET.in_flight == 0:
+            _finish(self.environment)
+        if self.pause:
+            time.sleep(self.pause * self.rnd.random() * 2)

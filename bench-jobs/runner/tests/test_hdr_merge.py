@@ -1,0 +1,121 @@
+"""HDR histograms: Java-compatible statistics, and exact merging of parallel clients."""
+
+import random
+
+import pytest
+
+from mongobench_runner import hdr
+from mongobench_runner.merge import merge_documents
+from mongobench_runner.result import OpResult, build_document, utc_now
+
+pytestmark = pytest.mark.unit
+
+
+def _samples(seed: int, n: int) -> list[int]:
+    rnd = random.Random(seed)
+    # a skewed latency mix: mostly ~1 ms, a slow tail up to seconds
+    return [int(rnd.lognormvariate(7.0, 1.0 + seed * 0.2)) + 1 for _ in range(n)]
+
+
+def _hist(values: list[int]):
+    h = hdr.new_histogram()
+    for v in values:
+        h.record_value(v)
+    return h
+
+
+def test_summary_follows_java_hdrhistogram_semantics():
+    # 512 samples: Java's p95 uses ceil(0.95 * 512) = 487 samples (Python's library uses 486).
+    values = list(range(1, 513))
+    s = hdr.summarise(_hist(values))
+    assert (s.count, s.min, s.max) == (512, 1, 512)
+    assert s.p95 == 487
+    assert s.p50 == 256
+    assert s.p99 == 507  # ceil(506.88)
+    assert s.p999 == 512
+    assert s.avg == pytest.approx(256.5)
+
+
+def test_summary_of_values_beyond_exact_resolution_reports_bucket_bounds():
+    s = hdr.summarise(_hist([1_000_003]))
+    # 3 significant digits: the value lands in a 512-wide bucket [999936, 1000447]
+    assert s.min == 999_936 and s.max == 1_000_447 and s.p50 == 1_000_447
+
+
+def test_encode_decode_round_trip_is_lossless():
+    h = _hist(_samples(1, 5000))
+    back = hdr.decode(hdr.encode(h))
+    assert hdr.summarise(back) == hdr.summarise(h)
+
+
+@pytest.mark.parametrize("clients", [2, 3, 7])
+def test_merged_client_histograms_equal_one_histogram_of_all_samples(clients):
+    per_client = [_samples(seed, 2000 + 311 * seed) for seed in range(clients)]
+    merged = hdr.merge([hdr.decode(hdr.encode(_hist(v))) for v in per_client])
+    everything = _hist([v for values in per_client for v in values])
+    assert hdr.summarise(merged) == hdr.summarise(everything)
+    # and it is not what averaging per-client percentiles would have given
+    mean_of_p99 = sum(hdr.summarise(_hist(v)).p99 for v in per_client) / clients
+    assert hdr.summarise(merged).p99 != mean_of_p99
+
+
+def _doc(index: int, clients: int, values: list[int], errors: int = 0, runtime: float = 10.0):
+    start = utc_now()
+    codes = {"OK": len(values), "ERROR": errors} if errors else {"OK": len(values)}
+    return build_document(
+        driver="ycsb",
+        driver_version="test",
+        phase="run",
+        workload="c",
+        properties={"threadcount": "2"},
+        labels={},
+        client_index=index,
+        clients=clients,
+        threads=2,
+        start=start,
+        end=start,
+        runtime_s=runtime,
+        operations={
+            "READ": OpResult(
+                _hist(values),
+                codes,
+            )
+        },
+        transactions=len(values) + errors,
+        cpu_user_s=1.0,
+        cpu_system_s=0.5,
+        error=None,
+        expected_ops=None,
+        throttled=False,
+    )
+
+
+def test_merge_documents_gives_exact_aggregate_percentiles_and_sums():
+    per_client = [_samples(seed, 3000) for seed in range(4)]
+    docs = [_doc(i, 4, values, errors=i) for i, values in enumerate(per_client)]
+    merged = merge_documents(docs)
+    everything = hdr.summarise(_hist([v for values in per_client for v in values]))
+    read = merged["operations"]["READ"]
+    assert read["count"] == 12000
+    assert read["errors"] == 0 + 1 + 2 + 3
+    assert read["returnCodes"] == {"ERROR": 6, "OK": 12000}
+    assert (read["latencyUs"]["p50"], read["latencyUs"]["p99"], read["latencyUs"]["p999"]) == (
+        everything.p50,
+        everything.p99,
+        everything.p999,
+    )
+    assert read["latencyUs"]["max"] == everything.max
+    assert merged["client"] == {"index": None, "count": 4, "threads": 8, "host": None}
+    assert merged["throughput"] == pytest.approx(sum(d["throughput"] for d in docs))
+    assert merged["clientCpu"]["totalSeconds"] == pytest.approx(6.0)
+    assert [c["index"] for c in merged["clients"]] == [0, 1, 2, 3]
+
+
+def test_merge_flags_missing_clients_and_refuses_mixed_workloads():
+    docs = [_doc(0, 3, _samples(0, 100)), _doc(2, 3, _samples(1, 100))]
+    merged = merge_documents(docs)
+    assert any("do not cover clients 0..2" in w for w in merged["sanity"]["warnings"])
+    other = _doc(1, 3, _samples(2, 100))
+    other["workload"] = "a"
+    with pytest.raises(ValueError, match="workload"):
+        merge_documents([*docs, other])

@@ -1,0 +1,290 @@
+"""Protocol tier: the runner driving YCSB with the project's binding against FerretDB on loopback.
+
+Every workload A-F is loaded and run with small counts, the document is checked against its
+schema and against the data FerretDB holds; parallel clients split the key space and merge; a
+server that dies mid-run yields a Failed document with a message.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pymongo
+import pytest
+from conftest import run_runner, runner_env, validate
+
+from mongobench_runner.merge import merge_documents
+from mongobench_runner.ycsb import ycsb_home
+
+pytestmark = pytest.mark.protocol
+
+RECORDS = 400
+OPS = 200
+EXPECTED_OPS = {
+    "a": {"READ", "UPDATE"},
+    "b": {"READ", "UPDATE"},
+    "c": {"READ"},
+    "d": {"READ", "INSERT"},
+    "e": {"SCAN", "INSERT"},
+    "f": {"READ", "UPDATE", "READ-MODIFY-WRITE"},
+}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _binding_built() -> None:
+    if not (ycsb_home() / "lib").is_dir():
+        pytest.fail("the YCSB binding is not built: run `make setup` (hack/build-java.sh)")
+
+
+def _check_latencies(doc: dict) -> None:
+    for name, op in doc["operations"].items():
+        lat = op["latencyUs"]
+        assert 0 < lat["min"] <= lat["p50"] <= lat["p95"] <= lat["p99"] <= lat["p999"], name
+        assert lat["p999"] <= lat["max"], name
+
+
+@pytest.mark.parametrize("workload", sorted(EXPECTED_OPS))
+def test_load_and_run_every_workload(workload, ferretdb, tmp_path):
+    db = f"ycsb_{workload}"
+    uri = f"{ferretdb.uri}{db}"
+    common = [
+        "--workload",
+        workload,
+        "--uri",
+        uri,
+        "--threads",
+        "4",
+        "-p",
+        f"recordcount={RECORDS}",
+        "-p",
+        f"operationcount={OPS}",
+        "-p",
+        "maxscanlength=20",
+        "--label",
+        "suite=protocol",
+    ]
+
+    load = run_runner(["ycsb", "--phase", "load", *common, "-p", "batchsize=50"], tmp_path)
+    assert load.returncode == 0, load.doc["error"]
+    validate(load.doc)
+    assert load.doc["status"] == "Succeeded" and load.doc["error"] is None
+    assert load.doc["operations"]["INSERT"]["count"] == RECORDS
+    assert load.doc["operationsTotal"] == RECORDS
+    assert load.doc["labels"] == {"suite": "protocol"}
+    coll = pymongo.MongoClient(ferretdb.uri)[db]["usertable"]
+    assert coll.count_documents({}) == RECORDS
+
+    run = run_runner(["ycsb", "--phase", "run", *common], tmp_path)
+    assert run.returncode == 0, run.doc["error"]
+    doc = run.doc
+    validate(doc)
+    assert (doc["driver"], doc["phase"], doc["workload"]) == ("ycsb", "run", workload)
+    assert doc["status"] == "Succeeded"
+    assert set(doc["operations"]) == EXPECTED_OPS[workload]
+    assert doc["operationsTotal"] == OPS
+    assert doc["throughput"] == pytest.approx(OPS / doc["runtimeSeconds"], rel=0.01)
+    assert all(op["errors"] == 0 for op in doc["operations"].values())
+    # the HDR logs agree with YCSB's own export (count, p99, max)
+    assert not [w for w in doc["sanity"]["warnings"] if "HDR log gives" in w]
+    assert doc["sanity"]["littlesLaw"]["expectedConcurrency"] == 4
+    assert doc["clientCpu"]["totalSeconds"] > 0
+    assert doc["properties"]["mongodb.url"] == uri
+    _check_latencies(doc)
+    if workload in ("d", "e"):
+        inserted = doc["operations"]["INSERT"]["count"]
+        assert inserted > 0
+        assert coll.count_documents({}) == RECORDS + inserted
+
+
+def test_parallel_clients_load_disjoint_ranges_and_merge_exactly(ferretdb, tmp_path):
+    db = "ycsb_parallel"
+    out = [tmp_path / f"client-{i}.json" for i in range(2)]
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "mongobench_runner",
+                "ycsb",
+                "--phase",
+                "load",
+                "--workload",
+                "c",
+                "--uri",
+                f"{ferretdb.uri}{db}",
+                "--threads",
+                "2",
+                "-p",
+                f"recordcount={RECORDS}",
+                "--client-index",
+                str(i),
+                "--clients",
+                "2",
+                "--output",
+                f"file:{out[i]}",
+            ],
+            env=runner_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(2)
+    ]
+    for p in procs:
+        _, err = p.communicate(timeout=180)
+        assert p.returncode == 0, err[-2000:]
+    docs = [json.loads(o.read_text()) for o in out]
+    assert [d["properties"]["insertstart"] for d in docs] == ["0", str(RECORDS // 2)]
+    assert pymongo.MongoClient(ferretdb.uri)[db]["usertable"].count_documents({}) == RECORDS
+    merged = merge_documents(docs)
+    validate(merged)
+    assert merged["operations"]["INSERT"]["count"] == RECORDS
+    assert merged["operationsTotal"] == RECORDS
+    assert merged["client"]["threads"] == 4
+    # the CLI merge gives the same document
+    cli = subprocess.run(
+        [sys.executable, "-m", "mongobench_runner", "merge", *map(str, out)],
+        capture_output=True,
+        text=True,
+        env=runner_env(),
+        check=True,
+    )
+    assert json.loads(cli.stdout)["operations"] == merged["operations"]
+
+
+def _scrape(port: int) -> dict[str, float]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:
+        text = r.read().decode()
+    out = {}
+    for row in text.splitlines():
+        if row and not row.startswith("#"):
+            key, _, value = row.rpartition(" ")
+            out[key] = float(value)
+    return out
+
+
+def test_server_down_mid_run_gives_a_failed_document_with_live_metrics_before(tmp_path):
+    from localplane.ferretdb import start_ferretdb
+    from localplane.net import free_port
+
+    server = start_ferretdb(tmp_path / "fdb")
+    try:
+        uri = f"{server.uri}ycsb_down?serverSelectionTimeoutMS=500&connectTimeoutMS=500"
+        common = ["--workload", "c", "--uri", uri, "--threads", "2", "-p", "recordcount=200"]
+        assert run_runner(["ycsb", "--phase", "load", *common], tmp_path).returncode == 0
+        port = free_port()
+        term_log = tmp_path / "termination-log"
+        term_log.touch()
+        out = tmp_path / "down.json"
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "mongobench_runner",
+                "ycsb",
+                "--phase",
+                "run",
+                *common,
+                "-p",
+                "operationcount=10000000",
+                "-p",
+                "maxexecutiontime=12",
+                "-p",
+                "status.interval=1",
+                "--metrics-port",
+                str(port),
+                "--metrics-addr",
+                "127.0.0.1",
+                "--termination-log",
+                str(term_log),
+                "--output",
+                f"file:{out}",
+            ],
+            env=runner_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        # live metrics show progress before the server goes away
+        deadline = time.monotonic() + 60
+        seen = 0.0
+        while time.monotonic() < deadline and seen <= 0:
+            time.sleep(0.5)
+            try:
+                seen = _scrape(port).get("mongobench_client_operations", 0.0)
+            except OSError:
+                continue
+        assert seen > 0, "no live progress on the metrics port"
+        server.stop()
+        _, err = proc.communicate(timeout=120)
+    finally:
+        server.stop()
+    assert proc.returncode == 1, err[-2000:]
+    doc = json.loads(out.read_text())
+    validate(doc)
+    assert doc["status"] == "Failed"
+    assert "operations failed" in doc["error"] and "READ ERROR=" in doc["error"]
+    read = doc["operations"]["READ"]
+    assert read["count"] > 0  # what succeeded before the crash is kept
+    assert read["errors"] > 0 and read["returnCodes"]["ERROR"] == read["errors"]
+    assert read["failed"]["count"] == read["errors"]
+    assert term_log.read_text().startswith("Failed: ycsb run workload c")
+    assert "Failed" in err.splitlines()[-1]
+
+
+def test_unreachable_server_fails_fast_with_the_binding_message(tmp_path):
+    from localplane.net import free_port
+
+    uri = f"mongodb://127.0.0.1:{free_port()}/x?serverSelectionTimeoutMS=300"
+    res = run_runner(
+        ["ycsb", "--phase", "run", "--workload", "a", "--uri", uri, "-p", "operationcount=10"],
+        tmp_path,
+    )
+    assert res.returncode == 1
+    validate(res.doc)
+    assert res.doc["status"] == "Failed"
+    assert "binding: init failed: MongoTimeoutException" in res.doc["error"]
+
+
+def test_bad_arguments_still_produce_a_failed_document(tmp_path):
+    res = run_runner(
+        ["ycsb", "--phase", "run", "--workload", "zz", "--uri", "mongodb://x/"], tmp_path
+    )
+    assert res.returncode == 1
+    validate(res.doc)
+    assert "workload 'zz'" in res.doc["error"]
+
+
+def test_missing_binding_is_a_clear_failure(tmp_path):
+    res = run_runner(
+        [
+            "ycsb",
+            "--phase",
+            "run",
+            "--workload",
+            "a",
+            "--uri",
+            "mongodb://x/",
+            "--ycsb-home",
+            str(tmp_path / "nowhere"),
+        ],
+        tmp_path,
+    )
+    assert res.returncode == 1
+    assert "build the binding" in res.doc["error"]
+
+
+def test_uri_password_never_reaches_the_document(ferretdb, tmp_path):
+    uri = ferretdb.uri.replace("mongodb://", "mongodb://bench:hunter2@") + "x?authSource=admin"
+    res = run_runner(
+        ["ycsb", "--phase", "run", "--workload", "c", "--uri", uri, "-p", "operationcount=5"],
+        tmp_path,
+    )
+    assert "hunter2" not in json.dumps(res.doc)
+    assert "hunter2" not in res.stderr
+    assert Path(tmp_path).exists()

@@ -1,0 +1,317 @@
+"""An in-memory model of mongod/mongos replica-set and sharding state, served over the wire.
+
+Test support only (never imported by the product): no real mongod can be installed on the build
+machines, so the cluster tier points the operator's host resolver at these loopback peers.
+Each member is one mockupdb server on its own port; members of a set share one state object, so
+they agree on config, primary and users. Rules of the model (not of MongoDB in full):
+
+- the primary is the first configured member; replSetStepDown hands it to the next one;
+- a member added by replSetInitiate/replSetReconfig is STARTUP2 for ``catch_up_seconds``, then
+  SECONDARY; a configured member with no running peer is DOWN;
+- replSetReconfig must go to the primary (else NotWritablePrimary 10107), carry a higher version
+  and change at most one voting member (else NewReplicaSetConfigurationIncompatible 103);
+- no authentication (SCRAM is not modelled); users are stored per set / per cluster;
+- a mongos answers addShard/listShards/removeShard (draining takes ``drain_calls`` calls),
+  enableSharding/shardCollection, config.collections/config.chunks and $collStats counts.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from bson import Binary
+from mockupdb import MockupDB
+
+WIRE = {"minWireVersion": 0, "maxWireVersion": 21, "maxBsonObjectSize": 16777216}
+
+
+def _err(request: Any, code: int, name: str, msg: str) -> bool:
+    return bool(request.command_err(code, msg, codeName=name))
+
+
+@dataclass
+class SetState:
+    config: dict[str, Any]
+    primary: str
+    joined: dict[str, float] = field(default_factory=dict)
+    users: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass
+class Sharded:
+    documents: dict[str, int]  # namespace -> documents the benchmark "loaded"
+    shards: dict[str, dict[str, Any]] = field(default_factory=dict)
+    collections: dict[str, dict[str, Any]] = field(default_factory=dict)
+    drain_left: dict[str, int] = field(default_factory=dict)
+    users: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+
+
+class MongoModel:
+    """Start peers with ``member``/``mongos``; hand ``host_map`` to the operator's resolver."""
+
+    def __init__(self, *, catch_up_seconds: float = 0.3, drain_calls: int = 2) -> None:
+        self.catch_up_seconds = catch_up_seconds
+        self.drain_calls = drain_calls
+        self.host_map: dict[str, str] = {}
+        self.sets: dict[str, SetState] = {}
+        self.node_set: dict[str, str] = {}  # member name -> set it belongs to
+        self.sharded = Sharded(documents={})
+        self._servers: list[MockupDB] = []
+        self._lock = threading.RLock()
+
+    # ---- lifecycle --------------------------------------------------------------------------
+
+    def _serve(self, name: str, handler: Any) -> str:
+        server = MockupDB(auto_ismaster=False, request_timeout=int(1e6))
+
+        def respond(request: Any) -> bool:
+            with self._lock:
+                return bool(handler(name, request))
+
+        server.autoresponds(respond)
+        port = server.run()
+        self._servers.append(server)
+        self.host_map[name] = f"127.0.0.1:{port}"
+        return self.host_map[name]
+
+    def member(self, name: str) -> str:
+        """A mongod started with --replSet, known by its DNS ``name``; returns its address."""
+        return self._serve(name, self._member)
+
+    def mongos(self, name: str) -> str:
+        return self._serve(name, self._router)
+
+    def stop(self) -> None:
+        for s in self._servers:
+            s.stop()
+
+    def __enter__(self) -> MongoModel:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ---- replica set ------------------------------------------------------------------------
+
+    def state_of(self, name: str) -> str:
+        rs = self.sets.get(self.node_set.get(name, ""))
+        if rs is None:
+            return "REMOVED"
+        if name not in self.host_map:
+            return "DOWN"
+        if name == rs.primary:
+            return "PRIMARY"
+        caught_up = time.monotonic() - rs.joined.get(name, 0) >= self.catch_up_seconds
+        return "SECONDARY" if caught_up else "STARTUP2"
+
+    def _voters(self, config: dict[str, Any]) -> set[str]:
+        return {m["host"] for m in config["members"] if m.get("votes", 1)}
+
+    def _join(self, rs_name: str, hosts: list[str]) -> None:
+        rs = self.sets[rs_name]
+        for h in hosts:
+            self.node_set[h] = rs_name
+            rs.joined[h] = time.monotonic()
+
+    def _member(self, name: str, request: Any) -> bool:
+        cmd = (request.command_name or "").lower()
+        doc = request.doc
+        rs_name = self.node_set.get(name)
+        rs = self.sets.get(rs_name or "")
+        if cmd in ("hello", "ismaster"):
+            if rs is None:
+                return bool(request.ok({**WIRE, "isWritablePrimary": False, "isreplicaset": True}))
+            state = self.state_of(name)
+            reply = {
+                **WIRE,
+                "setName": rs_name,
+                "isWritablePrimary": state == "PRIMARY",
+                "secondary": state == "SECONDARY",
+                "hosts": [m["host"] for m in rs.config["members"]],
+                "primary": rs.primary,
+                "me": name,
+            }
+            if rs.config.get("configsvr"):
+                reply["configsvr"] = 2
+            return bool(request.ok(reply))
+        if cmd == "replsetinitiate":
+            if rs is not None:
+                return _err(request, 23, "AlreadyInitialized", "already initialized")
+            config = dict(doc["replSetInitiate"])
+            hosts = [m["host"] for m in config["members"]]
+            absent = [h for h in hosts if h not in self.host_map or h in self.node_set]
+            if absent or name not in hosts:
+                return _err(request, 74, "NodeNotFound", f"quorum check failed: {absent}")
+            config.update(version=1, term=1)
+            self.sets[config["_id"]] = SetState(config, primary=hosts[0])
+            self._join(config["_id"], hosts)
+            self.sets[config["_id"]].joined[hosts[0]] = 0.0
+            return bool(request.ok())
+        if rs is None:
+            if cmd in ("replsetgetstatus", "replsetgetconfig"):
+                return _err(request, 94, "NotYetInitialized", "no replset config has been received")
+            return _err(request, 59, "CommandNotFound", f"model: {cmd} needs an initialized set")
+        if cmd == "replsetgetstatus":
+            members = []
+            for m in rs.config["members"]:
+                state = self.state_of(m["host"])
+                code = {"PRIMARY": 1, "SECONDARY": 2, "STARTUP2": 5, "DOWN": 8}.get(state, 6)
+                members.append(
+                    {
+                        "_id": m["_id"],
+                        "name": m["host"],
+                        "health": 0 if state == "DOWN" else 1,
+                        "state": code,
+                        "stateStr": state,
+                    }
+                )
+            return bool(request.ok(set=rs_name, members=members))
+        if cmd == "replsetgetconfig":
+            return bool(request.ok(config=rs.config))
+        if cmd == "replsetstepdown":
+            if name != rs.primary:
+                return _err(request, 10107, "NotWritablePrimary", "not primary")
+            hosts = [m["host"] for m in rs.config["members"] if m["host"] != name]
+            successor = next((h for h in hosts if self.state_of(h) == "SECONDARY"), None)
+            if successor is None:
+                return _err(request, 262, "ExceededTimeLimit", "No electable secondaries caught up")
+            rs.primary = successor
+            return bool(request.ok())
+        if name != rs.primary:
+            return _err(request, 10107, "NotWritablePrimary", "not primary")
+        if cmd == "replsetreconfig":
+            new = dict(doc["replSetReconfig"])
+            if new.get("version", 0) <= rs.config["version"]:
+                return _err(request, 103, "NewReplicaSetConfigurationIncompatible", "version")
+            if any("newlyAdded" in m for m in new["members"]):
+                return _err(request, 93, "InvalidReplicaSetConfig", "newlyAdded is server-only")
+            if len(self._voters(new) ^ self._voters(rs.config)) > 1:
+                return _err(
+                    request,
+                    103,
+                    "NewReplicaSetConfigurationIncompatible",
+                    "only one voting member may be added or removed at a time",
+                )
+            old = {m["host"] for m in rs.config["members"]}
+            now = {m["host"] for m in new["members"]}
+            new["term"] = rs.config.get("term", 1)
+            rs.config = new
+            self._join(str(rs_name), sorted(now - old))
+            for h in old - now:
+                self.node_set.pop(h, None)
+            return bool(request.ok())
+        return self._users(rs.users, request, cmd)
+
+    # ---- users (per set or per cluster) -----------------------------------------------------
+
+    def _users(self, users: dict[tuple[str, str], dict[str, Any]], request: Any, cmd: str) -> bool:
+        doc = request.doc
+        db = doc.get("$db", "admin")
+        if cmd == "usersinfo":
+            q = doc["usersInfo"]
+            found = users.get((q["user"], q["db"]))
+            return bool(request.ok(users=[found] if found else []))
+        if cmd == "createuser":
+            key = (doc["createUser"], db)
+            if key in users:
+                return _err(request, 51003, "Location51003", f'User "{key[0]}@{db}" already exists')
+            users[key] = {"user": key[0], "db": db, "roles": list(doc["roles"])}
+            return bool(request.ok())
+        if cmd == "updateuser":
+            users[(doc["updateUser"], db)]["roles"] = list(doc["roles"])
+            return bool(request.ok())
+        if cmd in ("endsessions", "ping"):
+            return bool(request.ok())
+        return _err(request, 59, "CommandNotFound", f"no such command: '{cmd}' (model)")
+
+    # ---- mongos -----------------------------------------------------------------------------
+
+    def _router(self, name: str, request: Any) -> bool:
+        cmd = (request.command_name or "").lower()
+        doc = request.doc
+        sh = self.sharded
+        if cmd in ("hello", "ismaster"):
+            return bool(request.ok({**WIRE, "isWritablePrimary": True, "msg": "isdbgrid"}))
+        if cmd == "listshards":
+            return bool(request.ok(shards=list(sh.shards.values())))
+        if cmd == "addshard":
+            set_name, _, seeds = str(doc["addShard"]).partition("/")
+            rs = self.sets.get(set_name)
+            if rs is None or not set(seeds.split(",")) <= {m["host"] for m in rs.config["members"]}:
+                return _err(request, 96, "OperationFailed", f"cannot reach {doc['addShard']}")
+            shard_id = doc.get("name", set_name)
+            for s in sh.shards.values():
+                if s["_id"] != shard_id and s["host"].startswith(set_name + "/"):
+                    return _err(
+                        request, 20, "IllegalOperation", f"already a member of shard {s['_id']}"
+                    )
+            sh.shards[shard_id] = {"_id": shard_id, "host": doc["addShard"], "state": 1}
+            return bool(request.ok(shardAdded=shard_id))
+        if cmd == "removeshard":
+            shard_id = doc["removeShard"]
+            if shard_id not in sh.shards:
+                return _err(request, 70, "ShardNotFound", f"Shard {shard_id} not found")
+            if not sh.shards[shard_id].get("draining"):
+                if any(s.get("draining") for s in sh.shards.values()):
+                    return _err(
+                        request,
+                        117,
+                        "ConflictingOperationInProgress",
+                        "Can't have more than one draining shard at a time",
+                    )
+                sh.shards[shard_id]["draining"] = True
+                sh.drain_left[shard_id] = self.drain_calls
+                return bool(request.ok(msg="draining started successfully", state="started"))
+            sh.drain_left[shard_id] -= 1
+            if sh.drain_left[shard_id] > 0:
+                return bool(
+                    request.ok(
+                        msg="draining ongoing",
+                        state="ongoing",
+                        remaining={"chunks": sh.drain_left[shard_id], "dbs": 0, "jumboChunks": 0},
+                        dbsToMove=[],
+                    )
+                )
+            del sh.shards[shard_id]
+            return bool(request.ok(msg="removeshard completed successfully", state="completed"))
+        if cmd == "enablesharding":
+            return bool(request.ok())
+        if cmd == "shardcollection":
+            ns = doc["shardCollection"]
+            if ns in sh.collections:
+                return _err(request, 23, "AlreadyInitialized", "already sharded")
+            sh.collections[ns] = {"_id": ns, "key": dict(doc["key"]), "uuid": Binary(ns.encode())}
+            return bool(request.ok(collectionsharded=ns))
+        if cmd == "find" and doc.get("$db") == "config" and doc["find"] == "collections":
+            entry = sh.collections.get(doc.get("filter", {}).get("_id", ""))
+            batch = [entry] if entry else []
+            return bool(
+                request.ok(cursor={"id": 0, "ns": "config.collections", "firstBatch": batch})
+            )
+        if cmd == "aggregate":
+            return self._aggregate(request)
+        return self._users(sh.users, request, cmd)
+
+    def _active_shards(self) -> list[str]:
+        return sorted(sh for sh, s in self.sharded.shards.items() if not s.get("draining"))
+
+    def _aggregate(self, request: Any) -> bool:
+        doc = request.doc
+        db, coll = doc["$db"], doc["aggregate"]
+        shards = self._active_shards() or ["(none)"]
+        if db == "config" and coll == "chunks":
+            # two chunks per active shard, whatever the collection
+            batch = [{"_id": s, "n": 2} for s in shards]
+            return bool(request.ok(cursor={"id": 0, "ns": "config.chunks", "firstBatch": batch}))
+        ns = f"{db}.{coll}"
+        if ns not in self.sharded.documents:
+            return _err(request, 26, "NamespaceNotFound", f"ns {ns} does not exist")
+        total = self.sharded.documents[ns]
+        # documents spread evenly, remainder on the first shard
+        per = [total // len(shards)] * len(shards)
+        per[0] += total - sum(per)
+        batch = [{"ns": ns, "shard": s, "count": n} for s, n in zip(shards, per, strict=True)]
+        return bool(request.ok(cursor={"id": 0, "ns": ns, "firstBatch": batch}))

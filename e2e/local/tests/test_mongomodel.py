@@ -1,0 +1,163 @@
+"""The in-memory mongod/mongos model (localplane.mongomodel), driven by the product's MongoAdmin.
+
+Protocol tier: real pymongo over loopback TCP to a model, so these prove the module converges
+against the model's rules (see the model's docstring), not against a real mongod.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from localplane.mongomodel import MongoModel
+from mongobench.mongo import (
+    Connector,
+    MappedResolver,
+    MongoAdmin,
+    Mongos,
+    ReplicaSetSpec,
+    ReplicaSetStatus,
+    Role,
+    ShardingSpec,
+    benchmark_user,
+)
+
+pytestmark = pytest.mark.protocol
+
+
+def _hosts(prefix: str, n: int, port: int = 27017) -> tuple[str, ...]:
+    return tuple(f"{prefix}-{i}.{prefix}-hl.bench.svc.cluster.local:{port}" for i in range(n))
+
+
+@pytest.fixture
+def model() -> Iterator[MongoModel]:
+    with MongoModel(catch_up_seconds=0.2, drain_calls=2) as m:
+        yield m
+
+
+@pytest.fixture
+def admin(model: MongoModel) -> Iterator[MongoAdmin]:
+    # the live map: members started later in a test are resolvable too
+    with Connector(resolver=MappedResolver(model.host_map), timeout_seconds=2) as connector:
+        yield MongoAdmin(connector)
+
+
+def _converge(admin: MongoAdmin, spec: ReplicaSetSpec, limit: int = 60) -> list[str]:
+    """Re-invoke ensure_replica_set as a handler would; returns the actions taken."""
+    actions: list[str] = []
+    for _ in range(limit):
+        status: ReplicaSetStatus = admin.ensure_replica_set(spec)
+        if status.action:
+            actions.append(status.action)
+        if status.converged:
+            return actions
+        time.sleep(0.05)
+    raise AssertionError(f"not converged after {limit} calls: {status}")
+
+
+def test_three_member_set_initiates_and_reaches_primary_plus_secondaries(
+    model: MongoModel, admin: MongoAdmin
+) -> None:
+    hosts = _hosts("rs0", 3)
+    for h in hosts:
+        model.member(h)
+    spec = ReplicaSetSpec("rs0", Role.REPLICA, hosts)
+    assert _converge(admin, spec) == ["replSetInitiate"]
+    status = admin.replica_set_status(spec)
+    assert [(m.host, m.state) for m in status.members] == [
+        (hosts[0], "PRIMARY"),
+        (hosts[1], "SECONDARY"),
+        (hosts[2], "SECONDARY"),
+    ]
+    assert _converge(admin, spec) == []  # idempotent: nothing more to do
+
+
+def test_scale_up_then_down_one_voting_change_at_a_time(
+    model: MongoModel, admin: MongoAdmin
+) -> None:
+    hosts = _hosts("rs0", 5)
+    for h in hosts:
+        model.member(h)
+    _converge(admin, ReplicaSetSpec("rs0", Role.REPLICA, hosts[:1]))
+    # the model rejects a reconfig that changes two voters at once, so success proves stepping
+    assert _converge(admin, ReplicaSetSpec("rs0", Role.REPLICA, hosts)) == [
+        f"adding {h}" for h in hosts[1:]
+    ]
+    assert _converge(admin, ReplicaSetSpec("rs0", Role.REPLICA, hosts[:3])) == [
+        f"removing {hosts[4]}",
+        f"removing {hosts[3]}",
+    ]
+    assert (
+        len(admin.replica_set_status(ReplicaSetSpec("rs0", Role.REPLICA, hosts[:3])).members) == 3
+    )
+
+
+def test_sharded_cluster_end_to_end(model: MongoModel, admin: MongoAdmin) -> None:
+    cfg = ReplicaSetSpec("cfg", Role.CONFIG, _hosts("cfg", 1, 27019))
+    shards = [ReplicaSetSpec(f"sh{i}", Role.SHARD, _hosts(f"sh{i}", 2, 27018)) for i in range(2)]
+    router = "mongos-0.mongos-hl.bench.svc.cluster.local:27017"
+    for spec in (cfg, *shards):
+        for h in spec.members:
+            model.member(h)
+    model.mongos(router)
+    model.sharded.documents["ycsb.usertable"] = 1001
+    mongos = Mongos((router,))
+
+    for spec in (cfg, *shards):
+        _converge(admin, spec)
+    assert admin.hello(cfg.members[0]).config_server
+    for spec in shards:
+        assert admin.ensure_shard(mongos, spec).id == spec.name
+        assert admin.ensure_shard(mongos, spec).id == spec.name  # already a shard: no error
+    assert [s.id for s in admin.list_shards(mongos)] == ["sh0", "sh1"]
+
+    assert admin.ensure_users(mongos, [benchmark_user("bench", "pw", "ycsb")]) == ("created bench",)
+    assert admin.ensure_users(mongos, [benchmark_user("bench", "pw", "ycsb")]) == ()
+
+    spec = ShardingSpec("ycsb", "usertable", hashed=True)
+    assert admin.shard_collection(mongos, spec) == "sharded"
+    assert admin.shard_collection(mongos, spec) == "already sharded"
+    dist = admin.distribution(mongos, "ycsb", "usertable")
+    assert [(s.shard, s.documents, s.chunks) for s in dist.shards] == [
+        ("sh0", 501, 2),
+        ("sh1", 500, 2),
+    ]
+    assert dist.total_documents == 1001
+
+    states = []
+    for _ in range(10):
+        progress = admin.remove_shard(mongos, "sh1")
+        states.append(progress.state)
+        if progress.completed:
+            break
+    assert states == ["started", "ongoing", "completed"]
+    assert admin.remove_shard(mongos, "sh1").completed  # already gone: still success
+    assert [s.id for s in admin.list_shards(mongos)] == ["sh0"]
+
+
+def test_rolling_restart_steps_down_the_primary_last(model: MongoModel, admin: MongoAdmin) -> None:
+    hosts = _hosts("rs0", 3)
+    for h in hosts:
+        model.member(h)
+    spec = ReplicaSetSpec("rs0", Role.REPLICA, hosts)
+    _converge(admin, spec)
+    pending = list(hosts)
+    order = []
+    for _ in range(20):
+        step = admin.rolling_step(spec, pending)
+        if step.kind == "done":
+            break
+        if step.kind == "restart":
+            pending.remove(str(step.host))  # the "pod" comes back on the new revision at once
+        if step.kind != "wait":
+            order.append((step.kind, step.host))
+        time.sleep(0.05)
+    assert order == [
+        ("restart", hosts[2]),
+        ("restart", hosts[1]),
+        ("step_down", hosts[0]),
+        ("restart", hosts[0]),
+    ]
+    assert admin.replica_set_status(spec).primary == hosts[1]

@@ -1,0 +1,39 @@
+"""The label set on every object of a MongoCluster (recommended app.kubernetes.io labels)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+Component = Literal["shard", "configsvr", "mongos", "replicaset"]
+
+NAME = "app.kubernetes.io/name"
+INSTANCE = "app.kubernetes.io/instance"
+MANAGED_BY = "app.kubernetes.io/managed-by"
+COMPONENT = "app.kubernetes.io/component"
+CLUSTER = "mongobench.io/cluster"
+REPLSET = "mongobench.io/replset"
+
+
+def cluster_labels(cluster: str) -> dict[str, str]:
+    """Labels shared by every object of the cluster; also the PodMonitor's pod selector."""
+    return {
+        NAME: "mongodb",
+        INSTANCE: cluster,
+        MANAGED_BY: "mongobench",
+        CLUSTER: cluster,
+    }
+
+
+def component_labels(
+    cluster: str, component: Component, replset: str | None = None
+) -> dict[str, str]:
+    """Labels of one component's objects and pods.
+
+    Every value is derived from names that never change, so the same dict doubles as the
+    (immutable) selector of StatefulSets and Deployments.
+    """
+    out = cluster_labels(cluster)
+    out[COMPONENT] = component
+    if replset is not None:
+        out[REPLSET] = replset
+    return out

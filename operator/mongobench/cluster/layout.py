@@ -1,0 +1,176 @@
+"""Pure: which replica sets a cluster has, and the name and address of every object.
+
+One StatefulSet per replica set, named like the replica set itself (``<cluster>-rs0``,
+``<cluster>-cfg``, ``<cluster>-shard<i>``), so a member's host name, its pod and its replSet name
+all read the same in ``kubectl`` and in ``rs.status()``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import quote
+
+from mongobench.api.mongocluster import MongoClusterSpec, ResourceComponent
+from mongobench.api.schema import SpecError
+from mongobench.cluster.labels import Component
+from mongobench.mongo.model import ReplicaSetSpec, Role
+
+PORT = 27017
+# StatefulSet pods carry `controller-revision-hash: <sts>-<10 chars>`, a 63-char label value.
+MAX_STATEFULSET_NAME = 52
+MAX_DNS_LABEL = 63
+
+
+@dataclass(frozen=True)
+class ReplicaSetLayout:
+    name: str  # replSet name == StatefulSet name
+    role: Role
+    members: int
+    component: Component
+    namespace: str
+
+    @property
+    def headless_service(self) -> str:
+        return f"{self.name}-hl"
+
+    @property
+    def resource_component(self) -> ResourceComponent:
+        return "configServer" if self.role is Role.CONFIG else "mongod"
+
+    def pod_name(self, index: int) -> str:
+        return f"{self.name}-{index}"
+
+    def member_host(self, index: int) -> str:
+        svc = self.headless_service
+        return f"{self.pod_name(index)}.{svc}.{self.namespace}.svc.cluster.local:{PORT}"
+
+    @property
+    def hosts(self) -> tuple[str, ...]:
+        return tuple(self.member_host(i) for i in range(self.members))
+
+    @property
+    def seed_list(self) -> str:
+        """``<replSet>/<host>,<host>``: mongos --configdb and addShard both take this form."""
+        return f"{self.name}/{','.join(self.hosts)}"
+
+    def to_spec(self) -> ReplicaSetSpec:
+        """The replica set as the MongoDB admin module wants it (replSetInitiate, reconfig)."""
+        return ReplicaSetSpec(self.name, self.role, self.hosts)
+
+
+@dataclass(frozen=True)
+class ClusterLayout:
+    name: str
+    namespace: str
+    sharded: bool
+    replica_sets: tuple[ReplicaSetLayout, ...]
+    mongos_replicas: int  # 0 unless sharded
+    keyfile_secret: str
+    admin_secret: str
+
+    @property
+    def config_server(self) -> ReplicaSetLayout | None:
+        return next((rs for rs in self.replica_sets if rs.role is Role.CONFIG), None)
+
+    @property
+    def shards(self) -> tuple[ReplicaSetLayout, ...]:
+        return tuple(rs for rs in self.replica_sets if rs.role is Role.SHARD)
+
+    @property
+    def mongos(self) -> str:
+        """Name of the mongos Deployment and of its Service."""
+        return f"{self.name}-mongos"
+
+    @property
+    def mongos_host(self) -> str:
+        return f"{self.mongos}.{self.namespace}.svc.cluster.local:{PORT}"
+
+    @property
+    def benchmark_secret(self) -> str:
+        return f"{self.name}-benchmark"
+
+    @property
+    def exporter_secret(self) -> str:
+        return f"{self.name}-exporter"
+
+    @property
+    def connection_secret(self) -> str:
+        return f"{self.name}-connection"
+
+    @property
+    def pod_monitor(self) -> str:
+        return self.name
+
+    def pdb_name(self, workload: str) -> str:
+        return f"{workload}-pdb"
+
+
+def cluster_layout(name: str, namespace: str, spec: MongoClusterSpec) -> ClusterLayout:
+    """Every replica set of the cluster: config servers first, then shards in order."""
+    sets: list[ReplicaSetLayout] = []
+    mongos = 0
+    if spec.topology.type == "Sharded":
+        shape = spec.topology.sharded_shape
+        sets.append(
+            ReplicaSetLayout(
+                f"{name}-cfg", Role.CONFIG, shape.config_servers, "configsvr", namespace
+            )
+        )
+        sets.extend(
+            ReplicaSetLayout(
+                f"{name}-shard{i}", Role.SHARD, shape.members_per_shard, "shard", namespace
+            )
+            for i in range(shape.shards)
+        )
+        mongos = shape.mongos
+    else:
+        sets.append(
+            ReplicaSetLayout(
+                f"{name}-rs0",
+                Role.REPLICA,
+                spec.topology.replica_set_members,
+                "replicaset",
+                namespace,
+            )
+        )
+    out = ClusterLayout(
+        name=name,
+        namespace=namespace,
+        sharded=spec.topology.type == "Sharded",
+        replica_sets=tuple(sets),
+        mongos_replicas=mongos,
+        keyfile_secret=spec.auth.keyfile_secret_name or f"{name}-keyfile",
+        admin_secret=spec.auth.admin_secret_name or f"{name}-admin",
+    )
+    _check_names(out)
+    return out
+
+
+def _check_names(layout: ClusterLayout) -> None:
+    # Caught here with the field to blame, not later as an API error on one of many objects.
+    for rs in layout.replica_sets:
+        if len(rs.name) > MAX_STATEFULSET_NAME or len(rs.headless_service) > MAX_DNS_LABEL:
+            raise SpecError(
+                f"metadata.name: {layout.name!r} is too long: StatefulSet {rs.name!r} "
+                f"exceeds {MAX_STATEFULSET_NAME} characters"
+            )
+    if not layout.name[:1].isalpha():
+        # Services need DNS-1035 labels: the cluster name prefixes every Service name.
+        raise SpecError(f"metadata.name: {layout.name!r} must start with a letter")
+
+
+def connection_uri(
+    layout: ClusterLayout, username: str, password: str, database: str, *, tls: bool = False
+) -> str:
+    """The client URI: the mongos Service when sharded, else the member seed list + replicaSet."""
+    creds = f"{quote(username, safe='')}:{quote(password, safe='')}@"
+    params = ["authSource=admin"]
+    if layout.sharded:
+        hosts = layout.mongos_host
+    else:
+        (rs,) = layout.replica_sets
+        hosts = ",".join(rs.hosts)
+        params.append(f"replicaSet={rs.name}")
+    if tls:
+        params.append("tls=true")
+    return f"mongodb://{creds}{hosts}/{quote(database, safe='')}?{'&'.join(params)}"

@@ -1,0 +1,137 @@
+"""Kubernetes side of a MongoCluster: make the desired objects exist, owned by the cluster.
+
+I/O lives here and in observe.py; everything it applies comes from the pure builders. Secrets
+are created once and never overwritten (a retried or restarted reconcile finds them and keeps
+them); everything else is server-side applied with the operator's field manager, so re-running
+converges without duplicates.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes.client.exceptions import ApiException
+
+from mongobench.api.mongocluster import MongoClusterSpec
+from mongobench.cluster.generate import generate
+from mongobench.cluster.layout import ClusterLayout, cluster_layout
+from mongobench.cluster.objects import build_workload_objects
+from mongobench.cluster.platform import PlatformFacts, Preset, detect, preset_for
+from mongobench.cluster.secrets import build_secrets, connection_secret
+from mongobench.k8s import client as kube
+
+PODMONITOR_API = "/apis/monitoring.coreos.com/v1"
+
+
+@dataclass(frozen=True)
+class Desired:
+    spec: MongoClusterSpec
+    layout: ClusterLayout
+    preset: Preset
+    facts: PlatformFacts
+
+
+def desired(body: Mapping[str, Any], status: Mapping[str, Any]) -> Desired:
+    """Parse the spec (SpecError names the field) and pin the platform preset.
+
+    The storage class is recorded in status the first time and reused: volume claim templates
+    are immutable, so a later change of detected platform must not change it.
+    """
+    meta = body["metadata"]
+    spec = MongoClusterSpec.parse(dict(body["spec"]))
+    layout = cluster_layout(meta["name"], meta["namespace"], spec)
+    recorded = (status.get("platform") or {}).get("provider")
+    if recorded and "storageClass" in (status.get("platform") or {}):
+        facts = PlatformFacts(
+            recorded,
+            tuple(status["platform"].get("instanceTypes", ())),
+            tuple(status["platform"].get("zones", ())),
+        )
+        preset = dataclasses.replace(
+            preset_for(spec.platform, facts),
+            storage_class_name=status["platform"]["storageClass"] or None,
+        )
+    else:
+        facts = detect(kube.request("GET", "/api/v1/nodes")["items"])
+        preset = preset_for(spec.platform, facts)
+    return Desired(spec, layout, preset, facts)
+
+
+def platform_status(d: Desired) -> dict[str, Any]:
+    return {
+        **d.facts.to_status(),
+        "storageClass": d.spec.storage.storage_class_name or d.preset.storage_class_name or "",
+    }
+
+
+def ensure_secrets(d: Desired, owner: Mapping[str, Any]) -> None:
+    """Create missing Secrets with fresh values; existing ones are never touched, except the
+    connection Secret, which is derived (URI from the benchmark password and the topology)."""
+    ref = kube.owner_reference(owner)
+    values = generate()
+    for manifest in build_secrets(d.spec, d.layout, values):
+        if manifest["metadata"]["name"] == d.layout.connection_secret:
+            continue
+        manifest["metadata"]["ownerReferences"] = [ref]
+        try:
+            kube.request("POST", kube.resource_path("Secret", d.layout.namespace), body=manifest)
+        except ApiException as exc:
+            if exc.status != 409:  # 409: it exists, keep it as it is
+                raise
+    password = read_secret(d.layout.namespace, d.layout.benchmark_secret)["password"]
+    conn = connection_secret(d.spec, d.layout, password)
+    conn["metadata"]["ownerReferences"] = [ref]
+    kube.apply(conn)
+
+
+def read_secret(namespace: str, name: str) -> dict[str, str]:
+    secret = kube.get("Secret", namespace, name)
+    if secret is None:
+        raise LookupError(f"Secret {namespace}/{name} does not exist")
+    return {k: base64.b64decode(v).decode() for k, v in (secret.get("data") or {}).items()}
+
+
+_discovery_lock = threading.Lock()
+_podmonitor_api: bool | None = None
+
+
+def podmonitor_api_available(refresh: bool = False) -> bool:
+    """Whether the Prometheus Operator CRDs are installed (detected, not assumed)."""
+    global _podmonitor_api  # noqa: PLW0603 - per-process discovery cache
+    with _discovery_lock:
+        if _podmonitor_api is None or refresh:
+            try:
+                resources = kube.request("GET", PODMONITOR_API)["resources"]
+                _podmonitor_api = any(r.get("name") == "podmonitors" for r in resources)
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+                _podmonitor_api = False
+        return _podmonitor_api
+
+
+def apply_workloads(
+    d: Desired, owner: Mapping[str, Any], replicas: Mapping[str, int] | None = None
+) -> list[str]:
+    """Server-side apply Services, StatefulSets, mongos, PDBs and the PodMonitor.
+
+    `replicas` overrides a StatefulSet's member count (scale-down waits until MongoDB has
+    removed the member: see scale.py). Returns the names of the kinds skipped, e.g. PodMonitor
+    when its CRD is absent.
+    """
+    ref = kube.owner_reference(owner)
+    skipped: list[str] = []
+    for obj in build_workload_objects(d.spec, d.layout, d.preset):
+        if obj["kind"] == "PodMonitor" and not podmonitor_api_available(refresh=True):
+            skipped.append("PodMonitor")
+            continue
+        if obj["kind"] == "StatefulSet" and replicas and obj["metadata"]["name"] in replicas:
+            obj["spec"]["replicas"] = replicas[obj["metadata"]["name"]]
+        obj["metadata"]["ownerReferences"] = [ref]
+        kube.apply(obj)
+    return skipped

@@ -1,0 +1,205 @@
+"""The MongoCluster reconcile loop's two halves, called by the thin handlers:
+
+provision(): make the Kubernetes objects exist as the spec says (spec changes, resume).
+sync():      observe workloads and MongoDB, take the next wiring step, hold or release a
+             scale-down, and publish status when something visible changed. Called on child
+             events (a StatefulSet's pods became ready) and by a timer until the cluster is Ready.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from mongobench.cluster import labels as lbl
+from mongobench.cluster.layout import ClusterLayout
+from mongobench.cluster.provision import (
+    Desired,
+    apply_workloads,
+    desired,
+    ensure_secrets,
+    platform_status,
+    read_secret,
+)
+from mongobench.cluster.secrets import EXPORTER_USERNAME
+from mongobench.cluster.status import Observed, Wiring, WorkloadState, compute_status, differs
+from mongobench.cluster.wire import Passwords, wire
+from mongobench.k8s import client as kube
+from mongobench.k8s.conditions import now_rfc3339
+from mongobench.mongo.admin import MongoAdmin
+from mongobench.mongo.connect import Connector, resolver_from_env
+from mongobench.mongo.errors import PermanentMongoError
+from mongobench.mongo.model import Credentials
+
+log = logging.getLogger("mongobench.cluster")
+
+GROUP_PATH = "/apis/mongobench.io/v1alpha1"
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    phase: str
+    changed: bool
+    failure: str | None = None
+
+
+def cluster_path(namespace: str, name: str) -> str:
+    return kube.resource_path("MongoCluster", namespace, name)
+
+
+def provision(body: Mapping[str, Any]) -> Desired:
+    """Secrets (once), then Services, StatefulSets, mongos, PDBs, PodMonitor (applied)."""
+    status = body.get("status") or {}
+    d = desired(body, status)
+    ensure_secrets(d, body)
+    replicas = held_replicas(d.layout, observe_workloads(d.layout)[0], status)
+    skipped = apply_workloads(d, body, replicas)
+    if skipped:
+        log.info("skipped %s: the Prometheus Operator CRDs are not installed", ", ".join(skipped))
+    return d
+
+
+def observe_workloads(
+    layout: ClusterLayout,
+) -> tuple[dict[str, WorkloadState], WorkloadState | None]:
+    selector = f"{lbl.CLUSTER}={layout.name}"
+    statefulsets = {
+        sts["metadata"]["name"]: WorkloadState(
+            int(sts["spec"].get("replicas", 0)),
+            int((sts.get("status") or {}).get("readyReplicas", 0)),
+            int((sts.get("status") or {}).get("updatedReplicas", 0)),
+        )
+        for sts in kube.list_objects("StatefulSet", layout.namespace, selector)
+    }
+    mongos = None
+    if layout.sharded:
+        dep = kube.get("Deployment", layout.namespace, layout.mongos)
+        if dep is not None:
+            mongos = WorkloadState(
+                int(dep["spec"].get("replicas", 0)),
+                int((dep.get("status") or {}).get("readyReplicas", 0)),
+            )
+    return statefulsets, mongos
+
+
+def held_replicas(
+    layout: ClusterLayout, statefulsets: Mapping[str, WorkloadState], status: Mapping[str, Any]
+) -> dict[str, int]:
+    """StatefulSets whose scale-down must wait: MongoDB still lists the members to remove.
+
+    One place decides it, for provision() and sync() alike: a member's pod goes away only after
+    the replica set no longer has it in its configuration.
+    """
+    in_config = {
+        rs["name"]: len(rs.get("memberStates") or [])
+        for rs in status.get("replicaSets") or []
+        if rs.get("initialized")
+    }
+    held: dict[str, int] = {}
+    for rs in layout.replica_sets:
+        current = statefulsets.get(rs.name)
+        if current is None or current.replicas <= rs.members:
+            continue
+        if in_config.get(rs.name, 0) > rs.members:
+            held[rs.name] = current.replicas
+    return held
+
+
+_locks: dict[tuple[str, str], threading.Lock] = {}
+_locks_guard = threading.Lock()
+_admins: dict[tuple[str, str, str], MongoAdmin] = {}
+
+
+def _lock(namespace: str, name: str) -> threading.Lock:
+    with _locks_guard:
+        return _locks.setdefault((namespace, name), threading.Lock())
+
+
+def _admin(d: Desired) -> tuple[MongoAdmin, Passwords]:
+    layout = d.layout
+    admin_secret = read_secret(layout.namespace, layout.admin_secret)
+    bench = read_secret(layout.namespace, layout.benchmark_secret)
+    exporter = (
+        read_secret(layout.namespace, layout.exporter_secret) if d.spec.monitoring.exporter else {}
+    )
+    passwords = Passwords(
+        admin_username=admin_secret["username"],
+        admin=admin_secret["password"],
+        benchmark=bench["password"],
+        exporter_username=exporter.get("username", EXPORTER_USERNAME),
+        exporter=exporter.get("password", ""),
+    )
+    key = (layout.namespace, layout.name, admin_secret["password"])
+    with _locks_guard:
+        admin = _admins.get(key)
+        if admin is None:
+            connector = Connector(
+                Credentials(passwords.admin_username, passwords.admin),
+                resolver=resolver_from_env(os.environ),
+                tls=d.spec.tls.enabled,
+            )
+            admin = _admins[key] = MongoAdmin(connector)
+    return admin, passwords
+
+
+def sync(namespace: str, name: str) -> SyncResult | None:
+    """Observe, wire one step, publish. None when the MongoCluster no longer exists."""
+    with _lock(namespace, name):
+        body = kube.get("MongoCluster", namespace, name)
+        if body is None:
+            return None
+        status = body.get("status") or {}
+        meta = body["metadata"]
+        d = desired(body, status)
+        statefulsets, mongos = observe_workloads(d.layout)
+        failure: str | None = None
+        wiring: Wiring | None = None
+        ready_sets = frozenset(
+            rs.name
+            for rs in d.layout.replica_sets
+            if statefulsets.get(rs.name, WorkloadState(0, 0)).ready >= rs.members
+        ) | (
+            frozenset({"mongos"})
+            if mongos and mongos.ready >= d.layout.mongos_replicas
+            else frozenset()
+        )
+        deleting = bool(meta.get("deletionTimestamp"))
+        if ready_sets and not deleting:
+            try:
+                admin, passwords = _admin(d)
+                wiring = wire(admin, d.spec, d.layout, passwords, ready_sets)
+            except PermanentMongoError as exc:
+                failure = str(exc)
+            except LookupError as exc:  # a Secret not created yet
+                wiring = Wiring(False, str(exc))
+        new = compute_status(
+            d.layout,
+            Observed(statefulsets, mongos, wiring, deleting=deleting, failure=failure),
+            status,
+            generation=int(meta.get("generation") or 0),
+            created=meta["creationTimestamp"],
+            now=now_rfc3339(),
+        )
+        new["platform"] = platform_status(d)
+        # Release a held scale-down once MongoDB has removed the members.
+        held_before = held_replicas(d.layout, statefulsets, status)
+        held_now = held_replicas(d.layout, statefulsets, new)
+        if held_before != held_now or any(
+            statefulsets.get(rs.name, WorkloadState(rs.members, 0)).replicas > rs.members
+            and rs.name not in held_now
+            for rs in d.layout.replica_sets
+        ):
+            apply_workloads(d, body, held_now)
+        changed = differs(status, new)
+        if changed:
+            kube.request(
+                "PATCH",
+                f"{cluster_path(namespace, name)}/status",
+                body={"status": new},
+                content_type="application/merge-patch+json",
+            )
+        return SyncResult(new["phase"], changed, failure)

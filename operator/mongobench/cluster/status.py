@@ -1,0 +1,233 @@
+"""Pure: a MongoCluster's status from what was observed, never from what was merely asked for.
+
+Phase rules (first match wins):
+  Deleting      the object is being deleted
+  Failed        the spec cannot be used, or MongoDB refused a step permanently
+  Pending       none of the cluster's StatefulSets exists yet
+  Scaling       a StatefulSet/Deployment or a replica set's membership differs from the spec
+                (members or mongos added/removed, a shard added) after the cluster was Ready
+  Provisioning  pods not all ready, before the cluster was first Ready
+  Degraded      pods not all ready after the cluster was Ready
+  Initializing  pods ready, replica sets / shards / users not all wired yet
+  Ready         everything ready and wired
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from mongobench.cluster.layout import ClusterLayout
+from mongobench.k8s.conditions import set_condition
+
+
+@dataclass(frozen=True)
+class WorkloadState:
+    """A StatefulSet or Deployment as observed: what its spec asks and how many pods are ready."""
+
+    replicas: int
+    ready: int
+    updated: int | None = None
+
+
+@dataclass(frozen=True)
+class Wiring:
+    """What the MongoDB administration pass observed (see wire.py)."""
+
+    complete: bool
+    message: str = ""
+    # replSet name -> status dict (as ReplicaSetStatus.as_status()).
+    replica_sets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    shards: frozenset[str] = frozenset()
+    # replSet name -> members present in the replica set configuration.
+    config_members: Mapping[str, int] = field(default_factory=dict)
+    distribution: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Observed:
+    statefulsets: Mapping[str, WorkloadState]
+    mongos: WorkloadState | None = None
+    wiring: Wiring | None = None
+    deleting: bool = False
+    failure: str | None = None  # a permanent error, shown as is
+
+
+def seconds_since(created: str, now: str) -> float:
+    from datetime import datetime  # noqa: PLC0415 - keeps the module's import surface small
+
+    def parse(t: str) -> datetime:
+        return datetime.fromisoformat(t.replace("Z", "+00:00"))
+
+    return round((parse(now) - parse(created)).total_seconds(), 1)
+
+
+def compute_status(
+    layout: ClusterLayout,
+    observed: Observed,
+    previous: Mapping[str, Any],
+    *,
+    generation: int,
+    created: str,
+    now: str,
+) -> dict[str, Any]:
+    """The full status object (the caller patches it only when it differs from the current)."""
+    sets = layout.replica_sets
+    wanted_members = sum(rs.members for rs in sets)
+    ready_members = sum(
+        min(observed.statefulsets[rs.name].ready, rs.members)
+        for rs in sets
+        if rs.name in observed.statefulsets
+    )
+    mongos_ready = observed.mongos.ready if observed.mongos else 0
+    pods_ready = ready_members == wanted_members and all(
+        observed.statefulsets.get(rs.name, WorkloadState(0, 0)).ready == rs.members for rs in sets
+    )
+    pods_ready = pods_ready and (not layout.sharded or mongos_ready >= layout.mongos_replicas)
+    wiring = observed.wiring
+    wired = wiring is not None and wiring.complete
+    timings = dict(previous.get("timings") or {})
+    was_ready = "readySeconds" in timings
+
+    shape_differs = _shape_differs(layout, observed, was_ready)
+
+    if observed.deleting:
+        phase = "Deleting"
+    elif observed.failure:
+        phase = "Failed"
+    elif not observed.statefulsets:
+        phase = "Pending"
+    elif was_ready and shape_differs:
+        phase = "Scaling"
+    elif not pods_ready:
+        phase = "Degraded" if was_ready else "Provisioning"
+    elif not wired:
+        phase = "Initializing"
+    else:
+        phase = "Ready"
+
+    if pods_ready and "provisionedSeconds" not in timings:
+        timings["provisionedSeconds"] = seconds_since(created, now)
+    if pods_ready and wired and "configuredSeconds" not in timings:
+        timings["configuredSeconds"] = seconds_since(created, now)
+    if phase == "Ready" and not was_ready:
+        timings["readySeconds"] = seconds_since(created, now)
+
+    conditions = previous.get("conditions")
+    conditions = set_condition(
+        conditions,
+        "Provisioned",
+        "True" if pods_ready else "False",
+        "PodsReady" if pods_ready else "PodsNotReady",
+        f"{ready_members}/{wanted_members} mongod members ready"
+        + (f", {mongos_ready}/{layout.mongos_replicas} mongos" if layout.sharded else ""),
+        generation=generation,
+        now=now,
+    )
+    if observed.failure:
+        conditions = set_condition(
+            conditions,
+            "Configured",
+            "False",
+            "Failed",
+            observed.failure,
+            generation=generation,
+            now=now,
+        )
+    else:
+        conditions = set_condition(
+            conditions,
+            "Configured",
+            "True" if wired else "False",
+            "Wired" if wired else "Wiring",
+            "replica sets, shards and users configured"
+            if wired
+            else (wiring.message if wiring else "waiting for pods"),
+            generation=generation,
+            now=now,
+        )
+    conditions = set_condition(
+        conditions,
+        "Ready",
+        "True" if phase == "Ready" else "False",
+        phase,
+        observed.failure or _ready_message(phase),
+        generation=generation,
+        now=now,
+    )
+
+    replica_sets = []
+    for rs in sets:
+        state = observed.statefulsets.get(rs.name, WorkloadState(0, 0))
+        wired_set = (wiring.replica_sets.get(rs.name) if wiring else None) or {}
+        entry: dict[str, Any] = {
+            "name": rs.name,
+            "role": rs.role.value,
+            "members": rs.members,
+            "ready": state.ready,
+            "initialized": bool(wired_set.get("initialized", False)),
+            "memberStates": [
+                {"host": m["host"], "state": m["state"], "health": 1 if m["health"] else 0}
+                for m in wired_set.get("members", [])
+            ],
+        }
+        if layout.sharded and rs.role.value == "shard":
+            entry["addedAsShard"] = bool(wiring and rs.name in wiring.shards)
+        replica_sets.append(entry)
+
+    status: dict[str, Any] = {
+        "phase": phase,
+        "observedGeneration": generation,
+        "members": wanted_members,
+        "readyMembers": ready_members,
+        "conditions": conditions,
+        "replicaSets": replica_sets,
+        "connectionSecret": layout.connection_secret,
+        "timings": timings,
+    }
+    if layout.sharded:
+        status["mongos"] = {"desired": layout.mongos_replicas, "ready": mongos_ready}
+    if wiring is not None and wiring.distribution is not None:
+        status["distribution"] = dict(wiring.distribution)
+    return status
+
+
+def _shape_differs(layout: ClusterLayout, observed: Observed, was_ready: bool) -> bool:
+    """Whether the workloads or the replica-set memberships differ from the spec's shape."""
+    for rs in layout.replica_sets:
+        state = observed.statefulsets.get(rs.name)
+        if state is None or state.replicas != rs.members:
+            return True
+    if layout.sharded and (
+        observed.mongos is None or observed.mongos.replicas != layout.mongos_replicas
+    ):
+        return True
+    wiring = observed.wiring
+    if wiring is None:
+        return False
+    if any(
+        wiring.config_members.get(rs.name, rs.members) != rs.members for rs in layout.replica_sets
+    ):
+        return True
+    # A shard added to a Ready cluster is scaling until listShards shows it.
+    return (
+        was_ready and layout.sharded and any(rs.name not in wiring.shards for rs in layout.shards)
+    )
+
+
+def _ready_message(phase: str) -> str:
+    return {
+        "Ready": "all members ready and wired",
+        "Pending": "creating objects",
+        "Provisioning": "waiting for pods",
+        "Initializing": "wiring replica sets, shards and users",
+        "Scaling": "changing the cluster's shape",
+        "Degraded": "some members are not ready",
+        "Deleting": "deleting",
+    }.get(phase, phase)
+
+
+def differs(current: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Whether patching `new` would change anything a user can see."""
+    return any(current.get(k) != v for k, v in new.items())

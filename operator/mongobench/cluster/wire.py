@@ -1,0 +1,122 @@
+"""MongoDB side of a MongoCluster: one idempotent pass that moves the wiring one step forward.
+
+Driven by observed state (the pods ready, then what MongoDB answers), each pass initiates or
+reconfigures replica sets, creates users and adds shards through mongobench.mongo, and returns
+what it saw. The caller re-invokes until `complete`; an interrupted pass (operator killed between
+any two steps) simply resumes, since every step checks first.
+
+Order, so every step finds what it needs:
+  ReplicaSet:  initiate/reconfig rs0 -> users (admin, benchmark, exporter) on its primary
+  Sharded:     config servers -> cluster users on them -> each shard set -> shard-local users
+               (the operator and the exporter sidecars connect to shard members directly) ->
+               benchmark user through mongos -> addShard for each shard
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mongobench.api.mongocluster import MongoClusterSpec
+from mongobench.cluster.layout import ClusterLayout, ReplicaSetLayout
+from mongobench.cluster.status import Wiring
+from mongobench.mongo.admin import MongoAdmin
+from mongobench.mongo.errors import TransientMongoError
+from mongobench.mongo.model import (
+    Mongos,
+    ReplicaSetStatus,
+    UserSpec,
+    admin_user,
+    benchmark_user,
+    exporter_user,
+)
+
+
+@dataclass(frozen=True)
+class Passwords:
+    """The users' credentials, read from the cluster's Secrets by the caller (never logged)."""
+
+    admin_username: str
+    admin: str
+    benchmark: str
+    exporter_username: str
+    exporter: str
+
+
+def wire(
+    admin: MongoAdmin,
+    spec: MongoClusterSpec,
+    layout: ClusterLayout,
+    passwords: Passwords,
+    ready_sets: frozenset[str],
+) -> Wiring:
+    """One pass. `ready_sets`: replica sets whose pods are all ready (others are not touched).
+
+    Transient conditions (no primary yet, member not reachable) end the pass with complete=False
+    and a message; permanent ones raise PermanentMongoError for the caller to report.
+    """
+    statuses: dict[str, ReplicaSetStatus] = {}
+    admin_account = admin_user(passwords.admin_username, passwords.admin)
+    exporter = (
+        [exporter_user(passwords.exporter_username, passwords.exporter)]
+        if spec.monitoring.exporter
+        else []
+    )
+    bench = benchmark_user(
+        spec.auth.benchmark_user, passwords.benchmark, spec.auth.benchmark_database
+    )
+
+    def result(complete: bool, message: str, shards: frozenset[str] = frozenset()) -> Wiring:
+        return Wiring(
+            complete=complete,
+            message=message,
+            replica_sets={name: st.as_status() for name, st in statuses.items()},
+            shards=shards,
+            config_members={
+                name: len(st.members) for name, st in statuses.items() if st.initialized
+            },
+        )
+
+    def ensure_set(rs: ReplicaSetLayout, users: list[UserSpec]) -> str | None:
+        """None when the set is converged and its users exist; else what it waits for."""
+        if rs.name not in ready_sets:
+            return f"{rs.name}: waiting for pods"
+        status = admin.ensure_replica_set(rs.to_spec())
+        statuses[rs.name] = status
+        if not status.converged:
+            return f"{rs.name}: {status.action or status.pending or 'converging'}"
+        admin.ensure_users(rs.to_spec(), users)
+        # Observe again so status shows states after the step (e.g. SECONDARY, not STARTUP2).
+        statuses[rs.name] = admin.replica_set_status(rs.to_spec())
+        return None
+
+    try:
+        if not layout.sharded:
+            (rs,) = layout.replica_sets
+            waiting = ensure_set(rs, [admin_account, bench, *exporter])
+            return result(waiting is None, waiting or "replica set and users configured")
+
+        config = layout.config_server
+        assert config is not None
+        waiting_for = [
+            w
+            for w in (
+                ensure_set(config, [admin_account, *exporter]),
+                *(ensure_set(shard, [admin_account, *exporter]) for shard in layout.shards),
+            )
+            if w
+        ]
+        if waiting_for:
+            return result(False, "; ".join(waiting_for))
+        if "mongos" not in ready_sets:
+            return result(False, "waiting for mongos pods")
+        mongos = Mongos((layout.mongos_host,))
+        admin.ensure_users(mongos, [bench])
+        for shard in layout.shards:
+            admin.ensure_shard(mongos, shard.to_spec())
+        listed = frozenset(s.set_name for s in admin.list_shards(mongos))
+        missing = [s.name for s in layout.shards if s.name not in listed]
+        if missing:
+            return result(False, f"adding shards {', '.join(missing)}", listed)
+        return result(True, "replica sets, shards and users configured", listed)
+    except TransientMongoError as exc:
+        return result(False, str(exc))

@@ -1,0 +1,86 @@
+"""Protocol tier against FerretDB: a real MongoDB-wire server (SQLite backend) on loopback.
+
+FerretDB has no replica sets, sharding or users, so only what it implements is proven here:
+hello/health, serverStatus facts, FCV read, idempotent collection and index creation, and how a
+real server's refusal (CommandNotFound) surfaces as a permanent error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from pymongo import MongoClient
+
+from localplane.ferretdb import FerretDB, running_ferretdb
+from mongobench.mongo import (
+    Connector,
+    MappedResolver,
+    MongoAdmin,
+    Mongos,
+    PermanentMongoError,
+    ReplicaSetSpec,
+    Role,
+)
+
+pytestmark = pytest.mark.protocol
+
+# FerretDB stands in for a member reached by its cluster DNS name, as the operator would.
+NAME = "bench-0.bench-hl.bench.svc.cluster.local:27017"
+
+
+@pytest.fixture(scope="module")
+def ferret() -> Iterator[FerretDB]:
+    with running_ferretdb() as server:
+        yield server
+
+
+@pytest.fixture
+def admin(ferret: FerretDB) -> Iterator[MongoAdmin]:
+    resolver = MappedResolver({NAME: f"{ferret.host}:{ferret.port}"})
+    with Connector(resolver=resolver, timeout_seconds=3) as connector:
+        yield MongoAdmin(connector)
+
+
+def test_hello_reports_a_healthy_standalone(admin: MongoAdmin) -> None:
+    hello = admin.hello(NAME)
+    assert hello.writable_primary and not hello.initialized and not hello.is_mongos
+    assert hello.max_wire_version >= 9  # what pymongo 4.20 requires
+
+
+def test_server_facts_from_a_real_server_status(admin: MongoAdmin) -> None:
+    facts = admin.server_facts(NAME)
+    assert facts.host == NAME and facts.version and facts.version.split(".")[0].isdigit()
+    assert facts.process is not None and facts.process.startswith("ferretdb")
+    assert facts.uptime_seconds is not None and facts.uptime_seconds >= 0
+
+
+def test_collection_and_index_creation_is_idempotent(admin: MongoAdmin, ferret: FerretDB) -> None:
+    indexes = [("field0_1", {"field0": 1})]
+    first = admin.ensure_collection(NAME, "ycsb_idem", "usertable", indexes)
+    assert first == ("created ycsb_idem.usertable", "created index field0_1")
+    # the second call meets the server's own NamespaceExists (48) and an existing index
+    assert admin.ensure_collection(NAME, "ycsb_idem", "usertable", indexes) == ()
+    with MongoClient(ferret.uri, directConnection=True, serverSelectionTimeoutMS=3000) as c:
+        names = {ix["name"] for ix in c["ycsb_idem"]["usertable"].list_indexes()}
+        assert "ycsb_idem" in c.list_database_names()
+    assert {"_id_", "field0_1"} <= names
+
+
+def test_feature_compatibility_version_is_read_and_left_alone(admin: MongoAdmin) -> None:
+    current = admin.feature_compatibility_version(NAME)
+    assert current.count(".") == 1
+    assert admin.ensure_feature_compatibility_version(NAME, current) is False
+
+
+def test_a_server_without_replica_sets_refuses_initiate_permanently(admin: MongoAdmin) -> None:
+    status = admin.replica_set_status(ReplicaSetSpec("rs0", Role.REPLICA, (NAME,)))
+    assert not status.initialized and status.members[0].state == "UNINITIALIZED"
+    with pytest.raises(PermanentMongoError) as err:
+        admin.ensure_replica_set(ReplicaSetSpec("rs0", Role.REPLICA, (NAME,)))
+    assert err.value.code == 59 and "replSetInitiate" in err.value.message
+
+
+def test_a_standalone_is_not_accepted_as_mongos(admin: MongoAdmin) -> None:
+    with pytest.raises(PermanentMongoError, match="not a mongos"):
+        admin.list_shards(Mongos((NAME,)))
