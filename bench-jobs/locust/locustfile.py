@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import gevent
 import pymongo
 from bson.binary import Binary
 from locust import User, constant, events, task
@@ -142,7 +143,8 @@ def _write_out_and_quit(environment: Any) -> None:
     tmp = out.with_suffix(".tmp")
     tmp.write_text(json.dumps(data))
     tmp.replace(out)
-    environment.runner.quit()
+    # not from this (user) greenlet: quit() kills the users, and with them its own caller
+    gevent.spawn(environment.runner.quit)
 
 
 @events.init.add_listener

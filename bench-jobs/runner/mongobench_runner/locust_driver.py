@@ -159,11 +159,19 @@ def run_locust(args: argparse.Namespace, install: Callable[[Callable[[], None]],
                     )
                 )
         timed_out = False
-        deadline = time.monotonic() + args.timeout if args.timeout else None
-        try:
-            procs[0].wait(timeout=args.timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
+        deadline = time.monotonic() + args.timeout if args.timeout else float("inf")
+        out = tmp / "out.json"
+        reported_at: float | None = None
+        while procs[0].poll() is None:
+            now = time.monotonic()
+            if now > deadline:
+                timed_out = True
+                break
+            if reported_at is None and out.is_file():
+                reported_at = now
+            if reported_at is not None and now - reported_at > 30:
+                break  # measurements are in; a Locust that does not exit is stopped
+            time.sleep(0.2)
         stop()
         for p in procs:
             try:
@@ -171,10 +179,8 @@ def run_locust(args: argparse.Namespace, install: Callable[[Callable[[], None]],
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
-        del deadline
         log.close()
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        out = tmp / "out.json"
         data: dict[str, Any] | None = json.loads(out.read_text()) if out.is_file() else None
         tail = (tmp / "locust.log").read_text(errors="replace").strip().splitlines()[-5:]
     end = utc_now()

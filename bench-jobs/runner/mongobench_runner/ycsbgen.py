@@ -133,16 +133,14 @@ class KeyChooser:
         if self.dist == "zipfian":  # ScrambledZipfianGenerator
             return self.lo + fnvhash64(self.zipf.next()) % (self.hi - self.lo + 1)
         newest = self.last[0]
-        key = max(newest - self.zipf.next(newest + 1), 0)
-        if key >= self.records and self.stride > 1:  # only keys this process inserted
-            key = (
-                self.records
-                + self.residue
-                + (key - self.records - self.residue) // self.stride * self.stride
-            )
-            if key < self.records:
-                key = self.records - 1
-        return key
+        offset = self.zipf.next(newest + 1)
+        if self.stride > 1 and newest >= self.records:
+            # step over the keys other processes insert: offset k = this process's k-th newest
+            own = (newest - self.records) // self.stride  # own inserted keys above, minus one
+            if offset <= own:
+                return newest - offset * self.stride
+            return max(self.records - 1 - (offset - own - 1), 0)
+        return max(newest - offset, 0)
 
 
 @dataclass

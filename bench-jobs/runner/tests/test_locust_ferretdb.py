@@ -1,4 +1,4 @@
-"""Protocol tier: the Locust driver (its own processes) against FerretDB, standalone and distributed."""
+"""Protocol tier: the Locust driver (own processes) against FerretDB, standalone + distributed."""
 
 from __future__ import annotations
 

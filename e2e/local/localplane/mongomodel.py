@@ -10,7 +10,9 @@ they agree on config, primary and users. Rules of the model (not of MongoDB in f
   SECONDARY; a configured member with no running peer is DOWN;
 - replSetReconfig must go to the primary (else NotWritablePrimary 10107), carry a higher version
   and change at most one voting member (else NewReplicaSetConfigurationIncompatible 103);
-- no authentication (SCRAM is not modelled); users are stored per set / per cluster;
+- SCRAM-SHA-256 authenticates users a set (or, through mongos, the cluster) has; before any
+  exists authentication fails (18) and unauthenticated commands run, as under the localhost
+  exception; authorization (roles) is not enforced;
 - a mongos answers addShard/listShards/removeShard (draining takes ``drain_calls`` calls),
   enableSharding/shardCollection, config.collections/config.chunks and $collStats counts.
 """
@@ -24,6 +26,8 @@ from typing import Any
 
 from bson import Binary
 from mockupdb import MockupDB
+
+from localplane.scram import ScramServer
 
 WIRE = {"minWireVersion": 0, "maxWireVersion": 21, "maxBsonObjectSize": 16777216}
 
@@ -61,6 +65,7 @@ class MongoModel:
         self.sharded = Sharded(documents={})
         self._servers: list[MockupDB] = []
         self._lock = threading.RLock()
+        self._scram = ScramServer()
 
     # ---- lifecycle --------------------------------------------------------------------------
 
@@ -116,11 +121,37 @@ class MongoModel:
             self.node_set[h] = rs_name
             rs.joined[h] = time.monotonic()
 
+    def _passwords(self, users: dict[tuple[str, str], dict[str, Any]]) -> dict[str, str]:
+        return {
+            u: info["pwd"] for (u, db), info in users.items() if db == "admin" and "pwd" in info
+        }
+
+    def _auth(self, request: Any, cmd: str, passwords: dict[str, str]) -> bool | None:
+        """saslStart/saslContinue (SCRAM-SHA-256); None when `cmd` is not an auth command."""
+        doc = request.doc
+        if cmd == "saslstart":
+            started = self._scram.start(bytes(doc["payload"]), passwords)
+            if started is None:
+                return _err(request, 18, "AuthenticationFailed", "Authentication failed.")
+            cid, payload = started
+            return bool(request.ok(conversationId=cid, done=False, payload=Binary(payload)))
+        if cmd == "saslcontinue":
+            final = self._scram.finish(int(doc["conversationId"]), bytes(doc["payload"]))
+            if final is None:
+                return _err(request, 18, "AuthenticationFailed", "Authentication failed.")
+            return bool(
+                request.ok(conversationId=doc["conversationId"], done=True, payload=Binary(final))
+            )
+        return None
+
     def _member(self, name: str, request: Any) -> bool:
         cmd = (request.command_name or "").lower()
         doc = request.doc
         rs_name = self.node_set.get(name)
         rs = self.sets.get(rs_name or "")
+        answered = self._auth(request, cmd, self._passwords(rs.users) if rs else {})
+        if answered is not None:
+            return answered
         if cmd in ("hello", "ismaster"):
             if rs is None:
                 return bool(request.ok({**WIRE, "isWritablePrimary": False, "isreplicaset": True}))
@@ -136,6 +167,8 @@ class MongoModel:
             }
             if rs.config.get("configsvr"):
                 reply["configsvr"] = 2
+            if "saslSupportedMechs" in doc:
+                reply["saslSupportedMechs"] = ["SCRAM-SHA-256"]
             return bool(request.ok(reply))
         if cmd == "replsetinitiate":
             if rs is not None:
@@ -213,12 +246,18 @@ class MongoModel:
         if cmd == "usersinfo":
             q = doc["usersInfo"]
             found = users.get((q["user"], q["db"]))
-            return bool(request.ok(users=[found] if found else []))
+            public = {k: v for k, v in found.items() if k != "pwd"} if found else None
+            return bool(request.ok(users=[public] if public else []))
         if cmd == "createuser":
             key = (doc["createUser"], db)
             if key in users:
                 return _err(request, 51003, "Location51003", f'User "{key[0]}@{db}" already exists')
-            users[key] = {"user": key[0], "db": db, "roles": list(doc["roles"])}
+            users[key] = {
+                "user": key[0],
+                "db": db,
+                "roles": list(doc["roles"]),
+                "pwd": doc.get("pwd"),
+            }
             return bool(request.ok())
         if cmd == "updateuser":
             users[(doc["updateUser"], db)]["roles"] = list(doc["roles"])
@@ -233,8 +272,19 @@ class MongoModel:
         cmd = (request.command_name or "").lower()
         doc = request.doc
         sh = self.sharded
+        # mongos authenticates against the cluster's users (kept on the config servers).
+        cluster_users = dict(sh.users)
+        for rs in self.sets.values():
+            if rs.config.get("configsvr"):
+                cluster_users.update(rs.users)
+        answered = self._auth(request, cmd, self._passwords(cluster_users))
+        if answered is not None:
+            return answered
         if cmd in ("hello", "ismaster"):
-            return bool(request.ok({**WIRE, "isWritablePrimary": True, "msg": "isdbgrid"}))
+            reply = {**WIRE, "isWritablePrimary": True, "msg": "isdbgrid"}
+            if "saslSupportedMechs" in doc:
+                reply["saslSupportedMechs"] = ["SCRAM-SHA-256"]
+            return bool(request.ok(reply))
         if cmd == "listshards":
             return bool(request.ok(shards=list(sh.shards.values())))
         if cmd == "addshard":

@@ -1,0 +1,348 @@
+"""Cluster tier: the MongoCluster lifecycle on a real kube-apiserver with KWOK nodes.
+
+What is real: the apiserver, etcd, controller-manager (StatefulSet, GC, PVC binding), scheduler,
+the operator process (kopf) and its pymongo administration over TCP. What stands in for mongod:
+the in-memory wire model (localplane.mongomodel), one loopback peer per member DNS name, reached
+through the operator's documented host map (MONGOBENCH_HOST_MAP). Elections, catch-up timing and
+auth of a real mongod are left to the kind suite.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client as k8s
+
+from localplane.mongomodel import MongoModel
+from localplane.operator import OperatorProcess, start_operator, wait_until
+from localplane.plane import Plane
+
+pytestmark = pytest.mark.cluster
+
+GROUP, VERSION = "mongobench.io", "v1alpha1"
+
+
+def member_hosts(namespace: str, rs: str, n: int) -> list[str]:
+    return [f"{rs}-{i}.{rs}-hl.{namespace}.svc.cluster.local:27017" for i in range(n)]
+
+
+@pytest.fixture
+def model() -> Iterator[MongoModel]:
+    with MongoModel(catch_up_seconds=0.2, drain_calls=2) as m:
+        yield m
+
+
+def serve(
+    model: MongoModel, namespace: str, sets: dict[str, int], mongos: str | None = None
+) -> str:
+    """Start model peers for every member name the cluster may use; returns the host map."""
+    for rs, most in sets.items():
+        for host in member_hosts(namespace, rs, most):
+            model.member(host)
+    if mongos:
+        model.mongos(f"{mongos}.{namespace}.svc.cluster.local:27017")
+    return ",".join(f"{k}={v}" for k, v in model.host_map.items())
+
+
+def run_operator(plane: Plane, namespace: str, host_map: str, log: Path) -> OperatorProcess:
+    return start_operator(plane.kubeconfig, [namespace], log, MONGOBENCH_HOST_MAP=host_map)
+
+
+def cluster_manifest(name: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "MongoCluster",
+        "metadata": {"name": name},
+        "spec": {"version": "7.0.14", **spec},
+    }
+
+
+def apply(plane: Plane, namespace: str, obj: dict[str, Any]) -> None:
+    plane.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(obj))
+
+
+def get_cluster(api: k8s.ApiClient, namespace: str, name: str) -> dict[str, Any]:
+    return dict(
+        k8s.CustomObjectsApi(api).get_namespaced_custom_object(
+            GROUP, VERSION, namespace, "mongoclusters", name
+        )
+    )
+
+
+def wait_phase(
+    api: k8s.ApiClient, namespace: str, name: str, phase: str, timeout: float = 60
+) -> dict[str, Any]:
+    def check() -> dict[str, Any] | None:
+        obj = get_cluster(api, namespace, name)
+        status = obj.get("status") or {}
+        ok = status.get("phase") == phase and status.get("observedGeneration") == obj[
+            "metadata"
+        ].get("generation")
+        return obj if ok else None
+
+    return dict(wait_until(check, timeout=timeout, interval=0.2, what=f"{name} {phase}"))
+
+
+def owned_by(obj: Any, uid: str) -> bool:
+    return any(r.uid == uid for r in (obj.metadata.owner_references or []))
+
+
+def test_replica_set_becomes_ready_with_owned_objects_and_wired_members(
+    plane: Plane, namespace: str, kube_api: k8s.ApiClient, model: MongoModel, tmp_path: Path
+) -> None:
+    host_map = serve(model, namespace, {"rs3-rs0": 3})
+    operator = run_operator(plane, namespace, host_map, tmp_path / "operator.log")
+    try:
+        apply(
+            plane,
+            namespace,
+            cluster_manifest("rs3", topology={"type": "ReplicaSet", "replicaSet": {"members": 3}}),
+        )
+        obj = wait_phase(kube_api, namespace, "rs3", "Ready")
+    finally:
+        operator.stop()
+    status = obj["status"]
+    uid = obj["metadata"]["uid"]
+
+    (rs,) = status["replicaSets"]
+    assert rs["name"] == "rs3-rs0" and rs["role"] == "replica" and rs["initialized"]
+    assert sorted(m["state"] for m in rs["memberStates"]) == ["PRIMARY", "SECONDARY", "SECONDARY"]
+    assert status["members"] == status["readyMembers"] == 3
+    timings = status["timings"]
+    assert (
+        0
+        <= timings["provisionedSeconds"]
+        <= timings["configuredSeconds"]
+        <= timings["readySeconds"]
+    )
+    assert status["platform"]["provider"] == "kind"
+    assert {c["type"]: c["status"] for c in status["conditions"]} == {
+        "Provisioned": "True",
+        "Configured": "True",
+        "Ready": "True",
+    }
+
+    apps, core = k8s.AppsV1Api(kube_api), k8s.CoreV1Api(kube_api)
+    sts = apps.read_namespaced_stateful_set("rs3-rs0", namespace)
+    assert owned_by(sts, uid) and sts.spec.replicas == 3
+    assert owned_by(core.read_namespaced_service("rs3-rs0-hl", namespace), uid)
+    assert owned_by(
+        k8s.PolicyV1Api(kube_api).read_namespaced_pod_disruption_budget("rs3-rs0-pdb", namespace),
+        uid,
+    )
+    # One claim per member, bound by the plane's provisioner.
+    pvcs = core.list_namespaced_persistent_volume_claim(namespace).items
+    assert sorted(p.metadata.name for p in pvcs) == [f"data-rs3-rs0-{i}" for i in range(3)]
+
+    # The connection Secret carries the replica-set seed list and the benchmark user.
+    conn = core.read_namespaced_secret(status["connectionSecret"], namespace)
+    uri = base64.b64decode(conn.data["uri"]).decode()
+    assert uri.startswith("mongodb://benchmark:") and "replicaSet=rs3-rs0" in uri
+    assert all(h in uri for h in member_hosts(namespace, "rs3-rs0", 3))
+    # ... and no secret value reached the status, the events or the operator's log.
+    password = base64.b64decode(
+        core.read_namespaced_secret("rs3-admin", namespace).data["password"]
+    ).decode()
+    events = " ".join(e.message or "" for e in core.list_namespaced_event(namespace).items)
+    assert password not in str(status) and password not in events
+    assert password not in (tmp_path / "operator.log").read_text()
+
+
+def test_sharded_cluster_wires_shards_then_adds_a_third(
+    plane: Plane, namespace: str, kube_api: k8s.ApiClient, model: MongoModel, tmp_path: Path
+) -> None:
+    sets = {"sh-cfg": 3, "sh-shard0": 3, "sh-shard1": 3, "sh-shard2": 3}
+    host_map = serve(model, namespace, sets, mongos="sh-mongos")
+    operator = run_operator(plane, namespace, host_map, tmp_path / "operator.log")
+    topology = {
+        "type": "Sharded",
+        "sharded": {"shards": 2, "membersPerShard": 3, "configServers": 3, "mongos": 2},
+    }
+    try:
+        apply(plane, namespace, cluster_manifest("sh", topology=topology))
+        obj = wait_phase(kube_api, namespace, "sh", "Ready", timeout=90)
+        status = obj["status"]
+        assert [rs["name"] for rs in status["replicaSets"]] == ["sh-cfg", "sh-shard0", "sh-shard1"]
+        assert [rs.get("addedAsShard") for rs in status["replicaSets"]] == [None, True, True]
+        assert status["mongos"] == {"desired": 2, "ready": 2}
+        cfg = model.sets["sh-cfg"].config
+        assert cfg.get("configsvr") is True and len(cfg["members"]) == 3
+
+        topology["sharded"]["shards"] = 3
+        apply(plane, namespace, cluster_manifest("sh", topology=topology))
+        obj = wait_phase(kube_api, namespace, "sh", "Ready", timeout=90)
+    finally:
+        operator.stop()
+    added = {rs["name"]: rs.get("addedAsShard") for rs in obj["status"]["replicaSets"]}
+    assert added == {"sh-cfg": None, "sh-shard0": True, "sh-shard1": True, "sh-shard2": True}
+    assert sorted(model.sharded.shards) == ["sh-shard0", "sh-shard1", "sh-shard2"]
+
+
+def test_scale_up_then_down_removes_members_before_their_pods(
+    plane: Plane, namespace: str, kube_api: k8s.ApiClient, model: MongoModel, tmp_path: Path
+) -> None:
+    host_map = serve(model, namespace, {"sc-rs0": 5})
+    operator = run_operator(plane, namespace, host_map, tmp_path / "operator.log")
+    apps = k8s.AppsV1Api(kube_api)
+    try:
+        apply(plane, namespace, cluster_manifest("sc", topology={"replicaSet": {"members": 3}}))
+        wait_phase(kube_api, namespace, "sc", "Ready")
+        apply(plane, namespace, cluster_manifest("sc", topology={"replicaSet": {"members": 5}}))
+        obj = wait_phase(kube_api, namespace, "sc", "Ready")
+        assert len(model.sets["sc-rs0"].config["members"]) == 5
+        assert obj["status"]["readyMembers"] == 5
+
+        apply(plane, namespace, cluster_manifest("sc", topology={"replicaSet": {"members": 3}}))
+        # Invariant while scaling down: the StatefulSet never has fewer pods than the replica
+        # set has members (a member's pod goes only after reconfig removed it).
+        samples = []
+
+        def sample() -> bool:
+            pods = apps.read_namespaced_stateful_set("sc-rs0", namespace).spec.replicas
+            in_config = len(model.sets["sc-rs0"].config["members"])
+            samples.append((pods, in_config))
+            status = get_cluster(kube_api, namespace, "sc").get("status", {})
+            return pods == 3 and in_config == 3 and status.get("phase") == "Ready"
+
+        wait_until(sample, timeout=60, interval=0.05, what="scale-down to 3")
+    finally:
+        operator.stop()
+    assert all(pods >= in_config for pods, in_config in samples), samples
+    assert any(in_config < 5 and pods > 3 for pods, in_config in samples) or samples[0][1] <= 4
+
+
+@pytest.mark.parametrize("policy", ["Retain", "Delete"])
+def test_delete_honours_deletion_policy(
+    plane: Plane,
+    namespace: str,
+    kube_api: k8s.ApiClient,
+    model: MongoModel,
+    tmp_path: Path,
+    policy: str,
+) -> None:
+    host_map = serve(model, namespace, {"del-rs0": 1})
+    operator = run_operator(plane, namespace, host_map, tmp_path / "operator.log")
+    core = k8s.CoreV1Api(kube_api)
+    custom = k8s.CustomObjectsApi(kube_api)
+    try:
+        apply(
+            plane,
+            namespace,
+            cluster_manifest("del", topology={"replicaSet": {"members": 1}}, deletionPolicy=policy),
+        )
+        wait_phase(kube_api, namespace, "del", "Ready")
+        assert len(core.list_namespaced_persistent_volume_claim(namespace).items) == 1
+        custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, "mongoclusters", "del")
+        wait_until(
+            lambda: (
+                not custom.list_namespaced_custom_object(
+                    GROUP, VERSION, namespace, "mongoclusters"
+                )["items"]
+            ),
+            what="MongoCluster gone",
+        )
+        # Owned objects are garbage-collected.
+        wait_until(
+            lambda: not k8s.AppsV1Api(kube_api).list_namespaced_stateful_set(namespace).items,
+            what="StatefulSet collected",
+        )
+    finally:
+        operator.stop()
+    secrets = {s.metadata.name for s in core.list_namespaced_secret(namespace).items}
+    if policy == "Retain":
+        pvcs = core.list_namespaced_persistent_volume_claim(namespace).items
+        assert [p.metadata.name for p in pvcs] == ["data-del-rs0-0"]
+        assert {"del-keyfile", "del-admin", "del-benchmark"} <= secrets
+    else:
+        wait_until(
+            lambda: not core.list_namespaced_persistent_volume_claim(namespace).items,
+            what="claims deleted",
+        )
+        wait_until(
+            lambda: (
+                not {"del-keyfile", "del-admin"}
+                & {s.metadata.name for s in core.list_namespaced_secret(namespace).items}
+            ),
+            what="secrets collected",
+        )
+
+
+def test_deletion_waits_for_a_running_benchmark(
+    plane: Plane, namespace: str, kube_api: k8s.ApiClient, model: MongoModel, tmp_path: Path
+) -> None:
+    host_map = serve(model, namespace, {"busy-rs0": 1})
+    operator = run_operator(plane, namespace, host_map, tmp_path / "operator.log")
+    custom = k8s.CustomObjectsApi(kube_api)
+    try:
+        apply(plane, namespace, cluster_manifest("busy", topology={"replicaSet": {"members": 1}}))
+        wait_phase(kube_api, namespace, "busy", "Ready")
+        run = {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "BenchmarkRun",
+            "metadata": {"name": "uses-busy"},
+            "spec": {"clusterRef": {"name": "busy"}, "workloads": [{"name": "a"}]},
+        }
+        apply(plane, namespace, run)
+        custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, "mongoclusters", "busy")
+        events = wait_until(
+            lambda: [
+                e
+                for e in k8s.CoreV1Api(kube_api).list_namespaced_event(namespace).items
+                if e.reason == "InUse"
+            ],
+            what="InUse event",
+        )
+        assert "uses-busy" in events[0].message
+        assert get_cluster(kube_api, namespace, "busy")["metadata"]["deletionTimestamp"]
+        custom.delete_namespaced_custom_object(
+            GROUP, VERSION, namespace, "benchmarkruns", "uses-busy"
+        )
+        wait_until(
+            lambda: (
+                not custom.list_namespaced_custom_object(
+                    GROUP, VERSION, namespace, "mongoclusters"
+                )["items"]
+            ),
+            timeout=40,
+            what="deletion proceeds once the run is gone",
+        )
+    finally:
+        operator.stop()
+
+
+def test_operator_killed_mid_creation_converges_without_duplicates(
+    plane: Plane, namespace: str, kube_api: k8s.ApiClient, model: MongoModel, tmp_path: Path
+) -> None:
+    sets = {"kc-cfg": 1, "kc-shard0": 1, "kc-shard1": 1}
+    host_map = serve(model, namespace, sets, mongos="kc-mongos")
+    topology = {
+        "type": "Sharded",
+        "sharded": {"shards": 2, "membersPerShard": 1, "configServers": 1, "mongos": 1},
+    }
+    apps, core = k8s.AppsV1Api(kube_api), k8s.CoreV1Api(kube_api)
+    first = run_operator(plane, namespace, host_map, tmp_path / "first.log")
+    try:
+        apply(plane, namespace, cluster_manifest("kc", topology=topology))
+        wait_until(lambda: apps.list_namespaced_stateful_set(namespace).items, what="first child")
+    finally:
+        first.kill()  # SIGKILL: no graceful shutdown, mid-creation
+    admin_before = core.read_namespaced_secret("kc-admin", namespace)
+    second = run_operator(plane, namespace, host_map, tmp_path / "second.log")
+    try:
+        wait_phase(kube_api, namespace, "kc", "Ready", timeout=90)
+    finally:
+        second.stop()
+    names = sorted(s.metadata.name for s in apps.list_namespaced_stateful_set(namespace).items)
+    assert names == ["kc-cfg", "kc-shard0", "kc-shard1"]
+    assert [d.metadata.name for d in apps.list_namespaced_deployment(namespace).items] == [
+        "kc-mongos"
+    ]
+    admin_after = core.read_namespaced_secret("kc-admin", namespace)
+    assert admin_after.metadata.uid == admin_before.metadata.uid
+    assert admin_after.data == admin_before.data  # generated once, never overwritten
+    assert sorted(model.sharded.shards) == ["kc-shard0", "kc-shard1"]
