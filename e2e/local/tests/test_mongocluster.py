@@ -346,3 +346,159 @@ def test_operator_killed_mid_creation_converges_without_duplicates(
     assert admin_after.metadata.uid == admin_before.metadata.uid
     assert admin_after.data == admin_before.data  # generated once, never overwritten
     assert sorted(model.sharded.shards) == ["kc-shard0", "kc-shard1"]
+
+
+def test_version_upgrade_restarts_secondaries_first_and_primary_last(
+    plane: Plane, namespace: str, kube_api: k8s.ApiClient, model: MongoModel, tmp_path: Path
+) -> None:
+    host_map = serve(model, namespace, {"up-rs0": 3})
+    operator = run_operator(plane, namespace, host_map, tmp_path / "operator.log")
+    core = k8s.CoreV1Api(kube_api)
+    try:
+        apply(plane, namespace, cluster_manifest("up", topology={"replicaSet": {"members": 3}}))
+        wait_phase(kube_api, namespace, "up", "Ready")
+        primary_before = model.sets["up-rs0"].primary
+        uids = {p.metadata.name: p.metadata.uid for p in core.list_namespaced_pod(namespace).items}
+        manifest = cluster_manifest("up", topology={"replicaSet": {"members": 3}})
+        manifest["spec"]["version"] = "8.0.4"
+        apply(plane, namespace, manifest)
+        restart_order: list[str] = []
+
+        def upgraded() -> bool:
+            pods = core.list_namespaced_pod(namespace).items
+            for p in pods:  # a new uid under the same name: that member was restarted
+                if (
+                    p.metadata.uid != uids.get(p.metadata.name)
+                    and p.metadata.name not in restart_order
+                ):
+                    restart_order.append(p.metadata.name)
+            images = {c.image for p in pods for c in p.spec.containers if c.name == "mongod"}
+            obj = get_cluster(kube_api, namespace, "up")
+            conditions = {
+                c["type"]: c["status"] for c in obj.get("status", {}).get("conditions", [])
+            }
+            return (
+                len(pods) == 3 and images == {"mongo:8.0.4"} and conditions.get("Updated") == "True"
+            )
+
+        wait_until(upgraded, timeout=90, interval=0.05, what="all members on mongo:8.0.4")
+    finally:
+        operator.stop()
+    assert sorted(restart_order) == ["up-rs0-0", "up-rs0-1", "up-rs0-2"]  # every member restarted
+    old_primary_pod = primary_before.split(".", 1)[0]
+    assert restart_order[-1] == old_primary_pod, restart_order  # the primary went last
+    assert model.sets["up-rs0"].primary != primary_before  # it was stepped down first
+
+
+@pytest.mark.parametrize(
+    ("storage_class", "grows"), [("standard", True), ("standard-fixed", False)]
+)
+def test_storage_grows_where_the_class_allows_it(
+    plane: Plane,
+    namespace: str,
+    kube_api: k8s.ApiClient,
+    model: MongoModel,
+    tmp_path: Path,
+    storage_class: str,
+    grows: bool,
+) -> None:
+    host_map = serve(model, namespace, {"disk-rs0": 1})
+    operator = run_operator(plane, namespace, host_map, tmp_path / "operator.log")
+    core = k8s.CoreV1Api(kube_api)
+    spec: dict[str, Any] = {
+        "topology": {"replicaSet": {"members": 1}},
+        "storage": {"size": "1Gi", "storageClassName": storage_class},
+    }
+    try:
+        apply(plane, namespace, cluster_manifest("disk", **spec))
+        wait_phase(kube_api, namespace, "disk", "Ready")
+        spec["storage"]["size"] = "2Gi"
+        apply(plane, namespace, cluster_manifest("disk", **spec))
+
+        def resized() -> dict[str, Any] | None:
+            obj = get_cluster(kube_api, namespace, "disk")
+            cond = {c["type"]: c for c in obj.get("status", {}).get("conditions", [])}
+            got = cond.get("StorageResized")
+            return (
+                got
+                if got and got.get("observedGeneration") == obj["metadata"]["generation"]
+                else None
+            )
+
+        condition = wait_until(resized, timeout=30, what="StorageResized condition")
+    finally:
+        operator.stop()
+    claim = core.read_namespaced_persistent_volume_claim("data-disk-rs0-0", namespace)
+    if grows:
+        assert condition["status"] == "True"
+        assert claim.spec.resources.requests["storage"] == "2Gi"
+    else:
+        assert condition["status"] == "False" and condition["reason"] == "NotExpandable"
+        assert "standard-fixed" in condition["message"]
+        assert claim.spec.resources.requests["storage"] == "1Gi"  # untouched, nothing lost
+    # The StatefulSet keeps its immutable claim template either way.
+    sts = k8s.AppsV1Api(kube_api).read_namespaced_stateful_set("disk-rs0", namespace)
+    assert sts.spec.volume_claim_templates[0].spec.resources.requests["storage"] == "1Gi"
+
+
+def test_podmonitor_created_only_when_the_prometheus_operator_crds_exist(
+    make_plane: Any, model: MongoModel, tmp_path: Path
+) -> None:
+    from localplane.tools import prometheus_operator_crds
+
+    private = make_plane()  # no Prometheus Operator CRDs yet
+    private.apply(private_crds := Path(__file__).resolve().parents[3] / "crds")
+    ns = "mon"
+    private.kubectl("create", "namespace", ns)
+    host_map = serve(model, ns, {"mon-rs0": 1, "mon2-rs0": 1})
+    operator = run_operator(private, ns, host_map, tmp_path / "operator.log")
+    api = private.api_client()
+    try:
+        apply(private, ns, cluster_manifest("mon", topology={"replicaSet": {"members": 1}}))
+        wait_phase(api, ns, "mon", "Ready")
+        private.apply(prometheus_operator_crds())
+        apply(private, ns, cluster_manifest("mon2", topology={"replicaSet": {"members": 1}}))
+        wait_phase(api, ns, "mon2", "Ready")
+        monitors = k8s.CustomObjectsApi(api).list_namespaced_custom_object(
+            "monitoring.coreos.com", "v1", ns, "podmonitors"
+        )["items"]
+    finally:
+        operator.stop()
+    assert private_crds.is_dir()
+    assert [m["metadata"]["name"] for m in monitors] == ["mon2"]
+    selector = monitors[0]["spec"]["selector"]["matchLabels"]
+    assert selector["mongobench.io/cluster"] == "mon2"
+    # The exporter sidecar is there, with its credentials from the Secret only.
+    sts = k8s.AppsV1Api(api).read_namespaced_stateful_set("mon2-rs0", ns)
+    exporter = next(c for c in sts.spec.template.spec.containers if c.name != "mongod")
+    assert all(e.value is None for e in exporter.env or [] if "PASSWORD" in e.name)
+
+
+def test_platform_detected_from_eks_nodes(
+    make_plane: Any, model: MongoModel, tmp_path: Path
+) -> None:
+    from localplane.nodes import NodeSet
+
+    eks = make_plane(nodes=NodeSet(profile="eks", count=3))
+    eks.apply(Path(__file__).resolve().parents[3] / "crds")
+    ns = "plat"
+    eks.kubectl("create", "namespace", ns)
+    operator = run_operator(eks, ns, serve(model, ns, {"p-rs0": 1}), tmp_path / "operator.log")
+    api = eks.api_client()
+    try:
+        apply(eks, ns, cluster_manifest("p", topology={"replicaSet": {"members": 1}}))
+        obj = wait_until(
+            lambda: (o := get_cluster(api, ns, "p")).get("status", {}).get("platform") and o,
+            what="platform in status",
+        )
+    finally:
+        operator.stop()
+    platform = obj["status"]["platform"]
+    assert platform["provider"] == "eks"
+    assert platform["storageClass"] == "gp3"
+    assert platform["instanceTypes"] and platform["zones"]
+    sts = k8s.AppsV1Api(api).read_namespaced_stateful_set("p-rs0", ns)
+    assert sts.spec.volume_claim_templates[0].spec.storage_class_name == "gp3"
+    # The EKS preset spreads members across zones.
+    spread = sts.spec.template.spec.topology_spread_constraints or []
+    assert [c.topology_key for c in spread] == ["topology.kubernetes.io/zone"]

@@ -130,8 +130,14 @@ def apply_workloads(
         if obj["kind"] == "PodMonitor" and not podmonitor_api_available(refresh=True):
             skipped.append("PodMonitor")
             continue
-        if obj["kind"] == "StatefulSet" and replicas and obj["metadata"]["name"] in replicas:
-            obj["spec"]["replicas"] = replicas[obj["metadata"]["name"]]
+        if obj["kind"] == "StatefulSet":
+            name = obj["metadata"]["name"]
+            if replicas and name in replicas:
+                obj["spec"]["replicas"] = replicas[name]
+            existing = kube.get("StatefulSet", d.layout.namespace, name)
+            if existing is not None:
+                # Claim templates are immutable: keep the created ones; storage.py grows claims.
+                obj["spec"]["volumeClaimTemplates"] = existing["spec"]["volumeClaimTemplates"]
         obj["metadata"]["ownerReferences"] = [ref]
         kube.apply(obj)
     return skipped

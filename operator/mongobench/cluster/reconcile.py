@@ -25,8 +25,10 @@ from mongobench.cluster.provision import (
     platform_status,
     read_secret,
 )
+from mongobench.cluster.rolling import roll
 from mongobench.cluster.secrets import EXPORTER_USERNAME
 from mongobench.cluster.status import Observed, Wiring, WorkloadState, compute_status, differs
+from mongobench.cluster.storage import grow_claims
 from mongobench.cluster.wire import Passwords, wire
 from mongobench.k8s import client as kube
 from mongobench.k8s.conditions import now_rfc3339
@@ -45,6 +47,7 @@ class SyncResult:
     phase: str
     changed: bool
     failure: str | None = None
+    storage_warning: str | None = None
 
 
 def cluster_path(namespace: str, name: str) -> str:
@@ -158,6 +161,7 @@ def sync(namespace: str, name: str) -> SyncResult | None:
         statefulsets, mongos = observe_workloads(d.layout)
         failure: str | None = None
         wiring: Wiring | None = None
+        rolling: str | None = None
         ready_sets = frozenset(
             rs.name
             for rs in d.layout.replica_sets
@@ -168,17 +172,33 @@ def sync(namespace: str, name: str) -> SyncResult | None:
             else frozenset()
         )
         deleting = bool(meta.get("deletionTimestamp"))
+        resize = None if deleting else grow_claims(d)
         if ready_sets and not deleting:
             try:
                 admin, passwords = _admin(d)
                 wiring = wire(admin, d.spec, d.layout, passwords, ready_sets)
+                if wiring.complete:
+                    steps = [
+                        step
+                        for rs in d.layout.replica_sets
+                        if rs.name in ready_sets and (step := roll(admin, rs))
+                    ]
+                    rolling = "; ".join(steps) or None
             except PermanentMongoError as exc:
                 failure = str(exc)
             except LookupError as exc:  # a Secret not created yet
                 wiring = Wiring(False, str(exc))
         new = compute_status(
             d.layout,
-            Observed(statefulsets, mongos, wiring, deleting=deleting, failure=failure),
+            Observed(
+                statefulsets,
+                mongos,
+                wiring,
+                deleting=deleting,
+                failure=failure,
+                rolling=rolling,
+                storage=(resize.status, resize.reason, resize.message) if resize else None,
+            ),
             status,
             generation=int(meta.get("generation") or 0),
             created=meta["creationTimestamp"],
@@ -202,4 +222,5 @@ def sync(namespace: str, name: str) -> SyncResult | None:
                 body={"status": new},
                 content_type="application/merge-patch+json",
             )
-        return SyncResult(new["phase"], changed, failure)
+        warning = resize.message if resize and resize.status == "False" else None
+        return SyncResult(new["phase"], changed, failure, warning)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mongobench.cluster.layout import ClusterLayout
-from mongobench.k8s.conditions import set_condition
+from mongobench.k8s.conditions import ConditionStatus, set_condition
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,9 @@ class Observed:
     wiring: Wiring | None = None
     deleting: bool = False
     failure: str | None = None  # a permanent error, shown as is
+    rolling: str | None = None  # a rolling restart in progress: what it does now
+    # StorageResized condition (status, reason, message), from storage.grow_claims.
+    storage: tuple[ConditionStatus, str, str] | None = None
 
 
 def seconds_since(created: str, now: str) -> float:
@@ -156,6 +159,21 @@ def compute_status(
         generation=generation,
         now=now,
     )
+
+    conditions = set_condition(
+        conditions,
+        "Updated",
+        "False" if observed.rolling else "True",
+        "RollingRestart" if observed.rolling else "Current",
+        observed.rolling or "every member runs the current template",
+        generation=generation,
+        now=now,
+    )
+
+    if observed.storage is not None:
+        conditions = set_condition(
+            conditions, "StorageResized", *observed.storage, generation=generation, now=now
+        )
 
     replica_sets = []
     for rs in sets:

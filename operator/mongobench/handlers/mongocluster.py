@@ -10,6 +10,7 @@ from mongobench.api import SpecError
 from mongobench.cluster import deletion, reconcile
 from mongobench.cluster import labels as lbl
 from mongobench.handlers.common import MONGOCLUSTER, write_condition
+from mongobench.k8s.conditions import is_true
 from mongobench.observability.metrics import instrumented
 
 
@@ -48,7 +49,10 @@ def provision(
     *MONGOCLUSTER,
     interval=2.0,
     idle=1.0,
-    when=lambda status, **_: status.get("phase") not in ("Ready", "Deleting", None),
+    when=lambda status, **_: (
+        status.get("phase") not in ("Ready", "Deleting", None)
+        or not is_true(status.get("conditions"), "Updated")
+    ),
 )
 @instrumented("MongoCluster", "sync")
 def wire_until_ready(body: kopf.Body, meta: kopf.Meta, **_: Any) -> None:
@@ -78,5 +82,7 @@ def delete(body: kopf.Body, meta: kopf.Meta, **_: Any) -> None:
 def _publish(body: kopf.Body, result: reconcile.SyncResult | None) -> None:
     if result is not None and result.failure and result.changed:
         kopf.warn(body, reason="MongoDBError", message=result.failure)
+    if result is not None and result.changed and result.storage_warning:
+        kopf.warn(body, reason="NotExpandable", message=result.storage_warning)
     if result is not None and result.changed and result.phase == "Ready":
         kopf.info(body, reason="Ready", message="all members ready and wired")

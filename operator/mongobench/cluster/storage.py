@@ -1,0 +1,65 @@
+"""Growing member volumes: StatefulSet claim templates are immutable, so claims grow in place.
+
+The StatefulSet keeps the template it was created with (provision pins it); each member's claim
+is patched to the new size when its StorageClass allows expansion. When it does not, nothing is
+changed and the StorageResized condition says why: no data is ever moved or deleted to resize.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from mongobench.cluster import labels as lbl
+from mongobench.cluster.provision import Desired
+from mongobench.k8s import client as kube
+from mongobench.k8s.conditions import ConditionStatus
+from mongobench.k8s.quantity import parse_quantity
+
+
+@dataclass(frozen=True)
+class ResizeOutcome:
+    status: ConditionStatus  # "True" when every claim asks for the wanted size
+    reason: str
+    message: str
+
+
+def grow_claims(d: Desired) -> ResizeOutcome:
+    wanted = parse_quantity(d.spec.storage.size)
+    claims = kube.list_objects(
+        "PersistentVolumeClaim", d.layout.namespace, f"{lbl.CLUSTER}={d.layout.name}"
+    )
+    small = [c for c in claims if _requested(c) < wanted]
+    if not small:
+        return ResizeOutcome("True", "SizeMatches", f"claims request {d.spec.storage.size}")
+    refused: list[str] = []
+    grown: list[str] = []
+    for claim in small:
+        cls = claim["spec"].get("storageClassName")
+        sc = kube.request("GET", f"/apis/storage.k8s.io/v1/storageclasses/{cls}") if cls else {}
+        if not sc.get("allowVolumeExpansion"):
+            refused.append(f"{claim['metadata']['name']} (class {cls or 'none'})")
+            continue
+        kube.request(
+            "PATCH",
+            kube.resource_path(
+                "PersistentVolumeClaim", d.layout.namespace, claim["metadata"]["name"]
+            ),
+            body={"spec": {"resources": {"requests": {"storage": d.spec.storage.size}}}},
+            content_type="application/merge-patch+json",
+        )
+        grown.append(claim["metadata"]["name"])
+    if refused:
+        return ResizeOutcome(
+            "False",
+            "NotExpandable",
+            f"the StorageClass does not allow volume expansion: {', '.join(refused)} keep their "
+            f"size; grew {len(grown)} claim(s)",
+        )
+    return ResizeOutcome(
+        "True", "Expanding", f"asked {len(grown)} claim(s) for {d.spec.storage.size}"
+    )
+
+
+def _requested(claim: dict[str, Any]) -> float:
+    return parse_quantity(claim["spec"]["resources"]["requests"]["storage"])
