@@ -19,7 +19,7 @@ lint: ## ruff, mypy (strict on the packages), yamllint, shellcheck
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/yamllint -s crds manifests
-	$(VENV)/bin/shellcheck hack/*.sh .ci/run
+	$(VENV)/bin/shellcheck -x hack/*.sh .ci/run
 
 test: setup lint test-unit test-protocol test-bench-jobs test-cluster ## set up, lint, run every tier
 
@@ -41,3 +41,6 @@ dev: setup ## start the local control plane with CRDs and the operator; prints t
 dev-down: ## stop what `make dev` started
 	$(PY) -m localplane.dev down
 -include bench-jobs/bench-jobs.mk
+
+bench-reconcile: setup ## time apply->children and count API requests of the MongoCluster reconciler
+	PYTHONPATH=e2e/local $(VENV)/bin/python e2e/local/bench/reconcile.py

@@ -5,7 +5,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
-# shellcheck source=versions.env
+# shellcheck source=hack/versions.env
 source "$here/versions.env"
 cache=${MONGOBENCH_CACHE:-$HOME/.cache/mongobench}
 bin=$cache/bin

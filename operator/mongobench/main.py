@@ -33,6 +33,9 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.peering.name = _config.peering
     settings.peering.priority = _config.priority
     settings.peering.stealth = True
+    # The wiring timer stops once a cluster is Ready; waiting briefly for it to exit avoids
+    # kopf's fallback of polling it with a "touch" patch a minute later (an idle write).
+    settings.background.instant_exit_timeout = 0.5
     settings.watching.server_timeout = 270
     settings.watching.client_timeout = 300
 
@@ -55,8 +58,9 @@ def run(config: OperatorConfig) -> None:
         clusterwide=not config.namespaces,
         namespaces=config.namespaces,
         liveness_endpoint=f"http://0.0.0.0:{config.probe_port}/healthz",
-        # Naming the peering makes it mandatory (kopf refuses to start without the peering CRD and
-        # object); otherwise kopf peers when the Helm chart installed them and runs alone if not.
+        # Several replicas (the Helm chart's setting) peer through a mandatory peering object; a
+        # single one runs standalone, without peering keep-alive writes every minute.
         peering_name=config.peering if config.peering_mandatory else None,
+        standalone=not config.peering_mandatory,
         priority=config.priority,
     )

@@ -96,6 +96,9 @@ class Plane:
     keep_workdir: bool = False
     detached: bool = False
     owner: dict[str, int] | None = None
+    # Write an apiserver audit log (logs/audit.log, one JSON event per request): benchmarks count
+    # the requests a client made from it.
+    audit: bool = False
     procs: list[procs.Proc] = field(default_factory=list)
     started_in: float = 0.0
     node_names: list[str] = field(default_factory=list)
@@ -130,6 +133,7 @@ class Plane:
         keep_workdir: bool = False,
         detached: bool = False,
         timeout: float = 90.0,
+        audit: bool = False,
     ) -> Plane:
         """Start a plane; `nodes` defaults to one kind worker. Raises PlaneStartError."""
         t0 = time.monotonic()
@@ -147,6 +151,7 @@ class Plane:
             keep_workdir=keep_workdir,
             detached=detached,
             owner=None if detached else procs.owner_record(),
+            audit=audit,
         )
         plane._save_state()  # before any spawn: a crash from here on is reapable
         nodesets = (
@@ -162,6 +167,28 @@ class Plane:
         plane.started_in = time.monotonic() - t0
         plane._save_state()
         return plane
+
+    @property
+    def audit_log(self) -> Path:
+        return self.logs / "audit.log"
+
+    def _audit_args(self) -> list[str]:
+        if not self.audit:
+            return []
+        policy = self.workdir / "audit-policy.yaml"
+        policy.write_text(
+            "apiVersion: audit.k8s.io/v1\nkind: Policy\n"
+            "omitStages: [RequestReceived]\nrules:\n"
+            # Bodies of mongobench.io requests (no secrets there) explain what a write was.
+            "  - level: Request\n    resources: [{group: mongobench.io}]\n"
+            "  - level: Metadata\n"
+        )
+        return [
+            f"--audit-policy-file={policy}",
+            f"--audit-log-path={self.audit_log}",
+            "--audit-log-format=json",
+            "--audit-log-maxsize=0",
+        ]
 
     def _boot(self, nodesets: Sequence[NodeSet], timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -203,6 +230,7 @@ class Plane:
             "--allow-privileged=true",
             "--enable-priority-and-fairness=false",
             "--profiling=false",
+            *self._audit_args(),
         ])  # fmt: skip
         self._wait("etcd", lambda: _port_open(p["etcd"]), deadline)
         self._wait("kube-apiserver", lambda: self._get_ok(p["apiserver"], "/readyz"), deadline)

@@ -122,9 +122,7 @@ def test_chart_installs_and_operator_runs_with_chart_rbac_and_peering(
         active.stop()
         second = SAMPLE.read_text().replace("name: minimal", "name: second")
         plane.kubectl("apply", "-n", namespace, "-f", "-", input=second)
-        wait_until(
-            lambda: phase(kube_api, namespace, "second"), timeout=60, what="takeover"
-        )
+        wait_until(lambda: phase(kube_api, namespace, "second"), timeout=60, what="takeover")
         assert "Forbidden" not in (tmp_path / "b.log").read_text()
     finally:
         active.stop()

@@ -15,6 +15,7 @@ from typing import Any, get_args, get_origin, get_type_hints
 
 import pytest
 import yaml
+
 from mongobench.api import BenchmarkRunSpec, MongoClusterSpec
 from mongobench.api.schema import json_name
 
