@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pymongo
 import pytest
-from conftest import run_runner, validate
+from runner_support import run_runner, validate
 
 from localplane.net import free_port
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pymongo
 import pytest
-from conftest import run_runner, runner_env, validate
+from runner_support import run_runner, runner_env, validate
 
 from mongobench_runner.merge import merge_documents
 from mongobench_runner.ycsb import ycsb_home
