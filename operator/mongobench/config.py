@@ -23,8 +23,23 @@ class OperatorConfig:
     json_logs: bool = True
     verbose: bool = False
     prometheus_url: str | None = None
+    # How node names map to node-exporter series: "uname" (node_uname_info{nodename}) or
+    # "label" (a scrape label holding the node name, e.g. kube-prometheus's instance).
+    prometheus_node_mapping: str = "uname"
+    prometheus_node_label: str = "instance"
+    prometheus_scrape_interval: float = 15.0
+    # node=host pairs for nodes whose exporter reports another name (tests, odd setups).
+    prometheus_node_aliases: tuple[tuple[str, str], ...] = ()
     ycsb_image: str = "ghcr.io/mongobench/ycsb:0.1.0"
     locust_image: str = "ghcr.io/mongobench/locust:0.1.0"
+
+    @classmethod
+    def current(cls) -> OperatorConfig:
+        """The configuration the running operator was started with (defaults before that)."""
+        return _current[0]
+
+    def make_current(self) -> None:
+        _current[0] = self
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> OperatorConfig:
@@ -47,6 +62,14 @@ class OperatorConfig:
                 json_logs=get("LOG_FORMAT", "json") == "json",
                 verbose=get("VERBOSE", "false").lower() == "true",
                 prometheus_url=get("PROMETHEUS_URL", "") or None,
+                prometheus_node_mapping=get("PROMETHEUS_NODE_MAPPING", "uname"),
+                prometheus_node_label=get("PROMETHEUS_NODE_LABEL", "instance"),
+                prometheus_scrape_interval=float(get("PROMETHEUS_SCRAPE_INTERVAL", "15")),
+                prometheus_node_aliases=tuple(
+                    tuple(pair.split("=", 1))  # type: ignore[misc]
+                    for pair in get("PROMETHEUS_NODE_ALIASES", "").replace(",", " ").split()
+                    if "=" in pair
+                ),
                 ycsb_image=get("YCSB_IMAGE", defaults.ycsb_image),
                 locust_image=get("LOCUST_IMAGE", defaults.locust_image),
             )
@@ -54,7 +77,13 @@ class OperatorConfig:
             raise SystemExit(f"mongobench: invalid MONGOBENCH_* setting: {exc}") from None
 
 
+_current: list[OperatorConfig] = []
+
+
 def _default_priority() -> int:
     # Distinct per replica (from the pod's hostname) so peering keeps exactly one active:
     # kopf pauses operators that see a peer of the same or higher priority.
     return 1 + zlib.crc32(socket.gethostname().encode()) % 1_000_000
+
+
+_current.append(OperatorConfig())

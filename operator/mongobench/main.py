@@ -14,11 +14,10 @@ from mongobench.observability import logs, metrics
 
 log = logging.getLogger("mongobench")
 
-_config = OperatorConfig()
-
 
 @kopf.on.startup()
 def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+    config = OperatorConfig.current()
     # Progress and the last-handled spec live in annotations, so a restarted operator resumes
     # where it stopped without a status field of kopf's own.
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="mongobench.io")
@@ -26,12 +25,12 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
         prefix="mongobench.io", key="last-handled-configuration"
     )
     settings.persistence.finalizer = "mongobench.io/finalizer"
-    settings.execution.default_backoff = _config.retry_backoff
+    settings.execution.default_backoff = config.retry_backoff
     settings.networking.error_backoffs = (0.5, 1, 2, 3, 5)
     settings.posting.reporting_component = "mongobench-operator"
     settings.posting.event_name_prefix = "mongobench-"
-    settings.peering.name = _config.peering
-    settings.peering.priority = _config.priority
+    settings.peering.name = config.peering
+    settings.peering.priority = config.priority
     settings.peering.stealth = True
     # The wiring timer stops once a cluster is Ready; waiting briefly for it to exit avoids
     # kopf's fallback of polling it with a "touch" patch a minute later (an idle write).
@@ -46,8 +45,7 @@ def probe_metrics(**_: Any) -> str:
 
 
 def run(config: OperatorConfig) -> None:
-    global _config  # noqa: PLW0603 - read by the startup handler kopf calls
-    _config = config
+    config.make_current()
     logs.configure(json_logs=config.json_logs, verbose=config.verbose)
     metrics.serve(config.metrics_port, version("mongobench"))
     log.info(

@@ -66,6 +66,7 @@ class MongoModel:
         self._servers: list[MockupDB] = []
         self._lock = threading.RLock()
         self._scram = ScramServer()
+        self.dropped: list[str] = []  # namespaces dropped, in order (drop commands)
 
     # ---- lifecycle --------------------------------------------------------------------------
 
@@ -264,6 +265,9 @@ class MongoModel:
             return bool(request.ok())
         if cmd in ("endsessions", "ping"):
             return bool(request.ok())
+        if cmd == "drop":  # no documents are modelled: only record what was asked
+            self.dropped.append(f"{db}.{doc['drop']}")
+            return bool(request.ok())
         return _err(request, 59, "CommandNotFound", f"no such command: '{cmd}' (model)")
 
     # ---- mongos -----------------------------------------------------------------------------
@@ -328,6 +332,11 @@ class MongoModel:
             del sh.shards[shard_id]
             return bool(request.ok(msg="removeshard completed successfully", state="completed"))
         if cmd == "enablesharding":
+            return bool(request.ok())
+        if cmd == "drop":
+            ns = f"{doc.get('$db', 'test')}.{doc['drop']}"
+            self.dropped.append(ns)
+            sh.collections.pop(ns, None)
             return bool(request.ok())
         if cmd == "shardcollection":
             ns = doc["shardCollection"]

@@ -121,10 +121,13 @@ def test_replica_set_becomes_ready_with_owned_objects_and_wired_members(
         <= timings["readySeconds"]
     )
     assert status["platform"]["provider"] == "kind"
-    assert {c["type"]: c["status"] for c in status["conditions"]} == {
+    conditions = {c["type"]: c["status"] for c in status["conditions"]}
+    assert conditions == {
         "Provisioned": "True",
         "Configured": "True",
         "Ready": "True",
+        "Updated": "True",
+        "StorageResized": "True",
     }
 
     apps, core = k8s.AppsV1Api(kube_api), k8s.CoreV1Api(kube_api)

@@ -122,7 +122,7 @@ def _lock(namespace: str, name: str) -> threading.Lock:
         return _locks.setdefault((namespace, name), threading.Lock())
 
 
-def _admin(d: Desired) -> tuple[MongoAdmin, Passwords]:
+def admin_for(d: Desired) -> tuple[MongoAdmin, Passwords]:
     layout = d.layout
     admin_secret = read_secret(layout.namespace, layout.admin_secret)
     bench = read_secret(layout.namespace, layout.benchmark_secret)
@@ -175,7 +175,7 @@ def sync(namespace: str, name: str) -> SyncResult | None:
         resize = None if deleting else grow_claims(d)
         if ready_sets and not deleting:
             try:
-                admin, passwords = _admin(d)
+                admin, passwords = admin_for(d)
                 wiring = wire(admin, d.spec, d.layout, passwords, ready_sets)
                 if wiring.complete:
                     steps = [

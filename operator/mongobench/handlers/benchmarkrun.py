@@ -1,4 +1,4 @@
-"""BenchmarkRun handlers: parse the spec, drive the plan, publish progress and results."""
+"""BenchmarkRun handlers: thin; the state machine lives in mongobench.bench.orchestrate."""
 
 from __future__ import annotations
 
@@ -7,14 +7,35 @@ from typing import Any
 import kopf
 
 from mongobench.api import BenchmarkRunSpec, SpecError
+from mongobench.bench import jobs, orchestrate
+from mongobench.bench.cpu_status import cpu_for_step
+from mongobench.bench.data import ClusterData
+from mongobench.config import OperatorConfig
 from mongobench.handlers.common import BENCHMARKRUN, write_condition
+from mongobench.k8s import client as kube
+from mongobench.observability import metrics
 from mongobench.observability.metrics import instrumented
+
+_data = ClusterData()
+
+
+def _advance(namespace: str, name: str) -> None:
+    config = OperatorConfig.current()
+    outcome = orchestrate.advance(namespace, name, config, _data, cpu_for_step(config))
+    if outcome is None:
+        return
+    for type_, reason, message in outcome.events:
+        kopf.event(dict(outcome.run), type=type_, reason=reason, message=message)  # type: ignore[arg-type]
+    if outcome.phase in orchestrate.TERMINAL:
+        run = kube.get("BenchmarkRun", namespace, name)
+        if run is not None:
+            metrics.export_run(run)
 
 
 @kopf.on.resume(*BENCHMARKRUN)
 @kopf.on.create(*BENCHMARKRUN)
-@instrumented("BenchmarkRun", "reconcile")
-def reconcile(
+@instrumented("BenchmarkRun", "start")
+def start(
     spec: kopf.Spec,
     meta: kopf.Meta,
     status: kopf.Status,
@@ -27,6 +48,7 @@ def reconcile(
         BenchmarkRunSpec.parse(dict(spec))
     except SpecError as exc:
         patch.status["phase"] = "Failed"
+        patch.status["observedGeneration"] = generation
         write_condition(
             patch,
             status,
@@ -37,18 +59,44 @@ def reconcile(
             message=str(exc),
         )
         kopf.warn(body, reason="InvalidSpec", message=str(exc))
-        patch.status["observedGeneration"] = generation
         return
-    if not status.get("phase"):
-        patch.status["phase"] = "Pending"
-        write_condition(
-            patch,
-            status,
-            generation,
-            type_="Succeeded",
-            value="Unknown",
-            reason="Pending",
-            message="accepted by the operator",
+    if status.get("phase") in orchestrate.TERMINAL:
+        metrics.export_run(dict(body))  # results of finished runs stay exported after restarts
+        return
+    _advance(meta["namespace"], meta["name"])
+
+
+# Steps are driven by their Jobs' events; the timer covers waits nothing else wakes up for
+# (the cluster becoming Ready, MongoDB reachable again) and stops with the run.
+@kopf.timer(
+    *BENCHMARKRUN,
+    interval=1.0,
+    when=lambda status, **_: status.get("phase") not in (*orchestrate.TERMINAL, None),
+)
+@instrumented("BenchmarkRun", "tick")
+def tick(meta: kopf.Meta, **_: Any) -> None:
+    _advance(meta["namespace"], meta["name"])
+
+
+@kopf.on.event("batch", "v1", "jobs", labels={jobs.RUN_LABEL: kopf.PRESENT})
+@instrumented("BenchmarkRun", "job-event")
+def job_changed(meta: kopf.Meta, type: str | None, **_: Any) -> None:
+    if type is None:  # the initial listing: resume handlers cover it
+        return
+    _advance(meta["namespace"], meta["labels"][jobs.RUN_LABEL])
+
+
+@kopf.on.delete(*BENCHMARKRUN)
+@instrumented("BenchmarkRun", "delete")
+def delete(body: kopf.Body, spec: kopf.Spec, status: kopf.Status, **_: Any) -> None:
+    # Jobs and result ConfigMaps are owned by the run and go with it; data only if asked.
+    metrics.forget_run(dict(body))
+    parsed = BenchmarkRunSpec.parse(dict(spec))
+    succeeded = status.get("phase") == "Succeeded"
+    if parsed.cleanup.data == "Always" and not succeeded:
+        cluster = (
+            kube.get("MongoCluster", body["metadata"]["namespace"], parsed.cluster_ref.name)
+            if parsed.cluster_ref
+            else None
         )
-        kopf.info(body, reason="Accepted", message="BenchmarkRun accepted")
-    patch.status["observedGeneration"] = generation
+        kopf.info(body, reason="DataDropped", message=_data.drop(parsed, cluster))

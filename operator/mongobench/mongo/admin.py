@@ -399,6 +399,19 @@ class MongoAdmin:
 
     # ---- benchmark collection ---------------------------------------------------------------
 
+    def drop_collection(
+        self, target: ReplicaSetSpec | Mongos | str, database: str, collection: str
+    ) -> bool:
+        """Drop the collection (and its sharding metadata); False when it did not exist."""
+        host = self._target(target)
+        try:
+            self.command(host, {"drop": collection}, db=database)
+        except PermanentMongoError as exc:
+            if exc.code != NAMESPACE_NOT_FOUND:
+                raise
+            return False
+        return True
+
     def ensure_collection(
         self,
         target: ReplicaSetSpec | Mongos | str,

@@ -1,0 +1,1 @@
+"""BenchmarkRun: plan, Jobs, results, CPU and the orchestration that ties them together."""

@@ -1,0 +1,59 @@
+"""Per-step CPU for status: the nodes that ran the database and the clients, from Prometheus.
+
+Cluster nodes are those of the MongoCluster's pods; client nodes those of the step's Job pods
+(still present: Jobs are cleaned up only after the run). CpuUnavailable propagates to the
+orchestrator, which records the step without CPU and sets the CPUCollected condition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal, cast
+
+from mongobench.bench import jobs
+from mongobench.bench.cpu import NodeMapping, query_window
+from mongobench.bench.orchestrate import CpuQuery
+from mongobench.config import OperatorConfig
+from mongobench.k8s import client as kube
+
+
+def _nodes_and_pods(namespace: str, selector: str) -> tuple[list[str], list[str]]:
+    pods = kube.list_objects("Pod", namespace, selector)
+    nodes = sorted({p["spec"]["nodeName"] for p in pods if p["spec"].get("nodeName")})
+    return nodes, sorted(p["metadata"]["name"] for p in pods)
+
+
+def cpu_for_step(config: OperatorConfig) -> CpuQuery | None:
+    if not config.prometheus_url:
+        return None
+    url = config.prometheus_url
+    mapping = NodeMapping(
+        mode=cast(Literal["uname", "label"], config.prometheus_node_mapping),
+        label=config.prometheus_node_label,
+        aliases=dict(config.prometheus_node_aliases),
+    )
+
+    def query(
+        run: Mapping[str, Any], step: Mapping[str, Any], start: str, end: str
+    ) -> dict[str, Any]:
+        namespace = run["metadata"]["namespace"]
+        cluster = ((run.get("spec") or {}).get("clusterRef") or {}).get("name")
+        cluster_nodes, mongod_pods = (
+            _nodes_and_pods(namespace, f"{jobs.CLUSTER_LABEL}={cluster}") if cluster else ([], [])
+        )
+        client_nodes, _ = _nodes_and_pods(namespace, f"job-name={step['job']}")
+        report = query_window(
+            url,
+            start,
+            end,
+            config.prometheus_scrape_interval,
+            cluster_nodes=cluster_nodes,
+            client_nodes=client_nodes,
+            namespace=namespace,
+            pods=mongod_pods,
+            scrape_interval=config.prometheus_scrape_interval,
+            mapping=mapping,
+        )
+        return dict(report.to_status())
+
+    return query

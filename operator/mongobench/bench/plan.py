@@ -1,0 +1,112 @@
+"""Pure: a BenchmarkRun's deterministic list of steps.
+
+    prepare                      drop the old data, create (and shard) the collection
+    load                         insert recordCount records (skipped with load.skip)
+    warmup <w>                   unrecorded run before the first repetition of each workload
+    run <w> #r                   the measured runs, `repetitions` times each
+    reset + load                 reload the data where dataReset asks (the reset is the load
+                                 step's `reset` flag: drop and recreate before inserting)
+    cleanup                      drop the collection when cleanup.data asks; delete Jobs
+
+Ordering rule for workloads that insert (d, e and custom ones with insertproportion > 0), as
+dataReset.insertingWorkloads says: RunLast (default, the YCSB recommendation) moves them after
+the others so the read/update workloads see the loaded data set; Reload keeps the written order
+and reloads the data before each of them (and before the workload after one); AsWritten keeps
+the order and reloads nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Literal
+
+from mongobench.api.benchmarkrun import BenchmarkRunSpec, Workload
+
+StepKind = Literal["prepare", "load", "warmup", "run", "cleanup"]
+INSERTING_STANDARD = frozenset({"d", "e"})
+MAX_JOB_NAME = 52  # a Job's pods get `<job>-<index>-<5 chars>` names and a job-name label
+
+
+@dataclass(frozen=True)
+class Step:
+    index: int  # 0-based position in the plan
+    kind: StepKind
+    workload: str | None = None
+    repetition: int | None = None  # 1-based
+    reset: bool = False  # load: drop and recreate the collection first
+
+    @property
+    def runs_job(self) -> bool:
+        return self.kind in ("load", "warmup", "run")
+
+    @property
+    def label(self) -> str:
+        """How progress and events name the step, e.g. 'run b #2'."""
+        if self.kind == "run":
+            return f"run {self.workload} #{self.repetition}"
+        if self.kind == "warmup":
+            return f"warmup {self.workload}"
+        if self.kind == "load" and self.reset:
+            return "reload"
+        return self.kind
+
+    def job_name(self, run: str) -> str:
+        suffix = f"{self.index:02d}-{self.kind}"
+        if self.workload:
+            suffix += f"-{self.workload}"
+        if self.repetition:
+            suffix += f"-r{self.repetition}"
+        name = f"{run}-{suffix}"
+        if len(name) <= MAX_JOB_NAME:
+            return name
+        # Long run names: keep them recognisable and unique.
+        digest = hashlib.sha256(run.encode()).hexdigest()[:6]
+        keep = MAX_JOB_NAME - len(suffix) - len(digest) - 2
+        return f"{run[:keep].rstrip('-')}-{digest}-{suffix}"
+
+
+def inserts(workload: Workload) -> bool:
+    if workload.standard in INSERTING_STANDARD and "insertproportion" not in workload.properties:
+        return True
+    try:
+        return float(workload.properties.get("insertproportion", "0")) > 0
+    except ValueError:
+        return False
+
+
+def ordered_workloads(spec: BenchmarkRunSpec) -> list[Workload]:
+    workloads = list(spec.workloads)
+    if spec.data_reset.inserting_workloads == "RunLast":
+        return [w for w in workloads if not inserts(w)] + [w for w in workloads if inserts(w)]
+    return workloads
+
+
+def make_plan(spec: BenchmarkRunSpec) -> list[Step]:
+    steps: list[tuple[StepKind, str | None, int | None, bool]] = [("prepare", None, None, False)]
+    loaded = not spec.load.skip
+    if loaded:
+        steps.append(("load", None, None, False))
+    dirty = False  # the data set differs from what the load produced
+    policy = spec.data_reset
+    for n, workload in enumerate(ordered_workloads(spec)):
+        reload_before = loaded and (
+            (policy.between == "Workloads" and n > 0)
+            or (policy.between == "Repetitions" and n > 0)
+            or (policy.inserting_workloads == "Reload" and dirty)
+            or (policy.inserting_workloads == "Reload" and inserts(workload) and n > 0)
+        )
+        if reload_before:
+            steps.append(("load", None, None, True))
+            dirty = False
+        if spec.warmup is not None:
+            steps.append(("warmup", workload.name, None, False))
+            dirty = dirty or inserts(workload)
+        for rep in range(1, spec.repetitions + 1):
+            if rep > 1 and loaded and policy.between == "Repetitions":
+                steps.append(("load", None, None, True))
+                dirty = False
+            steps.append(("run", workload.name, rep, False))
+            dirty = dirty or inserts(workload)
+    steps.append(("cleanup", None, None, False))
+    return [Step(i, kind, wl, rep, reset) for i, (kind, wl, rep, reset) in enumerate(steps)]
