@@ -305,6 +305,17 @@ class PodExecutor:
         with self._lock:
             return list(self._runs)
 
+    def running(self) -> dict[str, int]:
+        """Pods with a live process: pod name -> pid (the process group leader)."""
+        with self._lock:
+            pods = list(self._pods.values())
+        return {
+            p.name: c.proc.pid
+            for p in pods
+            for c in p.containers.values()
+            if c.proc is not None and c.proc.poll() is None
+        }
+
     def wait_runs(self, count: int, timeout: float = 120) -> list[PodRun]:
         """Blocks until `count` runs finished; all runs so far. TimeoutError otherwise."""
         deadline = time.monotonic() + timeout

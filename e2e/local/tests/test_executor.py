@@ -11,6 +11,7 @@ The unit tests at the end cover the pure helpers.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import time
 import uuid
@@ -375,6 +376,39 @@ def test_missing_secret_waits_like_a_kubelet_then_runs(
         lambda: _read(kube_api, "pod", "late", namespace)["status"]["phase"] == "Succeeded",
         what="pod late Succeeded",
     )
+
+
+@pytest.mark.cluster
+def test_deleted_pod_and_stop_kill_their_processes(
+    plane: Plane, namespace: str, kube_api: k8s.ApiClient
+) -> None:
+    def sleeper(name: str) -> dict[str, Any]:
+        container = {"name": "main", "image": "busybox", "command": ["sleep", "300"]}
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "labels": {"mongobench.io/component": "benchmark-client"}},
+            "spec": _restricted_pod_spec(container, terminationGracePeriodSeconds=1),
+        }
+
+    with pod_executor(plane, namespace, uri_rewrite=rewrite_hosts("127.0.0.1:1")) as ex:
+        _create(kube_api, namespace, sleeper("doomed"), sleeper("kept"))
+        pids = wait_until(lambda: len(ex.running()) == 2 and ex.running(), what="2 sleepers")
+        k8s.CoreV1Api(kube_api).delete_namespaced_pod("doomed", namespace)
+        (run,) = ex.wait_runs(1, timeout=30)
+        assert (run.pod, run.exit_code) == ("doomed", 128 + 15)  # SIGTERM, as a runtime reports
+        assert not _alive(pids["doomed"])
+        assert _alive(pids["kept"])
+    assert not _alive(pids["kept"])  # stop() ended it
+    assert not ex.errors
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 # -- pure helpers --------------------------------------------------------------------------------

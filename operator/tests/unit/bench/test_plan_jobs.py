@@ -1,0 +1,145 @@
+"""Unit tier: the BenchmarkRun plan (order, reloads, names) and the step Job builder."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mongobench.api import BenchmarkRunSpec
+from mongobench.bench.jobs import RunRef, build_client_rbac, build_job, runner_args
+from mongobench.bench.plan import make_plan
+
+pytestmark = pytest.mark.unit
+
+
+def spec(**overrides: Any) -> BenchmarkRunSpec:
+    base: dict[str, Any] = {
+        "clusterRef": {"name": "c"},
+        "workloads": [{"name": w} for w in "abcdef"],
+        "repetitions": 2,
+    }
+    base.update(overrides)
+    return BenchmarkRunSpec.parse(base)
+
+
+def labels(s: BenchmarkRunSpec) -> list[str]:
+    return [step.label for step in make_plan(s)]
+
+
+def test_default_plan_loads_once_and_runs_inserting_workloads_last() -> None:
+    assert labels(spec()) == [
+        "prepare", "load",
+        "run a #1", "run a #2", "run b #1", "run b #2", "run c #1", "run c #2",
+        "run f #1", "run f #2", "run d #1", "run d #2", "run e #1", "run e #2",
+        "cleanup",
+    ]  # fmt: skip
+
+
+def test_reload_between_repetitions_and_as_written_order() -> None:
+    s = spec(
+        workloads=[{"name": "d"}, {"name": "a"}],
+        dataReset={"between": "Repetitions", "insertingWorkloads": "AsWritten"},
+    )
+    assert labels(s) == [
+        "prepare", "load", "run d #1", "reload", "run d #2",
+        "reload", "run a #1", "reload", "run a #2", "cleanup",
+    ]  # fmt: skip
+
+
+def test_reload_policy_reloads_around_inserting_workloads_only() -> None:
+    s = spec(
+        workloads=[{"name": "a"}, {"name": "e"}, {"name": "b"}],
+        repetitions=1,
+        dataReset={"insertingWorkloads": "Reload"},
+    )
+    assert labels(s) == [
+        "prepare",
+        "load",
+        "run a #1",
+        "reload",
+        "run e #1",
+        "reload",
+        "run b #1",
+        "cleanup",
+    ]
+
+
+def test_custom_workload_with_inserts_counts_as_inserting_and_warmup_precedes_first_rep() -> None:
+    s = spec(
+        workloads=[
+            {"name": "mixed", "base": "a", "properties": {"insertproportion": "0.1"}},
+            {"name": "c"},
+        ],
+        repetitions=1,
+        warmup={"operationCount": 100},
+    )
+    assert labels(s) == [
+        "prepare", "load", "warmup c", "run c #1", "warmup mixed", "run mixed #1", "cleanup",
+    ]  # fmt: skip
+
+
+def test_plan_is_deterministic_and_job_names_fit() -> None:
+    long_name = "a-very-long-benchmark-run-name-that-goes-on-and-on-and-on"
+    names = [step.job_name(long_name) for step in make_plan(spec()) if step.runs_job]
+    assert names == [step.job_name(long_name) for step in make_plan(spec()) if step.runs_job]
+    assert len(set(names)) == len(names)
+    assert all(len(n) <= 52 for n in names)
+
+
+REF = RunRef("r1", "ns", "uid-1", "c-connection", "uri", "c", "ghcr.io/mongobench/ycsb:0.1.0")
+
+
+def test_job_splits_clients_by_index_and_carries_no_secret() -> None:
+    s = spec(clients={"parallelism": 3}, run={"operationCount": 3000, "threads": 8})
+    step = next(st for st in make_plan(s) if st.kind == "run")
+    job = build_job(s, step, REF)
+    assert job["spec"]["completionMode"] == "Indexed"
+    assert job["spec"]["completions"] == job["spec"]["parallelism"] == 3
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    args = container["args"]
+    assert args[:2] == ["ycsb", "--phase"]
+    assert "$(JOB_COMPLETION_INDEX)" in args[args.index("--client-index") + 1]
+    assert (
+        args[args.index("--output") + 1]
+        == f"configmap:ns/{step.job_name('r1')}-c$(JOB_COMPLETION_INDEX)"
+    )
+    assert "operationcount=3000" in args
+    uri_env = next(e for e in container["env"] if e["name"] == "MONGOBENCH_URI")
+    assert uri_env["valueFrom"]["secretKeyRef"] == {"name": "c-connection", "key": "uri"}
+    labels = job["spec"]["template"]["metadata"]["labels"]
+    assert labels["mongobench.io/component"] == "benchmark-client"
+    assert job["metadata"]["ownerReferences"][0]["kind"] == "BenchmarkRun"
+
+
+def test_job_pod_is_restricted_profile_compliant() -> None:
+    s = spec()
+    job = build_job(s, make_plan(s)[1], REF)
+    pod = job["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    (c,) = pod["containers"]
+    assert c["securityContext"]["allowPrivilegeEscalation"] is False
+    assert c["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+
+
+def test_duration_only_run_and_passthrough_properties() -> None:
+    s = spec(
+        workloads=[{"name": "scan", "base": "e", "properties": {"scanproportion": "0.9"}}],
+        run={"durationSeconds": 600, "properties": {"hotspotdatafraction": "0.3"}},
+        mongo={"writeConcern": "majority"},
+    )
+    step = next(st for st in make_plan(s) if st.kind == "run")
+    args = runner_args(s, step, REF)
+    assert "maxexecutiontime=600" in args and "operationcount=0" in args
+    assert "scanproportion=0.9" in args and "hotspotdatafraction=0.3" in args
+    assert "mongodb.writeConcern=majority" in args
+    assert args[args.index("--workload") + 1] == "e"
+
+
+def test_client_role_may_only_write_configmaps() -> None:
+    _, role, binding = build_client_rbac(REF)
+    assert role["rules"] == [
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "update"]}
+    ]
+    assert binding["subjects"][0]["name"] == REF.service_account
