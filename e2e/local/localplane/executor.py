@@ -16,8 +16,9 @@ one, does a kubelet's share of the work on loopback:
 - points the runner's termination log at a per-pod file, and when the process exits patches the
   pod status (phase, containerStatuses[].state.terminated) so the Job controller counts it.
 
-What it does not do: init containers (KWOK reports them completed), volumes, probes, resource
-limits. Everything runs on loopback under the test's own user.
+What it does not do: init containers (KWOK reports them completed), volumes (Secret/ConfigMap
+mounts), probes, resource limits, runAsUser; restartPolicy Always is run once like Never (the
+pods it is for are Job pods). Everything runs on loopback under the test's own user.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from typing import Any
 
 from kubernetes.utils import parse_quantity
 
+from localplane.net import free_port
 from localplane.plane import Plane
 from localplane.stages import BENCHMARK_CLIENT_LABEL
 from localplane.tools import REPO
@@ -165,6 +167,16 @@ def expand(text: str, lookup: Callable[[str], str | None]) -> str:
             out.append("$" + nxt)
             i += 2
     return "".join(out)
+
+
+def _own_ports(argv: list[str]) -> list[str]:
+    """Every pod has its own network namespace; here all share the host's loopback, so a port a
+    container listens on (--metrics-port) gets a free one instead of colliding."""
+    out = list(argv)
+    for i, arg in enumerate(out[:-1]):
+        if arg == "--metrics-port" and out[i + 1].isdigit():
+            out[i + 1] = str(free_port())
+    return out
 
 
 def _now() -> str:
@@ -763,7 +775,7 @@ class PodExecutor:
         if not argv:
             raise ContainerConfigError("no command specified")
         argv[0] = self._local_executable(argv[0])
-        return argv, {**self._base_env(pod), **env}
+        return _own_ports(argv), {**self._base_env(pod), **env}
 
     def _base_env(self, pod: Pod) -> dict[str, str]:
         """What the image would provide: PATH (with this venv first), a HOME, a locale, Java;

@@ -265,6 +265,8 @@ class MongoModel:
             return bool(request.ok())
         if cmd in ("endsessions", "ping"):
             return bool(request.ok())
+        if cmd == "create":  # collections hold no documents in the model
+            return bool(request.ok())
         if cmd == "drop":  # no documents are modelled: only record what was asked
             self.dropped.append(f"{db}.{doc['drop']}")
             return bool(request.ok())

@@ -607,10 +607,12 @@ def _hostpath_pvs_in(directory: Path) -> set[Path]:
     out: set[Path] = set()
     if not directory.is_dir():
         return out
-    for f in directory.rglob("*"):
-        if f.is_file():
+    # Another session may be removing this directory at the same time: walk defensively.
+    with contextlib.suppress(OSError):
+        for f in directory.rglob("*"):
             with contextlib.suppress(OSError):
-                out |= {Path(m.decode()) for m in _HOSTPATH_RE.findall(f.read_bytes())}
+                if f.is_file():
+                    out |= {Path(m.decode()) for m in _HOSTPATH_RE.findall(f.read_bytes())}
     return out
 
 

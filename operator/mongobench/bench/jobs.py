@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec
-from mongobench.bench.plan import Step
+from mongobench.bench.plan import Step, inserts
 
 COMPONENT_LABEL = "mongobench.io/component"
 CLIENT_COMPONENT = "benchmark-client"
@@ -93,6 +93,10 @@ def ycsb_properties(spec: BenchmarkRunSpec, step: Step) -> list[tuple[str, str]]
     if run.request_distribution is not None:
         props.append(("requestdistribution", run.request_distribution))
     workload = next(w for w in spec.workloads if w.name == step.workload)
+    if inserts(workload) and spec.clients.parallelism > 1 and not spec.mongo.upsert:
+        # YCSB numbers new keys from recordcount in every client: parallel inserting clients
+        # would collide on _id. Upserts keep them from failing (a collision overwrites).
+        props.append(("mongodb.upsert", "true"))
     props.extend(sorted(workload.properties.items()))
     props.extend(sorted(run.properties.items()))
     return props

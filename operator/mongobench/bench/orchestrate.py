@@ -328,11 +328,7 @@ class _Advance:
             "completionTime": end,
             "clientsReported": len(got.documents),
         }
-        if self.cpu is not None and self.config.prometheus_url:
-            job_name = step.job_name(self.name)
-            fields["cpu"] = self.cpu(
-                self.run, {**entry, "job": job_name}, str(entry.get("startTime")), end
-            )
+        fields["cpu"] = self.step_cpu(step, entry, end)
         problem = None
         if got.missing:
             problem = f"clients {got.missing} reported no result"
