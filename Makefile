@@ -44,3 +44,6 @@ dev-down: ## stop what `make dev` started
 
 bench-reconcile: setup ## time apply->children and count API requests of the MongoCluster reconciler
 	PYTHONPATH=e2e/local $(VENV)/bin/python e2e/local/bench/reconcile.py
+
+bench-orchestration: setup ## seconds the operator adds between benchmark steps and to collect results
+	PYTHONPATH=e2e/local $(VENV)/bin/python e2e/local/bench/orchestration.py
