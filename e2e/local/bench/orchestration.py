@@ -11,6 +11,7 @@ Pod start and the benchmark itself are excluded. Target: median under 1 s each.
 
 from __future__ import annotations
 
+import itertools
 import json
 import statistics
 import sys
@@ -114,7 +115,7 @@ def main() -> int:
             status_writes.append(ts(e))
     created.sort()
     handoffs, collects = [], []
-    for (_, job), (t_next, _) in zip(created, created[1:], strict=False):
+    for (_, job), (t_next, _) in itertools.pairwise(created):
         done_at = completed.get(job)
         if done_at is None:
             continue
@@ -123,12 +124,11 @@ def main() -> int:
         if after:
             collects.append(after[0] - done_at)
     print(f"bench-orchestration: {len(created)} step Jobs, run {phase} (a, b, c x 3, 2 clients)")
-    print(
-        f"  Job complete -> next Job created   median {statistics.median(handoffs):.3f} s  max {max(handoffs):.3f} s  (n={len(handoffs)}, target < 1 s)"
-    )
-    print(
-        f"  Job complete -> results in status  median {statistics.median(collects):.3f} s  max {max(collects):.3f} s  (n={len(collects)}, target < 1 s)"
-    )
+    for what, values in (("next Job created  ", handoffs), ("results in status", collects)):
+        print(
+            f"  Job complete -> {what}  median {statistics.median(values):.3f} s"
+            f"  max {max(values):.3f} s  (n={len(values)}, target < 1 s)"
+        )
     return 0 if phase == "Succeeded" else 1
 
 

@@ -189,7 +189,8 @@ def test_a_to_f_twice_with_two_clients_ends_with_every_number(
     summary = {s["workload"]: s for s in status["summary"]}
     assert sorted(summary) == list("abcdef")
     assert all(s["n"] == 2 and s["throughput"]["sd"] is not None for s in summary.values())
-    assert {c["type"]: c["status"] for c in status["conditions"]}.get("CPUCollected") == "True", status["conditions"]
+    conditions = {c["type"]: c["status"] for c in status["conditions"]}
+    assert conditions.get("CPUCollected") == "True", status["conditions"]
     snapshot = status["clusterSnapshot"]
     assert snapshot["version"] == "7.0.14" and snapshot["nodes"]
     assert status["progress"]["percent"] == 100
