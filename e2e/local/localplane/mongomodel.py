@@ -67,6 +67,7 @@ class MongoModel:
         self._lock = threading.RLock()
         self._scram = ScramServer()
         self.dropped: list[str] = []  # namespaces dropped, in order (drop commands)
+        self.sharded_history: list[tuple[str, dict[str, Any]]] = []  # shardCollection calls
 
     # ---- lifecycle --------------------------------------------------------------------------
 
@@ -345,6 +346,7 @@ class MongoModel:
             if ns in sh.collections:
                 return _err(request, 23, "AlreadyInitialized", "already sharded")
             sh.collections[ns] = {"_id": ns, "key": dict(doc["key"]), "uuid": Binary(ns.encode())}
+            self.sharded_history.append((ns, dict(doc["key"])))
             return bool(request.ok(collectionsharded=ns))
         if cmd == "find" and doc.get("$db") == "config" and doc["find"] == "collections":
             entry = sh.collections.get(doc.get("filter", {}).get("_id", ""))

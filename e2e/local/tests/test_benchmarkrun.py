@@ -351,3 +351,103 @@ def test_run_waits_for_its_cluster_then_fails_cleanly_when_it_is_deleted(
         assert condition["reason"] == "ClusterDeleted"
     kept = [s for s in status["steps"] if s["kind"] == "run" and s.get("result")]
     assert kept and all(s["result"]["throughput"] > 0 for s in kept)
+
+
+def test_sharded_cluster_is_prepared_with_a_hashed_shard_key(
+    plane: Plane,
+    namespace: str,
+    kube_api: k8s.ApiClient,
+    model: MongoModel,
+    executor: PodExecutor,
+    prometheus: str,
+    tmp_path: Path,
+) -> None:
+    for rs in ("sh-cfg", "sh-shard0", "sh-shard1"):
+        model.member(f"{rs}-0.{rs}-hl.{namespace}.svc.cluster.local:27017")
+    model.mongos(f"sh-mongos.{namespace}.svc.cluster.local:27017")
+    operator = start(plane, namespace, model, tmp_path / "operator.log", prometheus, kube_api)
+    try:
+        topology = {
+            "type": "Sharded",
+            "sharded": {"shards": 2, "membersPerShard": 1, "configServers": 1, "mongos": 1},
+        }
+        apply(
+            plane,
+            namespace,
+            {
+                "apiVersion": f"{GROUP}/{VERSION}",
+                "kind": "MongoCluster",
+                "metadata": {"name": "sh"},
+                "spec": {"version": "7.0.14", "topology": topology},
+            },
+        )
+        wait_until(
+            lambda: (
+                get(kube_api, namespace, "mongoclusters", "sh").get("status", {}).get("phase")
+                == "Ready"
+            ),
+            timeout=90,
+            what="sharded cluster Ready",
+        )
+        manifest = run_manifest(
+            "shr",
+            clusterRef={"name": "sh"},
+            workloads=[{"name": "c"}],
+            repetitions=1,
+            sharding={"key": "_id", "hashed": True, "preSplitChunks": 4},
+            cleanup={"data": "OnSuccess"},
+        )
+        apply(plane, namespace, manifest)
+        run = wait_run(kube_api, namespace, "shr", ("Succeeded", "Failed"))
+    finally:
+        operator.stop()
+    status = run["status"]
+    assert status["phase"] == "Succeeded"
+    prepare = status["steps"][0]
+    assert "sharded on hashed _id" in prepare["message"]
+    assert model.sharded_history == [("ycsb.usertable", {"_id": "hashed"})]
+    # cleanup.data OnSuccess: the collection was dropped at the end (through mongos).
+    assert model.dropped.count("ycsb.usertable") == 2  # prepare + cleanup
+    assert status["clusterSnapshot"]["topology"]["type"] == "Sharded"
+
+
+def test_deleting_a_running_benchmark_removes_its_jobs_and_processes(
+    plane: Plane,
+    namespace: str,
+    kube_api: k8s.ApiClient,
+    model: MongoModel,
+    executor: PodExecutor,
+    prometheus: str,
+    tmp_path: Path,
+) -> None:
+    batch = k8s.BatchV1Api(kube_api)
+    custom = k8s.CustomObjectsApi(kube_api)
+    operator = start(plane, namespace, model, tmp_path / "operator.log", prometheus, kube_api)
+    try:
+        cluster(plane, namespace, kube_api)
+        long_run = run_manifest(
+            "del",
+            workloads=[{"name": "c"}],
+            repetitions=1,
+            run={"durationSeconds": 60, "threads": 1},
+        )
+        apply(plane, namespace, long_run)
+        wait_until(executor.running, timeout=60, interval=0.1, what="a client process")
+        custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, "benchmarkruns", "del")
+        wait_until(
+            lambda: (
+                not custom.list_namespaced_custom_object(
+                    GROUP, VERSION, namespace, "benchmarkruns"
+                )["items"]
+            ),
+            timeout=30,
+            what="run deleted",
+        )
+        wait_until(
+            lambda: not batch.list_namespaced_job(namespace).items,
+            timeout=30,
+            what="Jobs collected",
+        )
+        wait_until(lambda: not executor.running(), timeout=30, what="client processes stopped")
+    finally:
+        operator.stop()

@@ -68,8 +68,11 @@ def test_operator_sets_status_and_events_on_minimal_resources(
         ],
         what="events",
     )
-    kinds = {e.involved_object.kind for e in events}
-    assert kinds == {"MongoCluster", "BenchmarkRun"}
+    assert {e.involved_object.kind for e in events} == {"MongoCluster"}
+    # The run waits for its cluster, visibly.
+    run = get_cr(kube_api, namespace, "benchmarkruns", "minimal")
+    ready = {c["type"]: c for c in run["status"]["conditions"]}["ClusterReady"]
+    assert run["status"]["phase"] == "Pending" and ready["status"] == "False"
 
     # The printer columns show what the operator wrote.
     table = kubectl("get", "mongoclusters", "-n", namespace).stdout

@@ -293,6 +293,13 @@ class _Advance:
             self.mark(step, phase="Running", job=job_name, startTime=now_rfc3339())
             self.outcome.info("StepStarted", f"{step.label}: Job {job_name}")
             return
+        if entry["phase"] == "Pending":  # created just before a restart, not yet recorded
+            self.mark(
+                step,
+                phase="Running",
+                job=job_name,
+                startTime=job["metadata"].get("creationTimestamp") or now_rfc3339(),
+            )
         conditions = {c["type"]: c for c in (job.get("status") or {}).get("conditions") or []}
         if conditions.get("Complete", {}).get("status") == "True":
             self.new["phase"] = "Collecting"
@@ -322,9 +329,21 @@ class _Advance:
         if not got.documents:
             return "no client reported a result"
         merged = results.merge(got.documents)
-        end = (job or {}).get("status", {}).get("completionTime") or now_rfc3339()
+        job_status = (job or {}).get("status") or {}
+        end = job_status.get("completionTime") or now_rfc3339()
+        # A restart between creating the Job and recording it leaves no startTime in status:
+        # the Job itself knows when it started.
+        start = (
+            entry.get("startTime")
+            or job_status.get("startTime")
+            or (job or {}).get("metadata", {}).get("creationTimestamp")
+            or end
+        )
+        entry = {**entry, "startTime": start}
         fields: dict[str, Any] = {
             "result": results.step_result(merged),
+            "job": step.job_name(self.name),
+            "startTime": start,
             "completionTime": end,
             "clientsReported": len(got.documents),
         }
