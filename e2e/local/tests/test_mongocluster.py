@@ -505,3 +505,29 @@ def test_platform_detected_from_eks_nodes(
     # The EKS preset spreads members across zones.
     spread = sts.spec.template.spec.topology_spread_constraints or []
     assert [c.topology_key for c in spread] == ["topology.kubernetes.io/zone"]
+
+
+def test_spec_the_operator_cannot_use_fails_visibly(
+    plane: Plane, namespace: str, kube_api: k8s.ApiClient, model: MongoModel, tmp_path: Path
+) -> None:
+    # Admission accepts it (a valid object name), but the StatefulSet names would be too long.
+    name = "c" + "x" * 59
+    operator = run_operator(plane, namespace, "", tmp_path / "operator.log")
+    try:
+        apply(plane, namespace, cluster_manifest(name))
+        obj = wait_phase(kube_api, namespace, name, "Failed", timeout=30)
+        events = wait_until(
+            lambda: [
+                e
+                for e in k8s.CoreV1Api(kube_api).list_namespaced_event(namespace).items
+                if e.reason == "InvalidSpec"
+            ],
+            what="InvalidSpec event",
+        )
+    finally:
+        operator.stop()
+    ready = {c["type"]: c for c in obj["status"]["conditions"]}["Ready"]
+    assert ready["status"] == "False" and ready["reason"] == "InvalidSpec"
+    assert "metadata.name" in ready["message"] or "name" in ready["message"]
+    assert events[0].type == "Warning"
+    assert not k8s.AppsV1Api(kube_api).list_namespaced_stateful_set(namespace).items

@@ -80,10 +80,6 @@ def _lock(namespace: str, name: str) -> threading.Lock:
         return _locks.setdefault((namespace, name), threading.Lock())
 
 
-def run_path(namespace: str, name: str) -> str:
-    return kube.resource_path("BenchmarkRun", namespace, name)
-
-
 def advance(
     namespace: str,
     name: str,
@@ -173,12 +169,7 @@ class _Advance:
         self.new["observedGeneration"] = self.generation
         changed = {k: v for k, v in self.new.items() if self.status.get(k) != v}
         if changed:
-            kube.request(
-                "PATCH",
-                f"{run_path(self.ns, self.name)}/status",
-                body={"status": changed},
-                content_type="application/merge-patch+json",
-            )
+            kube.patch_status("BenchmarkRun", self.ns, self.name, changed)
 
     # -- the state machine ---------------------------------------------------------------------
 

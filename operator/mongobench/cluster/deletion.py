@@ -38,12 +38,7 @@ def finalize(body: kopf.Body) -> None:
         )
         kopf.warn(body, reason="InUse", message=message)
         raise kopf.TemporaryError(message, delay=10)
-    kube.request(
-        "PATCH",
-        f"{kube.resource_path('MongoCluster', namespace, name)}/status",
-        body={"status": {"phase": "Deleting"}},
-        content_type="application/merge-patch+json",
-    )
+    kube.patch_status("MongoCluster", namespace, name, {"phase": "Deleting"})
     spec = MongoClusterSpec.parse(dict(body["spec"]))
     if spec.deletion_policy == "Retain":
         layout = cluster_layout(name, namespace, spec)

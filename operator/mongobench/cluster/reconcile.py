@@ -50,10 +50,6 @@ class SyncResult:
     storage_warning: str | None = None
 
 
-def cluster_path(namespace: str, name: str) -> str:
-    return kube.resource_path("MongoCluster", namespace, name)
-
-
 def provision(body: Mapping[str, Any]) -> Desired:
     """Secrets (once), then Services, StatefulSets, mongos, PDBs, PodMonitor (applied)."""
     status = body.get("status") or {}
@@ -216,11 +212,6 @@ def sync(namespace: str, name: str) -> SyncResult | None:
             apply_workloads(d, body, held_now)
         changed = differs(status, new)
         if changed:
-            kube.request(
-                "PATCH",
-                f"{cluster_path(namespace, name)}/status",
-                body={"status": new},
-                content_type="application/merge-patch+json",
-            )
+            kube.patch_status("MongoCluster", namespace, name, new)
         warning = resize.message if resize and resize.status == "False" else None
         return SyncResult(new["phase"], changed, failure, warning)

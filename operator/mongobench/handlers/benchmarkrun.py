@@ -11,7 +11,7 @@ from mongobench.bench import jobs, orchestrate
 from mongobench.bench.cpu_status import cpu_for_step
 from mongobench.bench.data import ClusterData
 from mongobench.config import OperatorConfig
-from mongobench.handlers.common import BENCHMARKRUN, write_condition
+from mongobench.handlers.common import BENCHMARKRUN, reject_spec
 from mongobench.k8s import client as kube
 from mongobench.observability import metrics
 from mongobench.observability.metrics import instrumented
@@ -47,18 +47,7 @@ def start(
     try:
         BenchmarkRunSpec.parse(dict(spec))
     except SpecError as exc:
-        patch.status["phase"] = "Failed"
-        patch.status["observedGeneration"] = generation
-        write_condition(
-            patch,
-            status,
-            generation,
-            type_="Succeeded",
-            value="False",
-            reason="InvalidSpec",
-            message=str(exc),
-        )
-        kopf.warn(body, reason="InvalidSpec", message=str(exc))
+        reject_spec(patch, body, status, generation, condition="Succeeded", error=exc)
         return
     if status.get("phase") in orchestrate.TERMINAL:
         metrics.export_run(dict(body))  # results of finished runs stay exported after restarts

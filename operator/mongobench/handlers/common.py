@@ -30,3 +30,27 @@ def write_condition(
     patch.status["conditions"] = set_condition(
         current, type_, value, reason, message, generation=generation
     )
+
+
+def reject_spec(
+    patch: kopf.Patch,
+    body: kopf.Body,
+    status: Mapping[str, Any],
+    generation: int,
+    *,
+    condition: str,
+    error: Exception,
+) -> None:
+    """A spec the operator cannot use: phase Failed, the condition and an Event say why."""
+    patch.status["phase"] = "Failed"
+    patch.status["observedGeneration"] = generation
+    write_condition(
+        patch,
+        status,
+        generation,
+        type_=condition,
+        value="False",
+        reason="InvalidSpec",
+        message=str(error),
+    )
+    kopf.warn(body, reason="InvalidSpec", message=str(error))

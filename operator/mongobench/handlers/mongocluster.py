@@ -9,7 +9,7 @@ import kopf
 from mongobench.api import SpecError
 from mongobench.cluster import deletion, reconcile
 from mongobench.cluster import labels as lbl
-from mongobench.handlers.common import MONGOCLUSTER, write_condition
+from mongobench.handlers.common import MONGOCLUSTER, reject_spec
 from mongobench.k8s.conditions import is_true
 from mongobench.observability.metrics import instrumented
 
@@ -25,18 +25,7 @@ def provision(
     try:
         reconcile.provision(body)
     except SpecError as exc:
-        patch.status["phase"] = "Failed"
-        patch.status["observedGeneration"] = generation
-        write_condition(
-            patch,
-            status,
-            generation,
-            type_="Ready",
-            value="False",
-            reason="InvalidSpec",
-            message=str(exc),
-        )
-        kopf.warn(body, reason="InvalidSpec", message=str(exc))
+        reject_spec(patch, body, status, generation, condition="Ready", error=exc)
         return
     if not status.get("phase"):
         kopf.info(body, reason="Provisioning", message="objects created")

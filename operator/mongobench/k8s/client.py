@@ -139,6 +139,16 @@ def delete(
     return True
 
 
+def patch_status(kind: str, namespace: str, name: str, status: Mapping[str, Any]) -> None:
+    """Merge-patch a custom resource's status subresource (lists in it are replaced)."""
+    request(
+        "PATCH",
+        f"{resource_path(kind, namespace, name)}/status",
+        body={"status": dict(status)},
+        content_type="application/merge-patch+json",
+    )
+
+
 def owner_reference(owner: Mapping[str, Any], controller: bool = True) -> dict[str, Any]:
     """An ownerReference to a custom resource, so garbage collection follows it."""
     return {
