@@ -30,6 +30,8 @@ class OperatorConfig:
     prometheus_scrape_interval: float = 15.0
     # node=host pairs for nodes whose exporter reports another name (tests, odd setups).
     prometheus_node_aliases: tuple[tuple[str, str], ...] = ()
+    # Largest ConfigMap part a client writes its result in (default: the runner's 900 KiB).
+    result_part_bytes: int | None = None
     ycsb_image: str = "ghcr.io/mongobench/ycsb:0.1.0"
     locust_image: str = "ghcr.io/mongobench/locust:0.1.0"
 
@@ -70,6 +72,7 @@ class OperatorConfig:
                     for pair in get("PROMETHEUS_NODE_ALIASES", "").replace(",", " ").split()
                     if "=" in pair
                 ),
+                result_part_bytes=int(get("RESULT_PART_BYTES", "0")) or None,
                 ycsb_image=get("YCSB_IMAGE", defaults.ycsb_image),
                 locust_image=get("LOCUST_IMAGE", defaults.locust_image),
             )

@@ -202,7 +202,14 @@ def parse_output(spec: str) -> Sink:
                 raise ValueError(f"MONGOBENCH_OWNER_REF is not JSON: {e}") from e
             if not isinstance(owner_ref, dict):
                 raise ValueError("MONGOBENCH_OWNER_REF must be a JSON object")
-        return ConfigMapSink(namespace, name, KubeApi.in_cluster(), owner_ref)
+        # Smaller parts for API servers configured below etcd's default request limit.
+        limit = os.environ.get("MONGOBENCH_RESULT_PART_BYTES", "")
+        if limit and not (limit.isdigit() and 1024 <= int(limit) <= PART_BYTES):
+            raise ValueError(
+                f"MONGOBENCH_RESULT_PART_BYTES={limit!r}: expected 1024..{PART_BYTES} bytes"
+            )
+        part_bytes = int(limit) if limit else PART_BYTES
+        return ConfigMapSink(namespace, name, KubeApi.in_cluster(), owner_ref, part_bytes)
     raise ValueError(f"--output {spec!r}: expected file:PATH, stdout or configmap:NAMESPACE/NAME")
 
 

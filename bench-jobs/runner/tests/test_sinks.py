@@ -178,3 +178,14 @@ def test_file_sink_and_termination_log(tmp_path):
     log.touch()
     assert write_termination_log("Failed: " + "y" * 5000, log) is True
     assert log.read_text().startswith("Failed: ") and len(log.read_bytes()) <= 4000
+
+
+def test_part_size_can_be_lowered_but_not_raised_past_the_default(tmp_path, monkeypatch):
+    monkeypatch.setenv("MONGOBENCH_KUBE_API", "http://127.0.0.1:1")
+    monkeypatch.setenv("MONGOBENCH_SA_DIR", str(tmp_path))
+    monkeypatch.setenv("MONGOBENCH_RESULT_PART_BYTES", "4096")
+    assert parse_output("configmap:ns/n").part_bytes == 4096
+    for bad in ("12", "10000000", "lots"):
+        monkeypatch.setenv("MONGOBENCH_RESULT_PART_BYTES", bad)
+        with pytest.raises(ValueError, match="MONGOBENCH_RESULT_PART_BYTES"):
+            parse_output("configmap:ns/n")

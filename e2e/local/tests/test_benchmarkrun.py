@@ -66,6 +66,7 @@ def start(
     log: Path,
     prometheus_url: str,
     api: k8s.ApiClient,
+    **env: str,
 ) -> OperatorProcess:
     if not model.host_map:
         model.member(f"bc-rs0-0.bc-rs0-hl.{namespace}.svc.cluster.local:27017")
@@ -78,6 +79,7 @@ def start(
         MONGOBENCH_PROMETHEUS_URL=prometheus_url,
         MONGOBENCH_PROMETHEUS_SCRAPE_INTERVAL="1",
         MONGOBENCH_PROMETHEUS_NODE_ALIASES=node_aliases(api),
+        **env,
     )
 
 
@@ -158,7 +160,17 @@ def test_a_to_f_twice_with_two_clients_ends_with_every_number(
     prometheus: str,
     tmp_path: Path,
 ) -> None:
-    operator = start(plane, namespace, model, tmp_path / "operator.log", prometheus, kube_api)
+    # Results larger than one object: parts of 2 KiB make every client document span several
+    # ConfigMaps (the default is 900 KiB), so reassembly is exercised on every step.
+    operator = start(
+        plane,
+        namespace,
+        model,
+        tmp_path / "operator.log",
+        prometheus,
+        kube_api,
+        MONGOBENCH_RESULT_PART_BYTES="2048",
+    )
     try:
         cluster(plane, namespace, kube_api)
         apply(plane, namespace, run_manifest("af"))
@@ -203,7 +215,16 @@ def test_a_to_f_twice_with_two_clients_ends_with_every_number(
         .list_namespaced_config_map(namespace, label_selector="mongobench.io/result-of")
         .items
     )
-    assert len(cms) >= 2 * 13  # 2 clients x (load + 12 runs)
+    documents = {cm.metadata.labels["mongobench.io/result-of"] for cm in cms}
+    assert len(documents) == 2 * 13  # 2 clients x (load + 12 runs)
+    parts = {
+        cm.metadata.labels["mongobench.io/result-of"]: int(
+            cm.metadata.labels["mongobench.io/parts"]
+        )
+        for cm in cms
+    }
+    assert min(parts.values()) > 1  # every document spans several objects ...
+    assert len(cms) == sum(parts.values())  # ... all of them there
     # Finished results are exported for Grafana.
     assert "mongobench_run_throughput_ops_per_second{" in metrics and 'workload="a"' in metrics
 

@@ -41,6 +41,7 @@ class RunRef:
     uri_key: str
     cluster: str | None  # MongoCluster name (None for an external URI)
     image: str
+    result_part_bytes: int | None = None  # passed to the clients' ConfigMap sink
 
     @property
     def owner_reference(self) -> dict[str, Any]:
@@ -168,6 +169,16 @@ def build_job(spec: BenchmarkRunSpec, step: Step, run: RunRef) -> dict[str, Any]
                         "valueFrom": {"secretKeyRef": {"name": run.uri_secret, "key": run.uri_key}},
                     },
                     {"name": "MONGOBENCH_OWNER_REF", "value": json.dumps(run.owner_reference)},
+                    *(
+                        [
+                            {
+                                "name": "MONGOBENCH_RESULT_PART_BYTES",
+                                "value": str(run.result_part_bytes),
+                            }
+                        ]
+                        if run.result_part_bytes
+                        else []
+                    ),
                 ],
                 "ports": [{"name": "metrics", "containerPort": 9100}],
                 "resources": clients.resources.to_k8s(),

@@ -243,6 +243,7 @@ class _Advance:
             target.uri_key,
             self.spec.cluster_ref.name if self.spec.cluster_ref else None,
             image,
+            self.config.result_part_bytes,
         )
 
     def mark(self, step: Step, **fields: Any) -> None:
