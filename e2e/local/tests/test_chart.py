@@ -99,6 +99,13 @@ def test_chart_installs_and_operator_runs_with_chart_rbac_and_peering(
         namespace, label_selector="app.kubernetes.io/name=mongobench-operator"
     )
     assert [p.status.phase for p in pods.items] == ["Running"]
+    # One ConfigMap per generated dashboard for the Grafana sidecar, the JSON intact.
+    configmaps = k8s.CoreV1Api(kube_api).list_namespaced_config_map(
+        namespace, label_selector="grafana_dashboard=1"
+    )
+    dashboards = {p.name: json.loads(p.read_text()) for p in (CHART / "dashboards").glob("*.json")}
+    assert len(configmaps.items) == len(dashboards) == 4
+    assert {k: json.loads(v) for cm in configmaps.items for k, v in cm.data.items()} == dashboards
 
     kubeconfig = service_account_kubeconfig(
         plane, namespace, "mb-operator", tmp_path / "sa.kubeconfig"
