@@ -14,17 +14,18 @@ help: ## list targets
 setup: ## install everything the tests need (idempotent; seconds when warm)
 	@bash hack/setup.sh all
 
-lint: ## ruff, mypy (strict on the packages), yamllint, shellcheck
+lint: ## ruff, mypy (strict on the packages), yamllint, shellcheck, hadolint
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/yamllint -s crds manifests
 	$(VENV)/bin/shellcheck -x hack/*.sh .ci/run
+	$(VENV)/bin/hadolint Dockerfile bench-jobs/Dockerfile.ycsb bench-jobs/Dockerfile.locust
 
 test: setup lint test-unit test-protocol test-bench-jobs test-cluster ## set up, lint, run every tier
 
 test-unit: ## unit tier: pure builders, parsers, statistics
-	$(PYTEST) -q -m unit operator/tests bench-jobs/runner/tests
+	$(PYTEST) -q -m unit operator/tests bench-jobs/runner/tests dashboards/tests
 
 test-protocol: ## protocol tier: pymongo against mockupdb and FerretDB on loopback
 	$(PYTEST) -q -m protocol operator/tests bench-jobs/runner/tests
