@@ -30,7 +30,7 @@ from locust.exception import StopUser
 from locust.runners import MasterRunner, WorkerRunner
 
 from mongobench_runner import hdr
-from mongobench_runner.workload import split_for_client
+from mongobench_runner.workload import CLIENT, CLIENTS, INSERT_OFFSET, split_for_client
 from mongobench_runner.ycsbgen import KeyChooser, OperationChooser, field_value, key_name
 
 CONFIG: dict[str, Any] = json.loads(Path(os.environ["MONGOBENCH_LOCUST_CONFIG"]).read_text())
@@ -57,6 +57,7 @@ class Budget:
         self.transactions = 0
         self.next_insert = 0
         self.insert_stride = 1
+        self.first_insert = 0
         self.last_inserted = [0]
         self.acked: set[int] = set()
         self.worker_index = 0
@@ -73,9 +74,18 @@ class Budget:
         else:
             ops = int(PROPS.get("operationcount", "0"))
             self.limit = split_for_client(0, ops, worker_index, WORKERS).operationcount
-            # run-phase inserts: worker w of W takes key numbers records + w, + w + W, ...
-            self.next_insert = records + worker_index
-            self.insert_stride = WORKERS
+            # Run-phase inserts, as PartitionedInsertsWorkload.java maps YCSB's: worker w of W
+            # in client c of C takes records + offset + (c*W + w) + k*C*W, so parallel clients,
+            # their workers and successive runs (distinct offsets) never insert the same key.
+            clients = int(PROPS.get(CLIENTS, "1"))
+            self.first_insert = (
+                records
+                + int(PROPS.get(INSERT_OFFSET, "0"))
+                + int(PROPS.get(CLIENT, "0")) * WORKERS
+                + worker_index
+            )
+            self.next_insert = self.first_insert
+            self.insert_stride = WORKERS * clients
             self.last_inserted[0] = records - 1
         self.worker_index = worker_index
         limit_s = int(PROPS.get("maxexecutiontime", "0") or 0)
@@ -100,7 +110,7 @@ class Budget:
         records = int(PROPS.get("recordcount", "0"))
         while True:
             nxt = (
-                records + self.worker_index
+                self.first_insert
                 if self.last_inserted[0] < records
                 else self.last_inserted[0] + self.insert_stride
             )
@@ -191,7 +201,7 @@ class MongoUser(User):
                 self.rnd,
                 BUDGET.last_inserted,
                 stride=BUDGET.insert_stride,
-                residue=BUDGET.worker_index,
+                first_insert=BUDGET.first_insert,
             )
             if PHASE == "run"
             else None

@@ -231,11 +231,12 @@ def run_ycsb(args: argparse.Namespace, install: Callable[[Callable[[], None]], N
         args.clients > 1
         and args.phase == "run"
         and wl.proportions(props)["INSERT"] > 0
+        and props.get("workload") != wl.PARTITIONED_WORKLOAD
         and props.get("mongodb.upsert", "false") != "true"
     ):
         warnings.append(
-            "parallel clients inserting in the run phase reuse YCSB's insert key sequence "
-            "(duplicate keys across clients); consider -p mongodb.upsert=true"
+            f"parallel clients inserting in the run phase with workload={props.get('workload')} "
+            "reuse YCSB's insert key sequence (duplicate keys across clients)"
         )
     return build_document(
         driver="ycsb",

@@ -13,6 +13,14 @@ from urllib.parse import urlsplit, urlunsplit
 
 STANDARD = ("a", "b", "c", "d", "e", "f")
 
+CORE_WORKLOAD = "site.ycsb.workloads.CoreWorkload"
+PARTITIONED_WORKLOAD = "io.mongobench.ycsb.PartitionedInsertsWorkload"
+CLIENT, CLIENTS, INSERT_OFFSET = (
+    "mongobench.client",
+    "mongobench.clients",
+    "mongobench.insertoffset",
+)
+
 # Properties whose values must never reach a result document or a log.
 SECRET_KEYS = frozenset({"mongodb.password"})
 
@@ -102,6 +110,11 @@ def effective_properties(
 ) -> dict[str, str]:
     """Workload file + overrides + this client's share of the key space / operations."""
     props = {**base, **overrides}
+    # Run-phase inserts of parallel clients and of successive runs get key ranges of their own
+    # (see PartitionedInsertsWorkload.java; the Locust driver maps keys the same way).
+    props[CLIENT], props[CLIENTS] = str(client_index), str(clients)
+    if props.get("workload", CORE_WORKLOAD) == CORE_WORKLOAD:
+        props["workload"] = PARTITIONED_WORKLOAD
     recordcount = int(props.get("recordcount", "0"))
     operationcount = int(props.get("operationcount", "0"))
     if clients > 1:

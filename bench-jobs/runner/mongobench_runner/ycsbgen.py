@@ -102,7 +102,7 @@ class KeyChooser:
         last_inserted: list[int],
         *,
         stride: int = 1,
-        residue: int = 0,
+        first_insert: int | None = None,
     ) -> None:
         self.dist = props.get("requestdistribution", "uniform")
         start = int(props.get("insertstart", "0"))
@@ -114,9 +114,10 @@ class KeyChooser:
         self.lo, self.hi = start, start + count - 1
         self.rnd = rnd
         self.last = last_inserted  # shared cell: the newest key number inserted (SkewedLatest)
-        # run-phase inserts of W parallel processes: process w owns records + w + k*W
+        # Run-phase inserts: this process owns first_insert + k*stride (see the Locust driver).
         self.records = int(props.get("recordcount", "0"))
-        self.stride, self.residue = stride, residue
+        self.stride = stride
+        self.first_insert = self.records if first_insert is None else first_insert
         if self.dist == "zipfian":
             self.zipf = Zipfian(0, SCRAMBLED_ITEM_COUNT - 1, rnd, zetan=SCRAMBLED_ZETAN)
         elif self.dist == "latest":
@@ -133,14 +134,15 @@ class KeyChooser:
         if self.dist == "zipfian":  # ScrambledZipfianGenerator
             return self.lo + fnvhash64(self.zipf.next()) % (self.hi - self.lo + 1)
         newest = self.last[0]
-        offset = self.zipf.next(newest + 1)
-        if self.stride > 1 and newest >= self.records:
-            # step over the keys other processes insert: offset k = this process's k-th newest
-            own = (newest - self.records) // self.stride  # own inserted keys above, minus one
-            if offset <= own:
-                return newest - offset * self.stride
-            return max(self.records - 1 - (offset - own - 1), 0)
-        return max(newest - offset, 0)
+        if newest < self.records:
+            return max(newest - self.zipf.next(newest + 1), 0)
+        # YCSB's view: the loaded records then this process's own inserts, newest last; offset k
+        # is this process's k-th newest key, stepping over other processes' and earlier runs'.
+        own = (newest - self.first_insert) // self.stride  # own inserted keys, minus one
+        offset = self.zipf.next(self.records + own + 1)
+        if offset <= own:
+            return newest - offset * self.stride
+        return max(self.records - 1 - (offset - own - 1), 0)
 
 
 @dataclass

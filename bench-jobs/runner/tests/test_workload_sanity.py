@@ -82,6 +82,24 @@ def test_run_split_shares_the_operations():
         wl.split_for_client(10, 10, 3, 3)
 
 
+def test_run_inserts_get_the_partitioned_workload_and_the_client_identity():
+    props = wl.effective_properties(
+        wl.load_workload("d"),
+        {"mongobench.insertoffset": "2199023255552"},
+        phase="run",
+        client_index=1,
+        clients=2,
+    )
+    assert props["workload"] == "io.mongobench.ycsb.PartitionedInsertsWorkload"
+    assert (props["mongobench.client"], props["mongobench.clients"]) == ("1", "2")
+    assert props["mongobench.insertoffset"] == "2199023255552"
+    # A workload class of the user's own is left alone.
+    custom = wl.effective_properties(
+        {"workload": "com.example.MyWorkload"}, {}, phase="run", client_index=0, clients=1
+    )
+    assert custom["workload"] == "com.example.MyWorkload"
+
+
 def test_overrides_win_and_secrets_are_redacted():
     props = wl.effective_properties(
         wl.load_workload("a"),

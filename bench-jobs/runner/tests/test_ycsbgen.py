@@ -43,7 +43,7 @@ def test_latest_only_picks_keys_this_process_inserted():
         random.Random(3),
         last,
         stride=3,
-        residue=1,
+        first_insert=1001,
     )
     keys = [chooser.next() for _ in range(5000)]
     assert all(k < 1000 or (k - 1000) % 3 == 1 for k in keys)
@@ -55,3 +55,18 @@ def test_latest_only_picks_keys_this_process_inserted():
 def test_unsupported_distribution_is_a_clear_error():
     with pytest.raises(ValueError, match="hotspot"):
         KeyChooser({"requestdistribution": "hotspot", "recordcount": "10"}, random.Random(), [0])
+
+
+def test_latest_skips_the_range_of_earlier_steps_and_other_clients():
+    # client 1 of 2, one worker, step offset 10_000: owns 11_001, 11_003, ...
+    last = [11_001 + 2 * 30]
+    chooser = KeyChooser(
+        {"requestdistribution": "latest", "recordcount": "1000"},
+        random.Random(4),
+        last,
+        stride=2,
+        first_insert=11_001,
+    )
+    keys = [chooser.next() for _ in range(5000)]
+    assert all(k < 1000 or (k >= 11_001 and (k - 11_001) % 2 == 0) for k in keys)
+    assert any(k < 1000 for k in keys) and collections.Counter(keys).most_common(1)[0][0] == last[0]

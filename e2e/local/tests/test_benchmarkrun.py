@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pymongo
 import pytest
 import yaml
 from kubernetes import client as k8s
@@ -158,6 +159,7 @@ def test_a_to_f_twice_with_two_clients_ends_with_every_number(
     model: MongoModel,
     executor: PodExecutor,
     prometheus: str,
+    ferretdb: FerretDB,
     tmp_path: Path,
 ) -> None:
     # Results larger than one object: parts of 2 KiB make every client document span several
@@ -208,6 +210,14 @@ def test_a_to_f_twice_with_two_clients_ends_with_every_number(
     assert status["progress"]["percent"] == 100
     # The database was prepared through the administration module (the model saw the drop).
     assert "ycsb.usertable" in model.dropped
+    # Every insert of D and E (2 clients, 2 repetitions each) added a record of its own: no two
+    # clients or steps inserted the same key (cleanup.data defaults to Never: the data stays).
+    inserted = sum(
+        s["result"]["operations"]["INSERT"]["count"] for s in runs if s["workload"] in "de"
+    )
+    assert inserted > 0
+    data = pymongo.MongoClient(ferretdb.uri)["ycsb"]["usertable"]
+    assert data.count_documents({}) == 200 + inserted
     # Jobs are cleaned up on success; the results stay, in ConfigMaps and in status.
     assert not k8s.BatchV1Api(kube_api).list_namespaced_job(namespace).items
     cms = (

@@ -22,6 +22,10 @@ RUN_LABEL = "mongobench.io/run"
 STEP_LABEL = "mongobench.io/step"
 CLUSTER_LABEL = "mongobench.io/cluster"
 
+# Key numbers set aside for one step's inserts: 2^40, far more than any run inserts, and
+# 2^63 / 2^40 steps before a key number overflows.
+INSERT_RANGE = 1 << 40
+
 WRITE_CONCERNS = {
     "unacknowledged": "unacknowledged",
     "acknowledged": "acknowledged",
@@ -94,10 +98,11 @@ def ycsb_properties(spec: BenchmarkRunSpec, step: Step) -> list[tuple[str, str]]
     if run.request_distribution is not None:
         props.append(("requestdistribution", run.request_distribution))
     workload = next(w for w in spec.workloads if w.name == step.workload)
-    if inserts(workload) and spec.clients.parallelism > 1 and not spec.mongo.upsert:
-        # YCSB numbers new keys from recordcount in every client: parallel inserting clients
-        # would collide on _id. Upserts keep them from failing (a collision overwrites).
-        props.append(("mongodb.upsert", "true"))
+    if inserts(workload):
+        # YCSB numbers new keys from recordcount in every client and every run: each step's
+        # inserts get a range of their own (the clients interleave inside it), so neither
+        # parallel clients nor a later inserting step collide on _id.
+        props.append(("mongobench.insertoffset", str(step.index * INSERT_RANGE)))
     props.extend(sorted(workload.properties.items()))
     props.extend(sorted(run.properties.items()))
     return props

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from mongobench.api import BenchmarkRunSpec
-from mongobench.bench.jobs import RunRef, build_client_rbac, build_job, runner_args
+from mongobench.bench.jobs import RunRef, build_client_rbac, build_job, runner_args, ycsb_properties
 from mongobench.bench.plan import make_plan
 
 pytestmark = pytest.mark.unit
@@ -143,3 +143,20 @@ def test_client_role_may_only_write_configmaps() -> None:
         {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "update"]}
     ]
     assert binding["subjects"][0]["name"] == REF.service_account
+
+
+def test_every_inserting_step_gets_an_insert_range_of_its_own() -> None:
+    s = spec(clients={"parallelism": 3})
+    offsets: dict[str, str] = {}
+    for step in make_plan(s):
+        if step.kind != "run":
+            continue
+        props = dict(ycsb_properties(s, step))
+        if step.workload in ("d", "e"):
+            offsets[step.label] = props["mongobench.insertoffset"]
+        else:
+            assert "mongobench.insertoffset" not in props
+        # Inserts are inserts: no upsert is forced on the user to hide collisions.
+        assert props["mongodb.upsert"] == "false"
+    assert sorted(offsets) == ["run d #1", "run d #2", "run e #1", "run e #2"]
+    assert len(set(offsets.values())) == 4
