@@ -14,7 +14,10 @@ they agree on config, primary and users. Rules of the model (not of MongoDB in f
   exists authentication fails (18) and unauthenticated commands run, as under the localhost
   exception; authorization (roles) is not enforced;
 - a mongos answers addShard/listShards/removeShard (draining takes ``drain_calls`` calls),
-  enableSharding/shardCollection, config.collections/config.chunks and $collStats counts.
+  enableSharding/shardCollection, config.collections/config.chunks and $collStats counts;
+- one featureCompatibilityVersion for the whole model (``fcv``): getParameter reads it,
+  setFeatureCompatibilityVersion (with ``confirm: true`` from 7.0, as mongod 7+ requires) sets it
+  and is recorded in ``fcv_history``.
 """
 
 from __future__ import annotations
@@ -56,8 +59,12 @@ class Sharded:
 class MongoModel:
     """Start peers with ``member``/``mongos``; hand ``host_map`` to the operator's resolver."""
 
-    def __init__(self, *, catch_up_seconds: float = 0.3, drain_calls: int = 2) -> None:
+    def __init__(
+        self, *, catch_up_seconds: float = 0.3, drain_calls: int = 2, fcv: str = "7.0"
+    ) -> None:
         self.catch_up_seconds = catch_up_seconds
+        self.fcv = fcv
+        self.fcv_history: list[str] = []  # setFeatureCompatibilityVersion calls, in order
         self.drain_calls = drain_calls
         self.host_map: dict[str, str] = {}
         self.sets: dict[str, SetState] = {}
@@ -265,6 +272,21 @@ class MongoModel:
             users[(doc["updateUser"], db)]["roles"] = list(doc["roles"])
             return bool(request.ok())
         if cmd in ("endsessions", "ping"):
+            return bool(request.ok())
+        if cmd == "getparameter" and "featureCompatibilityVersion" in doc:
+            return bool(request.ok(featureCompatibilityVersion={"version": self.fcv}))
+        if cmd == "setfeaturecompatibilityversion":
+            version = str(doc["setFeatureCompatibilityVersion"])
+            if int(version.split(".", maxsplit=1)[0]) >= 7 and doc.get("confirm") is not True:
+                return _err(
+                    request,
+                    7369100,
+                    "Location7369100",
+                    "Once you have upgraded to the new FCV, you will not be able to downgrade "
+                    "without support assistance. Please re-run this command with 'confirm: true'",
+                )
+            self.fcv = version
+            self.fcv_history.append(version)
             return bool(request.ok())
         if cmd == "create":  # collections hold no documents in the model
             return bool(request.ok())

@@ -362,8 +362,12 @@ def test_version_upgrade_restarts_secondaries_first_and_primary_last(
         wait_phase(kube_api, namespace, "up", "Ready")
         primary_before = model.sets["up-rs0"].primary
         uids = {p.metadata.name: p.metadata.uid for p in core.list_namespaced_pod(namespace).items}
+        assert "featureCompatibilityVersion" not in get_cluster(kube_api, namespace, "up")["status"]
         manifest = cluster_manifest("up", topology={"replicaSet": {"members": 3}})
         manifest["spec"]["version"] = "8.0.4"
+        # Asked for in the same apply: set once every member runs 8.0, never before.
+        manifest["spec"]["featureCompatibilityVersion"] = "8.0"
+        fcv_at_restart: list[str] = []
         apply(plane, namespace, manifest)
         restart_order: list[str] = []
 
@@ -375,6 +379,7 @@ def test_version_upgrade_restarts_secondaries_first_and_primary_last(
                     and p.metadata.name not in restart_order
                 ):
                     restart_order.append(p.metadata.name)
+                    fcv_at_restart.append(model.fcv)
             images = {c.image for p in pods for c in p.spec.containers if c.name == "mongod"}
             obj = get_cluster(kube_api, namespace, "up")
             conditions = {
@@ -385,8 +390,26 @@ def test_version_upgrade_restarts_secondaries_first_and_primary_last(
             )
 
         wait_until(upgraded, timeout=90, interval=0.05, what="all members on mongo:8.0.4")
+        status = wait_until(
+            lambda: (
+                (s := get_cluster(kube_api, namespace, "up")["status"]).get(
+                    "featureCompatibilityVersion"
+                )
+                == "8.0"
+                and s
+            ),
+            timeout=30,
+            what="featureCompatibilityVersion 8.0 in status",
+        )
+        events = core.list_namespaced_event(
+            namespace, field_selector="involvedObject.name=up"
+        ).items
     finally:
         operator.stop()
+    assert model.fcv_history == ["8.0"]  # set once, with confirm (the model refuses it without)
+    assert fcv_at_restart == ["7.0", "7.0", "7.0"]  # still the old FCV while binaries rolled
+    assert {c["type"]: c["status"] for c in status["conditions"]}["Updated"] == "True"
+    assert "FeatureCompatibilityVersionSet" in {e.reason for e in events}
     assert sorted(restart_order) == ["up-rs0-0", "up-rs0-1", "up-rs0-2"]  # every member restarted
     old_primary_pod = primary_before.split(".", 1)[0]
     assert restart_order[-1] == old_primary_pod, restart_order  # the primary went last

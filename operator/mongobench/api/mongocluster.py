@@ -128,6 +128,8 @@ class MongoClusterSpec:
     tls: TLS = field(default_factory=TLS)
     monitoring: Monitoring = field(default_factory=Monitoring)
     deletion_policy: DeletionPolicy = "Retain"
+    # MAJOR.MINOR to set once every member runs `version`; None: never touched.
+    feature_compatibility_version: str | None = None
 
     @classmethod
     def parse(cls, spec: dict[str, Any]) -> MongoClusterSpec:

@@ -25,7 +25,7 @@ from mongobench.cluster.provision import (
     platform_status,
     read_secret,
 )
-from mongobench.cluster.rolling import roll
+from mongobench.cluster.rolling import feature_compatibility, roll
 from mongobench.cluster.secrets import EXPORTER_USERNAME
 from mongobench.cluster.status import Observed, Wiring, WorkloadState, compute_status, differs
 from mongobench.cluster.storage import grow_claims
@@ -34,7 +34,7 @@ from mongobench.k8s import client as kube
 from mongobench.k8s.conditions import now_rfc3339
 from mongobench.mongo.admin import MongoAdmin
 from mongobench.mongo.connect import Connector, resolver_from_env
-from mongobench.mongo.errors import PermanentMongoError
+from mongobench.mongo.errors import PermanentMongoError, TransientMongoError
 from mongobench.mongo.model import Credentials
 
 log = logging.getLogger("mongobench.cluster")
@@ -48,6 +48,8 @@ class SyncResult:
     changed: bool
     failure: str | None = None
     storage_warning: str | None = None
+    fcv_set: str | None = None  # featureCompatibilityVersion this pass set
+    body: Mapping[str, Any] | None = None  # the MongoCluster as read, for Events
 
 
 def provision(body: Mapping[str, Any]) -> Desired:
@@ -158,6 +160,8 @@ def sync(namespace: str, name: str) -> SyncResult | None:
         failure: str | None = None
         wiring: Wiring | None = None
         rolling: str | None = None
+        fcv: str | None = status.get("featureCompatibilityVersion")
+        fcv_set: str | None = None
         ready_sets = frozenset(
             rs.name
             for rs in d.layout.replica_sets
@@ -180,6 +184,13 @@ def sync(namespace: str, name: str) -> SyncResult | None:
                         if rs.name in ready_sets and (step := roll(admin, rs))
                     ]
                     rolling = "; ".join(steps) or None
+                    wanted = d.spec.feature_compatibility_version
+                    if rolling is None and wanted and wanted != fcv:
+                        try:
+                            fcv, changed = feature_compatibility(admin, d.layout, wanted)
+                            fcv_set = fcv if changed else None
+                        except TransientMongoError as exc:  # an election: Updated stays False
+                            rolling = f"setting featureCompatibilityVersion {wanted}: {exc}"
             except PermanentMongoError as exc:
                 failure = str(exc)
             except LookupError as exc:  # a Secret not created yet
@@ -201,6 +212,8 @@ def sync(namespace: str, name: str) -> SyncResult | None:
             now=now_rfc3339(),
         )
         new["platform"] = platform_status(d)
+        if fcv is not None:
+            new["featureCompatibilityVersion"] = fcv
         # Release a held scale-down once MongoDB has removed the members.
         held_before = held_replicas(d.layout, statefulsets, status)
         held_now = held_replicas(d.layout, statefulsets, new)
@@ -214,4 +227,4 @@ def sync(namespace: str, name: str) -> SyncResult | None:
         if changed:
             kube.patch_status("MongoCluster", namespace, name, new)
         warning = resize.message if resize and resize.status == "False" else None
-        return SyncResult(new["phase"], changed, failure, warning)
+        return SyncResult(new["phase"], changed, failure, warning, fcv_set, body)

@@ -1,4 +1,5 @@
-"""Rolling restarts after a version or resources change (StatefulSets use OnDelete).
+"""Rolling restarts after a version or resources change (StatefulSets use OnDelete), then the
+featureCompatibilityVersion when the spec asks for one.
 
 The StatefulSet controller only creates pods from the new template once the old pod is gone, so
 the operator decides the order: secondaries one at a time, each back and caught up, the primary
@@ -9,9 +10,10 @@ the next pass runs when that pod is ready again (the set is not "ready" in betwe
 from __future__ import annotations
 
 from mongobench.cluster import labels as lbl
-from mongobench.cluster.layout import ReplicaSetLayout
+from mongobench.cluster.layout import ClusterLayout, ReplicaSetLayout
 from mongobench.k8s import client as kube
 from mongobench.mongo.admin import MongoAdmin
+from mongobench.mongo.model import Mongos
 
 REVISION = "controller-revision-hash"
 
@@ -47,3 +49,13 @@ def roll(admin: MongoAdmin, rs: ReplicaSetLayout) -> str | None:
     if step.kind == "done":
         return None
     return f"{rs.name}: {step.reason}"
+
+
+def feature_compatibility(
+    admin: MongoAdmin, layout: ClusterLayout, wanted: str
+) -> tuple[str, bool]:
+    """Set the cluster's FCV to `wanted` (through mongos, or the replica set's primary); call
+    only once no member runs an old binary. Returns (the FCV now, whether this call changed it)."""
+    target = Mongos((layout.mongos_host,)) if layout.sharded else layout.replica_sets[0].to_spec()
+    changed = admin.ensure_feature_compatibility_version(target, wanted)
+    return wanted, changed

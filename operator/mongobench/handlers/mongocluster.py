@@ -29,7 +29,7 @@ def provision(
         return
     if not status.get("phase"):
         kopf.info(body, reason="Provisioning", message="objects created")
-    _publish(body, reconcile.sync(meta["namespace"], meta["name"]))
+    _publish(reconcile.sync(meta["namespace"], meta["name"]))
 
 
 # Retries the wiring until Ready (MongoDB steps wait for elections and catch-up; nothing else
@@ -44,8 +44,8 @@ def provision(
     ),
 )
 @instrumented("MongoCluster", "sync")
-def wire_until_ready(body: kopf.Body, meta: kopf.Meta, **_: Any) -> None:
-    _publish(body, reconcile.sync(meta["namespace"], meta["name"]))
+def wire_until_ready(meta: kopf.Meta, **_: Any) -> None:
+    _publish(reconcile.sync(meta["namespace"], meta["name"]))
 
 
 @kopf.on.event(
@@ -59,7 +59,7 @@ def child_changed(meta: kopf.Meta, type: str | None, **_: Any) -> None:
     # A member's pod became ready or went away: observe the whole cluster now.
     if type is None:  # kopf's initial listing: the resume handler covers it
         return
-    reconcile.sync(meta["namespace"], meta["labels"][lbl.CLUSTER])
+    _publish(reconcile.sync(meta["namespace"], meta["labels"][lbl.CLUSTER]))
 
 
 @kopf.on.delete(*MONGOCLUSTER)
@@ -68,10 +68,20 @@ def delete(body: kopf.Body, meta: kopf.Meta, **_: Any) -> None:
     deletion.finalize(body)
 
 
-def _publish(body: kopf.Body, result: reconcile.SyncResult | None) -> None:
-    if result is not None and result.failure and result.changed:
+def _publish(result: reconcile.SyncResult | None) -> None:
+    """Events for what a sync changed, on the MongoCluster as it read it."""
+    if result is None or result.body is None:
+        return
+    body: Any = dict(result.body)
+    if result.failure and result.changed:
         kopf.warn(body, reason="MongoDBError", message=result.failure)
-    if result is not None and result.changed and result.storage_warning:
+    if result.changed and result.storage_warning:
         kopf.warn(body, reason="NotExpandable", message=result.storage_warning)
-    if result is not None and result.changed and result.phase == "Ready":
+    if result.fcv_set:
+        kopf.info(
+            body,
+            reason="FeatureCompatibilityVersionSet",
+            message=f"featureCompatibilityVersion set to {result.fcv_set}",
+        )
+    if result.changed and result.phase == "Ready":
         kopf.info(body, reason="Ready", message="all members ready and wired")
