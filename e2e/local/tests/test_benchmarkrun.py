@@ -356,6 +356,9 @@ def test_run_waits_for_its_cluster_then_fails_cleanly_when_it_is_deleted(
         waiting = wait_run(kube_api, namespace, "waits", ("Pending",), timeout=30)
         ready = {c["type"]: c for c in waiting["status"]["conditions"]}["ClusterReady"]
         assert ready["status"] == "False" and ready["reason"] == "NotFound"
+        # What `kubectl get bmr` shows while it waits: prepare, load, 3 runs, cleanup to come.
+        progress = waiting["status"]["progress"]
+        assert (progress["summary"], progress["current"]) == ("0/6", "waiting to start")
 
         cluster(plane, namespace, kube_api)  # the run starts once the cluster is Ready
         wait_until(

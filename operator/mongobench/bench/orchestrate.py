@@ -151,17 +151,19 @@ class _Advance:
 
     def publish(self) -> None:
         steps = self.new.get("steps", self.status.get("steps") or [])
+        total = len(self.plan)  # known from the spec, also before the run starts
         done = sum(1 for s in steps if s.get("phase") == "Succeeded")
         current = next((s for s in steps if s.get("phase") != "Succeeded"), None)
         last = next(
             (s for s in reversed(steps) if s.get("result") and s.get("kind") == "run"), None
         )
+        label = current["label"] if current else ("done" if steps else "waiting to start")
         progress = {
-            "step": min(done + 1, len(steps)) if steps else 0,
-            "steps": len(steps),
-            "percent": int(100 * done / len(steps)) if steps else 0,
-            "summary": f"{min(done + 1, len(steps))}/{len(steps)}",
-            "current": current["label"] if current else "done",
+            "step": min(done + 1, total) if steps else 0,
+            "steps": total,
+            "percent": int(100 * done / total),
+            "summary": f"{min(done + 1, total) if steps else 0}/{total}",
+            "current": label,
         }
         if last:
             progress["lastThroughput"] = f"{last['result']['throughput']:.0f} ops/s"
