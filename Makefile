@@ -25,12 +25,12 @@ lint: ## ruff, mypy (strict on the packages), yamllint, shellcheck, hadolint
 test: setup lint test-unit test-protocol test-bench-jobs test-cluster ## set up, lint, run every tier
 
 test-unit: ## unit tier: pure builders, parsers, statistics
-	$(PYTEST) -q -m unit operator/tests bench-jobs/runner/tests dashboards/tests
+	$(PYTEST) -q -m unit operator/tests bench-jobs/runner/tests dashboards/tests e2e/local/tests
 
 test-protocol: ## protocol tier: pymongo against mockupdb and FerretDB on loopback
-	$(PYTEST) -q -m protocol operator/tests bench-jobs/runner/tests
+	$(PYTEST) -q -m protocol operator/tests bench-jobs/runner/tests e2e/local/tests
 
-test-bench-jobs: ## the YCSB binding's own tests and the runner/Locust against FerretDB
+test-bench-jobs: ## the YCSB binding's own tests (Maven, JUnit)
 	@if [ -x hack/build-java.sh ]; then bash hack/build-java.sh test; fi
 
 test-cluster: ## cluster tier: real control plane + KWOK on loopback, the operator running for real

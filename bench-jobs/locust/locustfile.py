@@ -30,6 +30,7 @@ from locust.exception import StopUser
 from locust.runners import MasterRunner, WorkerRunner
 
 from mongobench_runner import hdr
+from mongobench_runner.client_options import client_options
 from mongobench_runner.workload import CLIENT, CLIENTS, INSERT_OFFSET, split_for_client
 from mongobench_runner.ycsbgen import KeyChooser, OperationChooser, field_value, key_name
 
@@ -94,7 +95,7 @@ class Budget:
             if self.limit == 0:
                 self.limit = 1 << 62
         uri = PROPS["mongodb.url"]
-        self.client = pymongo.MongoClient(uri, maxPoolSize=0)
+        self.client = pymongo.MongoClient(uri, maxPoolSize=0, **client_options(PROPS, os.environ))
         self.ready = True
 
     def take(self) -> bool:
@@ -212,6 +213,7 @@ class MongoUser(User):
         self.readall = PROPS.get("readallfields", "true") == "true"
         self.writeall = PROPS.get("writeallfields", "false") == "true"
         self.hashed = PROPS.get("insertorder", "hashed") != "ordered"
+        self.upsert = PROPS.get("mongodb.upsert", "false").lower() == "true"
         self.maxscan = int(PROPS.get("maxscanlength", "1000"))
         assert BUDGET.client is not None
         db = BUDGET.client.get_database(
@@ -267,18 +269,24 @@ class MongoUser(User):
             > 0
         )
 
+    def _insert(self, doc: dict[str, Any]) -> Any:
+        """insertOne, or replaceOne with upsert under mongodb.upsert (as the binding does)."""
+        if self.upsert:
+            return self.coll.replace_one({"_id": doc["_id"]}, doc, upsert=True)
+        return self.coll.insert_one(doc)
+
     def _do(self) -> None:
         if PHASE == "load":
             keynum = self._insert_key()
             doc = {"_id": key_name(keynum, hashed=self.hashed), **self._values(True)}
-            self._timed("INSERT", lambda: self.coll.insert_one(doc))
+            self._timed("INSERT", lambda: self._insert(doc))
             return
         op = self.ops.next()
         assert self.keys is not None
         if op == "INSERT":
             keynum = self._insert_key()
             doc = {"_id": key_name(keynum, hashed=self.hashed), **self._values(True)}
-            if self._timed("INSERT", lambda: self.coll.insert_one(doc)):
+            if self._timed("INSERT", lambda: self._insert(doc)):
                 BUDGET.acknowledge(keynum)
             return
         key = key_name(self.keys.next(), hashed=self.hashed)

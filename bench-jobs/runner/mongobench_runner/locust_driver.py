@@ -25,7 +25,9 @@ from typing import Any
 
 from mongobench_runner import hdr
 from mongobench_runner import workload as wl
+from mongobench_runner.client_options import client_options
 from mongobench_runner.result import Document, OpResult, build_document, utc_now
+from mongobench_runner.ycsbgen import DISTRIBUTIONS
 
 LOCUST_VERSION = "2.47.0"
 
@@ -111,6 +113,13 @@ def _props(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, str]]:
 def run_locust(args: argparse.Namespace, install: Callable[[Callable[[], None]], None]) -> Document:
     start = utc_now()
     props, shown = _props(args)
+    # Refused here, before Locust starts: inside a Locust user it would only stall the run.
+    dist = props.get("requestdistribution", "uniform")
+    if args.phase == "run" and dist not in DISTRIBUTIONS:
+        raise ValueError(
+            f"requestdistribution={dist}: the Locust driver supports {', '.join(DISTRIBUTIONS)}"
+        )
+    client_options(props, os.environ)  # a bad mongodb.* property fails now, with its name
     threads = int(props.get("threadcount", "1"))
     workers = args.workers if args.role == "standalone" else args.expect_workers
     if args.role == "master" and workers < 1:

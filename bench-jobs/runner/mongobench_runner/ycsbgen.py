@@ -92,6 +92,9 @@ class Zipfian:
         return self.base + int(n * (self.eta * u - self.eta + 1) ** self.alpha)
 
 
+DISTRIBUTIONS = ("uniform", "zipfian", "latest")  # what KeyChooser implements
+
+
 class KeyChooser:
     """Chooses existing key numbers by `requestdistribution`."""
 
@@ -122,10 +125,10 @@ class KeyChooser:
             self.zipf = Zipfian(0, SCRAMBLED_ITEM_COUNT - 1, rnd, zetan=SCRAMBLED_ZETAN)
         elif self.dist == "latest":
             self.zipf = Zipfian(0, max(last_inserted[0], 1), rnd)
-        elif self.dist != "uniform":
+        elif self.dist not in DISTRIBUTIONS:
             raise ValueError(
-                f"requestdistribution={self.dist}: the Locust driver supports uniform, zipfian "
-                "and latest"
+                f"requestdistribution={self.dist}: the Locust driver supports "
+                f"{', '.join(DISTRIBUTIONS)}"
             )
 
     def next(self) -> int:

@@ -112,3 +112,39 @@ def test_locust_against_a_dead_server_fails_with_a_message(tmp_path):
     assert res.returncode == 1
     validate(res.doc)
     assert "READ ERROR=4" in res.doc["error"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["-p", "requestdistribution=hotspot"], "requestdistribution=hotspot"),
+        (["-p", "mongodb.readPreference=closest"], "mongodb.readPreference"),
+    ],
+)
+def test_locust_refuses_what_it_cannot_honour_before_starting(extra, message, tmp_path):
+    res = run_runner(
+        ["locust", "--phase", "run", "--workload", "a", "--uri", "mongodb://127.0.0.1:9/", *extra],
+        tmp_path,
+        timeout=60,
+    )
+    assert res.returncode == 1
+    validate(res.doc)
+    assert message in res.doc["error"]
+
+
+def test_locust_honours_write_concern_and_upsert(ferretdb, tmp_path):
+    uri = f"{ferretdb.uri}locust_opts"
+    common = ["--workload", "a", "--uri", uri, "--threads", "2", "-p", "recordcount=50"]
+    res = run_runner(
+        ["locust", "--phase", "load", *common, "-p", "mongodb.writeConcern=majority"], tmp_path
+    )
+    assert res.returncode == 0, res.doc.get("error")
+    # Loading the same keys again: duplicates with insertOne, replacements with upsert.
+    again = run_runner(
+        ["locust", "--phase", "load", *common, "-p", "mongodb.upsert=true"], tmp_path
+    )
+    assert again.returncode == 0, again.doc.get("error")
+    assert again.doc["operations"]["INSERT"]["count"] == 50
+    assert pymongo.MongoClient(ferretdb.uri)["locust_opts"]["usertable"].count_documents({}) == 50
+    dup = run_runner(["locust", "--phase", "load", *common], tmp_path)
+    assert dup.returncode == 1 and dup.doc["operations"]["INSERT"]["errors"] == 50

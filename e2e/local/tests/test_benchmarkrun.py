@@ -352,13 +352,19 @@ def test_run_waits_for_its_cluster_then_fails_cleanly_when_it_is_deleted(
     custom = k8s.CustomObjectsApi(kube_api)
     operator = start(plane, namespace, model, tmp_path / "operator.log", prometheus, kube_api)
     try:
-        apply(plane, namespace, run_manifest("waits", workloads=[{"name": "c"}], repetitions=3))
+        apply(
+            plane,
+            namespace,
+            run_manifest(
+                "waits", workloads=[{"name": "c"}], repetitions=5, cleanup={"jobs": "Always"}
+            ),
+        )
         waiting = wait_run(kube_api, namespace, "waits", ("Pending",), timeout=30)
         ready = {c["type"]: c for c in waiting["status"]["conditions"]}["ClusterReady"]
         assert ready["status"] == "False" and ready["reason"] == "NotFound"
         # What `kubectl get bmr` shows while it waits: prepare, load, 3 runs, cleanup to come.
         progress = waiting["status"]["progress"]
-        assert (progress["summary"], progress["current"]) == ("0/6", "waiting to start")
+        assert (progress["summary"], progress["current"]) == ("0/8", "waiting to start")
 
         cluster(plane, namespace, kube_api)  # the run starts once the cluster is Ready
         wait_until(
@@ -371,20 +377,29 @@ def test_run_waits_for_its_cluster_then_fails_cleanly_when_it_is_deleted(
             timeout=120,
             what="a first measured step",
         )
-        # The cluster goes away for good (its finalizer removed: as if forced).
+        # The cluster goes away for good, as if forced: deleted, then its finalizer removed
+        # (in this order: the operator would put a finalizer back on a live object, and may
+        # not add one to an object being deleted).
+        custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, "mongoclusters", "bc")
         custom.patch_namespaced_custom_object(
             GROUP, VERSION, namespace, "mongoclusters", "bc", {"metadata": {"finalizers": None}}
         )
-        custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, "mongoclusters", "bc")
         run = wait_run(kube_api, namespace, "waits", ("Succeeded", "Failed"), timeout=60)
+        # cleanup.jobs Always is honoured on this failure too (deletion is asynchronous).
+        wait_until(
+            lambda: not k8s.BatchV1Api(kube_api).list_namespaced_job(namespace).items,
+            timeout=30,
+            what="the run's Jobs deleted",
+        )
     finally:
         operator.stop()
     status = run["status"]
-    if status["phase"] == "Failed":
-        condition = {c["type"]: c for c in status["conditions"]}["ClusterReady"]
-        assert condition["reason"] == "ClusterDeleted"
+    assert status["phase"] == "Failed"
+    condition = {c["type"]: c for c in status["conditions"]}["ClusterReady"]
+    assert condition["reason"] == "ClusterDeleted"
     kept = [s for s in status["steps"] if s["kind"] == "run" and s.get("result")]
     assert kept and all(s["result"]["throughput"] > 0 for s in kept)
+    assert not [s["label"] for s in status["steps"] if s["phase"] == "Running"]
 
 
 def test_sharded_cluster_is_prepared_with_a_hashed_shard_key(
@@ -485,3 +500,27 @@ def test_deleting_a_running_benchmark_removes_its_jobs_and_processes(
         wait_until(lambda: not executor.running(), timeout=30, what="client processes stopped")
     finally:
         operator.stop()
+
+
+def test_database_the_cluster_user_cannot_write_fails_before_any_job(
+    plane: Plane,
+    namespace: str,
+    kube_api: k8s.ApiClient,
+    model: MongoModel,
+    executor: PodExecutor,
+    prometheus: str,
+    tmp_path: Path,
+) -> None:
+    operator = start(plane, namespace, model, tmp_path / "operator.log", prometheus, kube_api)
+    try:
+        cluster(plane, namespace, kube_api)
+        apply(plane, namespace, run_manifest("otherdb", database="other", repetitions=1))
+        run = wait_run(kube_api, namespace, "otherdb", ("Succeeded", "Failed"), timeout=30)
+    finally:
+        operator.stop()
+    condition = {c["type"]: c for c in run["status"]["conditions"]}["ClusterReady"]
+    assert run["status"]["phase"] == "Failed"
+    assert condition["reason"] == "DatabaseNotWritable"
+    assert "may write only to ycsb" in condition["message"]
+    assert not k8s.BatchV1Api(kube_api).list_namespaced_job(namespace).items
+    assert not model.dropped  # not even prepared

@@ -167,6 +167,38 @@ def test_node_nobody_scrapes_is_missing_not_zero(prometheus: str, host: dict[str
     assert report.to_status()["clients"] is None
 
 
+def test_step_starting_and_ending_in_one_second_still_gets_cpu(
+    prometheus: str, host: dict[str, str]
+) -> None:
+    # Job timestamps have whole seconds: a short step's window can be empty as written.
+    second = float(int(time.time()) - 5)
+    report = query_window(
+        prometheus,
+        second,
+        second,
+        SCRAPE,
+        cluster_nodes=[NODE],
+        client_nodes=[],
+        namespace="bench",
+        pods=[],
+        scrape_interval=SCRAPE,
+        mapping=mappings(host)[0],
+    )
+    assert set(report.nodes) == {NODE}
+    with pytest.raises(ValueError, match="ends before it starts"):
+        query_window(
+            prometheus,
+            second,
+            second - 1,
+            SCRAPE,
+            cluster_nodes=[NODE],
+            client_nodes=[],
+            namespace="bench",
+            pods=[],
+            scrape_interval=SCRAPE,
+        )
+
+
 def test_prometheus_error_answer_raises_with_its_words(prometheus: str) -> None:
     now = time.time()
     with pytest.raises(CpuUnavailable, match=r"HTTP 400.*parse error"):

@@ -419,8 +419,11 @@ def query_window(
     profile = profile or CpuProfile.load()
     t0, t1 = _as_datetime(start), _as_datetime(end)
     s, e = t0.timestamp(), t1.timestamp()
-    if e <= s:
-        raise ValueError(f"empty window: {t0} .. {t1}")
+    if e < s:
+        raise ValueError(f"window ends before it starts: {t0} .. {t1}")
+    # Step times (Job status, RFC 3339) have whole seconds: a short step may start and end in
+    # the same second. Its CPU lies within that second.
+    e = max(e, s + 1.0)
     step = max(step_seconds, scrape_interval, (e - s) / MAX_POINTS)
     rng = rate_range(step, scrape_interval)
     # Points are rates over the range before them: start one range in so none looks before

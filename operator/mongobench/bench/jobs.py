@@ -71,6 +71,8 @@ def result_prefix(run: RunRef, step: Step) -> str:
 def ycsb_properties(spec: BenchmarkRunSpec, step: Step) -> list[tuple[str, str]]:
     """YCSB -p properties of a step: core knobs from the spec, then the passthroughs."""
     props: list[tuple[str, str]] = [
+        # The database prepare/cleanup work on, whatever database the connection URI names.
+        ("mongodb.database", spec.database),
         ("table", spec.collection),
         ("recordcount", str(spec.load.record_count)),
         ("fieldcount", str(spec.run.field_count)),

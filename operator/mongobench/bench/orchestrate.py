@@ -215,19 +215,41 @@ class _Advance:
             message = f"MongoCluster {ref.name} does not exist"
             if started:
                 self.condition("ClusterReady", "False", "ClusterDeleted", message)
+                for entry in self.steps():
+                    if entry["phase"] == "Running":
+                        self.mark(
+                            self.plan[entry["index"]],
+                            phase="Failed",
+                            message=f"{message} (deleted during this step)",
+                        )
+                self.cleanup(success=False)
                 self.finish("Failed", f"{message} (deleted during the run); results so far kept")
                 return None
             self.new["phase"] = "Pending"
             self.condition("ClusterReady", "False", "NotFound", message)
             return None
         phase = (cluster.get("status") or {}).get("phase")
+        writable = ((cluster.get("spec") or {}).get("auth") or {}).get("benchmarkDatabase", "ycsb")
+        if writable != self.spec.database and not started:
+            message = (
+                f"database {self.spec.database}: the benchmark user of MongoCluster {ref.name} "
+                f"may write only to {writable} (its spec.auth.benchmarkDatabase)"
+            )
+            self.condition("ClusterReady", "False", "DatabaseNotWritable", message)
+            self.finish("Failed", message)
+            return None
         if phase != "Ready" and not started:
             self.new["phase"] = "Pending"
             self.condition(
                 "ClusterReady", "False", "NotReady", f"MongoCluster {ref.name} is {phase}; waiting"
             )
             return None
-        self.condition("ClusterReady", "True", "Ready", f"MongoCluster {ref.name} is Ready")
+        if phase == "Ready":
+            self.condition("ClusterReady", "True", "Ready", f"MongoCluster {ref.name} is Ready")
+        else:  # started: the steps go on (a Job fails if MongoDB is really gone); say so
+            self.condition(
+                "ClusterReady", "False", "NotReady", f"MongoCluster {ref.name} is {phase}"
+            )
         connection = (cluster.get("status") or {}).get(
             "connectionSecret"
         ) or f"{ref.name}-connection"
@@ -373,6 +395,10 @@ class _Advance:
             self.condition("CPUCollected", "False", "PrometheusUnavailable", exc.reason)
             self.outcome.warn("CPUMissing", f"{step.label}: {exc.reason}")
             return None
+        except ValueError as exc:  # e.g. a window the timestamps cannot express: never stall
+            self.condition("CPUCollected", "False", "WindowInvalid", str(exc))
+            self.outcome.warn("CPUMissing", f"{step.label}: {exc}")
+            return None
         previous = get_condition(
             self.new.get("conditions", self.status.get("conditions")), "CPUCollected"
         )
@@ -402,15 +428,20 @@ class _Advance:
             for job in kube.list_objects("Job", self.ns, f"{jobs.RUN_LABEL}={self.name}"):
                 kube.delete("Job", self.ns, job["metadata"]["name"])
         if policy.data == "Always" or (policy.data == "OnSuccess" and success):
-            cluster = (
-                kube.get("MongoCluster", self.ns, self.spec.cluster_ref.name)
-                if self.spec.cluster_ref
-                else None
-            )
             try:
-                self.outcome.info("DataDropped", self.data.drop(self.spec, cluster))
+                self.outcome.info("DataDropped", drop_data(self.data, self.spec, self.ns))
             except (MongoAdminError, ApiException) as exc:
                 self.outcome.warn("DataNotDropped", str(exc))
+
+
+def drop_data(data: DataOps, spec: BenchmarkRunSpec, namespace: str) -> str:
+    """Drop the benchmark collection (cleanup.data); what happened, for an Event."""
+    if spec.cluster_ref is None:
+        return data.drop(spec, None)
+    cluster = kube.get("MongoCluster", namespace, spec.cluster_ref.name)
+    if cluster is None:
+        return f"MongoCluster {spec.cluster_ref.name} is gone: no data to drop"
+    return data.drop(spec, cluster)
 
 
 def snapshot(cluster: Mapping[str, Any] | None, namespace: str) -> dict[str, Any]:

@@ -178,12 +178,16 @@ def sync(namespace: str, name: str) -> SyncResult | None:
                 admin, passwords = admin_for(d)
                 wiring = wire(admin, d.spec, d.layout, passwords, ready_sets)
                 if wiring.complete:
-                    steps = [
-                        step
-                        for rs in d.layout.replica_sets
-                        if rs.name in ready_sets and (step := roll(admin, rs))
-                    ]
-                    rolling = "; ".join(steps) or None
+                    # One replica set at a time, in MongoDB's upgrade order: the config servers,
+                    # then each shard (layout order). mongos follows its Deployment's rollout.
+                    rolling = next(
+                        (
+                            step
+                            for rs in d.layout.replica_sets
+                            if rs.name in ready_sets and (step := roll(admin, rs))
+                        ),
+                        None,
+                    )
                     wanted = d.spec.feature_compatibility_version
                     if rolling is None and wanted and wanted != fcv:
                         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import kopf
+from kubernetes.client.exceptions import ApiException
 
 from mongobench.api import BenchmarkRunSpec, SpecError
 from mongobench.bench import jobs, orchestrate
@@ -13,6 +14,7 @@ from mongobench.bench.data import ClusterData
 from mongobench.config import OperatorConfig
 from mongobench.handlers.common import BENCHMARKRUN, reject_spec
 from mongobench.k8s import client as kube
+from mongobench.mongo.errors import MongoAdminError
 from mongobench.observability import metrics
 from mongobench.observability.metrics import instrumented
 
@@ -83,9 +85,10 @@ def delete(body: kopf.Body, spec: kopf.Spec, status: kopf.Status, **_: Any) -> N
     parsed = BenchmarkRunSpec.parse(dict(spec))
     succeeded = status.get("phase") == "Succeeded"
     if parsed.cleanup.data == "Always" and not succeeded:
-        cluster = (
-            kube.get("MongoCluster", body["metadata"]["namespace"], parsed.cluster_ref.name)
-            if parsed.cluster_ref
-            else None
-        )
-        kopf.info(body, reason="DataDropped", message=_data.drop(parsed, cluster))
+        # Best effort: an unreachable MongoDB must not hold the run's deletion forever.
+        try:
+            message = orchestrate.drop_data(_data, parsed, body["metadata"]["namespace"])
+        except (MongoAdminError, ApiException) as exc:
+            kopf.warn(body, reason="DataNotDropped", message=str(exc))
+        else:
+            kopf.info(body, reason="DataDropped", message=message)

@@ -158,5 +158,7 @@ def test_every_inserting_step_gets_an_insert_range_of_its_own() -> None:
             assert "mongobench.insertoffset" not in props
         # Inserts are inserts: no upsert is forced on the user to hide collisions.
         assert props["mongodb.upsert"] == "false"
+        # The clients use the database prepare and cleanup work on, not the URI's.
+        assert props["mongodb.database"] == s.database
     assert sorted(offsets) == ["run d #1", "run d #2", "run e #1", "run e #2"]
     assert len(set(offsets.values())) == 4
