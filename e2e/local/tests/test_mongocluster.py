@@ -179,9 +179,25 @@ def test_sharded_cluster_wires_shards_then_adds_a_third(
         topology["sharded"]["shards"] = 3
         apply(plane, namespace, cluster_manifest("sh", topology=topology))
         obj = wait_phase(kube_api, namespace, "sh", "Ready", timeout=90)
+        added = {rs["name"]: rs.get("addedAsShard") for rs in obj["status"]["replicaSets"]}
+
+        # mongos routers scale up and down with the spec; status follows the Deployment.
+        apps = k8s.AppsV1Api(kube_api)
+        for routers in (3, 1):
+            topology["sharded"]["mongos"] = routers
+            apply(plane, namespace, cluster_manifest("sh", topology=topology))
+            wait_until(
+                lambda n=routers: (
+                    get_cluster(kube_api, namespace, "sh")["status"].get("mongos")
+                    == {"desired": n, "ready": n}
+                    and get_cluster(kube_api, namespace, "sh")["status"]["phase"] == "Ready"
+                ),
+                timeout=60,
+                what=f"{routers} mongos ready",
+            )
+            assert apps.read_namespaced_deployment("sh-mongos", namespace).spec.replicas == routers
     finally:
         operator.stop()
-    added = {rs["name"]: rs.get("addedAsShard") for rs in obj["status"]["replicaSets"]}
     assert added == {"sh-cfg": None, "sh-shard0": True, "sh-shard1": True, "sh-shard2": True}
     assert sorted(model.sharded.shards) == ["sh-shard0", "sh-shard1", "sh-shard2"]
 
