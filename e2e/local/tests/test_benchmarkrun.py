@@ -414,6 +414,8 @@ def test_sharded_cluster_is_prepared_with_a_hashed_shard_key(
     for rs in ("sh-cfg", "sh-shard0", "sh-shard1"):
         model.member(f"{rs}-0.{rs}-hl.{namespace}.svc.cluster.local:27017")
     model.mongos(f"sh-mongos.{namespace}.svc.cluster.local:27017")
+    # The data path is FerretDB; the model answers $collStats as if the load put 200 records.
+    model.sharded.documents["ycsb.usertable"] = 200
     operator = start(plane, namespace, model, tmp_path / "operator.log", prometheus, kube_api)
     try:
         topology = {
@@ -448,10 +450,17 @@ def test_sharded_cluster_is_prepared_with_a_hashed_shard_key(
         )
         apply(plane, namespace, manifest)
         run = wait_run(kube_api, namespace, "shr", ("Succeeded", "Failed"))
+        cluster_status = get(kube_api, namespace, "mongoclusters", "sh")["status"]
     finally:
         operator.stop()
     status = run["status"]
     assert status["phase"] == "Succeeded"
+    # The per-shard balance after the load, with the run and on the cluster.
+    load = next(s for s in status["steps"] if s["kind"] == "load")
+    shares = {s["shard"]: (s["documents"], s["percent"]) for s in load["distribution"]["shards"]}
+    assert shares == {"sh-shard0": (100, 50.0), "sh-shard1": (100, 50.0)}
+    assert load["distribution"]["collection"] == "ycsb.usertable"
+    assert cluster_status["distribution"] == load["distribution"]
     prepare = status["steps"][0]
     assert "sharded on hashed _id" in prepare["message"]
     assert model.sharded_history == [("ycsb.usertable", {"_id": "hashed"})]

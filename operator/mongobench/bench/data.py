@@ -44,6 +44,18 @@ class ClusterData(DataOps):
         admin.ensure_collection(rs.to_spec(), spec.database, spec.collection)
         return f"{spec.database}.{spec.collection} recreated"
 
+    def distribution(
+        self, spec: BenchmarkRunSpec, cluster: Mapping[str, Any] | None
+    ) -> dict[str, Any] | None:
+        if cluster is None:
+            return None
+        d = desired(cluster, cluster.get("status") or {})
+        if not d.layout.sharded:
+            return None
+        admin, _ = admin_for(d)
+        mongos = Mongos((d.layout.mongos_host,))
+        return admin.distribution(mongos, spec.database, spec.collection).as_status()
+
     def drop(self, spec: BenchmarkRunSpec, cluster: Mapping[str, Any] | None) -> str:
         if cluster is None:
             return "external database: nothing dropped (no administrator credentials)"

@@ -68,6 +68,12 @@ class DataOps:
     def drop(self, spec: BenchmarkRunSpec, cluster: Mapping[str, Any] | None) -> str:
         raise NotImplementedError
 
+    def distribution(
+        self, spec: BenchmarkRunSpec, cluster: Mapping[str, Any] | None
+    ) -> dict[str, Any] | None:
+        """Documents and chunks per shard of the benchmark collection; None if not sharded."""
+        return None
+
 
 CpuQuery = Callable[[Mapping[str, Any], Mapping[str, Any], str, str], dict[str, Any]]
 
@@ -322,6 +328,8 @@ class _Advance:
             problem = self.collect(step, ref, entry, job)
             if problem is not None:
                 self.fail(step, f"{step.label}: {problem}")
+            elif step.kind == "load":
+                self.record_distribution(step, target)
             return
         if conditions.get("Failed", {}).get("status") == "True":
             self.collect(step, ref, entry, job, failed=True)
@@ -380,6 +388,24 @@ class _Advance:
                 "StepSucceeded", f"{step.label}: {fields['result']['throughput']} ops/s"
             )
         return problem
+
+    def record_distribution(self, step: Step, target: Target) -> None:
+        """After a (re)load of a sharded cluster: the per-shard balance, with the step and on
+        the MongoCluster. Best effort: a run does not fail for want of it."""
+        try:
+            dist = self.data.distribution(self.spec, target.cluster)
+        except MongoAdminError as exc:
+            self.outcome.warn("DistributionUnknown", f"{step.label}: {exc}")
+            return
+        if dist is None:
+            return
+        self.mark(step, distribution=dist)
+        shares = ", ".join(f"{s['shard']} {s['percent']:.1f}%" for s in dist["shards"])
+        self.outcome.info("Distribution", f"{step.label}: {dist['collection']} {shares}")
+        if self.spec.cluster_ref is not None:
+            kube.patch_status(
+                "MongoCluster", self.ns, self.spec.cluster_ref.name, {"distribution": dist}
+            )
 
     def step_cpu(self, step: Step, entry: Mapping[str, Any], end: str) -> dict[str, Any] | None:
         """CPU of the step's window; a run without it still succeeds, with a condition."""

@@ -247,6 +247,23 @@ class Distribution:
     def total_documents(self) -> int:
         return sum(s.documents for s in self.shards)
 
+    def as_status(self) -> dict[str, Any]:
+        """The per-shard balance table (status.distribution of the CRDs)."""
+        return {
+            "collection": self.namespace,
+            "sharded": self.sharded,
+            "documents": self.total_documents,
+            "shards": [
+                {
+                    "shard": s.shard,
+                    "documents": s.documents,
+                    "percent": s.percent,
+                    "chunks": s.chunks,
+                }
+                for s in self.shards
+            ],
+        }
+
 
 @dataclass(frozen=True)
 class ServerFacts:
