@@ -403,9 +403,12 @@ class _Advance:
         shares = ", ".join(f"{s['shard']} {s['percent']:.1f}%" for s in dist["shards"])
         self.outcome.info("Distribution", f"{step.label}: {dist['collection']} {shares}")
         if self.spec.cluster_ref is not None:
-            kube.patch_status(
-                "MongoCluster", self.ns, self.spec.cluster_ref.name, {"distribution": dist}
-            )
+            try:
+                kube.patch_status(
+                    "MongoCluster", self.ns, self.spec.cluster_ref.name, {"distribution": dist}
+                )
+            except ApiException as exc:  # the cluster went away meanwhile: the step keeps it
+                self.outcome.warn("DistributionNotPublished", f"{step.label}: {exc.reason}")
 
     def step_cpu(self, step: Step, entry: Mapping[str, Any], end: str) -> dict[str, Any] | None:
         """CPU of the step's window; a run without it still succeeds, with a condition."""
