@@ -177,7 +177,20 @@ def test_a_to_f_twice_with_two_clients_ends_with_every_number(
         cluster(plane, namespace, kube_api)
         apply(plane, namespace, run_manifest("af"))
         run = wait_run(kube_api, namespace, "af", ("Succeeded", "Failed"))
-        metrics = operator.metrics()
+        # The handler exports a finished run's gauges right after writing its final status.
+        metrics = (
+            wait_until(
+                lambda: (
+                    (text := operator.metrics())
+                    and "mongobench_run_throughput_ops_per_second{" in text
+                    and text
+                ),
+                timeout=15,
+                what="the finished run exported on /metrics",
+            )
+            if run["status"]["phase"] == "Succeeded"
+            else operator.metrics()
+        )
     finally:
         operator.stop()
     status = run["status"]
