@@ -27,7 +27,7 @@ from mongobench_runner import hdr
 from mongobench_runner import workload as wl
 from mongobench_runner.client_options import client_options
 from mongobench_runner.result import Document, OpResult, build_document, utc_now
-from mongobench_runner.ycsbgen import DISTRIBUTIONS
+from mongobench_runner.ycsbgen import check_distribution
 
 LOCUST_VERSION = "2.47.0"
 
@@ -114,11 +114,8 @@ def run_locust(args: argparse.Namespace, install: Callable[[Callable[[], None]],
     start = utc_now()
     props, shown = _props(args)
     # Refused here, before Locust starts: inside a Locust user it would only stall the run.
-    dist = props.get("requestdistribution", "uniform")
-    if args.phase == "run" and dist not in DISTRIBUTIONS:
-        raise ValueError(
-            f"requestdistribution={dist}: the Locust driver supports {', '.join(DISTRIBUTIONS)}"
-        )
+    if args.phase == "run":
+        check_distribution(props)
     client_options(props, os.environ)  # a bad mongodb.* property fails now, with its name
     threads = int(props.get("threadcount", "1"))
     workers = args.workers if args.role == "standalone" else args.expect_workers

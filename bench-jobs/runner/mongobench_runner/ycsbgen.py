@@ -95,6 +95,16 @@ class Zipfian:
 DISTRIBUTIONS = ("uniform", "zipfian", "latest")  # what KeyChooser implements
 
 
+def check_distribution(props: dict[str, str]) -> str:
+    """The requestdistribution KeyChooser will use; ValueError naming it if unsupported."""
+    dist = props.get("requestdistribution", "uniform")
+    if dist not in DISTRIBUTIONS:
+        raise ValueError(
+            f"requestdistribution={dist}: the Locust driver supports {', '.join(DISTRIBUTIONS)}"
+        )
+    return dist
+
+
 class KeyChooser:
     """Chooses existing key numbers by `requestdistribution`."""
 
@@ -107,7 +117,7 @@ class KeyChooser:
         stride: int = 1,
         first_insert: int | None = None,
     ) -> None:
-        self.dist = props.get("requestdistribution", "uniform")
+        self.dist = check_distribution(props)
         start = int(props.get("insertstart", "0"))
         count = (
             int(props.get("insertcount", props.get("recordcount", "0")))
@@ -125,11 +135,6 @@ class KeyChooser:
             self.zipf = Zipfian(0, SCRAMBLED_ITEM_COUNT - 1, rnd, zetan=SCRAMBLED_ZETAN)
         elif self.dist == "latest":
             self.zipf = Zipfian(0, max(last_inserted[0], 1), rnd)
-        elif self.dist not in DISTRIBUTIONS:
-            raise ValueError(
-                f"requestdistribution={self.dist}: the Locust driver supports "
-                f"{', '.join(DISTRIBUTIONS)}"
-            )
 
     def next(self) -> int:
         if self.dist == "uniform":
