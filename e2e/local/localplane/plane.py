@@ -88,6 +88,10 @@ class PlaneStartError(RuntimeError):
     pass
 
 
+# Tries at booting the plane when a component finds its port taken.
+_BIND_ATTEMPTS = 3
+
+
 @dataclass
 class Plane:
     workdir: Path
@@ -142,28 +146,39 @@ class Plane:
         workdir = Path(workdir).resolve()
         workdir.mkdir(parents=True, exist_ok=True)
         SHM_ROOT.mkdir(parents=True, exist_ok=True)
-        shm = Path(tempfile.mkdtemp(prefix=SHM_PREFIX, dir=SHM_ROOT))
-        ports = {n: free_port() for n in ("etcd", "etcd_peer", "apiserver", "kcm", "scheduler")}
-        plane = cls(
-            workdir,
-            shm,
-            ports,
-            keep_workdir=keep_workdir,
-            detached=detached,
-            owner=None if detached else procs.owner_record(),
-            audit=audit,
-        )
-        plane._save_state()  # before any spawn: a crash from here on is reapable
         nodesets = (
             [NodeSet()] if nodes is None else [nodes] if isinstance(nodes, NodeSet) else nodes
         )
-        try:
-            plane._boot(nodesets, timeout)
-        except BaseException:
-            # Keep the logs the error message points at; processes and tmpfs still go.
-            plane.keep_workdir = True
-            plane.stop()
-            raise
+        for attempt in range(1, _BIND_ATTEMPTS + 1):
+            shm = Path(tempfile.mkdtemp(prefix=SHM_PREFIX, dir=SHM_ROOT))
+            ports = {n: free_port() for n in ("etcd", "etcd_peer", "apiserver", "kcm", "scheduler")}
+            plane = cls(
+                workdir,
+                shm,
+                ports,
+                keep_workdir=keep_workdir,
+                detached=detached,
+                owner=None if detached else procs.owner_record(),
+                audit=audit,
+            )
+            plane._save_state()  # before any spawn: a crash from here on is reapable
+            try:
+                plane._boot(nodesets, timeout)
+                break
+            except PlaneStartError as e:
+                # Another program may bind a port between our pick and the component's own bind;
+                # that is the machine's doing, not the plane's, so pick again.
+                retry = attempt < _BIND_ATTEMPTS and "address already in use" in str(e)
+                plane.keep_workdir = not retry
+                plane.stop()
+                if not retry:
+                    raise
+                workdir.mkdir(parents=True, exist_ok=True)
+            except BaseException:
+                # Keep the logs the error message points at; processes and tmpfs still go.
+                plane.keep_workdir = True
+                plane.stop()
+                raise
         plane.started_in = time.monotonic() - t0
         plane._save_state()
         return plane

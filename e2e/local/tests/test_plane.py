@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -20,7 +21,8 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
-from localplane import procs
+from localplane import net, procs
+from localplane import plane as plane_mod
 from localplane.nodes import NodeSet
 from localplane.plane import HOSTPATH_ROOT, SHM_ROOT, STATE_FILE, Plane, cleanup_stale
 from localplane.stages import BENCHMARK_CLIENT_LABEL
@@ -382,6 +384,38 @@ def test_stop_leaves_nothing_behind_and_spares_other_planes(
     assert not private_pv.exists()
     assert session_pv.is_dir(), "another plane's hostPath PV was removed"
     assert bare_plane.alive()
+
+
+def test_a_port_taken_between_pick_and_bind_costs_a_retry_not_the_suite(
+    make_plane: Callable[..., Plane], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # CI once lost a whole session: another program bound kube-apiserver's port after the plane
+    # picked it. Here the first port the plane picks is held by a listener until the end.
+    squatter = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    squatter.bind(("127.0.0.1", 0))
+    squatter.listen()
+    taken = squatter.getsockname()[1]
+    picks: list[int] = []
+
+    def pick(host: str = "127.0.0.1") -> int:
+        picks.append(taken if not picks else net.free_port(host))
+        return picks[-1]
+
+    monkeypatch.setattr(plane_mod, "free_port", pick)
+    try:
+        private = make_plane(nodes=NodeSet(profile="kind", count=1))
+        assert taken not in private.ports.values()
+        assert len(picks) == 10, "the plane should have picked a second set of ports"
+        assert VersionApi(private.api_client()).get_code().git_version.startswith("v1.")
+    finally:
+        squatter.close()
+
+
+def test_listen_ports_are_drawn_below_the_ephemeral_range() -> None:
+    lo, _ = net._ephemeral_range()
+    ports = [net.free_port() for _ in range(50)]
+    assert len(set(ports)) == 50, "a port was handed out twice"
+    assert all(net._LOWEST <= p < lo for p in ports), ports
 
 
 def test_planes_of_a_killed_session_are_reaped(tmp_path: Path) -> None:
