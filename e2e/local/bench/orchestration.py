@@ -24,6 +24,7 @@ import yaml
 
 from localplane.executor import pod_executor, rewrite_hosts
 from localplane.ferretdb import running_ferretdb
+from localplane.keyfiles import keyfile_from_pods
 from localplane.mongomodel import MongoModel
 from localplane.nodes import NodeSet
 from localplane.operator import start_operator, wait_until
@@ -43,7 +44,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-orchestration-") as tmp:
         work = Path(tmp)
         plane = Plane.start(work / "plane", nodes=NodeSet(profile="kind", count=3), audit=True)
-        model = MongoModel(catch_up_seconds=0.1)
+        model = MongoModel(keyfile=keyfile_from_pods(plane.api_client()), catch_up_seconds=0.1)
         try:
             plane.apply(REPO / "crds")
             plane.kubectl("create", "namespace", NS)

@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 from kubernetes import client as k8s
 
+from localplane.keyfiles import keyfile_from_pods
 from localplane.mongomodel import MongoModel
 from localplane.nodes import NodeSet
 from localplane.operator import start_operator, wait_until
@@ -64,7 +65,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-reconcile-") as tmp:
         work = Path(tmp)
         plane = Plane.start(work / "plane", nodes=NodeSet(profile="kind", count=4), audit=True)
-        model = MongoModel(catch_up_seconds=0.2)
+        model = MongoModel(keyfile=keyfile_from_pods(plane.api_client()), catch_up_seconds=0.2)
         operator = None
         try:
             plane.apply(REPO / "crds")

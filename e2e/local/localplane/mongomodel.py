@@ -10,11 +10,21 @@ they agree on config, primary and users. Rules of the model (not of MongoDB in f
   SECONDARY; a configured member with no running peer is DOWN;
 - replSetReconfig must go to the primary (else NotWritablePrimary 10107), carry a higher version
   and change at most one voting member (else NewReplicaSetConfigurationIncompatible 103);
-- SCRAM-SHA-256 authenticates users a set (or, through mongos, the cluster) has; before any
-  exists authentication fails (18) and unauthenticated commands run, as under the localhost
-  exception; authorization (roles) is not enforced;
-- a mongos answers addShard/listShards/removeShard (draining takes ``drain_calls`` calls),
-  enableSharding/shardCollection, config.collections/config.chunks and $collStats counts;
+- every member and mongos runs with a keyfile and the operator is never on their loopback, so
+  no localhost exception: commands other than hello/ping/authentication need an authenticated
+  connection (else Unauthorized 13). SCRAM-SHA-256 authenticates the users a set (or, through
+  mongos, the cluster) has, and __system@local with the keyfile's contents (``keyfile``: the
+  text, or a function of the member's name returning it, e.g. read from the pod's Secret).
+  A connection is known by its client port; authorization (roles) is not enforced;
+- with ``hold_after_write``, one write command (WRITE_COMMANDS) is admitted, then every other
+  one is refused with ShutdownInProgress (91, transient) until ``held`` is reset;
+- a mongos answers addShard/listShards/removeShard (draining takes ``drain_calls`` calls, then
+  waits while the shard is still a database's primary: ``sharded.primaries``, set by
+  enableSharding or by hand, moved by movePrimary), enableSharding/shardCollection,
+  config.collections/config.chunks and $collStats counts;
+- serverStatus on members and mongos reports ``server_version`` and, on members, the
+  wiredTiger engine with ``cache_bytes`` configured, plus uptime/connections/opcounters that
+  change on every call (as a real server's do);
 - one featureCompatibilityVersion for the whole model (``fcv``): getParameter reads it,
   setFeatureCompatibilityVersion (with ``confirm: true`` from 7.0, as mongod 7+ requires) sets it
   and is recorded in ``fcv_history``.
@@ -24,6 +34,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +44,26 @@ from mockupdb import MockupDB
 from localplane.scram import ScramServer
 
 WIRE = {"minWireVersion": 0, "maxWireVersion": 21, "maxBsonObjectSize": 16777216}
+# Commands that change cluster state: the steps of the operator's wiring.
+WRITE_COMMANDS = frozenset(
+    {
+        "replsetinitiate",
+        "replsetreconfig",
+        "replsetstepdown",
+        "createuser",
+        "updateuser",
+        "addshard",
+        "removeshard",
+        "moveprimary",
+        "enablesharding",
+        "shardcollection",
+        "setfeaturecompatibilityversion",
+    }
+)
+# What a mongod with --keyFile answers before authentication.
+OPEN_COMMANDS = frozenset(
+    {"hello", "ismaster", "ping", "buildinfo", "saslstart", "saslcontinue", "endsessions"}
+)
 
 
 def _err(request: Any, code: int, name: str, msg: str) -> bool:
@@ -54,18 +85,28 @@ class Sharded:
     collections: dict[str, dict[str, Any]] = field(default_factory=dict)
     drain_left: dict[str, int] = field(default_factory=dict)
     users: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    primaries: dict[str, str] = field(default_factory=dict)  # database -> its primary shard
 
 
 class MongoModel:
     """Start peers with ``member``/``mongos``; hand ``host_map`` to the operator's resolver."""
 
     def __init__(
-        self, *, catch_up_seconds: float = 0.3, drain_calls: int = 2, fcv: str = "7.0"
+        self,
+        *,
+        keyfile: str | Callable[[str], str | None],
+        catch_up_seconds: float = 0.3,
+        drain_calls: int = 2,
+        fcv: str = "7.0",
     ) -> None:
+        self.keyfile = keyfile
         self.catch_up_seconds = catch_up_seconds
         self.fcv = fcv
         self.fcv_history: list[str] = []  # setFeatureCompatibilityVersion calls, in order
         self.drain_calls = drain_calls
+        self.server_version = "7.0.14"  # what serverStatus reports
+        self.cache_bytes = 256 * 1024 * 1024  # wiredTiger "maximum bytes configured"
+        self.server_status_calls = 0
         self.host_map: dict[str, str] = {}
         self.sets: dict[str, SetState] = {}
         self.node_set: dict[str, str] = {}  # member name -> set it belongs to
@@ -73,6 +114,14 @@ class MongoModel:
         self._servers: list[MockupDB] = []
         self._lock = threading.RLock()
         self._scram = ScramServer()
+        self._conversing: dict[int, str] = {}  # SCRAM conversationId -> user
+        self._authed: dict[tuple[str, int], str] = {}  # (peer, client port) -> user
+        self.unauthorized: list[str] = []  # commands refused for want of authentication
+        # hold_after_write: after one write, refuse the next ones (transient ShutdownInProgress)
+        # until the test resets `held`, so it can kill the writer between any two steps.
+        self.hold_after_write = False
+        self.held = False
+        self.writes: list[str] = []  # write commands admitted while holding, in order
         self.dropped: list[str] = []  # namespaces dropped, in order (drop commands)
         self.sharded_history: list[tuple[str, dict[str, Any]]] = []  # shardCollection calls
 
@@ -83,6 +132,18 @@ class MongoModel:
 
         def respond(request: Any) -> bool:
             with self._lock:
+                cmd = (request.command_name or "").lower()
+                if cmd not in OPEN_COMMANDS and (name, request.client_port) not in self._authed:
+                    self.unauthorized.append(f"{cmd} on {name}")
+                    return _err(
+                        request, 13, "Unauthorized", f"command {cmd} requires authentication"
+                    )
+                if cmd in WRITE_COMMANDS and self.hold_after_write:
+                    if self.held:  # the test has not yet killed the writer: nothing more
+                        return _err(request, 91, "ShutdownInProgress", "model: held")
+                    self.held = True
+                    arg = request.doc.get(request.command_name)
+                    self.writes.append(f"{cmd} {arg if isinstance(arg, str) else ''} on {name}")
                 return bool(handler(name, request))
 
         server.autoresponds(respond)
@@ -135,22 +196,31 @@ class MongoModel:
             u: info["pwd"] for (u, db), info in users.items() if db == "admin" and "pwd" in info
         }
 
-    def _auth(self, request: Any, cmd: str, passwords: dict[str, str]) -> bool | None:
+    def _internal_password(self, name: str) -> str | None:
+        keyfile = self.keyfile(name) if callable(self.keyfile) else self.keyfile
+        return None if keyfile is None else "".join(keyfile.split())
+
+    def _auth(self, name: str, request: Any, cmd: str, passwords: dict[str, str]) -> bool | None:
         """saslStart/saslContinue (SCRAM-SHA-256); None when `cmd` is not an auth command."""
         doc = request.doc
         if cmd == "saslstart":
+            if doc.get("$db") == "local":  # the internal user, authenticated by the keyfile
+                internal = self._internal_password(name)
+                passwords = {"__system": internal} if internal else {}
             started = self._scram.start(bytes(doc["payload"]), passwords)
             if started is None:
                 return _err(request, 18, "AuthenticationFailed", "Authentication failed.")
             cid, payload = started
+            self._conversing[cid] = self._scram.user_of(cid)
             return bool(request.ok(conversationId=cid, done=False, payload=Binary(payload)))
         if cmd == "saslcontinue":
-            final = self._scram.finish(int(doc["conversationId"]), bytes(doc["payload"]))
-            if final is None:
+            cid = int(doc["conversationId"])
+            final = self._scram.finish(cid, bytes(doc["payload"]))
+            user = self._conversing.pop(cid, None)
+            if final is None or user is None:
                 return _err(request, 18, "AuthenticationFailed", "Authentication failed.")
-            return bool(
-                request.ok(conversationId=doc["conversationId"], done=True, payload=Binary(final))
-            )
+            self._authed[(name, request.client_port)] = user
+            return bool(request.ok(conversationId=cid, done=True, payload=Binary(final)))
         return None
 
     def _member(self, name: str, request: Any) -> bool:
@@ -158,12 +228,15 @@ class MongoModel:
         doc = request.doc
         rs_name = self.node_set.get(name)
         rs = self.sets.get(rs_name or "")
-        answered = self._auth(request, cmd, self._passwords(rs.users) if rs else {})
+        answered = self._auth(name, request, cmd, self._passwords(rs.users) if rs else {})
         if answered is not None:
             return answered
         if cmd in ("hello", "ismaster"):
             if rs is None:
-                return bool(request.ok({**WIRE, "isWritablePrimary": False, "isreplicaset": True}))
+                reply = {**WIRE, "isWritablePrimary": False, "isreplicaset": True}
+                if "saslSupportedMechs" in doc:
+                    reply["saslSupportedMechs"] = ["SCRAM-SHA-256"]
+                return bool(request.ok(reply))
             state = self.state_of(name)
             reply = {
                 **WIRE,
@@ -179,6 +252,8 @@ class MongoModel:
             if "saslSupportedMechs" in doc:
                 reply["saslSupportedMechs"] = ["SCRAM-SHA-256"]
             return bool(request.ok(reply))
+        if cmd == "serverstatus":
+            return self._server_status(request, "mongod")
         if cmd == "replsetinitiate":
             if rs is not None:
                 return _err(request, 23, "AlreadyInitialized", "already initialized")
@@ -306,7 +381,7 @@ class MongoModel:
         for rs in self.sets.values():
             if rs.config.get("configsvr"):
                 cluster_users.update(rs.users)
-        answered = self._auth(request, cmd, self._passwords(cluster_users))
+        answered = self._auth(name, request, cmd, self._passwords(cluster_users))
         if answered is not None:
             return answered
         if cmd in ("hello", "ismaster"):
@@ -316,6 +391,8 @@ class MongoModel:
             return bool(request.ok(reply))
         if cmd == "listshards":
             return bool(request.ok(shards=list(sh.shards.values())))
+        if cmd == "serverstatus":
+            return self._server_status(request, "mongos")
         if cmd == "addshard":
             set_name, _, seeds = str(doc["addShard"]).partition("/")
             rs = self.sets.get(set_name)
@@ -344,19 +421,31 @@ class MongoModel:
                 sh.shards[shard_id]["draining"] = True
                 sh.drain_left[shard_id] = self.drain_calls
                 return bool(request.ok(msg="draining started successfully", state="started"))
-            sh.drain_left[shard_id] -= 1
-            if sh.drain_left[shard_id] > 0:
+            sh.drain_left[shard_id] = max(sh.drain_left[shard_id] - 1, 0)
+            # Chunks move by themselves; databases whose primary it is wait for movePrimary.
+            dbs = sorted(db for db, primary in sh.primaries.items() if primary == shard_id)
+            if sh.drain_left[shard_id] > 0 or dbs:
+                left = sh.drain_left[shard_id]
                 return bool(
                     request.ok(
                         msg="draining ongoing",
                         state="ongoing",
-                        remaining={"chunks": sh.drain_left[shard_id], "dbs": 0, "jumboChunks": 0},
-                        dbsToMove=[],
+                        remaining={"chunks": left, "dbs": len(dbs), "jumboChunks": 0},
+                        dbsToMove=dbs,
                     )
                 )
             del sh.shards[shard_id]
             return bool(request.ok(msg="removeshard completed successfully", state="completed"))
         if cmd == "enablesharding":
+            active = self._active_shards()
+            if active:
+                sh.primaries.setdefault(str(doc["enableSharding"]), active[0])
+            return bool(request.ok())
+        if cmd == "moveprimary":
+            target = str(doc.get("to", ""))
+            if target not in sh.shards or sh.shards[target].get("draining"):
+                return _err(request, 70, "ShardNotFound", f"Shard {target} not found")
+            sh.primaries[str(doc["movePrimary"])] = target
             return bool(request.ok())
         if cmd == "drop":
             ns = f"{doc.get('$db', 'test')}.{doc['drop']}"
@@ -379,6 +468,27 @@ class MongoModel:
         if cmd == "aggregate":
             return self._aggregate(request)
         return self._users(sh.users, request, cmd)
+
+    def _server_status(self, request: Any, process: str) -> bool:
+        self.server_status_calls += 1
+        n = self.server_status_calls
+        reply: dict[str, Any] = {
+            "version": self.server_version,
+            "process": process,
+            "uptime": float(n),
+            "connections": {"current": 2 + n % 5, "available": 838_000},
+            "opcounters": {"insert": 0, "query": n, "update": 0, "delete": 0, "command": 3 * n},
+            "mem": {"resident": 120 + n % 7},
+        }
+        if process == "mongod":
+            reply["storageEngine"] = {"name": "wiredTiger"}
+            reply["wiredTiger"] = {
+                "cache": {
+                    "maximum bytes configured": self.cache_bytes,
+                    "bytes currently in the cache": 4096 * n,
+                }
+            }
+        return bool(request.ok(reply))
 
     def _active_shards(self) -> list[str]:
         return sorted(sh for sh, s in self.sharded.shards.items() if not s.get("draining"))

@@ -23,6 +23,7 @@ def _hmac(key: bytes, data: bytes) -> bytes:
 
 @dataclass
 class _Conversation:
+    user: str
     password: str
     salt: bytes
     client_first_bare: str
@@ -50,8 +51,11 @@ class ScramServer:
             f"s={base64.b64encode(salt).decode()},i={ITERATIONS}"
         )
         cid = next(self._ids)
-        self._conversations[cid] = _Conversation(lookup[user], salt, bare, server_first)
+        self._conversations[cid] = _Conversation(user, lookup[user], salt, bare, server_first)
         return cid, server_first.encode()
+
+    def user_of(self, cid: int) -> str:
+        return self._conversations[cid].user
 
     def finish(self, cid: int, payload: bytes) -> bytes | None:
         """client-final -> server-final (v=...); None when the proof is wrong."""
@@ -66,6 +70,8 @@ class ScramServer:
         auth_message = f"{conv.client_first_bare},{conv.server_first},{without_proof}".encode()
         signature = _hmac(stored_key, auth_message)
         proof = base64.b64decode(proof_field)
+        if len(proof) != len(signature):  # another mechanism (SCRAM-SHA-1): not this server's
+            return None
         recovered = bytes(a ^ b for a, b in zip(proof, signature, strict=True))
         if not hmac.compare_digest(_h(recovered), stored_key):
             return None

@@ -22,6 +22,7 @@ from kubernetes import client as k8s
 
 from localplane.executor import PodExecutor, pod_executor, rewrite_hosts
 from localplane.ferretdb import FerretDB, running_ferretdb
+from localplane.keyfiles import keyfile_from_pods
 from localplane.mongomodel import MongoModel
 from localplane.net import free_port
 from localplane.operator import OperatorProcess, start_operator, wait_until
@@ -41,8 +42,8 @@ def ferretdb() -> Iterator[FerretDB]:
 
 
 @pytest.fixture
-def model() -> Iterator[MongoModel]:
-    with MongoModel(catch_up_seconds=0.1) as m:
+def model(kube_api: k8s.ApiClient) -> Iterator[MongoModel]:
+    with MongoModel(keyfile=keyfile_from_pods(kube_api), catch_up_seconds=0.1) as m:
         yield m
 
 

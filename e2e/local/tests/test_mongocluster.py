@@ -18,7 +18,8 @@ import pytest
 import yaml
 from kubernetes import client as k8s
 
-from localplane.mongomodel import MongoModel
+from localplane.keyfiles import keyfile_from_pods
+from localplane.mongomodel import MongoModel, SetState
 from localplane.operator import OperatorProcess, start_operator, wait_until
 from localplane.plane import Plane
 
@@ -32,8 +33,9 @@ def member_hosts(namespace: str, rs: str, n: int) -> list[str]:
 
 
 @pytest.fixture
-def model() -> Iterator[MongoModel]:
-    with MongoModel(catch_up_seconds=0.2, drain_calls=2) as m:
+def model(kube_api: k8s.ApiClient) -> Iterator[MongoModel]:
+    # Members authenticate the operator's keyfile login against the Secret their pod mounts.
+    with MongoModel(keyfile=keyfile_from_pods(kube_api), catch_up_seconds=0.2, drain_calls=2) as m:
         yield m
 
 
@@ -88,6 +90,13 @@ def wait_phase(
     return dict(wait_until(check, timeout=timeout, interval=0.2, what=f"{name} {phase}"))
 
 
+def event_reasons(api: k8s.ApiClient, namespace: str, name: str) -> set[str]:
+    events = k8s.CoreV1Api(api).list_namespaced_event(
+        namespace, field_selector=f"involvedObject.name={name}"
+    )
+    return {e.reason for e in events.items}
+
+
 def owned_by(obj: Any, uid: str) -> bool:
     return any(r.uid == uid for r in (obj.metadata.owner_references or []))
 
@@ -111,6 +120,13 @@ def test_replica_set_becomes_ready_with_owned_objects_and_wired_members(
 
     (rs,) = status["replicaSets"]
     assert rs["name"] == "rs3-rs0" and rs["role"] == "replica" and rs["initialized"]
+    # What the primary's serverStatus says runs there (the model's answers), stable facts only.
+    assert rs["server"] == {
+        "version": model.server_version,
+        "process": "mongod",
+        "storageEngine": "wiredTiger",
+        "cacheConfiguredBytes": model.cache_bytes,
+    }
     assert sorted(m["state"] for m in rs["memberStates"]) == ["PRIMARY", "SECONDARY", "SECONDARY"]
     assert status["members"] == status["readyMembers"] == 3
     timings = status["timings"]
@@ -172,7 +188,11 @@ def test_sharded_cluster_wires_shards_then_adds_a_third(
         status = obj["status"]
         assert [rs["name"] for rs in status["replicaSets"]] == ["sh-cfg", "sh-shard0", "sh-shard1"]
         assert [rs.get("addedAsShard") for rs in status["replicaSets"]] == [None, True, True]
-        assert status["mongos"] == {"desired": 2, "ready": 2}
+        assert status["mongos"] == {
+            "desired": 2,
+            "ready": 2,
+            "server": {"version": model.server_version, "process": "mongos"},
+        }
         cfg = model.sets["sh-cfg"].config
         assert cfg.get("configsvr") is True and len(cfg["members"]) == 3
 
@@ -188,8 +208,8 @@ def test_sharded_cluster_wires_shards_then_adds_a_third(
             apply(plane, namespace, cluster_manifest("sh", topology=topology))
             wait_until(
                 lambda n=routers: (
-                    get_cluster(kube_api, namespace, "sh")["status"].get("mongos")
-                    == {"desired": n, "ready": n}
+                    get_cluster(kube_api, namespace, "sh")["status"]["mongos"].items()
+                    >= {"desired": n, "ready": n}.items()
                     and get_cluster(kube_api, namespace, "sh")["status"]["phase"] == "Ready"
                 ),
                 timeout=60,
@@ -200,6 +220,77 @@ def test_sharded_cluster_wires_shards_then_adds_a_third(
         operator.stop()
     assert added == {"sh-cfg": None, "sh-shard0": True, "sh-shard1": True, "sh-shard2": True}
     assert sorted(model.sharded.shards) == ["sh-shard0", "sh-shard1", "sh-shard2"]
+
+
+def test_removing_a_shard_drains_it_before_its_statefulset_goes(
+    plane: Plane, namespace: str, kube_api: k8s.ApiClient, model: MongoModel, tmp_path: Path
+) -> None:
+    sets = {"rm-cfg": 1, "rm-shard0": 1, "rm-shard1": 1, "rm-shard2": 1}
+    host_map = serve(model, namespace, sets, mongos="rm-mongos")
+    operator = run_operator(plane, namespace, host_map, tmp_path / "operator.log")
+    topology = {
+        "type": "Sharded",
+        "sharded": {"shards": 3, "membersPerShard": 1, "configServers": 1, "mongos": 1},
+    }
+    apps, core = k8s.AppsV1Api(kube_api), k8s.CoreV1Api(kube_api)
+    policy = k8s.PolicyV1Api(kube_api)
+    samples: list[tuple[bool, bool, list[dict[str, Any]] | None]] = []
+    try:
+        apply(plane, namespace, cluster_manifest("rm", topology=topology))
+        wait_phase(kube_api, namespace, "rm", "Ready", timeout=90)
+        assert sorted(model.sharded.shards) == ["rm-shard0", "rm-shard1", "rm-shard2"]
+        # The leaving shard is a database's primary shard, and its chunks take a few passes.
+        model.sharded.primaries["ycsb"] = "rm-shard2"
+        model.drain_calls = 4
+
+        topology["sharded"]["shards"] = 2
+        apply(plane, namespace, cluster_manifest("rm", topology=topology))
+
+        def sample() -> bool:
+            names = {s.metadata.name for s in apps.list_namespaced_stateful_set(namespace).items}
+            listed = "rm-shard2" in model.sharded.shards  # read after the StatefulSets
+            obj = get_cluster(kube_api, namespace, "rm")
+            status = obj.get("status") or {}
+            samples.append(("rm-shard2" in names, listed, status.get("draining")))
+            return (
+                not listed
+                and "rm-shard2" not in names
+                and status.get("phase") == "Ready"
+                and status.get("observedGeneration") == obj["metadata"]["generation"]
+            )
+
+        wait_until(sample, timeout=90, interval=0.1, what="shard rm-shard2 drained and removed")
+        status = get_cluster(kube_api, namespace, "rm")["status"]
+        # An Event when the drain started and one when the shard was gone.
+        wait_until(
+            lambda: {"ShardDraining", "ShardRemoved"} <= event_reasons(kube_api, namespace, "rm"),
+            timeout=20,
+            what="ShardDraining and ShardRemoved events",
+        )
+    finally:
+        operator.stop()
+    # While it drained, status said so, with what was left, and its members were still there.
+    drained = [d for sts, _, d in samples if d and d[0]["state"] == "Draining"]
+    assert drained and all(d[0]["shard"] == "rm-shard2" for d in drained)
+    assert any("remainingChunks" in d[0] for d in drained), drained
+    assert any(sts for sts, _, d in samples if d and d[0]["state"] == "Draining"), samples
+    # Never deleted while MongoDB still listed the shard (its data lived there).
+    assert all(sts or not listed for sts, listed, _ in samples), samples
+    assert sorted(model.sharded.shards) == ["rm-shard0", "rm-shard1"]
+    assert model.sharded.primaries["ycsb"] == "rm-shard0"  # movePrimary before completion
+    assert "draining" not in status
+    assert [rs["name"] for rs in status["replicaSets"]] == ["rm-cfg", "rm-shard0", "rm-shard1"]
+    assert {c["type"]: c["status"] for c in status["conditions"]}["Updated"] == "True"
+    # Service and PodDisruptionBudget went with it; the volume claim stays (deletionPolicy Retain).
+    assert "rm-shard2-hl" not in {
+        s.metadata.name for s in core.list_namespaced_service(namespace).items
+    }
+    pdbs = policy.list_namespaced_pod_disruption_budget(namespace).items
+    assert "rm-shard2-pdb" not in {p.metadata.name for p in pdbs}
+    claims = {
+        p.metadata.name for p in core.list_namespaced_persistent_volume_claim(namespace).items
+    }
+    assert "data-rm-shard2-0" in claims
 
 
 def test_scale_up_then_down_removes_members_before_their_pods(
@@ -367,6 +458,82 @@ def test_operator_killed_mid_creation_converges_without_duplicates(
     assert sorted(model.sharded.shards) == ["kc-shard0", "kc-shard1"]
 
 
+def test_operator_killed_after_every_mongodb_write_still_converges(
+    plane: Plane, namespace: str, kube_api: k8s.ApiClient, model: MongoModel, tmp_path: Path
+) -> None:
+    # The model admits one write (initiate, createUser, addShard, ...) and holds the rest until
+    # the writer is gone: each operator process takes exactly one step, then dies by SIGKILL.
+    sets = {"kw-cfg": 1, "kw-shard0": 2}
+    host_map = serve(model, namespace, sets, mongos="kw-mongos")
+    topology = {
+        "type": "Sharded",
+        "sharded": {"shards": 1, "membersPerShard": 2, "configServers": 1, "mongos": 1},
+    }
+    model.hold_after_write = True
+    apply(plane, namespace, cluster_manifest("kw", topology=topology))
+
+    def ready() -> bool:
+        obj = get_cluster(kube_api, namespace, "kw")
+        return (obj.get("status") or {}).get("phase") == "Ready"
+
+    processes = 0
+    while processes < 30:
+        processes += 1
+        operator = run_operator(plane, namespace, host_map, tmp_path / f"op{processes}.log")
+        try:
+            wait_until(lambda: model.held or ready(), timeout=60, what="one write or Ready")
+        finally:
+            operator.kill()
+        if not model.held:
+            break
+        model.held = False
+    assert ready(), model.writes
+    steps = [w.split(" ")[0] for w in model.writes]
+    # Every step ran exactly once, by a different process: none was repeated after a restart.
+    assert len(model.writes) == len(set(model.writes)), model.writes
+    assert processes == len(model.writes) + 1
+    assert steps.count("replsetinitiate") == 2 and steps.count("addshard") == 1, steps
+    assert sorted(model.sharded.shards) == ["kw-shard0"]
+    assert not model.unauthorized  # every privileged command was authenticated (keyfile, user)
+
+
+def test_a_member_holding_another_replica_set_is_a_failure_with_the_servers_words(
+    plane: Plane, namespace: str, kube_api: k8s.ApiClient, model: MongoModel, tmp_path: Path
+) -> None:
+    # A volume reused from another cluster: its mongod already belongs to replica set "stale".
+    # Initiating over it would be wrong; the user gets a condition and an Event instead.
+    host_map = serve(model, namespace, {"pe-rs0": 2})
+    stale = member_hosts(namespace, "pe-rs0", 2)[1]
+    model.sets["stale"] = SetState(
+        {"_id": "stale", "version": 3, "members": [{"_id": 0, "host": stale}]}, stale
+    )
+    model.node_set[stale] = "stale"
+    operator = run_operator(plane, namespace, host_map, tmp_path / "operator.log")
+    try:
+        apply(plane, namespace, cluster_manifest("pe", topology={"replicaSet": {"members": 2}}))
+        obj = wait_phase(kube_api, namespace, "pe", "Failed")
+        configured = next(c for c in obj["status"]["conditions"] if c["type"] == "Configured")
+        assert configured["status"] == "False"
+        assert "belongs to replica set 'stale', not 'pe-rs0'" in configured["message"]
+        warnings = wait_until(
+            lambda: [
+                e
+                for e in k8s.CoreV1Api(kube_api).list_namespaced_event(namespace).items
+                if e.reason == "MongoDBError" and e.type == "Warning"
+            ],
+            what="a MongoDBError Event",
+        )
+        assert "stale" in warnings[0].message and stale in warnings[0].message
+        assert "pe-rs0" not in model.sets  # nothing was initiated over it
+
+        with model._lock:  # the user wipes that volume: the member comes back empty
+            del model.sets["stale"], model.node_set[stale]
+        wait_phase(kube_api, namespace, "pe", "Ready")
+    finally:
+        operator.stop()
+    assert len(warnings) == 1  # one Event for the failure, not one per retry
+
+
 def test_version_upgrade_restarts_secondaries_first_and_primary_last(
     plane: Plane, namespace: str, kube_api: k8s.ApiClient, model: MongoModel, tmp_path: Path
 ) -> None:
@@ -430,6 +597,114 @@ def test_version_upgrade_restarts_secondaries_first_and_primary_last(
     old_primary_pod = primary_before.split(".", 1)[0]
     assert restart_order[-1] == old_primary_pod, restart_order  # the primary went last
     assert model.sets["up-rs0"].primary != primary_before  # it was stepped down first
+
+
+def test_sharded_version_upgrade_rolls_mongos_after_every_replica_set(
+    plane: Plane, namespace: str, kube_api: k8s.ApiClient, model: MongoModel, tmp_path: Path
+) -> None:
+    # Two members per set: a one-member set has nobody to hand its primary to.
+    sets = {"vu-cfg": 2, "vu-shard0": 2, "vu-shard1": 2}
+    host_map = serve(model, namespace, sets, mongos="vu-mongos")
+    operator = run_operator(plane, namespace, host_map, tmp_path / "operator.log")
+    apps, core = k8s.AppsV1Api(kube_api), k8s.CoreV1Api(kube_api)
+    topology = {
+        "type": "Sharded",
+        "sharded": {"shards": 2, "membersPerShard": 2, "configServers": 2, "mongos": 2},
+    }
+    old, new = "mongo:7.0.14", "mongo:8.0.4"
+    samples: list[dict[str, Any]] = []
+
+    def images(pods: list[Any], container: str) -> set[str]:
+        return {c.image for p in pods for c in p.spec.containers if c.name == container}
+
+    def sample() -> bool:
+        # Read in this order: what mongos and status say first, the pods they depend on after
+        # (a set that runs the new image keeps running it), so a sample never looks too early.
+        obj = get_cluster(kube_api, namespace, "vu")
+        generation = obj["metadata"]["generation"]
+        updated = next(
+            (
+                c
+                for c in obj.get("status", {}).get("conditions", [])
+                if c["type"] == "Updated" and c.get("observedGeneration") == generation
+            ),
+            {},
+        )
+        fcv = model.fcv
+        dep = apps.read_namespaced_deployment("vu-mongos", namespace)
+        template = {c.image for c in dep.spec.template.spec.containers if c.name == "mongos"}
+        pods = core.list_namespaced_pod(namespace, label_selector="mongobench.io/cluster=vu").items
+        got = {
+            "deployment": template,
+            "mongod": images(pods, "mongod"),
+            "mongos": images(pods, "mongos"),
+            "updated": updated.get("status"),
+            "message": updated.get("message", ""),
+            "fcv": fcv,
+        }
+        samples.append(got)
+        return (
+            got["deployment"] == got["mongod"] == got["mongos"] == {new}
+            and got["updated"] == "True"
+            and fcv == "8.0"
+        )
+
+    try:
+        apply(plane, namespace, cluster_manifest("vu", topology=topology))
+        wait_phase(kube_api, namespace, "vu", "Ready", timeout=90)
+        manifest = cluster_manifest("vu", topology=topology, featureCompatibilityVersion="8.0")
+        manifest["spec"]["version"] = "8.0.4"
+        apply(plane, namespace, manifest)
+        wait_until(sample, timeout=180, interval=0.05, what="mongod and mongos on mongo:8.0.4")
+    finally:
+        operator.stop()
+    # mongos kept the old image as long as any replica set's pod ran it ...
+    early = [s for s in samples if s["deployment"] != {old}]
+    assert all(s["mongod"] == {new} for s in early), early[:3]
+    # ... while some sets already ran the new one (the wait was real, not the order of applies).
+    assert any(s["deployment"] == {old} and new in s["mongod"] for s in samples)
+    assert any("mongos waits for the shards to be upgraded" in s["message"] for s in samples)
+    # Updated stayed False, and the featureCompatibilityVersion untouched, until the routers
+    # themselves ran the new image.
+    behind = [s for s in samples if old in s["mongos"]]
+    assert behind and all(s["updated"] != "True" and s["fcv"] == "7.0" for s in behind)
+    assert model.fcv_history == ["8.0"]
+
+
+def test_member_priorities_reach_the_running_replica_set(
+    plane: Plane, namespace: str, kube_api: k8s.ApiClient, model: MongoModel, tmp_path: Path
+) -> None:
+    host_map = serve(model, namespace, {"pr-rs0": 3})
+    operator = run_operator(plane, namespace, host_map, tmp_path / "operator.log")
+    hosts = member_hosts(namespace, "pr-rs0", 3)
+
+    def priorities() -> list[float]:
+        return [m.get("priority", 1) for m in model.sets["pr-rs0"].config["members"]]
+
+    try:
+        # Set at creation: replSetInitiate carries it.
+        rs = {"members": 3, "memberPriorities": {"0": 2}}
+        apply(plane, namespace, cluster_manifest("pr", topology={"replicaSet": rs}))
+        wait_phase(kube_api, namespace, "pr", "Ready")
+        assert priorities() == [2, 1, 1]
+        version = model.sets["pr-rs0"].config["version"]
+
+        # Changed on the running set: one replSetReconfig per member, then Ready again.
+        rs["memberPriorities"] = {"0": 2, "1": 0.5, "2": 0}
+        apply(plane, namespace, cluster_manifest("pr", topology={"replicaSet": rs}))
+        wait_until(
+            lambda: (
+                priorities() == [2, 0.5, 0]
+                and get_cluster(kube_api, namespace, "pr")["status"]["phase"] == "Ready"
+            ),
+            timeout=60,
+            what="priorities 2, 0.5, 0 in the replica set config",
+        )
+    finally:
+        operator.stop()
+    config = model.sets["pr-rs0"].config
+    assert [m["host"] for m in config["members"]] == hosts  # same members, only priorities
+    assert config["version"] == version + 2  # one member per reconfig
 
 
 @pytest.mark.parametrize(

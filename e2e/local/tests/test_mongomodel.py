@@ -14,14 +14,18 @@ import pytest
 from localplane.mongomodel import MongoModel
 from mongobench.mongo import (
     Connector,
+    Credentials,
     MappedResolver,
     MongoAdmin,
     Mongos,
+    PermanentMongoError,
     ReplicaSetSpec,
     ReplicaSetStatus,
     Role,
     ShardingSpec,
+    admin_user,
     benchmark_user,
+    internal_credentials,
 )
 
 pytestmark = pytest.mark.protocol
@@ -31,16 +35,29 @@ def _hosts(prefix: str, n: int, port: int = 27017) -> tuple[str, ...]:
     return tuple(f"{prefix}-{i}.{prefix}-hl.bench.svc.cluster.local:{port}" for i in range(n))
 
 
+KEYFILE = "c2VjcmV0LWtleWZpbGUtY29udGVudHM=\n"  # as a user's keyfile Secret may hold it
+ADMIN = admin_user("admin", "admin-pw")
+
+
 @pytest.fixture
 def model() -> Iterator[MongoModel]:
-    with MongoModel(catch_up_seconds=0.2, drain_calls=2) as m:
+    with MongoModel(keyfile=KEYFILE, catch_up_seconds=0.2, drain_calls=2) as m:
         yield m
+
+
+def _admin(model: MongoModel, keyfile: str = KEYFILE) -> Connector:
+    # the live map: members started later in a test are resolvable too
+    return Connector(
+        Credentials(ADMIN.username, ADMIN.password),
+        bootstrap_credentials=internal_credentials(keyfile),
+        resolver=MappedResolver(model.host_map),
+        timeout_seconds=2,
+    )
 
 
 @pytest.fixture
 def admin(model: MongoModel) -> Iterator[MongoAdmin]:
-    # the live map: members started later in a test are resolvable too
-    with Connector(resolver=MappedResolver(model.host_map), timeout_seconds=2) as connector:
+    with _admin(model) as connector:
         yield MongoAdmin(connector)
 
 
@@ -52,6 +69,8 @@ def _converge(admin: MongoAdmin, spec: ReplicaSetSpec, limit: int = 60) -> list[
         if status.action:
             actions.append(status.action)
         if status.converged:
+            # as the operator's wiring does: the first user, created as __system by keyfile
+            admin.ensure_users(spec, [ADMIN])
             return actions
         time.sleep(0.05)
     raise AssertionError(f"not converged after {limit} calls: {status}")
@@ -161,3 +180,52 @@ def test_rolling_restart_steps_down_the_primary_last(model: MongoModel, admin: M
         ("restart", hosts[0]),
     ]
     assert admin.replica_set_status(spec).primary == hosts[1]
+
+
+def test_no_localhost_exception_the_keyfile_bootstraps_the_first_user(
+    model: MongoModel, admin: MongoAdmin
+) -> None:
+    hosts = _hosts("rs0", 1)
+    model.member(hosts[0])
+    spec = ReplicaSetSpec("rs0", Role.REPLICA, hosts)
+    with Connector(resolver=MappedResolver(model.host_map), timeout_seconds=2) as anonymous:
+        # A remote client with no credentials: what the localhost exception would have allowed.
+        with pytest.raises(PermanentMongoError) as refused:
+            MongoAdmin(anonymous).ensure_replica_set(spec)
+        assert refused.value.code == 13 and "localhost exception" in refused.value.message
+    assert model.sets == {}
+
+    assert _converge(admin, spec) == ["replSetInitiate"]
+    assert set(model.sets["rs0"].users) == {("admin", "admin")}
+    # From now on the admin user itself logs in: nothing more goes through the keyfile.
+    assert admin.ensure_users(spec, [ADMIN, benchmark_user("bench", "pw", "ycsb")]) == (
+        "created bench",
+    )
+
+
+def test_a_keyfile_the_members_do_not_share_is_a_permanent_error_naming_it(
+    model: MongoModel,
+) -> None:
+    hosts = _hosts("rs0", 1)
+    model.member(hosts[0])
+    with (
+        _admin(model, keyfile="bm90LXRoZS1zYW1lLWtleWZpbGU=") as connector,
+        pytest.raises(PermanentMongoError) as wrong,
+    ):
+        MongoAdmin(connector).ensure_replica_set(ReplicaSetSpec("rs0", Role.REPLICA, hosts))
+    assert wrong.value.code == 18 and "different keyfile" in wrong.value.message
+    assert model.sets == {}
+
+
+def test_an_admin_secret_changed_after_creation_is_named_not_retried(
+    model: MongoModel, admin: MongoAdmin
+) -> None:
+    hosts = _hosts("rs0", 1)
+    model.member(hosts[0])
+    spec = ReplicaSetSpec("rs0", Role.REPLICA, hosts)
+    _converge(admin, spec)
+    with _admin(model) as connector:
+        connector.credentials = Credentials(ADMIN.username, "rotated-in-the-secret-only")
+        with pytest.raises(PermanentMongoError) as stale:
+            MongoAdmin(connector).ensure_users(spec, [admin_user("admin", "rotated")])
+    assert "exists but the password in its Secret does not authenticate" in stale.value.message

@@ -17,6 +17,8 @@ ResourceComponent = Literal["mongod", "configServer", "mongos", "exporter"]
 @dataclass(frozen=True)
 class ReplicaSetShape:
     members: int = 3
+    # Pod ordinal ("0", "1", ...) -> MongoDB member priority (0..1000); unlisted members: 1.
+    member_priorities: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,8 @@ class ShardedShape:
     members_per_shard: int = 3
     config_servers: int = 3
     mongos: int = 2
+    # As ReplicaSetShape's, for every shard replica set; config servers keep the default.
+    member_priorities: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ all read the same in ``kubectl`` and in ``rs.status()``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import quote
 
@@ -28,6 +29,8 @@ class ReplicaSetLayout:
     members: int
     component: Component
     namespace: str
+    # (pod ordinal, MongoDB priority) of members whose priority is not the default 1.
+    priorities: tuple[tuple[int, float], ...] = ()
 
     @property
     def headless_service(self) -> str:
@@ -55,7 +58,10 @@ class ReplicaSetLayout:
 
     def to_spec(self) -> ReplicaSetSpec:
         """The replica set as the MongoDB admin module wants it (replSetInitiate, reconfig)."""
-        return ReplicaSetSpec(self.name, self.role, self.hosts)
+        priorities = tuple(
+            (self.member_host(i), priority) for i, priority in self.priorities if i < self.members
+        )
+        return ReplicaSetSpec(self.name, self.role, self.hosts, priorities)
 
 
 @dataclass(frozen=True)
@@ -116,14 +122,23 @@ def cluster_layout(name: str, namespace: str, spec: MongoClusterSpec) -> Cluster
                 f"{name}-cfg", Role.CONFIG, shape.config_servers, "configsvr", namespace
             )
         )
+        # Priorities apply to the shards, where the benchmark's writes land; config servers keep
+        # the default (documented on the CRD field).
+        priorities = _priorities(shape.member_priorities, "spec.topology.sharded.memberPriorities")
         sets.extend(
             ReplicaSetLayout(
-                f"{name}-shard{i}", Role.SHARD, shape.members_per_shard, "shard", namespace
+                f"{name}-shard{i}",
+                Role.SHARD,
+                shape.members_per_shard,
+                "shard",
+                namespace,
+                priorities,
             )
             for i in range(shape.shards)
         )
         mongos = shape.mongos
     else:
+        shape_rs = spec.topology.replica_set
         sets.append(
             ReplicaSetLayout(
                 f"{name}-rs0",
@@ -131,6 +146,10 @@ def cluster_layout(name: str, namespace: str, spec: MongoClusterSpec) -> Cluster
                 spec.topology.replica_set_members,
                 "replicaset",
                 namespace,
+                _priorities(
+                    shape_rs.member_priorities if shape_rs else {},
+                    "spec.topology.replicaSet.memberPriorities",
+                ),
             )
         )
     out = ClusterLayout(
@@ -144,6 +163,20 @@ def cluster_layout(name: str, namespace: str, spec: MongoClusterSpec) -> Cluster
     )
     _check_names(out)
     return out
+
+
+def _priorities(by_ordinal: Mapping[str, float], path: str) -> tuple[tuple[int, float], ...]:
+    """Ordinal keys to numbers, sorted. Admission refuses anything else; a spec stored before
+    the rules existed still fails with the field named rather than a wrong reconfig."""
+    out: list[tuple[int, float]] = []
+    for key, value in by_ordinal.items():
+        if not (key.isascii() and key.isdigit()):
+            raise SpecError(f"{path}: {key!r} is not a member ordinal (0, 1, ...)")
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if not number or not 0 <= value <= 1000:
+            raise SpecError(f"{path}.{key}: {value} is not a priority from 0 to 1000")
+        out.append((int(key), float(value)))
+    return tuple(sorted(out))
 
 
 def _check_names(layout: ClusterLayout) -> None:

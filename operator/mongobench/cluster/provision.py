@@ -19,9 +19,11 @@ from kubernetes.client.exceptions import ApiException
 
 from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.cluster.generate import generate
-from mongobench.cluster.layout import ClusterLayout, cluster_layout
+from mongobench.cluster.layout import ClusterLayout, ReplicaSetLayout, cluster_layout
+from mongobench.cluster.mongos import set_image
 from mongobench.cluster.objects import build_workload_objects
 from mongobench.cluster.platform import PlatformFacts, Preset, detect, preset_for
+from mongobench.cluster.rolling import observe_mongos_upgrade
 from mongobench.cluster.secrets import build_secrets, connection_secret
 from mongobench.k8s import client as kube
 
@@ -115,6 +117,16 @@ def podmonitor_api_available(refresh: bool = False) -> bool:
         return _podmonitor_api
 
 
+def delete_shard_objects(layout: ClusterLayout, shard: ReplicaSetLayout) -> bool:
+    """A removed shard's PodDisruptionBudget, headless Service and StatefulSet; True when the
+    StatefulSet was still there. Call only once MongoDB no longer lists the shard: its members
+    hold its data until drained. Volume claims follow the StatefulSet's retention policy
+    (spec.deletionPolicy: Retain keeps them)."""
+    kube.delete("PodDisruptionBudget", layout.namespace, layout.pdb_name(shard.name))
+    kube.delete("Service", layout.namespace, shard.headless_service)
+    return kube.delete("StatefulSet", layout.namespace, shard.name)
+
+
 def apply_workloads(
     d: Desired, owner: Mapping[str, Any], replicas: Mapping[str, int] | None = None
 ) -> list[str]:
@@ -138,6 +150,9 @@ def apply_workloads(
             if existing is not None:
                 # Claim templates are immutable: keep the created ones; storage.py grows claims.
                 obj["spec"]["volumeClaimTemplates"] = existing["spec"]["volumeClaimTemplates"]
+        if obj["kind"] == "Deployment" and obj["metadata"]["name"] == d.layout.mongos:
+            # mongos upgrades last: it keeps its image until every replica set runs the new one.
+            set_image(obj, observe_mongos_upgrade(d.layout, d.spec.image_ref).image)
         obj["metadata"]["ownerReferences"] = [ref]
         kube.apply(obj)
     return skipped

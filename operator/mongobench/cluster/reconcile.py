@@ -20,13 +20,15 @@ from mongobench.cluster.layout import ClusterLayout
 from mongobench.cluster.provision import (
     Desired,
     apply_workloads,
+    delete_shard_objects,
     desired,
     ensure_secrets,
     platform_status,
     read_secret,
 )
-from mongobench.cluster.rolling import feature_compatibility, roll
+from mongobench.cluster.rolling import feature_compatibility, observe_mongos_upgrade, roll
 from mongobench.cluster.secrets import EXPORTER_USERNAME
+from mongobench.cluster.shards import retiring_shards
 from mongobench.cluster.status import Observed, Wiring, WorkloadState, compute_status, differs
 from mongobench.cluster.storage import grow_claims
 from mongobench.cluster.wire import Passwords, wire
@@ -35,7 +37,7 @@ from mongobench.k8s.conditions import now_rfc3339
 from mongobench.mongo.admin import MongoAdmin
 from mongobench.mongo.connect import Connector, resolver_from_env
 from mongobench.mongo.errors import PermanentMongoError, TransientMongoError
-from mongobench.mongo.model import Credentials
+from mongobench.mongo.model import Credentials, internal_credentials
 
 log = logging.getLogger("mongobench.cluster")
 
@@ -50,6 +52,7 @@ class SyncResult:
     storage_warning: str | None = None
     fcv_set: str | None = None  # featureCompatibilityVersion this pass set
     body: Mapping[str, Any] | None = None  # the MongoCluster as read, for Events
+    events: tuple[tuple[str, str], ...] = ()  # (reason, message) of Normal Events to emit
 
 
 def provision(body: Mapping[str, Any]) -> Desired:
@@ -134,12 +137,14 @@ def admin_for(d: Desired) -> tuple[MongoAdmin, Passwords]:
         exporter_username=exporter.get("username", EXPORTER_USERNAME),
         exporter=exporter.get("password", ""),
     )
-    key = (layout.namespace, layout.name, admin_secret["password"])
+    keyfile = read_secret(layout.namespace, layout.keyfile_secret)["keyfile"]
+    key = (layout.namespace, layout.name, admin_secret["password"] + keyfile)
     with _locks_guard:
         admin = _admins.get(key)
         if admin is None:
             connector = Connector(
                 Credentials(passwords.admin_username, passwords.admin),
+                bootstrap_credentials=internal_credentials(keyfile),
                 resolver=resolver_from_env(os.environ),
                 tls=d.spec.tls.enabled,
             )
@@ -173,13 +178,21 @@ def sync(namespace: str, name: str) -> SyncResult | None:
         )
         deleting = bool(meta.get("deletionTimestamp"))
         resize = None if deleting else grow_claims(d)
+        retiring = retiring_shards(d.layout, {n: s.replicas for n, s in statefulsets.items()})
+        events: list[tuple[str, str]] = []
+        mongos_step = (
+            observe_mongos_upgrade(d.layout, d.spec.image_ref)
+            if d.layout.sharded and not deleting
+            else None
+        )
+        mongos_waiting = mongos_step.waiting if mongos_step else None
         if ready_sets and not deleting:
             try:
                 admin, passwords = admin_for(d)
-                wiring = wire(admin, d.spec, d.layout, passwords, ready_sets)
+                wiring = wire(admin, d.spec, d.layout, passwords, ready_sets, retiring=retiring)
                 if wiring.complete:
                     # One replica set at a time, in MongoDB's upgrade order: the config servers,
-                    # then each shard (layout order). mongos follows its Deployment's rollout.
+                    # then each shard (layout order); mongos last (mongos_step).
                     rolling = next(
                         (
                             step
@@ -189,7 +202,7 @@ def sync(namespace: str, name: str) -> SyncResult | None:
                         None,
                     )
                     wanted = d.spec.feature_compatibility_version
-                    if rolling is None and wanted and wanted != fcv:
+                    if rolling is None and mongos_waiting is None and wanted and wanted != fcv:
                         try:
                             fcv, changed = feature_compatibility(admin, d.layout, wanted)
                             fcv_set = fcv if changed else None
@@ -199,6 +212,29 @@ def sync(namespace: str, name: str) -> SyncResult | None:
                 failure = str(exc)
             except LookupError as exc:  # a Secret not created yet
                 wiring = Wiring(False, str(exc))
+        if wiring is not None and wiring.removal is not None and wiring.removal.state == "started":
+            events.append(
+                (
+                    "ShardDraining",
+                    f"removeShard {wiring.removal.shard}: draining started (its chunks and "
+                    "databases move to the remaining shards)",
+                )
+            )
+        if wiring is not None and wiring.shards_listed:
+            # MongoDB no longer lists them (drained, or never added): their objects can go.
+            for rs in [rs for rs in retiring if rs.name not in wiring.shards]:
+                if delete_shard_objects(d.layout, rs):
+                    events.append(
+                        (
+                            "ShardRemoved",
+                            f"shard {rs.name} drained and removed; its StatefulSet, Service and "
+                            "PodDisruptionBudget were deleted, its volume claims follow "
+                            f"deletionPolicy {d.spec.deletion_policy}",
+                        )
+                    )
+                statefulsets.pop(rs.name, None)
+            retiring = tuple(rs for rs in retiring if rs.name in statefulsets)
+        rolling = "; ".join(step for step in (rolling, mongos_waiting) if step) or None
         new = compute_status(
             d.layout,
             Observed(
@@ -209,6 +245,7 @@ def sync(namespace: str, name: str) -> SyncResult | None:
                 failure=failure,
                 rolling=rolling,
                 storage=(resize.status, resize.reason, resize.message) if resize else None,
+                retiring=tuple(rs.name for rs in retiring),
             ),
             status,
             generation=int(meta.get("generation") or 0),
@@ -221,14 +258,20 @@ def sync(namespace: str, name: str) -> SyncResult | None:
         # Release a held scale-down once MongoDB has removed the members.
         held_before = held_replicas(d.layout, statefulsets, status)
         held_now = held_replicas(d.layout, statefulsets, new)
-        if held_before != held_now or any(
-            statefulsets.get(rs.name, WorkloadState(rs.members, 0)).replicas > rs.members
-            and rs.name not in held_now
-            for rs in d.layout.replica_sets
+        if (
+            held_before != held_now
+            or any(
+                statefulsets.get(rs.name, WorkloadState(rs.members, 0)).replicas > rs.members
+                and rs.name not in held_now
+                for rs in d.layout.replica_sets
+            )
+            or (mongos_step is not None and mongos_step.changes)
         ):
             apply_workloads(d, body, held_now)
         changed = differs(status, new)
         if changed:
             kube.patch_status("MongoCluster", namespace, name, new)
         warning = resize.message if resize and resize.status == "False" else None
-        return SyncResult(new["phase"], changed, failure, warning, fcv_set, body)
+        return SyncResult(
+            new["phase"], changed, failure, warning, fcv_set, body, events=tuple(events)
+        )

@@ -5,12 +5,17 @@ The StatefulSet controller only creates pods from the new template once the old 
 the operator decides the order: secondaries one at a time, each back and caught up, the primary
 stepped down and restarted last (mongobench.mongo.plan.next_rolling_step). One pod per pass;
 the next pass runs when that pod is ready again (the set is not "ready" in between).
+
+mongos comes last: its Deployment keeps the image it runs until every replica set's members run
+the new one (mongobench.cluster.mongos.mongos_upgrade), then rolls by itself.
 """
 
 from __future__ import annotations
 
 from mongobench.cluster import labels as lbl
 from mongobench.cluster.layout import ClusterLayout, ReplicaSetLayout
+from mongobench.cluster.mongos import CONTAINER as MONGOS
+from mongobench.cluster.mongos import MongosUpgrade, container_image, mongos_upgrade
 from mongobench.k8s import client as kube
 from mongobench.mongo.admin import MongoAdmin
 from mongobench.mongo.model import Mongos
@@ -49,6 +54,35 @@ def roll(admin: MongoAdmin, rs: ReplicaSetLayout) -> str | None:
     if step.kind == "done":
         return None
     return f"{rs.name}: {step.reason}"
+
+
+def runs_image(rs: ReplicaSetLayout, image: str) -> bool:
+    """Whether every member's pod is ready and its mongod runs `image`: the set has rolled."""
+    pods = {
+        pod["metadata"]["name"]: pod
+        for pod in kube.list_objects("Pod", rs.namespace, f"{lbl.REPLSET}={rs.name}")
+    }
+    for i in range(rs.members):
+        pod = pods.get(rs.pod_name(i))
+        if pod is None or pod["metadata"].get("deletionTimestamp"):
+            return False
+        if container_image(pod["spec"], "mongod") != image:
+            return False
+        conditions = (pod.get("status") or {}).get("conditions") or []
+        if not any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions):
+            return False
+    return True
+
+
+def observe_mongos_upgrade(layout: ClusterLayout, wanted: str) -> MongosUpgrade:
+    """Where the mongos Deployment stands against the spec's image (sharded clusters only)."""
+    dep = kube.get("Deployment", layout.namespace, layout.mongos)
+    running = container_image(dep["spec"]["template"]["spec"], MONGOS) if dep else None
+    # Pods are listed only while the routers run another image than the spec's.
+    upgraded = running in (None, wanted) or all(
+        runs_image(rs, wanted) for rs in layout.replica_sets
+    )
+    return mongos_upgrade(wanted, dep, upgraded)
 
 
 def feature_compatibility(

@@ -5,7 +5,8 @@ Phase rules (first match wins):
   Failed        the spec cannot be used, or MongoDB refused a step permanently
   Pending       none of the cluster's StatefulSets exists yet
   Scaling       a StatefulSet/Deployment or a replica set's membership differs from the spec
-                (members or mongos added/removed, a shard added) after the cluster was Ready
+                (members or mongos added/removed, a shard added, a shard draining before its
+                removal) after the cluster was Ready
   Provisioning  pods not all ready, before the cluster was first Ready
   Degraded      pods not all ready after the cluster was Ready
   Initializing  pods ready, replica sets / shards / users not all wired yet
@@ -19,7 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mongobench.cluster.layout import ClusterLayout
+from mongobench.cluster.shards import draining_message, draining_status
 from mongobench.k8s.conditions import ConditionStatus, set_condition
+from mongobench.mongo.model import DrainingProgress, ServerFacts
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,13 @@ class Wiring:
     # replSet name -> members present in the replica set configuration.
     config_members: Mapping[str, int] = field(default_factory=dict)
     distribution: Mapping[str, Any] | None = None
+    # Whether listShards answered this pass (`shards` is then what it listed).
+    shards_listed: bool = False
+    # removeShard's answer for the shard draining now, and the shards queued behind it.
+    removal: DrainingProgress | None = None
+    removal_waiting: tuple[str, ...] = ()
+    # replSet name (its primary) or "mongos" -> serverStatus facts.
+    server: Mapping[str, ServerFacts] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -55,6 +65,8 @@ class Observed:
     rolling: str | None = None  # a rolling restart in progress: what it does now
     # StorageResized condition (status, reason, message), from storage.grow_claims.
     storage: tuple[ConditionStatus, str, str] | None = None
+    # Shard StatefulSets the spec dropped, kept until MongoDB has drained them (shards.py).
+    retiring: tuple[str, ...] = ()
 
 
 def seconds_since(created: str, now: str) -> float:
@@ -94,6 +106,13 @@ def compute_status(
     was_ready = "readySeconds" in timings
 
     shape_differs = _shape_differs(layout, observed, was_ready)
+    draining = _draining(layout, observed, previous)
+    removing = [d for d in draining or [] if d["state"] != "Completed"]
+    removing_message = (
+        draining_message(wiring.removal, wiring.removal_waiting)
+        if wiring is not None and wiring.shards_listed
+        else ""
+    ) or f"removing shards {', '.join(d['shard'] for d in removing)}"
 
     if observed.deleting:
         phase = "Deleting"
@@ -101,7 +120,7 @@ def compute_status(
         phase = "Failed"
     elif not observed.statefulsets:
         phase = "Pending"
-    elif was_ready and shape_differs:
+    elif was_ready and (shape_differs or removing):
         phase = "Scaling"
     elif not pods_ready:
         phase = "Degraded" if was_ready else "Provisioning"
@@ -155,34 +174,44 @@ def compute_status(
         "Ready",
         "True" if phase == "Ready" else "False",
         phase,
-        observed.failure or _ready_message(phase),
+        observed.failure
+        or (removing_message if removing and phase != "Ready" else _ready_message(phase)),
         generation=generation,
         now=now,
     )
 
-    conditions = set_condition(
-        conditions,
-        "Updated",
-        "False" if observed.rolling else "True",
-        "RollingRestart" if observed.rolling else "Current",
-        observed.rolling or "every member runs the current template",
-        generation=generation,
-        now=now,
-    )
+    updated: tuple[ConditionStatus, str, str]
+    if observed.rolling:
+        updated = ("False", "RollingRestart", observed.rolling)
+    elif removing:  # the spec's shard count is not reached until the drain completes
+        updated = ("False", "RemovingShards", removing_message)
+    else:
+        updated = ("True", "Current", "every member runs the current template")
+    conditions = set_condition(conditions, "Updated", *updated, generation=generation, now=now)
 
     if observed.storage is not None:
         conditions = set_condition(
             conditions, "StorageResized", *observed.storage, generation=generation, now=now
         )
 
+    previous_server = {
+        rs.get("name"): rs["server"]
+        for rs in previous.get("replicaSets") or []
+        if isinstance(rs, Mapping) and rs.get("server")
+    }
+    # The spec's sets, then shards being removed (their members still hold data until drained).
+    shapes = [(rs.name, rs.role.value, rs.members) for rs in sets] + [
+        (name, "shard", observed.statefulsets.get(name, WorkloadState(0, 0)).replicas)
+        for name in observed.retiring
+    ]
     replica_sets = []
-    for rs in sets:
-        state = observed.statefulsets.get(rs.name, WorkloadState(0, 0))
-        wired_set = (wiring.replica_sets.get(rs.name) if wiring else None) or {}
+    for name, role, members in shapes:
+        state = observed.statefulsets.get(name, WorkloadState(0, 0))
+        wired_set = (wiring.replica_sets.get(name) if wiring else None) or {}
         entry: dict[str, Any] = {
-            "name": rs.name,
-            "role": rs.role.value,
-            "members": rs.members,
+            "name": name,
+            "role": role,
+            "members": members,
             "ready": state.ready,
             "initialized": bool(wired_set.get("initialized", False)),
             "memberStates": [
@@ -190,8 +219,13 @@ def compute_status(
                 for m in wired_set.get("members", [])
             ],
         }
-        if layout.sharded and rs.role.value == "shard":
-            entry["addedAsShard"] = bool(wiring and rs.name in wiring.shards)
+        if layout.sharded and role == "shard":
+            entry["addedAsShard"] = bool(wiring and name in wiring.shards)
+        facts = wiring.server.get(name) if wiring else None
+        # A pass that could not ask keeps what was seen: no status write for a missed answer.
+        server = server_status(facts) if facts else previous_server.get(name)
+        if server:
+            entry["server"] = server
         replica_sets.append(entry)
 
     status: dict[str, Any] = {
@@ -206,13 +240,54 @@ def compute_status(
     }
     if layout.sharded:
         status["mongos"] = {"desired": layout.mongos_replicas, "ready": mongos_ready}
+        facts = wiring.server.get("mongos") if wiring else None
+        server = server_status(facts) if facts else (previous.get("mongos") or {}).get("server")
+        if server:
+            status["mongos"]["server"] = server
+        # None removes it (merge patch) once no shard is leaving.
+        status["draining"] = draining
     if wiring is not None and wiring.distribution is not None:
         status["distribution"] = dict(wiring.distribution)
     return status
 
 
+def server_status(facts: ServerFacts) -> dict[str, Any]:
+    """The stable serverStatus facts a benchmark is read against: what runs and how it is
+    configured. Volatile numbers (uptime, connections, opcounters, cache used) stay out: they
+    would turn every observation into a status write."""
+    out: dict[str, Any] = {
+        "version": facts.version,
+        "process": facts.process,
+        "storageEngine": facts.storage_engine,
+        "cacheConfiguredBytes": facts.cache_max_bytes,
+    }
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _draining(
+    layout: ClusterLayout, observed: Observed, previous: Mapping[str, Any]
+) -> list[dict[str, Any]] | None:
+    """status.draining: shards being removed, or None when none is."""
+    if not layout.sharded:
+        return None
+    wiring = observed.wiring
+    if wiring is None or not wiring.shards_listed:
+        # Not observed this pass (MongoDB busy, pods restarting): keep what was last seen.
+        kept = previous.get("draining")
+        return list(kept) if kept else None
+    entries = [
+        d
+        for d in draining_status(wiring.removal, wiring.removal_waiting)
+        # A completed shard stays listed only until its objects are deleted.
+        if d["state"] != "Completed" or d["shard"] in observed.retiring
+    ]
+    return entries or None
+
+
 def _shape_differs(layout: ClusterLayout, observed: Observed, was_ready: bool) -> bool:
     """Whether the workloads or the replica-set memberships differ from the spec's shape."""
+    if observed.retiring:  # a removed shard's StatefulSet still exists
+        return True
     for rs in layout.replica_sets:
         state = observed.statefulsets.get(rs.name)
         if state is None or state.replicas != rs.members:

@@ -9,26 +9,36 @@ Order, so every step finds what it needs:
   ReplicaSet:  initiate/reconfig rs0 -> users (admin, benchmark, exporter) on its primary
   Sharded:     config servers -> cluster users on them -> each shard set -> shard-local users
                (the operator and the exporter sidecars connect to shard members directly) ->
-               benchmark user through mongos -> addShard for each shard
+               benchmark user through mongos -> addShard for each shard -> removeShard for a
+               shard the spec no longer has (one per pass, re-invoked until drained: shards.py)
+
+Each converged set's primary (and mongos) also answers serverStatus, for the facts in status.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.cluster.layout import ClusterLayout, ReplicaSetLayout
+from mongobench.cluster.shards import draining_message, plan_removals
 from mongobench.cluster.status import Wiring
 from mongobench.mongo.admin import MongoAdmin
-from mongobench.mongo.errors import TransientMongoError
+from mongobench.mongo.errors import MongoAdminError, TransientMongoError
 from mongobench.mongo.model import (
+    DrainingProgress,
     Mongos,
     ReplicaSetStatus,
+    ServerFacts,
     UserSpec,
     admin_user,
     benchmark_user,
     exporter_user,
 )
+
+log = logging.getLogger("mongobench.cluster")
 
 
 @dataclass(frozen=True)
@@ -48,13 +58,17 @@ def wire(
     layout: ClusterLayout,
     passwords: Passwords,
     ready_sets: frozenset[str],
+    *,
+    retiring: Sequence[ReplicaSetLayout] = (),
 ) -> Wiring:
     """One pass. `ready_sets`: replica sets whose pods are all ready (others are not touched).
+    `retiring`: shard sets whose StatefulSets remain after the spec dropped them (observed only).
 
     Transient conditions (no primary yet, member not reachable) end the pass with complete=False
     and a message; permanent ones raise PermanentMongoError for the caller to report.
     """
     statuses: dict[str, ReplicaSetStatus] = {}
+    server: dict[str, ServerFacts] = {}
     admin_account = admin_user(passwords.admin_username, passwords.admin)
     exporter = (
         [exporter_user(passwords.exporter_username, passwords.exporter)]
@@ -65,16 +79,35 @@ def wire(
         spec.auth.benchmark_user, passwords.benchmark, spec.auth.benchmark_database
     )
 
-    def result(complete: bool, message: str, shards: frozenset[str] = frozenset()) -> Wiring:
+    def result(
+        complete: bool,
+        message: str,
+        shards: frozenset[str] | None = None,
+        removal: DrainingProgress | None = None,
+        waiting: tuple[str, ...] = (),
+    ) -> Wiring:
         return Wiring(
             complete=complete,
             message=message,
             replica_sets={name: st.as_status() for name, st in statuses.items()},
-            shards=shards,
+            shards=shards or frozenset(),
             config_members={
                 name: len(st.members) for name, st in statuses.items() if st.initialized
             },
+            shards_listed=shards is not None,
+            removal=removal,
+            removal_waiting=waiting,
+            server=dict(server),
         )
+
+    def facts(key: str, host: str | None) -> None:
+        # Informational only: a member that does not answer serverStatus never stops the wiring.
+        if host is None:
+            return
+        try:
+            server[key] = admin.server_facts(host)
+        except MongoAdminError as exc:
+            log.debug("serverStatus on %s: %s", host, exc)
 
     def ensure_set(rs: ReplicaSetLayout, users: list[UserSpec]) -> str | None:
         """None when the set is converged and its users exist; else what it waits for."""
@@ -87,6 +120,7 @@ def wire(
         admin.ensure_users(rs.to_spec(), users)
         # Observe again so status shows states after the step (e.g. SECONDARY, not STARTUP2).
         statuses[rs.name] = admin.replica_set_status(rs.to_spec())
+        facts(rs.name, statuses[rs.name].primary)
         return None
 
     try:
@@ -105,6 +139,11 @@ def wire(
             )
             if w
         ]
+        for rs in retiring:  # still listed in status while they drain
+            try:
+                statuses[rs.name] = admin.replica_set_status(rs.to_spec())
+            except MongoAdminError as exc:
+                log.debug("retiring shard %s: %s", rs.name, exc)
         if waiting_for:
             return result(False, "; ".join(waiting_for))
         if "mongos" not in ready_sets:
@@ -113,10 +152,36 @@ def wire(
         admin.ensure_users(mongos, [bench])
         for shard in layout.shards:
             admin.ensure_shard(mongos, shard.to_spec())
-        listed = frozenset(s.set_name for s in admin.list_shards(mongos))
+        facts("mongos", layout.mongos_host)
+        shards = admin.list_shards(mongos)
+        listed = frozenset(s.set_name for s in shards)
         missing = [s.name for s in layout.shards if s.name not in listed]
         if missing:
             return result(False, f"adding shards {', '.join(missing)}", listed)
-        return result(True, "replica sets, shards and users configured", listed)
+        removals = plan_removals(layout, shards)
+        if removals.current is None:
+            return result(True, "replica sets, shards and users configured", listed)
+        # Databases whose primary shard is leaving move to the first shard that stays.
+        target = next((s.name for s in layout.shards if s.name != removals.current.set_name), None)
+        progress = admin.remove_shard(mongos, removals.current.id, move_primaries_to=target)
+        if progress.state == "started":
+            log.info("removeShard %s: draining started", progress.shard)
+        if progress.completed:
+            log.info("removeShard %s: completed", progress.shard)
+            listed -= {removals.current.id, removals.current.set_name}
+        done = (
+            progress.completed
+            and not removals.waiting
+            and removals.current.set_name not in {s.name for s in layout.shards}
+        )
+        return result(
+            done,
+            f"replica sets, shards and users configured; removed shard {progress.shard}"
+            if done
+            else draining_message(progress, removals.waiting),
+            listed,
+            progress,
+            removals.waiting,
+        )
     except TransientMongoError as exc:
         return result(False, str(exc))

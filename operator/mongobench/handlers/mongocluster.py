@@ -77,6 +77,8 @@ def _publish(result: reconcile.SyncResult | None) -> None:
         kopf.warn(body, reason="MongoDBError", message=result.failure)
     if result.changed and result.storage_warning:
         kopf.warn(body, reason="NotExpandable", message=result.storage_warning)
+    for reason, message in result.events:
+        kopf.info(body, reason=reason, message=message)
     if result.fcv_set:
         kopf.info(
             body,

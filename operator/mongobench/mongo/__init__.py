@@ -31,6 +31,7 @@ from mongobench.mongo.model import (
     benchmark_user,
     cluster_admin_user,
     exporter_user,
+    internal_credentials,
 )
 
 __all__ = [
@@ -59,5 +60,6 @@ __all__ = [
     "cluster_admin_user",
     "exporter_user",
     "identity_resolver",
+    "internal_credentials",
     "resolver_from_env",
 ]

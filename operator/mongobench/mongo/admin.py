@@ -5,9 +5,11 @@ observed; "already initialized", "already a shard", "user exists" and "member al
 are success paths. Errors come out as ``TransientMongoError`` (retry) or ``PermanentMongoError``
 (condition + Event), see errors.py.
 
-Before the first user exists, commands that need privileges fall back to an unauthenticated
-connection: that succeeds exactly when the localhost exception applies (the connection arrives
-through the member itself, e.g. a port-forward or an exec'd tunnel) or auth is not enforced yet.
+Before the first user exists, commands that need privileges (replSetInitiate, the first
+createUser) run as the cluster's internal identity, __system@local authenticated with the keyfile
+members share: the operator reaches members by Service DNS, not through their loopback, so the
+localhost exception never applies to it. Without a keyfile they fall back to an unauthenticated
+connection, which succeeds exactly when the localhost exception applies or auth is off.
 """
 
 from __future__ import annotations
@@ -60,6 +62,10 @@ log = logging.getLogger("mongobench.mongo")
 
 Doc = dict[str, Any]
 
+_KEYFILE_HINT = (
+    "the keyfile in the cluster's keyfile Secret does not authenticate as the internal user: "
+    "do the members run with a different keyfile?"
+)
 _LOCALHOST_HINT = (
     "no user can authenticate yet and this connection does not qualify for the localhost "
     "exception: create the first user through the member itself (port-forward or exec) or "
@@ -86,30 +92,45 @@ class MongoAdmin:
     ) -> Doc:
         """Run one command on one member; pymongo errors come out classified.
 
-        ``bootstrap``: if authentication fails (no user exists yet), retry unauthenticated so
-        the localhost exception can apply.
+        ``bootstrap``: if the configured user cannot authenticate (it does not exist yet), run it
+        as the bootstrap identity instead (see ``bootstrap_command``).
         """
         operation = next(iter(cmd))
+        if bootstrap and self.connector.credentials is None:
+            return self.bootstrap_command(host, cmd, db=db)
         try:
-            try:
-                client = self.connector.client(host, authenticate=authenticate)
-                return client[db].command(dict(cmd))
-            except OperationFailure as exc:
-                if not (bootstrap and authenticate and exc.code == AUTHENTICATION_FAILED):
-                    raise
-                log.info(
-                    "%s on %s: authentication failed, trying the localhost exception",
-                    operation,
-                    host,
-                )
-            try:
-                return self.connector.client(host, authenticate=False)[db].command(dict(cmd))
-            except OperationFailure as exc:
-                if exc.code == UNAUTHORIZED:
-                    raise PermanentMongoError(
-                        operation, host, _LOCALHOST_HINT, code=exc.code, code_name="Unauthorized"
-                    ) from None
-                raise
+            client = self.connector.client(host, authenticate=authenticate)
+            return client[db].command(dict(cmd))
+        except OperationFailure as exc:
+            if not (bootstrap and authenticate and exc.code == AUTHENTICATION_FAILED):
+                raise classify(exc, operation, host) from None
+        except PyMongoError as exc:
+            raise classify(exc, operation, host) from None
+        return self.bootstrap_command(host, cmd, db=db)
+
+    def bootstrap_command(self, host: str, cmd: Mapping[str, Any], *, db: str = "admin") -> Doc:
+        """Run a command before any user exists: as __system@local with the cluster's keyfile
+        when the connector has it, else unauthenticated (the localhost exception)."""
+        operation = next(iter(cmd))
+        keyfile = self.connector.bootstrap_credentials is not None
+        log.info(
+            "%s on %s: no user can log in yet, %s",
+            operation,
+            host,
+            "authenticating with the cluster's keyfile"
+            if keyfile
+            else "relying on the localhost exception",
+        )
+        try:
+            return self.connector.client(host, bootstrap=True)[db].command(dict(cmd))
+        except OperationFailure as exc:
+            if exc.code in (UNAUTHORIZED, AUTHENTICATION_FAILED):
+                hint = _KEYFILE_HINT if keyfile else _LOCALHOST_HINT
+                code_name = (exc.details or {}).get("codeName")
+                raise PermanentMongoError(
+                    operation, host, hint, code=exc.code, code_name=code_name
+                ) from None
+            raise classify(exc, operation, host) from None
         except PyMongoError as exc:
             raise classify(exc, operation, host) from None
 
@@ -388,14 +409,19 @@ class MongoAdmin:
         cmd = plan.user_command(user, None)
         assert cmd is not None
         try:
-            self.command(host, cmd, db=user.db, authenticate=False)
+            self.bootstrap_command(host, cmd, db=user.db)
         except PermanentMongoError as exc:
-            if exc.code == UNAUTHORIZED:
-                raise PermanentMongoError(
-                    "createUser", host, _LOCALHOST_HINT, code=exc.code, code_name=exc.code_name
-                ) from None
             if exc.code not in (USER_ALREADY_EXISTS, DUPLICATE_KEY):
                 raise
+            # It exists, yet its password did not authenticate: the Secret no longer matches.
+            raise PermanentMongoError(
+                "usersInfo",
+                host,
+                f"user {user.username!r} exists but the password in its Secret does not "
+                "authenticate (was the Secret changed after the cluster was created?)",
+                code=AUTHENTICATION_FAILED,
+                code_name="AuthenticationFailed",
+            ) from None
 
     # ---- benchmark collection ---------------------------------------------------------------
 

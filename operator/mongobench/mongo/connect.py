@@ -93,6 +93,7 @@ class Connector:
         self,
         credentials: Credentials | None = None,
         *,
+        bootstrap_credentials: Credentials | None = None,
         resolver: HostResolver = identity_resolver,
         timeout_seconds: float = 3.0,
         socket_timeout_seconds: float = 30.0,
@@ -101,20 +102,31 @@ class Connector:
         app_name: str = "mongobench-operator",
     ) -> None:
         self.credentials = credentials
+        # Used only while no user exists yet (see MongoAdmin.command); never for day-2 work.
+        self.bootstrap_credentials = bootstrap_credentials
         self.resolver = resolver
         self.timeout_ms = int(timeout_seconds * 1000)
         self.socket_timeout_ms = int(socket_timeout_seconds * 1000)
         self.tls = tls
         self.tls_ca_file = tls_ca_file
         self.app_name = app_name
-        self._clients: dict[tuple[str, bool], MongoClient[dict[str, Any]]] = {}
+        self._clients: dict[tuple[str, str | None], MongoClient[dict[str, Any]]] = {}
         self._lock = threading.Lock()
 
-    def client(self, host: str, *, authenticate: bool = True) -> MongoClient[dict[str, Any]]:
-        """A client for one member (by its DNS name); unauthenticated when asked or no creds."""
+    def client(
+        self, host: str, *, authenticate: bool = True, bootstrap: bool = False
+    ) -> MongoClient[dict[str, Any]]:
+        """A client for one member (by its DNS name).
+
+        As the configured user by default; unauthenticated when asked or without credentials;
+        with ``bootstrap``, as the bootstrap identity (unauthenticated when there is none).
+        """
         address = self.resolver(host)
-        auth = authenticate and self.credentials is not None
-        key = (address, auth)
+        if bootstrap:
+            creds = self.bootstrap_credentials
+        else:
+            creds = self.credentials if authenticate else None
+        key = (address, None if creds is None else f"{creds.source}.{creds.username}")
         with self._lock:
             existing = self._clients.get(key)
             if existing is not None:
@@ -132,10 +144,10 @@ class Connector:
             }
             if self.tls_ca_file:
                 options["tlsCAFile"] = self.tls_ca_file
-            if auth and self.credentials is not None:
-                options["username"] = self.credentials.username
-                options["password"] = self.credentials.password
-                options["authSource"] = self.credentials.source
+            if creds is not None:
+                options["username"] = creds.username
+                options["password"] = creds.password
+                options["authSource"] = creds.source
             client: MongoClient[dict[str, Any]] = MongoClient(name, port, **options)
             self._clients[key] = client
             return client

@@ -39,6 +39,17 @@ class Credentials:
     source: str = "admin"
 
 
+# mongod authenticates members to each other as __system@local with the keyfile's contents as the
+# password (whitespace ignored). The operator holds the keyfile, so it can bootstrap a keyfile-
+# secured set from outside the member's loopback, where the localhost exception does not apply.
+INTERNAL_USER = "__system"
+
+
+def internal_credentials(keyfile: str) -> Credentials:
+    """The cluster-internal identity: only for replSetInitiate and the first user."""
+    return Credentials(INTERNAL_USER, "".join(keyfile.split()), source="local")
+
+
 @dataclass(frozen=True)
 class ReplicaSetSpec:
     """A replica set as the operator wants it.

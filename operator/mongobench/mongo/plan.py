@@ -171,6 +171,19 @@ def next_rolling_step(
     if secondaries:
         return RollingStep("restart", secondaries[0].host, f"restarting {secondaries[0].host}")
     if status.primary in pending:
+        electable = [
+            m
+            for m in status.members
+            if m.host != status.primary and m.votes and m.priority > 0 and m.serving
+        ]
+        if not electable:
+            # A one-member set (or one whose others may not become primary) has nobody to hand
+            # over to: replSetStepDown would fail; the restart itself is the unavoidable outage.
+            return RollingStep(
+                "restart",
+                status.primary,
+                f"restarting {status.primary} (no other electable member)",
+            )
         return RollingStep("step_down", status.primary, f"stepping down {status.primary} last")
     return RollingStep("done")
 

@@ -82,9 +82,16 @@ class Cluster:
         self.peers[name] = Peer(name, hello)
         return self.peers[name]
 
-    def admin(self, credentials: Credentials | None = None, timeout: float = 2.0) -> MongoAdmin:
+    def admin(
+        self,
+        credentials: Credentials | None = None,
+        timeout: float = 2.0,
+        bootstrap: Credentials | None = None,
+    ) -> MongoAdmin:
         resolver = MappedResolver({n: p.address for n, p in self.peers.items()})
-        connector = Connector(credentials, resolver=resolver, timeout_seconds=timeout)
+        connector = Connector(
+            credentials, bootstrap_credentials=bootstrap, resolver=resolver, timeout_seconds=timeout
+        )
         self._connectors.append(connector)
         return MongoAdmin(connector)
 

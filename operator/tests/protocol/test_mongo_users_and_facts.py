@@ -1,6 +1,7 @@
-"""Protocol tier: users (incl. the localhost exception path), serverStatus facts and FCV, against
-scripted wire peers (mockupdb). SCRAM itself is not scripted: authentication is either absent or
-refused with the server's AuthenticationFailed, which is exactly the first-user situation.
+"""Protocol tier: users (incl. the keyfile and localhost exception paths), serverStatus facts
+and FCV, against scripted wire peers (mockupdb). SCRAM itself is not scripted: authentication is
+either absent or refused with the server's AuthenticationFailed, which is exactly the first-user
+situation (full SCRAM, incl. __system by keyfile, runs against the model in e2e/local).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from mongobench.mongo import (
     admin_user,
     benchmark_user,
     exporter_user,
+    internal_credentials,
 )
 
 pytestmark = pytest.mark.protocol
@@ -59,6 +61,22 @@ def test_localhost_exception_unavailable_is_permanent_and_never_shows_the_passwo
         result()
     text = f"{err.value} {err.value!r} {err.value.args} {admin_user('admin', PASSWORD)!r}"
     assert PASSWORD not in text and "mongodb://" not in text
+
+
+def test_with_the_keyfile_the_first_user_is_created_as_the_internal_user(cluster: Cluster) -> None:
+    # What the operator does: members run with --keyFile and it is not on their loopback.
+    peer = cluster.peer(HOST, PRIMARY)
+    peer.reject_auth = True  # scripted: both logins are refused, so we see what each asked for
+    keyfile = "a2V5ZmlsZS1ieXRlcw==\n"
+    admin = cluster.admin(Credentials("admin", PASSWORD), bootstrap=internal_credentials(keyfile))
+    result = run(admin.ensure_users, RS, [admin_user("admin", PASSWORD)])
+    with pytest.raises(PermanentMongoError, match="different keyfile") as err:
+        result()
+    logins = [(r.doc["$db"], bytes(r.doc["payload"]).decode()) for r in peer.auto]
+    assert [db for db, _ in logins] == ["admin", "local"]
+    assert "n=admin," in logins[0][1] and "n=__system," in logins[1][1]
+    text = f"{err.value} {err.value!r}"
+    assert "a2V5ZmlsZS1ieXRlcw" not in text and PASSWORD not in text
 
 
 def test_users_get_exactly_their_roles(cluster: Cluster) -> None:

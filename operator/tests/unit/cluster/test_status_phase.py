@@ -4,13 +4,21 @@ Deleting."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.cluster.layout import cluster_layout
-from mongobench.cluster.status import Observed, Wiring, WorkloadState, compute_status
+from mongobench.cluster.status import (
+    Observed,
+    Wiring,
+    WorkloadState,
+    compute_status,
+    differs,
+)
+from mongobench.mongo.model import DrainingProgress, ServerFacts
 
 pytestmark = pytest.mark.unit
 
@@ -100,3 +108,95 @@ def test_after_ready_a_shape_change_is_scaling_until_observed_done() -> None:
 def test_failure_and_deletion_win() -> None:
     assert phase(observed(failure="Unauthorized"), READY_BEFORE) == "Failed"
     assert phase(observed(deleting=True, failure="x"), READY_BEFORE) == "Deleting"
+
+
+def conditions(status: dict[str, Any]) -> dict[str, tuple[str, str, str]]:
+    return {c["type"]: (c["status"], c["reason"], c["message"]) for c in status["conditions"]}
+
+
+def test_a_draining_shard_keeps_the_cluster_scaling_and_listed_until_its_objects_go() -> None:
+    # Spec went 3 -> 2 shards: c-shard2's StatefulSet stays while removeShard drains it.
+    draining = Wiring(
+        False,
+        "removing shard c-shard2",
+        shards=frozenset({"c-shard0", "c-shard1", "c-shard2"}),
+        config_members=dict.fromkeys(SETS, 3),
+        shards_listed=True,
+        removal=DrainingProgress("c-shard2", "ongoing", remaining_chunks=7, remaining_dbs=1),
+    )
+    obs = Observed(
+        statefulsets={**{n: WorkloadState(3, 3) for n in SETS}, "c-shard2": WorkloadState(3, 3)},
+        mongos=WorkloadState(2, 2),
+        wiring=draining,
+        retiring=("c-shard2",),
+    )
+    status = compute_status(LAYOUT, obs, READY_BEFORE, generation=2, created=T0, now=T1)
+    assert status["phase"] == "Scaling"
+    assert status["draining"] == [
+        {"shard": "c-shard2", "state": "Draining", "remainingChunks": 7, "remainingDatabases": 1}
+    ]
+    leaving = status["replicaSets"][-1]
+    assert (leaving["name"], leaving["addedAsShard"], leaving["members"]) == ("c-shard2", True, 3)
+    cond = conditions(status)
+    assert cond["Ready"][:2] == ("False", "Scaling")
+    assert cond["Updated"][:2] == ("False", "RemovingShards")
+    assert "7 chunks and 1 databases left" in cond["Updated"][2]
+
+    # A pass that could not reach mongos keeps the last progress instead of flapping it away.
+    blind = replace(obs, wiring=Wiring(False, "mongos: no primary"))
+    again = compute_status(LAYOUT, blind, status, generation=2, created=T0, now=T1)
+    assert again["draining"] == status["draining"]
+
+    # Drained, objects deleted: the entry and the draining list are gone, Ready again.
+    done = compute_status(
+        LAYOUT,
+        observed(wiring=replace(WIRED, shards_listed=True)),
+        status,
+        generation=2,
+        created=T0,
+        now=T1,
+    )
+    assert done["phase"] == "Ready" and done["draining"] is None
+    assert [rs["name"] for rs in done["replicaSets"]] == list(SETS)
+    assert conditions(done)["Updated"][:2] == ("True", "Current")
+
+
+def facts(host: str, version: str = "7.0.14", uptime: float = 10.0, conns: int = 3) -> ServerFacts:
+    return ServerFacts(
+        host=host,
+        version=version,
+        process="mongod",
+        uptime_seconds=uptime,
+        connections_current=conns,
+        connections_available=800,
+        storage_engine="wiredTiger",
+        cache_max_bytes=1_610_612_736,
+        cache_used_bytes=int(uptime * 1000),
+        resident_mb=100,
+        opcounters=(("query", int(uptime)),),
+    )
+
+
+def test_server_facts_in_status_are_the_stable_ones_so_idle_passes_write_nothing() -> None:
+    def status_with(f: ServerFacts, previous: dict[str, Any]) -> dict[str, Any]:
+        wiring = replace(WIRED, server={"c-shard0": f})
+        return compute_status(
+            LAYOUT, observed(wiring=wiring), previous, generation=1, created=T0, now=T1
+        )
+
+    first = status_with(facts("a"), {})
+    shard0 = next(rs for rs in first["replicaSets"] if rs["name"] == "c-shard0")
+    assert shard0["server"] == {
+        "version": "7.0.14",
+        "process": "mongod",
+        "storageEngine": "wiredTiger",
+        "cacheConfiguredBytes": 1_610_612_736,
+    }
+    # Uptime, connections, cache used and opcounters moved: nothing a user sees changed.
+    assert not differs(first, status_with(facts("a", uptime=99.0, conns=40), first))
+    # An upgrade is a visible change.
+    assert differs(first, status_with(facts("a", version="8.0.4"), first))
+    # A pass that did not ask (no facts) keeps what was seen.
+    assert not differs(
+        first, compute_status(LAYOUT, observed(), first, generation=1, created=T0, now=T1)
+    )

@@ -145,6 +145,23 @@ def test_rolling_restart_order_secondaries_high_ordinal_first_primary_last() -> 
     ]
 
 
+def test_a_primary_with_nobody_to_hand_over_to_is_restarted_not_stepped_down() -> None:
+    # replSetStepDown fails when no electable secondary exists: a one-member set would never roll.
+    alone = _status({H[0]: "PRIMARY"})
+    step = next_rolling_step(alone, [H[0]])
+    assert (step.kind, step.host) == ("restart", H[0])
+    passive = ReplicaSetStatus(
+        "rs0",
+        Role.REPLICA,
+        True,
+        (MemberStatus(H[0], 0, "PRIMARY", True), MemberStatus(H[1], 1, "SECONDARY", True, 1, 0)),
+        primary=H[0],
+    )
+    assert next_rolling_step(passive, [H[0]]).kind == "restart"
+    pair = _status({H[0]: "PRIMARY", H[1]: "SECONDARY"})
+    assert next_rolling_step(pair, [H[0]]).kind == "step_down"
+
+
 def test_rolling_restart_waits_for_unhealthy_or_lagging_members() -> None:
     states = {H[0]: "PRIMARY", H[1]: "STARTUP2", H[2]: "SECONDARY"}
     assert next_rolling_step(_status(states), [H[2]]).kind == "wait"

@@ -1,0 +1,50 @@
+"""The keyfile a modelled mongod would read: the Secret its pod mounts, found through the API.
+
+A real member reads its keyfile from the volume the operator mounted; the wire model stands in for
+members whose pods only exist in the apiserver, so it follows the same reference: pod (or, for a
+mongos Service, a pod it selects) -> the ``keyfile`` volume's Secret -> its ``keyfile`` key.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
+KEYFILE_VOLUME = "keyfile"
+
+
+def _pod_keyfile(core: Any, namespace: str, pod: Any) -> str | None:
+    for volume in pod.spec.volumes or []:
+        if volume.name == KEYFILE_VOLUME and volume.secret is not None:
+            secret = core.read_namespaced_secret(volume.secret.secret_name, namespace)
+            data = (secret.data or {}).get("keyfile")
+            return base64.b64decode(data).decode() if data else None
+    return None
+
+
+def keyfile_from_pods(api: k8s.ApiClient) -> Callable[[str], str | None]:
+    """member DNS name (``pod.service.ns.svc...`` or ``service.ns.svc...``) -> keyfile text."""
+    core: Any = k8s.CoreV1Api(api)
+
+    def lookup(member: str) -> str | None:
+        labels = member.rsplit(":", 1)[0].split(".")
+        try:
+            if len(labels) > 2 and labels[2] == "svc":  # a Service: mongos
+                namespace = labels[1]
+                selector = core.read_namespaced_service(labels[0], namespace).spec.selector or {}
+                pods = core.list_namespaced_pod(
+                    namespace, label_selector=",".join(f"{k}={v}" for k, v in selector.items())
+                ).items
+                pod = pods[0] if pods else None
+            else:
+                namespace = labels[2]
+                pod = core.read_namespaced_pod(labels[0], namespace)
+            return _pod_keyfile(core, namespace, pod) if pod is not None else None
+        except ApiException:
+            return None  # no such pod yet: nothing can authenticate as __system there
+
+    return lookup
