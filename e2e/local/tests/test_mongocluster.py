@@ -171,6 +171,20 @@ def test_replica_set_becomes_ready_with_owned_objects_and_wired_members(
     assert password not in str(status) and password not in events
     assert password not in (tmp_path / "operator.log").read_text()
 
+    # The operator works as its own clusterAdmin user, made first (as __system, by keyfile);
+    # the root admin user is for people. Nothing privileged ran unauthenticated.
+    users = model.sets["rs3-rs0"].users
+    assert sorted(u for u, _ in users) == [
+        "benchmark",
+        "mongobench-admin",
+        "mongobench-exporter",
+        "mongobench-operator",
+    ]
+    roles = {r["role"] for r in users[("mongobench-operator", "admin")]["roles"]}
+    assert roles == {"clusterAdmin", "readWriteAnyDatabase", "userAdminAnyDatabase"}
+    assert [r["role"] for r in users[("mongobench-admin", "admin")]["roles"]] == ["root"]
+    assert not model.unauthorized
+
 
 def test_sharded_cluster_wires_shards_then_adds_a_third(
     plane: Plane, namespace: str, kube_api: k8s.ApiClient, model: MongoModel, tmp_path: Path
@@ -764,6 +778,7 @@ def test_podmonitor_created_only_when_the_prometheus_operator_crds_exist(
     from localplane.tools import prometheus_operator_crds
 
     private = make_plane()  # no Prometheus Operator CRDs yet
+    model.keyfile = keyfile_from_pods(private.api_client())  # its members' pods live there
     private.apply(private_crds := Path(__file__).resolve().parents[3] / "crds")
     ns = "mon"
     private.kubectl("create", "namespace", ns)
@@ -797,6 +812,7 @@ def test_platform_detected_from_eks_nodes(
     from localplane.nodes import NodeSet
 
     eks = make_plane(nodes=NodeSet(profile="eks", count=3))
+    model.keyfile = keyfile_from_pods(eks.api_client())
     eks.apply(Path(__file__).resolve().parents[3] / "crds")
     ns = "plat"
     eks.kubectl("create", "namespace", ns)

@@ -45,6 +45,7 @@ def finalize(body: kopf.Body) -> None:
         for secret in (
             layout.keyfile_secret,
             layout.admin_secret,
+            layout.operator_secret,
             layout.benchmark_secret,
             layout.exporter_secret,
         ):

@@ -22,6 +22,7 @@ class GeneratedSecrets:
     admin_password: str = field(repr=False)
     benchmark_password: str = field(repr=False)
     exporter_password: str = field(repr=False)
+    operator_password: str = field(repr=False)
 
 
 def new_password() -> str:
@@ -34,4 +35,6 @@ def new_keyfile() -> str:
 
 
 def generate() -> GeneratedSecrets:
-    return GeneratedSecrets(new_keyfile(), new_password(), new_password(), new_password())
+    return GeneratedSecrets(
+        new_keyfile(), new_password(), new_password(), new_password(), new_password()
+    )

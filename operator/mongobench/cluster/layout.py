@@ -100,6 +100,10 @@ class ClusterLayout:
         return f"{self.name}-exporter"
 
     @property
+    def operator_secret(self) -> str:
+        return f"{self.name}-operator"
+
+    @property
     def connection_secret(self) -> str:
         return f"{self.name}-connection"
 

@@ -130,7 +130,10 @@ def admin_for(d: Desired) -> tuple[MongoAdmin, Passwords]:
     exporter = (
         read_secret(layout.namespace, layout.exporter_secret) if d.spec.monitoring.exporter else {}
     )
+    operator = read_secret(layout.namespace, layout.operator_secret)
     passwords = Passwords(
+        operator_username=operator["username"],
+        operator=operator["password"],
         admin_username=admin_secret["username"],
         admin=admin_secret["password"],
         benchmark=bench["password"],
@@ -138,12 +141,12 @@ def admin_for(d: Desired) -> tuple[MongoAdmin, Passwords]:
         exporter=exporter.get("password", ""),
     )
     keyfile = read_secret(layout.namespace, layout.keyfile_secret)["keyfile"]
-    key = (layout.namespace, layout.name, admin_secret["password"] + keyfile)
+    key = (layout.namespace, layout.name, operator["password"] + keyfile)
     with _locks_guard:
         admin = _admins.get(key)
         if admin is None:
             connector = Connector(
-                Credentials(passwords.admin_username, passwords.admin),
+                Credentials(passwords.operator_username, passwords.operator),
                 bootstrap_credentials=internal_credentials(keyfile),
                 resolver=resolver_from_env(os.environ),
                 tls=d.spec.tls.enabled,

@@ -1,4 +1,4 @@
-"""Secret manifests: keyfile, admin, benchmark and exporter users, and the connection URI.
+"""Secret manifests: keyfile, admin, operator, benchmark and exporter users, and the URI.
 
 Values are inputs (generated once by ``generate``, then read back from the Secrets); these
 functions only shape them. ``data`` (base64) rather than ``stringData``: stringData is
@@ -18,6 +18,9 @@ from mongobench.cluster.podspec import object_meta
 
 ADMIN_USERNAME = "mongobench-admin"
 EXPORTER_USERNAME = "mongobench-exporter"
+# The operator's own MongoDB identity (clusterAdmin, see mongo.model.cluster_admin_user), apart
+# from the admin user people log in with: rotating or supplying that one never locks it out.
+OPERATOR_USERNAME = "mongobench-operator"
 
 
 def secret(name: str, layout: ClusterLayout, values: dict[str, str]) -> dict[str, Any]:
@@ -50,6 +53,11 @@ def benchmark_secret(
     return secret(layout.benchmark_secret, layout, values)
 
 
+def operator_secret(layout: ClusterLayout, password: str) -> dict[str, Any]:
+    values = {"username": OPERATOR_USERNAME, "password": password}
+    return secret(layout.operator_secret, layout, values)
+
+
 def exporter_secret(layout: ClusterLayout, password: str) -> dict[str, Any]:
     values = {"username": EXPORTER_USERNAME, "password": password}
     return secret(layout.exporter_secret, layout, values)
@@ -75,6 +83,7 @@ def build_secrets(
         out.append(keyfile_secret(layout, values.keyfile))
     if spec.auth.admin_secret_name is None:
         out.append(admin_secret(layout, values.admin_password))
+    out.append(operator_secret(layout, values.operator_password))
     out.append(benchmark_secret(spec, layout, values.benchmark_password))
     if spec.monitoring.exporter:
         out.append(exporter_secret(layout, values.exporter_password))

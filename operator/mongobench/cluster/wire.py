@@ -6,7 +6,8 @@ what it saw. The caller re-invokes until `complete`; an interrupted pass (operat
 any two steps) simply resumes, since every step checks first.
 
 Order, so every step finds what it needs:
-  ReplicaSet:  initiate/reconfig rs0 -> users (admin, benchmark, exporter) on its primary
+  ReplicaSet:  initiate/reconfig rs0 -> users (operator, admin, benchmark, exporter) on its
+               primary; the operator's user first, as __system by keyfile, then the rest by it
   Sharded:     config servers -> cluster users on them -> each shard set -> shard-local users
                (the operator and the exporter sidecars connect to shard members directly) ->
                benchmark user through mongos -> addShard for each shard -> removeShard for a
@@ -35,6 +36,7 @@ from mongobench.mongo.model import (
     UserSpec,
     admin_user,
     benchmark_user,
+    cluster_admin_user,
     exporter_user,
 )
 
@@ -45,6 +47,8 @@ log = logging.getLogger("mongobench.cluster")
 class Passwords:
     """The users' credentials, read from the cluster's Secrets by the caller (never logged)."""
 
+    operator_username: str
+    operator: str
     admin_username: str
     admin: str
     benchmark: str
@@ -69,6 +73,8 @@ def wire(
     """
     statuses: dict[str, ReplicaSetStatus] = {}
     server: dict[str, ServerFacts] = {}
+    # The operator's own user first: the next ones are created by it, no longer by keyfile.
+    operator_account = cluster_admin_user(passwords.operator_username, passwords.operator)
     admin_account = admin_user(passwords.admin_username, passwords.admin)
     exporter = (
         [exporter_user(passwords.exporter_username, passwords.exporter)]
@@ -126,7 +132,7 @@ def wire(
     try:
         if not layout.sharded:
             (rs,) = layout.replica_sets
-            waiting = ensure_set(rs, [admin_account, bench, *exporter])
+            waiting = ensure_set(rs, [operator_account, admin_account, bench, *exporter])
             return result(waiting is None, waiting or "replica set and users configured")
 
         config = layout.config_server
@@ -134,8 +140,11 @@ def wire(
         waiting_for = [
             w
             for w in (
-                ensure_set(config, [admin_account, *exporter]),
-                *(ensure_set(shard, [admin_account, *exporter]) for shard in layout.shards),
+                ensure_set(config, [operator_account, admin_account, *exporter]),
+                *(
+                    ensure_set(shard, [operator_account, admin_account, *exporter])
+                    for shard in layout.shards
+                ),
             )
             if w
         ]

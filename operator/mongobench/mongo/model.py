@@ -90,19 +90,24 @@ class UserSpec:
 
 
 def admin_user(username: str, password: str, *, root: bool = True) -> UserSpec:
-    """The first user; created through the localhost exception. root covers day-2 tasks."""
+    """The user people log in with (root); the operator itself uses cluster_admin_user."""
     roles = (RoleGrant("root"),) if root else (RoleGrant("userAdminAnyDatabase"),)
     return UserSpec(username, password, roles)
 
 
 def cluster_admin_user(username: str, password: str) -> UserSpec:
-    # The operator's own identity: reconfig, addShard, FCV; reads config.* for distribution.
+    """The operator's own identity, created first (as __system by keyfile) on every set.
+
+    clusterAdmin: replSet*, addShard/removeShard/movePrimary, shardCollection, FCV, serverStatus
+    and config.* reads for the distribution; userAdminAnyDatabase: the other users;
+    readWriteAnyDatabase: create, index, count and drop the benchmark collection.
+    """
     return UserSpec(
         username,
         password,
         (
             RoleGrant("clusterAdmin"),
-            RoleGrant("readAnyDatabase"),
+            RoleGrant("readWriteAnyDatabase"),
             RoleGrant("userAdminAnyDatabase"),
         ),
     )

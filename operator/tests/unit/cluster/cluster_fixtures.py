@@ -17,6 +17,7 @@ FAKE = GeneratedSecrets(
     admin_password="admin-pw-Zq8LQ",
     benchmark_password="bench-pw-Xy3/+@:",
     exporter_password="exporter-pw-Kp2",
+    operator_password="operator-pw-Zq7",
 )
 
 REPLICA_SET: dict[str, Any] = {

@@ -164,7 +164,7 @@ def test_referenced_secrets_are_not_generated_but_mounted() -> None:
     spec = {**REPLICA_SET, "auth": {"keyfileSecretName": "my-key", "adminSecretName": "my-admin"}}
     objects = build(spec)
     names = {s["metadata"]["name"] for s in by_kind(objects, "Secret")}
-    assert names == {"demo-benchmark", "demo-exporter", "demo-connection"}
+    assert names == {"demo-operator", "demo-benchmark", "demo-exporter", "demo-connection"}
     (pod,) = pod_specs(objects)
     assert pod["volumes"][0]["secret"]["secretName"] == "my-key"
 
