@@ -1,19 +1,28 @@
-# mongobench operator image: the `mongobench` package (kopf operator) and the runner package it
-# shares the result merge with, installed from the repository's lock file.
-# Build from the repository root:  docker build -t mongobench/operator:dev .
-FROM python:3.11.11-slim-bookworm AS build
-RUN pip install --no-cache-dir uv==0.13.8
+# mongobench operator image: the `mongobench` package (kopf operator), the runner package it
+# shares the result merge with and the archive package it uploads with, installed from the
+# repository's lock file.
+# Build from the repository root:  make images   (or: docker build -t mongobench/operator:dev .)
+#
+# Base images are pinned by the digest of their multi-arch index (linux/amd64 and linux/arm64);
+# `hack/images.sh digests` prints the registry's current ones to refresh them. No apt: nothing
+# here breaks when Debian updates a package.
+FROM python:3.11.11-slim-bookworm@sha256:081075da77b2b55c23c088251026fb69a7b2bf92471e491ff5fd75c192fd38e5 AS build
 WORKDIR /src
+COPY hack/image ./hack/image
+RUN pip install --no-cache-dir --disable-pip-version-check --require-hashes -r hack/image/uv-requirements.txt
 COPY pyproject.toml uv.lock ./
 COPY operator ./operator
 COPY bench-jobs/runner ./bench-jobs/runner
-# Third-party dependencies exactly as locked (hashes checked), then the two workspace packages.
-RUN uv export --frozen --no-dev --no-emit-workspace --package mongobench -o requirements.txt \
- && python -m venv /opt/mongobench \
- && /opt/mongobench/bin/pip install --no-cache-dir --require-hashes -r requirements.txt \
- && /opt/mongobench/bin/pip install --no-cache-dir --no-deps ./bench-jobs/runner ./operator
+COPY archive ./archive
+COPY cli ./cli
+# One install script for all images (hack/image/install-python.sh).
+RUN sh hack/image/install-python.sh /opt/mongobench "--package mongobench" ./bench-jobs/runner ./archive ./cli ./operator
 
-FROM python:3.11.11-slim-bookworm
+FROM python:3.11.11-slim-bookworm@sha256:081075da77b2b55c23c088251026fb69a7b2bf92471e491ff5fd75c192fd38e5
+ARG VERSION=dev
+LABEL org.opencontainers.image.title="mongobench-operator" \
+      org.opencontainers.image.description="Kubernetes operator for MongoDB performance experiments" \
+      org.opencontainers.image.version="${VERSION}"
 COPY --from=build /opt/mongobench /opt/mongobench
 ENV PATH=/opt/mongobench/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
@@ -21,5 +30,5 @@ ENV PATH=/opt/mongobench/bin:$PATH \
 # The chart runs it with readOnlyRootFilesystem and the restricted Pod Security profile.
 USER 10001:10001
 EXPOSE 8000 8080
-ENTRYPOINT ["mongobench"]
+ENTRYPOINT ["mongobench-operator"]
 CMD ["run"]

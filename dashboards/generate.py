@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from grafana_foundation_sdk.builders import bargauge, stat, table, timeseries
+from grafana_foundation_sdk.builders import bargauge, stat, statetimeline, table, timeseries
 from grafana_foundation_sdk.builders import common as common_b
 from grafana_foundation_sdk.builders import dashboard as dash
 from grafana_foundation_sdk.builders import prometheus as prom
@@ -26,6 +26,8 @@ from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models import prometheus as prom_models
 from grafana_foundation_sdk.models.dashboard import (
+    AnnotationContainer,
+    AnnotationQuery,
     Dashboard,
     DashboardCursorSync,
     DataSourceRef,
@@ -35,6 +37,8 @@ from grafana_foundation_sdk.models.dashboard import (
     RowPanel,
     Threshold,
     ThresholdsMode,
+    ValueMap,
+    ValueMappingResult,
     VariableModel,
     VariableRefresh,
     VariableSort,
@@ -641,7 +645,7 @@ def operator() -> Dashboard:
 
 
 # ---------------------------------------------------------------------------------------------
-# d. Nodes CPU: node-exporter's node_cpu_seconds_total, the shape of bench/profiles/cpu.yaml
+# d. Nodes CPU: node-exporter's node_cpu_seconds_total, the shape of bench/profiles/resources.yaml
 
 # As the profile's default "uname" node mapping: node_uname_info's nodename is the host name
 # (the Kubernetes node name), whatever the scrape config made `instance`.
@@ -716,12 +720,433 @@ def nodes_cpu() -> Dashboard:
 
 
 # ---------------------------------------------------------------------------------------------
+# e. MongoDB cluster: mongodb_exporter's series per MongoCluster, replica set and member
+
+# Pod labels the cluster's PodMonitor copies onto every series (podTargetLabels).
+CLUSTER_LABEL = "mongobench_io_cluster"
+REPLSET_LABEL = "mongobench_io_replset"
+MONGO_SEL = (
+    f'namespace=~"$namespace", {CLUSTER_LABEL}=~"$cluster", {REPLSET_LABEL}=~"$replset", '
+    'pod=~"$member"'
+)
+# mongos pods belong to no replica set: sharding panels filter by cluster only.
+CLUSTER_SEL = f'namespace=~"$namespace", {CLUSTER_LABEL}=~"$cluster"'
+# replSetGetStatus myState / stateStr numbers (MongoDB's documented member states).
+MEMBER_STATES = {
+    0: ("STARTUP", "blue"),
+    1: ("PRIMARY", "green"),
+    2: ("SECONDARY", "light-green"),
+    3: ("RECOVERING", "yellow"),
+    5: ("STARTUP2", "blue"),
+    6: ("UNKNOWN", "orange"),
+    7: ("ARBITER", "purple"),
+    8: ("DOWN", "red"),
+    9: ("ROLLBACK", "orange"),
+    10: ("REMOVED", "dark-red"),
+}
+
+
+def mongo(metric: str, selector: str = MONGO_SEL, extra: str = "") -> str:
+    """A mongodb_exporter series filtered by the dashboard's variables (and ``extra``)."""
+    return f"{metric}{{{selector}{', ' + extra if extra else ''}}}"
+
+
+def mongo_rate(metric: str, by: str, extra: str = "", selector: str = MONGO_SEL) -> str:
+    return f"sum by ({by}) (rate({mongo(metric, selector, extra)}[$__rate_interval]))"
+
+
+def mongo_variables() -> list[dash.QueryVariable]:
+    up = "mongodb_up"
+    return [
+        label_variable(
+            "namespace", "Namespace", f'label_values({up}{{{CLUSTER_LABEL}!=""}}, namespace)'
+        ),
+        label_variable(
+            "cluster",
+            "MongoCluster",
+            f'label_values({up}{{namespace=~"$namespace", {CLUSTER_LABEL}!=""}}, {CLUSTER_LABEL})',
+        ),
+        label_variable(
+            "replset",
+            "Replica set",
+            f'label_values({up}{{namespace=~"$namespace", {CLUSTER_LABEL}=~"$cluster"}}, '
+            f"{REPLSET_LABEL})",
+        ),
+        label_variable(
+            "member",
+            "Member",
+            f'label_values({up}{{namespace=~"$namespace", {CLUSTER_LABEL}=~"$cluster", '
+            f'{REPLSET_LABEL}=~"$replset"}}, pod)',
+        ),
+    ]
+
+
+def member_state_timeline() -> statetimeline.Panel:
+    mappings = [
+        ValueMap(
+            options={
+                str(n): ValueMappingResult(text=text, color=color, index=i)
+                for i, (n, (text, color)) in enumerate(MEMBER_STATES.items())
+            }
+        )
+    ]
+    return (
+        statetimeline.Panel()
+        .title("Member state over time")
+        .description(
+            "Each member's replica-set state as it reports it (replSetGetStatus myState): "
+            "elections, rollbacks and members that fell out show as colour changes."
+        )
+        .datasource(DATASOURCE)
+        .with_target(
+            target(f"max by (pod) ({mongo('mongodb_mongod_replset_my_state')})", "{{pod}}")
+        )
+        .mappings(mappings)  # type: ignore[arg-type]
+        .show_value(common.VisibilityMode.NEVER)
+        .fill_opacity(80)
+        .line_width(0)
+        .span(24)
+        .height(7)
+    )
+
+
+def mongodb_server_panels() -> list[Builder[Panel] | dash.Row]:
+    """What the database does, on the cluster dashboard and the benchmark-run view alike."""
+    ops = mongo_rate("mongodb_ss_opcounters", "legacy_op_type")
+    return [
+        row("Operations"),
+        graph(
+            "Operations by type",
+            "opcounters (serverStatus): insert, query, update, delete, getmore and command "
+            "operations per second, summed over the selected members.",
+            "ops",
+            target(ops, "{{legacy_op_type}}"),
+        ),
+        graph(
+            "Document operations",
+            "Documents inserted, returned, updated and deleted per second "
+            "(serverStatus metrics.document): what the operations touched.",
+            "ops",
+            target(mongo_rate("mongodb_ss_metrics_document", "doc_op_type"), "{{doc_op_type}}"),
+        ),
+        graph(
+            "Operations per member",
+            "All opcounters per second, per member: where the load lands.",
+            "ops",
+            target(mongo_rate("mongodb_ss_opcounters", "pod"), "{{pod}}"),
+        ),
+        graph(
+            "Average latency by operation type",
+            "Server-side latency (serverStatus opLatencies): time spent per read, write and "
+            "command, averaged over the rate interval.",
+            "µs",
+            target(
+                f"{mongo_rate('mongodb_ss_opLatencies_latency', 'op_type')} / "
+                f"{mongo_rate('mongodb_ss_opLatencies_ops', 'op_type')}",
+                "{{op_type}}",
+            ),
+        ),
+        row("Queues, connections and tickets"),
+        graph(
+            "Active readers and writers",
+            "Clients performing reads and writes now (globalLock.activeClients).",
+            "short",
+            target(mongo("mongodb_ss_globalLock_activeClients_readers"), "{{pod}} readers"),
+            target(
+                mongo("mongodb_ss_globalLock_activeClients_writers"), "{{pod}} writers", ref="B"
+            ),
+        ),
+        graph(
+            "Queued readers and writers",
+            "Operations waiting for a lock (globalLock.currentQueue): sustained queues mean "
+            "the server, not the client, limits throughput.",
+            "short",
+            target(
+                mongo("mongodb_ss_globalLock_currentQueue", extra='count_type=~"readers|writers"'),
+                "{{pod}} {{count_type}}",
+            ),
+        ),
+        graph(
+            "Connections",
+            "Open client connections per member (connections.current).",
+            "short",
+            target(mongo("mongodb_ss_connections", extra='conn_type="current"'), "{{pod}}"),
+        ),
+        graph(
+            "WiredTiger tickets in use",
+            "Read and write tickets out of the storage engine's pool "
+            "(concurrentTransactions / queues.execution): all out means operations wait.",
+            "short",
+            target(mongo("mongodb_ss_wt_concurrentTransactions_out"), "{{pod}} {{txn_rw}}"),
+            target(
+                mongo("mongodb_ss_wt_concurrentTransactions_totalTickets"),
+                "{{pod}} {{txn_rw}} total",
+                ref="B",
+            ),
+        ),
+        row("Network and memory"),
+        graph(
+            "Network in / out",
+            "Bytes per second the members received and sent (serverStatus network).",
+            "Bps",
+            target(mongo_rate("mongodb_ss_network_bytesIn", "pod"), "{{pod}} in"),
+            target(mongo_rate("mongodb_ss_network_bytesOut", "pod"), "{{pod}} out", ref="B"),
+        ),
+        graph(
+            "Resident memory",
+            "Resident set size of each mongod/mongos (serverStatus mem.resident, MiB).",
+            "bytes",
+            target(f"{mongo('mongodb_ss_mem_resident')} * 1024 * 1024", "{{pod}}"),
+        ),
+        row("WiredTiger cache"),
+        graph(
+            "Cache used and dirty",
+            "Bytes in the WiredTiger cache and the dirty part of them, against the configured "
+            "maximum (storage.wiredTigerCacheSizeGB).",
+            "bytes",
+            target(mongo("mongodb_ss_wt_cache_bytes_currently_in_the_cache"), "{{pod}} used"),
+            target(
+                mongo("mongodb_ss_wt_cache_tracked_dirty_bytes_in_the_cache"),
+                "{{pod}} dirty",
+                ref="B",
+            ),
+            target(
+                mongo("mongodb_ss_wt_cache_maximum_bytes_configured"), "{{pod}} maximum", ref="C"
+            ),
+        ),
+        graph(
+            "Read into cache",
+            "Bytes per second read from disk into the cache: reads the cache could not serve "
+            "(cache misses), the storage I/O a benchmark pays for.",
+            "Bps",
+            target(mongo_rate("mongodb_ss_wt_cache_bytes_read_into_cache", "pod"), "{{pod}}"),
+        ),
+    ]
+
+
+def mongodb_cluster() -> Dashboard:
+    content: list[Builder[Panel] | dash.Row] = [
+        single(
+            "Members up",
+            "Members (and mongos) whose exporter reaches them.",
+            "none",
+            f"sum({mongo('mongodb_up')})",
+        ),
+        single(
+            "Members down",
+            "Members whose exporter answers but cannot reach them.",
+            "none",
+            f"count({mongo('mongodb_up')} == 0) or vector(0)",
+        ).thresholds(thresholds((None, "green"), (1, "red"))),
+        single(
+            "Primaries",
+            "Members that report themselves PRIMARY: one per replica set.",
+            "none",
+            f"count({mongo('mongodb_mongod_replset_my_state')} == 1)",
+        ),
+        single(
+            "Max replication lag",
+            "The largest lag of a secondary behind its primary, over the selected sets.",
+            "s",
+            f"max({mongo('mongodb_mongod_replset_member_replication_lag')})",
+        ).thresholds(thresholds((None, "green"), (10, "yellow"), (30, "red"))),
+        *mongodb_server_panels(),
+        row("Replication"),
+        graph(
+            "Replication lag per member",
+            "How far each secondary's last applied operation is behind its primary's, as "
+            "the members report it (the MongoDBReplicationLagHigh alert's series).",
+            "s",
+            target(
+                f"max by (set, name) ({mongo('mongodb_mongod_replset_member_replication_lag')})",
+                "{{set}} {{name}}",
+            ),
+        ),
+        graph(
+            "Oplog window per member",
+            "Time between the oldest and the newest entry of each member's oplog: a secondary "
+            "that falls further behind than this needs a full resync.",
+            "s",
+            target(
+                f"{mongo('mongodb_mongod_replset_oplog_head_timestamp')} - "
+                f"{mongo('mongodb_mongod_replset_oplog_tail_timestamp')}",
+                "{{pod}}",
+            ),
+        ),
+        member_state_timeline(),
+        row("Sharding"),
+        bars(
+            "Chunks per shard",
+            "Chunks of all sharded collections on each shard, as the mongos routers see the "
+            "config servers (balance: similar bars).",
+            "none",
+            target(
+                "max by (shard) "
+                f"({mongo('mongodb_mongos_sharding_shard_chunks_total', CLUSTER_SEL)})",
+                "{{shard}}",
+                instant=True,
+            ),
+        ),
+        graph(
+            "Chunk moves (last 10 minutes)",
+            "Migrations and splits the config servers' changelog recorded in the last 10 "
+            "minutes (moveChunk.commit is a finished migration).",
+            "short",
+            target(
+                "max by (event) "
+                f"({mongo('mongodb_mongos_sharding_changelog_10min_total', CLUSTER_SEL)})",
+                "{{event}}",
+            ),
+        ),
+        row("Slow operations"),
+        graph(
+            "Slow operations (profiler)",
+            "Operations the profiler recorded in the last 30 s per member and database "
+            "(needs profiling level 1 and slowms on the mongod).",
+            "short",
+            target(
+                f"sum by (pod, database) ({mongo('mongodb_profile_slow_query_count')})",
+                "{{pod}} {{database}}",
+            ),
+        ),
+        graph(
+            "Operations running longer than a minute",
+            "Active operations (currentOp) that have run for over a minute, by member, type "
+            "and namespace, with how long they have run.",
+            "µs",
+            target(
+                f"max by (pod, op, ns) ({mongo('mongodb_currentop_query_uptime')})",
+                "{{pod}} {{op}} {{ns}}",
+            ),
+        ),
+    ]
+    return board(
+        "mongobench-mongodb-cluster",
+        "mongobench / MongoDB cluster",
+        "One MongoCluster from mongodb_exporter's series: operations, latency, queues, "
+        "connections, tickets, network, memory, WiredTiger cache, replication, sharding and "
+        "slow operations, per replica set and member.",
+        mongo_variables(),
+        content,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# f. Benchmark run: what the database did during each step of a BenchmarkRun
+
+
+class PromAnnotation(AnnotationQuery):
+    """A Prometheus annotation query. The SDK's AnnotationQuery model lacks the keys Grafana's
+    Prometheus data source reads (titleFormat, textFormat, tagKeys, step); this adds them."""
+
+    def __init__(self, name: str, expr: str, *, title: str, text: str, tags: str) -> None:
+        super().__init__(
+            name=name, datasource=DATASOURCE, enable=True, icon_color="purple", expr=expr
+        )
+        self.title_format, self.text_format, self.tag_keys = title, text, tags
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            **super().to_json(),
+            "titleFormat": self.title_format,
+            "textFormat": self.text_format,
+            "tagKeys": self.tag_keys,
+            "step": "15s",
+        }
+
+
+STEP_ANNOTATION = (
+    "max by (run, step, workload) "
+    '(mongobench_run_step_running{namespace=~"$namespace", run=~"$run"})'
+)
+
+
+def benchmark_run() -> Dashboard:
+    variables = [
+        label_variable("namespace", "Namespace", "label_values(mongobench_run_phase, namespace)"),
+        label_variable(
+            "run",
+            "BenchmarkRun",
+            'label_values(mongobench_run_phase{namespace=~"$namespace"}, run)',
+            multi=False,
+            include_all=False,
+        ),
+        label_variable(
+            "cluster",
+            "MongoCluster",
+            f'label_values(mongodb_up{{namespace=~"$namespace", {CLUSTER_LABEL}!=""}}, '
+            f"{CLUSTER_LABEL})",
+        ),
+        # Hidden: the server panels filter by them; the run view shows the whole cluster.
+        dash.ConstantVariable("replset").value(".*"),
+        dash.ConstantVariable("member").value(".*"),
+    ]
+    content: list[Builder[Panel] | dash.Row] = [
+        graph(
+            "Client throughput",
+            "Operations per second the run's benchmark clients report (runner --metrics-port), "
+            "summed over the clients, per workload and phase.",
+            "ops",
+            target(
+                "sum by (workload, phase) ("
+                'mongobench_client_throughput_ops_per_second{namespace=~"$namespace"} '
+                "* on (instance, job) group_left (workload, phase) "
+                'mongobench_client_info{namespace=~"$namespace"})',
+                "{{workload}} {{phase}}",
+            ),
+        ),
+        graph(
+            "Run phase",
+            "The BenchmarkRun's phase over time (1 while in it).",
+            "none",
+            target('mongobench_run_phase{namespace=~"$namespace", run=~"$run"}', "{{phase}}"),
+        ),
+        *mongodb_server_panels(),
+        row("Replication"),
+        graph(
+            "Replication lag per member",
+            "How far each secondary is behind its primary during the run.",
+            "s",
+            target(
+                f"max by (set, name) ({mongo('mongodb_mongod_replset_member_replication_lag')})",
+                "{{set}} {{name}}",
+            ),
+        ),
+    ]
+    built = board(
+        "mongobench-benchmark-run",
+        "mongobench / Benchmark run",
+        "What the database did during each step of a BenchmarkRun: the run's steps as "
+        "annotations (mongobench_run_step_running) over the MongoDB server panels of its "
+        "cluster and the clients' throughput.",
+        variables,
+        content,
+        time_from="now-3h",
+        refresh="30s",
+    )
+    built.annotations = AnnotationContainer(
+        list_val=[
+            PromAnnotation(
+                "BenchmarkRun steps",
+                STEP_ANNOTATION,
+                title="{{step}}",
+                text="{{run}} workload {{workload}}",
+                tags="workload",
+            )
+        ]
+    )
+    return built
+
+
+# ---------------------------------------------------------------------------------------------
 
 DASHBOARDS: dict[str, Callable[[], Dashboard]] = {
     "benchmark-comparison": benchmark_comparison,
     "benchmark-clients": benchmark_clients,
     "operator": operator,
     "nodes-cpu": nodes_cpu,
+    "mongodb-cluster": mongodb_cluster,
+    "benchmark-run": benchmark_run,
 }
 
 

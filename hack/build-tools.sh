@@ -52,7 +52,62 @@ build_plane() {
     build_wrapper "$c-$K8S_VERSION" "$repo/e2e/local/gomod/kube" "./cmd/$c" "$f"
   done
   install_module "kwok-$KWOK_VERSION" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
-  install_module "helm-$HELM_VERSION" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+  build_helm
+}
+
+# helm with the -X flags of an official build (helm's Makefile): its version, and the Kubernetes
+# version of its client-go as the default of `helm template` (else it assumes 1.20 and a chart's
+# kubeVersion constraint fails without --kube-version). A cached binary built without them is
+# replaced.
+build_helm() {
+  local out=helm-$HELM_VERSION
+  if [ -x "$bin/$out" ] && [ "$("$bin/$out" version --template '{{.Version}}' 2>/dev/null)" = "$HELM_VERSION" ]; then
+    return 0
+  fi
+  log "building helm $HELM_VERSION (official version flags)"
+  local dir tmpbin client_go major minor
+  dir=$(go mod download -json "helm.sh/helm/v3@$HELM_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+  client_go=$(awk '$1 == "k8s.io/client-go" {print $2}' "$dir/go.mod")  # v0.32.2 -> Kubernetes 1.32
+  client_go=${client_go#v}
+  major=$(( ${client_go%%.*} + 1 ))
+  minor=${client_go#*.}
+  minor=${minor%%.*}
+  local p=helm.sh/helm/v3
+  local ldflags="-w -s -X $p/internal/version.version=$HELM_VERSION -X $p/internal/version.metadata="
+  ldflags+=" -X $p/internal/version.gitTreeState=clean"
+  ldflags+=" -X $p/pkg/lint/rules.k8sVersionMajor=$major -X $p/pkg/lint/rules.k8sVersionMinor=$minor"
+  ldflags+=" -X $p/pkg/chartutil.k8sVersionMajor=$major -X $p/pkg/chartutil.k8sVersionMinor=$minor"
+  tmpbin=$(mktemp -d)
+  CGO_ENABLED=0 GOBIN=$tmpbin go install -trimpath -ldflags "$ldflags" "$p/cmd/helm@$HELM_VERSION"
+  mv "$tmpbin/helm" "$bin/.$out.tmp"
+  mv "$bin/.$out.tmp" "$bin/$out"
+  rm -rf "$tmpbin"
+}
+
+# Static checks of the chart, manifests and CI workflows.
+build_lint_tools() {
+  install_module "kubeconform-$KUBECONFORM_VERSION" "github.com/yannh/kubeconform/cmd/kubeconform@$KUBECONFORM_VERSION"
+  install_module "helm-docs-$HELM_DOCS_VERSION" "github.com/norwoodj/helm-docs/cmd/helm-docs@$HELM_DOCS_VERSION"
+  install_module "actionlint-$ACTIONLINT_VERSION" "github.com/rhysd/actionlint/cmd/actionlint@$ACTIONLINT_VERSION"
+  build_kind_configcheck
+}
+
+# kind's own config loader and validation, for e2e/kind/kind-config.yaml without Docker: the pinned
+# kind module copied, with e2e/kind/configcheck/main.go inside it (its loader is internal to kind).
+build_kind_configcheck() {
+  local out=kind-configcheck-$KIND_VERSION
+  need "$out" || return 0
+  log "building kind-configcheck (kind $KIND_VERSION's config loader)"
+  local dir src
+  dir=$(go mod download -json "sigs.k8s.io/kind@$KIND_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+  src=$(mktemp -d)
+  cp -r "$dir"/. "$src"
+  chmod -R u+w "$src"
+  mkdir -p "$src/pkg/mongobenchconfigcheck"
+  cp "$repo/e2e/kind/configcheck/main.go" "$src/pkg/mongobenchconfigcheck/"
+  (cd "$src" && go build -trimpath -o "$bin/.$out.tmp" ./pkg/mongobenchconfigcheck)
+  mv "$bin/.$out.tmp" "$bin/$out"
+  rm -rf "$src"
 }
 
 # The real Prometheus Operator CRDs (ServiceMonitor, PodMonitor, PrometheusRule) from its module.
@@ -83,11 +138,33 @@ build_ferretdb() {
   rm -rf "$src"
 }
 
+# mongodb_exporter, built from its downloaded module (`go install` asks the proxy for the module's
+# version list, which it refuses), and beside it the documents of a real mongod that its own tests
+# use (exporter/testdata): the e2e dashboards test serves them to the exporter from a scripted peer.
+build_mongodb_exporter() {
+  local out=mongodb_exporter-$MONGODB_EXPORTER_VERSION
+  local data=$cache/$out-testdata
+  need "$out" || [ ! -d "$data" ] || return 0
+  log "building mongodb_exporter $MONGODB_EXPORTER_VERSION"
+  local dir
+  dir=$(go mod download -json "github.com/percona/mongodb_exporter@$MONGODB_EXPORTER_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+  (cd "$dir" && go build -trimpath -o "$bin/.$out.tmp" .)
+  rm -rf "$data.tmp"
+  mkdir -p "$data.tmp"
+  cp "$dir"/exporter/testdata/*.json "$data.tmp/"
+  chmod -R u+w "$data.tmp"
+  rm -rf "$data"
+  mv "$data.tmp" "$data"
+  mv "$bin/.$out.tmp" "$bin/$out"
+}
+
 case "${1:-all}" in
   plane) build_plane; fetch_promop_crds ;;
   ferretdb) build_ferretdb ;;
-  kubeconform) install_module "kubeconform-$KUBECONFORM_VERSION" "github.com/yannh/kubeconform/cmd/kubeconform@$KUBECONFORM_VERSION" ;;
-  mongodb-exporter) install_module "mongodb_exporter-$MONGODB_EXPORTER_VERSION" "github.com/percona/mongodb_exporter@$MONGODB_EXPORTER_VERSION" ;;
-  all) build_plane; fetch_promop_crds; build_ferretdb ;;
-  *) echo "usage: $0 [plane|ferretdb|kubeconform|mongodb-exporter|all]" >&2; exit 2 ;;
+  helm) build_helm ;;
+  lint) build_lint_tools ;;
+  kind-configcheck) build_kind_configcheck ;;
+  mongodb-exporter) build_mongodb_exporter ;;
+  all) build_plane; fetch_promop_crds; build_ferretdb; build_lint_tools; build_mongodb_exporter ;;
+  *) echo "usage: $0 [plane|helm|ferretdb|lint|kind-configcheck|mongodb-exporter|all]" >&2; exit 2 ;;
 esac

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Idempotent setup of everything the tests need on a fresh machine of this kind; seconds when warm.
-#   python   : uv (pinned, from PyPI) and the locked virtualenv .venv
-#   tools    : control plane, KWOK, helm, FerretDB from pinned Go modules (hack/build-tools.sh)
-#   system   : Prometheus and node-exporter from Debian (only when missing)
+#   python   : uv (pinned, from PyPI), the locked virtualenv .venv, the S3 test server (moto)
+#   tools    : control plane, KWOK, helm, FerretDB, mongodb_exporter from pinned Go modules
+#              (hack/build-tools.sh)
+#   system   : Prometheus, node-exporter and Lua 5.1 (Argo CD health checks) from Debian (only
+#              when missing)
 #   java     : the YCSB binding (bench-jobs/ycsb-binding), built when its sources changed
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -19,6 +21,14 @@ setup_python() {
     mv "$cache/uv-$UV_VERSION.tmp" "$cache/uv-$UV_VERSION"
   fi
   (cd "$repo" && "$uv" sync --frozen --quiet --python python3.11)
+  # moto (the archive tests' S3 server) in its own locked environment, keyed by its lock; see
+  # hack/s3server/pyproject.toml for why it cannot share .venv.
+  local s3env
+  s3env=$cache/s3server-$(sha256sum "$here/s3server/uv.lock" | cut -c1-12)
+  if [ ! -x "$s3env/bin/python" ]; then
+    echo "setup: installing the S3 test server (moto) into $s3env" >&2
+    (cd "$here/s3server" && UV_PROJECT_ENVIRONMENT="$s3env" "$uv" sync --frozen --quiet --python python3.11)
+  fi
 }
 
 setup_system() {
@@ -26,13 +36,16 @@ setup_system() {
   command -v prometheus >/dev/null || missing+=(prometheus)
   command -v prometheus-node-exporter >/dev/null || missing+=(prometheus-node-exporter)
   command -v openssl >/dev/null || missing+=(openssl)
+  command -v lua5.1 >/dev/null || missing+=(lua5.1)
   if [ ${#missing[@]} -gt 0 ]; then
     echo "setup: apt-get install ${missing[*]}" >&2
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
     # Debian starts the services on install; the tests run their own on loopback ports.
-    for s in prometheus prometheus-node-exporter; do
+    # Only the services just installed: another suite's Prometheus may be running.
+    for s in "${missing[@]}"; do
+      case $s in prometheus | prometheus-node-exporter) ;; *) continue ;; esac
       (command -v systemctl >/dev/null && systemctl stop "$s" 2>/dev/null) || true
       pkill -x "$s" 2>/dev/null || true
     done

@@ -10,6 +10,12 @@ records the latency in an HDR histogram per operation (microseconds) as well as 
 stats. A process whose budget or `maxexecutiontime` is spent reports its histograms, return
 codes and CPU: a worker to the master (message `mongobench_done`); the master, or a standalone
 process, writes them to "out" and quits.
+
+Live progress, as YCSB's `-s`: every `status.interval` seconds each process sends its interval
+histograms (message `mongobench_status` from a worker), and the master, or a standalone process,
+prints one status line in YCSB's format on stdout, which the runner parses into the same live
+metrics as for YCSB. Pacing (`target`) is Locust's constant_throughput per user; in the load
+phase `batchsize` > 1 buffers inserts per user into insertMany, as the YCSB binding does.
 """
 
 from __future__ import annotations
@@ -19,18 +25,20 @@ import os
 import random
 import resource
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import gevent
 import pymongo
 from bson.binary import Binary
-from locust import User, constant, events, task
+from locust import User, constant, constant_throughput, events, task
 from locust.exception import StopUser
 from locust.runners import MasterRunner, WorkerRunner
 
 from mongobench_runner import hdr
 from mongobench_runner.client_options import client_options
+from mongobench_runner.status import format_status_line
 from mongobench_runner.workload import CLIENT, CLIENTS, INSERT_OFFSET, split_for_client
 from mongobench_runner.ycsbgen import KeyChooser, OperationChooser, field_value, key_name
 
@@ -38,6 +46,12 @@ CONFIG: dict[str, Any] = json.loads(Path(os.environ["MONGOBENCH_LOCUST_CONFIG"])
 PROPS: dict[str, str] = CONFIG["props"]
 PHASE: str = CONFIG["phase"]
 WORKERS: int = max(int(CONFIG.get("workers", 0)), 1)
+STATUS_INTERVAL = float(PROPS.get("status.interval", "10") or 10)
+# Operations per second of this client over all its users (0: as fast as possible).
+TARGET = float(PROPS.get("target", "0") or 0)
+THREADS = int(PROPS.get("threadcount", "1"))
+# Inserts per insertMany in the load phase (the binding's `batchsize`, alias mongodb.batchsize).
+BATCH = int(PROPS.get("batchsize", PROPS.get("mongodb.batchsize", "1")) or 1)
 
 
 class Budget:
@@ -54,6 +68,8 @@ class Budget:
         self.last_end: float | None = None
         self.histograms: dict[str, Any] = {}
         self.failed: dict[str, Any] = {}
+        self.interval: dict[str, Any] = {}  # since the last status: YCSB's interval histograms
+        self.buffered = 0  # inserts queued in users' batches, not yet written
         self.codes: dict[str, dict[str, int]] = {}
         self.transactions = 0
         self.next_insert = 0
@@ -122,12 +138,22 @@ class Budget:
 
     def record(self, op: str, ok: bool, code: str, micros: int) -> None:
         bucket = self.histograms if ok else self.failed
-        h = bucket.get(op)
-        if h is None:
-            h = bucket[op] = hdr.new_histogram()
-        h.record_value(max(micros, 1))
+        for histograms, name in ((bucket, op), (self.interval, op if ok else f"{op}-FAILED")):
+            h = histograms.get(name)
+            if h is None:
+                h = histograms[name] = hdr.new_histogram()
+            h.record_value(max(micros, 1))
         codes = self.codes.setdefault(op, {})
         codes[code] = codes.get(code, 0) + 1
+
+    def take_interval(self) -> dict[str, Any]:
+        """This process's progress since the last status, for the status line."""
+        snapshot = {
+            "total": self.transactions,
+            "interval": {k: hdr.encode(v) for k, v in self.interval.items()},
+        }
+        self.interval = {}
+        return snapshot
 
     def payload(self) -> dict[str, Any]:
         usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -147,7 +173,61 @@ BUDGET = Budget()
 REPORTS: list[dict[str, Any]] = []
 
 
+class Status:
+    """Status lines of the master or a standalone process, from every process's snapshots."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.totals: dict[str, int] = {}  # per process: operations so far
+        self.pending: dict[str, Any] = {}  # interval histograms received since the last line
+        self.last = (self.started, 0)
+
+    def add(self, process: str, snapshot: dict[str, Any]) -> None:
+        self.totals[process] = int(snapshot["total"])
+        for name, payload in snapshot["interval"].items():
+            h = self.pending.get(name)
+            if h is None:
+                h = self.pending[name] = hdr.new_histogram()
+            hdr.add(h, hdr.decode(payload))
+
+    def emit(self) -> None:
+        now = time.monotonic()
+        total = sum(self.totals.values())
+        rate = (total - self.last[1]) / max(now - self.last[0], 1e-9)
+        stats = {name: hdr.interval_stats(h) for name, h in self.pending.items()}
+        line = format_status_line(datetime.now(UTC), int(now - self.started), total, rate, stats)
+        print(line, flush=True)  # the runner reads Locust's stdout
+        self.pending, self.last = {}, (now, total)
+
+
+STATUS = Status()
+
+
+def _report_status(environment: Any) -> None:
+    """This process's snapshot: to the master from a worker, else into its own status line."""
+    runner = environment.runner
+    if isinstance(runner, WorkerRunner):
+        runner.send_message("mongobench_status", BUDGET.take_interval())
+    else:
+        STATUS.add("self", BUDGET.take_interval())
+        STATUS.emit()
+
+
+def _status_loop(environment: Any) -> None:
+    while not BUDGET.finished:
+        gevent.sleep(STATUS_INTERVAL)
+        if not BUDGET.finished:
+            _report_status(environment)
+
+
+def _master_status_loop() -> None:
+    while True:
+        gevent.sleep(STATUS_INTERVAL)
+        STATUS.emit()
+
+
 def _write_out_and_quit(environment: Any) -> None:
+    STATUS.emit()  # the final line, as YCSB prints one at its end
     own = resource.getrusage(resource.RUSAGE_SELF)
     data = {"reports": REPORTS, "masterCpuUser": own.ru_utime, "masterCpuSystem": own.ru_stime}
     out = Path(CONFIG["out"])
@@ -158,7 +238,6 @@ def _write_out_and_quit(environment: Any) -> None:
     gevent.spawn(environment.runner.quit)
 
 
-@events.init.add_listener
 def _init(environment: Any, **_: Any) -> None:
     runner = environment.runner
     if isinstance(runner, MasterRunner):
@@ -168,22 +247,41 @@ def _init(environment: Any, **_: Any) -> None:
             if len(REPORTS) >= WORKERS:
                 _write_out_and_quit(environment)
 
+        def on_status(msg: Any, **_: Any) -> None:
+            STATUS.add(str(msg.node_id), msg.data)
+
         runner.register_message("mongobench_done", on_done)
+        runner.register_message("mongobench_status", on_status)
+        gevent.spawn(_master_status_loop)
 
 
-@events.test_start.add_listener
+# Registered by call, not as decorators: Locust's hooks are untyped, and a decorator would
+# make the functions untyped to mypy as well.
+events.init.add_listener(_init)  # type: ignore[no-untyped-call]
+
+
 def _test_start(environment: Any, **_: Any) -> None:
     runner = environment.runner
     if isinstance(runner, MasterRunner) or BUDGET.ready:
         return
     BUDGET.setup(runner.worker_index if isinstance(runner, WorkerRunner) else 0)
+    STATUS.started = time.monotonic()
+    STATUS.last = (STATUS.started, 0)
+    gevent.spawn(_status_loop, environment)
+
+
+events.test_start.add_listener(_test_start)  # type: ignore[no-untyped-call]
 
 
 def _finish(environment: Any) -> None:
     if BUDGET.finished:
         return
-    BUDGET.finished = True
     runner = environment.runner
+    if isinstance(runner, WorkerRunner):
+        _report_status(environment)  # the last interval, before the results
+    else:
+        STATUS.add("self", BUDGET.take_interval())
+    BUDGET.finished = True
     if isinstance(runner, WorkerRunner):
         runner.send_message("mongobench_done", BUDGET.payload())
     else:
@@ -192,7 +290,8 @@ def _finish(environment: Any) -> None:
 
 
 class MongoUser(User):
-    wait_time = constant(0)
+    # `target` is the client's operations per second over its `threadcount` users.
+    wait_time = constant_throughput(TARGET / THREADS) if TARGET > 0 else constant(0)
 
     def on_start(self) -> None:
         self.rnd = random.Random()
@@ -220,9 +319,7 @@ class MongoUser(User):
             PROPS.get("mongodb.database") or BUDGET.client.get_default_database("ycsb").name
         )
         self.coll = db[PROPS.get("table", "usertable")]
-        target = float(PROPS.get("target", "0") or 0)
-        threads = int(PROPS.get("threadcount", "1"))
-        self.pause = threads / target if target > 0 else 0.0
+        self.batch: list[dict[str, Any]] = []
 
     def _fields(self, all_fields: bool) -> list[str]:
         if all_fields:
@@ -275,11 +372,47 @@ class MongoUser(User):
             return self.coll.replace_one({"_id": doc["_id"]}, doc, upsert=True)
         return self.coll.insert_one(doc)
 
+    def _insert_many(self, docs: list[dict[str, Any]]) -> Any:
+        """One unordered insertMany (bulk replace-upserts under mongodb.upsert), as the binding
+        writes a full batch."""
+        if self.upsert:
+            ops = [pymongo.ReplaceOne({"_id": d["_id"]}, d, upsert=True) for d in docs]
+            return self.coll.bulk_write(ops, ordered=False)
+        return self.coll.insert_many(docs, ordered=False)
+
+    def _batched_insert(self, doc: dict[str, Any]) -> None:
+        """The binding's batching: queued inserts return BATCHED_OK at once, the one that fills
+        the batch writes it (its latency is the insertMany's)."""
+        start = time.perf_counter()
+        self.batch.append(doc)
+        BUDGET.buffered += 1
+        if len(self.batch) < BATCH:
+            micros = int((time.perf_counter() - start) * 1e6)
+            BUDGET.record("INSERT", True, "BATCHED_OK", micros)
+            return
+        self._timed("INSERT", self._flush)
+
+    def _flush(self) -> Any:
+        docs, self.batch = self.batch, []
+        BUDGET.buffered -= len(docs)
+        return self._insert_many(docs)
+
+    def _flush_rest(self) -> None:
+        """A partial batch at the end, as the binding writes it in cleanup: no operation of its
+        own (its inserts were counted as BATCHED_OK), but a failure counts as an INSERT error."""
+        try:
+            self._flush()
+        except pymongo.errors.PyMongoError:
+            BUDGET.record("INSERT", False, "ERROR", 1)
+
     def _do(self) -> None:
         if PHASE == "load":
             keynum = self._insert_key()
             doc = {"_id": key_name(keynum, hashed=self.hashed), **self._values(True)}
-            self._timed("INSERT", lambda: self._insert(doc))
+            if BATCH > 1:
+                self._batched_insert(doc)
+            else:
+                self._timed("INSERT", lambda: self._insert(doc))
             return
         op = self.ops.next()
         assert self.keys is not None
@@ -312,7 +445,13 @@ class MongoUser(User):
     @task
     def step(self) -> None:
         if not BUDGET.take():
-            if BUDGET.in_flight == 0:
+            if self.batch:
+                BUDGET.in_flight += 1
+                try:
+                    self._flush_rest()
+                finally:
+                    BUDGET.in_flight -= 1
+            if BUDGET.in_flight == 0 and BUDGET.buffered == 0:
                 _finish(self.environment)
             raise StopUser()
         now = time.time()
@@ -324,7 +463,5 @@ class MongoUser(User):
         finally:
             BUDGET.in_flight -= 1
             BUDGET.last_end = time.time()
-        if BUDGET.issued >= BUDGET.limit and BUDGET.in_flight == 0:
+        if BUDGET.issued >= BUDGET.limit and BUDGET.in_flight == 0 and BUDGET.buffered == 0:
             _finish(self.environment)
-        if self.pause:
-            time.sleep(self.pause * self.rnd.random() * 2)

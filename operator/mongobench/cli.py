@@ -1,4 +1,5 @@
-"""`mongobench` command line: `run` starts the operator."""
+"""`mongobench-operator` command line: `run` starts the operator (the user CLI `mongobench` is the
+mongobench-cli distribution)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from mongobench.config import OperatorConfig
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="mongobench", description=__doc__)
+    parser = argparse.ArgumentParser(prog="mongobench-operator", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     run_p = sub.add_parser("run", help="run the operator against the current kube context")
     run_p.add_argument("-n", "--namespace", action="append", default=[], help="watch only these")

@@ -7,6 +7,9 @@ import socket
 import zlib
 from dataclasses import dataclass, field
 
+from mongobench_archive import ArchiveError
+from mongobench_archive.layout import parse_location
+
 
 @dataclass(frozen=True)
 class OperatorConfig:
@@ -34,6 +37,14 @@ class OperatorConfig:
     result_part_bytes: int | None = None
     ycsb_image: str = "ghcr.io/mongobench/ycsb:0.1.0"
     locust_image: str = "ghcr.io/mongobench/locust:0.1.0"
+    # The default run archive (s3://BUCKET/PREFIX, or a folder); a run's spec.archive overrides
+    # fields of it. Credentials: the usual AWS variables of the operator's environment.
+    archive_url: str | None = None
+    archive_endpoint: str | None = None
+    archive_region: str | None = None
+    # Seconds before a failed upload is tried again, doubling per failure up to the maximum.
+    archive_retry_base: float = 5.0
+    archive_retry_max: float = 300.0
 
     @classmethod
     def current(cls) -> OperatorConfig:
@@ -75,12 +86,28 @@ class OperatorConfig:
                 result_part_bytes=int(get("RESULT_PART_BYTES", "0")) or None,
                 ycsb_image=get("YCSB_IMAGE", defaults.ycsb_image),
                 locust_image=get("LOCUST_IMAGE", defaults.locust_image),
+                archive_url=_archive_url(get("ARCHIVE_URL", "")),
+                archive_endpoint=get("ARCHIVE_ENDPOINT", "") or None,
+                archive_region=get("ARCHIVE_REGION", "") or None,
+                archive_retry_base=float(get("ARCHIVE_RETRY_BASE", "5")),
+                archive_retry_max=float(get("ARCHIVE_RETRY_MAX", "300")),
             )
         except ValueError as exc:
             raise SystemExit(f"mongobench: invalid MONGOBENCH_* setting: {exc}") from None
 
 
 _current: list[OperatorConfig] = []
+
+
+def _archive_url(url: str) -> str | None:
+    """MONGOBENCH_ARCHIVE_URL, checked at start (a bad one is refused, not found per run)."""
+    if not url.strip():
+        return None
+    try:
+        parse_location(url)
+    except ArchiveError as exc:
+        raise ValueError(f"MONGOBENCH_ARCHIVE_URL: {exc}") from None
+    return url.strip()
 
 
 def _default_priority() -> int:

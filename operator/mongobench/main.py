@@ -11,13 +11,17 @@ import kopf
 import mongobench.handlers  # noqa: F401 - importing registers the handlers
 from mongobench.config import OperatorConfig
 from mongobench.observability import logs, metrics
+from mongobench.state import OperatorState, state_of
 
 log = logging.getLogger("mongobench")
 
 
 @kopf.on.startup()
-def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     config = OperatorConfig.current()
+    # Everything that outlives one handler call (API client, locks, MongoDB clients); every
+    # handler receives the memo, a shallow copy of this one.
+    memo.state = OperatorState.create()
     # Progress and the last-handled spec live in annotations, so a restarted operator resumes
     # where it stopped without a status field of kopf's own.
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="mongobench.io")
@@ -37,6 +41,14 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.background.instant_exit_timeout = 0.5
     settings.watching.server_timeout = 270
     settings.watching.client_timeout = 300
+    # kopf's own requests (patches, Events) time out too, as mongobench.k8s.client's do.
+    settings.networking.connect_timeout = 5
+    settings.networking.request_timeout = 30
+
+
+@kopf.on.cleanup()
+def close(memo: kopf.Memo, **_: Any) -> None:
+    state_of(memo).close()
 
 
 @kopf.on.probe(id="metrics")

@@ -5,7 +5,7 @@
     mongobench-runner merge  RESULT.json... [--output ...]
 
 Runs one client (YCSB with the project's binding, or Locust), serves live metrics, writes one
-result document (bench-jobs/result-schema/v1.json) to the chosen sink, a summary to the
+result document (bench-jobs/result-schema/v2.json) to the chosen sink, a summary to the
 termination log, and exits 0 only when the run succeeded. See bench-jobs/README.md.
 """
 
@@ -17,24 +17,28 @@ import os
 import signal
 import sys
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 from mongobench_runner import workload as wl
+from mongobench_runner.barrier import ClientGate, parse_barrier
 from mongobench_runner.locust_driver import run_locust, run_worker
 from mongobench_runner.merge import merge_documents
 from mongobench_runner.metrics import LiveMetrics
 from mongobench_runner.result import (
     FAILED,
     Document,
+    Window,
     build_document,
     failed_document,
+    iso_us,
     summary_line,
     utc_now,
 )
 from mongobench_runner.sinks import SinkError, parse_output, write_termination_log
-from mongobench_runner.ycsb import YcsbProcess, cross_check
+from mongobench_runner.ycsb import YcsbOutcome, YcsbProcess, cross_check
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -77,6 +81,18 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         help="summary file (default /dev/termination-log when it exists)",
     )
     p.add_argument("--timeout", type=float, default=None, help="kill the driver after SECONDS")
+    p.add_argument(
+        "--barrier",
+        default=None,
+        help="start together with the step's other clients: configmap:NAMESPACE/NAME (in a "
+        "cluster) or dir:PATH (local processes); default: start at once",
+    )
+    p.add_argument(
+        "--barrier-timeout",
+        type=float,
+        default=300.0,
+        help="fail when the step's clients are not all ready within SECONDS (300)",
+    )
     p.add_argument(
         "--max-error-ratio",
         type=float,
@@ -166,12 +182,19 @@ def _expected_ops(props: dict[str, str], phase: str) -> int | None:
     return int(props.get("operationcount", "0"))
 
 
+def client_gate(args: argparse.Namespace) -> ClientGate | None:
+    if not args.barrier:
+        return None
+    return ClientGate(
+        parse_barrier(args.barrier), args.client_index, args.clients, args.barrier_timeout
+    )
+
+
 def run_ycsb(args: argparse.Namespace, install: Callable[[Callable[[], None]], None]) -> Document:
     start = utc_now()
     labels = wl.parse_overrides(args.label)
     label = wl.workload_label(args.workload)
     props, shown = _properties(args)
-    threads = int(props.get("threadcount", "1"))
     metrics = LiveMetrics(
         driver="ycsb", phase=args.phase, workload=label, client_index=args.client_index
     )
@@ -185,6 +208,7 @@ def run_ycsb(args: argparse.Namespace, install: Callable[[Callable[[], None]], N
         java_opts=java_opts,
         timeout_s=args.timeout,
         on_status=metrics.observe,
+        gate=client_gate(args),
     )
     install(proc.interrupt)
     metrics.running.set(1)
@@ -192,14 +216,33 @@ def run_ycsb(args: argparse.Namespace, install: Callable[[Callable[[], None]], N
         outcome = proc.run()
     finally:
         metrics.running.set(0)
-    end = utc_now()
+    return ycsb_document(
+        args, props=props, shown=shown, outcome=outcome, start=start, end=utc_now(), labels=labels
+    )
 
+
+def ycsb_document(
+    args: argparse.Namespace,
+    *,
+    props: dict[str, str],
+    shown: dict[str, str],
+    outcome: YcsbOutcome,
+    start: datetime,
+    end: datetime,
+    labels: dict[str, str],
+) -> Document:
+    """The client's document from a finished YCSB process (pure)."""
+    label = wl.workload_label(args.workload)
+    threads = int(props.get("threadcount", "1"))
     runtime_ms = outcome.overall("RunTime(ms)")
     throughput = outcome.overall("Throughput(ops/sec)")
     runtime_s = runtime_ms / 1000 if runtime_ms is not None else outcome.wall_s
+    # YCSB's own count of operations (transactions), recovered exactly from its export.
     transactions = round(throughput * runtime_s) if throughput is not None else 0
 
     problems: list[str] = []
+    if outcome.gate_error:
+        problems.append(outcome.gate_error)
     if outcome.interrupted:
         problems.append(f"interrupted by a signal after {outcome.wall_s:.1f} s")
     if outcome.timed_out:
@@ -227,6 +270,22 @@ def run_ycsb(args: argparse.Namespace, install: Callable[[Callable[[], None]], N
         problems.append("no operation completed")
 
     warnings = cross_check(outcome)
+    end_us = int(end.timestamp() * 1e6)
+    if outcome.first_op_us is not None and outcome.last_op_us is not None:
+        window = Window(outcome.first_op_us, outcome.last_op_us, "operations")
+    else:
+        window = Window(end_us - round(runtime_s * 1e6), end_us, "driver")
+        if transactions:
+            warnings.append(
+                "the binding reported no operation timestamps: the window is YCSB's own run "
+                "time, start-up included"
+            )
+    gate = None
+    if outcome.ready_us is not None or outcome.gate_error:
+        gate = {
+            "readyAt": iso_us(outcome.ready_us) if outcome.ready_us else None,
+            **(outcome.gate_opening or {}),
+        }
     if (
         args.clients > 1
         and args.phase == "run"
@@ -250,7 +309,7 @@ def run_ycsb(args: argparse.Namespace, install: Callable[[Callable[[], None]], N
         threads=threads,
         start=start,
         end=end,
-        runtime_s=runtime_s,
+        window=window,
         operations=outcome.operations,
         transactions=transactions,
         cpu_user_s=outcome.cpu_user_s,
@@ -258,6 +317,8 @@ def run_ycsb(args: argparse.Namespace, install: Callable[[Callable[[], None]], N
         error="; ".join(problems) if problems else None,
         expected_ops=_expected_ops(props, args.phase),
         throttled=float(props.get("target", "0") or 0) > 0,
+        driver_runtime_s=runtime_s,
+        start_gate=gate,
         extra_warnings=warnings,
     )
 

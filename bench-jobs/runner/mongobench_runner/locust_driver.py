@@ -18,15 +18,16 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 from mongobench_runner import hdr
 from mongobench_runner import workload as wl
+from mongobench_runner.barrier import BarrierError, ClientGate, describe, parse_barrier
 from mongobench_runner.client_options import client_options
-from mongobench_runner.result import Document, OpResult, build_document, utc_now
+from mongobench_runner.metrics import LiveMetrics, StatusFollower
+from mongobench_runner.result import Document, OpResult, Window, build_document, iso_us, utc_now
 from mongobench_runner.ycsbgen import check_distribution
 
 LOCUST_VERSION = "2.47.0"
@@ -122,6 +123,21 @@ def run_locust(args: argparse.Namespace, install: Callable[[Callable[[], None]],
     if args.role == "master" and workers < 1:
         raise ValueError("--role master needs --expect-workers N")
     procs: list[subprocess.Popen[bytes]] = []
+    start_gate: dict[str, Any] | None = None
+    if args.barrier:
+        # Locust users connect when they are spawned, inside Locust: the barrier is met before
+        # Locust starts (the window still begins at the first operation, start-up outside it).
+        gate = ClientGate(
+            parse_barrier(args.barrier), args.client_index, args.clients, args.barrier_timeout
+        )
+        ready_us = int(time.time() * 1e6)
+        try:
+            start_us = gate.open(ready_us)
+        except BarrierError as e:
+            raise RuntimeError(str(e)) from e
+        assert gate.opening is not None
+        start_gate = {"readyAt": iso_us(ready_us), **describe(gate.opening)}
+        time.sleep(max(start_us / 1e6 - time.time(), 0.0))
 
     def stop() -> None:
         for p in procs:
@@ -129,12 +145,22 @@ def run_locust(args: argparse.Namespace, install: Callable[[Callable[[], None]],
                 p.terminate()
 
     install(stop)
+    metrics = LiveMetrics(
+        driver="locust",
+        phase=args.phase,
+        workload=wl.workload_label(args.workload),
+        client_index=args.client_index,
+    )
+    if args.metrics_port is not None:
+        metrics.serve(args.metrics_port, args.metrics_addr)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     with tempfile.TemporaryDirectory(prefix="locust-") as tmpdir:
         tmp = Path(tmpdir)
         cfg = _config(tmp, args, props, workers)
         env = {**os.environ, "MONGOBENCH_LOCUST_CONFIG": str(cfg)}
         log = (tmp / "locust.log").open("wb")
+        status = StatusFollower(tmp / "locust.log", metrics)  # the locustfile's status lines
+        metrics.running.set(1)
         cmd = _base_args(threads)
         if workers:
             port = args.master_port
@@ -169,6 +195,7 @@ def run_locust(args: argparse.Namespace, install: Callable[[Callable[[], None]],
         out = tmp / "out.json"
         reported_at: float | None = None
         while procs[0].poll() is None:
+            status.poll()
             now = time.monotonic()
             if now > deadline:
                 timed_out = True
@@ -186,6 +213,8 @@ def run_locust(args: argparse.Namespace, install: Callable[[Callable[[], None]],
                 p.kill()
                 p.wait()
         log.close()
+        status.poll()
+        metrics.running.set(0)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         data: dict[str, Any] | None = json.loads(out.read_text()) if out.is_file() else None
         tail = (tmp / "locust.log").read_text(errors="replace").strip().splitlines()[-5:]
@@ -194,7 +223,8 @@ def run_locust(args: argparse.Namespace, install: Callable[[Callable[[], None]],
     problems: list[str] = []
     operations: dict[str, OpResult] = {}
     transactions = 0
-    runtime = 0.0
+    now_us = int(end.timestamp() * 1e6)
+    window = Window(now_us, now_us, "operations")
     if timed_out:
         problems.append(f"Locust did not finish within --timeout {args.timeout:g} s")
     if data is None:
@@ -216,9 +246,8 @@ def run_locust(args: argparse.Namespace, install: Callable[[Callable[[], None]],
         starts = [r["firstStart"] for r in reports if r["firstStart"] is not None]
         ends = [r["lastEnd"] for r in reports if r["lastEnd"] is not None]
         if starts and ends:
-            runtime = max(ends) - min(starts)
-            start = datetime.fromtimestamp(min(starts), UTC)
-            end = datetime.fromtimestamp(max(ends), UTC)
+            # The users' own first and last operation timestamps (epoch seconds).
+            window = Window(round(min(starts) * 1e6), round(max(ends) * 1e6), "operations")
     errors = sum(op.errors for op in operations.values())
     if errors and (transactions == 0 or errors / transactions > args.max_error_ratio):
         codes = ", ".join(
@@ -261,7 +290,8 @@ def run_locust(args: argparse.Namespace, install: Callable[[Callable[[], None]],
         threads=threads,
         start=start,
         end=end,
-        runtime_s=runtime,
+        window=window,
+        start_gate=start_gate,
         operations=operations,
         transactions=transactions,
         cpu_user_s=user,

@@ -2,9 +2,9 @@
 
 Counts, errors, return codes and CPU add up; latency statistics are recomputed from the sum of
 the clients' HDR histograms, so aggregate percentiles are exact (never an average of
-percentiles). Throughput is the sum of the clients' throughputs (each over its own runtime);
-`wallClockThroughput` divides all operations by the span from the first start to the last end.
-Depends only on the standard library and `hdrhistogram`.
+percentiles). Throughput is all operations over the step's one measured window (never a sum of
+the clients' own rates, which overstates it whenever their windows differ). Depends only on the
+standard library and `hdrhistogram`.
 """
 
 from __future__ import annotations
@@ -18,9 +18,11 @@ from mongobench_runner.result import (
     FAILED,
     SUCCEEDED,
     Document,
+    Window,
     iso,
     latency_block,
     sanity,
+    upgrade,
 )
 
 
@@ -55,11 +57,14 @@ def _merge_op(entries: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def merge_documents(documents: list[Document]) -> Document:
+    """One step's documents (v1 or v2) as one v2 document over the step's measured window:
+    from the first client's first operation to the last client's last (every measured operation
+    is inside it; a common overlap would have to drop operations the histograms cannot tell
+    apart). Throughput = all operations / that window; per-client figures keep each client's own
+    window and its skew against the step's."""
     if not documents:
         raise ValueError("nothing to merge")
-    for d in documents:
-        if d.get("apiVersion") != API_VERSION:
-            raise ValueError(f"unsupported result apiVersion {d.get('apiVersion')!r}")
+    documents = [upgrade(d) for d in documents]
     first = documents[0]
     for key in ("driver", "phase", "workload"):
         values = {d[key] for d in documents}
@@ -78,35 +83,80 @@ def merge_documents(documents: list[Document]) -> Document:
         name: _merge_op([d["operations"][name] for d in documents if name in d["operations"]])
         for name in names
     }
-    start = min(_ts(d["startTime"]) for d in documents)
-    end = max(_ts(d["endTime"]) for d in documents)
-    span = (end - start).total_seconds()
+    windows = {d["client"]["index"]: Window.of(d["window"]) for d in documents}
+    measured = [d for d in documents if d["operationsTotal"] > 0] or documents
+    mine = [windows[d["client"]["index"]] for d in measured]
+    sources = sorted({w.source for w in mine})
+    window = Window(
+        min(w.start_us for w in mine),
+        max(w.end_us for w in mine),
+        sources[0] if len(sources) == 1 else "+".join(sources),
+    )
+    seconds = window.seconds
     total_ops = sum(d["operationsTotal"] for d in documents)
     threads = sum(d["client"]["threads"] for d in documents)
-    runtime = max(d["runtimeSeconds"] for d in documents)
+    # Thread-seconds the clients had inside the window, over the window: what Little's law
+    # expects in flight when every thread is always inside an operation.
+    expected = (
+        sum(d["client"]["threads"] * windows[d["client"]["index"]].seconds for d in measured)
+        / seconds
+        if seconds > 0
+        else float(threads)
+    )
     user = sum(d["clientCpu"]["userSeconds"] for d in documents)
     system = sum(d["clientCpu"]["systemSeconds"] for d in documents)
     throttled = any(d["sanity"]["littlesLaw"].get("throttled") for d in documents)
 
-    # Little's law per client (each has its own runtime), then as a whole over the longest run.
     check = sanity(
         operations,
-        runtime,
-        threads,
+        seconds,
+        expected,
         throttled=throttled,
         expected_ops=None,
         transactions=total_ops,
     )
     for d in documents:
-        if not d["sanity"]["littlesLaw"]["ok"]:
+        if not d["sanity"]["littlesLaw"]["ok"] and d["operationsTotal"]:
             warnings.append(
                 f"client {d['client']['index']}: Little's law ratio "
                 f"{d['sanity']['littlesLaw']['ratio']}"
             )
+    clients = []
+    for d in sorted(documents, key=lambda d: d["client"]["index"]):
+        w = windows[d["client"]["index"]]
+        clients.append(
+            {
+                "index": d["client"]["index"],
+                "host": d["client"]["host"],
+                "status": d["status"],
+                "threads": d["client"]["threads"],
+                "operationsTotal": d["operationsTotal"],
+                "throughput": d["throughput"],
+                "window": w.block(),
+                "runtimeSeconds": round(w.seconds, 6),
+                "startSkewSeconds": round((w.start_us - window.start_us) / 1e6, 6),
+                "endSkewSeconds": round((window.end_us - w.end_us) / 1e6, 6),
+                "readyAt": (d.get("startGate") or {}).get("readyAt"),
+            }
+        )
+    counted = [c for c in clients if c["operationsTotal"] > 0]
+    start_skew = max((c["startSkewSeconds"] for c in counted), default=0.0)
+    end_spread = max((c["endSkewSeconds"] for c in counted), default=0.0)
+    if len(counted) > 1 and seconds > 0 and start_skew > 0.05 * seconds:
+        warnings.append(
+            f"clients started {start_skew:.3f} s apart ({100 * start_skew / seconds:.1f}% of "
+            "the window): fewer clients than configured ran at the start"
+        )
+    if len(counted) > 1 and seconds > 0 and end_spread > 0.05 * seconds:
+        warnings.append(
+            f"clients finished {end_spread:.3f} s apart ({100 * end_spread / seconds:.1f}% of "
+            "the window): fewer clients than configured ran at the end"
+        )
     check["warnings"].extend(warnings)
     errors = [
         f"client {d['client']['index']}: {d['error']}" for d in documents if d["status"] == FAILED
     ]
+    gates = [d["startGate"] for d in documents if d.get("startGate")]
     return {
         "apiVersion": API_VERSION,
         "kind": first["kind"],
@@ -117,13 +167,17 @@ def merge_documents(documents: list[Document]) -> Document:
         "client": {"index": None, "count": expected_clients, "threads": threads, "host": None},
         "properties": first["properties"],
         "labels": first["labels"],
-        "startTime": first["startTime"] if len(documents) == 1 else iso(start),
-        "endTime": first["endTime"] if len(documents) == 1 else iso(end),
+        "startTime": first["startTime"] if len(documents) == 1 else iso(_earliest(documents)),
+        "endTime": first["endTime"] if len(documents) == 1 else iso(_latest(documents)),
         "status": FAILED if errors else SUCCEEDED,
         "error": "; ".join(errors) if errors else None,
-        "throughput": round(sum(d["throughput"] for d in documents), 3),
-        "wallClockThroughput": round(total_ops / span, 3) if span > 0 else 0.0,
-        "runtimeSeconds": runtime,
+        "window": window.block(),
+        "startGate": {"startAt": gates[0].get("startAt")} if gates else None,
+        "driverRuntimeSeconds": None,
+        "startSkewSeconds": round(start_skew, 6),
+        "endSpreadSeconds": round(end_spread, 6),
+        "throughput": round(total_ops / seconds, 3) if seconds > 0 else 0.0,
+        "runtimeSeconds": round(seconds, 6),
         "operationsTotal": total_ops,
         "operations": operations,
         "clientCpu": {
@@ -135,15 +189,13 @@ def merge_documents(documents: list[Document]) -> Document:
             else None,
         },
         "sanity": check,
-        "clients": [
-            {
-                "index": d["client"]["index"],
-                "host": d["client"]["host"],
-                "status": d["status"],
-                "throughput": d["throughput"],
-                "runtimeSeconds": d["runtimeSeconds"],
-                "operationsTotal": d["operationsTotal"],
-            }
-            for d in sorted(documents, key=lambda d: d["client"]["index"])
-        ],
+        "clients": clients,
     }
+
+
+def _earliest(documents: list[Document]) -> datetime:
+    return min(_ts(d["startTime"]) for d in documents)
+
+
+def _latest(documents: list[Document]) -> datetime:
+    return max(_ts(d["endTime"]) for d in documents)

@@ -6,10 +6,11 @@ Served on --metrics-port while the client runs (a private registry: no process/G
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
-from mongobench_runner.status import StatusLine
+from mongobench_runner.status import StatusLine, parse_status_line
 
 
 class LiveMetrics:
@@ -84,3 +85,32 @@ class LiveMetrics:
                 self.latency_max.labels(name).set(self._max[name])
                 for q, v in (("0.9", s.p90_us), ("0.99", s.p99_us), ("0.999", s.p999_us)):
                     self.latency_interval.labels(name, q).set(v)
+
+
+class StatusFollower:
+    """Feeds the status lines a driver appends to a log file (the Locust driver prints them in
+    YCSB's format) into live metrics; call `poll` while the driver runs and once after."""
+
+    def __init__(self, path: Path, metrics: LiveMetrics) -> None:
+        self.path = path
+        self.metrics = metrics
+        self.offset = 0
+        self.partial = b""
+
+    def poll(self) -> int:
+        """Status lines observed by this call."""
+        try:
+            with self.path.open("rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        except FileNotFoundError:
+            return 0
+        self.offset += len(data)
+        *lines, self.partial = (self.partial + data).split(b"\n")
+        seen = 0
+        for raw in lines:
+            line = parse_status_line(raw.decode(errors="replace"))
+            if line is not None:
+                self.metrics.observe(line)
+                seen += 1
+        return seen

@@ -1,7 +1,12 @@
-"""The result document (apiVersion mongobench.io/result/v1) and its sanity checks.
+"""The result document (apiVersion mongobench.io/result/v2) and its sanity checks.
 
 One document per client run; `merge.merge_documents` combines the documents of parallel clients.
-The JSON Schema is bench-jobs/result-schema/v1.json. Latencies are microseconds.
+The JSON Schema is bench-jobs/result-schema/v2.json. Latencies are microseconds.
+
+The measured window (v2): from the start of the client's first operation to the end of its last,
+taken from the driver's own operation timestamps, so connecting, thread start-up and the start
+barrier are outside it. `throughput` = `operationsTotal` / `window.seconds` and `runtimeSeconds`
+= `window.seconds`: one denominator. `upgrade` reads v1 documents (see its rule).
 """
 
 from __future__ import annotations
@@ -15,7 +20,8 @@ from hdrh.histogram import HdrHistogram
 
 from mongobench_runner import hdr
 
-API_VERSION = "mongobench.io/result/v1"
+API_VERSION = "mongobench.io/result/v2"
+API_VERSION_V1 = "mongobench.io/result/v1"
 KIND = "BenchmarkResult"
 SUCCEEDED = "Succeeded"
 FAILED = "Failed"
@@ -41,6 +47,46 @@ def utc_now() -> datetime:
 
 def iso(ts: datetime) -> str:
     return ts.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def iso_us(epoch_us: int) -> str:
+    """Microsecond timestamps: windows are recomputed from them exactly."""
+    ts = datetime.fromtimestamp(epoch_us // 1_000_000, UTC).replace(
+        microsecond=epoch_us % 1_000_000
+    )
+    return ts.isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def epoch_us(text: str) -> int:
+    ts = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return int(ts.timestamp()) * 1_000_000 + ts.microsecond
+
+
+@dataclass(frozen=True)
+class Window:
+    """When the measured operations ran, epoch microseconds. `source`: "operations" (the
+    driver's operation timestamps), "driver" (the driver's own run time, start-up included: only
+    when no timestamps exist) or "process" (a v1 document's process span)."""
+
+    start_us: int
+    end_us: int
+    source: str = "operations"
+
+    @property
+    def seconds(self) -> float:
+        return max(self.end_us - self.start_us, 0) / 1e6
+
+    def block(self) -> dict[str, Any]:
+        return {
+            "start": iso_us(self.start_us),
+            "end": iso_us(self.end_us),
+            "seconds": round(self.seconds, 6),
+            "source": self.source,
+        }
+
+    @classmethod
+    def of(cls, block: dict[str, Any]) -> Window:
+        return cls(epoch_us(block["start"]), epoch_us(block["end"]), block.get("source", "?"))
 
 
 @dataclass
@@ -112,49 +158,57 @@ def primitive_operations(operations: dict[str, Any]) -> int:
 
 
 def littles_law(
-    operations: dict[str, Any], runtime_s: float, threads: int, *, throttled: bool
+    operations: dict[str, Any], window_s: float, expected: float, *, throttled: bool
 ) -> dict[str, Any]:
-    """Observed concurrency = time inside operations / wall time (= throughput x mean latency).
+    """Observed concurrency = time inside operations / the measured window (= throughput x
+    mean latency), against the expected concurrency: the client threads, weighted by the share
+    of the window each client was running (a client that finished early had no threads working
+    after its end).
 
     A closed-loop client with N threads keeps at most N operations in flight, so the observed
     value must not exceed N; without a target rate it should be close to N.
     """
-    observed = busy_microseconds(operations) / 1e6 / runtime_s if runtime_s > 0 else 0.0
-    ratio = observed / threads if threads > 0 else 0.0
+    observed = busy_microseconds(operations) / 1e6 / window_s if window_s > 0 else 0.0
+    ratio = observed / expected if expected > 0 else 0.0
     ok = ratio <= LITTLE_UPPER and (throttled or ratio >= LITTLE_LOWER)
+    if ratio > LITTLE_UPPER:
+        diagnosis = (
+            f"{observed:.2f} operations in flight on average, more than the {expected:.2f} "
+            "threads allow: throughput, latency or thread count is misrecorded"
+        )
+    elif ratio < LITTLE_LOWER and not throttled:
+        diagnosis = (
+            f"{observed:.2f} of {expected:.2f} threads busy on average: the clients spent "
+            "time outside database calls (client-bound, or stalls between operations)"
+        )
+    else:
+        diagnosis = f"{observed:.2f} of {expected:.2f} threads busy on average" + (
+            " (target rate set: idle threads expected)" if throttled else ""
+        )
     return {
-        "expectedConcurrency": threads,
+        "expectedConcurrency": round(expected, 4),
         "observed": round(observed, 4),
         "ratio": round(ratio, 4),
         "ok": ok,
         "throttled": throttled,
+        "windowSeconds": round(window_s, 6),
+        "diagnosis": f"{diagnosis}, over the {window_s:.3f} s window",
     }
 
 
 def sanity(
     operations: dict[str, Any],
-    runtime_s: float,
-    threads: int,
+    window_s: float,
+    expected_concurrency: float,
     *,
     throttled: bool,
     expected_ops: int | None,
     transactions: int,
 ) -> dict[str, Any]:
     warnings: list[str] = []
-    law = littles_law(operations, runtime_s, threads, throttled=throttled)
+    law = littles_law(operations, window_s, expected_concurrency, throttled=throttled)
     if not law["ok"]:
-        if law["ratio"] > LITTLE_UPPER:
-            warnings.append(
-                f"Little's law: throughput x mean latency = {law['observed']:.2f} operations in "
-                f"flight, more than the {threads} client threads allow (ratio {law['ratio']:.2f}):"
-                " throughput, latency or thread count is misrecorded"
-            )
-        else:
-            warnings.append(
-                f"Little's law: throughput x mean latency = {law['observed']:.2f} operations in "
-                f"flight for {threads} threads (ratio {law['ratio']:.2f}): the client spent much "
-                "of its time outside database calls (client-bound, or stalls between operations)"
-            )
+        warnings.append(f"Little's law (ratio {law['ratio']:.2f}): {law['diagnosis']}")
     if expected_ops is not None and transactions != expected_ops:
         warnings.append(
             f"{transactions} operations recorded, {expected_ops} requested"
@@ -166,9 +220,9 @@ def sanity(
             f"{name}: {e['errors']}" for name, e in sorted(operations.items()) if e["errors"]
         )
         warnings.append(f"{errors} operations failed ({per_op})")
-    if 0 < runtime_s < 30:
+    if 0 < window_s < 30:
         warnings.append(
-            f"short run ({runtime_s:.1f} s): throughput and tail latency include warm-up"
+            f"short run ({window_s:.1f} s): throughput and tail latency include warm-up"
         )
     return {"littlesLaw": law, "warnings": warnings}
 
@@ -186,7 +240,7 @@ def build_document(
     threads: int,
     start: datetime,
     end: datetime,
-    runtime_s: float,
+    window: Window,
     operations: dict[str, OpResult],
     transactions: int,
     cpu_user_s: float,
@@ -194,18 +248,22 @@ def build_document(
     error: str | None,
     expected_ops: int | None,
     throttled: bool,
+    driver_runtime_s: float | None = None,
+    start_gate: dict[str, Any] | None = None,
     extra_warnings: list[str] | None = None,
 ) -> Document:
+    """`start`/`end`: the runner process; `window`: the measured operations (see the module)."""
     ops = {
         name: operation_entry(name, op)
         for name, op in sorted(operations.items())
         if name not in IGNORED_OPS
     }
-    throughput = transactions / runtime_s if runtime_s > 0 else 0.0
+    seconds = window.seconds
+    throughput = transactions / seconds if seconds > 0 else 0.0
     cpu_total = cpu_user_s + cpu_system_s
     check = sanity(
         ops,
-        runtime_s,
+        seconds,
         threads,
         throttled=throttled,
         expected_ops=expected_ops,
@@ -231,8 +289,11 @@ def build_document(
         "endTime": iso(end),
         "status": FAILED if error else SUCCEEDED,
         "error": error,
+        "window": window.block(),
+        "startGate": start_gate,
+        "driverRuntimeSeconds": None if driver_runtime_s is None else round(driver_runtime_s, 3),
         "throughput": round(throughput, 3),
-        "runtimeSeconds": round(runtime_s, 3),
+        "runtimeSeconds": round(seconds, 6),
         "operationsTotal": transactions,
         "operations": ops,
         "clientCpu": {
@@ -262,6 +323,7 @@ def failed_document(
 ) -> Document:
     """A document for a run that produced no measurements at all (e.g. bad arguments)."""
     now = utc_now()
+    at = int(now.timestamp() * 1e6)
     return build_document(
         driver=driver,
         driver_version="unknown",
@@ -274,7 +336,7 @@ def failed_document(
         threads=threads,
         start=start,
         end=now,
-        runtime_s=0.0,
+        window=Window(at, at, "operations"),
         operations={},
         transactions=0,
         cpu_user_s=0.0,
@@ -290,7 +352,7 @@ def summary_line(doc: Document) -> str:
     text = (
         f"{doc['status']}: {doc['driver']} {doc['phase']} workload {doc['workload']} "
         f"client {doc['client']['index']}/{doc['client']['count']}: "
-        f"{doc['throughput']:.1f} ops/s over {doc['runtimeSeconds']:.1f} s, "
+        f"{doc['throughput']:.1f} ops/s over the {doc['runtimeSeconds']:.3f} s measured window, "
         f"{doc['operationsTotal']} operations"
     )
     if doc.get("error"):
@@ -298,3 +360,38 @@ def summary_line(doc: Document) -> str:
     if not doc["sanity"]["littlesLaw"]["ok"] and doc["operationsTotal"]:
         text += f"; sanity: Little's law ratio {doc['sanity']['littlesLaw']['ratio']}"
     return text
+
+
+def upgrade(doc: Document) -> Document:
+    """Any supported document as v2 (a copy; v2 documents are returned as they are).
+
+    The v1 rule: v1 kept no operation timestamps. A client document's window is YCSB's own run
+    time ending at the document's endTime (source "driver": start-up included, as v1 measured);
+    its throughput is unchanged. A merged v1 document's window is its process span
+    (startTime..endTime, source "process") and its throughput becomes operations / that span
+    (v1's wallClockThroughput), never v1's sum of client rates.
+    """
+    version = doc.get("apiVersion")
+    if version == API_VERSION:
+        return doc
+    if version != API_VERSION_V1:
+        raise ValueError(f"unsupported result apiVersion {version!r}")
+    out = {k: v for k, v in doc.items() if k != "wallClockThroughput"}
+    out["apiVersion"] = API_VERSION
+    end = epoch_us(doc["endTime"])
+    merged = (doc.get("client") or {}).get("index") is None and "clients" in doc
+    if merged:
+        window = Window(epoch_us(doc["startTime"]), end, "process")
+        ops = int(doc.get("operationsTotal") or 0)
+        out["throughput"] = round(ops / window.seconds, 3) if window.seconds > 0 else 0.0
+    else:
+        window = Window(end - round(float(doc.get("runtimeSeconds") or 0) * 1e6), end, "driver")
+    out["window"] = window.block()
+    out["runtimeSeconds"] = round(window.seconds, 6)
+    out.setdefault("startGate", None)
+    out.setdefault("driverRuntimeSeconds", doc.get("runtimeSeconds"))
+    law = dict((doc.get("sanity") or {}).get("littlesLaw") or {})
+    law.setdefault("windowSeconds", round(window.seconds, 6))
+    law.setdefault("diagnosis", "v1 document: measured over the driver's run time")
+    out["sanity"] = {**(doc.get("sanity") or {}), "littlesLaw": law}
+    return out

@@ -10,12 +10,15 @@ so a retried pod overwrites its own parts.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import ssl
 import sys
+import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -28,6 +31,7 @@ LABEL_PART = "mongobench.io/part"
 LABEL_PARTS = "mongobench.io/parts"
 TERMINATION_LOG = Path("/dev/termination-log")
 TERMINATION_LIMIT = 4000  # the kubelet keeps at most 4096 bytes
+RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})  # overloaded or starting apiserver
 
 
 class SinkError(RuntimeError):
@@ -69,6 +73,8 @@ class KubeApi:
     token_path: Path
     ca_path: Path | None
     timeout_s: float = 30.0
+    unavailable_s: float = 120.0  # how long an unreachable or overloaded apiserver is retried
+    retry_pause_s: float = 0.5  # first pause between tries, doubled up to 10x
 
     @classmethod
     def in_cluster(cls) -> KubeApi:
@@ -87,7 +93,11 @@ class KubeApi:
         return cls(base_url=base.rstrip("/"), token_path=sa / "token", ca_path=sa / "ca.crt")
 
     def request(
-        self, method: str, path: str, body: dict[str, Any] | None = None
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+        content_type: str = "application/json",
     ) -> tuple[int, dict[str, Any]]:
         token = self.token_path.read_text().strip()  # re-read: projected tokens rotate
         data = json.dumps(body).encode() if body is not None else None
@@ -98,7 +108,7 @@ class KubeApi:
             headers={
                 "Authorization": f"Bearer {token}",
                 "Accept": "application/json",
-                "Content-Type": "application/json",
+                "Content-Type": content_type,
             },
         )
         context = None
@@ -106,16 +116,27 @@ class KubeApi:
             context = ssl.create_default_context(
                 cafile=str(self.ca_path) if self.ca_path and self.ca_path.exists() else None
             )
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s, context=context) as resp:  # noqa: S310
-                return resp.status, json.loads(resp.read() or b"{}")
-        except urllib.error.HTTPError as e:
-            raw = e.read()
+        # The apiserver can be away for a while (a control-plane upgrade or crash) exactly when
+        # a client that ran for an hour reports: keep trying rather than lose the result.
+        deadline = time.monotonic() + self.unavailable_s
+        pause = self.retry_pause_s
+        while True:
             try:
-                payload = json.loads(raw or b"{}")
-            except ValueError:
-                payload = {"message": raw.decode(errors="replace")[:500]}
-            return e.code, payload
+                with urllib.request.urlopen(req, timeout=self.timeout_s, context=context) as resp:  # noqa: S310
+                    return resp.status, json.loads(resp.read() or b"{}")
+            except urllib.error.HTTPError as e:
+                raw = e.read()
+                try:
+                    payload = json.loads(raw or b"{}")
+                except ValueError:
+                    payload = {"message": raw.decode(errors="replace")[:500]}
+                if e.code not in RETRIED_STATUSES or time.monotonic() > deadline:
+                    return e.code, payload
+            except (OSError, http.client.HTTPException):  # refused, reset, TLS cut, short read
+                if time.monotonic() > deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(pause * 2, 10 * self.retry_pause_s)
 
 
 def split_parts(text: str, limit: int = PART_BYTES) -> list[str]:
@@ -181,6 +202,39 @@ class ConfigMapSink:
                     f"{body.get('message', body)}"
                 )
         return f"{len(manifests)} ConfigMap(s) {self.namespace}/{self.name}-p*"
+
+
+@dataclass(frozen=True)
+class Collected:
+    documents: list[dict[str, Any]]  # one per client that reported completely, by index
+    missing: list[int]  # client indexes without a complete document
+
+
+def assemble(configmaps: Iterable[Mapping[str, Any]], prefix: str, clients: int) -> Collected:
+    """Pure, the reverse of ConfigMapSink: each client's document `<prefix>-c<index>` from its
+    parts (concatenated in part order); a client with parts missing is missing. The operator
+    collects steps with it and the CLI reads archived-to-be results with it."""
+    parts: dict[str, dict[int, str]] = {}
+    expected: dict[str, int] = {}
+    for cm in configmaps:
+        labels = cm["metadata"].get("labels") or {}
+        owner = labels.get(LABEL_RESULT, "")
+        if not owner.startswith(f"{prefix}-c"):
+            continue
+        parts.setdefault(owner, {})[int(labels.get(LABEL_PART, 0))] = (cm.get("data") or {}).get(
+            DATA_KEY, ""
+        )
+        expected[owner] = int(labels.get(LABEL_PARTS, 1))
+    documents: list[dict[str, Any]] = []
+    missing: list[int] = []
+    for index in range(clients):
+        owner = f"{prefix}-c{index}"
+        got = parts.get(owner, {})
+        if not got or len(got) != expected.get(owner):
+            missing.append(index)
+            continue
+        documents.append(json.loads("".join(got[i] for i in sorted(got))))
+    return Collected(documents, missing)
 
 
 def parse_output(spec: str) -> Sink:

@@ -11,7 +11,9 @@ histogram at every status line); `operations` is the running total.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 
 _HEAD = re.compile(
     r"^(?:(?P<label>.*?))?(?P<ts>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}:\d{3}) "
@@ -76,4 +78,25 @@ def parse_status_line(line: str) -> StatusLine | None:
         total_ops=int(m.group("ops")),
         current_ops_per_s=rate,
         operations=ops,
+    )
+
+
+def format_status_line(
+    now: datetime,
+    elapsed_s: int,
+    total_ops: int,
+    ops_per_s: float,
+    operations: Mapping[str, IntervalStats],
+) -> str:
+    """A status line in YCSB's format, as the Locust driver prints one every `status.interval`
+    (so both drivers feed the same live metrics through `parse_status_line`)."""
+    ts = now.strftime("%Y-%m-%d %H:%M:%S:") + f"{now.microsecond // 1000:03d}"
+    blocks = [
+        f"[{name}: Count={s.count}, Max={s.max_us:g}, Min={s.min_us:g}, Avg={s.avg_us:.2f}, "
+        f"90={s.p90_us:g}, 99={s.p99_us:g}, 99.9={s.p999_us:g}, 99.99={s.p9999_us:g}]"
+        for name, s in sorted(operations.items())
+    ]
+    return (
+        f"{ts} {elapsed_s} sec: {total_ops} operations; {ops_per_s:.2f} current ops/sec; "
+        + " ".join(blocks)
     )

@@ -22,12 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from mongobench_runner import hdr
+from mongobench_runner.barrier import BarrierError, ClientGate, describe
 from mongobench_runner.result import OpResult
 from mongobench_runner.status import StatusLine, parse_status_line
 
 BINDING_CLASS = "io.mongobench.ycsb.MongoDbClient"
 ERROR_MARKER = "MONGOBENCH_BINDING_ERROR"
 OP_ERROR_MARKER = "MONGOBENCH_BINDING_OP_ERROR"
+TIMING_MARKER = "MONGOBENCH_BINDING_TIMING"
 EXPORTER = "site.ycsb.measurements.exporter.JSONArrayMeasurementsExporter"
 YCSB_VERSION = "0.17.0"
 
@@ -56,6 +58,12 @@ class YcsbOutcome:
     cpu_system_s: float
     wall_s: float
     driver_version: str = field(default="")
+    # The binding's report of when this process's operations ran (epoch microseconds).
+    first_op_us: int | None = None
+    last_op_us: int | None = None
+    ready_us: int | None = None  # when every thread had connected (start gate only)
+    gate_opening: dict[str, Any] | None = None  # the barrier's start and every client's ready
+    gate_error: str | None = None
 
     def overall(self, measurement: str) -> float | None:
         for row in self.export or []:
@@ -81,8 +89,16 @@ def write_properties(path: Path, props: dict[str, str]) -> None:
             out.write(f"{esc(key)}={esc(value)}\n")
 
 
-def command(home: Path, phase: str, props_file: Path, java_opts: list[str]) -> list[str]:
-    classpath = os.pathsep.join([str(home / "lib" / "*")])
+def command(
+    home: Path,
+    phase: str,
+    *,
+    props_file: Path,
+    java_opts: list[str],
+    binding_class: str = BINDING_CLASS,
+    extra_classpath: tuple[Path, ...] = (),
+) -> list[str]:
+    classpath = os.pathsep.join([str(home / "lib" / "*"), *map(str, extra_classpath)])
     return [
         os.environ.get("JAVA", "java"),
         *java_opts,
@@ -93,7 +109,7 @@ def command(home: Path, phase: str, props_file: Path, java_opts: list[str]) -> l
         "site.ycsb.Client",
         "-load" if phase == "load" else "-t",
         "-db",
-        BINDING_CLASS,
+        binding_class,
         "-P",
         str(props_file),
         "-s",
@@ -171,6 +187,9 @@ class YcsbProcess:
         timeout_s: float | None = None,
         on_status: Callable[[StatusLine], None] | None = None,
         workdir: Path | None = None,
+        gate: ClientGate | None = None,
+        binding_class: str = BINDING_CLASS,
+        extra_classpath: tuple[Path, ...] = (),
     ) -> None:
         self.phase = phase
         self.props = props
@@ -181,6 +200,9 @@ class YcsbProcess:
         self.timeout_s = timeout_s
         self.on_status = on_status
         self.workdir = workdir
+        self.gate = gate
+        self.binding_class = binding_class  # tests inject a binding subclass
+        self.extra_classpath = extra_classpath
         self._proc: subprocess.Popen[str] | None = None
         self._interrupted = threading.Event()
 
@@ -211,10 +233,24 @@ class YcsbProcess:
                 "hdrhistogram.percentiles": "50,95,99,99.9",
             }
             props.setdefault("status.interval", "10")
+            if self.gate is not None:
+                props["mongobench.startgate.readyfile"] = str(work / "gate-ready")
+                props["mongobench.startgate.startfile"] = str(work / "gate-start")
+                # The runner decides first (and says why); this only bounds a lost runner.
+                props["mongobench.startgate.timeoutms"] = str(
+                    int((self.gate.timeout_s + 120) * 1000)
+                )
             props_file = work / "run.properties"
             write_properties(props_file, props)
             return self._execute(
-                command(self.home, self.phase, props_file, self.java_opts),
+                command(
+                    self.home,
+                    self.phase,
+                    props_file=props_file,
+                    java_opts=self.java_opts,
+                    binding_class=self.binding_class,
+                    extra_classpath=self.extra_classpath,
+                ),
                 work,
                 prefix,
                 export_file,
@@ -224,6 +260,7 @@ class YcsbProcess:
         binding_errors: list[str] = []
         op_errors: list[str] = []
         tail: list[str] = []
+        timing: dict[str, Any] = {}
         status_count = 0
         lock = threading.Lock()
 
@@ -237,6 +274,11 @@ class YcsbProcess:
                         status_count += 1
                     elif line.startswith(ERROR_MARKER):
                         binding_errors.append(line.removeprefix(ERROR_MARKER).strip())
+                    elif line.startswith(TIMING_MARKER):
+                        try:
+                            timing.update(json.loads(line.removeprefix(TIMING_MARKER)))
+                        except ValueError:
+                            tail.append(line)
                     elif line.startswith(OP_ERROR_MARKER):
                         if len(op_errors) < 5:
                             op_errors.append(line.removeprefix(OP_ERROR_MARKER).strip())
@@ -267,6 +309,16 @@ class YcsbProcess:
         ]
         for t in readers:
             t.start()
+        gate_result: dict[str, Any] = {}
+        keeper = None
+        if self.gate is not None:
+            keeper = threading.Thread(
+                target=self._keep_gate,
+                args=(proc, work, binding_errors, lock, gate_result),
+                name="start-gate",
+                daemon=True,
+            )
+            keeper.start()
         timed_out = False
         try:
             proc.wait(timeout=self.timeout_s)
@@ -280,6 +332,8 @@ class YcsbProcess:
                 proc.wait()
         for t in readers:
             t.join(timeout=10)
+        if keeper is not None:
+            keeper.join(timeout=10)
         wall = time.monotonic() - started
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
 
@@ -312,7 +366,67 @@ class YcsbProcess:
             cpu_system_s=after.ru_stime - before.ru_stime,
             wall_s=wall,
             driver_version=f"ycsb {YCSB_VERSION}, {binding_version(self.home)}",
+            first_op_us=_int_or_none(timing.get("firstOpStartUs")),
+            last_op_us=_int_or_none(timing.get("lastOpEndUs")),
+            ready_us=gate_result.get("ready_us"),
+            gate_opening=gate_result.get("opening"),
+            gate_error=gate_result.get("error"),
         )
+
+    def _keep_gate(
+        self,
+        proc: subprocess.Popen[str],
+        work: Path,
+        binding_errors: list[str],
+        lock: threading.Lock,
+        result: dict[str, Any],
+    ) -> None:
+        """Waits until every YCSB thread is initialised (the binding's ready file), meets the
+        step's other clients at the barrier, and hands the JVM the common start instant (or
+        an abort, so the threads fail instead of waiting)."""
+        gate = self.gate
+        assert gate is not None
+        ready, start = work / "gate-ready", work / "gate-start"
+        deadline = time.monotonic() + gate.timeout_s
+        reason = None
+        while not ready.is_file():
+            with lock:
+                failed = list(binding_errors)
+            if failed:
+                reason = f"binding failed before the start: {failed[0]}"
+            elif proc.poll() is not None:
+                reason = f"YCSB exited with code {proc.returncode} before the start"
+            elif time.monotonic() > deadline:
+                reason = f"YCSB threads not initialised within {gate.timeout_s:g} s"
+            elif self._interrupted.is_set():
+                reason = "interrupted before the start"
+            if reason is not None:
+                gate.abandon(reason)
+                result["error"] = reason
+                _write_atomically(start, f"abort: {reason}")
+                return
+            time.sleep(0.01)
+        ready_us = int(ready.read_text().strip())
+        result["ready_us"] = ready_us
+        try:
+            start_us = gate.open(ready_us)
+        except (BarrierError, OSError) as e:
+            result["error"] = str(e)
+            _write_atomically(start, f"abort: {e}")
+            return
+        _write_atomically(start, str(start_us))
+        if gate.opening is not None:
+            result["opening"] = describe(gate.opening)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def _int_or_none(value: Any) -> int | None:
+    return int(value) if isinstance(value, int | float) else None
 
 
 def binding_version(home: Path) -> str:

@@ -6,7 +6,7 @@ import pytest
 
 from mongobench_runner import hdr
 from mongobench_runner.merge import merge_documents
-from mongobench_runner.result import OpResult, build_document, utc_now
+from mongobench_runner.result import OpResult, Window, build_document, upgrade, utc_now
 
 pytestmark = pytest.mark.unit
 
@@ -59,7 +59,18 @@ def test_merged_client_histograms_equal_one_histogram_of_all_samples(clients):
     assert hdr.summarise(merged).p99 != mean_of_p99
 
 
-def _doc(index: int, clients: int, values: list[int], errors: int = 0, runtime: float = 10.0):
+T0 = 1_700_000_000_000_000  # epoch microseconds
+
+
+def _doc(
+    index: int,
+    clients: int,
+    values: list[int],
+    errors: int = 0,
+    runtime: float = 10.0,
+    offset: float = 0.0,
+):
+    """A client document whose operations ran `runtime` s from T0 + `offset` s."""
     start = utc_now()
     codes = {"OK": len(values), "ERROR": errors} if errors else {"OK": len(values)}
     return build_document(
@@ -74,7 +85,7 @@ def _doc(index: int, clients: int, values: list[int], errors: int = 0, runtime: 
         threads=2,
         start=start,
         end=start,
-        runtime_s=runtime,
+        window=Window(T0 + round(offset * 1e6), T0 + round((offset + runtime) * 1e6)),
         operations={
             "READ": OpResult(
                 _hist(values),
@@ -106,7 +117,9 @@ def test_merge_documents_gives_exact_aggregate_percentiles_and_sums():
     )
     assert read["latencyUs"]["max"] == everything.max
     assert merged["client"] == {"index": None, "count": 4, "threads": 8, "host": None}
-    assert merged["throughput"] == pytest.approx(sum(d["throughput"] for d in docs))
+    # Same window for every client: all operations over it, which here is the sum of rates.
+    assert merged["throughput"] == pytest.approx(merged["operationsTotal"] / 10.0, abs=1e-3)
+    assert merged["throughput"] == pytest.approx(sum(d["throughput"] for d in docs), abs=1e-2)
     assert merged["clientCpu"]["totalSeconds"] == pytest.approx(6.0)
     assert [c["index"] for c in merged["clients"]] == [0, 1, 2, 3]
 
@@ -119,3 +132,55 @@ def test_merge_flags_missing_clients_and_refuses_mixed_workloads():
     other["workload"] = "a"
     with pytest.raises(ValueError, match="workload"):
         merge_documents([*docs, other])
+
+
+def test_step_throughput_is_all_operations_over_the_one_window_not_a_sum_of_rates():
+    # Client 1 starts 2 s late and both run 10 s: the step ran 12 s.
+    docs = [_doc(0, 2, _samples(0, 1000)), _doc(1, 2, _samples(1, 1000), offset=2.0)]
+    merged = merge_documents(docs)
+    assert merged["window"]["seconds"] == pytest.approx(12.0)
+    assert merged["runtimeSeconds"] == merged["window"]["seconds"]
+    assert merged["throughput"] == pytest.approx(2000 / 12.0, abs=1e-3)
+    sum_of_rates = sum(d["throughput"] for d in docs)
+    assert sum_of_rates == pytest.approx(200.0)  # what v1 reported: 20% too high
+    c0, c1 = merged["clients"]
+    assert (c0["startSkewSeconds"], c1["startSkewSeconds"]) == (0.0, 2.0)
+    assert (c0["endSkewSeconds"], c1["endSkewSeconds"]) == (2.0, 0.0)
+    assert merged["startSkewSeconds"] == 2.0 and merged["endSpreadSeconds"] == 2.0
+    assert any("started 2.000 s apart" in w for w in merged["sanity"]["warnings"])
+    # Little's law expects the threads each client had inside the window: 2 x 10 + 2 x 10
+    # thread-seconds over 12 s, not 4 threads all along.
+    assert merged["sanity"]["littlesLaw"]["expectedConcurrency"] == pytest.approx(40 / 12, 1e-3)
+
+
+def test_v1_documents_are_upgraded_by_the_documented_rule():
+    v2 = _doc(0, 1, _samples(0, 500), runtime=5.0)
+    v1 = {k: v for k, v in v2.items() if k not in ("window", "startGate", "driverRuntimeSeconds")}
+    v1["apiVersion"] = "mongobench.io/result/v1"
+    v1["endTime"] = "2026-01-01T00:00:10.000Z"
+    v1["runtimeSeconds"] = 5.0
+    up = upgrade(v1)
+    assert up["apiVersion"] == "mongobench.io/result/v2"
+    assert up["window"] == {
+        "start": "2026-01-01T00:00:05.000000Z",
+        "end": "2026-01-01T00:00:10.000000Z",
+        "seconds": 5.0,
+        "source": "driver",
+    }
+    assert up["throughput"] == v1["throughput"]
+    # A merged v1 document: the process span, and throughput = operations over it.
+    merged_v1 = dict(v1, client={"index": None, "count": 2, "threads": 4, "host": None})
+    merged_v1.update(
+        clients=[],
+        startTime="2026-01-01T00:00:00.000Z",
+        operationsTotal=1000,
+        throughput=250.0,  # v1's sum of rates
+        wallClockThroughput=100.0,
+    )
+    up = upgrade(merged_v1)
+    assert up["window"]["source"] == "process" and up["window"]["seconds"] == 10.0
+    assert up["throughput"] == 100.0 and "wallClockThroughput" not in up
+    with pytest.raises(ValueError, match="unsupported result apiVersion"):
+        upgrade({"apiVersion": "mongobench.io/result/v0"})
+    # and merging reads v1 client documents
+    assert merge_documents([v1])["window"]["source"] == "driver"

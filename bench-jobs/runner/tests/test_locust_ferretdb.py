@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pymongo
 import pytest
 from runner_support import run_runner, validate
@@ -148,3 +150,105 @@ def test_locust_honours_write_concern_and_upsert(ferretdb, tmp_path):
     assert pymongo.MongoClient(ferretdb.uri)["locust_opts"]["usertable"].count_documents({}) == 50
     dup = run_runner(["locust", "--phase", "load", *common], tmp_path)
     assert dup.returncode == 1 and dup.doc["operations"]["INSERT"]["errors"] == 50
+
+
+def _scrape(port):
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:
+        text = r.read().decode()
+    return {
+        key: float(value)
+        for key, _, value in (row.rpartition(" ") for row in text.splitlines())
+        if key and not key.startswith("#")
+    }
+
+
+@pytest.mark.parametrize("workers", [0, 2], ids=["standalone", "master-and-workers"])
+def test_locust_serves_the_same_live_metrics_as_ycsb(workers, ferretdb, tmp_path):
+    """The live clients dashboard reads mongobench_client_*: a Locust run feeds them through
+    YCSB-format status lines, with the workers' progress merged by the master."""
+    import subprocess
+    import sys
+    import time
+
+    from runner_support import runner_env
+
+    db = f"locust_live_{workers}"
+    common = ["--workload", "c", "--uri", f"{ferretdb.uri}{db}", "--threads", "2"]
+    common += ["-p", "recordcount=200"]
+    if workers:
+        common += ["--workers", str(workers), "--master-port", str(free_port())]
+    assert run_runner(["locust", "--phase", "load", *common], tmp_path).returncode == 0
+    port = free_port()
+    out = tmp_path / "live.json"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mongobench_runner", "locust", "--phase", "run", *common,
+         "-p", "operationcount=0", "-p", "maxexecutiontime=8", "-p", "status.interval=1",
+         "--metrics-port", str(port), "--metrics-addr", "127.0.0.1",
+         "--output", f"file:{out}"],
+        env=runner_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        cwd=tmp_path,
+    )  # fmt: skip
+    live: dict[str, float] = {}
+    progress = set()  # operation totals seen while the run goes on, one per status line
+    deadline = time.monotonic() + 90
+    while proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.5)
+        try:
+            scraped = _scrape(port)
+        except OSError:
+            continue
+        if scraped.get("mongobench_client_operations", 0) > 0:
+            live = scraped
+            progress.add(scraped["mongobench_client_operations"])
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err[-2000:]
+    assert len(progress) >= 2, f"no progress while running: {progress}"
+    info = 'mongobench_client_info{client="0",driver="locust",phase="run",workload="c"}'
+    assert live.get(info) == 1.0, live
+    assert live["mongobench_client_running"] == 1.0
+    assert live["mongobench_client_operations"] > 0
+    assert live['mongobench_client_operation_total{operation="READ"}'] > 0
+    assert live['mongobench_client_latency_avg_microseconds{operation="READ"}'] > 0
+    p99 = 'mongobench_client_interval_latency_microseconds{operation="READ",quantile="0.99"}'
+    assert live[p99] > 0
+    doc = json.loads(out.read_text())
+    # Live totals never run ahead of what the final document counts.
+    assert live["mongobench_client_operations"] <= doc["operationsTotal"]
+
+
+def test_locust_paces_with_constant_throughput(ferretdb, tmp_path):
+    """`target` caps the client's throughput (Locust's constant_throughput per user); only the
+    cap is asserted, as a slow machine may stay under it."""
+    common = ["--workload", "c", "--uri", f"{ferretdb.uri}locust_paced", "--threads", "4"]
+    common += ["-p", "recordcount=200"]
+    assert run_runner(["locust", "--phase", "load", *common], tmp_path).returncode == 0
+    run = run_runner(
+        ["locust", "--phase", "run", *common, "-p", "operationcount=120", "-p", "target=40"],
+        tmp_path,
+    )
+    assert run.returncode == 0, run.doc["error"]
+    assert run.doc["throughput"] <= 40 * 1.15, run.doc["throughput"]
+    assert run.doc["operationsTotal"] == 120
+
+
+@pytest.mark.parametrize("upsert", ["false", "true"])
+def test_locust_load_batches_inserts_as_the_binding_does(upsert, ferretdb, tmp_path):
+    db = f"locust_batch_{upsert}"
+    load = run_runner(
+        ["locust", "--phase", "load", "--workload", "a", "--uri", f"{ferretdb.uri}{db}",
+         "--threads", "3", "-p", "recordcount=100", "-p", "batchsize=7",
+         "-p", f"mongodb.upsert={upsert}"],
+        tmp_path,
+    )  # fmt: skip
+    assert load.returncode == 0, load.doc["error"]
+    validate(load.doc)
+    insert = load.doc["operations"]["INSERT"]
+    codes = insert["returnCodes"]
+    # Every insert is one operation; the one that fills a batch writes it with insertMany.
+    assert insert["count"] == 100 and insert["errors"] == 0
+    assert codes["BATCHED_OK"] + codes["OK"] == 100
+    assert 1 <= codes["OK"] <= 100 // 7
+    coll = pymongo.MongoClient(ferretdb.uri)[db]["usertable"]
+    assert coll.count_documents({}) == 100  # the partial batches at the end were written too

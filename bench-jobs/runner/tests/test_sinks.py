@@ -1,6 +1,7 @@
 """Result sinks: file, termination log, and ConfigMaps through a Kubernetes-like API on loopback."""
 
 import json
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -30,10 +31,11 @@ OWNER = {
 class FakeApi:
     """Records every request; ConfigMaps that exist answer 409 to POST, like kube-apiserver."""
 
-    def __init__(self, fail_with: int | None = None):
+    def __init__(self, fail_with: int | None = None, fail_first: int = 0, port: int = 0):
         self.requests: list[tuple[str, str, str | None, dict | None]] = []
         self.store: dict[str, dict] = {}
         self.fail_with = fail_with
+        self.fail_first = fail_first  # answer 503 this many times first, as a starting apiserver
         api = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -56,6 +58,9 @@ class FakeApi:
                 )
                 if api.fail_with:
                     return self._reply(api.fail_with, {"message": "forbidden: no RBAC"})
+                if api.fail_first > 0:
+                    api.fail_first -= 1
+                    return self._reply(503, {"message": "not all HTTP paths installed yet"})
                 name = body["metadata"]["name"] if body else None
                 if self.command == "POST":
                     if name in api.store:
@@ -69,7 +74,7 @@ class FakeApi:
 
             do_POST = do_PUT = _handle
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         self.url = f"http://127.0.0.1:{self.server.server_port}"
 
@@ -85,10 +90,10 @@ def api(tmp_path):
     fake.close()
 
 
-def _kube(fake, tmp_path):
+def _kube(fake, tmp_path, **kw):
     token = tmp_path / "token"
     token.write_text("tok-123\n")
-    return KubeApi(base_url=fake.url, token_path=token, ca_path=None)
+    return KubeApi(base_url=fake.url, token_path=token, ca_path=None, **kw)
 
 
 DOC = {"apiVersion": "mongobench.io/result/v1", "status": "Succeeded", "blob": "x" * 2500}
@@ -141,6 +146,45 @@ def test_an_api_refusal_is_a_clear_error(tmp_path):
     try:
         with pytest.raises(SinkError, match="HTTP 403: forbidden: no RBAC"):
             ConfigMapSink("bench", "x", _kube(fake, tmp_path)).write(DOC)
+    finally:
+        fake.close()
+
+
+def test_a_result_survives_an_apiserver_that_is_down_then_starting(tmp_path):
+    # The port refuses connections for a second (apiserver restarting), then answers 503 twice
+    # (not ready yet): the client keeps its result and writes it once the API is back.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    kube = KubeApi(
+        base_url=f"http://127.0.0.1:{port}",
+        token_path=tmp_path / "token",
+        ca_path=None,
+        retry_pause_s=0.1,
+    )
+    (tmp_path / "token").write_text("tok\n")
+    servers: list[FakeApi] = []
+    later = threading.Timer(1.0, lambda: servers.append(FakeApi(fail_first=2, port=port)))
+    later.start()
+    try:
+        assert ConfigMapSink("bench", "r", kube).write(DOC) == "1 ConfigMap(s) bench/r-p*"
+        later.join()
+        assert [m for m, *_ in servers[0].requests] == ["POST", "POST", "POST"]
+        assert json.loads(servers[0].store["r-p0"]["data"]["result.json"]) == DOC
+    finally:
+        later.join()
+        for server in servers:
+            server.close()
+
+
+def test_an_apiserver_that_stays_away_is_an_error_after_the_budget(tmp_path):
+    fake = FakeApi(fail_first=1000)
+    try:
+        with pytest.raises(SinkError, match="HTTP 503"):
+            ConfigMapSink(
+                "bench", "x", _kube(fake, tmp_path, unavailable_s=0.5, retry_pause_s=0.1)
+            ).write(DOC)
+        assert 3 <= len(fake.requests) <= 6  # retried with backoff, then gave up
     finally:
         fake.close()
 

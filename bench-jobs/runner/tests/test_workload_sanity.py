@@ -4,7 +4,14 @@ import pytest
 
 from mongobench_runner import hdr
 from mongobench_runner import workload as wl
-from mongobench_runner.result import OpResult, build_document, littles_law, summary_line, utc_now
+from mongobench_runner.result import (
+    OpResult,
+    Window,
+    build_document,
+    littles_law,
+    summary_line,
+    utc_now,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -169,7 +176,7 @@ def test_a_mismatch_is_flagged_in_the_document_not_hidden():
         threads=200,
         start=start,
         end=start,
-        runtime_s=10.0,
+        window=Window(0, 10_000_000),
         operations={"READ": OpResult(h, {"OK": 47_450})},
         transactions=47_450,
         cpu_user_s=0,
@@ -180,5 +187,5 @@ def test_a_mismatch_is_flagged_in_the_document_not_hidden():
     )
     assert doc["status"] == "Succeeded"
     assert doc["sanity"]["littlesLaw"]["ok"] is False
-    assert any("more than the 200 client threads" in w for w in doc["sanity"]["warnings"])
+    assert any("more than the 200.00 threads allow" in w for w in doc["sanity"]["warnings"])
     assert "Little's law ratio" in summary_line(doc)

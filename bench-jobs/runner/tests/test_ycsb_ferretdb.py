@@ -87,7 +87,12 @@ def test_load_and_run_every_workload(workload, ferretdb, tmp_path):
     assert doc["status"] == "Succeeded"
     assert set(doc["operations"]) == EXPECTED_OPS[workload]
     assert doc["operationsTotal"] == OPS
-    assert doc["throughput"] == pytest.approx(OPS / doc["runtimeSeconds"], rel=0.01)
+    # One denominator: the window measured from the binding's own operation timestamps.
+    assert doc["window"]["source"] == "operations"
+    assert doc["runtimeSeconds"] == doc["window"]["seconds"]
+    assert doc["throughput"] == pytest.approx(OPS / doc["window"]["seconds"], abs=1e-3)
+    # YCSB's own run time also counts JVM thread start-up and connecting: longer.
+    assert doc["window"]["seconds"] < doc["driverRuntimeSeconds"]
     assert all(op["errors"] == 0 for op in doc["operations"].values())
     # the HDR logs agree with YCSB's own export (count, p99, max)
     assert not [w for w in doc["sanity"]["warnings"] if "HDR log gives" in w]
@@ -102,39 +107,49 @@ def test_load_and_run_every_workload(workload, ferretdb, tmp_path):
 
 
 def test_parallel_clients_load_disjoint_ranges_and_merge_exactly(ferretdb, tmp_path):
+    """Two client processes meet at a start barrier (a folder here; a ConfigMap in a cluster),
+    the second started 2 s after the first: both measured windows still start together."""
     db = "ycsb_parallel"
     out = [tmp_path / f"client-{i}.json" for i in range(2)]
-    procs = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "mongobench_runner",
-                "ycsb",
-                "--phase",
-                "load",
-                "--workload",
-                "c",
-                "--uri",
-                f"{ferretdb.uri}{db}",
-                "--threads",
-                "2",
-                "-p",
-                f"recordcount={RECORDS}",
-                "--client-index",
-                str(i),
-                "--clients",
-                "2",
-                "--output",
-                f"file:{out[i]}",
-            ],
-            env=runner_env(),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
+    barrier = tmp_path / "barrier"
+    procs = []
+    for i in range(2):
+        if i:
+            time.sleep(2.0)
+        procs.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "mongobench_runner",
+                    "ycsb",
+                    "--phase",
+                    "load",
+                    "--workload",
+                    "c",
+                    "--uri",
+                    f"{ferretdb.uri}{db}",
+                    "--threads",
+                    "2",
+                    "-p",
+                    f"recordcount={RECORDS}",
+                    "--client-index",
+                    str(i),
+                    "--clients",
+                    "2",
+                    "--output",
+                    f"file:{out[i]}",
+                    "--barrier",
+                    f"dir:{barrier}",
+                    "--barrier-timeout",
+                    "60",
+                ],
+                env=runner_env(),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
         )
-        for i in range(2)
-    ]
     for p in procs:
         _, err = p.communicate(timeout=180)
         assert p.returncode == 0, err[-2000:]
@@ -146,6 +161,12 @@ def test_parallel_clients_load_disjoint_ranges_and_merge_exactly(ferretdb, tmp_p
     assert merged["operations"]["INSERT"]["count"] == RECORDS
     assert merged["operationsTotal"] == RECORDS
     assert merged["client"]["threads"] == 4
+    # Started together: the first operations within a fraction of a second, not 2 s apart.
+    assert merged["startSkewSeconds"] < 0.5, merged["clients"]
+    gates = [d["startGate"] for d in docs]
+    assert gates[0]["startAt"] == gates[1]["startAt"]
+    assert gates[0]["clientsReadyAt"] == gates[1]["clientsReadyAt"]
+    assert merged["throughput"] == pytest.approx(RECORDS / merged["window"]["seconds"], abs=1e-3)
     # the CLI merge gives the same document
     cli = subprocess.run(
         [sys.executable, "-m", "mongobench_runner", "merge", *map(str, out)],
@@ -288,3 +309,68 @@ def test_uri_password_never_reaches_the_document(ferretdb, tmp_path):
     assert "hunter2" not in json.dumps(res.doc)
     assert "hunter2" not in res.stderr
     assert Path(tmp_path).exists()
+
+
+SLOW_INIT = """
+package slow;
+public class SlowInitClient extends io.mongobench.ycsb.MongoDbClient {
+  @Override
+  public void init() throws site.ycsb.DBException {
+    try { Thread.sleep(Long.getLong("slow.init.ms", 0L)); } catch (InterruptedException e) {
+      throw new site.ycsb.DBException(e);
+    }
+    super.init();
+  }
+}
+"""
+
+
+def test_a_slow_init_is_outside_the_measured_window(ferretdb, tmp_path):
+    """The binding's init() made slow by a known 1.5 s (a subclass compiled here): YCSB's own
+    run time includes it, the reported window does not."""
+    import argparse
+
+    from mongobench_runner.__main__ import _properties, ycsb_document
+    from mongobench_runner.result import epoch_us, utc_now
+    from mongobench_runner.ycsb import YcsbProcess
+
+    src = tmp_path / "src" / "slow"
+    src.mkdir(parents=True)
+    (src / "SlowInitClient.java").write_text(SLOW_INIT)
+    classes = tmp_path / "classes"
+    subprocess.run(
+        [
+            "javac",
+            "-d",
+            str(classes),
+            "-cp",
+            f"{ycsb_home() / 'lib'}/*",
+            str(src / "SlowInitClient.java"),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    uri = f"{ferretdb.uri}ycsb_slow"
+    args = argparse.Namespace(
+        workload="c", property=[f"recordcount={RECORDS}", f"operationcount={OPS}"], uri=uri,
+        threads=2, phase="load", client_index=0, clients=1,
+    )  # fmt: skip
+    props, shown = _properties(args)
+    start = utc_now()
+    outcome = YcsbProcess(
+        phase="load",
+        props=props,
+        java_opts=["-Dslow.init.ms=1500"],
+        binding_class="slow.SlowInitClient",
+        extra_classpath=(classes,),
+    ).run()
+    doc = ycsb_document(
+        args, props=props, shown=shown, outcome=outcome, start=start, end=utc_now(), labels={}
+    )
+    validate(doc)
+    assert doc["status"] == "Succeeded", doc["error"]
+    assert doc["window"]["source"] == "operations"
+    first_op = epoch_us(doc["window"]["start"])
+    assert first_op - int(start.timestamp() * 1e6) >= 1_500_000
+    assert doc["driverRuntimeSeconds"] - doc["window"]["seconds"] >= 1.4
+    assert doc["throughput"] == pytest.approx(RECORDS / doc["window"]["seconds"], abs=1e-3)

@@ -83,7 +83,7 @@ def _start_operator(plane: Plane) -> int:
     if not proc.alive():
         OPERATOR_STATE.unlink(missing_ok=True)
         _say(
-            "OPERATOR FAILED TO START (`mongobench run` exited); the plane stays up.\n"
+            "OPERATOR FAILED TO START (`mongobench-operator run` exited); the plane stays up.\n"
             f"--- {OPERATOR_LOG} (tail) ---\n{procs.tail(OPERATOR_LOG, 30)}"
         )
         return 1

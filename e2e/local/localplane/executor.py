@@ -188,6 +188,8 @@ class _Api:
     would be a Node identity; admin is enough for a harness). A fresh connection per request
     keeps it thread-safe."""
 
+    unreachable_seconds = 90.0
+
     def __init__(self, plane: Plane) -> None:
         self.port = plane.ports["apiserver"]
         self.ctx = ssl.create_default_context(cafile=str(plane.pki.ca_crt))
@@ -205,17 +207,27 @@ class _Api:
         body: Any = None,
         content_type: str = "application/json",
     ) -> tuple[int, dict[str, Any]]:
-        conn = self.connect()
-        try:
-            data = json.dumps(body).encode() if body is not None else None
-            headers = {"Accept": "application/json"}
-            if data is not None:
-                headers["Content-Type"] = content_type
-            conn.request(method, path, body=data, headers=headers)
-            resp = conn.getresponse()
-            raw = resp.read()
-        finally:
-            conn.close()
+        data = json.dumps(body).encode() if body is not None else None
+        headers = {"Accept": "application/json"}
+        if data is not None:
+            headers["Content-Type"] = content_type
+        # A kubelet keeps retrying while the apiserver is away (restarted, upgraded): a pod's
+        # token and final status must not be lost to a refused connection.
+        deadline = time.monotonic() + self.unreachable_seconds
+        while True:
+            conn = self.connect()
+            try:
+                conn.request(method, path, body=data, headers=headers)
+                resp = conn.getresponse()
+                raw = resp.read()
+                if resp.status not in (429, 503) or time.monotonic() > deadline:
+                    break  # 429/503: overloaded, or up before all its paths are installed
+            except (ConnectionError, TimeoutError):
+                if time.monotonic() > deadline:
+                    raise
+            finally:
+                conn.close()
+            time.sleep(0.5)
         try:
             payload = json.loads(raw or b"{}")
         except ValueError:
@@ -264,6 +276,7 @@ class PodExecutor:
         self._runs: list[PodRun] = []
         self._pods: dict[str, _PodState] = {}
         self._failing: list[tuple[PodPredicate, int, str]] = []
+        self._delays: list[tuple[PodPredicate, float]] = []
         self._stop = threading.Event()
         self._watch_conn: http.client.HTTPSConnection | None = None
         self._thread: threading.Thread | None = None
@@ -311,6 +324,12 @@ class PodExecutor:
         """Pods matching `predicate(pod_dict)` exit `exit_code` without running anything."""
         with self._lock:
             self._failing.append((predicate, exit_code, message))
+
+    def delay_pods(self, predicate: PodPredicate, seconds: float) -> None:
+        """Pods matching `predicate(pod_dict)` start their process `seconds` late, as a pod
+        whose image pull or scheduling took longer than its peers'."""
+        with self._lock:
+            self._delays.append((predicate, seconds))
 
     @property
     def runs(self) -> list[PodRun]:
@@ -604,6 +623,10 @@ class PodExecutor:
             "MONGOBENCH_TERMINATION_LOG": str(term_file),
             "MONGOBENCH_SA_DIR": str(sa_dir),
         }
+        with self._lock:
+            delay = max((d for p, d in self._delays if p(pod)), default=0.0)
+        if delay and state.gone.wait(delay):
+            return 137, "Error"
         started_at = _now()
         cstate.state = {"running": {"startedAt": started_at}}
         log = cdir / "output.log"

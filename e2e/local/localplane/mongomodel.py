@@ -43,7 +43,7 @@ from mockupdb import MockupDB
 
 from localplane.scram import ScramServer
 
-WIRE = {"minWireVersion": 0, "maxWireVersion": 21, "maxBsonObjectSize": 16777216}
+WIRE: dict[str, Any] = {"minWireVersion": 0, "maxWireVersion": 21, "maxBsonObjectSize": 16777216}
 # Commands that change cluster state: the steps of the operator's wiring.
 WRITE_COMMANDS = frozenset(
     {
@@ -378,9 +378,9 @@ class MongoModel:
         sh = self.sharded
         # mongos authenticates against the cluster's users (kept on the config servers).
         cluster_users = dict(sh.users)
-        for rs in self.sets.values():
-            if rs.config.get("configsvr"):
-                cluster_users.update(rs.users)
+        for config_set in self.sets.values():
+            if config_set.config.get("configsvr"):
+                cluster_users.update(config_set.users)
         answered = self._auth(name, request, cmd, self._passwords(cluster_users))
         if answered is not None:
             return answered

@@ -1,4 +1,4 @@
-"""The mongobench operator as a real process against a local plane: `mongobench run`, as a
+"""The mongobench operator as a real process against a local plane: `mongobench-operator run`, as a
 user or the Deployment starts it, with short retry backoffs so tests do not wait 60 s."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 from localplane.net import free_port, wait_for_port
 from localplane.tools import REPO
 
-MONGOBENCH = REPO / ".venv" / "bin" / "mongobench"
+MONGOBENCH = REPO / ".venv" / "bin" / "mongobench-operator"
 
 
 @dataclass

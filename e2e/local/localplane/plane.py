@@ -16,6 +16,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import ssl
 import subprocess
 import tempfile
@@ -109,6 +110,7 @@ class Plane:
     _children: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False)
     _stopped: bool = False
     _api_client: k8s.ApiClient | None = field(default=None, repr=False)
+    _commands: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
     # -- paths and endpoints --------------------------------------------------------------
     @property
@@ -335,6 +337,27 @@ class Plane:
         else:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
+    def restart_apiserver(self, down: float = 0.0, timeout: float = 60) -> float:
+        """Crash the kube-apiserver (SIGKILL) and start it again with the same flags after `down`
+        seconds, as a control-plane crash or upgrade does: clients see refused connections, then
+        the same state (etcd keeps it). Returns the seconds until it was ready again."""
+        t0 = time.monotonic()
+        old = next(p for p in self.procs if p.name == "kube-apiserver" and p.alive())
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(old.pid, signal.SIGKILL)
+        while old.alive() and time.monotonic() - t0 < 10:
+            procs.terminate([], self._children)  # reaps
+            time.sleep(0.02)
+        self.procs.remove(old)
+        self._children.pop(old.pid, None)
+        time.sleep(down)
+        self._spawn("kube-apiserver", self._commands["kube-apiserver"])
+        port = self.ports["apiserver"]
+        self._wait(
+            "kube-apiserver", lambda: self._get_ok(port, "/readyz"), time.monotonic() + timeout
+        )
+        return time.monotonic() - t0
+
     def __enter__(self) -> Plane:
         return self
 
@@ -494,6 +517,7 @@ class Plane:
 
     # -- helpers ----------------------------------------------------------------------------
     def _spawn(self, name: str, cmd: list[str], env: dict[str, str] | None = None) -> None:
+        self._commands[name] = cmd
         proc, popen = procs.spawn(
             name, cmd, self.logs / f"{name}.log", detached=self.detached, env=env, cwd=self.workdir
         )

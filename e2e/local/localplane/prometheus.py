@@ -27,6 +27,10 @@ from localplane import procs
 from localplane.net import free_port, wait_for_port
 
 INSTALL_HINT = "apt-get install -y prometheus prometheus-node-exporter"
+# File service discovery of operator processes (start_prometheus(operator_sd=True)): a test
+# writes the ports its operator serves /metrics on, Prometheus picks them up within a second.
+OPERATOR_JOB = "mongobench-operator"
+OPERATOR_TARGETS = "operator-targets.json"
 
 
 def _which(name: str) -> str:
@@ -74,10 +78,25 @@ def start_prometheus(
     *,
     rule_files: Sequence[Path] = (),
     extra_scrape_configs: Sequence[dict[str, Any]] = (),
+    operator_sd: bool = False,
     keep_workdir: bool = False,
     timeout: float = 60,
 ) -> Prometheus:
     workdir.mkdir(parents=True, exist_ok=True)
+    if operator_sd:
+        (workdir / OPERATOR_TARGETS).write_text("[]")
+        extra_scrape_configs = [
+            {
+                # As the chart's ServiceMonitor: honor_labels keeps the run gauges' own
+                # `namespace` (the run's) instead of renaming it exported_namespace.
+                "job_name": OPERATOR_JOB,
+                "honor_labels": True,
+                "file_sd_configs": [
+                    {"files": [str(workdir / OPERATOR_TARGETS)], "refresh_interval": "1s"}
+                ],
+            },
+            *extra_scrape_configs,
+        ]
     prometheus_bin, exporter_bin = _which("prometheus"), _which("prometheus-node-exporter")
     prom_port, exporter_port = free_port(), free_port()
     config = {
@@ -126,6 +145,20 @@ def start_prometheus(
         server.stop()
         raise
     return server
+
+
+def set_operator_targets(server: Prometheus, ports: Sequence[int]) -> None:
+    """The operator processes Prometheus scrapes (file SD of start_prometheus(operator_sd=True)),
+    labelled as a ServiceMonitor would label the chart's operator pod."""
+    targets = [
+        {
+            "targets": [f"127.0.0.1:{port}" for port in ports],
+            "labels": {"namespace": "mongobench", "pod": "mongobench-operator"},
+        }
+    ]
+    tmp = server.workdir / f".{OPERATOR_TARGETS}.tmp"
+    tmp.write_text(json.dumps(targets if ports else []))
+    tmp.replace(server.workdir / OPERATOR_TARGETS)  # atomic: never a half-written file
 
 
 def _has_sample(server: Prometheus) -> bool:

@@ -7,7 +7,10 @@
     kube_api                  function: a kubernetes.client.ApiClient for `plane`
     kubectl                   function: kubectl(*args) against `plane`
     make_plane                function: factory for a private plane (e.g. another platform)
-    prometheus                session: URL of a Prometheus scraping a node-exporter every 1 s
+    prometheus_server         session: a Prometheus scraping a node-exporter every 1 s and the
+                              operator processes named by set_operator_targets
+    prometheus                session: its URL
+    s3server                  function: a fresh S3-compatible server (moto) with bucket `mongobench`
 
 Set MONGOBENCH_KEEP_PLANE=1 to keep plane workdirs (logs, kubeconfig) after the session.
 """
@@ -27,6 +30,8 @@ from kubernetes import client as k8s
 
 from localplane.nodes import NodeSet
 from localplane.plane import Plane, cleanup_stale
+from localplane.prometheus import Prometheus, start_prometheus
+from localplane.s3server import S3Server, start_s3server
 from localplane.tools import REPO
 from localplane.tools import prometheus_operator_crds as promop_crds_dir
 
@@ -139,11 +144,30 @@ def make_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..
 
 
 @pytest.fixture(scope="session")
-def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    from localplane.prometheus import start_prometheus
-
-    prom = start_prometheus(Path(tmp_path_factory.mktemp("prometheus")))
+def prometheus_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]:
+    prom = start_prometheus(Path(tmp_path_factory.mktemp("prometheus")), operator_sd=True)
     try:
-        yield prom.url
+        yield prom
     finally:
         prom.stop()
+
+
+@pytest.fixture(scope="session")
+def prometheus(prometheus_server: Prometheus) -> str:
+    return prometheus_server.url
+
+
+S3_BUCKET = "mongobench"
+
+
+@pytest.fixture
+def s3server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """A real S3-compatible server (moto, HTTP on loopback) holding an empty bucket `mongobench`;
+    see localplane.s3server (stop()/start() to take it down and back)."""
+    server = start_s3server(
+        tmp_path_factory.mktemp("s3server"), buckets=[S3_BUCKET], keep_workdir=_keep()
+    )
+    try:
+        yield server
+    finally:
+        server.close()

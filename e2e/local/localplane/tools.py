@@ -35,8 +35,11 @@ _PINS = {
     "kwok": "KWOK_VERSION",
     "helm": "HELM_VERSION",
     "kubeconform": "KUBECONFORM_VERSION",
+    "helm-docs": "HELM_DOCS_VERSION",
+    "actionlint": "ACTIONLINT_VERSION",
     "ferretdb": "FERRETDB_VERSION",
     "mongodb_exporter": "MONGODB_EXPORTER_VERSION",
+    "kind-configcheck": "KIND_VERSION",
 }
 
 

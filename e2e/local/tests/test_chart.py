@@ -1,27 +1,46 @@
 """Cluster tier: the Helm chart installs on a real apiserver, and the operator runs with exactly
-the RBAC the chart grants (a token of the chart's ServiceAccount, not the admin certificate),
-with peering electing one active replica among several.
+the RBAC the chart grants (a token of the chart's ServiceAccount, not the admin certificate):
+peering elects one active replica among several; with the real Prometheus Operator CRDs the
+chart adds its monitors and a MongoCluster + BenchmarkRun flow (created from Git the way the
+experiments chart renders it, a changed run becoming a new run) succeeds under its RBAC, which
+the apiserver's audit log shows is no wider than what the operator calls; upgrade and uninstall
+leave nothing behind but the CRDs and the user's resources.
+
+What stands in, as in test_benchmarkrun.py: KWOK for the operator's own pod (the operator runs as
+a process with the chart ServiceAccount's token), the wire model for mongod's replica-set state,
+FerretDB as the data path of the client pods the harness kubelet executes.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
+import pymongo
 import pytest
+import yaml
 from kubernetes import client as k8s
 
+from localplane.executor import pod_executor, rewrite_hosts
+from localplane.ferretdb import running_ferretdb
+from localplane.keyfiles import keyfile_from_pods
+from localplane.mongomodel import MongoModel
+from localplane.nodes import NodeSet
 from localplane.operator import start_operator, wait_until
 from localplane.plane import Plane
 from localplane.tools import REPO, binary
+from localplane.tools import prometheus_operator_crds as promop_crds_dir
 
 pytestmark = pytest.mark.cluster
 
 CHART = REPO / "charts" / "mongobench"
+EXPERIMENTS = REPO / "manifests" / "gitops" / "experiments"
 SAMPLE = REPO / "manifests" / "samples" / "mongocluster-minimal.yaml"
+GROUP, VERSION = "mongobench.io", "v1alpha1"
 
 
 def helm(plane: Plane, *args: str) -> str:
@@ -62,7 +81,7 @@ def service_account_kubeconfig(plane: Plane, namespace: str, sa: str, path: Path
 
 def peers(api: k8s.ApiClient, namespace: str) -> dict[str, Any]:
     obj = k8s.CustomObjectsApi(api).get_namespaced_custom_object(
-        "kopf.dev", "v1", namespace, "kopfpeerings", "mongobench"
+        "kopf.dev", "v1", namespace, "kopfpeerings", "mb-mongobench"
     )
     return dict(obj.get("status") or {})
 
@@ -83,7 +102,7 @@ def test_chart_installs_and_operator_runs_with_chart_rbac_and_peering(
     namespace = "mongobench"
     plane.kubectl("create", "namespace", namespace)
     plane.kubectl("label", "namespace", namespace, "pod-security.kubernetes.io/enforce=restricted")
-    helm(
+    notes = helm(
         plane,
         "install",
         "mb",
@@ -94,9 +113,13 @@ def test_chart_installs_and_operator_runs_with_chart_rbac_and_peering(
         "--wait",
         "--timeout=60s",
     )
+    # No Prometheus Operator CRDs on this cluster: no monitors, and the notes say so.
+    assert "WARNING: metrics.serviceMonitor.enabled is true but" in notes
+    assert "kubectl get benchmarkruns -w" in notes
     # The operator pod passed the namespace's restricted Pod Security admission and is Running.
     pods = k8s.CoreV1Api(kube_api).list_namespaced_pod(
-        namespace, label_selector="app.kubernetes.io/name=mongobench-operator"
+        namespace,
+        label_selector="app.kubernetes.io/instance=mb,app.kubernetes.io/component=operator",
     )
     assert [p.status.phase for p in pods.items] == ["Running"]
     # One ConfigMap per generated dashboard for the Grafana sidecar, the JSON intact.
@@ -104,13 +127,13 @@ def test_chart_installs_and_operator_runs_with_chart_rbac_and_peering(
         namespace, label_selector="grafana_dashboard=1"
     )
     dashboards = {p.name: json.loads(p.read_text()) for p in (CHART / "dashboards").glob("*.json")}
-    assert len(configmaps.items) == len(dashboards) == 4
+    assert len(configmaps.items) == len(dashboards) == 6
     assert {k: json.loads(v) for cm in configmaps.items for k, v in cm.data.items()} == dashboards
 
     kubeconfig = service_account_kubeconfig(
-        plane, namespace, "mb-operator", tmp_path / "sa.kubeconfig"
+        plane, namespace, "mb-mongobench", tmp_path / "sa.kubeconfig"
     )
-    peering = {"MONGOBENCH_PEERING_MANDATORY": "true"}
+    peering = {"MONGOBENCH_PEERING": "mb-mongobench", "MONGOBENCH_PEERING_MANDATORY": "true"}
     active = start_operator(
         kubeconfig, [namespace], tmp_path / "a.log", MONGOBENCH_PRIORITY="200", **peering
     )
@@ -135,3 +158,338 @@ def test_chart_installs_and_operator_runs_with_chart_rbac_and_peering(
         active.stop()
         standby.stop()
     helm(plane, "uninstall", "mb", "-n", namespace, "--wait")
+
+
+# --- the full flow under the chart's RBAC ----------------------------------------------------
+OPERATOR_NS, BENCH_NS = "mongobench", "bench"
+OPERATOR_USER = f"system:serviceaccount:{OPERATOR_NS}:mb-mongobench"
+
+# Permissions the chart grants that this flow does not call, each with the path of the code that
+# needs it (reviewed by hand: the operator calls the API through one generic client, so no
+# method name can be checked for). SSA_CREATE: server-side apply of a new object, audited as
+# patch, authorized as create too.
+UNEXERCISED: dict[tuple[str, str, str], str] = {
+    ("", "configmaps", "create"): "the operator grants it to client pods (it must hold it)",
+    ("mongobench.io", "benchmarkexperiments", "get"): "BenchmarkExperiment (none in this flow)",
+    ("mongobench.io", "benchmarkexperiments", "patch"): "BenchmarkExperiment (none in this flow)",
+    (
+        "mongobench.io",
+        "benchmarkexperiments/status",
+        "get",
+    ): "BenchmarkExperiment status (none in this flow)",
+    (
+        "mongobench.io",
+        "benchmarkexperiments/status",
+        "patch",
+    ): "BenchmarkExperiment status (none in this flow)",
+    ("mongobench.io", "benchmarkruns", "create"): "an experiment creates its cells' runs",
+    ("mongobench.io", "benchmarkruns", "delete"): "an experiment deletes its cells' runs",
+    ("mongobench.io", "mongoclusters", "create"): "an experiment creates its cells' clusters",
+    ("mongobench.io", "mongoclusters", "delete"): "an experiment deletes its cells' clusters",
+    ("", "configmaps", "get"): "granted to client pods for the start barrier (parallelism > 1)",
+    ("", "configmaps", "patch"): "SSA of a step's start barrier (parallelism > 1); granted too",
+    ("", "configmaps", "update"): "the operator grants it to client pods (it must hold it)",
+    ("", "events", "patch"): "kopf aggregates a repeated event by patching it",
+    ("", "namespaces", "list"): "kopf's namespace discovery (namespace patterns)",
+    ("", "namespaces", "watch"): "kopf's namespace discovery (namespace patterns)",
+    ("", "persistentvolumeclaims", "patch"): "storage growth patches claims in place",
+    ("", "pods", "delete"): "rolling restarts delete one member pod at a time",
+    ("", "serviceaccounts", "create"): "SSA_CREATE: the client ServiceAccount",
+    ("", "serviceaccounts", "get"): "apply reads the client ServiceAccount back when it exists",
+    ("", "services", "create"): "SSA_CREATE: member and mongos Services",
+    ("", "services", "delete"): "a drained shard's headless Service goes (sharded scale-down)",
+    ("", "services", "get"): "the mongos Service is read when wiring a sharded cluster",
+    ("apps", "deployments", "create"): "SSA_CREATE: the mongos Deployment of a sharded cluster",
+    ("apps", "deployments", "get"): "the mongos Deployment's readiness (sharded clusters)",
+    ("apps", "deployments", "patch"): "the mongos Deployment (sharded clusters)",
+    ("apps", "statefulsets", "create"): "SSA_CREATE: member StatefulSets",
+    ("apps", "statefulsets", "delete"): "a drained shard's StatefulSet goes (sharded scale-down)",
+    ("batch", "jobs", "create"): "SSA_CREATE: one Job per benchmark step",
+    (
+        "events.k8s.io",
+        "events",
+        "create",
+    ): "events.k8s.io/v1 posting where the core API is not used",
+    ("events.k8s.io", "events", "patch"): "events.k8s.io/v1 posting where the core API is not used",
+    (
+        "kopf.dev",
+        "clusterkopfpeerings",
+        "get",
+    ): "peering: reading the peering object before the first patch",
+    (
+        "kopf.dev",
+        "kopfpeerings",
+        "get",
+    ): "namespaced peering (watchNamespaces set; this flow is cluster-wide)",
+    (
+        "kopf.dev",
+        "kopfpeerings",
+        "list",
+    ): "namespaced peering (watchNamespaces set; this flow is cluster-wide)",
+    (
+        "kopf.dev",
+        "kopfpeerings",
+        "patch",
+    ): "namespaced peering (watchNamespaces set; this flow is cluster-wide)",
+    (
+        "kopf.dev",
+        "kopfpeerings",
+        "watch",
+    ): "namespaced peering (watchNamespaces set; this flow is cluster-wide)",
+    ("mongobench.io", "benchmarkruns/status", "get"): "status reads after a conflict",
+    ("mongobench.io", "mongoclusters/status", "get"): "status reads after a conflict",
+    (
+        "monitoring.coreos.com",
+        "podmonitors",
+        "create",
+    ): "SSA_CREATE: a MongoCluster's PodMonitor (spec.monitoring)",
+    (
+        "monitoring.coreos.com",
+        "podmonitors",
+        "get",
+    ): "a MongoCluster's PodMonitor (spec.monitoring)",
+    ("policy", "poddisruptionbudgets", "create"): "SSA_CREATE: member PodDisruptionBudgets",
+    ("policy", "poddisruptionbudgets", "delete"): "a drained shard's PodDisruptionBudget goes",
+    ("policy", "poddisruptionbudgets", "get"): "apply reads a PodDisruptionBudget back",
+    ("rbac.authorization.k8s.io", "rolebindings", "create"): "SSA_CREATE: the client RoleBinding",
+    ("rbac.authorization.k8s.io", "rolebindings", "get"): "apply reads the client RoleBinding back",
+    ("rbac.authorization.k8s.io", "roles", "create"): "SSA_CREATE: the client Role",
+    ("rbac.authorization.k8s.io", "roles", "get"): "apply reads the client Role back",
+    (
+        "storage.k8s.io",
+        "storageclasses",
+        "get",
+    ): "a storage class named in the spec is checked (storage growth)",
+}
+
+
+def custom(api: k8s.ApiClient) -> Any:
+    return k8s.CustomObjectsApi(api)
+
+
+def get(api: k8s.ApiClient, plural: str, name: str) -> dict[str, Any]:
+    return dict(custom(api).get_namespaced_custom_object(GROUP, VERSION, BENCH_NS, plural, name))
+
+
+def phase_of(api: k8s.ApiClient, plural: str, name: str) -> str | None:
+    return get(api, plural, name).get("status", {}).get("phase")
+
+
+def render_experiments(plane: Plane, values: dict[str, Any], path: Path) -> str:
+    path.write_text(yaml.safe_dump(values))
+    return helm(plane, "template", "exp", str(EXPERIMENTS), "-f", str(path))
+
+
+def run_names(text: str) -> list[str]:
+    return [
+        d["metadata"]["name"] for d in yaml.safe_load_all(text) if d and d["kind"] == "BenchmarkRun"
+    ]
+
+
+def granted(api: k8s.ApiClient) -> set[tuple[str, str, str]]:
+    rbac = k8s.RbacAuthorizationV1Api(api)
+    out = set()
+    for role in rbac.list_cluster_role(label_selector="app.kubernetes.io/instance=mb").items:
+        for rule in role.rules or []:
+            for group in rule.api_groups or []:
+                for resource in rule.resources or []:
+                    out |= {(group, resource, verb) for verb in rule.verbs}
+    return out
+
+
+def used(audit_log: Path) -> tuple[set[tuple[str, str, str]], list[str]]:
+    calls, denied = set(), []
+    for line in audit_log.read_text().splitlines():
+        event = json.loads(line)
+        if event.get("user", {}).get("username") != OPERATOR_USER or "objectRef" not in event:
+            continue
+        ref = event["objectRef"]
+        resource = ref["resource"] + (f"/{ref['subresource']}" if ref.get("subresource") else "")
+        calls.add((ref.get("apiGroup", ""), resource, event["verb"]))
+        if event.get("responseStatus", {}).get("code") == 403:
+            denied.append(f"{event['verb']} {resource}")
+    return calls, denied
+
+
+def leftovers(api: k8s.ApiClient) -> list[str]:
+    selector = "app.kubernetes.io/instance=mb"
+    core, apps, rbac = k8s.CoreV1Api(api), k8s.AppsV1Api(api), k8s.RbacAuthorizationV1Api(api)
+    listers = {
+        "Deployment": apps.list_deployment_for_all_namespaces,
+        "Service": core.list_service_for_all_namespaces,
+        "ServiceAccount": core.list_service_account_for_all_namespaces,
+        "ConfigMap": core.list_config_map_for_all_namespaces,
+        "ClusterRole": rbac.list_cluster_role,
+        "ClusterRoleBinding": rbac.list_cluster_role_binding,
+    }
+    found = [
+        f"{kind}/{o.metadata.name}"
+        for kind, lister in listers.items()
+        for o in lister(label_selector=selector).items
+    ]
+    for group, version, plural in [
+        ("monitoring.coreos.com", "v1", "servicemonitors"),
+        ("monitoring.coreos.com", "v1", "podmonitors"),
+        ("kopf.dev", "v1", "clusterkopfpeerings"),
+        ("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies"),
+        ("admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings"),
+    ]:
+        items = custom(api).list_cluster_custom_object(
+            group, version, plural, label_selector=selector
+        )
+        found += [f"{plural}/{o['metadata']['name']}" for o in items["items"]]
+    return found
+
+
+def test_chart_with_monitoring_runs_a_gitops_flow_under_its_rbac_then_upgrades_and_uninstalls(
+    make_plane: Any, prometheus: str, tmp_path: Path
+) -> None:
+    plane = make_plane(nodes=NodeSet(profile="kind", count=3), audit=True)
+    plane.apply(promop_crds_dir())
+    api = plane.api_client()
+    for ns in (OPERATOR_NS, BENCH_NS):
+        plane.kubectl("create", "namespace", ns)
+        plane.kubectl("label", "namespace", ns, "pod-security.kubernetes.io/enforce=restricted")
+    notes = helm(
+        plane, "install", "mb", str(CHART), "-n", OPERATOR_NS, "--wait", "--timeout=60s",
+        "--set=metrics.serviceMonitor.labels.release=kps",
+    )  # fmt: skip
+    assert "WARNING" not in notes and "ServiceMonitor mongobench/mb-mongobench" in notes
+    monitor = custom(api).get_namespaced_custom_object(
+        "monitoring.coreos.com", "v1", OPERATOR_NS, "servicemonitors", "mb-mongobench"
+    )
+    assert monitor["spec"]["endpoints"][0]["honorLabels"] is True
+    assert monitor["metadata"]["labels"]["release"] == "kps"
+    custom(api).get_namespaced_custom_object(
+        "monitoring.coreos.com", "v1", OPERATOR_NS, "podmonitors", "mb-mongobench-clients"
+    )
+
+    kubeconfig = service_account_kubeconfig(plane, OPERATOR_NS, "mb-mongobench", tmp_path / "sa")
+    host = os.uname().nodename
+    aliases = ",".join(f"{n.metadata.name}={host}" for n in k8s.CoreV1Api(api).list_node().items)
+    cluster_spec = {"version": "7.0.14", "topology": {"replicaSet": {"members": 1}}}
+    run_spec = {
+        "clusterRef": {"name": "rs1"},
+        "workloads": [{"name": "c"}],
+        "load": {"recordCount": 200, "threads": 2},
+        "run": {"operationCount": 200, "threads": 2, "statusIntervalSeconds": 1},
+        "repetitions": 1,
+        "clients": {"parallelism": 1},
+    }
+    values = {"clusters": [{"name": "rs1", "spec": cluster_spec}],
+              "runs": [{"name": "ycsb-c", "spec": run_spec}]}  # fmt: skip
+    with (
+        running_ferretdb() as ferretdb,
+        MongoModel(keyfile=keyfile_from_pods(api), catch_up_seconds=0.1) as model,
+        pod_executor(
+            plane, BENCH_NS, uri_rewrite=rewrite_hosts(f"{ferretdb.host}:{ferretdb.port}")
+        ),
+    ):
+        model.member(f"rs1-rs0-0.rs1-rs0-hl.{BENCH_NS}.svc.cluster.local:27017")
+        operator = start_operator(
+            kubeconfig,
+            [],  # the whole cluster: the chart's ClusterRole
+            tmp_path / "operator.log",
+            MONGOBENCH_PEERING="mb-mongobench",
+            MONGOBENCH_PEERING_MANDATORY="true",
+            MONGOBENCH_HOST_MAP=",".join(f"{k}={v}" for k, v in model.host_map.items()),
+            MONGOBENCH_PROMETHEUS_URL=prometheus,
+            MONGOBENCH_PROMETHEUS_SCRAPE_INTERVAL="1",
+            MONGOBENCH_PROMETHEUS_NODE_ALIASES=aliases,
+        )
+        try:
+            # Git, first revision: as Argo CD would sync the experiments chart.
+            first = render_experiments(plane, values, tmp_path / "v1.yaml")
+            plane.kubectl("apply", "-n", BENCH_NS, "-f", "-", input=first)
+            (old,) = run_names(first)
+            wait_until(lambda: phase_of(api, "mongoclusters", "rs1") == "Ready", 60, what="Ready")
+            wait_until(
+                lambda: phase_of(api, "benchmarkruns", old) in ("Succeeded", "Failed"),
+                240, 0.5, what="first run finished",
+            )  # fmt: skip
+            before = get(api, "benchmarkruns", old)["status"]
+            assert before["phase"] == "Succeeded", before.get("conditions")
+            # Changing the run in place is refused by the apiserver ...
+            changed_in_place = first.replace("operationCount: 200", "operationCount: 300")
+            refused = plane.kubectl(
+                "apply", "-n", BENCH_NS, "-f", "-", input=changed_in_place, check=False
+            )
+            assert refused.returncode != 0 and "spec is immutable" in refused.stderr
+            # ... so Git's second revision renders it as a new run, and the old one stays.
+            values["runs"][0]["spec"]["run"]["operationCount"] = 300
+            second = render_experiments(plane, values, tmp_path / "v2.yaml")
+            (new,) = run_names(second)
+            assert new != old
+            # The prepare step drops the collection through the wire model, which is not this
+            # data path: drop it in FerretDB too, as a real mongod's prepare would have.
+            pymongo.MongoClient(ferretdb.uri)["ycsb"].drop_collection("usertable")
+            plane.kubectl("apply", "-n", BENCH_NS, "-f", "-", input=second)
+            wait_until(
+                lambda: phase_of(api, "benchmarkruns", new) in ("Succeeded", "Failed"),
+                240, 0.5, what="second run finished",
+            )  # fmt: skip
+            second_status = get(api, "benchmarkruns", new)["status"]
+            assert second_status["phase"] == "Succeeded", (
+                second_status.get("conditions"),
+                [s.get("message") for s in second_status.get("steps", [])],
+            )
+            after = get(api, "benchmarkruns", old)["status"]
+            assert after["summary"] == before["summary"] and after["phase"] == "Succeeded"
+            assert "Forbidden" not in (tmp_path / "operator.log").read_text()
+        finally:
+            operator.stop()
+
+    # RBAC: every call was allowed, and every grant was used by this flow or is a documented
+    # path of the code this flow does not take.
+    calls, denied = used(plane.audit_log)
+    assert not denied
+    grants = granted(api)
+    assert calls <= grants, calls - grants
+    unused = grants - calls
+    assert unused <= set(UNEXERCISED), "\n".join(map(str, sorted(unused - set(UNEXERCISED))))
+
+    # Upgrade: CRDs first (as documented), then values that drop objects; they go.
+    plane.kubectl(
+        "apply", "--server-side", "--force-conflicts", "-f", str(CHART / "crds"), timeout=60
+    )
+    helm(
+        plane, "upgrade", "mb", str(CHART), "-n", OPERATOR_NS, "--reuse-values", "--wait",
+        "--set=metrics.podMonitor.enabled=false", "--set=dashboards.enabled=false",
+    )  # fmt: skip
+    assert not [x for x in leftovers(api) if x.startswith(("podmonitors/", "ConfigMap/"))]
+    assert any(x.startswith("servicemonitors/") for x in leftovers(api))
+
+    helm(plane, "uninstall", "mb", "-n", OPERATOR_NS, "--wait")
+    assert leftovers(api) == []
+    # Kept, as documented: the CRDs and the user's resources with their results.
+    ext = k8s.ApiextensionsV1Api(api)
+    assert ext.read_custom_resource_definition("benchmarkruns.mongobench.io")
+    assert get(api, "benchmarkruns", old)["status"]["summary"] == before["summary"]
+
+
+def test_alerts_render_only_when_enabled_and_the_apiserver_accepts_the_rule(
+    plane: Plane, prometheus_operator_crds: list[str], namespace: str
+) -> None:
+    """The PrometheusRule against the Prometheus Operator's real CRD schema (server-side dry
+    run); its rules themselves are promtool's part (make test-rules)."""
+    template = ["template", "mb", str(CHART), "-n", namespace]
+    assert "kind: PrometheusRule" not in helm(plane, *template)  # off by default
+    rendered = helm(
+        plane,
+        *template,
+        "--show-only=templates/prometheusrules.yaml",
+        "--set=alerts.enabled=true",
+        "--set=alerts.labels.release=kube-prometheus-stack",
+        "--set=alerts.thresholds.replicationLagSeconds=45",
+    )
+    rule = yaml.safe_load(rendered)
+    assert rule["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+    lag = next(
+        r for g in rule["spec"]["groups"] for r in g["rules"]
+        if r.get("alert") == "MongoDBReplicationLagHigh"
+    )  # fmt: skip
+    assert lag["expr"].rstrip().endswith("> 45")
+    out = plane.kubectl("apply", "--dry-run=server", "-n", namespace, "-f", "-", input=rendered)
+    assert "prometheusrule.monitoring.coreos.com/mb-mongobench-alerts created (server dry run)" in (
+        out.stdout
+    )

@@ -1,4 +1,5 @@
-"""Cluster tier: per-step CPU from a REAL Prometheus scraping a REAL node-exporter (loopback).
+"""Cluster tier: per-step CPU, disk, network and memory from a REAL Prometheus scraping a REAL
+node-exporter (loopback).
 
 The node-exporter reports the one real machine; the tests name it "kind-worker" through the
 configurable node mapping, as a Kubernetes node whose host name differs would be. Scrapes are
@@ -21,12 +22,13 @@ import pytest
 from localplane.net import free_port
 from mongobench.bench.cpu import (
     SPLIT_MODES,
-    CpuProfile,
     CpuUnavailable,
     NodeMapping,
+    ResourceProfile,
     query_range,
     query_window,
 )
+from mongobench.bench.resources import query_resources
 
 pytestmark = pytest.mark.cluster
 
@@ -120,7 +122,7 @@ def test_busy_window_shows_more_user_cpu_than_idle_window(
 
 
 def test_every_mode_of_the_split_is_exported(prometheus: str, host: dict[str, str]) -> None:
-    profile = CpuProfile.load()
+    profile = ResourceProfile.load()
     now = time.time()
     for mapping in mappings(host):
         promql = profile.render(
@@ -132,10 +134,11 @@ def test_every_mode_of_the_split_is_exported(prometheus: str, host: dict[str, st
 
 
 def test_every_query_in_the_profile_runs(prometheus: str, host: dict[str, str]) -> None:
-    profile = CpuProfile.load()
+    profile = ResourceProfile.load()
     now = time.time()
+    names = [*profile.queries, *(f.query.name for f in profile.figures)]
     for mapping in mappings(host):
-        for name in profile.queries:
+        for name in names:
             promql = profile.render(
                 name,
                 mapping=mapping,
@@ -222,3 +225,80 @@ def test_unreachable_prometheus_raises_cpu_unavailable() -> None:
         )
     assert "unreachable" in exc.value.reason
     assert url in exc.value.reason
+
+
+def test_disk_writes_show_in_the_windows_disk_figures_with_network_and_memory(
+    prometheus: str, host: dict[str, str], tmp_path: Any
+) -> None:
+    """128 MiB written and fsynced in the middle of a window: at least half of it shows as the
+    node's disk write throughput (node-exporter counts every write of the disk, ours included);
+    memory total is the machine's; network figures are there (no traffic may leave loopback
+    here, so only their presence is checked)."""
+    written = 128 * 2**20
+    start = time.time()
+    time.sleep(4)
+    with (tmp_path / "blob").open("wb") as out:
+        for _ in range(written // 2**20):
+            out.write(os.urandom(2**20))
+        out.flush()
+        os.fsync(out.fileno())
+    time.sleep(4)
+    end = time.time()
+    wait_scraped(prometheus, end)
+    mem_total = next(
+        int(line.split()[1]) * 1024
+        for line in open("/proc/meminfo")  # noqa: SIM115 - two lines read
+        if line.startswith("MemTotal:")
+    )
+    for mapping in mappings(host):
+        report = query_resources(
+            prometheus,
+            start,
+            end,
+            SCRAPE,
+            cluster_nodes=[NODE],
+            client_nodes=[],
+            namespace="bench",
+            pods=["mc-rs0-0"],
+            scrape_interval=SCRAPE,
+            mapping=mapping,
+        )
+        status = report.to_status()
+        (node,) = status["nodes"]
+        disk, network, memory = node["disk"], node["network"], node["memory"]
+        assert disk["writeBytesPerSecond"] >= 0.5 * written / (end - start), (mapping.mode, disk)
+        assert disk["writeIops"] > 0 and disk["utilisationPercentMax"] > 0
+        assert disk["awaitMs"] is not None and disk["awaitMs"] >= 0
+        assert memory["totalBytes"] == pytest.approx(mem_total, rel=0.01)
+        assert 0 < memory["usedBytes"] <= memory["usedBytesMax"] <= memory["totalBytes"]
+        assert 0 < memory["usedPercent"] < 100
+        for key in ("receiveBytesPerSecond", "transmitBytesPerSecond", "errorsPerSecond"):
+            assert network[key] >= 0, network
+        assert status["cluster"]["nodes"] == 1 and status["clients"] is None
+        # Only cAdvisor is absent locally: reported as missing, never as zero.
+        assert status["mongod"] is None
+        assert status["missing"] == [
+            "mongod containers (mongod.memoryWorkingSetBytes: no cAdvisor series)"
+        ]
+
+
+def test_node_without_node_exporter_is_missing_from_the_resources_too(
+    prometheus: str, host: dict[str, str]
+) -> None:
+    now = time.time()
+    report = query_resources(
+        prometheus,
+        now - 10,
+        now,
+        SCRAPE,
+        cluster_nodes=[NODE],
+        client_nodes=["kind-worker3"],
+        namespace="bench",
+        pods=[],
+        scrape_interval=SCRAPE,
+        mapping=mappings(host)[0],
+    )
+    status = report.to_status()
+    assert [n["name"] for n in status["nodes"]] == [NODE]
+    assert status["clients"] is None
+    assert status["missing"] == ["node kind-worker3 (no node-exporter series)"]

@@ -5,9 +5,15 @@ REAL series, and must return a non-empty answer.
 The series come from the exporters themselves, not from hand-written samples:
   * node-exporter on this machine (node_cpu_seconds_total, node_uname_info);
   * the operator's metrics REGISTRY, after `export_run` of two finished BenchmarkRuns whose
-    summaries `results.summarise` computed, and `instrumented` handlers that returned, asked to
-    be retried and failed;
-  * two benchmark clients' `LiveMetrics`, fed YCSB status lines captured from a real run.
+    summaries `results.summarise` computed, `instrumented` handlers that returned, asked to
+    be retried and failed, and a run in progress (its phase and running step);
+  * two benchmark clients' `LiveMetrics`, fed YCSB status lines captured from a real run;
+  * the REAL mongodb_exporter, one per pod of a sharded MongoCluster as the operator builds it
+    (2 shards x 2 members, 1 config server, 1 mongos), with the pod's exporter flags, scraped
+    with the labels the cluster's PodMonitor gives the series. Each exporter reaches a scripted
+    mongod/mongos (localplane.exporter) answering with a real mongod's documents; one more
+    exporter reaches FerretDB, a real MongoDB wire server, for the series it exports there
+    (mongodb_up, mongodb_version_info).
 
 Dashboard variables become `.*` (the dashboards' "All"), `$__rate_interval` 1m. A misspelled
 metric or label makes the answer empty and the test fail (see the negative control). What is not
@@ -17,6 +23,7 @@ checked as far as the SDK models (unit tier) and Prometheus' label API go.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import re
@@ -33,10 +40,24 @@ import kopf
 import pytest
 from prometheus_client import start_http_server
 
+from localplane.exporter import (
+    Exporter,
+    Member,
+    ReplicaSet,
+    ScriptedMongod,
+    ShardedCluster,
+    load_diagnostic_data,
+    start_exporter,
+)
+from localplane.ferretdb import FerretDB, running_ferretdb
 from localplane.net import free_port
 from localplane.prometheus import Prometheus, start_prometheus
-from localplane.tools import REPO
+from localplane.tools import REPO, binary
+from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.bench.results import summarise
+from mongobench.cluster.layout import cluster_layout
+from mongobench.cluster.objects import build_workload_objects
+from mongobench.cluster.platform import PRESETS
 from mongobench.observability import metrics
 from mongobench_runner.metrics import LiveMetrics
 from mongobench_runner.status import parse_status_line
@@ -76,6 +97,14 @@ def panel_targets() -> list[tuple[str, str, dict[str, Any]]]:
                 for t in inner.get("targets", []):
                     out.append((name, inner["title"], t))
     return out
+
+
+def annotation_queries() -> list[tuple[str, str, str]]:
+    return [
+        (name, a["name"], a["expr"])
+        for name, board in load_boards().items()
+        for a in board.get("annotations", {}).get("list", [])
+    ]
 
 
 def variable_queries() -> list[tuple[str, str, str]]:
@@ -155,6 +184,21 @@ RUNS = [
     realistic_run("ycsb-rs3", "rs3", "ReplicaSet", "kind"),
     realistic_run("ycsb-sharded", "sh2", "Sharded", "eks"),
 ]
+LIVE_RUN = {"metadata": {"namespace": "bench", "name": "ycsb-live"}}
+BROKEN_RUN = {"metadata": {"namespace": "bench", "name": "ycsb-broken"}}
+LIVE_STEPS = [
+    {"index": 1, "label": "load", "workload": "a", "phase": "Succeeded"},
+    {"index": 2, "label": "run a #1", "workload": "a", "phase": "Running"},
+]
+# A sharded MongoCluster as the operator builds it, one exporter per pod.
+CLUSTER = "demo"
+CLUSTER_SPEC = {
+    "version": "7.0.14",
+    "topology": {
+        "type": "Sharded",
+        "sharded": {"shards": 2, "membersPerShard": 2, "configServers": 1, "mongos": 1},
+    },
+}
 HANDLERS = [("MongoCluster", "sync"), ("BenchmarkRun", "tick")]
 
 
@@ -196,14 +240,133 @@ def scraped_value(prom: Prometheus, promql: str) -> float | None:
 
 
 @pytest.fixture(scope="module")
-def prom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]:
+def ferretdb() -> Iterator[FerretDB]:
+    with running_ferretdb() as server:
+        yield server
+
+
+def target_label(pod_label: str) -> str:
+    """How the Prometheus Operator names a podTargetLabels label (invalid characters -> _)."""
+    return re.sub(r"[^a-zA-Z0-9_]", "_", pod_label)
+
+
+def cluster_pods() -> tuple[list[tuple[str, dict[str, str], list[str]]], dict[str, Any]]:
+    """(pod name, pod labels, exporter args) of every pod of CLUSTER, and its PodMonitor."""
+    spec = MongoClusterSpec.parse(CLUSTER_SPEC)
+    objects = build_workload_objects(spec, cluster_layout(CLUSTER, "bench", spec), PRESETS["kind"])
+    (monitor,) = [o for o in objects if o["kind"] == "PodMonitor"]
+    pods = []
+    for o in objects:
+        if o["kind"] not in ("StatefulSet", "Deployment"):
+            continue
+        template = o["spec"]["template"]
+        (exporter,) = [c for c in template["spec"]["containers"] if c["name"] == "exporter"]
+        for i in range(o["spec"]["replicas"]):
+            suffix = str(i) if o["kind"] == "StatefulSet" else f"7d9f-{i}"
+            pods.append((f"{o['metadata']['name']}-{suffix}", template["metadata"]["labels"],
+                         exporter["args"]))  # fmt: skip
+    return pods, monitor
+
+
+def start_mongodb_exporters(
+    workdir: Path, ferretdb: FerretDB
+) -> tuple[list[ScriptedMongod], list[Exporter], list[dict[str, Any]]]:
+    """Peers, exporters and the scrape configs a PodMonitor would make of CLUSTER's pods."""
+    pods, monitor = cluster_pods()
+    documents = load_diagnostic_data()
+    # Members are named by their peers' own loopback addresses (see localplane.exporter).
+    ports = {name: free_port() for name, _, _ in pods}
+    sets: dict[str, ReplicaSet] = {}
+    for name, labels, _ in pods:
+        rs = labels.get("mongobench.io/replset")
+        if rs is not None:
+            role = {"shard": "shardsvr", "configsvr": "configsvr"}.get(
+                labels["app.kubernetes.io/component"], ""
+            )
+            members = sets.setdefault(rs, ReplicaSet(rs, role, [])).members
+            members.append(
+                Member(
+                    f"127.0.0.1:{ports[name]}",
+                    "PRIMARY" if not members else "SECONDARY",
+                    lag_seconds=4.0 * len(members),
+                )
+            )
+    sharded = ShardedCluster(
+        cluster_id=sets[next(iter(sets))].replica_set_id,
+        config_db="demo-cfg/127.0.0.1:1",
+        chunks={rs: 40 + 3 * i for i, rs in enumerate(r for r in sets if "shard" in r)},
+    )
+    peers: list[ScriptedMongod] = []
+    exporters: list[Exporter] = []
+    static = []
+    for name, labels, args in pods:
+        rs = labels.get("mongobench.io/replset")
+        if rs is not None:
+            index = [m.host for m in sets[rs].members].index(f"127.0.0.1:{ports[name]}")
+            peer = ScriptedMongod(documents, replset=sets[rs], member=index, port=ports[name])
+        else:
+            peer = ScriptedMongod(documents, sharded=sharded, port=ports[name])
+        peers.append(peer)
+        exporters.append(start_exporter(name, args, peer.uri, workdir))
+        static.append(
+            {
+                "targets": [exporters[-1].target],
+                "labels": {
+                    "namespace": "bench",
+                    "pod": name,
+                    "container": "exporter",
+                    "endpoint": "metrics",
+                    **{
+                        target_label(k): labels[k]
+                        for k in monitor["spec"]["podTargetLabels"]
+                        if k in labels
+                    },
+                },
+            }
+        )
+    # FerretDB: what the exporter exports against a real wire server. --collect-all panics
+    # there from the second scrape on (FerretDB lacks `top`); the diagnostic data collector
+    # alone gives mongodb_version_info (compatible mode) beside mongodb_up.
+    args = [a if a != "--collect-all" else "--collector.diagnosticdata" for a in pods[0][2]]
+    exporters.append(start_exporter("ferretdb", args, ferretdb.uri, workdir))
+    static.append(
+        {
+            "targets": [exporters[-1].target],
+            "labels": {
+                "namespace": "bench",
+                "pod": "ferret-rs0-0",
+                "container": "exporter",
+                target_label("mongobench.io/cluster"): "ferret",
+                target_label("mongobench.io/replset"): "ferret-rs0",
+                target_label("app.kubernetes.io/component"): "replicaset",
+            },
+        }
+    )
+    job = f"bench/{monitor['metadata']['name']}"  # the PodMonitor's job label
+    # The exporter gives its queries the scrape timeout less --web.timeout-offset (1 s).
+    scrape = [
+        {"job_name": job, "scrape_interval": "2s", "scrape_timeout": "2s", "static_configs": static}
+    ]
+    return peers, exporters, scrape
+
+
+@pytest.fixture(scope="module")
+def prom(tmp_path_factory: pytest.TempPathFactory, ferretdb: FerretDB) -> Iterator[Prometheus]:
     servers = []
     clients = [
         LiveMetrics(driver="ycsb", phase="run", workload="a", client_index=i) for i in range(2)
     ]
+    peers: list[ScriptedMongod] = []
+    exporters: list[Exporter] = []
     try:
+        peers, exporters, mongodb_scrape = start_mongodb_exporters(
+            Path(tmp_path_factory.mktemp("exporters")), ferretdb
+        )
         for run in RUNS:
             metrics.export_run(run)
+        metrics.set_run_phase("bench", "ycsb-live", "Running")  # as the handler does
+        metrics.set_running_steps("bench", "ycsb-live", LIVE_STEPS)
+        metrics.set_run_phase("bench", "ycsb-broken", "Failed")
         metrics.BUILD_INFO.labels(version("mongobench")).set(1)  # as metrics.serve
         invoke_handlers()
         for c in clients:
@@ -242,6 +405,7 @@ def prom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]:
                     for i, port in enumerate(client_ports)
                 ],
             },
+            *mongodb_scrape,
         ]
         server = start_prometheus(
             Path(tmp_path_factory.mktemp("prometheus")), extra_scrape_configs=scrape_configs
@@ -265,12 +429,27 @@ def prom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]:
                 lambda: (scraped_value(server, "count_over_time(node_uname_info[1m])") or 0) >= 3,
                 "three node-exporter scrapes",
             )
+            # Every exporter scraped twice with all its collectors (mongodb_exporter registers
+            # them from its second request on), so rate() over their counters has two points.
+            members = len(exporters) - 2  # neither the mongos nor FerretDB
+            wait_until(
+                lambda: (
+                    len(server.query("count_over_time(mongodb_ss_opcounters[1m]) >= 2"))
+                    >= 6 * (members + 1)
+                ),
+                "two full scrapes of every mongodb_exporter",
+                timeout=90,
+            )
             yield server
         finally:
             server.stop()
     finally:
-        for run in RUNS:
+        for run in [*RUNS, LIVE_RUN, BROKEN_RUN]:
             metrics.forget_run(run)
+        for e in exporters:
+            e.stop()
+        for peer in peers:
+            peer.stop()
         for httpd, thread in servers:
             httpd.shutdown()
             httpd.server_close()
@@ -320,8 +499,10 @@ def test_dashboards_have_queries() -> None:
         "benchmark-clients",
         "operator",
         "nodes-cpu",
+        "mongodb-cluster",
+        "benchmark-run",
     }
-    assert len(TARGETS) >= 30
+    assert len(TARGETS) >= 70
 
 
 @pytest.mark.parametrize(
@@ -336,6 +517,90 @@ def test_panel_query_returns_real_series(
     result = evaluate(prom, promql, range_query=bool(target.get("range")))
     assert result, f"{board} / {title}: empty answer for {promql}"
     assert finite(result), f"{board} / {title}: no finite value: {result}"
+
+
+@pytest.mark.parametrize(
+    ("board", "name", "expr"),
+    annotation_queries(),
+    ids=[f"{b}:{n}" for b, n, _ in annotation_queries()],
+)
+def test_annotation_query_marks_the_running_step(
+    prom: Prometheus, board: str, name: str, expr: str
+) -> None:
+    """Grafana draws a region where the series is non-zero and titles it by its labels."""
+    result = evaluate(prom, substitute(expr, board_variables(board)), range_query=True)
+    assert {(r["metric"]["run"], r["metric"]["step"]) for r in result} == {
+        ("ycsb-live", "run a #1")
+    }
+
+
+def test_exporter_against_ferretdb_exports_up_and_version(prom: Prometheus) -> None:
+    """What the real exporter reports from a real MongoDB wire server (FerretDB)."""
+    up = prom.query('mongodb_up{mongobench_io_cluster="ferret"}')
+    assert [float(r["value"][1]) for r in up] == [1.0]
+    version = prom.query('mongodb_version_info{mongobench_io_cluster="ferret"}')
+    assert version and version[0]["metric"]["mongodb"]
+
+
+def test_mongodb_series_carry_the_podmonitor_labels_and_the_exporters_own(
+    prom: Prometheus,
+) -> None:
+    """The cluster dashboard's variables and the alerts group by these labels."""
+    pods, _ = cluster_pods()
+    up = prom.query(f'mongodb_up{{mongobench_io_cluster="{CLUSTER}"}}')
+    assert {r["metric"]["pod"] for r in up} == {name for name, _, _ in pods}
+    assert {r["metric"].get("mongobench_io_replset") for r in up} == {
+        "demo-cfg",
+        "demo-shard0",
+        "demo-shard1",
+        None,
+    }
+    assert {r["metric"]["cluster_role"] for r in up} == {"mongod", "mongos"}
+    # One primary per replica set; secondaries lag by what their peers report.
+    primaries = prom.query("mongodb_mongod_replset_my_state == 1")
+    assert sorted(r["metric"]["set"] for r in primaries) == ["demo-cfg", "demo-shard0",
+                                                             "demo-shard1"]  # fmt: skip
+    lag = prom.query("max by (set, name) (mongodb_mongod_replset_member_replication_lag)")
+    assert {r["metric"]["set"] for r in lag} == {"demo-shard0", "demo-shard1"}
+    assert all(3 <= float(r["value"][1]) <= 6 for r in lag), lag
+    chunks = prom.query("max by (shard) (mongodb_mongos_sharding_shard_chunks_total)")
+    assert {r["metric"]["shard"]: float(r["value"][1]) for r in chunks} == {
+        "demo-shard0": 40.0,
+        "demo-shard1": 43.0,
+    }
+
+
+def chart_alerts() -> list[tuple[str, str]]:
+    """(alert, expr) of the chart's PrometheusRule, rendered as alerts/check.py renders it."""
+    spec = importlib.util.spec_from_file_location("alerts_check", REPO / "alerts" / "check.py")
+    assert spec is not None and spec.loader is not None
+    check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check)
+    groups = check.render(str(binary("helm")))["spec"]["groups"]
+    return [(r["alert"], r["expr"]) for r in check.alerts(groups)]
+
+
+# Series of the alerts that come from components this tier does not run.
+NOT_HERE = ("kube_job_",)  # kube-state-metrics
+
+
+def test_alert_series_exist_with_the_labels_the_rules_select(prom: Prometheus) -> None:
+    """Every selector of every alert (metric name and label matchers) finds real series, so a
+    rule cannot stay silent for a misspelled name or label; thresholds are promtool's part."""
+    _, monitor = cluster_pods()
+    label_names = {target_label(k) for k in monitor["spec"]["podTargetLabels"]}
+    checked = set()
+    for alert, expr in chart_alerts():
+        for name, matchers in re.findall(
+            r"\b((?:mongodb|mongobench|kube)_\w+|up)\b(\{[^}]*\})?", expr
+        ):
+            if name in label_names or name.startswith(NOT_HERE):
+                continue
+            assert prom.query(name + matchers), f"{alert}: no series for {name}{matchers}"
+            checked.add(name)
+    assert {"mongodb_up", "up", "mongodb_mongod_replset_my_state", "mongobench_run_phase",
+            "mongodb_mongod_replset_member_replication_lag", "mongodb_dbstats_fsUsedSize",
+            "mongodb_dbstats_fsTotalSize", "mongobench_reconciles_total"} <= checked  # fmt: skip
 
 
 @pytest.mark.parametrize(

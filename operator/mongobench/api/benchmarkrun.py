@@ -99,12 +99,25 @@ class Clients:
     separate_from_database: bool = True
     backoff_limit: int = 0
     deadline_seconds: int = 7200
+    start_timeout_seconds: int = 300
 
 
 @dataclass(frozen=True)
 class Cleanup:
     jobs: CleanupPolicy = "OnSuccess"
     data: CleanupPolicy = "Never"
+
+
+@dataclass(frozen=True)
+class Archive:
+    """Where results go when they leave the cluster; unset fields take the operator default."""
+
+    enabled: bool = True
+    bucket: str | None = None
+    prefix: str | None = None
+    endpoint: str | None = None
+    region: str | None = None
+    credentials_secret: str | None = None
 
 
 @dataclass(frozen=True)
@@ -126,6 +139,7 @@ class BenchmarkRunSpec:
     clients: Clients = field(default_factory=Clients)
     cleanup: Cleanup = field(default_factory=Cleanup)
     labels: dict[str, str] = field(default_factory=dict)
+    archive: Archive | None = None
 
     @classmethod
     def parse(cls, spec: dict[str, Any]) -> BenchmarkRunSpec:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from mongobench.api.schema import from_dict, renamed
+from mongobench.api.schema import SpecError, from_dict, renamed
 
 TopologyType = Literal["ReplicaSet", "Sharded"]
 Platform = Literal["auto", "eks", "magnum", "kind"]
@@ -39,8 +39,8 @@ class Topology:
 
     @property
     def sharded_shape(self) -> ShardedShape:
-        if self.sharded is None:
-            raise ValueError("topology is not Sharded")
+        if self.sharded is None:  # admission requires it; a spec stored before may lack it
+            raise SpecError("spec.topology.sharded: required when topology.type is Sharded")
         return self.sharded
 
     @property

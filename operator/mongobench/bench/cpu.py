@@ -1,8 +1,9 @@
 """Per-step node CPU from Prometheus: what the studies got from dstat, without the arithmetic.
 
-The PromQL lives in ``profiles/cpu.yaml`` (a metric profile, like kube-burner's); this module
-renders it, runs it over one step's window with ``/api/v1/query_range`` and summarises the
-series. Rendering and summarising are pure; only :func:`query_window` does I/O.
+The PromQL lives in ``profiles/resources.yaml`` (a metric profile, like kube-burner's); this
+module loads and renders it, runs it over one step's window with ``/api/v1/query_range`` and
+summarises the CPU series (``bench.resources`` does disk, network and memory with the same
+profile and window). Rendering and summarising are pure; only :func:`query_range` does I/O.
 
 Percentages are of all CPUs of a node: at each point the per-mode CPU-seconds are divided by
 their total over every mode (which is the node's CPU count), so user+system+iowait+steal <= busy
@@ -36,6 +37,8 @@ SPLIT_MODES = ("user", "system", "iowait", "steal")
 # Prometheus refuses query_range answers above 11,000 points per series.
 MAX_POINTS = 11_000
 _PLACEHOLDER = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")
+# A matcher placeholder that rendered empty leaves a stray comma in its selector.
+_EMPTY_MATCHER = (re.compile(r"\{\s*,\s*"), re.compile(r"\s*,\s*\}"))
 # RE2's metacharacters; re.escape would also escape "-", which reads badly in a query.
 _RE2_META = re.compile(r"[\\.+*?()|\[\]{}^$]")
 _LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
@@ -81,17 +84,31 @@ class Query:
 
 
 @dataclass(frozen=True)
-class CpuProfile:
+class Figure:
+    """One per-node (or per-pod) number of a step's resource profile: ``group.name``, the mean
+    over the window's points and, with ``keep_max``, the largest point too."""
+
+    group: str  # disk, network, memory, mongod
+    name: str
+    unit: str
+    keep_max: bool
+    query: Query
+
+
+@dataclass(frozen=True)
+class ResourceProfile:
     name: str
     # mapping mode -> {"nodeLabel", "selector", "join"} templates
     mappings: Mapping[str, Mapping[str, str]]
-    queries: Mapping[str, Query]
+    queries: Mapping[str, Query]  # CPU (this module)
+    figures: tuple[Figure, ...] = ()  # disk, network, memory (bench.resources)
+    defines: Mapping[str, str] = field(default_factory=dict)  # shared PromQL fragments
 
     @classmethod
-    def load(cls, text: str | None = None) -> CpuProfile:
+    def load(cls, text: str | None = None) -> ResourceProfile:
         """The profile shipped with the package, or one given as YAML text."""
         if text is None:
-            text = resources.files(__package__).joinpath("profiles/cpu.yaml").read_text()
+            text = resources.files(__package__).joinpath("profiles/resources.yaml").read_text()
         doc = yaml.safe_load(text)
         mappings = {
             mode: {k: str(m.get(k, "")) for k in ("nodeLabel", "selector", "join")}
@@ -100,10 +117,22 @@ class CpuProfile:
         queries = {
             name: Query(name, q["scope"], str(q["query"])) for name, q in doc["queries"].items()
         }
-        for q in queries.values():
+        figures = tuple(
+            Figure(
+                group,
+                name,
+                str(f["unit"]),
+                bool(f.get("max", False)),
+                Query(f"{group}.{name}", f.get("scope", "node"), str(f["query"])),
+            )
+            for group, members in (doc.get("figures") or {}).items()
+            for name, f in members.items()
+        )
+        for q in (*queries.values(), *(f.query for f in figures)):
             if q.scope not in ("node", "pod"):
                 raise ValueError(f"query {q.name}: scope must be node or pod, not {q.scope!r}")
-        return cls(str(doc["name"]), mappings, queries)
+        defines = {k: str(v) for k, v in (doc.get("defines") or {}).items()}
+        return cls(str(doc["name"]), mappings, queries, figures, defines)
 
     def render(
         self,
@@ -115,9 +144,13 @@ class CpuProfile:
         pods: Iterable[str] = (),
         range_seconds: float,
     ) -> str:
-        """The PromQL of query ``name`` with every placeholder filled in (pure)."""
+        """The PromQL of query ``name`` (or figure ``group.name``) with every placeholder filled
+        in (pure)."""
+        figures = {f.query.name: f.query for f in self.figures}
+        query = self.queries[name] if name in self.queries else figures[name]
         m = self.mappings[mapping.mode]
         values = {
+            **self.defines,
             "node_label": m["nodeLabel"],
             "node_selector": m["selector"],
             "node_join": m["join"],
@@ -127,7 +160,7 @@ class CpuProfile:
             "pods": regex_alternation(pods),
             "range": _duration(range_seconds),
         }
-        return _fill(self.queries[name].template, values)
+        return _fill(query.template, values)
 
     def node_label(self, mapping: NodeMapping) -> str:
         return _fill(self.mappings[mapping.mode]["nodeLabel"], {"label": mapping.label})
@@ -139,12 +172,13 @@ def _fill(template: str, values: Mapping[str, str]) -> str:
     for _ in range(3):
         names = set(_PLACEHOLDER.findall(text))
         if not names:
+            text = _EMPTY_MATCHER[0].sub("{ ", _EMPTY_MATCHER[1].sub(" }", text))
             return " ".join(text.split())
         unknown = names - values.keys()
         if unknown:
-            raise ValueError(f"unknown placeholders in CPU profile: {sorted(unknown)}")
+            raise ValueError(f"unknown placeholders in resource profile: {sorted(unknown)}")
         text = _PLACEHOLDER.sub(lambda mo: values[mo.group(1)], text)
-    raise ValueError("CPU profile placeholders nest too deep")
+    raise ValueError("resource profile placeholders nest too deep")
 
 
 def _string_literal_body(value: str) -> str:
@@ -322,8 +356,8 @@ class CpuReport:
         names = list(dict.fromkeys((*self.cluster_nodes, *self.client_nodes)))
         status: dict[str, Any] = {
             "window": {
-                "start": _iso(self.start),
-                "end": _iso(self.end),
+                "start": iso_utc(self.start),
+                "end": iso_utc(self.end),
                 "stepSeconds": self.step_seconds,
             },
             "nodes": [
@@ -345,7 +379,7 @@ class CpuReport:
         return status
 
 
-def _iso(t: datetime) -> str:
+def iso_utc(t: datetime) -> str:
     return t.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
@@ -393,30 +427,26 @@ def query_range(
     return result
 
 
-def query_window(
-    prom_url: str,
+@dataclass(frozen=True)
+class Window:
+    """A step's window as query_range asks it: points every ``step`` seconds from ``first`` to
+    ``end``, each a rate over the ``rate_range`` seconds before it."""
+
+    start: datetime
+    end_time: datetime
+    first: float
+    end: float
+    step: float
+    rate_range: float
+
+
+def step_window(
     start: datetime | float | str,
     end: datetime | float | str,
     step_seconds: float,
-    *,
-    # Keyword-only: two lists of node names are too easy to swap by position.
-    cluster_nodes: Sequence[str],
-    client_nodes: Sequence[str],
-    namespace: str,
-    pods: Sequence[str],
-    scrape_interval: float = 15.0,
-    mapping: NodeMapping | None = None,
-    profile: CpuProfile | None = None,
-    timeout: float = 5.0,
-) -> CpuReport:
-    """CPU of one step's window: per node, per group, per mongod container.
-
-    ``step_seconds`` may go down to ``scrape_interval`` (finer adds no information). Raises
-    CpuUnavailable when Prometheus cannot be reached or refuses a query; series that simply
-    are not there (a node without node-exporter, no cAdvisor) go to ``missing`` instead.
-    """
-    mapping = mapping or NodeMapping()
-    profile = profile or CpuProfile.load()
+    scrape_interval: float,
+) -> Window:
+    """``step_seconds`` may go down to ``scrape_interval`` (finer adds no information)."""
     t0, t1 = _as_datetime(start), _as_datetime(end)
     s, e = t0.timestamp(), t1.timestamp()
     if e < s:
@@ -431,6 +461,72 @@ def query_window(
     first = s + rng
     if first > e:
         first, rng = e, max(e - s, 2 * scrape_interval)
+    return Window(t0, t1, first, e, step, rng)
+
+
+def node_series(
+    prom_url: str,
+    start: datetime | float | str,
+    end: datetime | float | str,
+    step_seconds: float,
+    *,
+    nodes: Sequence[str],
+    scrape_interval: float = 15.0,
+    mapping: NodeMapping | None = None,
+    profile: ResourceProfile | None = None,
+    timeout: float = 5.0,
+) -> dict[str, Any]:
+    """The per-node, per-mode CPU series behind a step's figures (the same query and window as
+    `query_window`), for the archive: {query, start, end, stepSeconds, nodes: {node: {mode:
+    [[t, fraction], ...]}}}. CpuUnavailable as for `query_window`."""
+    mapping = mapping or NodeMapping()
+    profile = profile or ResourceProfile.load()
+    w = step_window(start, end, step_seconds, scrape_interval)
+    promql = profile.render(
+        "nodeCpuByMode", mapping=mapping, nodes=nodes, range_seconds=w.rate_range
+    )
+    raw = parse_matrix(
+        query_range(prom_url, promql, w.first, w.end, w.step, timeout=timeout),
+        profile.node_label(mapping),
+    )
+    return {
+        "query": promql,
+        "start": iso_utc(w.start),
+        "end": iso_utc(w.end_time),
+        "stepSeconds": w.step,
+        "nodes": {
+            n: {mode: [list(p) for p in pts] for mode, pts in raw[mapping.identity(n)].items()}
+            for n in nodes
+            if mapping.identity(n) in raw
+        },
+    }
+
+
+def query_window(
+    prom_url: str,
+    start: datetime | float | str,
+    end: datetime | float | str,
+    step_seconds: float,
+    *,
+    # Keyword-only: two lists of node names are too easy to swap by position.
+    cluster_nodes: Sequence[str],
+    client_nodes: Sequence[str],
+    namespace: str,
+    pods: Sequence[str],
+    scrape_interval: float = 15.0,
+    mapping: NodeMapping | None = None,
+    profile: ResourceProfile | None = None,
+    timeout: float = 5.0,
+) -> CpuReport:
+    """CPU of one step's window (see step_window): per node, per group, per mongod container.
+
+    Raises CpuUnavailable when Prometheus cannot be reached or refuses a query; series that
+    simply are not there (a node without node-exporter, no cAdvisor) go to ``missing`` instead.
+    """
+    mapping = mapping or NodeMapping()
+    profile = profile or ResourceProfile.load()
+    w = step_window(start, end, step_seconds, scrape_interval)
+    first, e, step, rng = w.first, w.end, w.step, w.rate_range
     nodes = list(dict.fromkeys((*cluster_nodes, *client_nodes)))
     missing: list[str] = []
 
@@ -468,8 +564,8 @@ def query_window(
             missing.append("mongod containers (no cAdvisor series)")
 
     return CpuReport(
-        start=t0,
-        end=t1,
+        start=w.start,
+        end=w.end_time,
         step_seconds=step,
         cluster_nodes=tuple(cluster_nodes),
         client_nodes=tuple(client_nodes),

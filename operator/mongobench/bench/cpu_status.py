@@ -1,8 +1,10 @@
-"""Per-step CPU for status: the nodes that ran the database and the clients, from Prometheus.
+"""Per-step resource profile for status: CPU (bench.cpu) and disk, network and memory
+(bench.resources) of the nodes that ran the database and of the clients', from Prometheus.
 
 Cluster nodes are those of the MongoCluster's pods; client nodes those of the step's Job pods
 (still present: Jobs are cleaned up only after the run). CpuUnavailable propagates to the
-orchestrator, which records the step without CPU and sets the CPUCollected condition.
+orchestrator, which records the step without them and sets the CPUCollected condition; series
+that are missing are listed in each part's `missing` (the ResourcesComplete condition).
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ from collections.abc import Mapping
 from typing import Any, Literal, cast
 
 from mongobench.bench import jobs
-from mongobench.bench.cpu import NodeMapping, query_window
+from mongobench.bench.cpu import NodeMapping, ResourceProfile, query_window
 from mongobench.bench.orchestrate import CpuQuery
+from mongobench.bench.resources import query_resources
 from mongobench.config import OperatorConfig
 from mongobench.k8s import client as kube
 
@@ -23,15 +26,20 @@ def _nodes_and_pods(namespace: str, selector: str) -> tuple[list[str], list[str]
     return nodes, sorted(p["metadata"]["name"] for p in pods)
 
 
-def cpu_for_step(config: OperatorConfig) -> CpuQuery | None:
-    if not config.prometheus_url:
-        return None
-    url = config.prometheus_url
-    mapping = NodeMapping(
+def node_mapping(config: OperatorConfig) -> NodeMapping:
+    return NodeMapping(
         mode=cast(Literal["uname", "label"], config.prometheus_node_mapping),
         label=config.prometheus_node_label,
         aliases=dict(config.prometheus_node_aliases),
     )
+
+
+def cpu_for_step(config: OperatorConfig) -> CpuQuery | None:
+    if not config.prometheus_url:
+        return None
+    url = config.prometheus_url
+    mapping = node_mapping(config)
+    profile = ResourceProfile.load()
 
     def query(
         run: Mapping[str, Any], step: Mapping[str, Any], start: str, end: str
@@ -42,18 +50,19 @@ def cpu_for_step(config: OperatorConfig) -> CpuQuery | None:
             _nodes_and_pods(namespace, f"{jobs.CLUSTER_LABEL}={cluster}") if cluster else ([], [])
         )
         client_nodes, _ = _nodes_and_pods(namespace, f"job-name={step['job']}")
-        report = query_window(
-            url,
-            start,
-            end,
-            config.prometheus_scrape_interval,
-            cluster_nodes=cluster_nodes,
-            client_nodes=client_nodes,
-            namespace=namespace,
-            pods=mongod_pods,
-            scrape_interval=config.prometheus_scrape_interval,
-            mapping=mapping,
-        )
-        return dict(report.to_status())
+        window: dict[str, Any] = {
+            "cluster_nodes": cluster_nodes,
+            "client_nodes": client_nodes,
+            "namespace": namespace,
+            "pods": mongod_pods,
+            "scrape_interval": config.prometheus_scrape_interval,
+            "mapping": mapping,
+            "profile": profile,
+        }
+        interval = config.prometheus_scrape_interval
+        return {
+            "cpu": query_window(url, start, end, interval, **window).to_status(),
+            "resources": query_resources(url, start, end, interval, **window).to_status(),
+        }
 
     return query

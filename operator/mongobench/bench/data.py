@@ -15,14 +15,18 @@ from mongobench.bench.orchestrate import DataOps
 from mongobench.cluster.provision import desired
 from mongobench.cluster.reconcile import admin_for
 from mongobench.mongo.model import Mongos, ShardingSpec
+from mongobench.mongo.pool import AdminPool
 
 
 class ClusterData(DataOps):
+    def __init__(self, admins: AdminPool) -> None:
+        self.admins = admins  # the operator's, shared with the MongoCluster reconciler
+
     def prepare(self, spec: BenchmarkRunSpec, cluster: Mapping[str, Any] | None) -> str:
         if cluster is None:
             return "external database: the collection is used as it is"
         d = desired(cluster, cluster.get("status") or {})
-        admin, _ = admin_for(d)
+        admin, _ = admin_for(d, self.admins)
         if d.layout.sharded:
             mongos = Mongos((d.layout.mongos_host,))
             admin.drop_collection(mongos, spec.database, spec.collection)
@@ -52,7 +56,7 @@ class ClusterData(DataOps):
         d = desired(cluster, cluster.get("status") or {})
         if not d.layout.sharded:
             return None
-        admin, _ = admin_for(d)
+        admin, _ = admin_for(d, self.admins)
         mongos = Mongos((d.layout.mongos_host,))
         return admin.distribution(mongos, spec.database, spec.collection).as_status()
 
@@ -60,7 +64,7 @@ class ClusterData(DataOps):
         if cluster is None:
             return "external database: nothing dropped (no administrator credentials)"
         d = desired(cluster, cluster.get("status") or {})
-        admin, _ = admin_for(d)
+        admin, _ = admin_for(d, self.admins)
         target = (
             Mongos((d.layout.mongos_host,))
             if d.layout.sharded

@@ -1,15 +1,17 @@
 """Pure builders: the Job of one benchmark step, and the client ServiceAccount with its Role.
 
-One Indexed Job per step: `parallelism` client pods start together; each takes its index from
+One Indexed Job per step: `parallelism` client pods; each takes its index from
 JOB_COMPLETION_INDEX (the Job controller sets it) to split the key space, and writes its result
 document into ConfigMaps `<job>-c<index>-p<part>` owned by the BenchmarkRun, so results outlive
-the pods and the Jobs.
+the pods and the Jobs. Pods start whenever they are scheduled and pulled, so parallel clients
+meet at a start barrier, the ConfigMap `<job>-barrier` (one key per client: its ready instant),
+and all begin their measured phase at one instant (mongobench_runner.barrier).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +23,9 @@ CLIENT_COMPONENT = "benchmark-client"
 RUN_LABEL = "mongobench.io/run"
 STEP_LABEL = "mongobench.io/step"
 CLUSTER_LABEL = "mongobench.io/cluster"
+# Diagnostic switch (annotation on the BenchmarkRun): "disabled" lets parallel clients start as
+# their pods happen to start, to measure what the barrier is worth. Not for real studies.
+START_BARRIER_ANNOTATION = "mongobench.io/start-barrier"
 
 # Key numbers set aside for one step's inserts: 2^40, far more than any run inserts, and
 # 2^63 / 2^40 steps before a key number overflows.
@@ -46,6 +51,7 @@ class RunRef:
     cluster: str | None  # MongoCluster name (None for an external URI)
     image: str
     result_part_bytes: int | None = None  # passed to the clients' ConfigMap sink
+    start_barrier: bool = True  # parallel clients start together (see START_BARRIER_ANNOTATION)
 
     @property
     def owner_reference(self) -> dict[str, Any]:
@@ -66,6 +72,32 @@ class RunRef:
 def result_prefix(run: RunRef, step: Step) -> str:
     """ConfigMaps of this step's results are named `<prefix>-c<index>[-p<part>]`."""
     return step.job_name(run.name)
+
+
+def barrier_name(run: RunRef, step: Step) -> str:
+    return f"{step.job_name(run.name)}-barrier"
+
+
+def uses_barrier(spec: BenchmarkRunSpec, run: RunRef) -> bool:
+    return run.start_barrier and spec.clients.parallelism > 1
+
+
+def build_barrier(spec: BenchmarkRunSpec, step: Step, run: RunRef) -> dict[str, Any]:
+    """The step's start barrier, created empty with the Job; each client adds its key."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": barrier_name(run, step),
+            "namespace": run.namespace,
+            "labels": {
+                "app.kubernetes.io/managed-by": "mongobench",
+                RUN_LABEL: run.name,
+                STEP_LABEL: str(step.index),
+            },
+            "ownerReferences": [run.owner_reference],
+        },
+    }
 
 
 def ycsb_properties(spec: BenchmarkRunSpec, step: Step) -> list[tuple[str, str]]:
@@ -138,6 +170,13 @@ def runner_args(spec: BenchmarkRunSpec, step: Step, run: RunRef) -> list[str]:
         "--metrics-port",
         "9100",
     ]
+    if uses_barrier(spec, run):
+        args += [
+            "--barrier",
+            f"configmap:{run.namespace}/{barrier_name(run, step)}",
+            "--barrier-timeout",
+            str(spec.clients.start_timeout_seconds),
+        ]
     for key, value in ycsb_properties(spec, step):
         args += ["-p", f"{key}={value}"]
     for key, value in sorted(spec.labels.items()):
@@ -236,9 +275,10 @@ def build_job(spec: BenchmarkRunSpec, step: Step, run: RunRef) -> dict[str, Any]
     }
 
 
-def build_client_rbac(run: RunRef) -> list[dict[str, Any]]:
+def build_client_rbac(run: RunRef, steps: Sequence[Step] = ()) -> list[dict[str, Any]]:
     """The clients' identity: it may create and replace ConfigMaps in this namespace (the
-    result sink), nothing else. Kubernetes cannot restrict `create` by name."""
+    result sink; Kubernetes cannot restrict `create` by name), and read and patch exactly the
+    start barriers of the run's steps, nothing else."""
     meta: Mapping[str, Any] = {
         "namespace": run.namespace,
         "labels": {"app.kubernetes.io/managed-by": "mongobench", RUN_LABEL: run.name},
@@ -252,7 +292,19 @@ def build_client_rbac(run: RunRef) -> list[dict[str, Any]]:
             "kind": "Role",
             "metadata": {"name": name, **meta},
             "rules": [
-                {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "update"]}
+                {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "update"]},
+                *(
+                    [
+                        {
+                            "apiGroups": [""],
+                            "resources": ["configmaps"],
+                            "verbs": ["get", "patch"],
+                            "resourceNames": [barrier_name(run, step) for step in steps],
+                        }
+                    ]
+                    if steps
+                    else []
+                ),
             ],
         },
         {

@@ -1,14 +1,16 @@
-"""The BenchmarkRun state machine, level-triggered: `advance()` reads the run and the world and
-takes the next step. Called on create/resume, on every event of the run's Jobs, and by a timer
-until the run ends; any of them may run again after a restart without duplicating Jobs (names
+"""The BenchmarkRun state machine, level-triggered: `advance()` reads the run and the world
+(`_Advance.observe`), asks the pure `bench.decide.decide` what to do next, and does it
+(`_Advance.act`: create a Job, collect results, fail, finish, clean up) and writes the status.
+Called on create/resume, on every event of the run's Jobs, and by a timer until the run ends;
+any of them may run again after a restart without duplicating Jobs (names
 are deterministic and applied server-side) or losing results (they live in ConfigMaps).
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,15 +19,25 @@ from kubernetes.client.exceptions import ApiException
 from mongobench.api.benchmarkrun import BenchmarkRunSpec
 from mongobench.bench import jobs, results
 from mongobench.bench.cpu import CpuUnavailable
+from mongobench.bench.decide import (
+    Action,
+    Observed,
+    cleanup_targets,
+    collection_problem,
+    cpu_conditions,
+    current_step,
+    decide,
+)
 from mongobench.bench.plan import Step, make_plan
 from mongobench.config import OperatorConfig
 from mongobench.k8s import client as kube
-from mongobench.k8s.conditions import get_condition, now_rfc3339, set_condition
+from mongobench.k8s import conditions as cond
+from mongobench.k8s.conditions import now_rfc3339, set_condition
 from mongobench.mongo.errors import MongoAdminError, TransientMongoError
 
 log = logging.getLogger("mongobench.bench")
 
-TERMINAL = ("Succeeded", "Failed")
+TERMINAL = (cond.RUN_SUCCEEDED, cond.RUN_FAILED)
 PHASE_OF_STEP = {
     "prepare": "Preparing",
     "load": "Loading",
@@ -75,15 +87,9 @@ class DataOps:
         return None
 
 
+# (run, step entry, start, end) -> the step's resource profile {"cpu": ..., "resources": ...}
+# (bench.cpu_status.cpu_for_step).
 CpuQuery = Callable[[Mapping[str, Any], Mapping[str, Any], str, str], dict[str, Any]]
-
-_locks: dict[tuple[str, str], threading.Lock] = {}
-_guard = threading.Lock()
-
-
-def _lock(namespace: str, name: str) -> threading.Lock:
-    with _guard:
-        return _locks.setdefault((namespace, name), threading.Lock())
 
 
 def advance(
@@ -92,8 +98,10 @@ def advance(
     config: OperatorConfig,
     data: DataOps,
     cpu: CpuQuery | None = None,
+    *,
+    lock: AbstractContextManager[Any] | None = None,  # the run's (mongobench.state)
 ) -> Outcome | None:
-    with _lock(namespace, name):
+    with lock or nullcontext():
         run = kube.get("BenchmarkRun", namespace, name)
         if run is None or run["metadata"].get("deletionTimestamp"):
             return None
@@ -179,84 +187,125 @@ class _Advance:
         if changed:
             kube.patch_status("BenchmarkRun", self.ns, self.name, changed)
 
-    # -- the state machine ---------------------------------------------------------------------
+    # -- observe, decide, act -----------------------------------------------------------------
+
+    def observe(self) -> Observed:
+        """Read what the decision needs: the referenced MongoCluster and the current step's Job."""
+        cluster = None
+        if self.spec.cluster_ref is not None:
+            cluster = kube.get("MongoCluster", self.ns, self.spec.cluster_ref.name)
+        step = current_step(self.plan, self.status)
+        job = None
+        reachable = cluster is not None or self.spec.cluster_ref is None
+        if step is not None and step.runs_job and reachable:
+            job = kube.get("Job", self.ns, step.job_name(self.name))
+        return Observed(self.spec, self.plan, self.status, cluster, job)
 
     def go(self) -> Outcome:
-        target = self.target()
-        if target is None:
-            self.publish()
-            self.outcome.phase = self.new.get("phase", self.status.get("phase"))
-            return self.outcome
-        if "startTime" not in self.status:
-            self.new["startTime"] = now_rfc3339()
-            self.new["clusterSnapshot"] = snapshot(target.cluster, self.ns)
-            self.new["resultsRef"] = f"{results.RESULT_OF} (ConfigMaps of run {self.name})"
-            self.outcome.info("Started", f"{len(self.plan)} steps")
-        steps = self.steps()
-        index = next((s["index"] for s in steps if s["phase"] != "Succeeded"), None)
-        if index is None:
-            self.finish("Succeeded", "all steps succeeded")
-        else:
-            step = self.plan[index]
-            self.new["phase"] = PHASE_OF_STEP[step.kind]
-            try:
-                self.execute(step, target)
-            except TransientMongoError as exc:  # not reachable yet, election: the timer retries
-                self.condition("Progressing", "False", "MongoDBUnavailable", str(exc))
-            except MongoAdminError as exc:
-                self.fail(step, f"{step.label}: {exc}")
+        observed = self.observe()
+        action = decide(observed)
+        if action.cluster_condition is not None:
+            self.condition(*action.cluster_condition)
+        try:
+            self.act(action, observed)
+        except TransientMongoError as exc:  # not reachable yet, election: the timer retries
+            self.condition(cond.PROGRESSING, cond.FALSE, cond.MONGODB_UNAVAILABLE, str(exc))
+        except MongoAdminError as exc:
+            assert action.step is not None  # only the steps talk to MongoDB
+            self.fail(action.step, f"{action.step.label}: {exc}")
         self.publish()
         self.outcome.phase = self.new.get("phase", self.status.get("phase"))
         return self.outcome
 
-    def target(self) -> Target | None:
+    def act(self, action: Action, observed: Observed) -> None:
+        kind, step = action.kind, action.step
+        if kind == "WaitForCluster":
+            self.new["phase"] = cond.PHASE_PENDING
+            return
+        if kind == "Refuse":
+            self.finish(cond.RUN_FAILED, action.message)
+            return
+        if kind == "ClusterGone":
+            for entry in self.steps():
+                if entry["phase"] == "Running":
+                    self.mark(
+                        self.plan[entry["index"]],
+                        phase="Failed",
+                        message=f"{action.message} (deleted during this step)",
+                    )
+            self.cleanup(success=False)
+            self.finish(
+                cond.RUN_FAILED, f"{action.message} (deleted during the run); results so far kept"
+            )
+            return
+        target = self.target(observed.cluster)
+        if action.start:
+            self.new["startTime"] = now_rfc3339()
+            self.new["clusterSnapshot"] = snapshot(target.cluster, self.ns)
+            self.new["resultsRef"] = f"{results.RESULT_OF} (ConfigMaps of run {self.name})"
+            self.outcome.info(cond.EVENT_STARTED, f"{len(self.plan)} steps")
+        self.steps()
+        if kind == "Finish" or step is None:
+            self.finish(cond.RUN_SUCCEEDED, action.message)
+            return
+        self.new["phase"] = PHASE_OF_STEP[step.kind]
+        entry = self.steps()[step.index]
+        job_name = step.job_name(self.name)
+        if kind == "Prepare":
+            message = (
+                self.data.prepare(self.spec, target.cluster)
+                if not self.spec.load.skip
+                else "load skipped"
+            )
+            self.mark(step, phase="Succeeded", message=message, completionTime=now_rfc3339())
+            self.outcome.info(cond.EVENT_PREPARED, message)
+        elif kind == "CleanUp":
+            self.cleanup(success=True)
+            self.mark(step, phase="Succeeded", completionTime=now_rfc3339())
+            self.finish(cond.RUN_SUCCEEDED, "all steps succeeded")
+        elif kind == "RecoverLostJob":
+            # It existed and is gone (deleted by hand?): its results may still be there.
+            if self.collect(step, self.run_ref(target), entry) is not None:
+                self.fail(step, f"{step.label}: Job {job_name} disappeared before finishing")
+        elif kind == "CreateJob":
+            ref = self.run_ref(target)
+            if step.reset:
+                self.data.prepare(self.spec, target.cluster)
+            for obj in jobs.build_client_rbac(ref, [s for s in self.plan if s.runs_job]):
+                kube.apply(obj)
+            if jobs.uses_barrier(self.spec, ref):
+                kube.apply(jobs.build_barrier(self.spec, step, ref))
+            kube.apply(jobs.build_job(self.spec, step, ref))
+            self.mark(step, phase="Running", job=job_name, startTime=now_rfc3339())
+            self.outcome.info(cond.EVENT_STEP_STARTED, f"{step.label}: Job {job_name}")
+        else:  # the Job exists
+            job = observed.job
+            assert job is not None
+            if action.adopt:
+                self.mark(
+                    step,
+                    phase="Running",
+                    job=job_name,
+                    startTime=job["metadata"].get("creationTimestamp") or now_rfc3339(),
+                )
+            if kind == "Collect":
+                self.new["phase"] = "Collecting"
+                problem = self.collect(step, self.run_ref(target), entry, job)
+                if problem is not None:
+                    self.fail(step, f"{step.label}: {problem}")
+                elif step.kind == "load":
+                    self.record_distribution(step, target)
+            elif kind == "CollectFailed":
+                self.collect(step, self.run_ref(target), entry, job, failed=True)
+                self.fail(step, f"{step.label}: Job {job_name} failed: {action.message}")
+
+    def target(self, cluster: Mapping[str, Any] | None) -> Target:
         ref = self.spec.cluster_ref
         if ref is None:
             secret = self.spec.uri_secret_ref
             assert secret is not None
             return Target(secret.name, secret.key, None)
-        cluster = kube.get("MongoCluster", self.ns, ref.name)
-        started = "startTime" in self.status
-        if cluster is None:
-            message = f"MongoCluster {ref.name} does not exist"
-            if started:
-                self.condition("ClusterReady", "False", "ClusterDeleted", message)
-                for entry in self.steps():
-                    if entry["phase"] == "Running":
-                        self.mark(
-                            self.plan[entry["index"]],
-                            phase="Failed",
-                            message=f"{message} (deleted during this step)",
-                        )
-                self.cleanup(success=False)
-                self.finish("Failed", f"{message} (deleted during the run); results so far kept")
-                return None
-            self.new["phase"] = "Pending"
-            self.condition("ClusterReady", "False", "NotFound", message)
-            return None
-        phase = (cluster.get("status") or {}).get("phase")
-        writable = ((cluster.get("spec") or {}).get("auth") or {}).get("benchmarkDatabase", "ycsb")
-        if writable != self.spec.database and not started:
-            message = (
-                f"database {self.spec.database}: the benchmark user of MongoCluster {ref.name} "
-                f"may write only to {writable} (its spec.auth.benchmarkDatabase)"
-            )
-            self.condition("ClusterReady", "False", "DatabaseNotWritable", message)
-            self.finish("Failed", message)
-            return None
-        if phase != "Ready" and not started:
-            self.new["phase"] = "Pending"
-            self.condition(
-                "ClusterReady", "False", "NotReady", f"MongoCluster {ref.name} is {phase}; waiting"
-            )
-            return None
-        if phase == "Ready":
-            self.condition("ClusterReady", "True", "Ready", f"MongoCluster {ref.name} is Ready")
-        else:  # started: the steps go on (a Job fails if MongoDB is really gone); say so
-            self.condition(
-                "ClusterReady", "False", "NotReady", f"MongoCluster {ref.name} is {phase}"
-            )
-        connection = (cluster.get("status") or {}).get(
+        connection = ((cluster or {}).get("status") or {}).get(
             "connectionSecret"
         ) or f"{ref.name}-connection"
         return Target(connection, "uri", cluster)
@@ -274,67 +323,14 @@ class _Advance:
             self.spec.cluster_ref.name if self.spec.cluster_ref else None,
             image,
             self.config.result_part_bytes,
+            start_barrier=(self.meta.get("annotations") or {}).get(jobs.START_BARRIER_ANNOTATION)
+            != "disabled",
         )
 
     def mark(self, step: Step, **fields: Any) -> None:
         steps = self.steps()
         steps[step.index] = {**steps[step.index], **fields}
         self.new["steps"] = steps
-
-    def execute(self, step: Step, target: Target) -> None:
-        entry = self.steps()[step.index]
-        if step.kind == "prepare":
-            message = (
-                self.data.prepare(self.spec, target.cluster)
-                if not self.spec.load.skip
-                else "load skipped"
-            )
-            self.mark(step, phase="Succeeded", message=message, completionTime=now_rfc3339())
-            self.outcome.info("Prepared", message)
-            return
-        if step.kind == "cleanup":
-            self.cleanup(success=True)
-            self.mark(step, phase="Succeeded", completionTime=now_rfc3339())
-            self.finish("Succeeded", "all steps succeeded")
-            return
-        ref = self.run_ref(target)
-        job_name = step.job_name(self.name)
-        job = kube.get("Job", self.ns, job_name)
-        if job is None:
-            if entry["phase"] == "Running":
-                # It existed and is gone (deleted by hand?): its results may still be there.
-                if self.collect(step, ref, entry) is None:
-                    return
-                self.fail(step, f"{step.label}: Job {job_name} disappeared before finishing")
-                return
-            if step.reset:
-                self.data.prepare(self.spec, target.cluster)
-            for obj in jobs.build_client_rbac(ref):
-                kube.apply(obj)
-            kube.apply(jobs.build_job(self.spec, step, ref))
-            self.mark(step, phase="Running", job=job_name, startTime=now_rfc3339())
-            self.outcome.info("StepStarted", f"{step.label}: Job {job_name}")
-            return
-        if entry["phase"] == "Pending":  # created just before a restart, not yet recorded
-            self.mark(
-                step,
-                phase="Running",
-                job=job_name,
-                startTime=job["metadata"].get("creationTimestamp") or now_rfc3339(),
-            )
-        conditions = {c["type"]: c for c in (job.get("status") or {}).get("conditions") or []}
-        if conditions.get("Complete", {}).get("status") == "True":
-            self.new["phase"] = "Collecting"
-            problem = self.collect(step, ref, entry, job)
-            if problem is not None:
-                self.fail(step, f"{step.label}: {problem}")
-            elif step.kind == "load":
-                self.record_distribution(step, target)
-            return
-        if conditions.get("Failed", {}).get("status") == "True":
-            self.collect(step, ref, entry, job, failed=True)
-            reason = conditions["Failed"].get("message") or conditions["Failed"].get("reason")
-            self.fail(step, f"{step.label}: Job {job_name} failed: {reason}")
 
     def collect(
         self,
@@ -350,8 +346,8 @@ class _Advance:
         got = results.assemble(
             configmaps, jobs.result_prefix(ref, step), self.spec.clients.parallelism
         )
-        if not got.documents:
-            return "no client reported a result"
+        if not got.documents:  # nothing to keep
+            return collection_problem(0, got.missing, {}, failed)
         merged = results.merge(got.documents)
         job_status = (job or {}).get("status") or {}
         end = job_status.get("completionTime") or now_rfc3339()
@@ -364,28 +360,27 @@ class _Advance:
             or end
         )
         entry = {**entry, "startTime": start}
+        jobs_in_plan = sum(1 for s in self.plan if s.runs_job)
         fields: dict[str, Any] = {
-            "result": results.step_result(merged),
+            "result": results.step_result(
+                merged,
+                per_client=jobs_in_plan * self.spec.clients.parallelism
+                <= results.PER_CLIENT_BUDGET,
+            ),
             "job": step.job_name(self.name),
             "startTime": start,
             "completionTime": end,
             "clientsReported": len(got.documents),
         }
-        fields["cpu"] = self.step_cpu(step, entry, end)
-        problem = None
-        if got.missing:
-            problem = f"clients {got.missing} reported no result"
-        elif merged.get("status") != "Succeeded":
-            problem = str(merged.get("error") or "a client failed")
-        elif failed:
-            problem = "the Job failed"
+        fields.update(self.step_cpu(step, entry, end))
+        problem = collection_problem(len(got.documents), got.missing, merged, failed)
         fields["phase"] = "Failed" if problem else "Succeeded"
         if got.missing:
             fields["missingClients"] = got.missing
         self.mark(step, **fields)
         if problem is None and step.kind == "run":
             self.outcome.info(
-                "StepSucceeded", f"{step.label}: {fields['result']['throughput']} ops/s"
+                cond.EVENT_STEP_SUCCEEDED, f"{step.label}: {fields['result']['throughput']} ops/s"
             )
         return problem
 
@@ -395,49 +390,46 @@ class _Advance:
         try:
             dist = self.data.distribution(self.spec, target.cluster)
         except MongoAdminError as exc:
-            self.outcome.warn("DistributionUnknown", f"{step.label}: {exc}")
+            self.outcome.warn(cond.EVENT_DISTRIBUTION_UNKNOWN, f"{step.label}: {exc}")
             return
         if dist is None:
             return
         self.mark(step, distribution=dist)
         shares = ", ".join(f"{s['shard']} {s['percent']:.1f}%" for s in dist["shards"])
-        self.outcome.info("Distribution", f"{step.label}: {dist['collection']} {shares}")
+        self.outcome.info(cond.EVENT_DISTRIBUTION, f"{step.label}: {dist['collection']} {shares}")
         if self.spec.cluster_ref is not None:
             try:
                 kube.patch_status(
                     "MongoCluster", self.ns, self.spec.cluster_ref.name, {"distribution": dist}
                 )
             except ApiException as exc:  # the cluster went away meanwhile: the step keeps it
-                self.outcome.warn("DistributionNotPublished", f"{step.label}: {exc.reason}")
+                self.outcome.warn(
+                    cond.EVENT_DISTRIBUTION_NOT_PUBLISHED, f"{step.label}: {exc.reason}"
+                )
 
-    def step_cpu(self, step: Step, entry: Mapping[str, Any], end: str) -> dict[str, Any] | None:
-        """CPU of the step's window; a run without it still succeeds, with a condition."""
-        if self.cpu is None:
-            self.condition(
-                "CPUCollected", "False", "NotConfigured", "no Prometheus URL is configured"
-            )
-            return None
-        job_name = step.job_name(self.name)
-        try:
-            cpu = self.cpu(self.run, {**entry, "job": job_name}, str(entry.get("startTime")), end)
-        except CpuUnavailable as exc:
-            self.condition("CPUCollected", "False", "PrometheusUnavailable", exc.reason)
-            self.outcome.warn("CPUMissing", f"{step.label}: {exc.reason}")
-            return None
-        except ValueError as exc:  # e.g. a window the timestamps cannot express: never stall
-            self.condition("CPUCollected", "False", "WindowInvalid", str(exc))
-            self.outcome.warn("CPUMissing", f"{step.label}: {exc}")
-            return None
-        previous = get_condition(
-            self.new.get("conditions", self.status.get("conditions")), "CPUCollected"
-        )
-        if previous is None or previous.get("status") == "True":  # a gap, once, stays visible
-            self.condition("CPUCollected", "True", "Collected", "CPU collected for every step")
-        return cpu
+    def step_cpu(self, step: Step, entry: Mapping[str, Any], end: str) -> dict[str, Any]:
+        """CPU, disk, network and memory of the step's window ({"cpu", "resources"}); a run
+        without them still succeeds, with the CPUCollected and ResourcesComplete conditions."""
+        profile: dict[str, Any] | None = None
+        failure: tuple[str, str] | None = None
+        if self.cpu is not None:
+            job = {**entry, "job": step.job_name(self.name)}
+            try:
+                profile = self.cpu(self.run, job, str(entry.get("startTime")), end)
+            except CpuUnavailable as exc:
+                failure = (cond.PROMETHEUS_UNAVAILABLE, exc.reason)
+            except ValueError as exc:  # e.g. a window the timestamps cannot express: never stall
+                failure = (cond.WINDOW_INVALID, str(exc))
+        conditions = self.new.get("conditions", self.status.get("conditions"))
+        for update in cpu_conditions(profile, failure, conditions, step.label):
+            self.condition(*update)
+        if failure is not None:
+            self.outcome.warn(cond.EVENT_CPU_MISSING, f"{step.label}: {failure[1]}")
+        return profile if profile is not None else {"cpu": None}
 
     def fail(self, step: Step, message: str) -> None:
         self.mark(step, phase="Failed", message=message)
-        self.outcome.warn("StepFailed", message)
+        self.outcome.warn(cond.EVENT_STEP_FAILED, message)
         self.cleanup(success=False)
         self.finish("Failed", message)
 
@@ -446,21 +438,21 @@ class _Advance:
         self.new["completionTime"] = now_rfc3339()
         steps = self.new.get("steps", self.status.get("steps") or [])
         self.new["summary"] = results.summarise(steps)
-        self.condition("Succeeded", "True" if phase == "Succeeded" else "False", phase, message)
-        self.outcome.info(phase, message) if phase == "Succeeded" else self.outcome.warn(
-            phase, message
-        )
+        ok = phase == cond.RUN_SUCCEEDED
+        self.condition(cond.SUCCEEDED, cond.TRUE if ok else cond.FALSE, phase, message)
+        self.outcome.info(phase, message) if ok else self.outcome.warn(phase, message)
 
     def cleanup(self, success: bool) -> None:
         policy = self.spec.cleanup
-        if policy.jobs == "Always" or (policy.jobs == "OnSuccess" and success):
+        delete_jobs, drop = cleanup_targets(policy.jobs, policy.data, success)
+        if delete_jobs:
             for job in kube.list_objects("Job", self.ns, f"{jobs.RUN_LABEL}={self.name}"):
                 kube.delete("Job", self.ns, job["metadata"]["name"])
-        if policy.data == "Always" or (policy.data == "OnSuccess" and success):
+        if drop:
             try:
-                self.outcome.info("DataDropped", drop_data(self.data, self.spec, self.ns))
+                self.outcome.info(cond.EVENT_DATA_DROPPED, drop_data(self.data, self.spec, self.ns))
             except (MongoAdminError, ApiException) as exc:
-                self.outcome.warn("DataNotDropped", str(exc))
+                self.outcome.warn(cond.EVENT_DATA_NOT_DROPPED, str(exc))
 
 
 def drop_data(data: DataOps, spec: BenchmarkRunSpec, namespace: str) -> str:

@@ -8,78 +8,90 @@ ships), so aggregate percentiles are exact.
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from mongobench_runner import sinks
 from mongobench_runner.merge import merge_documents
 
-RESULT_OF = "mongobench.io/result-of"
-PART = "mongobench.io/part"
-PARTS = "mongobench.io/parts"
-
-
-@dataclass(frozen=True)
-class Collected:
-    documents: list[dict[str, Any]]  # one per client that reported completely, by index
-    missing: list[int]  # client indexes without a complete document
-
-
-def assemble(configmaps: Iterable[Mapping[str, Any]], prefix: str, clients: int) -> Collected:
-    """Pure: reassemble each client's document from its parts; incomplete ones are missing."""
-    parts: dict[str, dict[int, str]] = {}
-    expected: dict[str, int] = {}
-    for cm in configmaps:
-        labels = cm["metadata"].get("labels") or {}
-        owner = labels.get(RESULT_OF, "")
-        if not owner.startswith(f"{prefix}-c"):
-            continue
-        parts.setdefault(owner, {})[int(labels.get(PART, 0))] = (cm.get("data") or {}).get(
-            "result.json", ""
-        )
-        expected[owner] = int(labels.get(PARTS, 1))
-    documents: list[dict[str, Any]] = []
-    missing: list[int] = []
-    for index in range(clients):
-        owner = f"{prefix}-c{index}"
-        got = parts.get(owner, {})
-        if not got or len(got) != expected.get(owner):
-            missing.append(index)
-            continue
-        documents.append(json.loads("".join(got[i] for i in sorted(got))))
-    return Collected(documents, missing)
+# The reassembly lives beside the writer (the runner's ConfigMap sink); the CLI uses it too.
+RESULT_OF = sinks.LABEL_RESULT
+Collected = sinks.Collected
+assemble = sinks.assemble
 
 
 def merge(documents: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return dict(merge_documents([dict(d) for d in documents]))
 
 
-def step_result(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """The compact per-step entry kept in status (the full documents stay in ConfigMaps)."""
+# Status keeps per-client figures while steps x clients stays under this; beyond it they stay in
+# the result documents only (the status says so), so a 200-step x 64-client run still fits.
+PER_CLIENT_BUDGET = 400
+STATUS_WARNINGS = 10
+
+
+def step_result(doc: Mapping[str, Any], per_client: bool = True) -> dict[str, Any]:
+    """The per-step entry kept in status (the full documents stay in ConfigMaps and the
+    archive). Every figure is recomputable from the others: throughput = operationsTotal /
+    window.seconds = operationsTotal / runtimeSeconds."""
     ops = {}
     for name, op in sorted((doc.get("operations") or {}).items()):
         lat = op.get("latencyUs") or {}
         ops[name] = {
             "count": op.get("count", 0),
             "errors": op.get("errors", 0),
-            **{k: _round(lat.get(k)) for k in ("avg", "p50", "p95", "p99", "p999", "max")},
+            **{k: _round(lat.get(k)) for k in ("min", "avg", "p50", "p95", "p99", "p999", "max")},
         }
-    sanity = (doc.get("sanity") or {}).get("littlesLaw") or {}
-    return {
+    law = (doc.get("sanity") or {}).get("littlesLaw") or {}
+    warnings = list((doc.get("sanity") or {}).get("warnings") or [])
+    if len(warnings) > STATUS_WARNINGS:
+        more = len(warnings) - STATUS_WARNINGS + 1
+        warnings = [
+            *warnings[: STATUS_WARNINGS - 1],
+            f"{more} more warnings in the step's result documents",
+        ]
+    clients = doc.get("clients") or []
+    out: dict[str, Any] = {
         "status": doc.get("status"),
         "error": doc.get("error") or None,
         "throughput": _round(doc.get("throughput")),
-        "runtimeSeconds": _round(doc.get("runtimeSeconds")),
+        "runtimeSeconds": doc.get("runtimeSeconds"),
         "operationsTotal": doc.get("operationsTotal"),
-        "clients": len(doc.get("clients") or []) or 1,
+        "window": doc.get("window"),
+        "clients": len(clients) or 1,
+        "startSkewSeconds": doc.get("startSkewSeconds", 0.0),
+        "endSpreadSeconds": doc.get("endSpreadSeconds", 0.0),
         "operations": ops,
         "latencyUnit": "us",
-        "littlesLaw": {"ratio": _round(sanity.get("ratio")), "ok": sanity.get("ok")},
-        "warnings": list((doc.get("sanity") or {}).get("warnings") or [])[:5],
+        "littlesLaw": {
+            "ratio": _round(law.get("ratio")),
+            "ok": law.get("ok"),
+            "observed": _round(law.get("observed")),
+            "expected": _round(law.get("expectedConcurrency")),
+            "diagnosis": law.get("diagnosis"),
+        },
+        "warnings": warnings,
     }
+    if (doc.get("startGate") or {}).get("startAt"):
+        out["startAt"] = doc["startGate"]["startAt"]
+    if clients and per_client:
+        out["perClient"] = [
+            {
+                "index": c["index"],
+                "status": c.get("status"),
+                "operationsTotal": c.get("operationsTotal"),
+                "throughput": _round(c.get("throughput")),
+                "windowSeconds": (c.get("window") or {}).get("seconds", c.get("runtimeSeconds")),
+                "startSkewSeconds": c.get("startSkewSeconds"),
+                "endSkewSeconds": c.get("endSkewSeconds"),
+            }
+            for c in clients
+        ]
+    elif clients:
+        out["perClient"] = "in the result documents (too many steps x clients for status)"
+    return out
 
 
 def summarise(steps: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -1,5 +1,31 @@
-"""Pure builders: a MongoClusterSpec in, Kubernetes manifests out (no API calls, no clock,
-no randomness; ``generate`` makes secret values and is called by the reconciler only).
+"""MongoCluster: pure builders, and apart from them the modules that do I/O.
 
-Owner references are the reconciler's to add.
+Pure (a spec or observations in; manifests, names or decisions out; no API calls, no MongoDB,
+no clock; a unit test proves none of them imports the Kubernetes client, kopf or pymongo):
+``labels``, ``layout``, ``podspec``, ``statefulset``, ``service``, ``mongos``, ``pdb``,
+``podmonitor``, ``secrets``, ``objects``, ``platform``, ``shards``, ``status``, and
+``generate`` (fresh secret values: random, so only ``provision`` calls it, once per Secret).
+Owner references are the I/O side's to add.
+
+I/O: ``provision`` (apply the built objects), ``reconcile`` (observe, wire, publish status),
+``rolling`` (member restarts), ``storage`` (claim growth), ``wire`` (MongoDB administration
+through a ``MongoAdmin`` handle), ``deletion`` (finalizer).
 """
+
+PURE_MODULES = (
+    "generate",
+    "labels",
+    "layout",
+    "mongos",
+    "objects",
+    "pdb",
+    "platform",
+    "podmonitor",
+    "podspec",
+    "secrets",
+    "service",
+    "shards",
+    "statefulset",
+    "status",
+)
+IO_MODULES = ("deletion", "provision", "reconcile", "rolling", "storage", "wire")

@@ -1,20 +1,37 @@
-"""Deleting a MongoCluster: never out from under a running benchmark, never data unasked.
+"""Deleting a MongoCluster: never out from under a running benchmark, never data unasked, and
+never dependent on a spec that parses (deletion reads only deletionPolicy).
 
 deletionPolicy Delete: the StatefulSets' claim retention policy (whenDeleted: Delete) lets
 garbage collection remove the volume claims with everything else.
 deletionPolicy Retain: the claims stay (whenDeleted: Retain), and so do the credential Secrets
 (their owner references are dropped here), so a cluster recreated on the same volumes can log in.
+A deletionPolicy that cannot be read keeps the data: Secrets as with Retain, and the claims are
+taken out of garbage collection's reach whatever their StatefulSet said.
 """
 
 from __future__ import annotations
 
-import kopf
+from collections.abc import Mapping
+from typing import Any, Literal
 
-from mongobench.api.mongocluster import MongoClusterSpec
-from mongobench.cluster.layout import cluster_layout
+import kopf
+from kubernetes.client.exceptions import ApiException
+
+from mongobench.cluster import labels as lbl
+from mongobench.cluster.layout import credential_secret_names
 from mongobench.k8s import client as kube
+from mongobench.k8s.conditions import EVENT_IN_USE, EVENT_RETAINED, PHASE_DELETING
 
 TERMINAL_RUN_PHASES = ("Succeeded", "Failed")
+MANAGED = f"{lbl.MANAGED_BY}=mongobench"
+
+
+def deletion_policy(spec: Any) -> Literal["Delete", "Retain"] | None:
+    """spec.deletionPolicy as stored (absent: the CRD default, Retain); None if unreadable."""
+    if not isinstance(spec, Mapping):
+        return None
+    value = spec.get("deletionPolicy", "Retain")
+    return value if value in ("Delete", "Retain") else None
 
 
 def runs_using(namespace: str, cluster: str) -> list[str]:
@@ -22,51 +39,115 @@ def runs_using(namespace: str, cluster: str) -> list[str]:
     return sorted(
         r["metadata"]["name"]
         for r in runs
-        if (r.get("spec", {}).get("clusterRef") or {}).get("name") == cluster
+        if isinstance(r.get("spec"), Mapping)
+        and isinstance(r["spec"].get("clusterRef"), Mapping)
+        and r["spec"]["clusterRef"].get("name") == cluster
         and (r.get("status") or {}).get("phase") not in TERMINAL_RUN_PHASES
     )
 
 
 def finalize(body: kopf.Body) -> None:
     meta = body["metadata"]
-    namespace, name = meta["namespace"], meta["name"]
+    namespace, name, uid = meta["namespace"], meta["name"], meta["uid"]
     active = runs_using(namespace, name)
     if active:
         message = (
             f"deletion waits: BenchmarkRun {', '.join(active)} is using this cluster; "
             "it proceeds when the run ends or is deleted"
         )
-        kopf.warn(body, reason="InUse", message=message)
+        kopf.warn(body, reason=EVENT_IN_USE, message=message)
         raise kopf.TemporaryError(message, delay=10)
-    kube.patch_status("MongoCluster", namespace, name, {"phase": "Deleting"})
-    spec = MongoClusterSpec.parse(dict(body["spec"]))
-    if spec.deletion_policy == "Retain":
-        layout = cluster_layout(name, namespace, spec)
-        for secret in (
-            layout.keyfile_secret,
-            layout.admin_secret,
-            layout.operator_secret,
-            layout.benchmark_secret,
-            layout.exporter_secret,
-        ):
-            _disown(namespace, secret, meta["uid"])
+    try:
+        kube.patch_status("MongoCluster", namespace, name, {"phase": PHASE_DELETING})
+    except ApiException as exc:
+        # A status the apiserver will not take (a spec stored before today's rules, on
+        # Kubernetes before 1.33: kubernetes#129503) must not hold the deletion.
+        if exc.status != 422:
+            raise
+    policy = deletion_policy(body.get("spec"))
+    if policy == "Delete":
+        return
+    # Retain, or a policy that cannot be read: keep the data, whatever the StatefulSets were
+    # last given (a spec refused since then never reached them).
+    disown_secrets(namespace, name, uid)
+    claims = keep_claims(namespace, uid)
+    if policy == "Retain":
         kopf.info(
             body,
-            reason="Retained",
-            message="volume claims and credential Secrets are kept (deletionPolicy: Retain)",
+            reason=EVENT_RETAINED,
+            message=(
+                f"{claims} volume claim(s) and the credential Secrets are kept "
+                "(deletionPolicy: Retain)"
+            ),
         )
-
-
-def _disown(namespace: str, secret: str, owner_uid: str) -> None:
-    obj = kube.get("Secret", namespace, secret)
-    if obj is None:
         return
+    spec = body.get("spec")
+    unreadable = (
+        f"deletionPolicy {spec.get('deletionPolicy')!r}"
+        if isinstance(spec, Mapping)
+        else "the spec"
+    )
+    kopf.warn(
+        body,
+        reason=EVENT_RETAINED,
+        message=(
+            f"{unreadable} cannot be read, so data is kept: {claims} volume claim(s) and the "
+            "credential Secrets"
+        ),
+    )
+
+
+def _owned(obj: Mapping[str, Any], uid: str) -> bool:
+    return any(r.get("uid") == uid for r in obj["metadata"].get("ownerReferences") or [])
+
+
+def disown_secrets(namespace: str, cluster: str, owner_uid: str) -> None:
+    """Take the credential Secrets the cluster owns out of garbage collection. By name, from
+    the cluster's name alone: Secrets a spec referenced were never owned, so nothing changes
+    for them (and the operator needs no right to list Secrets)."""
+    for name in credential_secret_names(cluster):
+        secret = kube.get("Secret", namespace, name)
+        if secret is not None and _owned(secret, owner_uid):
+            _disown("Secret", namespace, secret, {owner_uid})
+
+
+def keep_claims(namespace: str, owner_uid: str) -> int:
+    """Keep every volume claim of the cluster's StatefulSets: their retention policy becomes
+    Retain and the claims lose the StatefulSet owner reference the policy Delete gave them.
+    Returns the number of claims kept."""
+    statefulsets = [
+        sts
+        for sts in kube.list_objects("StatefulSet", namespace, MANAGED)
+        if _owned(sts, owner_uid)
+    ]
+    for sts in statefulsets:
+        policy = sts["spec"].get("persistentVolumeClaimRetentionPolicy") or {}
+        if policy.get("whenDeleted") != "Retain":
+            kube.request(
+                "PATCH",
+                kube.resource_path("StatefulSet", namespace, sts["metadata"]["name"]),
+                body={"spec": {"persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain"}}},
+                content_type="application/merge-patch+json",
+            )
+    uids = {sts["metadata"]["uid"] for sts in statefulsets}
+    prefixes = tuple(f"data-{sts['metadata']['name']}-" for sts in statefulsets)
+    claims = [
+        claim
+        for claim in kube.list_objects("PersistentVolumeClaim", namespace, MANAGED)
+        if claim["metadata"]["name"].startswith(prefixes)
+    ]
+    for claim in claims:
+        _disown("PersistentVolumeClaim", namespace, claim, uids)
+    return len(claims)
+
+
+def _disown(kind: str, namespace: str, obj: Mapping[str, Any], owner_uids: set[str]) -> None:
     refs = obj["metadata"].get("ownerReferences") or []
-    kept = [r for r in refs if r.get("uid") != owner_uid]
+    kept = [r for r in refs if r.get("uid") not in owner_uids]
     if len(kept) != len(refs):
         kube.request(
             "PATCH",
-            kube.resource_path("Secret", namespace, secret),
+            kube.resource_path(kind, namespace, obj["metadata"]["name"]),
             body={"metadata": {"ownerReferences": kept or None}},
             content_type="application/merge-patch+json",
         )

@@ -12,14 +12,13 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from mongobench.api.mongocluster import MongoClusterSpec, ResourceComponent
+from mongobench.api.names import MAX_STATEFULSET_NAME, check_mongocluster_name
 from mongobench.api.schema import SpecError
 from mongobench.cluster.labels import Component
 from mongobench.mongo.model import ReplicaSetSpec, Role
 
 PORT = 27017
-# StatefulSet pods carry `controller-revision-hash: <sts>-<10 chars>`, a 63-char label value.
-MAX_STATEFULSET_NAME = 52
-MAX_DNS_LABEL = 63
+CREDENTIAL_SECRETS = ("keyfile", "admin", "operator", "benchmark", "exporter")
 
 
 @dataclass(frozen=True)
@@ -115,6 +114,12 @@ class ClusterLayout:
         return f"{workload}-pdb"
 
 
+def credential_secret_names(cluster: str) -> tuple[str, ...]:
+    """The credential Secrets the operator generates for a cluster (the ones a spec does not
+    reference by name): keyfile, admin, operator, benchmark and exporter users."""
+    return tuple(f"{cluster}-{suffix}" for suffix in CREDENTIAL_SECRETS)
+
+
 def cluster_layout(name: str, namespace: str, spec: MongoClusterSpec) -> ClusterLayout:
     """Every replica set of the cluster: config servers first, then shards in order."""
     sets: list[ReplicaSetLayout] = []
@@ -165,7 +170,7 @@ def cluster_layout(name: str, namespace: str, spec: MongoClusterSpec) -> Cluster
         keyfile_secret=spec.auth.keyfile_secret_name or f"{name}-keyfile",
         admin_secret=spec.auth.admin_secret_name or f"{name}-admin",
     )
-    _check_names(out)
+    _check_names(out, spec.topology.type)
     return out
 
 
@@ -183,17 +188,16 @@ def _priorities(by_ordinal: Mapping[str, float], path: str) -> tuple[tuple[int, 
     return tuple(sorted(out))
 
 
-def _check_names(layout: ClusterLayout) -> None:
+def _check_names(layout: ClusterLayout, topology: str) -> None:
     # Caught here with the field to blame, not later as an API error on one of many objects.
+    # Admission refuses these names (crds/); this covers objects stored before the rules.
+    check_mongocluster_name(layout.name, topology)
     for rs in layout.replica_sets:
-        if len(rs.name) > MAX_STATEFULSET_NAME or len(rs.headless_service) > MAX_DNS_LABEL:
+        if len(rs.name) > MAX_STATEFULSET_NAME:  # more shards than the CRD allows
             raise SpecError(
                 f"metadata.name: {layout.name!r} is too long: StatefulSet {rs.name!r} "
                 f"exceeds {MAX_STATEFULSET_NAME} characters"
             )
-    if not layout.name[:1].isalpha():
-        # Services need DNS-1035 labels: the cluster name prefixes every Service name.
-        raise SpecError(f"metadata.name: {layout.name!r} must start with a letter")
 
 
 def connection_uri(

@@ -11,6 +11,9 @@ from mongobench.cluster.podspec import object_meta
 
 # Benchmark phases last minutes; the Prometheus default of 30-60 s would leave few points each.
 SCRAPE_INTERVAL = "15s"
+# Copied onto every series as mongobench_io_cluster, mongobench_io_replset and
+# app_kubernetes_io_component: the MongoDB dashboards and alerts group by them.
+TARGET_LABELS = [lbl.CLUSTER, lbl.REPLSET, lbl.COMPONENT]
 
 
 def build_pod_monitor(spec: MongoClusterSpec, layout: ClusterLayout) -> dict[str, Any] | None:
@@ -27,6 +30,7 @@ def build_pod_monitor(spec: MongoClusterSpec, layout: ClusterLayout) -> dict[str
         "metadata": object_meta(layout.pod_monitor, layout.namespace, labels),
         "spec": {
             "selector": {"matchLabels": lbl.cluster_labels(layout.name)},
+            "podTargetLabels": TARGET_LABELS,
             "podMetricsEndpoints": [
                 {"port": "metrics", "path": "/metrics", "interval": SCRAPE_INTERVAL}
             ],

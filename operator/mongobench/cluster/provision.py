@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -98,23 +97,16 @@ def read_secret(namespace: str, name: str) -> dict[str, str]:
     return {k: base64.b64decode(v).decode() for k, v in (secret.get("data") or {}).items()}
 
 
-_discovery_lock = threading.Lock()
-_podmonitor_api: bool | None = None
-
-
-def podmonitor_api_available(refresh: bool = False) -> bool:
-    """Whether the Prometheus Operator CRDs are installed (detected, not assumed)."""
-    global _podmonitor_api  # noqa: PLW0603 - per-process discovery cache
-    with _discovery_lock:
-        if _podmonitor_api is None or refresh:
-            try:
-                resources = kube.request("GET", PODMONITOR_API)["resources"]
-                _podmonitor_api = any(r.get("name") == "podmonitors" for r in resources)
-            except ApiException as exc:
-                if exc.status != 404:
-                    raise
-                _podmonitor_api = False
-        return _podmonitor_api
+def podmonitor_api_available() -> bool:
+    """Whether the Prometheus Operator CRDs are installed (detected on every apply, not
+    assumed: they may be installed after the operator started)."""
+    try:
+        resources = kube.request("GET", PODMONITOR_API)["resources"]
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+        return False
+    return any(r.get("name") == "podmonitors" for r in resources)
 
 
 def delete_shard_objects(layout: ClusterLayout, shard: ReplicaSetLayout) -> bool:
@@ -139,7 +131,7 @@ def apply_workloads(
     ref = kube.owner_reference(owner)
     skipped: list[str] = []
     for obj in build_workload_objects(d.spec, d.layout, d.preset):
-        if obj["kind"] == "PodMonitor" and not podmonitor_api_available(refresh=True):
+        if obj["kind"] == "PodMonitor" and not podmonitor_api_available():
             skipped.append("PodMonitor")
             continue
         if obj["kind"] == "StatefulSet":

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -33,11 +32,18 @@ from mongobench.cluster.status import Observed, Wiring, WorkloadState, compute_s
 from mongobench.cluster.storage import grow_claims
 from mongobench.cluster.wire import Passwords, wire
 from mongobench.k8s import client as kube
-from mongobench.k8s.conditions import now_rfc3339
+from mongobench.k8s.conditions import (
+    EVENT_SHARD_DRAINING,
+    EVENT_SHARD_REMOVED,
+    FALSE,
+    now_rfc3339,
+)
+from mongobench.k8s.locks import ResourceLocks
 from mongobench.mongo.admin import MongoAdmin
 from mongobench.mongo.connect import Connector, resolver_from_env
 from mongobench.mongo.errors import PermanentMongoError, TransientMongoError
 from mongobench.mongo.model import Credentials, internal_credentials
+from mongobench.mongo.pool import AdminPool, fingerprint
 
 log = logging.getLogger("mongobench.cluster")
 
@@ -113,17 +119,9 @@ def held_replicas(
     return held
 
 
-_locks: dict[tuple[str, str], threading.Lock] = {}
-_locks_guard = threading.Lock()
-_admins: dict[tuple[str, str, str], MongoAdmin] = {}
-
-
-def _lock(namespace: str, name: str) -> threading.Lock:
-    with _locks_guard:
-        return _locks.setdefault((namespace, name), threading.Lock())
-
-
-def admin_for(d: Desired) -> tuple[MongoAdmin, Passwords]:
+def admin_for(d: Desired, admins: AdminPool) -> tuple[MongoAdmin, Passwords]:
+    """The cluster's MongoDB administration handle, from `admins` while its credentials (the
+    operator's password, the keyfile) stay the same; the users' passwords read now."""
     layout = d.layout
     admin_secret = read_secret(layout.namespace, layout.admin_secret)
     bench = read_secret(layout.namespace, layout.benchmark_secret)
@@ -141,23 +139,24 @@ def admin_for(d: Desired) -> tuple[MongoAdmin, Passwords]:
         exporter=exporter.get("password", ""),
     )
     keyfile = read_secret(layout.namespace, layout.keyfile_secret)["keyfile"]
-    key = (layout.namespace, layout.name, operator["password"] + keyfile)
-    with _locks_guard:
-        admin = _admins.get(key)
-        if admin is None:
-            connector = Connector(
-                Credentials(passwords.operator_username, passwords.operator),
-                bootstrap_credentials=internal_credentials(keyfile),
-                resolver=resolver_from_env(os.environ),
-                tls=d.spec.tls.enabled,
-            )
-            admin = _admins[key] = MongoAdmin(connector)
-    return admin, passwords
+    tls = d.spec.tls.enabled
+
+    def build() -> MongoAdmin:
+        connector = Connector(
+            Credentials(passwords.operator_username, passwords.operator),
+            bootstrap_credentials=internal_credentials(keyfile),
+            resolver=resolver_from_env(os.environ),
+            tls=tls,
+        )
+        return MongoAdmin(connector)
+
+    credentials = fingerprint((passwords.operator_username, passwords.operator, keyfile, str(tls)))
+    return admins.get(layout.namespace, layout.name, credentials, build), passwords
 
 
-def sync(namespace: str, name: str) -> SyncResult | None:
+def sync(namespace: str, name: str, locks: ResourceLocks, admins: AdminPool) -> SyncResult | None:
     """Observe, wire one step, publish. None when the MongoCluster no longer exists."""
-    with _lock(namespace, name):
+    with locks.lock("MongoCluster", namespace, name):
         body = kube.get("MongoCluster", namespace, name)
         if body is None:
             return None
@@ -191,7 +190,7 @@ def sync(namespace: str, name: str) -> SyncResult | None:
         mongos_waiting = mongos_step.waiting if mongos_step else None
         if ready_sets and not deleting:
             try:
-                admin, passwords = admin_for(d)
+                admin, passwords = admin_for(d, admins)
                 wiring = wire(admin, d.spec, d.layout, passwords, ready_sets, retiring=retiring)
                 if wiring.complete:
                     # One replica set at a time, in MongoDB's upgrade order: the config servers,
@@ -218,7 +217,7 @@ def sync(namespace: str, name: str) -> SyncResult | None:
         if wiring is not None and wiring.removal is not None and wiring.removal.state == "started":
             events.append(
                 (
-                    "ShardDraining",
+                    EVENT_SHARD_DRAINING,
                     f"removeShard {wiring.removal.shard}: draining started (its chunks and "
                     "databases move to the remaining shards)",
                 )
@@ -229,7 +228,7 @@ def sync(namespace: str, name: str) -> SyncResult | None:
                 if delete_shard_objects(d.layout, rs):
                     events.append(
                         (
-                            "ShardRemoved",
+                            EVENT_SHARD_REMOVED,
                             f"shard {rs.name} drained and removed; its StatefulSet, Service and "
                             "PodDisruptionBudget were deleted, its volume claims follow "
                             f"deletionPolicy {d.spec.deletion_policy}",
@@ -254,6 +253,7 @@ def sync(namespace: str, name: str) -> SyncResult | None:
             generation=int(meta.get("generation") or 0),
             created=meta["creationTimestamp"],
             now=now_rfc3339(),
+            clock=now_rfc3339(precise=True),
         )
         new["platform"] = platform_status(d)
         if fcv is not None:
@@ -274,7 +274,7 @@ def sync(namespace: str, name: str) -> SyncResult | None:
         changed = differs(status, new)
         if changed:
             kube.patch_status("MongoCluster", namespace, name, new)
-        warning = resize.message if resize and resize.status == "False" else None
+        warning = resize.message if resize and resize.status == FALSE else None
         return SyncResult(
             new["phase"], changed, failure, warning, fcv_set, body, events=tuple(events)
         )

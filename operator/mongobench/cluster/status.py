@@ -21,6 +21,7 @@ from typing import Any
 
 from mongobench.cluster.layout import ClusterLayout
 from mongobench.cluster.shards import draining_message, draining_status
+from mongobench.k8s import conditions as c
 from mongobench.k8s.conditions import ConditionStatus, set_condition
 from mongobench.mongo.model import DrainingProgress, ServerFacts
 
@@ -86,8 +87,15 @@ def compute_status(
     generation: int,
     created: str,
     now: str,
+    clock: str | None = None,
 ) -> dict[str, Any]:
-    """The full status object (the caller patches it only when it differs from the current)."""
+    """The full status object (the caller patches it only when it differs from the current).
+
+    `clock` is the instant the deploy timings are measured at, with sub-second precision (default
+    `now`): on a fast plane pods are Ready within the second of creation, and whole seconds would
+    record a deployment that took 0.4 s as taking none.
+    """
+    clock = clock or now
     sets = layout.replica_sets
     wanted_members = sum(rs.members for rs in sets)
     ready_members = sum(
@@ -115,33 +123,33 @@ def compute_status(
     ) or f"removing shards {', '.join(d['shard'] for d in removing)}"
 
     if observed.deleting:
-        phase = "Deleting"
+        phase = c.PHASE_DELETING
     elif observed.failure:
-        phase = "Failed"
+        phase = c.PHASE_FAILED
     elif not observed.statefulsets:
-        phase = "Pending"
+        phase = c.PHASE_PENDING
     elif was_ready and (shape_differs or removing):
-        phase = "Scaling"
+        phase = c.PHASE_SCALING
     elif not pods_ready:
-        phase = "Degraded" if was_ready else "Provisioning"
+        phase = c.PHASE_DEGRADED if was_ready else c.PHASE_PROVISIONING
     elif not wired:
-        phase = "Initializing"
+        phase = c.PHASE_INITIALIZING
     else:
-        phase = "Ready"
+        phase = c.PHASE_READY
 
     if pods_ready and "provisionedSeconds" not in timings:
-        timings["provisionedSeconds"] = seconds_since(created, now)
+        timings["provisionedSeconds"] = seconds_since(created, clock)
     if pods_ready and wired and "configuredSeconds" not in timings:
-        timings["configuredSeconds"] = seconds_since(created, now)
-    if phase == "Ready" and not was_ready:
-        timings["readySeconds"] = seconds_since(created, now)
+        timings["configuredSeconds"] = seconds_since(created, clock)
+    if phase == c.PHASE_READY and not was_ready:
+        timings["readySeconds"] = seconds_since(created, clock)
 
     conditions = previous.get("conditions")
     conditions = set_condition(
         conditions,
-        "Provisioned",
-        "True" if pods_ready else "False",
-        "PodsReady" if pods_ready else "PodsNotReady",
+        c.PROVISIONED,
+        c.TRUE if pods_ready else c.FALSE,
+        c.PODS_READY if pods_ready else c.PODS_NOT_READY,
         f"{ready_members}/{wanted_members} mongod members ready"
         + (f", {mongos_ready}/{layout.mongos_replicas} mongos" if layout.sharded else ""),
         generation=generation,
@@ -150,9 +158,9 @@ def compute_status(
     if observed.failure:
         conditions = set_condition(
             conditions,
-            "Configured",
-            "False",
-            "Failed",
+            c.CONFIGURED,
+            c.FALSE,
+            c.CONFIGURATION_FAILED,
             observed.failure,
             generation=generation,
             now=now,
@@ -160,9 +168,9 @@ def compute_status(
     else:
         conditions = set_condition(
             conditions,
-            "Configured",
-            "True" if wired else "False",
-            "Wired" if wired else "Wiring",
+            c.CONFIGURED,
+            c.TRUE if wired else c.FALSE,
+            c.WIRED if wired else c.WIRING,
             "replica sets, shards and users configured"
             if wired
             else (wiring.message if wiring else "waiting for pods"),
@@ -171,27 +179,27 @@ def compute_status(
         )
     conditions = set_condition(
         conditions,
-        "Ready",
-        "True" if phase == "Ready" else "False",
+        c.READY,
+        c.TRUE if phase == c.PHASE_READY else c.FALSE,
         phase,
         observed.failure
-        or (removing_message if removing and phase != "Ready" else _ready_message(phase)),
+        or (removing_message if removing and phase != c.PHASE_READY else _ready_message(phase)),
         generation=generation,
         now=now,
     )
 
     updated: tuple[ConditionStatus, str, str]
     if observed.rolling:
-        updated = ("False", "RollingRestart", observed.rolling)
+        updated = (c.FALSE, c.ROLLING_RESTART, observed.rolling)
     elif removing:  # the spec's shard count is not reached until the drain completes
-        updated = ("False", "RemovingShards", removing_message)
+        updated = (c.FALSE, c.REMOVING_SHARDS, removing_message)
     else:
-        updated = ("True", "Current", "every member runs the current template")
-    conditions = set_condition(conditions, "Updated", *updated, generation=generation, now=now)
+        updated = (c.TRUE, c.CURRENT, "every member runs the current template")
+    conditions = set_condition(conditions, c.UPDATED, *updated, generation=generation, now=now)
 
     if observed.storage is not None:
         conditions = set_condition(
-            conditions, "StorageResized", *observed.storage, generation=generation, now=now
+            conditions, c.STORAGE_RESIZED, *observed.storage, generation=generation, now=now
         )
 
     previous_server = {
@@ -311,13 +319,13 @@ def _shape_differs(layout: ClusterLayout, observed: Observed, was_ready: bool) -
 
 def _ready_message(phase: str) -> str:
     return {
-        "Ready": "all members ready and wired",
-        "Pending": "creating objects",
-        "Provisioning": "waiting for pods",
-        "Initializing": "wiring replica sets, shards and users",
-        "Scaling": "changing the cluster's shape",
-        "Degraded": "some members are not ready",
-        "Deleting": "deleting",
+        c.PHASE_READY: "all members ready and wired",
+        c.PHASE_PENDING: "creating objects",
+        c.PHASE_PROVISIONING: "waiting for pods",
+        c.PHASE_INITIALIZING: "wiring replica sets, shards and users",
+        c.PHASE_SCALING: "changing the cluster's shape",
+        c.PHASE_DEGRADED: "some members are not ready",
+        c.PHASE_DELETING: "deleting",
     }.get(phase, phase)
 
 

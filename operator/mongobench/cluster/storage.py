@@ -13,6 +13,7 @@ from typing import Any
 from mongobench.cluster import labels as lbl
 from mongobench.cluster.provision import Desired
 from mongobench.k8s import client as kube
+from mongobench.k8s import conditions as c
 from mongobench.k8s.conditions import ConditionStatus
 from mongobench.k8s.quantity import parse_quantity
 
@@ -31,7 +32,7 @@ def grow_claims(d: Desired) -> ResizeOutcome:
     )
     small = [c for c in claims if _requested(c) < wanted]
     if not small:
-        return ResizeOutcome("True", "SizeMatches", f"claims request {d.spec.storage.size}")
+        return ResizeOutcome(c.TRUE, c.SIZE_MATCHES, f"claims request {d.spec.storage.size}")
     refused: list[str] = []
     grown: list[str] = []
     for claim in small:
@@ -51,13 +52,13 @@ def grow_claims(d: Desired) -> ResizeOutcome:
         grown.append(claim["metadata"]["name"])
     if refused:
         return ResizeOutcome(
-            "False",
-            "NotExpandable",
+            c.FALSE,
+            c.NOT_EXPANDABLE,
             f"the StorageClass does not allow volume expansion: {', '.join(refused)} keep their "
             f"size; grew {len(grown)} claim(s)",
         )
     return ResizeOutcome(
-        "True", "Expanding", f"asked {len(grown)} claim(s) for {d.spec.storage.size}"
+        c.TRUE, c.EXPANDING, f"asked {len(grown)} claim(s) for {d.spec.storage.size}"
     )
 
 

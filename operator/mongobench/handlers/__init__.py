@@ -1,5 +1,5 @@
 """Thin kopf handlers: read, call the domain modules, write status. Importing registers them."""
 
-from mongobench.handlers import benchmarkrun, mongocluster
+from mongobench.handlers import benchmarkexperiment, benchmarkrun, mongocluster
 
-__all__ = ["benchmarkrun", "mongocluster"]
+__all__ = ["benchmarkexperiment", "benchmarkrun", "mongocluster"]

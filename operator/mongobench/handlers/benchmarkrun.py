@@ -1,37 +1,61 @@
-"""BenchmarkRun handlers: thin; the state machine lives in mongobench.bench.orchestrate."""
+"""BenchmarkRun handlers: thin; the state machine lives in mongobench.bench.orchestrate.
+
+Each one runs under handlers.common.refusals: a spec (or name) the operator cannot use, or a
+Job the apiserver refuses, ends the run as Failed with the Succeeded condition and one Event;
+a Failed run's timer stops. Deletion works whatever the spec says.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 import kopf
 from kubernetes.client.exceptions import ApiException
 
 from mongobench.api import BenchmarkRunSpec, SpecError
-from mongobench.bench import jobs, orchestrate
+from mongobench.api.names import check_benchmarkrun_name
+from mongobench.bench import archive, jobs, orchestrate
 from mongobench.bench.cpu_status import cpu_for_step
-from mongobench.bench.data import ClusterData
 from mongobench.config import OperatorConfig
-from mongobench.handlers.common import BENCHMARKRUN, reject_spec
+from mongobench.handlers.common import BENCHMARKRUN, refusals, settled
 from mongobench.k8s import client as kube
+from mongobench.k8s import conditions as cond
 from mongobench.mongo.errors import MongoAdminError
 from mongobench.observability import metrics
 from mongobench.observability.metrics import instrumented
+from mongobench.state import state_of
 
-_data = ClusterData()
+KIND = "BenchmarkRun"
+ARCHIVE_UPLOAD = "BenchmarkRun/archive"  # one upload of a run at a time (not its state machine)
 
 
-def _advance(namespace: str, name: str) -> None:
+def _advance(memo: kopf.Memo, namespace: str, name: str) -> None:
     config = OperatorConfig.current()
-    outcome = orchestrate.advance(namespace, name, config, _data, cpu_for_step(config))
-    if outcome is None:
-        return
-    for type_, reason, message in outcome.events:
-        kopf.event(dict(outcome.run), type=type_, reason=reason, message=message)  # type: ignore[arg-type]
-    if outcome.phase in orchestrate.TERMINAL:
-        run = kube.get("BenchmarkRun", namespace, name)
-        if run is not None:
-            metrics.export_run(run)
+    state = state_of(memo)
+    with refusals(KIND, namespace, name, cond.SUCCEEDED, state.locks):
+        outcome = orchestrate.advance(
+            namespace,
+            name,
+            config,
+            state.cluster_data,
+            cpu_for_step(config),
+            lock=state.locks.lock(KIND, namespace, name),
+        )
+        if outcome is None:
+            return
+        metrics.set_run_phase(namespace, name, outcome.phase)
+        # The run as this advance read it: steps it started or finished show one tick later.
+        metrics.set_running_steps(
+            namespace, name, (outcome.run.get("status") or {}).get("steps") or ()
+        )
+        for type_, reason, message in outcome.events:
+            kopf.event(dict(outcome.run), type=type_, reason=reason, message=message)  # type: ignore[arg-type]
+        if outcome.phase in orchestrate.TERMINAL:
+            run = kube.get(KIND, namespace, name)
+            if run is not None:
+                metrics.export_run(run)
 
 
 @kopf.on.resume(*BENCHMARKRUN)
@@ -41,54 +65,99 @@ def start(
     spec: kopf.Spec,
     meta: kopf.Meta,
     status: kopf.Status,
-    patch: kopf.Patch,
     body: kopf.Body,
+    memo: kopf.Memo,
     **_: Any,
 ) -> None:
-    generation = int(meta.get("generation") or 0)
-    try:
+    with refusals(KIND, meta["namespace"], meta["name"], cond.SUCCEEDED, state_of(memo).locks):
+        check_benchmarkrun_name(meta["name"])
         BenchmarkRunSpec.parse(dict(spec))
-    except SpecError as exc:
-        reject_spec(patch, body, status, generation, condition="Succeeded", error=exc)
-        return
-    if status.get("phase") in orchestrate.TERMINAL:
-        metrics.export_run(dict(body))  # results of finished runs stay exported after restarts
-        return
-    _advance(meta["namespace"], meta["name"])
+        if status.get("phase") in orchestrate.TERMINAL:
+            metrics.export_run(dict(body))  # results of finished runs stay exported after restarts
+            return
+        _advance(memo, meta["namespace"], meta["name"])
 
 
 # Steps are driven by their Jobs' events; the timer covers waits nothing else wakes up for
-# (the cluster becoming Ready, MongoDB reachable again) and stops with the run.
+# (the cluster becoming Ready, MongoDB reachable again) and stops with the run, which includes
+# a run refused for its spec (phase Failed).
 @kopf.timer(
     *BENCHMARKRUN,
     interval=1.0,
-    when=lambda status, **_: status.get("phase") not in (*orchestrate.TERMINAL, None),
+    when=lambda body, status, **_: (
+        status.get("phase") not in (*orchestrate.TERMINAL, None)
+        and not settled(body, cond.SUCCEEDED)
+    ),
 )
 @instrumented("BenchmarkRun", "tick")
-def tick(meta: kopf.Meta, **_: Any) -> None:
-    _advance(meta["namespace"], meta["name"])
+def tick(meta: kopf.Meta, memo: kopf.Memo, **_: Any) -> None:
+    _advance(memo, meta["namespace"], meta["name"])
+
+
+# Uploads to the run's archive: while steps finish, and after the run ended until the final
+# manifest is written; a failed upload waits out its backoff (status.archive.nextAttempt).
+@kopf.timer(
+    *BENCHMARKRUN,
+    interval=2.0,
+    when=lambda spec, status, **_: archive.pending(spec, status, OperatorConfig.current()),
+)
+@instrumented("BenchmarkRun", "archive")
+def archive_tick(
+    meta: kopf.Meta, status: kopf.Status, body: kopf.Body, memo: kopf.Memo, **_: Any
+) -> None:
+    if not archive.due(status, datetime.now(UTC)):
+        return
+    namespace, name = meta["namespace"], meta["name"]
+    for type_, reason, message in archive.sync(
+        namespace,
+        name,
+        OperatorConfig.current(),
+        upload_lock=state_of(memo).locks.lock(ARCHIVE_UPLOAD, namespace, name),
+        run_lock=state_of(memo).locks.lock(KIND, namespace, name),
+    ):
+        kopf.event(dict(body), type=type_, reason=reason, message=message)  # type: ignore[arg-type]
 
 
 @kopf.on.event("batch", "v1", "jobs", labels={jobs.RUN_LABEL: kopf.PRESENT})
 @instrumented("BenchmarkRun", "job-event")
-def job_changed(meta: kopf.Meta, type: str | None, **_: Any) -> None:
+def job_changed(meta: kopf.Meta, type: str | None, memo: kopf.Memo, **_: Any) -> None:
     if type is None:  # the initial listing: resume handlers cover it
         return
-    _advance(meta["namespace"], meta["labels"][jobs.RUN_LABEL])
+    _advance(memo, meta["namespace"], meta["labels"][jobs.RUN_LABEL])
 
 
 @kopf.on.delete(*BENCHMARKRUN)
 @instrumented("BenchmarkRun", "delete")
-def delete(body: kopf.Body, spec: kopf.Spec, status: kopf.Status, **_: Any) -> None:
+def delete(
+    body: kopf.Body, spec: kopf.Spec, status: kopf.Status, memo: kopf.Memo, **_: Any
+) -> None:
     # Jobs and result ConfigMaps are owned by the run and go with it; data only if asked.
     metrics.forget_run(dict(body))
-    parsed = BenchmarkRunSpec.parse(dict(spec))
-    succeeded = status.get("phase") == "Succeeded"
+    state = state_of(memo)
+    state.forget(KIND, body["metadata"]["namespace"], body["metadata"]["name"])
+    state.forget(ARCHIVE_UPLOAD, body["metadata"]["namespace"], body["metadata"]["name"])
+    succeeded = status.get("phase") == cond.RUN_SUCCEEDED
+    try:
+        parsed = BenchmarkRunSpec.parse(dict(spec))
+    except SpecError as exc:
+        # Which data, where: without a spec the operator cannot tell, so it keeps it.
+        cleanup = spec.get("cleanup")
+        asked = cleanup.get("data", "Never") if isinstance(cleanup, Mapping) else None
+        if asked not in ("Never", "OnSuccess") and not succeeded:
+            kopf.warn(
+                body,
+                reason=cond.EVENT_DATA_KEPT,
+                message=f"the spec cannot be read ({exc}): the benchmark data is left as it is",
+            )
+        return
     if parsed.cleanup.data == "Always" and not succeeded:
-        # Best effort: an unreachable MongoDB must not hold the run's deletion forever.
+        # Best effort: an unreachable MongoDB (or a cluster whose own spec is refused) must not
+        # hold the run's deletion forever.
         try:
-            message = orchestrate.drop_data(_data, parsed, body["metadata"]["namespace"])
-        except (MongoAdminError, ApiException) as exc:
-            kopf.warn(body, reason="DataNotDropped", message=str(exc))
+            message = orchestrate.drop_data(
+                state.cluster_data, parsed, body["metadata"]["namespace"]
+            )
+        except (MongoAdminError, ApiException, SpecError) as exc:
+            kopf.warn(body, reason=cond.EVENT_DATA_NOT_DROPPED, message=str(exc))
         else:
-            kopf.info(body, reason="DataDropped", message=message)
+            kopf.info(body, reason=cond.EVENT_DATA_DROPPED, message=message)

@@ -1,56 +1,138 @@
-"""What every handler shares: the resource coordinates and status-writing helpers."""
+"""What every handler shares: the resource coordinates, and one way to report an error the user
+caused (a spec the operator cannot use, an object the apiserver refuses): a condition, phase
+Failed and one Event, never a retried traceback."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 import kopf
+from kubernetes.client.exceptions import ApiException
 
-from mongobench.api import GROUP, VERSION
-from mongobench.k8s.conditions import ConditionStatus, set_condition
+from mongobench.api import GROUP, VERSION, SpecError
+from mongobench.k8s import client as kube
+from mongobench.k8s.conditions import (
+    FALSE,
+    INVALID_SPEC,
+    OBJECT_REJECTED,
+    PHASE_FAILED,
+    get_condition,
+    refused,
+    set_condition,
+)
+from mongobench.k8s.locks import ResourceLocks
 
 # (group, version, plural), spread into kopf.on.* decorators.
 MONGOCLUSTER = (GROUP, VERSION, "mongoclusters")
 BENCHMARKRUN = (GROUP, VERSION, "benchmarkruns")
+BENCHMARKEXPERIMENT = (GROUP, VERSION, "benchmarkexperiments")
 
 
-def write_condition(
-    patch: kopf.Patch,
-    status: Mapping[str, Any],
-    generation: int,
-    *,
-    type_: str,
-    value: ConditionStatus,
-    reason: str,
-    message: str = "",
+def user_error(exc: BaseException) -> tuple[str, str] | None:
+    """(reason, message) when `exc` is the user's to fix; None for anything else (retried)."""
+    if isinstance(exc, SpecError):
+        return INVALID_SPEC, str(exc)
+    if isinstance(exc, ApiException) and exc.status == 422:  # an object built from the spec
+        message = _api_message(exc)
+        return OBJECT_REJECTED, f"the apiserver refused an object built from the spec: {message}"
+    return None
+
+
+def _api_message(exc: ApiException) -> str:
+    try:
+        return str(json.loads(exc.body or "")["message"])
+    except (ValueError, KeyError, TypeError):
+        return str(exc.reason)
+
+
+# Where a refusal is recorded when the status cannot be written: Kubernetes before 1.33 checks
+# a status write against the spec's current rules without ratcheting (kubernetes#129503), so
+# an object stored before a rule existed takes no status; its metadata still takes writes.
+REFUSED_ANNOTATION = "mongobench.io/refused"
+
+
+def recorded_refusal(body: Mapping[str, Any], condition: str) -> tuple[str, str] | None:
+    """(reason, message) of the refusal recorded for the object's current generation."""
+    meta = body.get("metadata") or {}
+    generation = int(meta.get("generation") or 0)
+    status = body.get("status") or {}
+    if status.get("phase") == PHASE_FAILED and refused(status, condition, generation):
+        found = get_condition(status.get("conditions"), condition) or {}
+        return str(found.get("reason")), str(found.get("message"))
+    try:
+        noted = json.loads((meta.get("annotations") or {})[REFUSED_ANNOTATION])
+    except (KeyError, ValueError, TypeError):
+        return None
+    if not isinstance(noted, dict) or noted.get("generation") != generation:
+        return None
+    return str(noted.get("reason")), str(noted.get("message"))
+
+
+def settled(body: Mapping[str, Any], condition: str) -> bool:
+    """Whether work on the object stops until its spec changes (timers ask this)."""
+    return recorded_refusal(body, condition) is not None
+
+
+def report_refusal(
+    kind: str, body: Mapping[str, Any], condition: str, reason: str, message: str
 ) -> None:
-    """Set one condition in the status patch, keeping the others (merge patch replaces lists)."""
-    current = patch.status.get("conditions", status.get("conditions"))
-    patch.status["conditions"] = set_condition(
-        current, type_, value, reason, message, generation=generation
+    """Phase Failed and `condition` False with the reason, and one Warning Event: the same
+    refusal of the same generation (an operator restart, a child's event) repeats nothing."""
+    if recorded_refusal(body, condition) == (reason, message):
+        return
+    meta = body["metadata"]
+    namespace, name = meta["namespace"], meta["name"]
+    generation = int(meta.get("generation") or 0)
+    status = body.get("status") or {}
+    conditions = set_condition(
+        status.get("conditions"), condition, FALSE, reason, message, generation=generation
     )
+    try:
+        kube.patch_status(
+            kind,
+            namespace,
+            name,
+            {"phase": PHASE_FAILED, "observedGeneration": generation, "conditions": conditions},
+        )
+    except ApiException as exc:
+        if exc.status != 422:
+            raise
+        noted = {"generation": generation, "reason": reason, "message": message}
+        kube.request(
+            "PATCH",
+            kube.resource_path(kind, namespace, name),
+            body={"metadata": {"annotations": {REFUSED_ANNOTATION: json.dumps(noted)}}},
+            content_type="application/merge-patch+json",
+        )
+        message += f" (the status could not be written: {_api_message(exc)})"
+    kopf.warn(dict(body), reason=reason, message=message)  # type: ignore[arg-type]
 
 
-def reject_spec(
-    patch: kopf.Patch,
-    body: kopf.Body,
-    status: Mapping[str, Any],
-    generation: int,
-    *,
-    condition: str,
-    error: Exception,
-) -> None:
-    """A spec the operator cannot use: phase Failed, the condition and an Event say why."""
-    patch.status["phase"] = "Failed"
-    patch.status["observedGeneration"] = generation
-    write_condition(
-        patch,
-        status,
-        generation,
-        type_=condition,
-        value="False",
-        reason="InvalidSpec",
-        message=str(error),
-    )
-    kopf.warn(body, reason="InvalidSpec", message=str(error))
+@contextmanager
+def refusals(
+    kind: str, namespace: str, name: str, condition: str, locks: ResourceLocks
+) -> Iterator[None]:
+    """Every handler's guard: an error the user caused is reported on the resource (see
+    report_refusal) and ends the handler; anything else propagates and kopf retries it.
+
+    Reported under the resource's lock from a fresh read, so two handlers refused at once (an
+    update and a timer) tell the user once."""
+    try:
+        yield
+    except (SpecError, ApiException) as exc:
+        found = user_error(exc)
+        if found is None:
+            raise
+        with locks.lock(kind, namespace, name):
+            current = kube.get(kind, namespace, name)
+            # Gone, or going: nobody to tell, and deletion never waits for a spec.
+            if current is None or current["metadata"].get("deletionTimestamp"):
+                return
+            try:
+                report_refusal(kind, current, condition, *found)
+            except ApiException as gone:
+                if gone.status != 404:
+                    raise

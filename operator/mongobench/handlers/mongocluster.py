@@ -1,4 +1,9 @@
-"""MongoCluster handlers: thin; the logic lives in mongobench.cluster (provision, sync, delete)."""
+"""MongoCluster handlers: thin; the logic lives in mongobench.cluster (provision, sync, delete).
+
+Each one runs under handlers.common.refusals: a spec the operator cannot use ends in phase
+Failed, the Ready condition and one Event, and the wiring timer stops until the spec changes.
+Deletion never reads the spec beyond deletionPolicy (cluster.deletion).
+"""
 
 from __future__ import annotations
 
@@ -6,12 +11,15 @@ from typing import Any
 
 import kopf
 
-from mongobench.api import SpecError
 from mongobench.cluster import deletion, reconcile
 from mongobench.cluster import labels as lbl
-from mongobench.handlers.common import MONGOCLUSTER, reject_spec
+from mongobench.handlers.common import MONGOCLUSTER, refusals, settled
+from mongobench.k8s import conditions as cond
 from mongobench.k8s.conditions import is_true
 from mongobench.observability.metrics import instrumented
+from mongobench.state import state_of
+
+KIND = "MongoCluster"
 
 
 @kopf.on.resume(*MONGOCLUSTER)
@@ -19,33 +27,33 @@ from mongobench.observability.metrics import instrumented
 @kopf.on.update(*MONGOCLUSTER, field="spec")
 @instrumented("MongoCluster", "provision")
 def provision(
-    body: kopf.Body, meta: kopf.Meta, status: kopf.Status, patch: kopf.Patch, **_: Any
+    body: kopf.Body, meta: kopf.Meta, status: kopf.Status, memo: kopf.Memo, **_: Any
 ) -> None:
-    generation = int(meta.get("generation") or 0)
-    try:
+    with refusals(KIND, meta["namespace"], meta["name"], cond.READY, state_of(memo).locks):
         reconcile.provision(body)
-    except SpecError as exc:
-        reject_spec(patch, body, status, generation, condition="Ready", error=exc)
-        return
-    if not status.get("phase"):
-        kopf.info(body, reason="Provisioning", message="objects created")
-    _publish(reconcile.sync(meta["namespace"], meta["name"]))
+        if not status.get("phase"):
+            kopf.info(body, reason=cond.EVENT_PROVISIONING, message="objects created")
+        _sync(memo, meta["namespace"], meta["name"])
+
+
+def _wiring(body: kopf.Body, status: kopf.Status, **_: Any) -> bool:
+    """Whether the wiring timer runs: until Ready and Updated, never for a refused spec."""
+    if settled(body, cond.READY):
+        return False
+    return status.get("phase") not in (
+        cond.PHASE_READY,
+        cond.PHASE_DELETING,
+        None,
+    ) or not is_true(status.get("conditions"), cond.UPDATED)
 
 
 # Retries the wiring until Ready (MongoDB steps wait for elections and catch-up; nothing else
 # would wake us). Once Ready, child events below notice changes; no timer runs, no idle writes.
-@kopf.timer(
-    *MONGOCLUSTER,
-    interval=2.0,
-    idle=1.0,
-    when=lambda status, **_: (
-        status.get("phase") not in ("Ready", "Deleting", None)
-        or not is_true(status.get("conditions"), "Updated")
-    ),
-)
+@kopf.timer(*MONGOCLUSTER, interval=2.0, idle=1.0, when=_wiring)
 @instrumented("MongoCluster", "sync")
-def wire_until_ready(meta: kopf.Meta, **_: Any) -> None:
-    _publish(reconcile.sync(meta["namespace"], meta["name"]))
+def wire_until_ready(meta: kopf.Meta, memo: kopf.Memo, **_: Any) -> None:
+    with refusals(KIND, meta["namespace"], meta["name"], cond.READY, state_of(memo).locks):
+        _sync(memo, meta["namespace"], meta["name"])
 
 
 @kopf.on.event(
@@ -55,17 +63,28 @@ def wire_until_ready(meta: kopf.Meta, **_: Any) -> None:
     "apps", "v1", "deployments", labels={lbl.MANAGED_BY: "mongobench", lbl.CLUSTER: kopf.PRESENT}
 )
 @instrumented("MongoCluster", "child-event")
-def child_changed(meta: kopf.Meta, type: str | None, **_: Any) -> None:
+def child_changed(meta: kopf.Meta, type: str | None, memo: kopf.Memo, **_: Any) -> None:
     # A member's pod became ready or went away: observe the whole cluster now.
     if type is None:  # kopf's initial listing: the resume handler covers it
         return
-    _publish(reconcile.sync(meta["namespace"], meta["labels"][lbl.CLUSTER]))
+    cluster = meta["labels"][lbl.CLUSTER]
+    with refusals(KIND, meta["namespace"], cluster, cond.READY, state_of(memo).locks):
+        _sync(memo, meta["namespace"], cluster)
 
 
 @kopf.on.delete(*MONGOCLUSTER)
 @instrumented("MongoCluster", "delete")
-def delete(body: kopf.Body, meta: kopf.Meta, **_: Any) -> None:
+def delete(body: kopf.Body, meta: kopf.Meta, memo: kopf.Memo, **_: Any) -> None:
     deletion.finalize(body)
+    state_of(memo).forget(KIND, meta["namespace"], meta["name"])
+
+
+def _sync(memo: kopf.Memo, namespace: str, name: str) -> None:
+    state = state_of(memo)
+    result = reconcile.sync(namespace, name, state.locks, state.admins)
+    _publish(result)
+    if result is not None and result.phase == cond.PHASE_READY:
+        state.admins.release_bootstrap(namespace, name)
 
 
 def _publish(result: reconcile.SyncResult | None) -> None:
@@ -74,16 +93,16 @@ def _publish(result: reconcile.SyncResult | None) -> None:
         return
     body: Any = dict(result.body)
     if result.failure and result.changed:
-        kopf.warn(body, reason="MongoDBError", message=result.failure)
+        kopf.warn(body, reason=cond.EVENT_MONGODB_ERROR, message=result.failure)
     if result.changed and result.storage_warning:
-        kopf.warn(body, reason="NotExpandable", message=result.storage_warning)
+        kopf.warn(body, reason=cond.EVENT_NOT_EXPANDABLE, message=result.storage_warning)
     for reason, message in result.events:
         kopf.info(body, reason=reason, message=message)
     if result.fcv_set:
         kopf.info(
             body,
-            reason="FeatureCompatibilityVersionSet",
+            reason=cond.EVENT_FCV_SET,
             message=f"featureCompatibilityVersion set to {result.fcv_set}",
         )
-    if result.changed and result.phase == "Ready":
-        kopf.info(body, reason="Ready", message="all members ready and wired")
+    if result.changed and result.phase == cond.PHASE_READY:
+        kopf.info(body, reason=cond.EVENT_READY, message="all members ready and wired")

@@ -1,9 +1,12 @@
-"""API access: one ApiClient per process, server-side apply with the operator's field manager."""
+"""API access: server-side apply with the operator's field manager, every request with a timeout.
+
+The ApiClient is the operator state's (mongobench.state): created at start-up, bound here for
+the module's functions, closed at shutdown; nothing creates one lazily.
+"""
 
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -11,22 +14,35 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 FIELD_MANAGER = "mongobench"
+# (connect, read) seconds for every request: a stalled apiserver fails a handler, which kopf
+# retries, rather than hanging it.
+REQUEST_TIMEOUT = (5.0, 30.0)
 
-_lock = threading.Lock()
-_api: client.ApiClient | None = None
+_bound: list[client.ApiClient] = []  # the state's client, set by bind(); at most one
+
+
+def new_api_client() -> client.ApiClient:
+    """In-cluster config when running in a pod, else the kubeconfig (KUBECONFIG or ~/.kube)."""
+    try:
+        config.load_incluster_config()  # type: ignore[no-untyped-call]
+    except config.ConfigException:
+        config.load_kube_config()  # type: ignore[no-untyped-call]
+    return client.ApiClient()
+
+
+def bind(api: client.ApiClient) -> None:
+    _bound[:] = [api]
+
+
+def unbind(api: client.ApiClient) -> None:
+    if _bound and _bound[0] is api:
+        _bound.clear()
 
 
 def api_client() -> client.ApiClient:
-    """In-cluster config when running in a pod, else the kubeconfig (KUBECONFIG or ~/.kube)."""
-    global _api  # noqa: PLW0603 - one connection pool per process
-    with _lock:
-        if _api is None:
-            try:
-                config.load_incluster_config()  # type: ignore[no-untyped-call]
-            except config.ConfigException:
-                config.load_kube_config()  # type: ignore[no-untyped-call]
-            _api = client.ApiClient()
-        return _api
+    if not _bound:
+        raise RuntimeError("no Kubernetes API client: mongobench.state creates one at start-up")
+    return _bound[0]
 
 
 # kind -> (API group/version path prefix, plural). Only the kinds the operator manages.
@@ -47,6 +63,7 @@ _RESOURCES: dict[str, tuple[str, str]] = {
     "ServiceMonitor": ("apis/monitoring.coreos.com/v1", "servicemonitors"),
     "MongoCluster": ("apis/mongobench.io/v1alpha1", "mongoclusters"),
     "BenchmarkRun": ("apis/mongobench.io/v1alpha1", "benchmarkruns"),
+    "BenchmarkExperiment": ("apis/mongobench.io/v1alpha1", "benchmarkexperiments"),
 }
 
 
@@ -75,7 +92,7 @@ def request(
         body=body,
         auth_settings=["BearerToken"],
     )
-    response = api.call_api(*params)
+    response = api.call_api(*params, _request_timeout=REQUEST_TIMEOUT)
     data = response.read()  # type: ignore[no-untyped-call]
     if response.status >= 400:
         raise ApiException(http_resp=response, body=data.decode("utf-8", "replace"))

@@ -1,4 +1,9 @@
-"""Standard Kubernetes conditions (metav1.Condition), as pure functions over status dicts.
+"""Conditions and Event reasons of MongoCluster and BenchmarkRun: the one place that says what
+each means, and the pure functions that set them (metav1.Condition) in status dicts.
+
+Code writes these constants, never string literals; `kubectl describe` readers and alerting
+rules read the same names. `CONDITIONS` documents every condition type with its reasons, and
+`EVENT_REASONS` every Event reason; a unit test keeps the constants and the documentation equal.
 
 lastTransitionTime changes only when a condition's status changes, as the API conventions ask,
 so a reconcile that observes nothing new writes nothing new.
@@ -7,14 +12,296 @@ so a reconcile that observes nothing new writes nothing new.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 ConditionStatus = Literal["True", "False", "Unknown"]
+TRUE: ConditionStatus = "True"
+FALSE: ConditionStatus = "False"
+UNKNOWN: ConditionStatus = "Unknown"
+
+# --- condition types -------------------------------------------------------------------------
+READY = "Ready"
+PROVISIONED = "Provisioned"
+CONFIGURED = "Configured"
+UPDATED = "Updated"
+STORAGE_RESIZED = "StorageResized"
+SUCCEEDED = "Succeeded"
+CLUSTER_READY = "ClusterReady"
+PROGRESSING = "Progressing"
+CPU_COLLECTED = "CPUCollected"
+RESOURCES_COMPLETE = "ResourcesComplete"
+ARCHIVED = "Archived"
+
+# --- reasons shared by both kinds ---------------------------------------------------------------
+INVALID_SPEC = "InvalidSpec"
+OBJECT_REJECTED = "ObjectRejected"
+
+# --- MongoCluster reasons -----------------------------------------------------------------------
+# Ready's reason is the phase (PHASE_* below) unless the spec was refused.
+PHASE_PENDING = "Pending"
+PHASE_PROVISIONING = "Provisioning"
+PHASE_INITIALIZING = "Initializing"
+PHASE_READY = "Ready"
+PHASE_DEGRADED = "Degraded"
+PHASE_SCALING = "Scaling"
+PHASE_DELETING = "Deleting"
+PHASE_FAILED = "Failed"
+PODS_READY = "PodsReady"
+PODS_NOT_READY = "PodsNotReady"
+WIRED = "Wired"
+WIRING = "Wiring"
+CONFIGURATION_FAILED = "Failed"
+ROLLING_RESTART = "RollingRestart"
+REMOVING_SHARDS = "RemovingShards"
+CURRENT = "Current"
+SIZE_MATCHES = "SizeMatches"
+EXPANDING = "Expanding"
+NOT_EXPANDABLE = "NotExpandable"
+
+# --- BenchmarkRun reasons -----------------------------------------------------------------------
+RUN_SUCCEEDED = "Succeeded"
+RUN_FAILED = "Failed"
+CLUSTER_IS_READY = "Ready"
+CLUSTER_NOT_READY = "NotReady"
+CLUSTER_NOT_FOUND = "NotFound"
+CLUSTER_DELETED = "ClusterDeleted"
+DATABASE_NOT_WRITABLE = "DatabaseNotWritable"
+MONGODB_UNAVAILABLE = "MongoDBUnavailable"
+CPU_COLLECTED_ALL = "Collected"
+CPU_NOT_CONFIGURED = "NotConfigured"
+PROMETHEUS_UNAVAILABLE = "PrometheusUnavailable"
+WINDOW_INVALID = "WindowInvalid"
+METRICS_COMPLETE = "Complete"
+METRICS_MISSING = "MetricsMissing"
+ARCHIVE_COMPLETE = "Complete"
+ARCHIVE_IN_PROGRESS = "InProgress"
+ARCHIVE_UPLOAD_FAILED = "UploadFailed"
+ARCHIVE_NOT_CONFIGURED = "NotConfigured"
 
 
-def now_rfc3339() -> str:
-    return datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+@dataclass(frozen=True)
+class ConditionDoc:
+    type: str
+    kinds: tuple[str, ...]
+    meaning: str  # what True says
+    reasons: Mapping[str, str]  # reason -> when it is set
+
+
+_REFUSED = {
+    INVALID_SPEC: (
+        "the spec (or metadata.name) cannot be used; the message names the field. The operator "
+        "stops working on the object until the spec changes; deletion still works"
+    ),
+    OBJECT_REJECTED: (
+        "the apiserver refused an object the operator built from the spec (HTTP 422); the "
+        "message is the apiserver's. Treated like InvalidSpec"
+    ),
+}
+
+CONDITIONS: tuple[ConditionDoc, ...] = (
+    ConditionDoc(
+        READY,
+        ("MongoCluster",),
+        "every member is ready and wired: benchmarks may start",
+        {
+            PHASE_PENDING: "objects are being created",
+            PHASE_PROVISIONING: "waiting for pods",
+            PHASE_INITIALIZING: "wiring replica sets, shards and users",
+            PHASE_READY: "ready",
+            PHASE_DEGRADED: "some members were ready once and are not now",
+            PHASE_SCALING: "the cluster's shape is changing",
+            PHASE_DELETING: "the cluster is being deleted",
+            PHASE_FAILED: "MongoDB refused a configuration step (see Configured)",
+            **_REFUSED,
+        },
+    ),
+    ConditionDoc(
+        PROVISIONED,
+        ("MongoCluster",),
+        "every mongod (and mongos) pod is ready",
+        {PODS_READY: "all pods ready", PODS_NOT_READY: "the message counts the ready ones"},
+    ),
+    ConditionDoc(
+        CONFIGURED,
+        ("MongoCluster",),
+        "replica sets, shards and users are configured in MongoDB",
+        {
+            WIRED: "configured",
+            WIRING: "a step is under way or waiting (the message says which)",
+            CONFIGURATION_FAILED: "MongoDB refused a step for good; the message is its error",
+        },
+    ),
+    ConditionDoc(
+        UPDATED,
+        ("MongoCluster",),
+        "every member runs the current pod template and the shard count is reached",
+        {
+            CURRENT: "up to date",
+            ROLLING_RESTART: "members restart one at a time, primary last",
+            REMOVING_SHARDS: "shards drain before their objects are deleted",
+        },
+    ),
+    ConditionDoc(
+        STORAGE_RESIZED,
+        ("MongoCluster",),
+        "the volume claims were asked to grow to spec.storage.size",
+        {
+            SIZE_MATCHES: "every claim requests spec.storage.size",
+            EXPANDING: "claims asked to grow",
+            NOT_EXPANDABLE: "the StorageClass forbids expansion; claims keep their size",
+        },
+    ),
+    ConditionDoc(
+        SUCCEEDED,
+        ("BenchmarkRun", "BenchmarkExperiment"),
+        "every step (an experiment: every cell, or every cell the policy went on with) succeeded",
+        {
+            RUN_SUCCEEDED: "all steps succeeded; an experiment: it ended (failed cells say so "
+            "when onCellFailure is Continue)",
+            RUN_FAILED: "a step failed; an experiment: a cell failed and onCellFailure is Stop",
+            **_REFUSED,
+        },
+    ),
+    ConditionDoc(
+        CLUSTER_READY,
+        ("BenchmarkRun",),
+        "the target MongoCluster is Ready",
+        {
+            CLUSTER_IS_READY: "Ready",
+            CLUSTER_NOT_READY: "not Ready yet; the run waits (or goes on if started)",
+            CLUSTER_NOT_FOUND: "no such MongoCluster; the run waits",
+            CLUSTER_DELETED: "deleted during the run; the run fails, results so far kept",
+            DATABASE_NOT_WRITABLE: "the benchmark user may not write spec.database",
+        },
+    ),
+    ConditionDoc(
+        PROGRESSING,
+        ("BenchmarkRun",),
+        "steps advance",
+        {MONGODB_UNAVAILABLE: "MongoDB cannot be reached for a data step; retried"},
+    ),
+    ConditionDoc(
+        CPU_COLLECTED,
+        ("BenchmarkRun",),
+        "per-node CPU was collected for every step so far",
+        {
+            CPU_COLLECTED_ALL: "collected",
+            CPU_NOT_CONFIGURED: "no Prometheus URL is configured",
+            PROMETHEUS_UNAVAILABLE: "Prometheus did not answer for a step",
+            WINDOW_INVALID: "a step's window cannot be queried",
+        },
+    ),
+    ConditionDoc(
+        RESOURCES_COMPLETE,
+        ("BenchmarkRun",),
+        "every metric of the resource profile (CPU, disk, network, memory, per node and per "
+        "mongod container) had series for every step so far; never fails a run",
+        {
+            METRICS_COMPLETE: "every metric, every step",
+            METRICS_MISSING: "a step lacked some series (which ones); stays False once it did",
+        },
+    ),
+    ConditionDoc(
+        ARCHIVED,
+        ("BenchmarkRun",),
+        "the run ended and its steps and final manifest are in the archive (absent when no "
+        "archive is configured)",
+        {
+            ARCHIVE_COMPLETE: "everything uploaded, the final manifest written",
+            ARCHIVE_IN_PROGRESS: (
+                "uploads follow the steps as they finish; the message says how far"
+            ),
+            ARCHIVE_UPLOAD_FAILED: (
+                "the store could not be reached or refused; the message says why, what is "
+                "missing and when the next attempt is due (the run itself goes on)"
+            ),
+            ARCHIVE_NOT_CONFIGURED: (
+                "spec.archive names no bucket and the operator has no default archive"
+            ),
+        },
+    ),
+)
+
+# --- Event reasons (kubectl describe, `kubectl get events`) -------------------------------------
+EVENT_PROVISIONING = "Provisioning"
+EVENT_READY = "Ready"
+EVENT_MONGODB_ERROR = "MongoDBError"
+EVENT_NOT_EXPANDABLE = "NotExpandable"
+EVENT_FCV_SET = "FeatureCompatibilityVersionSet"
+EVENT_SHARD_DRAINING = "ShardDraining"
+EVENT_SHARD_REMOVED = "ShardRemoved"
+EVENT_IN_USE = "InUse"
+EVENT_RETAINED = "Retained"
+EVENT_DATA_DROPPED = "DataDropped"
+EVENT_DATA_NOT_DROPPED = "DataNotDropped"
+EVENT_DATA_KEPT = "DataKept"
+EVENT_STARTED = "Started"
+EVENT_PREPARED = "Prepared"
+EVENT_STEP_STARTED = "StepStarted"
+EVENT_STEP_SUCCEEDED = "StepSucceeded"
+EVENT_STEP_FAILED = "StepFailed"
+EVENT_DISTRIBUTION = "Distribution"
+EVENT_DISTRIBUTION_UNKNOWN = "DistributionUnknown"
+EVENT_DISTRIBUTION_NOT_PUBLISHED = "DistributionNotPublished"
+EVENT_CPU_MISSING = "CPUMissing"
+EVENT_ARCHIVED = "Archived"
+EVENT_ARCHIVE_FAILED = "ArchiveFailed"
+EVENT_ARCHIVE_NOT_CONFIGURED = "ArchiveNotConfigured"
+EVENT_CELL_CLUSTER_CREATED = "CellClusterCreated"
+EVENT_CELL_CLUSTER_DELETED = "CellClusterDeleted"
+EVENT_CELL_CLUSTER_KEPT = "CellClusterKept"
+EVENT_CELL_RUN_CREATED = "CellRunCreated"
+EVENT_CELL_FAILED = "CellFailed"
+EVENT_EXPERIMENT_FINISHED = "ExperimentFinished"
+
+EVENT_REASONS: Mapping[str, str] = {
+    INVALID_SPEC: "Warning, once per distinct message: see the InvalidSpec condition reason",
+    OBJECT_REJECTED: "Warning, once per distinct message: see the ObjectRejected reason",
+    EVENT_PROVISIONING: "MongoCluster: its objects were created",
+    EVENT_READY: "MongoCluster: all members ready and wired",
+    EVENT_MONGODB_ERROR: "Warning: MongoDB refused a configuration step",
+    EVENT_NOT_EXPANDABLE: "Warning: volume claims cannot grow (StorageClass)",
+    EVENT_FCV_SET: "featureCompatibilityVersion was set",
+    EVENT_SHARD_DRAINING: "removeShard started draining a shard",
+    EVENT_SHARD_REMOVED: "a drained shard's objects were deleted",
+    EVENT_IN_USE: "Warning: deletion waits for a BenchmarkRun using the cluster",
+    EVENT_RETAINED: "deletion kept the volume claims and credential Secrets",
+    EVENT_DATA_DROPPED: "BenchmarkRun: the benchmark collection was dropped",
+    EVENT_DATA_NOT_DROPPED: "Warning: the collection could not be dropped (the message says why)",
+    EVENT_DATA_KEPT: "BenchmarkRun deleted with a spec that does not parse: data left alone",
+    EVENT_STARTED: "BenchmarkRun: the plan is made (the message counts its steps)",
+    EVENT_PREPARED: "BenchmarkRun: the collection was recreated (and sharded)",
+    EVENT_STEP_STARTED: "BenchmarkRun: a step's Job was created",
+    EVENT_STEP_SUCCEEDED: "BenchmarkRun: a step's results were collected (its throughput)",
+    EVENT_STEP_FAILED: "Warning: a step failed; the run fails with it",
+    RUN_SUCCEEDED: "BenchmarkRun: every step succeeded",
+    RUN_FAILED: "Warning: the run failed (the message says which step and why)",
+    EVENT_DISTRIBUTION: "BenchmarkRun: documents per shard after a load step",
+    EVENT_DISTRIBUTION_UNKNOWN: "Warning: the shard distribution could not be measured",
+    EVENT_DISTRIBUTION_NOT_PUBLISHED: "Warning: the distribution could not be written",
+    EVENT_CPU_MISSING: "Warning: a step's CPU could not be collected",
+    EVENT_ARCHIVED: "BenchmarkRun: every step and the final manifest are in the archive",
+    EVENT_ARCHIVE_FAILED: "Warning: an upload to the archive failed (first failure only)",
+    EVENT_ARCHIVE_NOT_CONFIGURED: "Warning: the run asks for an archive nobody configured",
+    EVENT_CELL_CLUSTER_CREATED: "BenchmarkExperiment: it created a cell's MongoCluster",
+    EVENT_CELL_CLUSTER_DELETED: (
+        "BenchmarkExperiment: it deleted a cell's MongoCluster (cells done, or room for the next)"
+    ),
+    EVENT_CELL_CLUSTER_KEPT: "BenchmarkExperiment: clusterPolicy kept a cell's MongoCluster",
+    EVENT_CELL_RUN_CREATED: "BenchmarkExperiment: it created a (cell, repetition)'s BenchmarkRun",
+    EVENT_CELL_FAILED: "Warning: BenchmarkExperiment: a cell's cluster failed (message: how)",
+    EVENT_EXPERIMENT_FINISHED: "BenchmarkExperiment: every cell done (or stopped at a failure)",
+}
+
+
+def now_rfc3339(*, precise: bool = False) -> str:
+    """Now in RFC 3339; whole seconds (as the apiserver writes them) unless `precise`."""
+    t = datetime.now(UTC)
+    if not precise:
+        t = t.replace(microsecond=0)
+    return t.isoformat().replace("+00:00", "Z")
 
 
 def set_condition(
@@ -73,4 +360,15 @@ def get_condition(
 
 def is_true(conditions: Iterable[Mapping[str, Any]] | None, type_: str) -> bool:
     condition = get_condition(conditions, type_)
-    return condition is not None and condition.get("status") == "True"
+    return condition is not None and condition.get("status") == TRUE
+
+
+def refused(status: Mapping[str, Any], type_: str, generation: int) -> bool:
+    """Whether `type_` says this generation's spec was refused (InvalidSpec, ObjectRejected):
+    timers stop for it, and nothing retries until the spec changes."""
+    condition = get_condition(status.get("conditions"), type_)
+    return (
+        condition is not None
+        and condition.get("reason") in _REFUSED
+        and condition.get("observedGeneration") == generation
+    )

@@ -159,6 +159,20 @@ class Connector:
             for key in [k for k in self._clients if k[0] == address]:
                 self._clients.pop(key).close()
 
+    def release_bootstrap(self) -> int:
+        """Close the bootstrap identity's clients: once the users exist they only idle, each
+        with its monitor threads and sockets (hundreds of clusters add up). A later bootstrap
+        command builds a new one. Returns how many were closed."""
+        creds = self.bootstrap_credentials
+        if creds is None:  # the bootstrap client is the unauthenticated one: still in use
+            return 0
+        tag = f"{creds.source}.{creds.username}"
+        with self._lock:
+            idle = [self._clients.pop(k) for k in [k for k in self._clients if k[1] == tag]]
+        for c in idle:
+            c.close()
+        return len(idle)
+
     def close(self) -> None:
         with self._lock:
             clients, self._clients = list(self._clients.values()), {}

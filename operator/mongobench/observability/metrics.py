@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ParamSpec, TypeVar
 
 import kopf
@@ -62,7 +63,65 @@ RUN_REPETITIONS = Gauge(
     RUN_LABELS,
     registry=REGISTRY,
 )
-_exported: dict[tuple[str, str], list[tuple[Any, tuple[str, ...]]]] = {}
+RUN_PHASE = Gauge(
+    "mongobench_run_phase",
+    "1 for the phase a BenchmarkRun is in; one series per run (the MongoBenchRunFailed alert).",
+    ["namespace", "run", "phase"],
+    registry=REGISTRY,
+)
+RUN_STEP_RUNNING = Gauge(
+    "mongobench_run_step_running",
+    "1 while a step of a BenchmarkRun runs; the benchmark-run dashboard's step annotations.",
+    ["namespace", "run", "step", "workload"],
+    registry=REGISTRY,
+)
+RUN_GAUGES: tuple[tuple[Gauge, tuple[str, ...]], ...] = (
+    (RUN_THROUGHPUT, tuple(RUN_LABELS)),
+    (RUN_THROUGHPUT_SD, tuple(RUN_LABELS)),
+    (RUN_LATENCY, (*RUN_LABELS, "operation", "stat")),
+    (RUN_REPETITIONS, tuple(RUN_LABELS)),
+    (RUN_PHASE, ("namespace", "run", "phase")),
+    (RUN_STEP_RUNNING, ("namespace", "run", "step", "workload")),
+)
+_replacing = threading.Lock()  # one replacement of a run's series at a time
+
+
+def _series_of(
+    gauge: Gauge, names: Sequence[str], namespace: str, name: str
+) -> set[tuple[str, ...]]:
+    """The label values of the run's series in `gauge`: the gauge itself says (no bookkeeping)."""
+    return {
+        tuple(sample.labels[n] for n in names)
+        for metric in gauge.collect()
+        for sample in metric.samples
+        if sample.labels.get("namespace") == namespace and sample.labels.get("run") == name
+    }
+
+
+def set_run_phase(namespace: str, name: str, phase: str | None) -> None:
+    """Publish the run's current phase (none: the run is gone), replacing its previous one."""
+    _replace(RUN_PHASE, namespace, name, {(namespace, name, phase)} if phase else set())
+
+
+def set_running_steps(namespace: str, name: str, steps: Iterable[Mapping[str, Any]]) -> None:
+    """Publish which of the run's status.steps are Running (by label), replacing the previous
+    ones: a step's series exists exactly while it runs."""
+    running: set[tuple[str, ...]] = {
+        (namespace, name, str(s.get("label", s.get("index"))), str(s.get("workload") or ""))
+        for s in steps
+        if s.get("phase") == "Running"
+    }
+    _replace(RUN_STEP_RUNNING, namespace, name, running)
+
+
+def _replace(gauge: Gauge, namespace: str, name: str, series: set[tuple[str, ...]]) -> None:
+    names = dict(RUN_GAUGES)[gauge]
+    with _replacing:
+        for labels in _series_of(gauge, names, namespace, name) - series:
+            with contextlib.suppress(KeyError):
+                gauge.remove(*labels)
+        for labels in series:
+            gauge.labels(*labels).set(1)
 
 
 def _run_labels(run: dict[str, Any], workload: str) -> tuple[str, ...]:
@@ -76,32 +135,31 @@ def _run_labels(run: dict[str, Any], workload: str) -> tuple[str, ...]:
 def export_run(run: dict[str, Any]) -> None:
     """Publish a finished run's per-workload summary, so Grafana can compare runs."""
     forget_run(run)
-    series: list[tuple[Any, tuple[str, ...]]] = []
+    meta = run["metadata"]
+    set_run_phase(meta["namespace"], meta["name"], (run.get("status") or {}).get("phase"))
     for entry in (run.get("status") or {}).get("summary") or []:
         labels = _run_labels(run, str(entry["workload"]))
         throughput = entry.get("throughput") or {}
         if throughput.get("mean") is not None:
             RUN_THROUGHPUT.labels(*labels).set(throughput["mean"])
-            series.append((RUN_THROUGHPUT, labels))
         if throughput.get("sd") is not None:
             RUN_THROUGHPUT_SD.labels(*labels).set(throughput["sd"])
-            series.append((RUN_THROUGHPUT_SD, labels))
         RUN_REPETITIONS.labels(*labels).set(entry.get("n", 0))
-        series.append((RUN_REPETITIONS, labels))
         for op, stats in (entry.get("operations") or {}).items():
             for stat in ("avg", "p99"):
                 mean = (stats.get(stat) or {}).get("mean")
                 if mean is not None:
-                    full = (*labels, op, stat)
-                    RUN_LATENCY.labels(*full).set(mean)
-                    series.append((RUN_LATENCY, full))
-    _exported[(run["metadata"]["namespace"], run["metadata"]["name"])] = series
+                    RUN_LATENCY.labels(*labels, op, stat).set(mean)
 
 
 def forget_run(run: dict[str, Any]) -> None:
-    for gauge, labels in _exported.pop((run["metadata"]["namespace"], run["metadata"]["name"]), []):
-        with contextlib.suppress(KeyError):
-            gauge.remove(*labels)
+    """Remove every series of the run; the gauges themselves say which (no bookkeeping)."""
+    namespace, name = run["metadata"]["namespace"], run["metadata"]["name"]
+    with _replacing:
+        for gauge, names in RUN_GAUGES:
+            for labels in _series_of(gauge, names, namespace, name):
+                with contextlib.suppress(KeyError):
+                    gauge.remove(*labels)
 
 
 def instrumented(kind: str, handler: str) -> Callable[[Callable[P, R]], Callable[P, R]]:

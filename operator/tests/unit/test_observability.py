@@ -75,3 +75,53 @@ def test_distinct_hosts_get_distinct_peering_priorities(monkeypatch: pytest.Monk
         monkeypatch.setattr(socket, "gethostname", lambda h=host: h)
         priorities.add(OperatorConfig().priority)
     assert len(priorities) == 2
+
+
+def test_run_phase_has_one_series_per_run_and_goes_with_the_run() -> None:
+    """The MongoBenchRunFailed alert reads mongobench_run_phase{phase="Failed"} == 1."""
+    from mongobench.observability.metrics import REGISTRY, export_run, forget_run, set_run_phase
+
+    def phases() -> dict[str, float]:
+        return {
+            s.labels["phase"]: s.value
+            for m in REGISTRY.collect()
+            if m.name == "mongobench_run_phase"
+            for s in m.samples
+            if s.labels["run"] == "r1"
+        }
+
+    set_run_phase("bench", "r1", "Loading")
+    set_run_phase("bench", "r1", "Running")
+    assert phases() == {"Running": 1.0}
+    run = {"metadata": {"namespace": "bench", "name": "r1"}, "status": {"phase": "Failed"}}
+    export_run(run)  # also after an operator restart, from the stored status
+    assert phases() == {"Failed": 1.0}
+    forget_run(run)
+    assert phases() == {}
+
+
+def test_running_steps_are_series_while_they_run() -> None:
+    """The benchmark-run dashboard annotates mongobench_run_step_running's windows as steps."""
+    from mongobench.observability.metrics import REGISTRY, forget_run, set_running_steps
+
+    def running() -> set[tuple[str, str]]:
+        return {
+            (s.labels["step"], s.labels["workload"])
+            for m in REGISTRY.collect()
+            if m.name == "mongobench_run_step_running"
+            for s in m.samples
+            if s.labels["run"] == "r2" and s.value == 1
+        }
+
+    steps = [
+        {"index": 0, "label": "prepare", "phase": "Succeeded"},
+        {"index": 1, "label": "load", "workload": "a", "phase": "Running"},
+        {"index": 2, "label": "run a #1", "workload": "a", "phase": "Pending"},
+    ]
+    set_running_steps("bench", "r2", steps)
+    assert running() == {("load", "a")}
+    steps[1]["phase"], steps[2]["phase"] = "Succeeded", "Running"
+    set_running_steps("bench", "r2", steps)
+    assert running() == {("run a #1", "a")}
+    forget_run({"metadata": {"namespace": "bench", "name": "r2"}})
+    assert running() == set()

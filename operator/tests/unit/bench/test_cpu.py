@@ -15,9 +15,9 @@ import pytest
 
 from mongobench.bench.cpu import (
     SPLIT_MODES,
-    CpuProfile,
     CpuReport,
     NodeMapping,
+    ResourceProfile,
     group,
     parse_matrix,
     rate_range,
@@ -161,7 +161,7 @@ def test_status_is_small_json_with_roles_and_missing_mongod_cpu_not_zero() -> No
 
 
 def test_packaged_profile_renders_every_query_without_leftover_placeholders() -> None:
-    profile = CpuProfile.load()
+    profile = ResourceProfile.load()
     assert set(profile.queries) == {"nodeCpuByMode", "mongodContainerCpu"}
     for mapping in (NodeMapping(), NodeMapping(mode="label", label="instance")):
         for name in profile.queries:
@@ -177,7 +177,7 @@ def test_packaged_profile_renders_every_query_without_leftover_placeholders() ->
 
 
 def test_node_names_are_matched_exactly_and_aliases_apply() -> None:
-    profile = CpuProfile.load()
+    profile = ResourceProfile.load()
     uname = profile.render(
         "nodeCpuByMode",
         mapping=NodeMapping(aliases={"kind-worker": "vm"}),
@@ -205,12 +205,12 @@ def test_rate_range_always_spans_two_scrapes() -> None:
 
 def test_profile_with_unknown_placeholder_is_refused() -> None:
     text = """
-name: cpu
+name: resources
 nodeMappings: {uname: {nodeLabel: nodename, selector: "", join: ""}}
 queries: {q: {scope: node, query: 'rate(x[{{window}}])'}}
 """
     with pytest.raises(ValueError, match="window"):
-        CpuProfile.load(text).render("q", mapping=NodeMapping(), range_seconds=4)
+        ResourceProfile.load(text).render("q", mapping=NodeMapping(), range_seconds=4)
 
 
 def test_bad_node_mapping_is_refused() -> None:

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from mongobench.api import BenchmarkRunSpec
-from mongobench.bench.jobs import RunRef, build_client_rbac, build_job, runner_args, ycsb_properties
+from mongobench.bench.jobs import (
+    RunRef,
+    build_barrier,
+    build_client_rbac,
+    build_job,
+    runner_args,
+    uses_barrier,
+    ycsb_properties,
+)
 from mongobench.bench.plan import make_plan
 
 pytestmark = pytest.mark.unit
@@ -143,6 +152,37 @@ def test_client_role_may_only_write_configmaps() -> None:
         {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "update"]}
     ]
     assert binding["subjects"][0]["name"] == REF.service_account
+
+
+def test_parallel_clients_meet_at_their_steps_barrier_and_may_touch_only_the_barriers() -> None:
+    s = spec(clients={"parallelism": 3, "startTimeoutSeconds": 90})
+    plan = make_plan(s)
+    job_steps = [st for st in plan if st.runs_job]
+    step = next(st for st in plan if st.kind == "run")
+    args = runner_args(s, step, REF)
+    assert args[args.index("--barrier") + 1] == f"configmap:ns/{step.job_name('r1')}-barrier"
+    assert args[args.index("--barrier-timeout") + 1] == "90"
+    barrier = build_barrier(s, step, REF)
+    assert barrier["metadata"]["name"] == f"{step.job_name('r1')}-barrier"
+    assert "data" not in barrier  # the clients own its keys
+    assert barrier["metadata"]["ownerReferences"][0]["uid"] == "uid-1"
+    _, role, _ = build_client_rbac(REF, job_steps)
+    assert role["rules"][1] == {
+        "apiGroups": [""],
+        "resources": ["configmaps"],
+        "verbs": ["get", "patch"],
+        "resourceNames": [f"{st.job_name('r1')}-barrier" for st in job_steps],
+    }
+
+
+def test_one_client_or_the_diagnostic_switch_means_no_barrier() -> None:
+    one = spec()
+    step = next(st for st in make_plan(one) if st.kind == "run")
+    assert "--barrier" not in runner_args(one, step, REF)
+    three = spec(clients={"parallelism": 3})
+    off = replace(REF, start_barrier=False)
+    assert not uses_barrier(three, off)
+    assert "--barrier" not in runner_args(three, step, off)
 
 
 def test_every_inserting_step_gets_an_insert_range_of_its_own() -> None:

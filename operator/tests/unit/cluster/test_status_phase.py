@@ -73,6 +73,23 @@ def test_first_creation_goes_pending_provisioning_initializing_ready() -> None:
     assert status["timings"]["readySeconds"] == 90.0  # the deploy time users measured by hand
 
 
+def test_a_deployment_ready_within_its_first_second_is_timed_not_zero() -> None:
+    # creationTimestamp has whole seconds; the timings are read on a sub-second clock.
+    status = compute_status(
+        LAYOUT,
+        observed(),
+        {},
+        generation=1,
+        created=T0,
+        now=T0,
+        clock="2026-01-01T00:00:00.430000Z",
+    )
+    timings = status["timings"]
+    assert timings["provisionedSeconds"] == timings["readySeconds"] == 0.4
+    # Conditions keep whole-second times, as the apiserver writes them.
+    assert {c["lastTransitionTime"] for c in status["conditions"]} == {T0}
+
+
 def test_after_ready_a_lost_pod_is_degraded_not_provisioning() -> None:
     assert phase(observed(ready=2), READY_BEFORE) == "Degraded"
     assert phase(observed(ready=2)) == "Provisioning"  # never Ready yet

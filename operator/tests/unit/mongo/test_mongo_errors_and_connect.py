@@ -92,3 +92,27 @@ def test_host_map_rejects_entries_without_an_address() -> None:
 )
 def test_split_host(address: str, expected: tuple[str, int]) -> None:
     assert split_host(address) == expected
+
+
+def test_wired_cluster_releases_only_its_bootstrap_clients() -> None:
+    # Clients connect lazily: nothing listens on these ports, nothing is contacted.
+    connector = Connector(
+        Credentials("operator", "pw"), bootstrap_credentials=Credentials("__system", "k", "local")
+    )
+    user = connector.client("127.0.0.1:1")
+    hello = connector.client("127.0.0.1:1", authenticate=False)
+    connector.client("127.0.0.1:1", bootstrap=True)
+    connector.client("127.0.0.1:2", bootstrap=True)
+    assert connector.release_bootstrap() == 2
+    assert connector.client("127.0.0.1:1") is user  # the day-2 clients stay open
+    assert connector.client("127.0.0.1:1", authenticate=False) is hello
+    assert connector.release_bootstrap() == 0
+    connector.close()
+
+
+def test_without_keyfile_the_bootstrap_client_is_the_hello_client_and_stays() -> None:
+    connector = Connector(Credentials("operator", "pw"))
+    hello = connector.client("127.0.0.1:1", bootstrap=True)
+    assert connector.release_bootstrap() == 0
+    assert connector.client("127.0.0.1:1", authenticate=False) is hello
+    connector.close()

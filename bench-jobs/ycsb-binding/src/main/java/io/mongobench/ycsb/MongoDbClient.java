@@ -63,6 +63,7 @@ public class MongoDbClient extends DB {
   private String collectionName;
   private BindingConfig config;
   private final List<Document> batch = new ArrayList<>();
+  private final OperationClock clock = new OperationClock();
 
   @Override
   public void init() throws DBException {
@@ -90,19 +91,36 @@ public class MongoDbClient extends DB {
         throw new DBException(msg, e);
       }
     }
+    // Outside the lock: every thread of the process waits here for the step's common start.
+    try {
+      StartGate.await(getProperties());
+    } catch (DBException | RuntimeException e) {
+      String msg = ERROR_MARKER + " " + e.getMessage();
+      System.err.println(msg);
+      throw new DBException(msg, e);
+    }
   }
 
   @Override
   public void cleanup() throws DBException {
     DBException failure = null;
     try {
-      if (!batch.isEmpty() && flushBatch() != Status.OK) {
-        failure = new DBException("final insert batch failed");
+      if (!batch.isEmpty()) {
+        long t0 = OperationClock.nowMicros();
+        Status flushed = flushBatch();
+        clock.record(t0, OperationClock.nowMicros());
+        if (flushed != Status.OK) {
+          failure = new DBException("final insert batch failed");
+        }
       }
     } finally {
+      clock.merge();
       synchronized (LOCK) {
         references--;
         if (references <= 0 && sharedClient != null) {
+          // The last thread: report when this process's operations ran (the measured window).
+          System.err.println(OperationClock.report());
+          OperationClock.reset();
           sharedClient.close();
           sharedClient = null;
           sharedConfig = null;
@@ -143,6 +161,16 @@ public class MongoDbClient extends DB {
   @Override
   public Status read(
       String table, String key, Set<String> fields, Map<String, ByteIterator> result) {
+    long t0 = OperationClock.nowMicros();
+    try {
+      return readOp(table, key, fields, result);
+    } finally {
+      clock.record(t0, OperationClock.nowMicros());
+    }
+  }
+
+  private Status readOp(
+      String table, String key, Set<String> fields, Map<String, ByteIterator> result) {
     try {
       var find = collection(table).find(Filters.eq("_id", key));
       Bson projection = projection(fields);
@@ -162,6 +190,20 @@ public class MongoDbClient extends DB {
 
   @Override
   public Status scan(
+      String table,
+      String startkey,
+      int recordcount,
+      Set<String> fields,
+      Vector<HashMap<String, ByteIterator>> result) {
+    long t0 = OperationClock.nowMicros();
+    try {
+      return scanOp(table, startkey, recordcount, fields, result);
+    } finally {
+      clock.record(t0, OperationClock.nowMicros());
+    }
+  }
+
+  private Status scanOp(
       String table,
       String startkey,
       int recordcount,
@@ -195,6 +237,15 @@ public class MongoDbClient extends DB {
 
   @Override
   public Status update(String table, String key, Map<String, ByteIterator> values) {
+    long t0 = OperationClock.nowMicros();
+    try {
+      return updateOp(table, key, values);
+    } finally {
+      clock.record(t0, OperationClock.nowMicros());
+    }
+  }
+
+  private Status updateOp(String table, String key, Map<String, ByteIterator> values) {
     try {
       Document set = new Document();
       for (Map.Entry<String, ByteIterator> e : values.entrySet()) {
@@ -213,6 +264,15 @@ public class MongoDbClient extends DB {
 
   @Override
   public Status insert(String table, String key, Map<String, ByteIterator> values) {
+    long t0 = OperationClock.nowMicros();
+    try {
+      return insertOp(table, key, values);
+    } finally {
+      clock.record(t0, OperationClock.nowMicros());
+    }
+  }
+
+  private Status insertOp(String table, String key, Map<String, ByteIterator> values) {
     try {
       Document doc = new Document("_id", key);
       for (Map.Entry<String, ByteIterator> e : values.entrySet()) {
@@ -274,6 +334,15 @@ public class MongoDbClient extends DB {
 
   @Override
   public Status delete(String table, String key) {
+    long t0 = OperationClock.nowMicros();
+    try {
+      return deleteOp(table, key);
+    } finally {
+      clock.record(t0, OperationClock.nowMicros());
+    }
+  }
+
+  private Status deleteOp(String table, String key) {
     try {
       DeleteResult r = collection(table).deleteOne(Filters.eq("_id", key));
       if (r.wasAcknowledged() && r.getDeletedCount() == 0) {

@@ -1,0 +1,198 @@
+"""Unit tier: the chart rendered by the real helm (built with an official build's version flags)
+and checked by kubeconform -strict against the Kubernetes and Prometheus Operator schemas; its
+values.schema.json refusing wrong values with a message naming the key."""
+
+from __future__ import annotations
+
+import subprocess
+from typing import Any
+
+import pytest
+import yaml
+
+from localplane.schemas import REPO_CRDS, load_crds, validate
+from localplane.tools import REPO, binary, prometheus_operator_crds
+
+pytestmark = pytest.mark.unit
+
+CHART = REPO / "charts" / "mongobench"
+MONITORING = ["monitoring.coreos.com/v1/ServiceMonitor", "monitoring.coreos.com/v1/PodMonitor"]
+
+
+def helm(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [str(binary("helm")), *args], capture_output=True, text=True, check=False, timeout=60
+    )
+    if check:
+        assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def template(*sets: str, apis: list[str] | None = None, crds: bool = False) -> str:
+    args = ["template", "mb", str(CHART), "--namespace", "mongobench"]
+    args += [f"--set={s}" for s in sets]
+    args += [f"--api-versions={a}" for a in apis or []]
+    if crds:
+        args.append("--include-crds")
+    return helm(*args).stdout
+
+
+def docs(text: str) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(text) if d]
+
+
+@pytest.fixture(scope="module")
+def crds() -> list[dict[str, Any]]:
+    promop = prometheus_operator_crds()
+    return load_crds(REPO_CRDS) + load_crds(
+        promop / "monitoring.coreos.com_servicemonitors.yaml",
+        promop / "monitoring.coreos.com_podmonitors.yaml",
+    )
+
+
+def test_helm_templates_without_kube_version_and_lints_strict() -> None:
+    # An official build's default Kubernetes version satisfies kubeVersion >=1.30 (a plain
+    # `go install` build assumes 1.20 and fails here).
+    assert "v3." in helm("version", "--short").stdout
+    template()
+    lint = helm("lint", "--strict", str(CHART))
+    assert "0 chart(s) failed" in lint.stdout
+
+
+VARIANTS = {
+    "defaults": ([], None),
+    "monitors": (["metrics.serviceMonitor.labels.release=kps"], MONITORING),
+    "namespaced": (["watchNamespaces={a,b}", "replicaCount=2"], MONITORING),
+    "everything": (
+        [
+            "imagePullSecrets[0].name=regcred",
+            "podAnnotations.a=b",
+            "podLabels.team=perf",
+            "serviceAccount.annotations.eks\\.amazonaws\\.com/role-arn=arn:aws:iam::1:role/x",
+            "extraEnv[0].name=MONGOBENCH_PROMETHEUS_NODE_ALIASES",
+            "extraEnv[0].value=a=b",
+            "tolerations[0].key=k",
+            "tolerations[0].operator=Exists",
+            "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+            ".nodeSelectorTerms[0].matchExpressions[0].key=role",
+            "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+            ".nodeSelectorTerms[0].matchExpressions[0].operator=Exists",
+            "priorityClassName=high",
+            "image.digest=sha256:" + "a" * 64,
+            "metrics.serviceMonitor.scrapeTimeout=10s",
+            "fullnameOverride=perf",
+        ],
+        MONITORING,
+    ),
+    "no-rbac-existing-sa": (["rbac.create=false", "serviceAccount.create=false",
+                             "serviceAccount.name=mine", "dashboards.enabled=false",
+                             "admissionWarnings.enabled=false"], None),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("kubernetes", ["1.30.0", "1.32.0"])
+def test_rendered_chart_is_valid_for_kubeconform_strict(
+    kubernetes: str, crds: list[dict[str, Any]]
+) -> None:
+    # Every variant in one kubeconform run (a problem names its variant's object).
+    text = "\n---\n".join(
+        f"# variant {name}\n" + template(*sets, apis=apis, crds=True)
+        for name, (sets, apis) in VARIANTS.items()
+    )
+    assert validate(text, crds, kubernetes=kubernetes) == []
+
+
+def test_kubeconform_catches_a_wrong_field(crds: list[dict[str, Any]]) -> None:
+    """The validation above can fail: an unknown field in a ServiceMonitor is reported."""
+    text = template(apis=MONITORING).replace(
+        "honorLabels: true", "honorLabels: true\n      bogus: 1"
+    )
+    assert any("bogus" in p for p in validate(text, crds))
+
+
+def test_monitors_render_only_where_the_prometheus_operator_apis_are_served() -> None:
+    kinds = {d["kind"] for d in docs(template())}
+    assert not kinds & {"ServiceMonitor", "PodMonitor"}
+    objs = {d["kind"]: d for d in docs(template(apis=MONITORING))}
+    endpoint = objs["ServiceMonitor"]["spec"]["endpoints"][0]
+    assert endpoint["honorLabels"] is True and endpoint["port"] == "metrics"
+    pod_monitor = objs["PodMonitor"]["spec"]
+    assert pod_monitor["selector"]["matchLabels"] == {"mongobench.io/component": "benchmark-client"}
+    assert pod_monitor["namespaceSelector"] == {"any": True}
+    off = docs(template("metrics.serviceMonitor.enabled=false", "metrics.podMonitor.enabled=false",
+                        apis=MONITORING))  # fmt: skip
+    assert not {d["kind"] for d in off} & {"ServiceMonitor", "PodMonitor"}
+
+
+def test_two_releases_share_no_cluster_scoped_name() -> None:
+    def cluster_scoped(release: str) -> set[tuple[str, str]]:
+        text = helm("template", release, str(CHART), "-n", release).stdout
+        return {
+            (d["kind"], d["metadata"]["name"])
+            for d in docs(text)
+            if "namespace" not in d["metadata"]
+        }
+
+    one, two = cluster_scoped("perf-a"), cluster_scoped("perf-b")
+    assert {k for k, _ in one} >= {"ClusterRole", "ClusterRoleBinding", "ClusterKopfPeering",
+                                   "ValidatingAdmissionPolicy"}  # fmt: skip
+    assert not one & two
+
+
+def test_operator_env_follows_the_values() -> None:
+    text = template(
+        "prometheus.url=http://prom:9090",
+        "prometheus.nodeMapping=label",
+        "prometheus.nodeLabel=node",
+        "extraEnv[0].name=MONGOBENCH_PROMETHEUS_NODE_ALIASES",
+        "extraEnv[0].value=n1=h1",
+        "benchImages.ycsb.tag=9.9.9",
+    )
+    deployment = next(d for d in docs(text) if d["kind"] == "Deployment")
+    env = {
+        e["name"]: e.get("value")
+        for e in deployment["spec"]["template"]["spec"]["containers"][0]["env"]
+    }
+    assert env["MONGOBENCH_PROMETHEUS_URL"] == "http://prom:9090"
+    assert env["MONGOBENCH_PROMETHEUS_NODE_MAPPING"] == "label"
+    assert env["MONGOBENCH_PROMETHEUS_NODE_LABEL"] == "node"
+    assert env["MONGOBENCH_PROMETHEUS_NODE_ALIASES"] == "n1=h1"
+    assert env["MONGOBENCH_YCSB_IMAGE"] == "ghcr.io/mongobench/ycsb:9.9.9"
+    assert env["MONGOBENCH_PEERING"] == "mb-mongobench"
+
+
+# Each: a --set the schema must refuse, and a fragment of helm's message naming the key.
+REFUSED = [
+    ("replicaCount=two", "replicaCount"),
+    ("replicaCount=-1", "replicaCount"),
+    ("unknownKey=1", "unknownKey"),
+    ("image.tagg=1.0", "tagg"),
+    ("image.pullPolicy=Sometimes", "pullPolicy"),
+    ("image.digest=md5:abc", "digest"),
+    ("logFormat=xml", "logFormat"),
+    ("watchNamespaces=Not_A_Namespace", "watchNamespaces"),
+    ("prometheus.url=prom:9090", "url"),
+    ("prometheus.nodeMapping=hostname", "nodeMapping"),
+    ("metrics.port=70000", "port"),
+    ("metrics.serviceMonitor.enabled=yes", "enabled"),
+    ("metrics.serviceMonitor.interval=30", "interval"),
+    ("serviceAccount.create=1", "create"),
+    ("imagePullSecrets[0].secret=regcred", "imagePullSecrets"),
+    ("extraEnv[0].value=x", "name"),
+    ("podAnnotations.a.b=c", "podAnnotations"),
+    ("dashboards.label.key=", "key"),
+    ("retryBackoff=0", "retryBackoff"),
+    ("alerts.enabled=maybe", "enabled"),
+]
+
+
+@pytest.mark.parametrize(("value", "named"), REFUSED, ids=[v for v, _ in REFUSED])
+def test_schema_refuses_wrong_values(value: str, named: str) -> None:
+    proc = helm("template", "mb", str(CHART), f"--set={value}", check=False)
+    assert proc.returncode != 0, f"{value} was accepted"
+    assert "values don't meet the specifications of the schema" in proc.stderr
+    assert named in proc.stderr
+
+
+def test_schema_accepts_the_alerts_key_the_alerting_rules_use() -> None:
+    template("alerts.enabled=true", "alerts.labels.release=kps", "alerts.thresholds.anything=3")

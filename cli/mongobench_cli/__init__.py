@@ -1,0 +1,1 @@
+"""mongobench CLI."""

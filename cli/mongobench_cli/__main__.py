@@ -1,0 +1,3 @@
+from mongobench_cli.app import main
+
+main()

@@ -1,0 +1,537 @@
+"""`mongobench` (also `kubectl mongobench`): list, describe, watch, compare, export and report
+BenchmarkRuns from the current kube context or from archives (S3 URLs, folders).
+
+Bad input (an unknown run, an unreadable archive, runs that are not comparable) is one line on
+stderr and exit code 2; `watch` exits 0 when the run Succeeded, 1 when it Failed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from enum import StrEnum
+from functools import wraps
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from mongobench_cli import compare, render, sources, stats
+
+EXIT_BAD_INPUT = 2
+
+app = typer.Typer(
+    name="mongobench",
+    help=__doc__,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+
+
+def console(stderr: bool = False) -> Console:
+    """A terminal console; wide when writing to a file or pipe, so tables do not fold."""
+    stream = sys.stderr if stderr else sys.stdout
+    width = None if stream.isatty() else int(os.environ.get("COLUMNS", "220"))
+    return Console(file=stream, width=width, highlight=False)
+
+
+class UserError(Exception):
+    pass
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def one_line_errors(fn: F) -> F:
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (sources.SourceError, compare.ComparisonError, UserError) as exc:
+            message = " ".join(str(exc).split())
+            console(stderr=True).print(
+                f"error: {message}", style="red", markup=False, soft_wrap=True
+            )
+            raise typer.Exit(EXIT_BAD_INPUT) from None
+        except KeyboardInterrupt:
+            raise typer.Exit(130) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+# --- options shared by the commands, spelled as kubectl spells them ----------------------------
+
+Context = Annotated[
+    str | None, typer.Option("--context", help="kubeconfig context (default: the current one)")
+]
+Namespace = Annotated[
+    str | None,
+    typer.Option("--namespace", "-n", help="namespace (default: the context's, else default)"),
+]
+AllNamespaces = Annotated[
+    bool, typer.Option("--all-namespaces", "-A", help="runs of every namespace")
+]
+Kubeconfig = Annotated[
+    str | None,
+    typer.Option("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)"),
+]
+Endpoint = Annotated[
+    str | None,
+    typer.Option(
+        "--s3-endpoint",
+        help="S3-compatible endpoint of s3:// archives (default: $AWS_ENDPOINT_URL_S3, AWS)",
+    ),
+]
+Region = Annotated[str | None, typer.Option("--s3-region", help="S3 region (default: $AWS_REGION)")]
+
+
+def resolver(
+    *,
+    context: str | None,
+    namespace: str | None,
+    all_namespaces: bool,
+    kubeconfig: str | None,
+    endpoint: str | None,
+    region: str | None,
+) -> sources.Resolver:
+    return sources.Resolver(context, namespace, all_namespaces, kubeconfig, endpoint, region)
+
+
+class ListFormat(StrEnum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+    markdown = "markdown"
+
+
+class DescribeFormat(StrEnum):
+    table = "table"
+    json = "json"
+    yaml = "yaml"
+
+
+class Test(StrEnum):
+    welch = "welch"
+    utest = "utest"
+
+
+# --- list --------------------------------------------------------------------------------------
+
+
+@app.command("list")
+@one_line_errors
+def list_runs(
+    refs: Annotated[
+        list[str] | None,
+        typer.Argument(help="archive URLs or folders (default: the runs of the kube context)"),
+    ] = None,
+    *,
+    output: Annotated[ListFormat, typer.Option("--output", "-o")] = ListFormat.table,
+    selector: Annotated[
+        list[str] | None, typer.Option("--label", "-l", help="only runs with spec label KEY=VALUE")
+    ] = None,
+    context: Context = None,
+    namespace: Namespace = None,
+    all_namespaces: AllNamespaces = False,
+    kubeconfig: Kubeconfig = None,
+    s3_endpoint: Endpoint = None,
+    s3_region: Region = None,
+) -> None:
+    """Runs with phase, progress, target, topology, version, platform, labels, start, duration."""
+    r = resolver(
+        context=context,
+        namespace=namespace,
+        all_namespaces=all_namespaces,
+        kubeconfig=kubeconfig,
+        endpoint=s3_endpoint,
+        region=s3_region,
+    )
+    runs = r.listing(refs or [])
+    wanted = dict(_label(s) for s in selector or [])
+    if wanted:
+        runs = [
+            x
+            for x in runs
+            if all(
+                ((x.run.get("spec") or {}).get("labels") or {}).get(k) == v
+                for k, v in wanted.items()
+            )
+        ]
+    rows = render.list_rows(runs)
+    if output == ListFormat.json:
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+    elif output == ListFormat.csv:
+        sys.stdout.write(render.rows_csv(rows))
+    elif output == ListFormat.markdown:
+        sys.stdout.write(render.rows_markdown(rows))
+    elif not rows:
+        console(stderr=True).print("No BenchmarkRuns found.")
+    else:
+        console().print(render.list_table(rows, show_origin=bool(refs)))
+
+
+def _label(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise UserError(f"--label {text!r}: expected KEY=VALUE")
+    return key, value
+
+
+# --- describe ----------------------------------------------------------------------------------
+
+
+def _one(r: sources.Resolver, ref: str) -> sources.LoadedRun:
+    runs = r.resolve([ref])
+    if len(runs) != 1:
+        names = ", ".join(x.key for x in runs[:5])
+        raise UserError(f"{ref} holds {len(runs)} runs ({names}...): name one run's folder")
+    return runs[0]
+
+
+@app.command()
+@one_line_errors
+def describe(
+    run: Annotated[str, typer.Argument(help="run name (or namespace/name), archive URL or folder")],
+    *,
+    output: Annotated[DescribeFormat, typer.Option("--output", "-o")] = DescribeFormat.table,
+    context: Context = None,
+    namespace: Namespace = None,
+    kubeconfig: Kubeconfig = None,
+    s3_endpoint: Endpoint = None,
+    s3_region: Region = None,
+) -> None:
+    """The plan, per-step results, per-workload summary, CPU, cluster snapshot, conditions and
+    warnings of one run; of an experiment (experiment/NAME): its cells, deploy timings and
+    comparison."""
+    experiment = sources.experiment_name(run)
+    if experiment is not None:
+        from mongobench_cli import experiment as experiments  # noqa: PLC0415
+
+        obj = sources.KubeSource(context, namespace, False, kubeconfig).experiment(experiment)
+        if output == DescribeFormat.json:
+            sys.stdout.write(json.dumps(obj, indent=2) + "\n")
+        elif output == DescribeFormat.yaml:
+            sys.stdout.write(render.yaml_dump(obj))
+        else:
+            console().print(experiments.describe(obj))
+        return
+    loaded = _one(
+        resolver(
+            context=context,
+            namespace=namespace,
+            all_namespaces=False,
+            kubeconfig=kubeconfig,
+            endpoint=s3_endpoint,
+            region=s3_region,
+        ),
+        run,
+    )
+    if output == DescribeFormat.json:
+        sys.stdout.write(json.dumps(loaded.run, indent=2) + "\n")
+    elif output == DescribeFormat.yaml:
+        sys.stdout.write(render.yaml_dump(loaded.run))
+    else:
+        console().print(render.describe(loaded))
+
+
+# --- watch -------------------------------------------------------------------------------------
+
+
+@app.command()
+@one_line_errors
+def watch(
+    run: Annotated[str, typer.Argument(help="run name (or namespace/name)")],
+    *,
+    interval: Annotated[float, typer.Option(help="seconds between polls")] = 2.0,
+    timeout: Annotated[
+        float | None, typer.Option(help="give up after this many seconds (exit 3)")
+    ] = None,
+    prometheus: Annotated[
+        str | None,
+        typer.Option(
+            envvar="MONGOBENCH_PROMETHEUS_URL",
+            help="Prometheus URL for the clients' live throughput",
+        ),
+    ] = None,
+    context: Context = None,
+    namespace: Namespace = None,
+    kubeconfig: Kubeconfig = None,
+) -> None:
+    """Live progress until the run (or experiment/NAME) ends: exit 0 when it Succeeded, 1 when
+    it Failed, 3 when it was deleted or --timeout passed."""
+    from mongobench_cli import watch as watching  # noqa: PLC0415
+
+    kube = sources.KubeSource(context, namespace, False, kubeconfig)
+    experiment = sources.experiment_name(run)
+    if experiment is not None:
+        from mongobench_cli import experiment as experiments  # noqa: PLC0415
+
+        kube.experiment(experiment)  # unknown: one line, exit 2
+        raise typer.Exit(
+            experiments.follow(
+                lambda: _experiment_or_none(kube, experiment),
+                console(),
+                interval=interval,
+                timeout=timeout,
+            )
+        )
+    kube.get_object(run)  # an unknown run is bad input: one line, exit 2
+
+    def fetch() -> dict[str, Any] | None:
+        try:
+            return kube.get_object(run)
+        except sources.SourceError as exc:
+            if "not found" in str(exc):
+                return None
+            raise
+
+    code = watching.follow(
+        fetch, console(), interval=interval, timeout=timeout, prometheus=prometheus
+    )
+    raise typer.Exit(code)
+
+
+def _experiment_or_none(kube: sources.KubeSource, name: str) -> dict[str, Any] | None:
+    try:
+        return kube.experiment(name)
+    except sources.SourceError as exc:
+        if "not found" in str(exc):
+            return None
+        raise
+
+
+# --- compare -----------------------------------------------------------------------------------
+
+
+def _comparison(
+    runs: list[sources.LoadedRun],
+    *,
+    baseline: str | None,
+    group_by: str | None,
+    metric: list[str] | None,
+    test: Test,
+    alpha: float,
+    confidence: float,
+    allow_incomparable: bool,
+) -> compare.Comparison:
+    if not 0 < alpha < 1 or not 0 < confidence < 1:
+        raise UserError("--alpha and --confidence must lie between 0 and 1")
+    result = compare.compare(
+        [compare.RunInput(r.key, r.run) for r in runs],
+        baseline=baseline,
+        group_by=group_by,
+        metrics=tuple(metric or compare.DEFAULT_METRICS),
+        alpha=alpha,
+        confidence=confidence,
+        test="utest" if test == Test.utest else "welch",
+    )
+    if result.incomparable and not allow_incomparable:
+        more = f" (and {len(result.incomparable) - 1} more)" if len(result.incomparable) > 1 else ""
+        raise UserError(
+            f"runs are not comparable: {result.incomparable[0]}{more}; "
+            "--allow-incomparable shows them flagged"
+        )
+    return result
+
+
+def _experiment_defaults(
+    r: sources.Resolver, refs: list[str], group_by: str | None, baseline: str | None
+) -> tuple[str | None, str | None]:
+    """An experiment's runs compare by cell against its baseline unless the user says else."""
+    from mongobench_cli import experiment as experiments  # noqa: PLC0415
+
+    named = [n for n in map(sources.experiment_name, refs) if n is not None]
+    if not named:
+        return group_by, baseline
+    if group_by is None:
+        group_by = experiments.CELL_LABEL
+        if baseline is None:
+            baseline = experiments.baseline(r.kube().experiment(named[0]))
+    return group_by, baseline
+
+
+Baseline = Annotated[
+    str | None,
+    typer.Option(help="configuration (or run) the others are compared with (default: the first)"),
+]
+GroupBy = Annotated[
+    str | None,
+    typer.Option(
+        "--group-by",
+        help="pool runs into configurations by this spec label, or by a target dimension "
+        f"({', '.join(compare.DIMENSIONS)})",
+    ),
+]
+Metrics = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--metric",
+        help=f"repeatable; from {', '.join(compare.METRIC_CHOICES)} "
+        f"(default: {', '.join(compare.DEFAULT_METRICS)})",
+    ),
+]
+TestOpt = Annotated[
+    Test, typer.Option("--test", help="test behind the verdict: welch (mean) or utest (rank)")
+]
+Alpha = Annotated[float, typer.Option(help="significance level of the verdict")]
+Confidence = Annotated[float, typer.Option(help="confidence level of the intervals")]
+AllowIncomparable = Annotated[
+    bool,
+    typer.Option(help="compare runs whose workload parameters differ (rows flagged)"),
+]
+
+
+@app.command("compare")
+@one_line_errors
+def compare_runs(
+    refs: Annotated[list[str], typer.Argument(help="run names, archive URLs or folders")],
+    *,
+    baseline: Baseline = None,
+    group_by: GroupBy = None,
+    metric: Metrics = None,
+    test: TestOpt = Test.welch,
+    alpha: Alpha = stats.DEFAULT_ALPHA,
+    confidence: Confidence = stats.DEFAULT_CONFIDENCE,
+    allow_incomparable: AllowIncomparable = False,
+    output: Annotated[ListFormat, typer.Option("--output", "-o")] = ListFormat.table,
+    context: Context = None,
+    namespace: Namespace = None,
+    kubeconfig: Kubeconfig = None,
+    s3_endpoint: Endpoint = None,
+    s3_region: Region = None,
+) -> None:
+    """Per workload and metric: mean, SD, n, CI, the change against the baseline with its
+    interval, Welch and rank-test p-values, Hedges' g and a benchstat-style verdict ("~" where
+    the change is not significant). An experiment (experiment/NAME) brings its runs, grouped
+    by cell, against its baseline cell."""
+    r = resolver(
+        context=context,
+        namespace=namespace,
+        all_namespaces=False,
+        kubeconfig=kubeconfig,
+        endpoint=s3_endpoint,
+        region=s3_region,
+    )
+    runs = r.resolve(refs)
+    group_by, baseline = _experiment_defaults(r, refs, group_by, baseline)
+    result = _comparison(
+        runs,
+        baseline=baseline,
+        group_by=group_by,
+        metric=metric,
+        test=test,
+        alpha=alpha,
+        confidence=confidence,
+        allow_incomparable=allow_incomparable,
+    )
+    if output == ListFormat.json:
+        sys.stdout.write(render.compare_json(result))
+    elif output == ListFormat.csv:
+        sys.stdout.write(render.compare_csv(result))
+    elif output == ListFormat.markdown:
+        sys.stdout.write(render.compare_markdown(result))
+    else:
+        console().print(render.compare_table(result))
+
+
+# --- export ------------------------------------------------------------------------------------
+
+
+@app.command("export")
+@one_line_errors
+def export_runs(
+    refs: Annotated[list[str], typer.Argument(help="run names, archive URLs or folders")],
+    *,
+    out: Annotated[str, typer.Option("--output", "-o", help="folder or s3://BUCKET/PREFIX")],
+    context: Context = None,
+    namespace: Namespace = None,
+    kubeconfig: Kubeconfig = None,
+    s3_endpoint: Endpoint = None,
+    s3_region: Region = None,
+) -> None:
+    """steps.csv and steps.json (one row per step: configuration next to numbers) and every
+    run in the archive layout (full result documents with HDR histograms, CPU)."""
+    from mongobench_cli import export  # noqa: PLC0415
+
+    runs = resolver(
+        context=context,
+        namespace=namespace,
+        all_namespaces=False,
+        kubeconfig=kubeconfig,
+        endpoint=s3_endpoint,
+        region=s3_region,
+    ).resolve(refs)
+    counts = export.export(runs, out, endpoint_url=s3_endpoint, region=s3_region)
+    console().print(
+        f"exported {counts['runs']} runs, {counts['steps']} steps, "
+        f"{counts['documents']} result documents to {out}",
+        markup=False,
+    )
+
+
+# --- report ------------------------------------------------------------------------------------
+
+
+@app.command("report")
+@one_line_errors
+def report_runs(
+    refs: Annotated[list[str], typer.Argument(help="run names, archive URLs or folders")],
+    *,
+    out: Annotated[Path, typer.Option("--output", "-o", help="folder to write")],
+    baseline: Baseline = None,
+    group_by: GroupBy = None,
+    metric: Metrics = None,
+    test: TestOpt = Test.welch,
+    alpha: Alpha = stats.DEFAULT_ALPHA,
+    confidence: Confidence = stats.DEFAULT_CONFIDENCE,
+    allow_incomparable: AllowIncomparable = False,
+    context: Context = None,
+    namespace: Namespace = None,
+    kubeconfig: Kubeconfig = None,
+    s3_endpoint: Endpoint = None,
+    s3_region: Region = None,
+) -> None:
+    """One self-contained HTML file (report.html) plus PNG figures: throughput and latency with
+    CI error bars, latency percentile curves from the merged HDR histograms, CPU per node and
+    step, scaling plots when the runs differ in one dimension."""
+    from mongobench_cli import report  # noqa: PLC0415 - matplotlib loads only here
+
+    r = resolver(
+        context=context,
+        namespace=namespace,
+        all_namespaces=False,
+        kubeconfig=kubeconfig,
+        endpoint=s3_endpoint,
+        region=s3_region,
+    )
+    runs = r.resolve(refs)
+    group_by, baseline = _experiment_defaults(r, refs, group_by, baseline)
+    result = _comparison(
+        runs,
+        baseline=baseline,
+        group_by=group_by,
+        metric=metric,
+        test=test,
+        alpha=alpha,
+        confidence=confidence,
+        allow_incomparable=allow_incomparable,
+    )
+    experiments = [
+        r.kube().experiment(n) for n in map(sources.experiment_name, refs) if n is not None
+    ]
+    written = report.write(runs, result, out, experiments)
+    console().print(f"wrote {written.html} and {len(written.figures)} figures", markup=False)
+
+
+def main() -> None:
+    invoked = Path(sys.argv[0]).name
+    app(prog_name="kubectl mongobench" if invoked == "kubectl-mongobench" else "mongobench")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,438 @@
+"""Comparison of benchmark runs (pure): configurations, comparability, benchstat-style verdicts.
+
+Used by `mongobench compare`, the HTML report and (later) the operator's BenchmarkExperiment
+status, so it imports no CLI, terminal or plotting package.
+
+- A *configuration* is what is being compared: one run, or every run sharing the value of a
+  label (`group_by`) or of a target dimension (shards, members, mongos, version, platform,
+  topology). Its samples are the measured repetitions of all its runs, per workload.
+- Each configuration is compared with the baseline for every workload and metric: mean, SD, n,
+  confidence interval, the change with its Welch-Satterthwaite interval, Welch's and the
+  Mann-Whitney p-values and Hedges' g (see stats.py).
+- The verdict follows Go's benchstat: the change is shown only when the chosen test rejects "no
+  difference" at alpha (p < alpha), otherwise "~". Welch's test is the default because the
+  summary is the mean (benchstat's AssumeNormal); `test="utest"` uses the rank test
+  (benchstat's default), which cannot reach p < 0.05 with fewer than 4 repetitions a side.
+- Throughput and latency changes are relative to the baseline (percent); CPU changes are in
+  percentage points (a share of the node's CPUs already).
+- Flags: fewer than 3 repetitions, a coefficient of variation over 10 %, steps failing
+  Little's law, and configurations whose workload parameters differ (not comparable, and why).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from mongobench_cli import records, stats
+
+CV_LIMIT = 0.10
+MIN_N = 3
+DIMENSIONS = ("topology", "shards", "members", "mongos", "configServers", "version", "platform")
+LATENCY_STATS = ("avg", "min", "p50", "p95", "p99", "p999", "max")
+DEFAULT_METRICS = ("throughput", "avg", "p99", "cpu")
+METRIC_CHOICES = ("throughput", *LATENCY_STATS, "cpu")
+
+Test = Literal["welch", "utest"]
+
+
+class ComparisonError(ValueError):
+    """Input that cannot be compared; the message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class RunInput:
+    key: str  # unique across the inputs, e.g. "ns/name" or "name@archive"
+    run: Mapping[str, Any]  # the BenchmarkRun object
+
+
+@dataclass(frozen=True)
+class Metric:
+    id: str  # e.g. "throughput", "READ p99", "cpu database"
+    unit: str
+    higher_is_better: bool
+    points: bool  # change in (percentage) points, not relative
+    extract: Callable[[records.StepView], float | None] = field(compare=False, repr=False)
+
+
+def _latency_of(op: str, stat: str) -> Callable[[records.StepView], float | None]:
+    def extract(s: records.StepView) -> float | None:
+        return records.latency(s.result, op, stat) if s.result else None
+
+    return extract
+
+
+def metrics_for(workload_ops: Sequence[str], wanted: Sequence[str]) -> list[Metric]:
+    out: list[Metric] = []
+    unknown = [w for w in wanted if w not in METRIC_CHOICES]
+    if unknown:
+        raise ComparisonError(
+            f"unknown metric {unknown[0]!r}: choose from {', '.join(METRIC_CHOICES)}"
+        )
+    if "throughput" in wanted:
+        out.append(
+            Metric(
+                "throughput",
+                "ops/s",
+                True,
+                False,
+                lambda s: records.throughput(s.result) if s.result else None,
+            )
+        )
+    for op in workload_ops:
+        for stat in LATENCY_STATS:
+            if stat in wanted:
+                out.append(
+                    Metric(
+                        f"{op} {stat}",
+                        "us",
+                        False,
+                        False,
+                        _latency_of(op, stat),
+                    )
+                )
+    if "cpu" in wanted:
+        out.append(
+            Metric("cpu database", "%", False, True, lambda s: records.cpu_group(s, "cluster"))
+        )
+        out.append(
+            Metric("cpu clients", "%", False, True, lambda s: records.cpu_group(s, "clients"))
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class Configuration:
+    name: str
+    runs: tuple[RunInput, ...]
+    _steps: dict[str, list[records.StepView]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    @property
+    def run_keys(self) -> list[str]:
+        return [r.key for r in self.runs]
+
+    def steps(self, workload: str) -> list[records.StepView]:
+        """The measured steps of this workload (parsed once: every metric asks again)."""
+        if not self._steps:
+            for r in self.runs:
+                for s in records.measured(r.run):
+                    self._steps.setdefault(str(s.workload), []).append(s)
+            self._steps.setdefault("", [])
+        return self._steps.get(workload, [])
+
+    def shape(self) -> records.Shape:
+        return records.shape(self.runs[0].run)
+
+
+@dataclass(frozen=True)
+class Row:
+    workload: str
+    metric: Metric
+    configuration: str
+    baseline: bool
+    summary: stats.Summary
+    difference: stats.Difference | None
+    p: float | None  # of the test that decides the verdict
+    significant: bool | None
+    verdict: str
+    flags: tuple[str, ...]
+    values: tuple[float, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        s, d = self.summary, self.difference
+        out: dict[str, Any] = {
+            "workload": self.workload,
+            "metric": self.metric.id,
+            "unit": self.metric.unit,
+            "configuration": self.configuration,
+            "baseline": self.baseline,
+            "n": s.n,
+            "mean": s.mean,
+            "sd": s.sd,
+            "cv": s.cv,
+            "ciLow": s.ci_low,
+            "ciHigh": s.ci_high,
+            "confidence": s.confidence,
+            "values": list(self.values),
+            "verdict": self.verdict,
+            "significant": self.significant,
+            "p": self.p,
+            "flags": list(self.flags),
+        }
+        if d is not None and not self.baseline:
+            rel_ci = d.relative_ci
+            out |= {
+                "delta": d.delta,
+                "deltaCiLow": d.ci_low,
+                "deltaCiHigh": d.ci_high,
+                "relative": d.relative,
+                "relativeCiLow": rel_ci[0] if rel_ci else None,
+                "relativeCiHigh": rel_ci[1] if rel_ci else None,
+                "welchDf": d.df,
+                "welchP": d.welch_p,
+                "rankP": d.rank_p,
+                "hedgesG": d.hedges_g,
+            }
+        return out
+
+
+@dataclass(frozen=True)
+class Comparison:
+    configurations: list[Configuration]
+    baseline: str
+    rows: list[Row]
+    incomparable: list[str]  # why configurations may not be compared, one line each
+    notes: list[str]
+    alpha: float
+    confidence: float
+    test: Test
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "baseline": self.baseline,
+            "alpha": self.alpha,
+            "confidence": self.confidence,
+            "test": self.test,
+            "configurations": [
+                {
+                    "name": c.name,
+                    "runs": c.run_keys,
+                    "shape": c.shape().dimensions(),
+                }
+                for c in self.configurations
+            ],
+            "incomparable": self.incomparable,
+            "notes": self.notes,
+            "rows": [r.to_dict() for r in self.rows],
+        }
+
+
+def _dimension(run: Mapping[str, Any], name: str) -> Any:
+    return records.shape(run).dimensions().get(name)
+
+
+def configurations(runs: Sequence[RunInput], group_by: str | None = None) -> list[Configuration]:
+    """Runs grouped into configurations, in the order first seen."""
+    if not runs:
+        raise ComparisonError("nothing to compare: no runs given")
+    if group_by is None:
+        return [Configuration(r.key, (r,)) for r in runs]
+    has_label = [group_by in ((r.run.get("spec") or {}).get("labels") or {}) for r in runs]
+    groups: dict[str, list[RunInput]] = {}
+    if any(has_label):
+        for r, has in zip(runs, has_label, strict=True):
+            if not has:
+                raise ComparisonError(f"run {r.key} has no label {group_by!r} to group by")
+            groups.setdefault(str(r.run["spec"]["labels"][group_by]), []).append(r)
+    elif group_by in DIMENSIONS:
+        for r in runs:
+            groups.setdefault(f"{group_by}={_dimension(r.run, group_by)}", []).append(r)
+    else:
+        raise ComparisonError(
+            f"no run has a label {group_by!r} (nor is it one of {', '.join(DIMENSIONS)})"
+        )
+    return [Configuration(name, tuple(rs)) for name, rs in groups.items()]
+
+
+def _parameter_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
+    keys = sorted(set(a) | set(b))
+    return [f"{k} {a.get(k, '-')} vs {b.get(k, '-')}" for k in keys if a.get(k) != b.get(k)]
+
+
+def comparability(
+    configs: Sequence[Configuration], baseline: Configuration, workloads: Sequence[str]
+) -> dict[tuple[str, str], str]:
+    """(configuration, workload) -> why it cannot be compared with the baseline."""
+    out: dict[tuple[str, str], str] = {}
+    for w in workloads:
+        base_runs = [
+            r for r in baseline.runs if any(s.workload == w for s in records.measured(r.run))
+        ]
+        if not base_runs:
+            continue
+        reference = records.workload_parameters(base_runs[0].run, w)
+        for c in configs:
+            for r in c.runs:
+                if not any(s.workload == w for s in records.measured(r.run)):
+                    continue
+                diffs = _parameter_differences(reference, records.workload_parameters(r.run, w))
+                if diffs:
+                    out[(c.name, w)] = (
+                        f"workload {w}: {r.key} and {base_runs[0].key} differ in "
+                        + "; ".join(diffs)
+                    )
+                    break
+    return out
+
+
+def _format_change(d: stats.Difference, metric: Metric) -> str:
+    if metric.points:
+        return f"{d.delta:+.1f} pp"
+    rel = d.relative
+    return f"{100 * rel:+.1f}%" if rel is not None else f"{d.delta:+.3g}"
+
+
+def _direction(d: stats.Difference, metric: Metric) -> str:
+    if d.delta == 0:
+        return ""
+    better = (d.delta > 0) == metric.higher_is_better
+    return "better" if better else "worse"
+
+
+def compare(
+    runs: Sequence[RunInput],
+    *,
+    baseline: str | None = None,
+    group_by: str | None = None,
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    alpha: float = stats.DEFAULT_ALPHA,
+    confidence: float = stats.DEFAULT_CONFIDENCE,
+    test: Test = "welch",
+) -> Comparison:
+    configs = configurations(runs, group_by)
+    base = _pick_baseline(configs, baseline)
+    workloads = records.workloads([r.run for c in configs for r in c.runs])
+    if not workloads:
+        raise ComparisonError("no measured step in any of the runs: nothing to compare")
+    blocked = comparability(configs, base, workloads)
+    ordered = [base, *[c for c in configs if c is not base]]
+    rows: list[Row] = []
+    notes: list[str] = []
+    reference = records.concurrency(base.runs[0].run) if base.runs else {}
+    for c in ordered[1:]:
+        for r in c.runs[:1]:
+            diffs = _parameter_differences(reference, records.concurrency(r.run))
+            if diffs:
+                notes.append(f"{c.name} differs from {base.name} in " + "; ".join(diffs))
+    min_rank = stats.rank_test_min_samples(alpha)
+    for w in workloads:
+        ops = sorted(
+            {
+                op
+                for c in configs
+                for s in c.steps(w)
+                for op in (s.result or {}).get("operations", {})
+            }
+        )
+        for metric in metrics_for(ops, metrics):
+            base_values = _values(base, w, metric)
+            for c in ordered:
+                values = _values(c, w, metric)
+                if not values and (c is base or not base_values):
+                    continue
+                rows.append(
+                    _row(
+                        workload=w,
+                        metric=metric,
+                        config=c,
+                        is_base=c is base,
+                        values=values,
+                        base_values=base_values,
+                        blocked=blocked,
+                        alpha=alpha,
+                        confidence=confidence,
+                        test=test,
+                        min_rank=min_rank,
+                    )
+                )
+    if test == "utest" and any("rank test needs" in f for r in rows for f in r.flags):
+        notes.append(
+            f"the rank test cannot find a difference at alpha {alpha} with fewer than "
+            f"{min_rank} repetitions a side; Welch's test (--test welch) can"
+        )
+    return Comparison(
+        configurations=ordered,
+        baseline=base.name,
+        rows=rows,
+        incomparable=sorted(set(blocked.values())),
+        notes=notes,
+        alpha=alpha,
+        confidence=confidence,
+        test=test,
+    )
+
+
+def _pick_baseline(configs: Sequence[Configuration], baseline: str | None) -> Configuration:
+    if baseline is None:
+        return configs[0]
+    for c in configs:
+        if baseline == c.name:
+            return c
+    for c in configs:  # a run's key or its bare name
+        if any(baseline in (r.key, r.key.rsplit("/", 1)[-1]) for r in c.runs):
+            return c
+    names = ", ".join(c.name for c in configs)
+    raise ComparisonError(f"baseline {baseline!r} is none of the configurations ({names})")
+
+
+def _values(config: Configuration, workload: str, metric: Metric) -> list[float]:
+    return [v for s in config.steps(workload) if (v := metric.extract(s)) is not None]
+
+
+def _row(
+    *,
+    workload: str,
+    metric: Metric,
+    config: Configuration,
+    is_base: bool,
+    values: list[float],
+    base_values: list[float],
+    blocked: Mapping[tuple[str, str], str],
+    alpha: float,
+    confidence: float,
+    test: Test,
+    min_rank: int,
+) -> Row:
+    summary = stats.summarise(values, confidence)
+    flags: list[str] = []
+    if summary.n < MIN_N:
+        flags.append(f"n={summary.n} < {MIN_N}")
+    if summary.cv is not None and summary.cv > CV_LIMIT:
+        flags.append(f"CV {100 * summary.cv:.0f}% > {100 * CV_LIMIT:.0f}%")
+    if metric.id == "throughput":
+        steps = config.steps(workload)
+        bad = [s for s in steps if records.littles_law(s.result or {}).get("ok") is False]
+        if bad:
+            flags.append(f"Little's law fails in {len(bad)} of {len(steps)} steps")
+    reason = blocked.get((config.name, workload))
+    if reason:
+        flags.append("not comparable: " + reason)
+    diff = None if is_base else stats.difference(base_values, values, confidence)
+    p: float | None = None
+    significant: bool | None = None
+    if is_base:
+        verdict = "baseline"
+    elif reason:
+        verdict = "not comparable"
+    elif diff is None:
+        verdict = "no data" if not values else "no baseline"
+    else:
+        p = diff.welch_p if test == "welch" else diff.rank_p
+        if test == "utest" and diff.n_base < min_rank and diff.n_new < min_rank:
+            flags.append(f"rank test needs n >= {min_rank}")
+        if p is None:
+            verdict = "?"
+            flags.append("no test: n < 2")
+        else:
+            significant = p < alpha
+            verdict = (
+                f"{_format_change(diff, metric)} {_direction(diff, metric)}".strip()
+                if significant
+                else "~"
+            )
+    return Row(
+        workload=workload,
+        metric=metric,
+        configuration=config.name,
+        baseline=is_base,
+        summary=summary,
+        difference=diff,
+        p=p,
+        significant=significant,
+        verdict=verdict,
+        flags=tuple(flags),
+        values=tuple(values),
+    )

@@ -1,0 +1,168 @@
+"""BenchmarkExperiments in the CLI (rendering pure; reading through sources.KubeSource).
+
+`experiment/NAME` (or `bmx/NAME`) names one wherever a run is expected: `describe` shows its
+cells, deploy timings and comparison; `compare` and `report` take its runs, grouped by cell
+(the spec label `experiment.cell`), against its baseline.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from rich import box
+from rich.console import Console, Group
+from rich.table import Table
+
+CELL_LABEL = "experiment.cell"  # the runs' spec label (operator: experiment.objects)
+RUN_LABEL = "mongobench.io/experiment"  # the runs' metadata label
+
+
+def baseline(obj: Mapping[str, Any]) -> str | None:
+    """The baseline cell's label, as the runs carry it."""
+    for cell in (obj.get("status") or {}).get("cells") or ():
+        if cell.get("baseline"):
+            return str(cell["label"])
+    return None
+
+
+def _seconds(value: Any) -> str:
+    return f"{value:.1f}" if isinstance(value, int | float) else "-"
+
+
+def deploy_rows(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per cluster deployment: the deploy-time table (cell values, seconds)."""
+    rows = []
+    for cell in (obj.get("status") or {}).get("cells") or ():
+        for i, d in enumerate(cell.get("deployments") or (), 1):
+            rows.append(
+                {
+                    "cell": cell.get("label"),
+                    **{k: v for k, v in (cell.get("values") or {}).items()},
+                    "deployment": i,
+                    "provisionedSeconds": d.get("provisionedSeconds"),
+                    "configuredSeconds": d.get("configuredSeconds"),
+                    "readySeconds": d.get("readySeconds"),
+                }
+            )
+    return rows
+
+
+def describe(obj: Mapping[str, Any]) -> Group:
+    meta, status = obj["metadata"], obj.get("status") or {}
+    progress = status.get("progress") or {}
+    head = Table.grid(padding=(0, 2))
+    head.add_column(style="bold")
+    head.add_column()
+    for k, v in (
+        ("Name", f"{meta.get('namespace')}/{meta['name']}"),
+        ("Phase", status.get("phase", "Pending")),
+        ("Cells", f"{progress.get('summary', '-')} {progress.get('current') or ''}".strip()),
+        (
+            "Order",
+            (obj.get("spec") or {}).get("order", "Interleaved")
+            + (f" (seed {status['seed']})" if "seed" in status else ""),
+        ),
+        ("Baseline", baseline(obj) or "-"),
+        ("Started", status.get("startTime", "-")),
+        ("Ended", status.get("completionTime", "-")),
+    ):
+        head.add_row(k, str(v))
+    cells = Table(title="Cells", title_justify="left", box=box.SIMPLE_HEAD)
+    for c in (
+        "cell",
+        "phase",
+        "cluster",
+        "runs",
+        "deploy s (prov/conf/ready)",
+        "ops/s by workload",
+    ):
+        cells.add_column(c)
+    for cell in status.get("cells") or ():
+        runs = " ".join(f"r{r['repetition']}:{r['phase']}" for r in cell.get("runs") or ())
+        deploy = "; ".join(
+            "/".join(
+                _seconds(d.get(k))
+                for k in ("provisionedSeconds", "configuredSeconds", "readySeconds")
+            )
+            for d in cell.get("deployments") or ()
+        )
+        summary = " ".join(
+            f"{w}={s.get('throughput')}" for w, s in (cell.get("summary") or {}).items()
+        )
+        name = cell.get("label", cell.get("name", "")) + (" *" if cell.get("baseline") else "")
+        cells.add_row(
+            name,
+            cell.get("phase", ""),
+            cell.get("cluster", ""),
+            runs,
+            deploy or "-",
+            summary or "-",
+        )
+    parts: list[Any] = [head, cells]
+    comparison = status.get("comparison") or {}
+    if comparison.get("error"):
+        parts.append(f"Comparison: {comparison['error']}")
+    elif comparison.get("rows"):
+        parts.append(comparison_table(comparison["rows"], str(comparison.get("baseline"))))
+    return Group(*parts)
+
+
+def comparison_table(rows: Sequence[Mapping[str, Any]], base: str) -> Table:
+    table = Table(title=f"Against {base}", title_justify="left", box=box.SIMPLE_HEAD)
+    for c in ("workload", "metric", "cell", "n", "mean", "interval", "change", "verdict"):
+        table.add_column(c)
+    for r in rows:
+        change = "-"
+        if r.get("relative") is not None:
+            change = f"{r['relative'] * 100:+.1f}%"
+        table.add_row(
+            str(r.get("workload")),
+            str(r.get("metric")),
+            str(r.get("configuration")),
+            str(r.get("n")),
+            f"{r.get('mean', 0):.4g}",
+            f"[{r.get('ciLow', 0):.4g}, {r.get('ciHigh', 0):.4g}]" if "ciLow" in r else "-",
+            change,
+            str(r.get("verdict", "")),
+        )
+    return table
+
+
+def progress_line(obj: Mapping[str, Any]) -> str:
+    status = obj.get("status") or {}
+    progress = status.get("progress") or {}
+    current = progress.get("current") or ""
+    return (
+        f"{obj['metadata']['name']}: {status.get('phase', 'Pending')}, cells "
+        f"{progress.get('summary', '-')}" + (f", now {current}" if current else "")
+    )
+
+
+def follow(
+    fetch: Callable[[], Mapping[str, Any] | None],
+    console: Console,
+    *,
+    interval: float,
+    timeout: float | None,
+) -> int:
+    """Print each change of progress until the experiment ends: 0 Succeeded, 1 Failed, 3 gone
+    or timed out; the cells table at the end."""
+    started, last = time.monotonic(), ""
+    while True:
+        obj = fetch()
+        if obj is None:
+            console.print("the experiment was deleted", markup=False)
+            return 3
+        line = progress_line(obj)
+        if line != last:
+            console.print(line, markup=False)
+            last = line
+        phase = (obj.get("status") or {}).get("phase")
+        if phase in ("Succeeded", "Failed"):
+            console.print(describe(obj))
+            return 0 if phase == "Succeeded" else 1
+        if timeout is not None and time.monotonic() - started > timeout:
+            return 3
+        time.sleep(interval)

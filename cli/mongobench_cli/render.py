@@ -1,0 +1,520 @@
+"""Presentation: terminal tables (rich) and csv/json/markdown text of comparisons and listings."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import yaml
+from rich import box
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from mongobench_cli import compare, records, stats
+from mongobench_cli.sources import LoadedRun
+
+
+def num(value: float | None, unit: str = "") -> str:
+    """3-4 significant figures, no exponent for the magnitudes benchmarks have."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"
+    a = abs(value)
+    text = f"{value:.0f}" if a >= 100 else f"{value:.1f}" if a >= 10 else f"{value:.2f}"
+    return f"{text}{unit}"
+
+
+def pval(p: float | None) -> str:
+    if p is None:
+        return "-"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    s = round(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+
+
+def when(t: datetime | None) -> str:
+    return t.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ") if t else "-"
+
+
+# --- compare -----------------------------------------------------------------------------------
+
+
+def _mean_sd(row: compare.Row) -> str:
+    s = row.summary
+    if s.sd is None:
+        return num(s.mean)
+    return f"{num(s.mean)} ± {num(s.sd)}"
+
+
+def _ci(row: compare.Row) -> str:
+    s = row.summary
+    if s.ci_low is None:
+        return "-"
+    return f"[{num(s.ci_low)}, {num(s.ci_high)}]"
+
+
+def _change(row: compare.Row) -> str:
+    d = row.difference
+    if row.baseline or d is None:
+        return ""
+    if row.metric.points:
+        ci = f" [{d.ci_low:+.1f}, {d.ci_high:+.1f}]" if d.ci_low is not None else ""
+        return f"{d.delta:+.1f} pp{ci}"
+    rel, rel_ci = d.relative, d.relative_ci
+    if rel is None:
+        return f"{d.delta:+.3g}"
+    ci = f" [{100 * rel_ci[0]:+.1f}, {100 * rel_ci[1]:+.1f}]" if rel_ci else ""
+    return f"{100 * rel:+.1f}%{ci}"
+
+
+def _g(row: compare.Row) -> str:
+    if row.baseline:
+        return ""
+    g = row.difference.hedges_g if row.difference else None
+    return "-" if g is None else f"{g:+.2f}"
+
+
+COLUMNS = (
+    "workload",
+    "metric",
+    "configuration",
+    "n",
+    "mean ± SD",
+    "95% CI",
+    "change [95% CI]",
+    "p Welch",
+    "p rank",
+    "Hedges g",
+    "verdict",
+    "flags",
+)
+
+
+def compare_cells(row: compare.Row) -> list[str]:
+    d = row.difference if not row.baseline else None
+    return [
+        row.workload,
+        f"{row.metric.id} ({row.metric.unit})",
+        row.configuration,
+        str(row.summary.n),
+        _mean_sd(row),
+        _ci(row),
+        _change(row),
+        pval(d.welch_p) if d else "",
+        pval(d.rank_p) if d else "",
+        _g(row),
+        row.verdict,
+        "; ".join(row.flags),
+    ]
+
+
+def compare_table(result: compare.Comparison) -> Group:
+    """The terminal table; flags become numbered notes under it, so the figures keep their
+    width on an ordinary terminal."""
+    conf = f"{100 * result.confidence:.0f}%"
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        title=f"baseline {result.baseline}; verdict by {_test_name(result.test)}, "
+        f"alpha {result.alpha}; intervals {conf}",
+        title_justify="left",
+        padding=(0, 1),
+    )
+    short = {"configuration": "config", "p Welch": "p(t)", "p rank": "p(U)", "Hedges g": "g"}
+    for col in (*COLUMNS[:-1], "notes"):
+        right = col in ("n", "p Welch", "p rank", "Hedges g")
+        # On a narrow terminal cells wrap at spaces, never inside a number.
+        table.add_column(
+            short.get(col, col).replace("95%", conf),
+            justify="right" if right else "left",
+            no_wrap=right,
+            overflow="fold",
+        )
+    notes: dict[str, int] = {}
+    previous: tuple[str, str] | None = None
+    for row in result.rows:
+        cells = compare_cells(row)
+        key = (row.workload, row.metric.id)
+        if previous is not None and previous[0] == row.workload:
+            cells[0] = ""
+            if previous[1] == row.metric.id:
+                cells[1] = ""
+        elif previous is not None:
+            table.add_section()
+        previous = key
+        style = ""
+        if row.significant:
+            style = "green" if "better" in row.verdict else "red"
+        verdict = Text(cells[10], style=style or ("dim" if row.baseline else ""))
+        refs = [notes.setdefault(f, len(notes) + 1) for f in row.flags]
+        flags = Text(" ".join(f"[{n}]" for n in refs), style="yellow")
+        table.add_row(*cells[:10], verdict, flags)
+    parts: list[Any] = [table]
+    if len(result.rows) > 1:
+        parts.append(
+            Text("p(t): Welch's t-test, p(U): Mann-Whitney U test, g: Hedges' g", style="dim")
+        )
+    for text, n in notes.items():
+        parts.append(Text(f"[{n}] {text}", style="yellow"))
+    for line in [*(f"not comparable: {r}" for r in result.incomparable), *result.notes]:
+        parts.append(Text(line, style="yellow"))
+    return Group(*parts)
+
+
+def _test_name(test: str) -> str:
+    return "Welch's t-test" if test == "welch" else "Mann-Whitney U test"
+
+
+def compare_records(result: compare.Comparison) -> list[dict[str, Any]]:
+    return [r.to_dict() for r in result.rows]
+
+
+def compare_csv(result: compare.Comparison) -> str:
+    rows = compare_records(result)
+    fields: list[str] = []
+    for r in rows:
+        fields.extend(k for k in r if k not in fields)
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
+    writer.writeheader()
+    for r in rows:
+        writer.writerow(
+            {k: ";".join(str(x) for x in v) if isinstance(v, list) else v for k, v in r.items()}
+        )
+    return out.getvalue()
+
+
+def compare_json(result: compare.Comparison) -> str:
+    return json.dumps(result.to_dict(), indent=2, default=_json_default) + "\n"
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def compare_markdown(result: compare.Comparison) -> str:
+    conf = f"{100 * result.confidence:.0f}%"
+    lines = [
+        f"Baseline **{_md(result.baseline)}**; verdict by {_test_name(result.test)} at alpha "
+        f"{result.alpha} (a change is shown only where significant, else ~); intervals {conf}.",
+        "",
+        "| " + " | ".join(c.replace("95%", conf) for c in COLUMNS) + " |",
+        "|"
+        + "|".join(
+            "---:" if c in ("n", "p Welch", "p rank", "Hedges g") else "---" for c in COLUMNS
+        )
+        + "|",
+    ]
+    for row in result.rows:
+        lines.append("| " + " | ".join(_md(c) for c in compare_cells(row)) + " |")
+    for line in [*(f"not comparable: {r}" for r in result.incomparable), *result.notes]:
+        lines.append("")
+        lines.append(f"> {_md(line)}")
+    return "\n".join(lines) + "\n"
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return str(value)
+
+
+# --- list --------------------------------------------------------------------------------------
+
+
+def list_rows(runs: Sequence[LoadedRun], now: datetime | None = None) -> list[dict[str, Any]]:
+    now = now or datetime.now(UTC)
+    out = []
+    for r in runs:
+        o = records.overview(r.run, r.origin)
+        out.append(
+            {
+                "namespace": o.namespace,
+                "name": o.name,
+                "uid": o.uid,
+                "origin": o.origin,
+                "phase": o.phase,
+                "progress": o.progress,
+                "percent": o.percent,
+                "current": o.current,
+                "target": o.target,
+                "topology": o.topology,
+                "version": o.version,
+                "platform": o.platform,
+                "labels": dict(o.labels),
+                "started": o.started.isoformat() if o.started else None,
+                "durationSeconds": o.duration(now),
+            }
+        )
+    return out
+
+
+def list_table(rows: Sequence[Mapping[str, Any]], show_origin: bool) -> Table:
+    table = Table(box=box.SIMPLE_HEAD)
+    columns = ["NAMESPACE", "NAME", "PHASE", "PROGRESS", "TARGET", "TOPOLOGY", "VERSION"]
+    columns += ["PLATFORM", "LABELS", "STARTED", "DURATION"]
+    if show_origin:
+        columns.append("ORIGIN")
+    for c in columns:
+        table.add_column(c, overflow="fold")
+    for r in rows:
+        started = records.parse_time(r["started"])
+        cells = [
+            r["namespace"],
+            r["name"],
+            Text(r["phase"], style=_phase_style(r["phase"])),
+            r["progress"],
+            r["target"],
+            r["topology"],
+            r["version"],
+            r["platform"],
+            ",".join(f"{k}={v}" for k, v in sorted(r["labels"].items())) or "-",
+            when(started),
+            duration(r["durationSeconds"]),
+        ]
+        if show_origin:
+            cells.append(r["origin"])
+        table.add_row(*cells)
+    return table
+
+
+def _phase_style(phase: str) -> str:
+    return {"Succeeded": "green", "Failed": "red"}.get(phase, "cyan")
+
+
+def rows_csv(rows: Sequence[Mapping[str, Any]]) -> str:
+    if not rows:
+        return ""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    for r in rows:
+        writer.writerow(
+            {
+                k: ",".join(f"{a}={b}" for a, b in v.items()) if isinstance(v, dict) else v
+                for k, v in r.items()
+            }
+        )
+    return out.getvalue()
+
+
+def rows_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
+    if not rows:
+        return ""
+    keys = list(rows[0])
+    lines = ["| " + " | ".join(keys) + " |", "|" + "|".join("---" for _ in keys) + "|"]
+    for r in rows:
+        cells = [
+            ",".join(f"{a}={b}" for a, b in v.items()) if isinstance(v, dict) else str(v)
+            for v in r.values()
+        ]
+        lines.append("| " + " | ".join(_md(c) for c in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+# --- describe ----------------------------------------------------------------------------------
+
+
+def describe(run: LoadedRun, confidence: float = stats.DEFAULT_CONFIDENCE) -> Group:
+    obj = run.run
+    o = records.overview(obj, run.origin)
+    parts: list[Any] = []
+    head = Table.grid(padding=(0, 2))
+    head.add_column(style="bold")
+    head.add_column()
+    for k, v in (
+        ("Name", f"{o.namespace}/{o.name}"),
+        ("Origin", o.origin),
+        ("Phase", Text(o.phase, style=_phase_style(o.phase))),
+        ("Progress", f"{o.progress} ({o.current})" if o.current else o.progress),
+        ("Target", o.target),
+        ("Topology", o.topology),
+        ("Version", o.version),
+        ("Platform", o.platform),
+        ("Labels", ", ".join(f"{k}={v}" for k, v in sorted(o.labels.items())) or "-"),
+        ("Started", when(o.started)),
+        ("Duration", duration(o.duration())),
+    ):
+        head.add_row(k, v)
+    parts.append(head)
+
+    plan = Table(title="Plan and per-step results", title_justify="left", box=box.SIMPLE_HEAD)
+    for c in (
+        "#",
+        "step",
+        "phase",
+        "time",
+        "window",
+        "ops/s",
+        "clients (ops/s, start skew)",
+        "operations (avg / p99 us)",
+        "Little",
+        "message",
+    ):
+        plan.add_column(c, overflow="fold")
+    for s in records.steps(obj):
+        res = s.result or {}
+        ops = ", ".join(
+            f"{name} {num(op.get('avg'))}/{num(op.get('p99'))}"
+            for name, op in sorted((res.get("operations") or {}).items())
+        )
+        ll = records.littles_law(res)
+        little = "-" if not ll else ("ok" if ll.get("ok") else f"ratio {ll.get('ratio')}")
+        if ll and not ll.get("ok") and ll.get("diagnosis"):
+            little += f": {ll['diagnosis']}"
+        clients = ", ".join(
+            f"#{c.get('index')} {num(c.get('throughput'))}"
+            + (f" +{num(c.get('startSkewSeconds'))}s" if c.get("startSkewSeconds") else "")
+            for c in res.get("perClient") or []
+        )
+        window = records.window_seconds(res) if res else None
+        plan.add_row(
+            str(s.index),
+            s.label,
+            Text(s.phase, style=_phase_style(s.phase)),
+            duration(s.seconds),
+            f"{num(window)}s" if window else "",
+            num(records.throughput(res)) if s.result else "",
+            clients,
+            ops,
+            little,
+            s.message or "",
+        )
+    parts.append(plan)
+
+    summary = Table(
+        title=f"Per-workload summary (mean ± SD, {100 * confidence:.0f}% CI, n)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+    )
+    for c in ("workload", "metric", "n", "mean ± SD", "CI", "CV"):
+        summary.add_column(c)
+    single = [compare.RunInput(run.key or run.name, obj)]
+    measured = records.measured(obj)
+    if measured:
+        result = compare.compare(
+            single, metrics=("throughput", "avg", "p99"), confidence=confidence
+        )
+        for row in result.rows:
+            cv = row.summary.cv
+            summary.add_row(
+                row.workload,
+                f"{row.metric.id} ({row.metric.unit})",
+                str(row.summary.n),
+                _mean_sd(row),
+                _ci(row),
+                f"{100 * cv:.1f}%" if cv is not None else "-",
+            )
+        parts.append(summary)
+
+    cpu = Table(
+        title="CPU per node group (busy % of all CPUs: avg / max)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+    )
+    for c in ("step", "database nodes", "client nodes", "per node"):
+        cpu.add_column(c, overflow="fold")
+    for step in measured:
+        figures = step.cpu or {}
+        nodes = ", ".join(
+            f"{n['name']} ({n.get('role')}) {num(n.get('avg'))}" for n in figures.get("nodes") or []
+        )
+        cpu.add_row(
+            step.label,
+            _group(figures.get("cluster")),
+            _group(figures.get("clients")),
+            nodes or "-",
+        )
+    if measured:
+        parts.append(cpu)
+    profiled = [s for s in measured if s.resources]
+    if profiled:
+        profile = Table(
+            title="Disk, network and memory per node group (avg; max where kept)",
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+        )
+        for c in ("step", "database nodes", "client nodes", "missing"):
+            profile.add_column(c, overflow="fold")
+        for step in profiled:
+            figures = step.resources or {}
+            profile.add_row(
+                step.label,
+                _resource_group(figures.get("cluster")),
+                _resource_group(figures.get("clients")),
+                ", ".join(figures.get("missing") or []) or "-",
+            )
+        parts.append(profile)
+
+    snapshot = (obj.get("status") or {}).get("clusterSnapshot")
+    if snapshot:
+        parts.append(Text("Cluster snapshot", style="bold italic"))
+        parts.append(Text(yaml.safe_dump(snapshot, sort_keys=False).rstrip()))
+
+    conds = Table(title="Conditions", title_justify="left", box=box.SIMPLE_HEAD)
+    for header in ("type", "status", "reason", "message"):
+        conds.add_column(header, overflow="fold")
+    for cond in records.conditions(obj):
+        conds.add_row(
+            str(cond.get("type")),
+            str(cond.get("status")),
+            str(cond.get("reason")),
+            str(cond.get("message", "")),
+        )
+    parts.append(conds)
+    warn = records.warnings(obj)
+    parts.append(Text("Warnings", style="bold italic"))
+    parts.extend(Text(f"  ! {w}", style="yellow") for w in warn)
+    if not warn:
+        parts.append(Text("  none"))
+    return Group(*parts)
+
+
+def _group(g: Mapping[str, Any] | None) -> str:
+    if not g:
+        return "missing"
+    return f"{num(g.get('avg'))} / {num(g.get('max'))} ({g.get('nodes')} nodes)"
+
+
+def _resource_group(g: Mapping[str, Any] | None) -> str:
+    """'disk writeIops 200 utilisationPercent 33.3/91.3; memory usedPercent 50/70' (a figure
+    and its max, when kept, as avg/max)."""
+    if not g:
+        return "missing"
+    parts = []
+    for part, figures in g.items():
+        if not isinstance(figures, Mapping):
+            continue
+        shown = [
+            f"{key} {num(value)}"
+            + (f"/{num(figures[key + 'Max'])}" if figures.get(key + "Max") is not None else "")
+            for key, value in figures.items()
+            if not key.endswith("Max") and value is not None
+        ]
+        if shown:
+            parts.append(f"{part} " + " ".join(shown))
+    return "; ".join(parts) or "missing"
+
+
+def yaml_dump(obj: Any) -> str:
+    return yaml.safe_dump(obj, sort_keys=False)
+
+
+def print_lines(console: Console, lines: Iterable[str]) -> None:
+    for line in lines:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)

@@ -1,0 +1,622 @@
+"""`mongobench report`: one self-contained HTML file (figures embedded) plus the PNG figures.
+
+Figures (matplotlib, Agg backend, no display needed):
+- throughput per workload and configuration, mean with confidence-interval error bars;
+- mean and p99 latency per operation, likewise;
+- latency percentile curves per workload and operation from the HDR histograms of every
+  measured step of a configuration, summed exactly (mongobench_runner.hdr);
+- CPU per node for each step (busy % over each step's window; a time series where the
+  archive's resources carry one);
+- scaling: a metric against shards, members, mongos or version when the configurations differ
+  in exactly that one dimension.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+from mongobench_cli import compare, records, render
+from mongobench_cli.sources import LoadedRun, SourceError
+from mongobench_runner import hdr
+
+SCALING_DIMENSIONS = ("shards", "members", "mongos", "version")
+# From the median out to 99.999: evenly spaced on the 1 / (1 - q) axis (8 points a decade).
+PERCENTILES = tuple(100 * (1 - 0.5 * 10 ** (-i / 8)) for i in range(0, 39))
+DPI = 110
+
+
+@dataclass
+class Written:
+    html: Path
+    figures: list[Path] = field(default_factory=list)
+
+
+@dataclass
+class _Figures:
+    folder: Path
+    items: list[tuple[str, str, Path]] = field(default_factory=list)  # section, caption, file
+
+    def save(self, fig: Figure, name: str, section: str, caption: str) -> None:
+        path = self.folder / f"{name}.png"
+        fig.savefig(path, dpi=DPI, bbox_inches="tight")
+        plt.close(fig)
+        self.items.append((section, caption, path))
+
+
+def _safe(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in text)
+
+
+def _config_colors(result: compare.Comparison) -> dict[str, Any]:
+    cmap = plt.get_cmap("tab10")
+    return {c.name: cmap(i % 10) for i, c in enumerate(result.configurations)}
+
+
+def _rows(result: compare.Comparison, metric: str) -> list[compare.Row]:
+    return [r for r in result.rows if r.metric.id == metric]
+
+
+def _bars(
+    figs: _Figures,
+    *,
+    result: compare.Comparison,
+    metric_ids: Sequence[tuple[str, str]],  # (workload, metric id) groups on the x axis
+    name: str,
+    section: str,
+    title: str,
+    ylabel: str,
+) -> None:
+    colors = _config_colors(result)
+    configs = [c.name for c in result.configurations]
+    width = 0.8 / max(1, len(configs))
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(metric_ids) * max(1, len(configs)) / 2), 4))
+    for i, cname in enumerate(configs):
+        xs, ys, lo, hi = [], [], [], []
+        for x, (workload, metric) in enumerate(metric_ids):
+            row = next(
+                (
+                    r
+                    for r in result.rows
+                    if (r.workload, r.metric.id, r.configuration) == (workload, metric, cname)
+                ),
+                None,
+            )
+            if row is None or row.summary.mean is None:
+                continue
+            s, mean = row.summary, row.summary.mean
+            xs.append(x + (i - (len(configs) - 1) / 2) * width)
+            ys.append(mean)
+            lo.append(mean - s.ci_low if s.ci_low is not None else 0.0)
+            hi.append(s.ci_high - mean if s.ci_high is not None else 0.0)
+        ax.bar(xs, ys, width * 0.95, yerr=[lo, hi], capsize=3, label=cname, color=colors[cname])
+    ax.set_xticks(range(len(metric_ids)))
+    ax.set_xticklabels(
+        [w if len({m for _, m in metric_ids}) == 1 else f"{w}\n{m}" for w, m in metric_ids],
+        fontsize=8,
+    )
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8, title="configuration", title_fontsize=8)
+    figs.save(fig, name, section, title)
+
+
+def throughput_figure(figs: _Figures, result: compare.Comparison) -> None:
+    workloads = list(dict.fromkeys(r.workload for r in _rows(result, "throughput")))
+    if not workloads:
+        return
+    conf = f"{100 * result.confidence:.0f}%"
+    _bars(
+        figs,
+        result=result,
+        metric_ids=[(w, "throughput") for w in workloads],
+        name="throughput",
+        section="Throughput",
+        title=f"Throughput per workload (mean, {conf} CI)",
+        ylabel="operations per second",
+    )
+
+
+def latency_figures(figs: _Figures, result: compare.Comparison) -> None:
+    conf = f"{100 * result.confidence:.0f}%"
+    for stat in ("avg", "p99"):
+        groups = list(
+            dict.fromkeys(
+                (r.workload, r.metric.id) for r in result.rows if r.metric.id.endswith(f" {stat}")
+            )
+        )
+        if groups:
+            _bars(
+                figs,
+                result=result,
+                metric_ids=groups,
+                name=f"latency-{stat}",
+                section="Latency",
+                title=f"{'Mean' if stat == 'avg' else 'p99'} latency per operation "
+                f"(mean over repetitions, {conf} CI)",
+                ylabel="microseconds",
+            )
+
+
+def _merged_histograms(
+    config: compare.Configuration, runs: dict[str, LoadedRun], workload: str
+) -> dict[str, Any]:
+    """operation -> the sum of every measured step's merged histogram of this configuration."""
+    per_op: dict[str, list[Any]] = {}
+    for r in config.runs:
+        loaded = runs[r.key]
+        for step in records.measured(r.run):
+            if str(step.workload) != workload:
+                continue
+            try:
+                doc = loaded.merged(step.index)
+            except SourceError:
+                doc = None
+            for op, entry in ((doc or {}).get("operations") or {}).items():
+                if entry.get("hdr"):
+                    per_op.setdefault(op, []).append(hdr.decode(entry["hdr"]))
+    return {op: hdr.merge(hs) for op, hs in per_op.items()}
+
+
+def _percentile_axis(ax: Any) -> None:
+    ax.set_xscale("log")
+    ticks = [1 / (1 - p / 100) for p in (50, 90, 99, 99.9, 99.99, 99.999)]
+    labels = ["50", "90", "99", "99.9", "99.99", "99.999"]
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_major_formatter(
+        FuncFormatter(lambda v, _: dict(zip(ticks, labels, strict=True)).get(v, ""))
+    )
+    ax.set_xlabel("percentile")
+
+
+def percentile_figures(
+    figs: _Figures, result: compare.Comparison, runs: dict[str, LoadedRun]
+) -> int:
+    colors = _config_colors(result)
+    drawn = 0
+    workloads = list(dict.fromkeys(r.workload for r in result.rows))
+    for w in workloads:
+        by_config = {c.name: _merged_histograms(c, runs, w) for c in result.configurations}
+        ops = sorted({op for hs in by_config.values() for op in hs})
+        if not ops:
+            continue
+        fig, axes = plt.subplots(1, len(ops), figsize=(4.2 * len(ops), 3.6), squeeze=False)
+        for ax, op in zip(axes[0], ops, strict=True):
+            for cname, hs in by_config.items():
+                h = hs.get(op)
+                if h is None or h.get_total_count() == 0:
+                    continue
+                xs = [1 / (1 - p / 100) for p in PERCENTILES]
+                ys = [max(1, h.get_value_at_percentile(p)) / 1000 for p in PERCENTILES]
+                ax.plot(xs, ys, label=f"{cname} (n={h.get_total_count()})", color=colors[cname])
+            _percentile_axis(ax)
+            ax.set_yscale("log")
+            plain = FuncFormatter(lambda v, _: f"{v:g}")
+            ax.yaxis.set_major_formatter(plain)
+            ax.yaxis.set_minor_formatter(plain)
+            ax.tick_params(axis="y", which="both", labelsize=8)
+            ax.set_ylabel("latency (ms)")
+            ax.set_title(f"workload {w}: {op}", fontsize=10)
+            ax.grid(alpha=0.3, which="both")
+            ax.legend(fontsize=7)
+        fig.tight_layout()
+        figs.save(
+            fig,
+            f"percentiles-{_safe(w)}",
+            "Latency percentiles",
+            f"Workload {w}: latency by percentile, every measured operation of each "
+            "configuration (HDR histograms of all clients and repetitions summed exactly)",
+        )
+        drawn += 1
+    return drawn
+
+
+def cpu_figures(figs: _Figures, result: compare.Comparison, runs: dict[str, LoadedRun]) -> None:
+    for config in result.configurations:
+        for r in config.runs:
+            loaded = runs[r.key]
+            steps = records.measured(r.run)
+            series = _cpu_series(loaded, steps)
+            if series:
+                fig, ax = plt.subplots(figsize=(8, 3.6))
+                roles = {
+                    n["name"]: n.get("role", "")
+                    for s in steps
+                    for n in (s.cpu or {}).get("nodes") or []
+                }
+                for node, points in sorted(series.items()):
+                    points.sort()
+                    style = "--" if roles.get(node) == "client" else "-"
+                    ax.plot(
+                        [t for t, _ in points],
+                        [v for _, v in points],
+                        style,
+                        label=f"{node} ({roles.get(node, '?')})",
+                        lw=1,
+                    )
+                ax.set_xlabel("seconds since the first measured step started")
+                for s in steps:  # shade and name the measured steps
+                    if s.start and s.end and steps[0].start:
+                        a = (s.start - steps[0].start).total_seconds()
+                        b = (s.end - steps[0].start).total_seconds()
+                        ax.axvspan(a, b, alpha=0.06, color="grey")
+                        label = s.label.removeprefix("run ").replace(" #", "#")
+                        ax.text((a + b) / 2, 97, label, ha="center", va="top", fontsize=6)
+            else:
+                nodes = sorted(
+                    {
+                        (n["name"], n.get("role", ""))
+                        for s in steps
+                        for n in (s.cpu or {}).get("nodes") or []
+                    }
+                )
+                if not nodes:
+                    continue
+                fig, ax = plt.subplots(figsize=(max(6.0, 0.5 * len(steps) + 3), 3.6))
+                for node, role in nodes:
+                    ys = [
+                        next(
+                            (
+                                n.get("avg")
+                                for n in (s.cpu or {}).get("nodes") or []
+                                if n["name"] == node
+                            ),
+                            math.nan,
+                        )
+                        for s in steps
+                    ]
+                    style = "-" if role in ("cluster", "both") else "--"
+                    ax.plot(
+                        range(len(steps)), ys, style, marker="o", ms=3, label=f"{node} ({role})"
+                    )
+                ax.set_xticks(range(len(steps)))
+                ax.set_xticklabels(
+                    [s.label.removeprefix("run ") for s in steps], rotation=60, fontsize=7
+                )
+                ax.set_xlabel("measured step")
+            ax.set_ylabel("CPU busy (% of the node)")
+            ax.set_ylim(0, 100)
+            ax.set_title(f"{r.key}: CPU per node", fontsize=10)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+            figs.save(
+                fig,
+                f"cpu-{_safe(r.key)}",
+                "CPU",
+                f"{r.key}: CPU busy per node"
+                + (" over time (grey: measured steps)" if series else " averaged over each step")
+                + " (solid: database nodes, dashed: client nodes)",
+            )
+
+
+def _cpu_series(
+    loaded: LoadedRun, steps: Sequence[records.StepView]
+) -> dict[str, list[tuple[float, float]]]:
+    """node -> [(seconds since the first step started, busy %)] from the raw series archives
+    keep per step (resources.json `cpuSeries`); empty when there are none."""
+    out: dict[str, list[tuple[float, float]]] = {}
+    origin = steps[0].start.timestamp() if steps and steps[0].start else None
+    for s in steps:
+        try:
+            res = loaded.resources(s.index) or {}
+        except SourceError:
+            continue
+        for node, modes in ((res.get("cpuSeries") or {}).get("nodes") or {}).items():
+            for t, busy in records.cpu_busy_series(modes):
+                out.setdefault(node, []).append((t - (origin or t), busy))
+    return out
+
+
+def scaling_dimension(result: compare.Comparison) -> str | None:
+    """The one dimension in which the configurations differ (others equal), if any."""
+    if len(result.configurations) < 2:
+        return None
+    dims = [c.shape().dimensions() for c in result.configurations]
+    differing = [k for k in dims[0] if len({str(d.get(k)) for d in dims}) > 1]
+    if len(differing) == 1 and differing[0] in SCALING_DIMENSIONS:
+        return differing[0]
+    return None
+
+
+def _version_key(v: Any) -> tuple[int, ...]:
+    try:
+        return tuple(int(p) for p in str(v).split("."))
+    except ValueError:
+        return (0,)
+
+
+def scaling_figure(figs: _Figures, result: compare.Comparison) -> str | None:
+    dim = scaling_dimension(result)
+    if dim is None:
+        return None
+    value = {c.name: c.shape().dimensions()[dim] for c in result.configurations}
+    order = sorted(
+        value, key=lambda n: _version_key(value[n]) if dim == "version" else value[n] or 0
+    )
+    workloads = list(dict.fromkeys(r.workload for r in _rows(result, "throughput")))
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for w in workloads:
+        rows = {r.configuration: r for r in _rows(result, "throughput") if r.workload == w}
+        names = [n for n in order if n in rows and rows[n].summary.mean is not None]
+        xs = list(range(len(names))) if dim == "version" else [value[n] for n in names]
+        ys = [float(rows[n].summary.mean or 0.0) for n in names]
+        lows = [rows[n].summary.ci_low for n in names]
+        highs = [rows[n].summary.ci_high for n in names]
+        err = [
+            [y - lo if lo is not None else 0.0 for y, lo in zip(ys, lows, strict=True)],
+            [hi - y if hi is not None else 0.0 for y, hi in zip(ys, highs, strict=True)],
+        ]
+        ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=f"workload {w}")
+    if dim == "version":
+        ax.set_xticks(range(len(order)))
+        ax.set_xticklabels([str(value[n]) for n in order])
+    else:
+        ax.set_xticks(sorted({value[n] for n in order}))
+    ax.set_xlabel(dim)
+    ax.set_ylabel("operations per second")
+    ax.set_title(f"Throughput against {dim} (mean, CI)", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    figs.save(fig, f"scaling-{dim}", "Scaling", f"Throughput against {dim}")
+    return dim
+
+
+def cell_values(name: str) -> dict[str, str] | None:
+    """`shards=2,version=8.0.4` (an experiment cell's configuration name) as a dict, else None."""
+    pairs = [p.partition("=") for p in name.split(",")]
+    if not pairs or any(not k or not sep for k, sep, _ in pairs):
+        return None
+    return {k: v for k, _, v in pairs}
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def experiment_scaling_figures(figs: _Figures, result: compare.Comparison) -> list[str]:
+    """An experiment's cells: throughput against each numeric dimension, one line per value of
+    the other dimensions, one figure per workload and dimension. The dimensions plotted."""
+    cells = {c.name: cell_values(c.name) for c in result.configurations}
+    if len(cells) < 2 or any(v is None for v in cells.values()):
+        return []
+    values = {n: v for n, v in cells.items() if v is not None}
+    dims = list(next(iter(values.values())))
+    numeric = [d for d in dims if all(_number(v.get(d, "")) is not None for v in values.values())]
+    numeric = [d for d in numeric if len({values[n][d] for n in values}) > 1]
+    rows = _rows(result, "throughput")
+    workloads = list(dict.fromkeys(r.workload for r in rows))
+    for dim in numeric:
+        for w in workloads:
+            by_cell = {r.configuration: r for r in rows if r.workload == w}
+            lines: dict[str, list[tuple[float, compare.Row]]] = {}
+            for name, vals in values.items():
+                if name not in by_cell or by_cell[name].summary.mean is None:
+                    continue
+                rest = ",".join(f"{k}={v}" for k, v in vals.items() if k != dim) or "all"
+                lines.setdefault(rest, []).append((float(vals[dim]), by_cell[name]))
+            fig, ax = plt.subplots(figsize=(6.5, 4))
+            for rest, points in sorted(lines.items()):
+                points.sort(key=lambda p: p[0])
+                xs = [x for x, _ in points]
+                ys = [float(r.summary.mean or 0.0) for _, r in points]
+                err = [
+                    [y - (r.summary.ci_low if r.summary.ci_low is not None else y)
+                     for y, (_, r) in zip(ys, points, strict=True)],
+                    [(r.summary.ci_high if r.summary.ci_high is not None else y) - y
+                     for y, (_, r) in zip(ys, points, strict=True)],
+                ]  # fmt: skip
+                ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=rest)
+            ax.set_xlabel(dim)
+            ax.set_ylabel("operations per second")
+            ax.set_title(f"Workload {w}: throughput against {dim} (mean, CI)", fontsize=10)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=8)
+            figs.save(
+                fig, f"scaling-{_safe(dim)}-{_safe(w)}", "Scaling",
+                f"Workload {w}: throughput against {dim}, one line per other dimensions",
+            )  # fmt: skip
+    return numeric
+
+
+def deploy_html(experiments: Sequence[Mapping[str, Any]]) -> str:
+    """The deploy-time table: every cluster deployment of the experiments' cells."""
+    from mongobench_cli import experiment  # noqa: PLC0415
+
+    rows = []
+    for obj in experiments:
+        for r in experiment.deploy_rows(obj):
+            rows.append(
+                [
+                    html.escape(obj["metadata"]["name"]),
+                    html.escape(str(r["cell"])),
+                    str(r["deployment"]),
+                    *(
+                        f"{r[k]:.1f}" if isinstance(r.get(k), int | float) else "-"
+                        for k in ("provisionedSeconds", "configuredSeconds", "readySeconds")
+                    ),
+                ]
+            )
+    headers = ["experiment", "cell", "deployment", "provisioned s", "configured s", "ready s"]
+    return _table(headers, rows, numeric=(2, 3, 4, 5))
+
+
+# --- HTML --------------------------------------------------------------------------------------
+
+_CSS = """
+body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; margin: 2em; color: #222;
+       max-width: 1400px; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ddd; }
+table { border-collapse: collapse; font-size: 0.82em; margin: 0.5em 0; }
+th, td { border-bottom: 1px solid #eee; padding: 3px 8px; text-align: left; vertical-align: top;
+         white-space: nowrap; }
+td:last-child { white-space: normal; }
+th { background: #f5f5f5; position: sticky; top: 0; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+tr.first td { border-top: 2px solid #ccc; }
+.better { color: #0a7d32; font-weight: 600; } .worse { color: #b3261e; font-weight: 600; }
+.flag { color: #8a5a00; }
+.note { background: #fff7e0; padding: 0.5em 1em; border-left: 4px solid #e0a800; }
+figure { display: inline-block; margin: 0.5em 1em 1em 0; }
+figcaption { font-size: 0.8em; color: #555; max-width: 700px; }
+img { max-width: 100%; }
+"""
+
+
+def _table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    numeric: Sequence[int] = (),
+    classes: Sequence[str] = (),
+) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    body = []
+    for i, row in enumerate(rows):
+        cls = f' class="{classes[i]}"' if i < len(classes) and classes[i] else ""
+        cells = "".join(
+            f'<td class="num">{c}</td>' if j in numeric else f"<td>{c}</td>"
+            for j, c in enumerate(row)
+        )
+        body.append(f"<tr{cls}>{cells}</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _compare_html(result: compare.Comparison) -> str:
+    rows, classes = [], []
+    previous = None
+    for r in result.rows:
+        cells = [html.escape(c) for c in render.compare_cells(r)]
+        if r.significant:
+            kind = "better" if "better" in r.verdict else "worse"
+            cells[10] = f'<span class="{kind}">{cells[10]}</span>'
+        cells[11] = f'<span class="flag">{cells[11]}</span>'
+        key = (r.workload, r.metric.id)
+        classes.append("first" if key != previous else "")
+        if key == previous:
+            cells[0] = cells[1] = ""
+        previous = key
+        rows.append(cells)
+    conf = f"{100 * result.confidence:.0f}%"
+    headers = [c.replace("95%", conf) for c in render.COLUMNS]
+    return _table(headers, rows, numeric=(3, 7, 8, 9), classes=classes)
+
+
+def _runs_html(runs: Sequence[LoadedRun], result: compare.Comparison) -> str:
+    config_of = {r.key: c.name for c in result.configurations for r in c.runs}
+    rows = []
+    for r in runs:
+        o = records.overview(r.run, r.origin)
+        rows.append(
+            [
+                html.escape(config_of.get(r.key, "")),
+                html.escape(r.key),
+                html.escape(o.phase),
+                html.escape(o.topology),
+                html.escape(o.version),
+                html.escape(o.platform),
+                html.escape(", ".join(f"{k}={v}" for k, v in sorted(o.labels.items()))),
+                html.escape(render.when(o.started)),
+                html.escape(render.duration(o.duration())),
+                str(len(records.measured(r.run))),
+                html.escape(o.origin),
+            ]
+        )
+    headers = ["configuration", "run", "phase", "topology", "version", "platform", "labels",
+               "started", "duration", "measured steps", "origin"]  # fmt: skip
+    return _table(headers, rows, numeric=(9,))
+
+
+def _warnings_html(runs: Sequence[LoadedRun]) -> str:
+    items = [
+        f"<li><b>{html.escape(r.key)}</b>: {html.escape(w)}</li>"
+        for r in runs
+        for w in records.warnings(r.run)
+    ]
+    return f"<ul>{''.join(items)}</ul>" if items else "<p>none</p>"
+
+
+def write(
+    runs: Sequence[LoadedRun],
+    result: compare.Comparison,
+    out: Path,
+    experiments: Sequence[Mapping[str, Any]] = (),
+) -> Written:
+    try:
+        figures_dir = out / "figures"
+        figures_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SourceError(f"cannot create {out}: {exc.strerror}") from exc
+    by_key = {r.key: r for r in runs}
+    figs = _Figures(figures_dir)
+    throughput_figure(figs, result)
+    latency_figures(figs, result)
+    dim = scaling_figure(figs, result)
+    cell_dims = experiment_scaling_figures(figs, result)
+    curves = percentile_figures(figs, result, by_key)
+    cpu_figures(figs, result, by_key)
+
+    parts = [
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        "<title>mongobench report</title>",
+        f"<style>{_CSS}</style></head><body>",
+        "<h1>mongobench report</h1>",
+        f"<p>{len(runs)} runs in {len(result.configurations)} configurations; baseline "
+        f"<b>{html.escape(result.baseline)}</b>. A change is shown only where "
+        f"{'Welch&#39;s t-test' if result.test == 'welch' else 'the Mann-Whitney U test'} "
+        f"finds it significant at alpha {result.alpha}, otherwise ~. Intervals are "
+        f"{100 * result.confidence:.0f}% (t distribution; Welch-Satterthwaite for changes). "
+        "CPU changes are in percentage points.</p>",
+    ]
+    for line in [*(f"not comparable: {r}" for r in result.incomparable), *result.notes]:
+        parts.append(f"<p class='note'>{html.escape(line)}</p>")
+    if dim:
+        parts.append(f"<p>The configurations differ only in <b>{dim}</b>: see Scaling.</p>")
+    if cell_dims:
+        parts.append(
+            f"<p>Experiment cells plotted against {html.escape(', '.join(cell_dims))}: "
+            "see Scaling.</p>"
+        )
+    if not curves:
+        parts.append(
+            "<p class='note'>No full result documents were found (HDR histograms), so there are "
+            "no latency percentile curves: report from an archive or a live cluster that still "
+            "has the runs' result ConfigMaps.</p>"
+        )
+    parts += [
+        "<h2>Runs</h2>",
+        _runs_html(runs, result),
+        "<h2>Comparison</h2>",
+        _compare_html(result),
+    ]
+    if experiments:
+        parts += ["<h2>Deploy times</h2>", deploy_html(experiments)]
+    section = None
+    for sec, caption, path in figs.items:
+        if sec != section:
+            parts.append(f"<h2>{html.escape(sec)}</h2>")
+            section = sec
+        data = base64.b64encode(path.read_bytes()).decode("ascii")
+        parts.append(
+            f"<figure><img alt='{html.escape(caption)}' src='data:image/png;base64,{data}'>"
+            f"<figcaption>{html.escape(caption)} ({html.escape(path.name)})</figcaption></figure>"
+        )
+    parts += ["<h2>Warnings</h2>", _warnings_html(runs), "</body></html>"]
+    page = out / "report.html"
+    page.write_text("\n".join(parts), encoding="utf-8")
+    return Written(page, [p for _, _, p in figs.items])

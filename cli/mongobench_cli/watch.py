@@ -1,0 +1,225 @@
+"""`mongobench watch`: follow a run until it ends. The view is pure (progress_view); the loop
+polls the API, draws with rich (a live panel on a terminal, one line per change otherwise, for
+CI logs) and turns the final phase into the exit code."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.progress_bar import ProgressBar
+from rich.table import Table
+from rich.text import Text
+
+from mongobench_cli import records, render
+
+EXIT_SUCCEEDED = 0
+EXIT_FAILED = 1
+EXIT_ERROR = 2
+EXIT_GONE = 3  # deleted while watched, or --timeout reached
+
+
+@dataclass(frozen=True)
+class View:
+    name: str
+    phase: str
+    done: int
+    total: int
+    current: str
+    last_throughput: float | None
+    live_throughput: float | None
+    elapsed: float | None
+    eta: float | None
+
+    def line(self) -> str:
+        live = f", live {render.num(self.live_throughput)} ops/s" if self.live_throughput else ""
+        last = (
+            f", last step {render.num(self.last_throughput)} ops/s"
+            if self.last_throughput is not None
+            else ""
+        )
+        eta = f", ETA {render.duration(self.eta)}" if self.eta is not None else ""
+        return (
+            f"{self.name}: {self.phase} {self.done}/{self.total} steps done, "
+            f"current: {self.current or '-'}{last}{live}, "
+            f"elapsed {render.duration(self.elapsed)}{eta}"
+        )
+
+
+def progress_view(
+    run: Mapping[str, Any], now: datetime, live_throughput: float | None = None
+) -> View:
+    """Where the run is, and an ETA from the mean time of finished steps of each kind."""
+    status = run.get("status") or {}
+    progress = status.get("progress") or {}
+    steps = records.steps(run)
+    total = int(progress.get("steps") or len(steps))
+    done = sum(1 for s in steps if s.phase == "Succeeded")
+    finished = [s for s in steps if s.phase == "Succeeded" and s.seconds is not None]
+    by_kind: dict[str, list[float]] = {}
+    for s in finished:
+        by_kind.setdefault(s.kind, []).append(float(s.seconds or 0))
+    overall = [x for xs in by_kind.values() for x in xs]
+    eta: float | None = None
+    phase = str(status.get("phase") or "Pending")
+    if phase in records.TERMINAL:
+        eta = 0.0
+    elif overall:
+        eta = 0.0
+        for s in steps:
+            if s.phase == "Succeeded":
+                continue
+            durations = by_kind.get(s.kind) or overall
+            expected = sum(durations) / len(durations)
+            if s.phase == "Running" and s.start is not None:
+                expected = max(0.0, expected - (now - s.start).total_seconds())
+            eta += expected
+    last = next(
+        (
+            records.throughput(s.result)
+            for s in reversed(steps)
+            if s.kind == "run" and s.result and s.phase == "Succeeded"
+        ),
+        None,
+    )
+    started = records.parse_time(status.get("startTime"))
+    ended = records.parse_time(status.get("completionTime"))
+    elapsed = ((ended or now) - started).total_seconds() if started else None
+    return View(
+        name=str(run.get("metadata", {}).get("name", "")),
+        phase=phase,
+        done=done,
+        total=total,
+        current=str(progress.get("current") or ""),
+        last_throughput=last,
+        live_throughput=live_throughput,
+        elapsed=elapsed,
+        eta=eta,
+    )
+
+
+def panel(view: View) -> Group:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column()
+    style = {"Succeeded": "green", "Failed": "red"}.get(view.phase, "cyan")
+    grid.add_row("Run", view.name)
+    grid.add_row("Phase", Text(view.phase, style=style))
+    steps = Table.grid(padding=(0, 1))
+    steps.add_column(width=30)
+    steps.add_column()
+    steps.add_row(
+        ProgressBar(total=max(view.total, 1), completed=view.done, width=30),
+        f"{view.done}/{view.total} steps done",
+    )
+    grid.add_row("Steps", steps)
+    grid.add_row("Current", view.current or "-")
+    grid.add_row(
+        "Throughput",
+        (f"live {render.num(view.live_throughput)} ops/s; " if view.live_throughput else "")
+        + (
+            f"last step {render.num(view.last_throughput)} ops/s"
+            if view.last_throughput is not None
+            else "no step finished yet"
+        ),
+    )
+    grid.add_row("Elapsed", render.duration(view.elapsed))
+    grid.add_row("ETA", render.duration(view.eta) if view.eta is not None else "unknown")
+    return Group(grid)
+
+
+def live_rate(prometheus: str, namespace: str) -> float | None:
+    """Current ops/s of the run's clients from their gauges in Prometheus (best effort)."""
+    query = f'sum(mongobench_client_throughput_ops_per_second{{namespace="{namespace}"}})'
+    url = f"{prometheus.rstrip('/')}/api/v1/query?{urllib.parse.urlencode({'query': query})}"
+    if not url.startswith(("http://", "https://")):
+        return None
+    try:
+        with urllib.request.urlopen(url, timeout=3) as resp:  # noqa: S310 - scheme checked
+            body = json.load(resp)
+        result = body["data"]["result"]
+        return float(result[0]["value"][1]) if result else None
+    except (OSError, ValueError, KeyError, IndexError):
+        return None
+
+
+def follow(
+    fetch: Callable[[], dict[str, Any] | None],
+    console: Console,
+    *,
+    interval: float = 2.0,
+    timeout: float | None = None,
+    prometheus: str | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> int:
+    """Poll `fetch` (None: the run is gone) until the run ends; the exit code."""
+    deadline = clock() + timeout if timeout else None
+    last_line = ""
+
+    def view_of(run: dict[str, Any]) -> View:
+        rate = None
+        if prometheus and run.get("status", {}).get("phase") not in records.TERMINAL:
+            rate = live_rate(prometheus, str(run["metadata"].get("namespace", "")))
+        return progress_view(run, datetime.now(UTC), rate)
+
+    run = fetch()
+    if run is None:
+        console.print("error: the run does not exist", style="red")
+        return EXIT_GONE
+    view = view_of(run)
+    live = (
+        Live(panel(view), console=console, refresh_per_second=4, transient=False)
+        if (console.is_terminal)
+        else None
+    )
+    try:
+        if live:
+            live.start()
+        while True:
+            if live:
+                live.update(panel(view))
+            elif view.line() != last_line:
+                last_line = view.line()
+                console.print(last_line, markup=False, highlight=False, soft_wrap=True)
+            if view.phase in records.TERMINAL:
+                break
+            if deadline is not None and clock() >= deadline:
+                if live:
+                    live.stop()
+                    live = None
+                console.print(f"{view.name}: still {view.phase} after {timeout:g}s", style="yellow")
+                return EXIT_GONE
+            time.sleep(interval)
+            got = fetch()
+            if got is None:
+                if live:
+                    live.stop()
+                    live = None
+                console.print(f"{view.name}: deleted while watched", style="red")
+                return EXIT_GONE
+            run = got
+            view = view_of(run)
+    finally:
+        if live:
+            live.stop()
+    if view.phase == "Succeeded":
+        console.print(f"{view.name}: Succeeded", style="green", highlight=False)
+        return EXIT_SUCCEEDED
+    reason = next(
+        (
+            c.get("message")
+            for c in records.conditions(run)
+            if c.get("type") == "Succeeded" and c.get("status") == "False"
+        ),
+        "",
+    )
+    console.print(f"{view.name}: Failed: {reason}", style="red", markup=False, highlight=False)
+    return EXIT_FAILED

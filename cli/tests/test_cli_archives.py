@@ -1,0 +1,184 @@
+"""Unit tier (local files only): the `mongobench` command on exported folders.
+
+The runs are made by builders.py (runner documents, operator status code), exported with
+`mongobench export`'s code into archive folders, then read back by the real command: as a
+subprocess where exit codes and stderr matter, in-process (typer's runner) elsewhere.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from builders import benchmark_run
+from typer.testing import CliRunner
+
+from mongobench_cli import export
+from mongobench_cli.app import app
+
+pytestmark = pytest.mark.unit
+MONGOBENCH = Path(sys.executable).parent / "mongobench"
+
+
+@pytest.fixture(scope="module")
+def planes(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Two archive folders, as if exported from two clusters: 3 shards on one, 5 on the other."""
+    root = tmp_path_factory.mktemp("archives")
+    three, five = root / "plane-3", root / "plane-5"
+    export.export(
+        [benchmark_run("bench", shards=3, throughput={"a": 1000, "c": 2000}, seed=1, clients=2)],
+        str(three),
+    )
+    export.export(
+        [benchmark_run("bench", shards=5, throughput={"a": 1300, "c": 2000}, seed=2, clients=2)],
+        str(five),
+    )
+    return three, five
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(MONGOBENCH), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "COLUMNS": "250", "KUBECONFIG": "/nonexistent/kubeconfig"},
+    )
+
+
+def invoke(*args: str) -> str:
+    result = CliRunner().invoke(app, list(args), env={"COLUMNS": "250"})
+    assert result.exit_code == 0, (result.output, result.exception)
+    return result.output
+
+
+def test_list_reads_runs_from_two_archive_folders(planes: tuple[Path, Path]) -> None:
+    rows = json.loads(invoke("list", str(planes[0]), str(planes[1]), "-o", "json"))
+    assert [(r["name"], r["topology"], r["phase"]) for r in rows] == [
+        ("bench", "3 shards x 3, 2 mongos", "Succeeded"),
+        ("bench", "5 shards x 3, 2 mongos", "Succeeded"),
+    ]
+    table = invoke("list", str(planes[0]), str(planes[1]))
+    assert "3 shards x 3, 2 mongos" in table and str(planes[1]) in table  # origin column
+
+
+def test_compare_across_two_archives_shows_the_difference_and_no_difference(
+    planes: tuple[Path, Path],
+) -> None:
+    out = invoke("compare", str(planes[0]), str(planes[1]), "--metric", "throughput", "-o", "json")
+    doc = json.loads(out)
+    # Both runs are called bench/bench: the keys say which archive each came from.
+    names = [c["name"] for c in doc["configurations"]]
+    assert len(set(names)) == 2 and all(n.startswith("bench/bench@") for n in names)
+    rows = {(r["workload"], r["baseline"]): r for r in doc["rows"]}
+    assert rows[("a", False)]["significant"] and rows[("a", False)]["verdict"].endswith("better")
+    assert rows[("c", False)]["verdict"] == "~"
+    assert doc["configurations"][1]["shape"]["shards"] == 5
+    md = invoke("compare", str(planes[0]), str(planes[1]), "-o", "markdown")
+    assert md.startswith("Baseline **bench/bench@") and "| ~ |" in md
+    table = invoke("compare", str(planes[0]), str(planes[1]), "--group-by", "shards")
+    assert "shards=5" in table and "better" in table
+    rows_csv = list(
+        csv.DictReader(io.StringIO(invoke("compare", str(planes[0]), str(planes[1]), "-o", "csv")))
+    )
+    assert {"welchP", "rankP", "hedgesG", "deltaCiLow"} <= set(rows_csv[-1])
+
+
+def test_describe_an_archived_run(planes: tuple[Path, Path]) -> None:
+    run_folder = next(planes[1].glob("bench/bench/*"))
+    out = invoke("describe", str(run_folder))
+    for section in (
+        "Plan and per-step results",
+        "Per-workload summary",
+        "CPU per node group",
+        "Cluster snapshot",
+        "Conditions",
+        "Warnings",
+        "5 shards x 3",
+    ):
+        assert section in out, section
+
+
+def test_export_again_from_an_archive_keeps_every_document(
+    planes: tuple[Path, Path], tmp_path: Path
+) -> None:
+    out = invoke("export", str(planes[1]), "-o", str(tmp_path / "again"))
+    assert "exported 1 runs, 9 steps, 12 result documents" in out  # 6 steps x 2 clients
+    rows = list(csv.DictReader((tmp_path / "again" / "steps.csv").open()))
+    measured = [r for r in rows if r["kind"] == "run"]
+    assert len(measured) == 6
+    first = measured[0]
+    assert (first["shards"], first["run.threads"], first["workload"]) == ("5", "4", "a")
+    assert float(first["throughput"]) > 0 and float(first["READ.p99"]) > 0
+    docs = sorted((tmp_path / "again").glob("bench/bench/*/steps/002/client-*.json"))
+    assert len(docs) == 2 and json.loads(docs[0].read_text())["operations"]["READ"]["hdr"]
+
+
+def test_report_is_one_self_contained_html_with_figures(
+    planes: tuple[Path, Path], tmp_path: Path
+) -> None:
+    out = invoke("report", str(planes[0]), str(planes[1]), "-o", str(tmp_path / "report"))
+    assert "report.html" in out
+    page = (tmp_path / "report" / "report.html").read_text()
+    pngs = sorted(p.name for p in (tmp_path / "report" / "figures").glob("*.png"))
+    assert {
+        "throughput.png",
+        "latency-avg.png",
+        "latency-p99.png",
+        "percentiles-a.png",
+        "scaling-shards.png",
+    } <= set(pngs)
+    assert page.count("data:image/png;base64,") == len(pngs)
+    assert "http://" not in page and "https://" not in page  # nothing fetched when opened
+    assert "differ only in <b>shards</b>" in page
+
+
+# --- bad input: one line on stderr, exit code 2, never a traceback ---------------------------
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess[str], *words: str) -> None:
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    for w in words:
+        assert w in lines[0], lines[0]
+
+
+def test_an_unreadable_archive_is_one_line(tmp_path: Path) -> None:
+    assert_one_line_error(run("compare", str(tmp_path / "missing")), "missing")
+    (tmp_path / "empty").mkdir()
+    assert_one_line_error(run("list", str(tmp_path / "empty")), "no archived run")
+    broken = tmp_path / "broken" / "ns" / "r" / "uid"
+    broken.mkdir(parents=True)
+    (broken / "manifest.json").write_text("{not json")
+    assert_one_line_error(run("describe", str(broken)))
+
+
+def test_runs_that_are_not_comparable_are_one_line(tmp_path: Path) -> None:
+    export.export([benchmark_run("w1")], str(tmp_path / "a"))
+    export.export(
+        [benchmark_run("w2", seed=3, spec={"run": {"fieldLength": 1000}})], str(tmp_path / "b")
+    )
+    result = run("compare", str(tmp_path / "a"), str(tmp_path / "b"))
+    assert_one_line_error(
+        result, "not comparable", "run.fieldLength 100 vs 1000", "--allow-incomparable"
+    )
+    flagged = run("compare", str(tmp_path / "a"), str(tmp_path / "b"), "--allow-incomparable")
+    assert flagged.returncode == 0 and "not comparable" in flagged.stdout
+
+
+def test_a_run_name_without_a_kube_context_is_one_line() -> None:
+    assert_one_line_error(run("describe", "nosuchrun"), "kube")
+    assert_one_line_error(run("compare", "a", "b"), "kube")
+
+
+def test_bad_options_are_one_line(planes: tuple[Path, Path]) -> None:
+    assert_one_line_error(run("compare", str(planes[0]), "--baseline", "nope"), "baseline 'nope'")
+    assert_one_line_error(run("compare", str(planes[0]), "--metric", "p42"), "unknown metric")

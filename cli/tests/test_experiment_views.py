@@ -1,0 +1,149 @@
+"""Unit tier: how the CLI names and shows a BenchmarkExperiment (references, baseline, the
+deploy-time table, the describe view)."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from rich.console import Console
+
+from mongobench_cli import experiment, sources
+
+pytestmark = pytest.mark.unit
+
+EXPERIMENT = {
+    "metadata": {"name": "mx", "namespace": "lab"},
+    "spec": {"order": "Random"},
+    "status": {
+        "phase": "Succeeded",
+        "seed": 7,
+        "progress": {"done": 2, "total": 2, "summary": "2/2", "current": ""},
+        "cells": [
+            {
+                "name": "c0",
+                "label": "shards=1",
+                "values": {"shards": 1},
+                "baseline": True,
+                "cluster": "mx-k0",
+                "phase": "Succeeded",
+                "runs": [{"name": "mx-c0-r1", "repetition": 1, "phase": "Succeeded"}],
+                "deployments": [
+                    {"provisionedSeconds": 4.0, "configuredSeconds": 6.5, "readySeconds": 7.0}
+                ],
+                "summary": {"a": {"n": 1, "throughput": 950.0}},
+            },
+            {
+                "name": "c1",
+                "label": "shards=2",
+                "values": {"shards": 2},
+                "baseline": False,
+                "cluster": "mx-k1",
+                "phase": "Failed",
+                "runs": [{"name": "mx-c1-r1", "repetition": 1, "phase": "Failed"}],
+                "deployments": [],
+            },
+        ],
+        "comparison": {
+            "baseline": "shards=1",
+            "rows": [
+                {
+                    "workload": "a",
+                    "metric": "throughput",
+                    "configuration": "shards=1",
+                    "n": 1,
+                    "mean": 950.0,
+                    "verdict": "",
+                },
+            ],
+        },
+    },
+}
+
+
+def test_experiment_references() -> None:
+    assert sources.experiment_name("experiment/mx") == "mx"
+    assert sources.experiment_name("bmx/lab/mx") == "lab/mx"
+    assert sources.experiment_name("mx") is None
+    assert sources.experiment_name("s3://bucket/experiment/mx") is None
+
+
+def test_baseline_and_deploy_table() -> None:
+    assert experiment.baseline(EXPERIMENT) == "shards=1"
+    assert experiment.deploy_rows(EXPERIMENT) == [
+        {
+            "cell": "shards=1",
+            "shards": 1,
+            "deployment": 1,
+            "provisionedSeconds": 4.0,
+            "configuredSeconds": 6.5,
+            "readySeconds": 7.0,
+        }
+    ]
+
+
+def test_describe_shows_cells_deploy_times_and_comparison() -> None:
+    out = io.StringIO()
+    Console(file=out, width=160).print(experiment.describe(EXPERIMENT))
+    text = out.getvalue()
+    assert "lab/mx" in text and "Random (seed 7)" in text and "2/2" in text
+    assert "shards=1 *" in text and "4.0/6.5/7.0" in text and "a=950.0" in text
+    assert "r1:Failed" in text and "Against shards=1" in text
+
+
+def test_follow_prints_changes_and_exits_with_the_phase() -> None:
+    running = {
+        "metadata": {"name": "mx"},
+        "status": {
+            "phase": "Running",
+            "progress": {"summary": "0/2", "current": "shards=1 rep 1/1"},
+        },
+    }
+    seen = iter([running, running, EXPERIMENT])
+    out = io.StringIO()
+    code = experiment.follow(
+        lambda: next(seen), Console(file=out, width=160), interval=0, timeout=None
+    )
+    text = out.getvalue()
+    assert code == 0
+    assert text.count("mx: Running, cells 0/2, now shards=1 rep 1/1") == 1
+    assert "mx: Succeeded, cells 2/2" in text
+    assert (
+        experiment.follow(lambda: None, Console(file=io.StringIO()), interval=0, timeout=None) == 3
+    )
+
+
+def test_report_plots_each_numeric_dimension_and_shows_the_deploy_table(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from builders import benchmark_run
+
+    from mongobench_cli import compare, report
+
+    runs = []
+    for shards in (1, 2, 3):
+        for version in ("7.0.14", "8.0.4"):
+            label = f"shards={shards},version={version}"
+            runs.append(
+                benchmark_run(
+                    f"mx-{shards}-{version[0]}",
+                    shards=shards,
+                    version=version,
+                    throughput={"a": 1000.0 * shards, "c": 1500.0 * shards},
+                    labels={experiment.CELL_LABEL: label},
+                    seed=shards,
+                )
+            )
+    for r in runs:
+        r.key = r.run["metadata"]["name"]
+    result = compare.compare(
+        [compare.RunInput(r.key, r.run) for r in runs],
+        group_by=experiment.CELL_LABEL,
+        baseline="shards=1,version=7.0.14",
+    )
+    written = report.write(runs, result, tmp_path, [EXPERIMENT])
+    names = {p.name for p in written.figures}
+    # shards is numeric (one line per version); version is not a number: no plot against it.
+    assert {"scaling-shards-a.png", "scaling-shards-c.png"} <= names
+    assert not any("scaling-version" in n for n in names)
+    page = written.html.read_text()
+    assert "Experiment cells plotted against shards" in page
+    assert "<h2>Deploy times</h2>" in page and '<td class="num">7.0</td>' in page

@@ -1,0 +1,178 @@
+"""Unit tier: the statistics against known values (textbook examples, scipy, hand formulas) and a
+seeded simulation of the confidence interval's coverage."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+from scipy import stats as st
+
+from mongobench_cli import stats
+
+pytestmark = pytest.mark.unit
+
+# R's t.test (Welch by default) on two samples of 10, as printed in a published answer:
+# t = -1.8325, df = 17.9, p-value = 0.08356, 95% CI of x - y: [-2.1469104, 0.1469104].
+R_X = [11, 9, 10, 11, 10, 12, 9, 11, 12, 9]
+R_Y = [11, 13, 10, 13, 12, 9, 11, 12, 12, 11]
+# Unequal variances and sizes (the third example of the Welch's t-test article).
+EX3_A = [19.8, 20.4, 19.6, 17.8, 18.5, 18.9, 18.3, 18.9, 19.5, 22.0]
+EX3_B = [
+    28.2,
+    26.6,
+    20.1,
+    23.3,
+    25.2,
+    22.1,
+    17.7,
+    27.6,
+    20.6,
+    13.7,
+    23.2,
+    17.5,
+    20.6,
+    18.0,
+    23.9,
+    21.6,
+    24.3,
+    20.4,
+    23.9,
+    13.3,
+]
+
+
+def test_mean_ci_of_a_textbook_sample() -> None:
+    s = stats.summarise([1, 2, 3, 4, 5])
+    # mean 3, SD sqrt(2.5), t(0.975, 4) = 2.776445: 3 -/+ 2.776445 * sqrt(2.5/5)
+    assert (s.n, s.mean) == (5, 3.0)
+    assert s.sd == pytest.approx(math.sqrt(2.5))
+    assert s.ci_low == pytest.approx(3 - 2.776445 * math.sqrt(0.5), abs=1e-5)
+    assert s.ci_high == pytest.approx(3 + 2.776445 * math.sqrt(0.5), abs=1e-5)
+    assert s.cv == pytest.approx(math.sqrt(2.5) / 3)
+
+
+def test_small_samples_have_no_interval() -> None:
+    assert stats.summarise([]).mean is None
+    one = stats.summarise([7.0])
+    assert (one.n, one.mean, one.sd, one.ci_low) == (1, 7.0, None, None)
+    constant = stats.summarise([5.0, 5.0, 5.0])
+    assert (constant.sd, constant.ci_low, constant.ci_high) == (0.0, 5.0, 5.0)
+
+
+def test_welch_matches_r_t_test() -> None:
+    # welch(base, new) is about new - base: base = y, new = x gives R's x - y.
+    p, df, low, high = stats.welch(R_Y, R_X)
+    assert df == pytest.approx(17.9, abs=0.005)
+    assert p == pytest.approx(0.08356, abs=5e-6)
+    assert low == pytest.approx(-2.1469104, abs=1e-6)
+    assert high == pytest.approx(0.1469104, abs=1e-6)
+
+
+def test_welch_with_unequal_variances_and_sizes_is_not_students_test() -> None:
+    p, df, low, high = stats.welch(EX3_A, EX3_B)
+    # The Welch-Satterthwaite interval by hand: delta -/+ t(0.975, df) * sqrt(s1^2/n1 + s2^2/n2)
+    a, b = np.array(EX3_A), np.array(EX3_B)
+    v1, v2 = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+    ws_df = (v1 + v2) ** 2 / (v1**2 / (a.size - 1) + v2**2 / (b.size - 1))
+    half = st.t.ppf(0.975, ws_df) * math.sqrt(v1 + v2)
+    delta = b.mean() - a.mean()
+    assert df == pytest.approx(ws_df) and df == pytest.approx(24.5, abs=0.05)
+    assert (low, high) == (pytest.approx(delta - half), pytest.approx(delta + half))
+    assert p == pytest.approx(2 * st.t.sf(delta / math.sqrt(v1 + v2), ws_df))
+    assert p == pytest.approx(0.035, abs=0.001)
+    # Student's pooled test, which assumes equal variances, would call it insignificant.
+    student = st.ttest_ind(EX3_A, EX3_B, equal_var=True).pvalue
+    assert student > 0.1 > 0.05 > p
+
+
+def test_difference_reports_every_figure_of_new_minus_baseline() -> None:
+    d = stats.difference(EX3_A, EX3_B)
+    assert d is not None
+    assert d.delta == pytest.approx(np.mean(EX3_B) - np.mean(EX3_A))
+    assert d.relative == pytest.approx(d.delta / np.mean(EX3_A))
+    assert d.welch_p == pytest.approx(stats.welch(EX3_A, EX3_B)[0])
+    assert d.rank_p == pytest.approx(st.mannwhitneyu(EX3_B, EX3_A).pvalue)
+    assert d.ci_low is not None and d.ci_low < d.delta < (d.ci_high or 0)
+    rel = d.relative_ci
+    assert rel is not None and rel[0] == pytest.approx(d.ci_low / np.mean(EX3_A))
+
+
+def test_mann_whitney_is_exact_for_small_samples() -> None:
+    # Completely separated samples: p = 2 / C(n1 + n2, n1).
+    assert stats.mann_whitney([1, 2, 3], [4, 5, 6]) == pytest.approx(2 / 20)
+    assert stats.mann_whitney([1, 2, 3, 4], [5, 6, 7, 8]) == pytest.approx(2 / 70)
+    assert stats.mann_whitney([3, 3, 3], [3, 3, 3]) == 1.0
+    # benchstat's table: 3 a side can never reach 0.05, 4 a side can.
+    assert stats.rank_test_min_samples(0.05) == 4
+    assert stats.rank_test_min_samples(0.1) == 3
+
+
+def test_hedges_correction_matches_the_table_and_its_approximation() -> None:
+    # Hedges & Olkin (1985), Table 2: J(8) = 0.9027, J(10) = 0.9227, J(20) = 0.9619.
+    assert stats.hedges_j(8) == pytest.approx(0.9027, abs=5e-5)
+    assert stats.hedges_j(10) == pytest.approx(0.9227, abs=5e-5)
+    assert stats.hedges_j(20) == pytest.approx(0.9619, abs=5e-5)
+    for df in (8, 30, 100):  # the usual approximation 1 - 3 / (4 df - 1) is close ...
+        assert stats.hedges_j(df) == pytest.approx(1 - 3 / (4 * df - 1), rel=1e-3)
+    # ... but not exact where benchmarks live: 3 repetitions a side (df 4): 0.7979, not 0.8.
+    assert stats.hedges_j(4) == pytest.approx(0.7979, abs=5e-5)
+    with pytest.raises(ValueError):
+        stats.hedges_j(1)
+
+
+def _sample(mean: float, sd: float, n: int, seed: int) -> list[float]:
+    """n values with exactly this mean and sample SD."""
+    z = np.random.default_rng(seed).normal(size=n)
+    z = (z - z.mean()) / z.std(ddof=1)
+    return list(mean + sd * z)
+
+
+def test_hedges_g_of_the_textbook_example() -> None:
+    # Borenstein et al., Introduction to Meta-Analysis, ch. 4: means 103 vs 100, SDs 5.5 and
+    # 4.5, n = 50 each: d = 0.5970, J = 0.9923, g = 0.5924.
+    treated, control = _sample(103, 5.5, 50, 1), _sample(100, 4.5, 50, 2)
+    g = stats.hedges_g(control, treated)
+    assert g == pytest.approx(0.5924, abs=5e-4)
+    assert stats.hedges_g(treated, control) == pytest.approx(-0.5924, abs=5e-4)
+    # The small-sample correction matters with benchmark-sized samples: n = 3 a side.
+    small_a, small_b = _sample(100, 5, 3, 3), _sample(110, 5, 3, 4)
+    d = 10 / 5
+    assert stats.hedges_g(small_a, small_b) == pytest.approx(d * stats.hedges_j(4))
+    assert stats.hedges_g(small_a, small_b) == pytest.approx(2 * 0.7979, abs=1e-4)
+
+
+def test_constant_samples_differ_exactly_or_not_at_all() -> None:
+    assert stats.welch([5, 5, 5], [5, 5, 5])[0] == 1.0
+    p, _, low, high = stats.welch([5, 5, 5], [6, 6, 6])
+    assert (p, low, high) == (0.0, 1.0, 1.0)
+    assert stats.hedges_g([5, 5, 5], [6, 6, 6]) is None  # no spread: no effect size
+
+
+def test_one_measurement_gives_a_difference_but_no_test() -> None:
+    d = stats.difference([100.0], [110.0, 111.0])
+    assert d is not None and d.delta == pytest.approx(10.5)
+    assert (d.welch_p, d.ci_low, d.hedges_g) == (None, None, None)
+    assert stats.difference([], [1.0]) is None
+
+
+def test_welch_interval_covers_the_true_difference_95_percent_of_the_time() -> None:
+    """Seeded simulation: 4,000 experiments with unequal variances and sizes (n = 5 vs 8, SD 1
+    vs 3): the 95% Welch-Satterthwaite interval holds the true difference (2.0) in about 95% of
+    them. A pooled-variance interval, for contrast, is too narrow here."""
+    rng = random.Random(20261120)
+    trials, covered, pooled_covered = 4000, 0, 0
+    for _ in range(trials):
+        base = [rng.gauss(10.0, 3.0) for _ in range(5)]
+        new = [rng.gauss(12.0, 1.0) for _ in range(8)]
+        d = stats.difference(base, new)
+        assert d is not None and d.ci_low is not None and d.ci_high is not None
+        covered += d.ci_low <= 2.0 <= d.ci_high
+        pooled = st.ttest_ind(new, base, equal_var=True).confidence_interval(0.95)
+        pooled_covered += pooled.low <= 2.0 <= pooled.high
+    coverage = covered / trials
+    # Binomial SD at 95% over 4,000 trials is 0.0034: +-0.015 is more than 4 SD.
+    assert 0.935 <= coverage <= 0.965, coverage
+    assert pooled_covered / trials < 0.93  # why Welch: equal variances are not assumed

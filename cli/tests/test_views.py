@@ -1,0 +1,148 @@
+"""Unit tier: pure views of a run (progress and ETA for `watch`, CPU series, run keys, shape)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from builders import T0, benchmark_run
+
+from mongobench_cli import records, sources
+from mongobench_cli.watch import progress_view
+
+pytestmark = pytest.mark.unit
+
+
+def test_progress_view_of_a_run_half_way() -> None:
+    run = benchmark_run("half", workloads=("a",), repetitions=4).run
+    steps = run["status"]["steps"]  # prepare, load, run a #1..#4, cleanup
+    for s in steps[4:]:
+        s["phase"] = "Pending"
+        s.pop("result", None)
+    steps[4]["phase"] = "Running"
+    run["status"]["phase"] = "Running"
+    run["status"]["progress"] = {"steps": 7, "current": "run a #3"}
+    del run["status"]["completionTime"]
+    finished_runs = [s for s in steps[2:4]]
+    mean = (
+        sum(
+            (records.parse_time(s["completionTime"]) - records.parse_time(s["startTime"]))  # type: ignore[operator]
+            .total_seconds()
+            for s in finished_runs
+        )
+        / 2
+    )
+    started = records.parse_time(steps[4]["startTime"])
+    assert started is not None
+    now = started + timedelta(seconds=0.5)
+    view = progress_view(run, now)
+    assert (view.done, view.total, view.current, view.phase) == (4, 7, "run a #3", "Running")
+    assert view.last_throughput == pytest.approx(records.throughput(steps[3]["result"]))
+    # Remaining: the running step (mean minus 0.5 s elapsed), one more run step, and cleanup
+    # (no cleanup finished yet: the mean of every finished step stands in).
+    assert view.eta is not None and view.eta > max(0.0, mean - 0.5) + mean
+    assert "4/7 steps done" in view.line() and "ETA" in view.line()
+    assert view.elapsed == pytest.approx((now - T0).total_seconds())
+
+
+def test_progress_view_of_a_finished_run() -> None:
+    run = benchmark_run("done").run
+    view = progress_view(run, T0 + timedelta(hours=1))
+    assert (view.phase, view.eta, view.done) == ("Succeeded", 0.0, view.total)
+
+
+def test_cpu_busy_series_from_per_mode_rates() -> None:
+    modes = {
+        "idle": [[1.0, 1.5], [2.0, 0.5]],
+        "user": [[1.0, 0.4], [2.0, 1.2]],
+        "system": [[1.0, 0.1], [2.0, 0.3]],
+    }
+    assert records.cpu_busy_series(modes) == [(1.0, 25.0), (2.0, 75.0)]
+    assert records.cpu_busy_series({"user": [[1.0, 1.0]]}) == []  # no idle: unknown, not 100 %
+
+
+def test_keys_are_short_and_unique() -> None:
+    a = benchmark_run("x", namespace="n1")
+    b = benchmark_run("x", namespace="n2")
+    c = benchmark_run("y", namespace="n1")
+    d = benchmark_run("x", namespace="n1")
+    d.origin = "elsewhere"
+    sources.assign_keys([a, b, c])
+    assert [r.key for r in (a, b, c)] == ["n1/x", "n2/x", "y"]
+    sources.assign_keys([a, d])
+    assert [r.key for r in (a, d)] == ["n1/x@fixture", "n1/x@elsewhere"]
+
+
+def test_shape_of_external_and_older_runs() -> None:
+    run = benchmark_run("s", shards=4, mongos=3, version="8.0.4").run
+    shape = records.shape(run)
+    assert shape.text() == "4 shards x 3, 3 mongos" and shape.version == "8.0.4"
+    assert shape.dimensions()["instanceTypes"] == "m5.large"
+    run["status"]["clusterSnapshot"] = {"external": True}
+    assert records.shape(run).text() == "external URI"
+    # A result without the issue-10 window falls back to the merged throughput.
+    result = {"throughput": 123.0, "operationsTotal": 1000}
+    assert records.throughput(result) == 123.0
+    assert records.throughput({**result, "window": {"seconds": 4.0}}) == 250.0
+
+
+class _Kube:
+    """Stands in for the API (unit tier): counts requests."""
+
+    namespace = "ns"
+
+    def __init__(self, names: list[str]) -> None:
+        self.objects = {n: benchmark_run(n).run for n in names}
+        self.lists = self.gets = 0
+
+    def list_objects(self, namespace: str | None = None) -> list[dict[str, object]]:
+        self.lists += 1
+        return [
+            {**o, "metadata": {**o["metadata"], "namespace": "ns"}} for o in self.objects.values()
+        ]
+
+    def loaded(self, obj: dict[str, object]) -> sources.LoadedRun:
+        return sources.LoadedRun(obj, "context test")  # type: ignore[arg-type]
+
+    def run(self, name: str) -> sources.LoadedRun:
+        self.gets += 1
+        if name not in self.objects:
+            raise sources.SourceError(f'benchmarkrun "{name}" not found')
+        return self.loaded(self.objects[name])
+
+
+def test_many_runs_of_one_namespace_are_read_with_one_list() -> None:
+    kube = _Kube([f"r{i}" for i in range(6)])
+    resolver = sources.Resolver(_kube=kube)  # type: ignore[arg-type]
+    runs = resolver.resolve([f"r{i}" for i in range(5)])
+    assert [r.name for r in runs] == [f"r{i}" for i in range(5)]
+    assert (kube.lists, kube.gets) == (1, 0)
+    with pytest.raises(sources.SourceError, match='"nope" not found'):
+        resolver.resolve(["r0", "r1", "r2", "r3", "nope"])
+    few = _Kube(["a", "b"])
+    sources.Resolver(_kube=few).resolve(["a", "b"])  # type: ignore[arg-type]
+    assert (few.lists, few.gets) == (0, 2)
+
+
+def test_describe_shows_the_steps_disk_network_and_memory() -> None:
+    from rich.console import Console
+
+    from mongobench_cli import render
+
+    loaded = benchmark_run("profiled", workloads=("a",), repetitions=1)
+    step = next(s for s in loaded.run["status"]["steps"] if s["kind"] == "run")
+    step["resources"] = {
+        "cluster": {
+            "nodes": 2,
+            "disk": {"writeIops": 200.0, "utilisationPercent": 33.3, "utilisationPercentMax": 91.3},
+            "memory": {"usedPercent": 50.0, "usedPercentMax": 70.0},
+        },
+        "clients": None,
+        "missing": ["mongod containers (no cAdvisor series)"],
+    }
+    console = Console(width=250, record=True)
+    console.print(render.describe(loaded))
+    text = console.export_text()
+    assert "Disk, network and memory per node group" in text
+    assert "disk writeIops 200 utilisationPercent 33.3/91.3; memory usedPercent 50.0/70.0" in text
+    assert "mongod containers (no cAdvisor series)" in text

@@ -1,0 +1,194 @@
+"""make bench-scale: the operator under many objects at once.
+
+Applies N MongoClusters (1-member replica sets) and N small BenchmarkRuns (one per cluster: a
+tiny load and one run, one client) in a single `kubectl apply`, and prints seconds from the apply
+to: every cluster's children created, every cluster Ready, every run Succeeded; the operator's
+peak RSS (VmHWM of its process); and the API requests the operator issued per object (the
+apiserver's audit log, filtered by the operator's user agents).
+
+Targets (a benchmark, not a test): 200 + 200 within 60 s, peak RSS under 100 MiB.
+
+    BENCH_N          clusters (default 200)
+    BENCH_RUNS       runs (default N; 0 measures the clusters alone)
+    BENCH_TIMEOUT    seconds to wait for each milestone (default 900)
+
+What is real: apiserver, controller-manager, KWOK nodes, the operator process, the runs' YCSB
+clients (executed by the harness kubelet against FerretDB). MongoDB's replica-set state is the
+wire model (localplane.mongomodel), one loopback peer per member.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes import client as k8s
+
+from localplane.executor import pod_executor, rewrite_hosts
+from localplane.ferretdb import running_ferretdb
+from localplane.keyfiles import keyfile_from_pods
+from localplane.mongomodel import MongoModel
+from localplane.nodes import NodeSet
+from localplane.operator import start_operator, wait_until
+from localplane.plane import Plane
+from localplane.tools import REPO
+
+NS = "scale"
+N = int(os.environ.get("BENCH_N", "200"))
+RUNS = int(os.environ.get("BENCH_RUNS", str(N)))
+TIMEOUT = float(os.environ.get("BENCH_TIMEOUT", "900"))
+GROUP = "mongobench.io"
+
+
+def cluster(i: int) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{GROUP}/v1alpha1",
+        "kind": "MongoCluster",
+        "metadata": {"name": f"s{i}"},
+        "spec": {"version": "7.0.14", "topology": {"replicaSet": {"members": 1}}},
+    }
+
+
+def run(i: int) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{GROUP}/v1alpha1",
+        "kind": "BenchmarkRun",
+        "metadata": {"name": f"r{i}"},
+        "spec": {
+            "clusterRef": {"name": f"s{i}"},
+            "workloads": [{"name": "c"}],
+            "load": {"recordCount": 20, "threads": 1},
+            "run": {"operationCount": 20, "threads": 1},
+            "repetitions": 1,
+            "clients": {"parallelism": 1},
+            "collection": f"t{i}",  # one collection each: the runs share FerretDB
+        },
+    }
+
+
+class PeakRss:
+    """The process's peak resident set (VmHWM), sampled until stopped (it outlives the sample
+    only if the process dies first)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid, self.peak, self.threads = pid, 0, 0
+        self.done = threading.Event()
+        threading.Thread(target=self.loop, daemon=True).start()
+
+    def loop(self) -> None:
+        while not self.done.wait(0.5):
+            try:
+                for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+                    if line.startswith("VmHWM:"):
+                        self.peak = max(self.peak, int(line.split()[1]) * 1024)
+                    elif line.startswith("Threads:"):
+                        self.threads = max(self.threads, int(line.split()[1]))
+            except OSError:
+                return
+
+
+def operator_requests(audit_log: Path) -> list[dict[str, Any]]:
+    out = []
+    for line in audit_log.read_text().splitlines():
+        event = json.loads(line)
+        agent = event.get("userAgent", "")
+        if "kopf" in agent or agent.startswith("OpenAPI-Generator"):
+            out.append(event)
+    return out
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp, ExitStack() as stack:
+        work = Path(tmp)
+        plane = Plane.start(work / "plane", nodes=NodeSet(profile="kind", count=3), audit=True)
+        stack.callback(plane.stop)
+        model = MongoModel(keyfile=keyfile_from_pods(plane.api_client()), catch_up_seconds=0.1)
+        stack.callback(model.stop)
+        plane.apply(REPO / "crds")
+        plane.kubectl("create", "namespace", NS)
+        for i in range(N):
+            model.member(f"s{i}-rs0-0.s{i}-rs0-hl.{NS}.svc.cluster.local:27017")
+        host_map = ",".join(f"{k}={v}" for k, v in model.host_map.items())
+        if RUNS:
+            fdb = stack.enter_context(running_ferretdb(work / "ferretdb"))
+            uri = rewrite_hosts(f"{fdb.host}:{fdb.port}")
+            stack.enter_context(pod_executor(plane, NS, uri_rewrite=uri))
+        operator = start_operator(
+            plane.kubeconfig, [NS], work / "operator.log", MONGOBENCH_HOST_MAP=host_map
+        )
+        stack.callback(operator.stop)
+        assert operator.process is not None
+        rss = PeakRss(operator.process.pid)
+        api = plane.api_client()
+        api.user_agent = "mongobench-bench"
+        apps = k8s.AppsV1Api(api)
+        custom = k8s.CustomObjectsApi(api)
+        objects = [cluster(i) for i in range(N)] + [run(i) for i in range(RUNS)]
+        manifest = yaml.safe_dump_all(objects)
+        time.sleep(2)  # the operator's initial listing
+        t0 = time.monotonic()
+        plane.kubectl("apply", "-n", NS, "-f", "-", input=manifest, timeout=300)
+        t_applied = time.monotonic() - t0
+
+        def phases(plural: str) -> list[str | None]:
+            items = custom.list_namespaced_custom_object(GROUP, "v1alpha1", NS, plural)["items"]
+            return [(o.get("status") or {}).get("phase") for o in items]
+
+        def children() -> bool:
+            return len(apps.list_namespaced_stateful_set(NS).items) >= N
+
+        def ready() -> bool:
+            return phases("mongoclusters").count("Ready") >= N
+
+        def succeeded() -> bool:
+            got = phases("benchmarkruns")
+            return got.count("Succeeded") + got.count("Failed") >= RUNS
+
+        marks: dict[str, float] = {}
+        for name, check in (("children", children), ("ready", ready), ("runs", succeeded)):
+            if name == "runs" and not RUNS:
+                continue
+            try:
+                wait_until(check, timeout=TIMEOUT, interval=0.5, what=name)
+            except TimeoutError:  # report what was reached, not a traceback
+                print(f"bench-scale: {name} not reached within {TIMEOUT:.0f} s", file=sys.stderr)
+                break
+            marks[name] = time.monotonic() - t0
+        failed = phases("benchmarkruns").count("Failed") if RUNS else 0
+        time.sleep(2)
+        rss.done.set()
+        requests = operator_requests(plane.audit_log)
+        writes = [e for e in requests if e["verb"] not in ("get", "list", "watch")]
+        total = N + RUNS
+        print(f"bench-scale: {N} MongoClusters (1 member) + {RUNS} BenchmarkRuns (load + 1 run)")
+        print(f"  kubectl apply returned          {t_applied:7.1f} s")
+        for name, what in (
+            ("children", "all children       "),
+            ("ready", "all clusters Ready "),
+            ("runs", "all runs finished  "),
+        ):
+            if name in marks:
+                print(f"  apply -> {what}     {marks[name]:7.1f} s")
+            elif name != "runs" or RUNS:
+                print(f"  apply -> {what}     not reached")
+        if RUNS:
+            print(f"  runs Failed                     {failed:7d}     (target 0, within 60 s)")
+        print(f"  operator peak RSS               {rss.peak / 2**20:7.1f} MiB (target < 100)")
+        print(f"  operator threads at most        {rss.threads:7d}")
+        print(
+            f"  operator API requests per object {len(requests) / total:6.1f}"
+            f"   ({len(requests)} requests, {len(writes)} writes, {total} objects)"
+        )
+        return 0 if len(marks) == (3 if RUNS else 2) and not failed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,356 @@
+"""Cluster tier: BenchmarkExperiments end to end on a real kube-apiserver with KWOK nodes.
+
+Real: the apiserver (CRD schema, CEL, server-side dry runs of every cell, garbage collection
+of what the experiment owns), controller-manager, the operator process (killed and restarted
+mid-experiment), the runs' Jobs executed by the harness kubelet (runner and YCSB for real),
+FerretDB as the data path, Prometheus for CPU. The wire model stands in for mongod's
+replica-set/sharding state of every cell's cluster (their members are registered up front
+under the names the experiment gives them: <experiment>-k<group>).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pymongo
+import pytest
+
+# The BenchmarkRun suite's fixtures and helpers: one way to drive real runs.
+import test_benchmarkrun as bmr
+from kubernetes import client as k8s
+
+from localplane.executor import PodExecutor
+from localplane.ferretdb import FerretDB
+from localplane.mongomodel import MongoModel
+from localplane.operator import wait_until
+from localplane.plane import Plane
+
+ferretdb, model, executor = bmr.ferretdb, bmr.model, bmr.executor
+GROUP, VERSION, apply, get, start = bmr.GROUP, bmr.VERSION, bmr.apply, bmr.get, bmr.start
+
+pytestmark = pytest.mark.cluster
+
+SHARDED = {
+    "type": "Sharded",
+    "sharded": {"shards": 1, "membersPerShard": 1, "configServers": 1, "mongos": 1},
+}
+RUN = {
+    "workloads": [{"name": "a"}, {"name": "c"}],
+    "load": {"recordCount": 200, "threads": 2},
+    "run": {"operationCount": 200, "threads": 2, "statusIntervalSeconds": 1},
+    "clients": {"parallelism": 1},
+}
+
+
+def experiment(name: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "BenchmarkExperiment",
+        "metadata": {"name": name},
+        "spec": {"cluster": {"version": "7.0.14", "topology": SHARDED}, "run": RUN} | spec,
+    }
+
+
+def register_sharded(model: MongoModel, namespace: str, cluster: str, shards: int) -> None:
+    for rs in (f"{cluster}-cfg", *(f"{cluster}-shard{i}" for i in range(shards))):
+        model.member(f"{rs}-0.{rs}-hl.{namespace}.svc.cluster.local:27017")
+    model.mongos(f"{cluster}-mongos.{namespace}.svc.cluster.local:27017")
+
+
+def forget_cluster(model: MongoModel, cluster: str) -> None:
+    """A deleted cluster's MongoDB state goes with its volumes: the model forgets its replica
+    sets, shards and sessions, so the cluster created again under the same name starts empty
+    (as a real one would) rather than meeting the old users and keys."""
+    prefix = f"{cluster}-"
+    with model._lock:
+        for rs in [n for n in model.sets if n.startswith(prefix)]:
+            del model.sets[rs]
+        for host in [h for h, rs in model.node_set.items() if rs.startswith(prefix)]:
+            del model.node_set[host]
+        for shard in [s for s in model.sharded.shards if s.startswith(prefix)]:
+            del model.sharded.shards[shard]
+        # One cluster at a time (maxClusters 1): the router-wide state is this cluster's.
+        model.sharded.users.clear()
+        model.sharded.primaries.clear()
+        model.sharded.collections.clear()
+        for key in [k for k in model._authed if k[0].startswith(prefix)]:
+            del model._authed[key]
+
+
+class Watch:
+    """Every MongoCluster and BenchmarkRun the experiment created, seen by uid, with when it
+    was first seen and when a run ended: creations counted, no duplicate ever missed.
+
+    Every cell's cluster is new, so its runs load into an empty database; here all of them
+    share one FerretDB (the data path), so a new run's collection is dropped there when the
+    run appears (before its load Job: the prepare step comes first)."""
+
+    def __init__(
+        self,
+        api: k8s.ApiClient,
+        namespace: str,
+        ferretdb_uri: str,
+        model: MongoModel | None = None,
+    ) -> None:
+        self.api, self.namespace, self.model = api, namespace, model
+        self.data = pymongo.MongoClient(ferretdb_uri)["ycsb"]["usertable"]
+        self.clusters: dict[str, tuple[str, float]] = {}  # uid -> (name, first seen)
+        self.runs: dict[str, str] = {}  # uid -> name
+        self.ended: dict[str, float] = {}  # run name -> first seen terminal
+        self.gone: set[str] = set()  # cluster uids seen deleted
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> Watch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self.data.database.client.close()
+
+    def _loop(self) -> None:
+        api = k8s.CustomObjectsApi(self.api)
+        while not self._stop.is_set():
+            try:
+                listed = api.list_namespaced_custom_object(
+                    GROUP, VERSION, self.namespace, "mongoclusters"
+                )["items"]
+                for c in listed:
+                    self.clusters.setdefault(
+                        c["metadata"]["uid"], (c["metadata"]["name"], time.time())
+                    )
+                present = {c["metadata"]["uid"] for c in listed}
+                for uid, (name, _) in self.clusters.items():
+                    if uid not in present and uid not in self.gone:
+                        self.gone.add(uid)
+                        if self.model is not None:
+                            forget_cluster(self.model, name)
+                for r in api.list_namespaced_custom_object(
+                    GROUP, VERSION, self.namespace, "benchmarkruns"
+                )["items"]:
+                    if r["metadata"]["uid"] not in self.runs:
+                        self.data.drop()
+                    self.runs.setdefault(r["metadata"]["uid"], r["metadata"]["name"])
+                    if (r.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                        self.ended.setdefault(r["metadata"]["name"], time.time())
+            except Exception:
+                pass
+            time.sleep(0.2)
+
+
+def why(status: dict[str, Any], runs: dict[str, dict[str, Any]]) -> str:
+    """What failed: every unsuccessful run's conditions and step messages, and the cells."""
+    lines = [f"{c['label']}: {c['phase']} {c['runs']}" for c in status.get("cells") or ()]
+    for name, r in runs.items():
+        st = r.get("status") or {}
+        if st.get("phase") != "Succeeded":
+            lines.append(f"{name}: {st.get('phase')} {st.get('conditions')}")
+            lines += [f"  {x.get('label')}: {x.get('message')}" for x in st.get("steps") or ()]
+    return "\n".join(lines)
+
+
+# 8 runs on 8 cluster deployments: about 3.5 minutes on an idle machine, far more on a busy one.
+@pytest.mark.timeout(1800)
+def test_two_by_two_matrix_interleaved_resumes_and_compares(
+    plane: Plane,
+    namespace: str,
+    kube_api: k8s.ApiClient,
+    model: MongoModel,
+    ferretdb: FerretDB,
+    executor: PodExecutor,
+    prometheus: str,
+    tmp_path: Path,
+) -> None:
+    for g in range(4):
+        register_sharded(model, namespace, f"mx-k{g}", 2)
+    model.sharded.documents["ycsb.usertable"] = 200
+    manifest = experiment(
+        "mx",
+        dimensions=[
+            {
+                "name": "shards",
+                "target": "cluster",
+                "field": "topology.sharded.shards",
+                "values": [1, 2],
+            },
+            {
+                "name": "version",
+                "target": "cluster",
+                "field": "version",
+                "values": ["7.0.14", "8.0.4"],
+            },
+        ],
+        repetitions=2,
+        baseline={"shards": 1, "version": "7.0.14"},
+    )
+    began = time.time()
+    with Watch(kube_api, namespace, ferretdb.uri, model) as watch:
+        first = start(plane, namespace, model, tmp_path / "first.log", prometheus, kube_api)
+        try:
+            apply(plane, namespace, manifest)
+            # Kill the operator once the third run exists (mid-experiment, second cluster gone).
+            wait_until(lambda: len(watch.runs) >= 3, timeout=600, interval=0.2, what="3 runs")
+        finally:
+            first.kill()
+        second = start(plane, namespace, model, tmp_path / "second.log", prometheus, kube_api)
+        try:
+            body = wait_until(
+                lambda: (
+                    (o := get(kube_api, namespace, "benchmarkexperiments", "mx"))
+                    .get("status", {})
+                    .get("phase")
+                    in ("Succeeded", "Failed")
+                    and o
+                ),
+                timeout=1500,
+                interval=1,
+                what="experiment ended",
+            )
+            wall = time.time() - began
+            runs = {
+                r["metadata"]["name"]: r
+                for r in k8s.CustomObjectsApi(kube_api).list_namespaced_custom_object(
+                    GROUP, VERSION, namespace, "benchmarkruns"
+                )["items"]
+            }
+            # Deleting the experiment deletes what it created (garbage collection).
+            k8s.CustomObjectsApi(kube_api).delete_namespaced_custom_object(
+                GROUP, VERSION, namespace, "benchmarkexperiments", "mx"
+            )
+            wait_until(
+                lambda: (
+                    not k8s.CustomObjectsApi(kube_api).list_namespaced_custom_object(
+                        GROUP, VERSION, namespace, "benchmarkruns"
+                    )["items"]
+                ),
+                timeout=120,
+                what="runs deleted with the experiment",
+            )
+        finally:
+            second.stop()
+    status = body["status"]
+    assert status["phase"] == "Succeeded", why(status, runs)
+    assert status["progress"] == {"done": 4, "total": 4, "summary": "4/4", "current": ""}
+    # One cluster per (cell, repetition): maxClusters 1 and clusters that differ between cells;
+    # the restart created none twice, nor any run.
+    assert sorted(n for n, _ in watch.clusters.values()) == sorted(
+        f"mx-k{g}" for g in range(4) for _ in range(2)
+    )
+    assert sorted(watch.runs.values()) == sorted(f"mx-c{c}-r{r}" for c in range(4) for r in (1, 2))
+    # Interleaved (ABAB): the runs started in the order round 1 of every cell, then round 2.
+    starts = {n: r["status"]["startTime"] for n, r in runs.items()}
+    assert (
+        sorted(starts, key=lambda n: starts[n])
+        == status["order"]
+        == [f"mx-c{c}-r{r}" for r in (1, 2) for c in range(4)]
+    )
+    cells = {c["label"]: c for c in status["cells"]}
+    assert set(cells) == {f"shards={s},version={v}" for s in (1, 2) for v in ("7.0.14", "8.0.4")}
+    for cell in cells.values():
+        assert cell["phase"] == "Succeeded"
+        assert [r["phase"] for r in cell["runs"]] == ["Succeeded", "Succeeded"]
+        assert len(cell["deployments"]) == 2
+        assert all(d["readySeconds"] >= d["provisionedSeconds"] > 0 for d in cell["deployments"])
+        assert set(cell["summary"]) == {"a", "c"}
+        assert all(w["n"] == 2 and w["throughput"] > 0 for w in cell["summary"].values())
+    comparison = status["comparison"]
+    assert comparison["baseline"] == "shards=1,version=7.0.14"
+    compared = {(r["configuration"], r["workload"], r["metric"]) for r in comparison["rows"]}
+    assert {(c, w, "throughput") for c in cells for w in "ac"} <= compared
+    assert all("verdict" in r and "mean" in r for r in comparison["rows"])
+    # The operator's overhead per cell: a run's end to the next cluster's creation.
+    created = sorted(t for _, t in watch.clusters.values())
+    ended = sorted(watch.ended.values())
+    gaps = [
+        next(c for c in created if c > e) - e for e in ended[:-1] if any(c > e for c in created)
+    ]
+    print(
+        f"\nexperiment wall time {wall:.0f}s; overhead per cell (run end -> next cluster) "
+        f"median {sorted(gaps)[len(gaps) // 2]:.1f}s, max {max(gaps):.1f}s over {len(gaps)}"
+    )
+    events = [
+        e.reason
+        for e in k8s.CoreV1Api(kube_api).list_namespaced_event(namespace).items
+        if e.involved_object.kind == "BenchmarkExperiment"
+    ]
+    assert "CellClusterCreated" in events and "ExperimentFinished" in events
+
+
+def test_a_cell_whose_cluster_fails_goes_as_the_policy_says(
+    plane: Plane,
+    namespace: str,
+    kube_api: k8s.ApiClient,
+    model: MongoModel,
+    ferretdb: FerretDB,
+    executor: PodExecutor,
+    prometheus: str,
+    tmp_path: Path,
+) -> None:
+    # The 2-shard cell's second shard never answers (not registered in the model): its cluster
+    # fails (addShard cannot reach it) and the policy (Continue, KeepOnFailure) says what
+    # happens; a cluster still not Ready after clusterReadyTimeoutSeconds would fail the same.
+    register_sharded(model, namespace, "fx-k0", 1)
+    register_sharded(model, namespace, "fx-k1", 1)
+    model.sharded.documents["ycsb.usertable"] = 200
+    manifest = experiment(
+        "fx",
+        run=RUN | {"workloads": [{"name": "c"}]},
+        dimensions=[
+            {
+                "name": "shards",
+                "target": "cluster",
+                "field": "topology.sharded.shards",
+                "values": [1, 2],
+            },
+        ],
+        repetitions=1,
+        onCellFailure="Continue",
+        clusterPolicy="KeepOnFailure",
+        clusterReadyTimeoutSeconds=30,
+    )
+    with Watch(kube_api, namespace, ferretdb.uri):
+        operator = start(plane, namespace, model, tmp_path / "operator.log", prometheus, kube_api)
+        try:
+            apply(plane, namespace, manifest)
+            body = wait_until(
+                lambda: (
+                    (o := get(kube_api, namespace, "benchmarkexperiments", "fx"))
+                    .get("status", {})
+                    .get("phase")
+                    in ("Succeeded", "Failed")
+                    and o
+                ),
+                timeout=600,
+                interval=1,
+                what="experiment ended",
+            )
+            clusters = [
+                c["metadata"]["name"]
+                for c in k8s.CustomObjectsApi(kube_api).list_namespaced_custom_object(
+                    GROUP, VERSION, namespace, "mongoclusters"
+                )["items"]
+            ]
+        finally:
+            operator.stop()
+    status = body["status"]
+    assert status["phase"] == "Succeeded"  # Continue: the experiment went on and ended
+    cells = {c["label"]: c for c in status["cells"]}
+    assert cells["shards=1"]["phase"] == "Succeeded"
+    failed = cells["shards=2"]
+    assert failed["phase"] == "Failed"
+    assert failed["runs"] == [
+        {"name": "fx-c1-r1", "repetition": 1, "phase": "Failed", "message": "its cluster failed"}
+    ]
+    assert clusters == ["fx-k1"]  # the failed cell's cluster kept, the good one deleted
+    events = {
+        e.reason: e.message
+        for e in k8s.CoreV1Api(kube_api).list_namespaced_event(namespace).items
+        if e.involved_object.kind == "BenchmarkExperiment"
+    }
+    assert "shards=2: its cluster failed" in events["CellFailed"]
+    assert "fx-k1" in events["CellClusterKept"]

@@ -1,0 +1,26 @@
+#!/bin/sh
+# Installs mongobench's Python packages into a fresh virtualenv, the third-party dependencies
+# exactly as uv.lock pins them (hashes checked). The image build stages run this, and so does
+# the test suite (hack/tests/test_image_install.py).
+#
+#   install-python.sh PREFIX EXPORT-SELECTION WORKSPACE-PATH...
+#     PREFIX            the virtualenv to create, e.g. /opt/mongobench
+#     EXPORT-SELECTION  what `uv export` exports: "--package mongobench", or
+#                       "--only-group locust-image" (one word list, quoted)
+#     WORKSPACE-PATH    the project's own packages, installed without dependencies
+# Run from the repository root (pyproject.toml, uv.lock and the packages' folders). UV (default
+# `uv`) and PYTHON (default `python3`) name the interpreters.
+set -eu
+prefix=$1
+selection=$2
+shift 2
+uv=${UV:-uv}
+python=${PYTHON:-python3}
+requirements=$(mktemp)
+# shellcheck disable=SC2086  # the selection is a list of words
+"$uv" export --frozen --no-dev --no-emit-workspace --no-header --quiet $selection -o "$requirements"
+"$python" -m venv "$prefix"
+"$prefix/bin/pip" install --no-cache-dir --disable-pip-version-check --quiet --require-hashes \
+  -r "$requirements"
+"$prefix/bin/pip" install --no-cache-dir --disable-pip-version-check --quiet --no-deps "$@"
+rm -f "$requirements"

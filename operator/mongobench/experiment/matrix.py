@@ -1,0 +1,177 @@
+"""The experiment's matrix (pure): dimensions expanded into cells, the cells' cluster and run
+specs, and the order of their repetitions.
+
+- A dimension sets one field (a dotted path) of the MongoCluster spec template (`target:
+  cluster`) or of the BenchmarkRun spec template (`target: run`) to each of its values. The cells
+  are the product of the dimensions, minus `exclude` entries, plus `include` entries (like a CI
+  matrix: an include that matches no cell is a cell of its own).
+- Cells whose cluster specs are equal share one *cluster group*: only run fields differ, so the
+  cluster is reused between them.
+- Every (cell, repetition) is one *slot*, one BenchmarkRun with repetitions 1. `Interleaved`
+  orders slots repetition-major (round 1 of every cell, then round 2: ABAB, not AABB);
+  `Random` shuffles them with a seed the status records, so slow drift on a shared cloud does
+  not bias one configuration.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from mongobench.api import SpecError
+
+MAX_CELLS = 200
+Target = Literal["cluster", "run"]
+
+
+@dataclass(frozen=True)
+class Dimension:
+    name: str
+    target: Target
+    field: str  # dotted path inside the target's spec
+    values: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Cell:
+    index: int
+    name: str  # stable within the experiment: c0, c1, ...
+    values: Mapping[str, Any]  # dimension name -> value
+    cluster_spec: Mapping[str, Any]
+    run_spec: Mapping[str, Any]
+    group: int  # index of the cluster group (cells with equal cluster specs)
+
+
+@dataclass(frozen=True)
+class Slot:
+    cell: int
+    repetition: int  # 1-based
+
+
+@dataclass(frozen=True)
+class Matrix:
+    dimensions: tuple[Dimension, ...]
+    cells: tuple[Cell, ...]
+    groups: tuple[Mapping[str, Any], ...]  # cluster spec per group
+    baseline: int  # cell index
+
+    def label(self, cell: int) -> str:
+        """`shards=2,version=8.0`: how the cell reads in tables and comparisons."""
+        values = self.cells[cell].values
+        return ",".join(f"{k}={_text(v)}" for k, v in values.items()) or self.cells[cell].name
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def set_path(spec: Mapping[str, Any], path: str, value: Any) -> dict[str, Any]:
+    """A copy of `spec` with the dotted `path` set (intermediate objects created)."""
+    out = copy.deepcopy(dict(spec))
+    node = out
+    parts = path.split(".")
+    for part in parts[:-1]:
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        if not isinstance(child, dict):
+            raise SpecError(f"field {path!r}: {part!r} is not an object in the template")
+        node = child
+    node[parts[-1]] = copy.deepcopy(value)
+    return out
+
+
+def dimensions_of(spec: Mapping[str, Any]) -> tuple[Dimension, ...]:
+    out = []
+    for d in spec.get("dimensions") or ():
+        target = d.get("target", "cluster")
+        if target not in ("cluster", "run"):
+            raise SpecError(f"dimension {d.get('name')!r}: target must be cluster or run")
+        values = tuple(d.get("values") or ())
+        if not values:
+            raise SpecError(f"dimension {d.get('name')!r} has no values")
+        out.append(Dimension(str(d["name"]), target, str(d["field"]), values))
+    names = [d.name for d in out]
+    if len(set(names)) != len(names):
+        raise SpecError("dimension names must be unique")
+    return tuple(out)
+
+
+def _matches(values: Mapping[str, Any], entry: Mapping[str, Any]) -> bool:
+    return all(values.get(k) == v for k, v in entry.items())
+
+
+def _combinations(
+    dims: Sequence[Dimension],
+    include: Sequence[Mapping[str, Any]],
+    exclude: Sequence[Mapping[str, Any]],
+) -> list[dict[str, Any]]:
+    names = [d.name for d in dims]
+    for entry in (*include, *exclude):
+        unknown = [k for k in entry if k not in names]
+        if unknown:
+            raise SpecError(f"include/exclude names {unknown[0]!r}, which is no dimension")
+    combos = [
+        dict(zip(names, vs, strict=True)) for vs in itertools.product(*(d.values for d in dims))
+    ]
+    combos = [c for c in combos if not any(_matches(c, e) for e in exclude)]
+    for entry in include:
+        if len(entry) != len(names):
+            raise SpecError(f"include entry {dict(entry)} must give a value for every dimension")
+        if not any(c == dict(entry) for c in combos):
+            combos.append({n: entry[n] for n in names})
+    return combos
+
+
+def expand(spec: Mapping[str, Any]) -> Matrix:
+    """The experiment spec's cells (SpecError for a matrix the operator cannot use)."""
+    dims = dimensions_of(spec)
+    combos = _combinations(dims, spec.get("include") or (), spec.get("exclude") or ())
+    if not combos:
+        raise SpecError("the matrix has no cell (every combination is excluded)")
+    if len(combos) > MAX_CELLS:
+        raise SpecError(f"the matrix has {len(combos)} cells, more than {MAX_CELLS}")
+    by_name = {d.name: d for d in dims}
+    groups: list[Mapping[str, Any]] = []
+    cells = []
+    for i, values in enumerate(combos):
+        cluster = dict(spec.get("cluster") or {})
+        run = dict(spec.get("run") or {})
+        for name, value in values.items():
+            d = by_name[name]
+            if d.target == "cluster":
+                cluster = set_path(cluster, d.field, value)
+            else:
+                run = set_path(run, d.field, value)
+        if cluster not in groups:
+            groups.append(cluster)
+        cells.append(Cell(i, f"c{i}", values, cluster, run, groups.index(cluster)))
+    baseline = 0
+    wanted = spec.get("baseline")
+    if wanted:
+        found = [c.index for c in cells if _matches(c.values, wanted)]
+        if len(found) != 1:
+            raise SpecError(
+                f"baseline {dict(wanted)} matches {len(found)} cells; it must name exactly one"
+            )
+        baseline = found[0]
+    return Matrix(dims, tuple(cells), tuple(groups), baseline)
+
+
+def slots(matrix: Matrix, repetitions: int, order: str, seed: int | None) -> list[Slot]:
+    """Every (cell, repetition) in the order they run."""
+    out = [Slot(c.index, r) for r in range(1, repetitions + 1) for c in matrix.cells]
+    if order == "Random":
+        random.Random(seed).shuffle(out)
+    return out
+
+
+def default_seed(uid: str) -> int:
+    """The seed of a Random order when the spec gives none: from the object's uid (recorded)."""
+    return int(hashlib.sha256(uid.encode()).hexdigest()[:8], 16)

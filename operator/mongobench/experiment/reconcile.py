@@ -1,0 +1,367 @@
+"""One reconcile of a BenchmarkExperiment: observe its clusters and runs, let schedule.decide
+choose, act, write status. Names are deterministic (objects.cluster_name/run_name), so an
+operator restarted mid-experiment finds what it made and creates nothing twice."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes.client.exceptions import ApiException
+
+from mongobench.api import SpecError
+from mongobench.experiment import matrix as mx
+from mongobench.experiment import objects
+from mongobench.experiment import schedule as sched
+from mongobench.k8s import client as kube
+from mongobench.k8s import conditions as cond
+
+KIND = "BenchmarkExperiment"
+TERMINAL = (cond.RUN_SUCCEEDED, cond.RUN_FAILED)
+
+
+@dataclass
+class Outcome:
+    phase: str
+    events: list[tuple[str, str, str]] = field(default_factory=list)  # (type, reason, message)
+
+
+def policy_of(spec: Mapping[str, Any]) -> sched.Policy:
+    return sched.Policy(
+        max_clusters=int(spec.get("maxClusters", 1)),
+        clusters_after=spec.get("clusterPolicy", "Delete"),
+        on_cell_failure=spec.get("onCellFailure", "Stop"),
+        cluster_ready_timeout=float(spec.get("clusterReadyTimeoutSeconds", 900)),
+    )
+
+
+def plan(body: Mapping[str, Any]) -> tuple[mx.Matrix, list[mx.Slot], int | None]:
+    spec = body["spec"]
+    matrix = mx.expand(spec)
+    order = spec.get("order", "Interleaved")
+    seed = (body.get("status") or {}).get("seed")
+    if order == "Random" and seed is None:
+        seed = spec.get("seed", mx.default_seed(body["metadata"]["uid"]))
+    return matrix, mx.slots(matrix, int(spec.get("repetitions", 3)), order, seed), seed
+
+
+def validate(body: Mapping[str, Any], matrix: mx.Matrix) -> None:
+    """Every cell's cluster and run as the apiserver would take them on their own (dry run,
+    strict fields: a dimension naming a field that does not exist is refused with its name)."""
+    seen: set[str] = set()
+    for group in range(len(matrix.groups)):
+        _dry_run(objects.cluster(body, matrix, group), f"cluster of group {group}")
+    for cell in matrix.cells:
+        obj = objects.run(body, matrix, mx.Slot(cell.index, 1))
+        key = json.dumps(obj["spec"], sort_keys=True)
+        if key not in seen:
+            seen.add(key)
+            _dry_run(obj, f"run of cell {matrix.label(cell.index)}")
+
+
+def _dry_run(obj: Mapping[str, Any], what: str) -> None:
+    meta = obj["metadata"]
+    try:
+        kube.request(
+            "POST",
+            kube.resource_path(obj["kind"], meta["namespace"]),
+            query=[("dryRun", "All"), ("fieldValidation", "Strict")],
+            body=dict(obj),
+        )
+    except ApiException as exc:
+        if exc.status == 409:  # exists already: validated when it was created
+            return
+        if exc.status in (400, 422):
+            try:
+                message = json.loads(exc.body or "")["message"]
+            except (ValueError, KeyError, TypeError):
+                message = str(exc.reason)
+            raise SpecError(f"the {what} would be refused: {message}") from exc
+        raise
+
+
+def _age(obj: Mapping[str, Any], now: datetime) -> float:
+    created = obj["metadata"].get("creationTimestamp")
+    if not created:
+        return 0.0
+    return (now - datetime.fromisoformat(created.replace("Z", "+00:00"))).total_seconds()
+
+
+def advance(namespace: str, name: str, now: datetime | None = None) -> Outcome | None:
+    body = kube.get(KIND, namespace, name)
+    if body is None or body["metadata"].get("deletionTimestamp"):
+        return None
+    status = dict(body.get("status") or {})
+    if status.get("phase") in TERMINAL:
+        return None
+    now = now or datetime.now(UTC)
+    matrix, order, seed = plan(body)
+    generation = int(body["metadata"].get("generation") or 0)
+    if status.get("validatedGeneration") != generation:
+        validate(body, matrix)
+        status["validatedGeneration"] = generation
+    policy = policy_of(body["spec"])
+    selector = f"{objects.EXPERIMENT_LABEL}={name}"
+    clusters = {
+        int(c["metadata"]["labels"][objects.GROUP_LABEL]): c
+        for c in kube.list_objects("MongoCluster", namespace, selector)
+    }
+    runs = {
+        mx.Slot(
+            int(r["metadata"]["labels"][objects.CELL_LABEL]),
+            int(r["metadata"]["labels"][objects.REPETITION_LABEL]),
+        ): r
+        for r in kube.list_objects("BenchmarkRun", namespace, selector)
+    }
+    failed = {
+        mx.Slot(int(f["cell"]), int(f["repetition"])): f.get("message", "")
+        for f in status.get("failedSlots") or ()
+    }
+    kept = set(status.get("keptGroups") or ())
+    observed = sched.Observed(
+        clusters={
+            g: sched.ObservedCluster(
+                (c.get("status") or {}).get("phase"),
+                bool(c["metadata"].get("deletionTimestamp")),
+                _age(c, now),
+            )
+            for g, c in clusters.items()
+        },
+        runs={s: (r.get("status") or {}).get("phase") or "Pending" for s, r in runs.items()},
+        failed=frozenset(failed),
+        kept=frozenset(kept),
+    )
+    group_of = {c.index: c.group for c in matrix.cells}
+    decision = sched.decide(order, group_of, observed, policy)
+    outcome = Outcome(decision.phase)
+    deployments = {int(k): list(v) for k, v in (status.get("deployments") or {}).items()}
+    _record_deployments(clusters, deployments)
+    for action in decision.actions:
+        _act(action, body, matrix, clusters, failed, kept, outcome)
+    status |= {
+        "phase": decision.phase if decision.phase != "Running" or runs or clusters else "Pending",
+        "observedGeneration": generation,
+        "failedSlots": [
+            {"cell": s.cell, "repetition": s.repetition, "message": m}
+            for s, m in sorted(failed.items(), key=lambda i: (i[0].cell, i[0].repetition))
+        ],
+        "keptGroups": sorted(kept),
+        "deployments": {str(g): d for g, d in sorted(deployments.items())},
+        "order": [objects.run_name(name, s) for s in order],
+    }
+    if seed is not None:
+        status["seed"] = seed
+    status |= _cells_status(body, matrix, order, runs, failed, deployments, decision, now)
+    if decision.phase != "Running":
+        status["completionTime"] = cond.now_rfc3339()
+        status |= _comparison(matrix, runs, failed)
+        status["conditions"] = cond.set_condition(
+            status.get("conditions"),
+            cond.SUCCEEDED,
+            cond.TRUE if decision.phase == cond.RUN_SUCCEEDED else cond.FALSE,
+            decision.phase,
+            status["progress"]["summary"] + " cells done",
+            generation=generation,
+        )
+        outcome.events.append(
+            (
+                "Normal" if decision.phase == cond.RUN_SUCCEEDED else "Warning",
+                cond.EVENT_EXPERIMENT_FINISHED,
+                f"{decision.phase}: {status['progress']['summary']} cells done",
+            )
+        )
+    status.setdefault("startTime", cond.now_rfc3339())
+    kube.patch_status(KIND, namespace, name, status)
+    return outcome
+
+
+def _record_deployments(
+    clusters: Mapping[int, Mapping[str, Any]], deployments: dict[int, list[dict[str, Any]]]
+) -> None:
+    """Each Ready cluster's deploy timings once per created cluster (its uid)."""
+    for g, c in clusters.items():
+        cstatus = c.get("status") or {}
+        timings = cstatus.get("timings") or {}
+        if cstatus.get("phase") != cond.PHASE_READY or "readySeconds" not in timings:
+            continue
+        uid = c["metadata"]["uid"]
+        known = deployments.setdefault(g, [])
+        if not any(d.get("uid") == uid for d in known):
+            known.append(
+                {
+                    "uid": uid,
+                    "cluster": c["metadata"]["name"],
+                    "created": c["metadata"].get("creationTimestamp"),
+                    **{
+                        k: timings[k]
+                        for k in ("provisionedSeconds", "configuredSeconds", "readySeconds")
+                        if k in timings
+                    },
+                }
+            )
+
+
+def _act(  # noqa: PLR0917 - one reconcile's working set
+    action: sched.Action,
+    body: Mapping[str, Any],
+    matrix: mx.Matrix,
+    clusters: Mapping[int, Mapping[str, Any]],
+    failed: dict[mx.Slot, str],
+    kept: set[int],
+    outcome: Outcome,
+) -> None:
+    meta = body["metadata"]
+    namespace, name = meta["namespace"], meta["name"]
+    if isinstance(action, sched.CreateCluster):
+        obj = objects.cluster(body, matrix, action.group)
+        kube.request("POST", kube.resource_path("MongoCluster", namespace), body=obj)
+        outcome.events.append(
+            ("Normal", cond.EVENT_CELL_CLUSTER_CREATED, f"MongoCluster {obj['metadata']['name']}")
+        )
+    elif isinstance(action, sched.DeleteCluster):
+        cluster = objects.cluster_name(name, action.group)
+        if kube.delete("MongoCluster", namespace, cluster):
+            outcome.events.append(
+                ("Normal", cond.EVENT_CELL_CLUSTER_DELETED, f"MongoCluster {cluster}: {action.why}")
+            )
+    elif isinstance(action, sched.KeepCluster):
+        kept.add(action.group)
+        cluster = objects.cluster_name(name, action.group)
+        outcome.events.append(("Normal", cond.EVENT_CELL_CLUSTER_KEPT, f"MongoCluster {cluster}"))
+    elif isinstance(action, sched.CreateRun):
+        obj = objects.run(body, matrix, action.slot)
+        try:
+            kube.request("POST", kube.resource_path("BenchmarkRun", namespace), body=obj)
+        except ApiException as exc:
+            if exc.status != 409:  # created by an earlier reconcile whose list missed it
+                raise
+        outcome.events.append(
+            (
+                "Normal",
+                cond.EVENT_CELL_RUN_CREATED,
+                f"BenchmarkRun {obj['metadata']['name']} ({matrix.label(action.slot.cell)}, "
+                f"repetition {action.slot.repetition})",
+            )
+        )
+    elif isinstance(action, sched.FailSlots):
+        for s in action.slots:
+            failed[s] = action.message
+        cells = sorted({matrix.label(s.cell) for s in action.slots})
+        outcome.events.append(
+            ("Warning", cond.EVENT_CELL_FAILED, f"{'; '.join(cells)}: {action.message}")
+        )
+
+
+def _cells_status(  # noqa: PLR0917 - one reconcile's working set
+    body: Mapping[str, Any],
+    matrix: mx.Matrix,
+    order: list[mx.Slot],
+    runs: Mapping[mx.Slot, Mapping[str, Any]],
+    failed: Mapping[mx.Slot, str],
+    deployments: Mapping[int, list[dict[str, Any]]],
+    decision: sched.Decision,
+    now: datetime,
+) -> dict[str, Any]:
+    name = body["metadata"]["name"]
+    repetitions = int(body["spec"].get("repetitions", 3))
+    cells = []
+    done_cells = 0
+    for cell in matrix.cells:
+        mine = [s for s in order if s.cell == cell.index]
+        phases = []
+        for s in mine:
+            if s in failed:
+                phases.append(cond.RUN_FAILED)
+            elif s in runs:
+                phases.append((runs[s].get("status") or {}).get("phase") or "Pending")
+            else:
+                phases.append("Pending")
+        if any(p == cond.RUN_FAILED for p in phases):
+            phase = cond.RUN_FAILED
+        elif all(p == cond.RUN_SUCCEEDED for p in phases):
+            phase = cond.RUN_SUCCEEDED
+        elif all(p == "Pending" for p in phases):
+            phase = "Pending"
+        else:
+            phase = "Running"
+        if all(p in TERMINAL for p in phases):
+            done_cells += 1
+        cell_runs = [runs[s] for s in mine if s in runs]
+        record: dict[str, Any] = {
+            "name": cell.name,
+            "label": matrix.label(cell.index),
+            "values": dict(cell.values),
+            "baseline": cell.index == matrix.baseline,
+            "cluster": objects.cluster_name(name, cell.group),
+            "runs": [
+                {
+                    "name": objects.run_name(name, s),
+                    "repetition": s.repetition,
+                    "phase": p,
+                    **(
+                        {"startTime": runs[s]["status"]["startTime"]}
+                        if s in runs and (runs[s].get("status") or {}).get("startTime")
+                        else {}
+                    ),
+                    **({"message": failed[s]} if s in failed else {}),
+                }
+                for s, p in zip(mine, phases, strict=True)
+            ],
+            "phase": phase,
+            "deployments": [
+                {k: v for k, v in d.items() if k != "uid"} for d in deployments.get(cell.group, ())
+            ],
+        }
+        if cell_runs:
+            record["summary"] = objects.workload_summary(cell_runs)
+        cells.append(record)
+    current = ""
+    if decision.current is not None:
+        current = (
+            f"{matrix.label(decision.current.cell)} rep {decision.current.repetition}/{repetitions}"
+        )
+    return {
+        "cells": cells,
+        "progress": {
+            "done": done_cells,
+            "total": len(matrix.cells),
+            "summary": f"{done_cells}/{len(matrix.cells)}",
+            "current": current,
+        },
+    }
+
+
+def _comparison(
+    matrix: mx.Matrix, runs: Mapping[mx.Slot, Mapping[str, Any]], failed: Mapping[mx.Slot, str]
+) -> dict[str, Any]:
+    """Every cell against the baseline, by the code of `mongobench compare`."""
+    from mongobench_cli import compare  # noqa: PLC0415 - numpy: only when an experiment ends
+
+    inputs = [
+        compare.RunInput(r["metadata"]["name"], r)
+        for s, r in sorted(runs.items(), key=lambda i: (i[0].cell, i[0].repetition))
+        if (r.get("status") or {}).get("phase") == cond.RUN_SUCCEEDED
+    ]
+    base = matrix.label(matrix.baseline)
+    try:
+        if not any(i.run["spec"]["labels"][objects.CELL_SPEC_LABEL] == base for i in inputs):
+            raise compare.ComparisonError(f"the baseline cell {base} has no succeeded run")
+        result = compare.compare(inputs, baseline=base, group_by=objects.CELL_SPEC_LABEL)
+    except compare.ComparisonError as exc:
+        return {"comparison": {"baseline": base, "error": str(exc)}}
+    out = result.to_dict()
+    return {
+        "comparison": {
+            "baseline": out["baseline"],
+            "groupBy": objects.CELL_SPEC_LABEL,
+            "alpha": out["alpha"],
+            "confidence": out["confidence"],
+            "test": out["test"],
+            "incomparable": out["incomparable"],
+            "notes": out["notes"],
+            "rows": objects.compact_rows(out["rows"]),
+        }
+    }

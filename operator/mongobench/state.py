@@ -1,0 +1,55 @@
+"""The operator's process state: created once at start-up (main.configure puts it in kopf's
+memo, which every handler receives), closed at shutdown. It owns what outlives one handler
+call, so nothing of the kind lives in module globals:
+
+- the Kubernetes API client (bound for mongobench.k8s.client, closed at shutdown);
+- per-resource locks (one reconcile of a resource at a time);
+- the MongoDB administration handles, one per cluster, replaced when the cluster's credentials
+  change and closed when it is deleted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import client
+
+from mongobench.bench.data import ClusterData
+from mongobench.k8s import client as kube
+from mongobench.k8s.locks import ResourceLocks
+from mongobench.mongo.pool import AdminPool
+
+
+@dataclass
+class OperatorState:
+    api: client.ApiClient
+    locks: ResourceLocks
+    admins: AdminPool
+    cluster_data: ClusterData
+
+    @classmethod
+    def create(cls, api: client.ApiClient | None = None) -> OperatorState:
+        api = api or kube.new_api_client()
+        kube.bind(api)
+        admins = AdminPool()
+        return cls(api, ResourceLocks(), admins, ClusterData(admins))
+
+    def forget(self, kind: str, namespace: str, name: str) -> None:
+        """A resource is gone: drop its lock and close its MongoDB clients."""
+        self.locks.forget(kind, namespace, name)
+        if kind == "MongoCluster":
+            self.admins.forget(namespace, name)
+
+    def close(self) -> None:
+        self.admins.close()
+        kube.unbind(self.api)
+        self.api.close()  # type: ignore[no-untyped-call]
+
+
+def state_of(memo: Any) -> OperatorState:
+    """The state main.configure put in kopf's memo (every handler gets a copy of it)."""
+    state = getattr(memo, "state", None)
+    if not isinstance(state, OperatorState):
+        raise RuntimeError("the operator's state is missing: main.configure creates it")
+    return state

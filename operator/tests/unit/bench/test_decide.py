@@ -1,0 +1,237 @@
+"""Unit tier: the BenchmarkRun's pure decision (bench.decide), one test per transition: what
+the operator does next for each observed state of the run, its cluster and its step's Job."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mongobench.api import BenchmarkRunSpec
+from mongobench.bench.decide import (
+    Observed,
+    cleanup_targets,
+    collection_problem,
+    cpu_conditions,
+    current_step,
+    decide,
+)
+from mongobench.bench.plan import make_plan
+from mongobench.k8s import conditions as cond
+
+pytestmark = pytest.mark.unit
+
+READY = {"spec": {"auth": {"benchmarkDatabase": "ycsb"}}, "status": {"phase": "Ready"}}
+
+
+def spec(**overrides: Any) -> BenchmarkRunSpec:
+    base: dict[str, Any] = {"clusterRef": {"name": "c"}, "workloads": [{"name": "a"}]}
+    return BenchmarkRunSpec.parse({**base, **overrides})
+
+
+def observed(
+    status: dict[str, Any] | None = None,
+    cluster: dict[str, Any] | None = READY,
+    job: dict[str, Any] | None = None,
+    **overrides: Any,
+) -> Observed:
+    s = spec(**overrides)
+    return Observed(s, make_plan(s), status or {}, cluster, job)
+
+
+def done(*indexes: int, running: int | None = None) -> dict[str, Any]:
+    """A started run's status: these steps Succeeded, `running` Running."""
+    steps = [{"index": i, "phase": "Succeeded"} for i in indexes]
+    if running is not None:
+        steps.append({"index": running, "phase": "Running"})
+    return {"startTime": "T0", "steps": steps}
+
+
+def job(condition: str | None = None, **extra: str) -> dict[str, Any]:
+    conditions = [{"type": condition, "status": "True", **extra}] if condition else []
+    return {"metadata": {"creationTimestamp": "T1"}, "status": {"conditions": conditions}}
+
+
+def test_plan_shape_the_tests_rely_on() -> None:
+    kinds = [s.kind for s in observed().plan]
+    assert kinds == ["prepare", "load", "run", "run", "run", "cleanup"]
+
+
+def test_missing_cluster_before_start_waits() -> None:
+    action = decide(observed(cluster=None))
+    assert action.kind == "WaitForCluster"
+    assert action.cluster_condition is not None
+    assert action.cluster_condition[2] == cond.CLUSTER_NOT_FOUND
+
+
+def test_cluster_not_ready_before_start_waits() -> None:
+    action = decide(observed(cluster={"status": {"phase": "Provisioning"}}))
+    assert action.kind == "WaitForCluster"
+    assert action.cluster_condition == (
+        cond.CLUSTER_READY,
+        cond.FALSE,
+        cond.CLUSTER_NOT_READY,
+        "MongoCluster c is Provisioning; waiting",
+    )
+
+
+def test_database_the_user_cannot_write_is_refused_before_start() -> None:
+    action = decide(observed(database="other"))
+    assert action.kind == "Refuse"
+    assert "may write only to ycsb" in action.message
+
+
+def test_cluster_deleted_after_start_fails_the_run() -> None:
+    action = decide(observed(done(0, running=1), cluster=None))
+    assert action.kind == "ClusterGone"
+    assert action.cluster_condition is not None
+    assert action.cluster_condition[2] == cond.CLUSTER_DELETED
+
+
+def test_cluster_degraded_after_start_goes_on_and_says_so() -> None:
+    action = decide(observed(done(0, running=1), cluster={"status": {"phase": "Degraded"}}))
+    assert action.kind == "CreateJob" or action.kind == "RecoverLostJob"
+    assert action.cluster_condition is not None
+    assert action.cluster_condition[1:3] == (cond.FALSE, cond.CLUSTER_NOT_READY)
+
+
+def test_first_pass_starts_and_prepares() -> None:
+    action = decide(observed())
+    assert (action.kind, action.start) == ("Prepare", True)
+    assert action.step is not None and action.step.kind == "prepare"
+    assert action.cluster_condition is not None and action.cluster_condition[1] == cond.TRUE
+
+
+def test_external_target_needs_no_cluster() -> None:
+    s = BenchmarkRunSpec.parse(
+        {"uriSecretRef": {"name": "s", "key": "uri"}, "workloads": [{"name": "a"}]}
+    )
+    action = decide(Observed(s, make_plan(s), {}, None, None))
+    assert (action.kind, action.cluster_condition) == ("Prepare", None)
+
+
+def test_started_run_does_not_start_again() -> None:
+    assert decide(observed(done(0))).start is False
+
+
+def test_load_without_job_creates_it() -> None:
+    action = decide(observed(done(0)))
+    assert action.kind == "CreateJob"
+    assert action.step is not None and action.step.kind == "load"
+
+
+@pytest.mark.parametrize("index", [2, 3, 4])
+def test_each_job_step_without_job_creates_it(index: int) -> None:
+    action = decide(observed(done(*range(index))))
+    assert action.kind == "CreateJob"
+    assert action.step is not None and action.step.index == index
+
+
+def test_running_job_is_waited_for() -> None:
+    action = decide(observed(done(0, running=1), job=job()))
+    assert (action.kind, action.adopt) == ("WaitForJob", False)
+
+
+def test_job_created_before_a_restart_is_adopted_not_duplicated() -> None:
+    action = decide(observed(done(0), job=job()))
+    assert (action.kind, action.adopt) == ("WaitForJob", True)
+
+
+def test_job_vanished_while_running_is_recovered() -> None:
+    assert decide(observed(done(0, running=1), job=None)).kind == "RecoverLostJob"
+
+
+def test_completed_job_is_collected() -> None:
+    action = decide(observed(done(0, 1, running=2), job=job("Complete")))
+    assert action.kind == "Collect"
+    assert action.step is not None and action.step.label == "run a #1"
+
+
+def test_completed_job_adopted_and_collected_after_restart() -> None:
+    action = decide(observed(done(0, 1), job=job("Complete")))
+    assert (action.kind, action.adopt) == ("Collect", True)
+
+
+def test_failed_job_fails_with_its_message() -> None:
+    action = decide(observed(done(0, running=1), job=job("Failed", message="deadline")))
+    assert (action.kind, action.message) == ("CollectFailed", "deadline")
+    reason_only = job("Failed", reason="BackoffLimitExceeded")
+    assert decide(observed(done(0, running=1), job=reason_only)).message == ("BackoffLimitExceeded")
+
+
+def test_cleanup_step_then_finish() -> None:
+    assert decide(observed(done(*range(5)))).kind == "CleanUp"
+    assert decide(observed(done(*range(6)))).kind == "Finish"
+
+
+def test_a_failed_step_is_the_current_one() -> None:
+    status = done(0)
+    status["steps"].append({"index": 1, "phase": "Failed"})
+    step = current_step(make_plan(spec()), status)
+    assert step is not None and step.index == 1
+
+
+@pytest.mark.parametrize(
+    ("reported", "missing", "merged", "failed", "problem"),
+    [
+        (0, [], {}, False, "no client reported a result"),
+        (1, [1], {"status": "Succeeded"}, False, "clients [1] reported no result"),
+        (2, [], {"status": "Failed", "error": "timeout"}, False, "timeout"),
+        (2, [], {"status": "Failed"}, False, "a client failed"),
+        (2, [], {"status": "Succeeded"}, True, "the Job failed"),
+        (2, [], {"status": "Succeeded"}, False, None),
+    ],
+)
+def test_collection_verdict_partial_results_fail_the_step(
+    reported: int, missing: list[int], merged: dict[str, Any], failed: bool, problem: str | None
+) -> None:
+    assert collection_problem(reported, missing, merged, failed) == problem
+
+
+@pytest.mark.parametrize(
+    ("jobs", "data", "success", "expected"),
+    [
+        ("OnSuccess", "Never", True, (True, False)),
+        ("OnSuccess", "Never", False, (False, False)),
+        ("Always", "Always", False, (True, True)),
+        ("Never", "OnSuccess", True, (False, True)),
+        ("Never", "OnSuccess", False, (False, False)),
+    ],
+)
+def test_cleanup_policies(jobs: Any, data: Any, success: bool, expected: tuple[bool, bool]) -> None:
+    assert cleanup_targets(jobs, data, success) == expected
+
+
+def test_cpu_without_prometheus_configured() -> None:
+    (update,) = cpu_conditions(None, None, [], "run a #1")
+    assert update[:3] == (cond.CPU_COLLECTED, cond.FALSE, cond.CPU_NOT_CONFIGURED)
+
+
+def test_prometheus_down_marks_cpu_missing() -> None:
+    (update,) = cpu_conditions(None, (cond.PROMETHEUS_UNAVAILABLE, "refused"), [], "run a #1")
+    assert update == (cond.CPU_COLLECTED, cond.FALSE, cond.PROMETHEUS_UNAVAILABLE, "refused")
+
+
+def test_cpu_collected_then_a_gap_stays_visible() -> None:
+    full = {"cpu": {"missing": []}, "resources": {"missing": []}}
+    first = cpu_conditions(full, None, [], "run a #1")
+    assert [(t, s) for t, s, _, _ in first] == [
+        (cond.CPU_COLLECTED, cond.TRUE),
+        (cond.RESOURCES_COMPLETE, cond.TRUE),
+    ]
+    gap = [
+        {"type": cond.CPU_COLLECTED, "status": "False"},
+        {"type": cond.RESOURCES_COMPLETE, "status": "True"},
+    ]
+    assert cpu_conditions(full, None, gap, "run a #2") == []
+
+
+def test_missing_metric_marks_resources_incomplete() -> None:
+    partial = {"cpu": {"missing": []}, "resources": {"missing": ["disk of node n1"]}}
+    updates = cpu_conditions(partial, None, [], "run a #1")
+    assert updates[-1] == (
+        cond.RESOURCES_COMPLETE,
+        cond.FALSE,
+        cond.METRICS_MISSING,
+        "run a #1: disk of node n1",
+    )

@@ -1,0 +1,285 @@
+"""Unit tier: a BenchmarkExperiment's matrix expansion, the order of its repetitions, the objects
+it creates and the scheduling decision (a pure function from observed state to next actions)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mongobench.api import SpecError
+from mongobench.experiment import matrix as mx
+from mongobench.experiment import objects
+from mongobench.experiment import schedule as sched
+from mongobench.experiment.matrix import Slot
+
+pytestmark = pytest.mark.unit
+
+SHARDED = {"type": "Sharded", "sharded": {"shards": 1, "membersPerShard": 1}}
+
+
+def spec(**extra: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "cluster": {"version": "7.0.14", "topology": SHARDED},
+        "run": {"workloads": [{"name": "a"}, {"name": "c"}]},
+        "dimensions": [
+            {
+                "name": "shards",
+                "target": "cluster",
+                "field": "topology.sharded.shards",
+                "values": [1, 2],
+            },
+            {
+                "name": "version",
+                "target": "cluster",
+                "field": "version",
+                "values": ["7.0.14", "8.0.4"],
+            },
+        ],
+    }
+    return base | extra
+
+
+def test_cells_are_the_product_and_set_the_named_fields() -> None:
+    m = mx.expand(spec())
+    assert [dict(c.values) for c in m.cells] == [
+        {"shards": 1, "version": "7.0.14"},
+        {"shards": 1, "version": "8.0.4"},
+        {"shards": 2, "version": "7.0.14"},
+        {"shards": 2, "version": "8.0.4"},
+    ]
+    assert m.cells[2].cluster_spec["topology"]["sharded"] == {"shards": 2, "membersPerShard": 1}
+    assert m.cells[3].cluster_spec["version"] == "8.0.4"
+    assert len(m.groups) == 4  # every cell its own cluster
+    assert m.label(3) == "shards=2,version=8.0.4"
+
+
+def test_run_dimensions_share_the_cluster() -> None:
+    m = mx.expand(
+        spec(
+            dimensions=[
+                {
+                    "name": "driver",
+                    "target": "run",
+                    "field": "driver",
+                    "values": ["ycsb", "locust"],
+                },
+                {
+                    "name": "shards",
+                    "target": "cluster",
+                    "field": "topology.sharded.shards",
+                    "values": [1, 3],
+                },
+            ]
+        )
+    )
+    assert [c.group for c in m.cells] == [0, 1, 0, 1]
+    assert m.cells[2].run_spec["driver"] == "locust"
+
+
+def test_exclude_and_include_like_a_ci_matrix() -> None:
+    m = mx.expand(
+        spec(
+            exclude=[{"shards": 2, "version": "8.0.4"}],
+            include=[{"shards": 7, "version": "8.0.4"}, {"shards": 1, "version": "7.0.14"}],
+        )
+    )
+    assert [m.label(c.index) for c in m.cells] == [
+        "shards=1,version=7.0.14",
+        "shards=1,version=8.0.4",
+        "shards=2,version=7.0.14",
+        "shards=7,version=8.0.4",  # the second include matched an existing cell
+    ]
+
+
+def test_baseline_names_exactly_one_cell() -> None:
+    assert mx.expand(spec(baseline={"shards": 2, "version": "7.0.14"})).baseline == 2
+    with pytest.raises(SpecError, match="matches 2 cells"):
+        mx.expand(spec(baseline={"shards": 2}))
+
+
+def test_matrix_errors_are_spec_errors() -> None:
+    with pytest.raises(SpecError, match="no cell"):
+        mx.expand(spec(exclude=[{"shards": 1}, {"shards": 2}]))
+    with pytest.raises(SpecError, match="no dimension"):
+        mx.expand(spec(exclude=[{"members": 1}]))
+    big = spec(
+        dimensions=[
+            {"name": "a", "target": "run", "field": "x", "values": list(range(15))},
+            {"name": "b", "target": "run", "field": "y", "values": list(range(15))},
+        ]
+    )
+    with pytest.raises(SpecError, match="225 cells, more than 200"):
+        mx.expand(big)
+    with pytest.raises(SpecError, match="not an object"):
+        mx.expand(
+            spec(
+                dimensions=[
+                    {"name": "v", "target": "cluster", "field": "version.major", "values": [1]}
+                ]
+            )
+        )
+
+
+def test_interleaved_order_is_abab() -> None:
+    m = mx.expand(spec())
+    order = mx.slots(m, 2, "Interleaved", None)
+    assert [(s.cell, s.repetition) for s in order] == [
+        (0, 1),
+        (1, 1),
+        (2, 1),
+        (3, 1),
+        (0, 2),
+        (1, 2),
+        (2, 2),
+        (3, 2),
+    ]
+
+
+def test_random_order_is_reproducible_from_its_seed() -> None:
+    m = mx.expand(spec())
+    a = mx.slots(m, 5, "Random", 42)
+    assert a == mx.slots(m, 5, "Random", 42)
+    assert a != mx.slots(m, 5, "Random", 43)
+    assert sorted(a, key=lambda s: (s.repetition, s.cell)) == mx.slots(m, 5, "Interleaved", None)
+    assert mx.default_seed("uid-1") == mx.default_seed("uid-1") != mx.default_seed("uid-2")
+
+
+def test_runs_are_single_repetitions_with_cell_labels_and_the_archive_prefix() -> None:
+    body = {
+        "metadata": {"name": "study", "namespace": "ns", "uid": "u1"},
+        "spec": spec(archive={"bucket": "lab", "prefix": "p"}),
+    }
+    m = mx.expand(body["spec"])
+    run = objects.run(body, m, Slot(3, 2))
+    assert run["metadata"]["name"] == "study-c3-r2"
+    assert run["spec"]["clusterRef"] == {"name": "study-k3"}
+    assert run["spec"]["repetitions"] == 1
+    assert run["spec"]["labels"][objects.CELL_SPEC_LABEL] == "shards=2,version=8.0.4"
+    assert run["spec"]["labels"]["shards"] == "2"
+    assert run["spec"]["archive"] == {"bucket": "lab", "prefix": "p/experiments/study"}
+    assert run["metadata"]["ownerReferences"][0]["uid"] == "u1"
+    cluster = objects.cluster(body, m, 1)
+    assert cluster["metadata"]["name"] == "study-k1"
+    assert cluster["spec"]["version"] == "8.0.4"
+
+
+# --- scheduling ---------------------------------------------------------------------------------
+
+ORDER = [Slot(0, 1), Slot(1, 1), Slot(0, 2), Slot(1, 2)]
+TWO_CLUSTERS = {0: 0, 1: 1}
+READY = sched.ObservedCluster("Ready", False, 10)
+
+
+def decide(
+    clusters: dict[int, sched.ObservedCluster],
+    runs: dict[Slot, str | None],
+    policy: sched.Policy | None = None,
+    group_of: dict[int, int] | None = None,
+    **kw: Any,
+) -> sched.Decision:
+    return sched.decide(
+        ORDER,
+        group_of or TWO_CLUSTERS,
+        sched.Observed(clusters, runs, **kw),
+        policy or sched.Policy(),
+    )
+
+
+def test_first_step_creates_the_first_cells_cluster() -> None:
+    d = decide({}, {})
+    assert d.actions == [sched.CreateCluster(0)]
+    assert d.phase == "Running" and d.current == Slot(0, 1)
+
+
+def test_run_starts_when_its_cluster_is_ready_and_not_before() -> None:
+    assert decide({0: sched.ObservedCluster("Provisioning", False, 5)}, {}).actions == []
+    assert decide({0: READY}, {}).actions == [sched.CreateRun(Slot(0, 1))]
+
+
+def test_one_run_at_a_time_per_cluster() -> None:
+    assert decide({0: READY}, {Slot(0, 1): "Running"}).actions == []
+
+
+def test_next_cell_makes_room_then_creates_its_cluster() -> None:
+    # Cell 0 rep 1 done; cell 1 needs its own cluster; the limit is 1: delete cluster 0 first.
+    d = decide({0: READY}, {Slot(0, 1): "Succeeded"})
+    assert d.actions == [sched.DeleteCluster(0, "room for the next cell's cluster")]
+    assert (
+        decide({0: sched.ObservedCluster("Ready", True, 30)}, {Slot(0, 1): "Succeeded"}).actions
+        == []
+    )
+    assert decide({}, {Slot(0, 1): "Succeeded"}).actions == [sched.CreateCluster(1)]
+
+
+def test_a_cluster_whose_cells_are_done_follows_the_policy() -> None:
+    runs = {s: "Succeeded" for s in ORDER if s.cell == 0}
+    runs[Slot(1, 1)] = "Succeeded"
+    d = decide({0: READY, 1: READY}, runs, sched.Policy(max_clusters=2))
+    assert sched.DeleteCluster(0, "its cells are done") in d.actions
+    assert sched.CreateRun(Slot(1, 2)) in d.actions
+    d = decide({0: READY, 1: READY}, runs, sched.Policy(max_clusters=2, clusters_after="Keep"))
+    assert sched.KeepCluster(0) in d.actions
+
+
+def test_max_clusters_two_runs_both_clusters_at_once() -> None:
+    d = decide({0: READY, 1: READY}, {}, sched.Policy(max_clusters=2))
+    assert d.actions == [sched.CreateRun(Slot(0, 1)), sched.CreateRun(Slot(1, 1))]
+
+
+def test_run_variants_reuse_one_cluster() -> None:
+    d = decide({0: READY}, {Slot(0, 1): "Succeeded"}, group_of={0: 0, 1: 0})
+    assert d.actions == [sched.CreateRun(Slot(1, 1))]
+
+
+def test_failed_cluster_fails_its_cells_and_stop_ends_the_experiment() -> None:
+    failed = sched.ObservedCluster("Failed", False, 10)
+    d = decide({0: failed}, {})
+    assert d.actions[0] == sched.FailSlots((Slot(0, 1), Slot(0, 2)), 0, "its cluster failed")
+    assert sched.DeleteCluster(0, "its cells are done") in d.actions
+    assert d.phase == "Running"  # until the cluster is gone
+    done = decide({}, {}, failed=frozenset({Slot(0, 1), Slot(0, 2)}))
+    assert done.phase == "Failed" and done.actions == []
+
+
+def test_continue_goes_on_with_the_other_cells_and_keep_on_failure_keeps_the_cluster() -> None:
+    policy = sched.Policy(on_cell_failure="Continue", clusters_after="KeepOnFailure")
+    d = decide({0: sched.ObservedCluster("Failed", False, 10)}, {}, policy)
+    assert sched.KeepCluster(0) in d.actions
+    # The kept failed cluster does not count against maxClusters: cell 1's cluster is created.
+    d = decide(
+        {0: sched.ObservedCluster("Failed", False, 10)},
+        {},
+        policy,
+        failed=frozenset({Slot(0, 1), Slot(0, 2)}),
+        kept=frozenset({0}),
+    )
+    assert d.actions == [sched.CreateCluster(1)]
+    runs = {Slot(1, 1): "Succeeded", Slot(1, 2): "Succeeded"}
+    d = decide(
+        {0: sched.ObservedCluster("Failed", False, 10)},
+        runs,
+        policy,
+        failed=frozenset({Slot(0, 1), Slot(0, 2)}),
+        kept=frozenset({0}),
+    )
+    assert d.phase == "Succeeded"
+
+
+def test_a_cluster_never_ready_times_out() -> None:
+    slow = sched.ObservedCluster("Provisioning", False, 901)
+    d = decide({0: slow}, {})
+    assert isinstance(d.actions[0], sched.FailSlots)
+    assert "not Ready after 900s" in d.actions[0].message
+
+
+def test_a_failed_run_stops_new_work_but_waits_for_running_ones() -> None:
+    policy = sched.Policy(max_clusters=2)
+    d = decide({0: READY, 1: READY}, {Slot(0, 1): "Failed", Slot(1, 1): "Running"}, policy)
+    assert not any(isinstance(a, sched.CreateRun) for a in d.actions)
+    assert d.phase == "Running"
+
+
+def test_everything_done_and_deleted_succeeds() -> None:
+    d = decide({}, {s: "Succeeded" for s in ORDER})
+    assert d.phase == "Succeeded" and d.actions == [] and d.current is None

@@ -1,0 +1,181 @@
+"""Unit tier: what outlives a handler call is owned by the operator's state and released with
+the resource: MongoDB clients closed on deletion and on a change of credentials, locks
+forgotten, the API client closed at shutdown; every API request carries a timeout; no module
+keeps a mutable cache of its own.
+
+The Connector below records close() instead of holding sockets (no MongoDB here); the state,
+pool and locks are the product's own.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import mongobench
+from mongobench.k8s import client as kube
+from mongobench.k8s.locks import ResourceLocks
+from mongobench.mongo.admin import MongoAdmin
+from mongobench.mongo.connect import Connector
+from mongobench.mongo.pool import AdminPool, fingerprint
+from mongobench.state import OperatorState, state_of
+
+pytestmark = pytest.mark.unit
+
+
+class RecordingConnector(Connector):
+    closed = 0
+
+    def close(self) -> None:
+        self.closed += 1
+        super().close()
+
+
+def admin() -> MongoAdmin:
+    return MongoAdmin(RecordingConnector())
+
+
+def closes(handle: MongoAdmin) -> int:
+    connector = handle.connector
+    assert isinstance(connector, RecordingConnector)
+    return connector.closed
+
+
+def test_a_clusters_handle_is_reused_until_its_credentials_change() -> None:
+    pool = AdminPool()
+    first = pool.get("ns", "c", fingerprint(["pw", "key"]), admin)
+    assert pool.get("ns", "c", fingerprint(["pw", "key"]), admin) is first
+    second = pool.get("ns", "c", fingerprint(["new-pw", "key"]), admin)
+    assert second is not first
+    assert closes(first) == 1 and closes(second) == 0  # the old clients are closed
+    assert len(pool) == 1
+
+
+def test_a_deleted_clusters_clients_are_closed_and_forgotten() -> None:
+    pool = AdminPool()
+    handle = pool.get("ns", "c", "fp", admin)
+    other = pool.get("ns", "d", "fp", admin)
+    pool.forget("ns", "c")
+    assert closes(handle) == 1 and closes(other) == 0
+    assert len(pool) == 1
+    pool.close()
+    assert closes(other) == 1 and len(pool) == 0
+
+
+def test_fingerprints_keep_no_secret() -> None:
+    digest = fingerprint(["s3cret-password", "keyfile"])
+    assert "s3cret" not in digest
+    assert digest != fingerprint(["s3cret-passwordkeyfile"])  # fields stay apart
+
+
+def test_locks_are_per_resource_and_forgotten_with_it() -> None:
+    locks = ResourceLocks()
+    lock = locks.lock("MongoCluster", "ns", "c")
+    assert locks.lock("MongoCluster", "ns", "c") is lock
+    assert locks.lock("BenchmarkRun", "ns", "c") is not lock
+    locks.forget("MongoCluster", "ns", "c")
+    assert len(locks) == 1
+    assert locks.lock("MongoCluster", "ns", "c") is not lock
+
+
+class FakeApi:
+    """Records what the module asks of the ApiClient (unit tier: no apiserver)."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+        self.closed = False
+
+    def param_serialize(self, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        return ("GET", "/x", {}, None, [])
+
+    def call_api(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls.append(kwargs)
+
+        class Response:
+            status = 200
+
+            def read(self) -> bytes:
+                return b"{}"
+
+        return Response()
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_the_state_owns_the_api_client_and_every_request_has_a_timeout() -> None:
+    api: Any = FakeApi()
+    state = OperatorState.create(api)
+    try:
+        assert kube.api_client() is api
+        kube.get("Secret", "ns", "x")
+        kube.request("GET", "/api/v1/nodes")
+        assert [c["_request_timeout"] for c in api.calls] == [kube.REQUEST_TIMEOUT] * 2
+        connect, read = kube.REQUEST_TIMEOUT
+        assert 0 < connect <= read <= 60
+        handle = state.admins.get("ns", "c", "fp", admin)
+        state.locks.lock("MongoCluster", "ns", "c")
+        state.forget("MongoCluster", "ns", "c")
+        assert closes(handle) == 1 and len(state.locks) == 0
+        assert state.cluster_data.admins is state.admins  # one pool for clusters and runs
+    finally:
+        state.close()
+    assert api.closed
+    with pytest.raises(RuntimeError, match="no Kubernetes API client"):
+        kube.api_client()
+
+
+def test_handlers_find_the_state_in_kopfs_memo() -> None:
+    class Memo:
+        pass
+
+    memo: Any = Memo()
+    with pytest.raises(RuntimeError, match="state is missing"):
+        state_of(memo)
+    memo.state = OperatorState.create(FakeApi())  # type: ignore[arg-type]
+    try:
+        assert state_of(memo) is memo.state
+    finally:
+        memo.state.close()
+
+
+# --- no module-level mutable caches -------------------------------------------------------------
+
+# Module-level bindings that are not caches: each holds one thing set at start-up.
+BINDINGS = {
+    ("config.py", "_current"): "the process's configuration, set once by `mongobench run`",
+    ("k8s/client.py", "_bound"): "the state's API client, bound at start-up, unbound at shutdown",
+}
+
+
+def _mutable(value: ast.expr) -> bool:
+    if isinstance(value, ast.Dict | ast.List | ast.Set | ast.DictComp | ast.ListComp):
+        return True
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id in ("dict", "list", "set", "defaultdict", "OrderedDict")
+    )
+
+
+def test_no_module_keeps_mutable_state_of_its_own() -> None:
+    root = Path(mongobench.__file__).parent
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        for node in ast.parse(path.read_text()).body:
+            targets: list[ast.expr] = []
+            if isinstance(node, ast.Assign):
+                targets, value = node.targets, node.value
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                targets, value = [node.target], node.value
+            for target in targets:
+                # Upper-case names are constants (never mutated); __all__ is the export list.
+                name = getattr(target, "id", "__all__")
+                if not name.isupper() and name != "__all__" and _mutable(value):
+                    found.append((rel, name))
+    assert sorted(set(found) - set(BINDINGS)) == []
+    assert set(BINDINGS) <= set(found), "a binding listed here no longer exists: drop it"
