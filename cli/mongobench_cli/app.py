@@ -309,6 +309,8 @@ def _experiment_or_none(kube: sources.KubeSource, name: str) -> dict[str, Any] |
 
 
 def _comparison(
+    r: sources.Resolver,
+    refs: list[str],
     runs: list[sources.LoadedRun],
     *,
     baseline: str | None,
@@ -321,6 +323,7 @@ def _comparison(
 ) -> compare.Comparison:
     if not 0 < alpha < 1 or not 0 < confidence < 1:
         raise UserError("--alpha and --confidence must lie between 0 and 1")
+    group_by, baseline = _experiment_defaults(r, refs, group_by, baseline)
     result = compare.compare(
         [compare.RunInput(r.key, r.run) for r in runs],
         baseline=baseline,
@@ -418,8 +421,9 @@ def compare_runs(
         region=s3_region,
     )
     runs = r.resolve(refs)
-    group_by, baseline = _experiment_defaults(r, refs, group_by, baseline)
     result = _comparison(
+        r,
+        refs,
         runs,
         baseline=baseline,
         group_by=group_by,
@@ -510,8 +514,9 @@ def report_runs(
         region=s3_region,
     )
     runs = r.resolve(refs)
-    group_by, baseline = _experiment_defaults(r, refs, group_by, baseline)
     result = _comparison(
+        r,
+        refs,
         runs,
         baseline=baseline,
         group_by=group_by,

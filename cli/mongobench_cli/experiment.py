@@ -41,6 +41,7 @@ def deploy_rows(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
                     "cell": cell.get("label"),
                     **{k: v for k, v in (cell.get("values") or {}).items()},
                     "deployment": i,
+                    "pods": d.get("pods"),
                     "provisionedSeconds": d.get("provisionedSeconds"),
                     "configuredSeconds": d.get("configuredSeconds"),
                     "readySeconds": d.get("readySeconds"),
@@ -82,7 +83,8 @@ def describe(obj: Mapping[str, Any]) -> Group:
     for cell in status.get("cells") or ():
         runs = " ".join(f"r{r['repetition']}:{r['phase']}" for r in cell.get("runs") or ())
         deploy = "; ".join(
-            "/".join(
+            (f"{d['pods']} pods " if d.get("pods") is not None else "")
+            + "/".join(
                 _seconds(d.get(k))
                 for k in ("provisionedSeconds", "configuredSeconds", "readySeconds")
             )

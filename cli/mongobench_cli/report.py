@@ -423,6 +423,8 @@ def experiment_scaling_figures(figs: _Figures, result: compare.Comparison) -> li
                      for y, (_, r) in zip(ys, points, strict=True)],
                 ]  # fmt: skip
                 ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=rest)
+            # The dimension's own values as ticks: 1, 3, 5, 7 shards, never 1.25 of one.
+            ax.set_xticks(sorted({float(v[dim]) for v in values.values()}))
             ax.set_xlabel(dim)
             ax.set_ylabel("operations per second")
             ax.set_title(f"Workload {w}: throughput against {dim} (mean, CI)", fontsize=10)
@@ -447,14 +449,55 @@ def deploy_html(experiments: Sequence[Mapping[str, Any]]) -> str:
                     html.escape(obj["metadata"]["name"]),
                     html.escape(str(r["cell"])),
                     str(r["deployment"]),
+                    str(r["pods"]) if r.get("pods") is not None else "-",
                     *(
                         f"{r[k]:.1f}" if isinstance(r.get(k), int | float) else "-"
                         for k in ("provisionedSeconds", "configuredSeconds", "readySeconds")
                     ),
                 ]
             )
-    headers = ["experiment", "cell", "deployment", "provisioned s", "configured s", "ready s"]
-    return _table(headers, rows, numeric=(2, 3, 4, 5))
+    headers = [
+        "experiment", "cell", "deployment", "pods", "provisioned s", "configured s", "ready s"
+    ]  # fmt: skip
+    return _table(headers, rows, numeric=(2, 3, 4, 5, 6))
+
+
+def deploy_figure(figs: _Figures, experiments: Sequence[Mapping[str, Any]]) -> bool:
+    """Seconds to Ready against the pods deployed (every deployment a point, the mean a line):
+    the deploy-time-against-nodes figure of the studies, without a stopwatch."""
+    from mongobench_cli import experiment  # noqa: PLC0415
+
+    points = {
+        k: [
+            (float(r["pods"]), float(r[key]))
+            for obj in experiments
+            for r in experiment.deploy_rows(obj)
+            if isinstance(r.get("pods"), int) and isinstance(r.get(key), int | float)
+        ]
+        for k, key in (
+            ("provisioned", "provisionedSeconds"),
+            ("configured", "configuredSeconds"),
+            ("ready", "readySeconds"),
+        )
+    }
+    if len({x for x, _ in points["ready"]}) < 2:
+        return False
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for label, pts in points.items():
+        xs = sorted({x for x, _ in pts})
+        means = [sum(y for x, y in pts if x == v) / sum(1 for x, _ in pts if x == v) for v in xs]
+        line = ax.plot(xs, means, marker="o", label=f"{label} (mean)")[0]
+        ax.scatter(
+            [x for x, _ in pts], [y for _, y in pts], s=10, alpha=0.4, color=line.get_color()
+        )
+    ax.set_xticks(sorted({x for x, _ in points["ready"]}))
+    ax.set_xlabel("pods deployed (mongod members, config servers, mongos)")
+    ax.set_ylabel("seconds since the cluster was created")
+    ax.set_title("Deploy time against cluster size", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    figs.save(fig, "deploy-times", "Deploy times", "Seconds to provisioned, configured and Ready")
+    return True
 
 
 # --- HTML --------------------------------------------------------------------------------------
@@ -551,6 +594,14 @@ def _warnings_html(runs: Sequence[LoadedRun]) -> str:
     return f"<ul>{''.join(items)}</ul>" if items else "<p>none</p>"
 
 
+def _figure_html(caption: str, path: Path) -> str:
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return (
+        f"<figure><img alt='{html.escape(caption)}' src='data:image/png;base64,{data}'>"
+        f"<figcaption>{html.escape(caption)} ({html.escape(path.name)})</figcaption></figure>"
+    )
+
+
 def write(
     runs: Sequence[LoadedRun],
     result: compare.Comparison,
@@ -570,6 +621,7 @@ def write(
     cell_dims = experiment_scaling_figures(figs, result)
     curves = percentile_figures(figs, result, by_key)
     cpu_figures(figs, result, by_key)
+    deploy_figure(figs, experiments)
 
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
@@ -606,16 +658,15 @@ def write(
     ]
     if experiments:
         parts += ["<h2>Deploy times</h2>", deploy_html(experiments)]
+        parts += [_figure_html(c, p) for sec, c, p in figs.items if sec == "Deploy times"]
     section = None
     for sec, caption, path in figs.items:
+        if sec == "Deploy times":
+            continue
         if sec != section:
             parts.append(f"<h2>{html.escape(sec)}</h2>")
             section = sec
-        data = base64.b64encode(path.read_bytes()).decode("ascii")
-        parts.append(
-            f"<figure><img alt='{html.escape(caption)}' src='data:image/png;base64,{data}'>"
-            f"<figcaption>{html.escape(caption)} ({html.escape(path.name)})</figcaption></figure>"
-        )
+        parts.append(_figure_html(caption, path))
     parts += ["<h2>Warnings</h2>", _warnings_html(runs), "</body></html>"]
     page = out / "report.html"
     page.write_text("\n".join(parts), encoding="utf-8")

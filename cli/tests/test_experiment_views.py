@@ -3,6 +3,7 @@ deploy-time table, the describe view)."""
 
 from __future__ import annotations
 
+import copy
 import io
 
 import pytest
@@ -29,7 +30,12 @@ EXPERIMENT = {
                 "phase": "Succeeded",
                 "runs": [{"name": "mx-c0-r1", "repetition": 1, "phase": "Succeeded"}],
                 "deployments": [
-                    {"provisionedSeconds": 4.0, "configuredSeconds": 6.5, "readySeconds": 7.0}
+                    {
+                        "pods": 7,
+                        "provisionedSeconds": 4.0,
+                        "configuredSeconds": 6.5,
+                        "readySeconds": 7.0,
+                    }
                 ],
                 "summary": {"a": {"n": 1, "throughput": 950.0}},
             },
@@ -75,6 +81,7 @@ def test_baseline_and_deploy_table() -> None:
             "cell": "shards=1",
             "shards": 1,
             "deployment": 1,
+            "pods": 7,
             "provisionedSeconds": 4.0,
             "configuredSeconds": 6.5,
             "readySeconds": 7.0,
@@ -87,7 +94,7 @@ def test_describe_shows_cells_deploy_times_and_comparison() -> None:
     Console(file=out, width=160).print(experiment.describe(EXPERIMENT))
     text = out.getvalue()
     assert "lab/mx" in text and "Random (seed 7)" in text and "2/2" in text
-    assert "shards=1 *" in text and "4.0/6.5/7.0" in text and "a=950.0" in text
+    assert "shards=1 *" in text and "7 pods 4.0/6.5/7.0" in text and "a=950.0" in text
     assert "r1:Failed" in text and "Against shards=1" in text
 
 
@@ -139,11 +146,18 @@ def test_report_plots_each_numeric_dimension_and_shows_the_deploy_table(tmp_path
         group_by=experiment.CELL_LABEL,
         baseline="shards=1,version=7.0.14",
     )
-    written = report.write(runs, result, tmp_path, [EXPERIMENT])
+    sized = copy.deepcopy(EXPERIMENT)
+    sized["status"]["cells"][1]["deployments"] = [
+        {"pods": 11, "provisionedSeconds": 9.0, "configuredSeconds": 14.0, "readySeconds": 16.0}
+    ]
+    written = report.write(runs, result, tmp_path, [sized])
     names = {p.name for p in written.figures}
+    # Two cluster sizes: seconds to Ready against pods deployed.
+    assert "deploy-times.png" in names
     # shards is numeric (one line per version); version is not a number: no plot against it.
     assert {"scaling-shards-a.png", "scaling-shards-c.png"} <= names
     assert not any("scaling-version" in n for n in names)
     page = written.html.read_text()
     assert "Experiment cells plotted against shards" in page
     assert "<h2>Deploy times</h2>" in page and '<td class="num">7.0</td>' in page
+    assert page.count("<h2>Deploy times</h2>") == 1 and '<td class="num">11</td>' in page

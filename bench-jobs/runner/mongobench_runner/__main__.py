@@ -2,6 +2,7 @@
 
     mongobench-runner ycsb   --phase load|run --workload a --uri mongodb://... [options]
     mongobench-runner locust --phase load|run --workload a --uri mongodb://... [options]
+    mongobench-runner locust --phase load|run --scenario FILE.py --uri mongodb://... [options]
     mongobench-runner merge  RESULT.json... [--output ...]
 
 Runs one client (YCSB with the project's binding, or Locust), serves live metrics, writes one
@@ -47,7 +48,12 @@ EXIT_SINK = 3
 
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--phase", choices=["load", "run"], required=True)
-    p.add_argument("--workload", default="a", help="a-f, or a path to a YCSB property file")
+    p.add_argument(
+        "--workload",
+        default=None,
+        help="a-f, or a path to a YCSB property file (default a); with --scenario, the name "
+        "the document gives the workload (default: the scenario file's name)",
+    )
     p.add_argument(
         "--uri",
         default=os.environ.get("MONGOBENCH_URI"),
@@ -129,6 +135,12 @@ def parser() -> argparse.ArgumentParser:
     lo.add_argument("--expect-workers", type=int, default=0, help="master: workers to wait for")
     lo.add_argument("--master-host", default="127.0.0.1")
     lo.add_argument("--master-port", type=int, default=5557)
+    lo.add_argument(
+        "--scenario",
+        type=Path,
+        default=None,
+        help="a user scenario (a Locust file with a MongoScenario) instead of YCSB's workloads",
+    )
     m = sub.add_parser("merge", help="merge the result documents of parallel clients")
     m.add_argument("documents", nargs="+", type=Path)
     m.add_argument("--output", default="stdout")
@@ -366,6 +378,9 @@ def run_merge(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if args.command != "merge" and args.workload is None:
+        scenario = getattr(args, "scenario", None)
+        args.workload = scenario.stem if scenario is not None else "a"
     if args.command == "merge":
         try:
             return run_merge(args)

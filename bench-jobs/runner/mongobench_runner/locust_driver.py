@@ -3,12 +3,15 @@
 Locust monkey-patches the interpreter with gevent, so it never runs inside the runner: the runner
 starts `locust` (standalone, or a master plus local workers, or only a master/worker for
 multi-pod runs), waits, and turns the histograms the locustfile reports into the same result
-document YCSB runs produce.
+document YCSB runs produce. With `--scenario FILE` Locust runs a user scenario (a MongoScenario
+from bench-jobs/locust/mongobench_scenario.py, which that folder provides on the path) instead
+of the YCSB workloads; its measurements and document are the same.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import resource
@@ -40,16 +43,41 @@ def locustfile() -> Path:
     return Path(__file__).resolve().parents[2] / "locust" / "locustfile.py"
 
 
+def scenario_file(args: argparse.Namespace) -> Path | None:
+    """The user scenario of `--scenario`, checked before anything starts; None: YCSB's mixes."""
+    if not getattr(args, "scenario", None):
+        return None
+    path = Path(args.scenario)
+    if not path.is_file():
+        raise ValueError(f"scenario {path}: no such file")
+    return path
+
+
+def _locustfile(args: argparse.Namespace) -> str:
+    return str(scenario_file(args) or locustfile())
+
+
+def _env(cfg: Path) -> dict[str, str]:
+    """Locust's environment: the config, and the driver's folder on the path (a scenario file
+    elsewhere imports mongobench_scenario from there)."""
+    path = [str(locustfile().parent), *filter(None, [os.environ.get("PYTHONPATH")])]
+    return {
+        **os.environ,
+        "MONGOBENCH_LOCUST_CONFIG": str(cfg),
+        "PYTHONPATH": os.pathsep.join(path),
+    }
+
+
 def locust_command() -> list[str]:
     exe = shutil.which("locust", path=str(Path(sys.executable).parent)) or shutil.which("locust")
     return [exe] if exe else [sys.executable, "-m", "locust"]
 
 
-def _base_args(users: int) -> list[str]:
+def _base_args(users: int, file: str) -> list[str]:
     return [
         *locust_command(),
         "-f",
-        str(locustfile()),
+        file,
         "--headless",
         "--users",
         str(users),
@@ -83,7 +111,7 @@ def run_worker(args: argparse.Namespace) -> int:
         cmd = [
             *locust_command(),
             "-f",
-            str(locustfile()),
+            _locustfile(args),
             "--worker",
             "--master-host",
             args.master_host,
@@ -93,11 +121,12 @@ def run_worker(args: argparse.Namespace) -> int:
             "WARNING",
             "--skip-log-setup",
         ]
-        return subprocess.call(cmd, env={**os.environ, "MONGOBENCH_LOCUST_CONFIG": str(cfg)})
+        return subprocess.call(cmd, env=_env(cfg))
 
 
 def _props(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, str]]:
-    base = wl.load_workload(args.workload)
+    # A scenario takes no YCSB workload file: only the properties given (-p and the options).
+    base = {} if getattr(args, "scenario", None) else wl.load_workload(args.workload)
     overrides = wl.parse_overrides(args.property)
     if args.uri:
         overrides["mongodb.url"] = args.uri
@@ -108,14 +137,21 @@ def _props(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, str]]:
     )
     if "mongodb.url" not in props:
         raise ValueError("no MongoDB URI: pass --uri or set MONGOBENCH_URI")
+    if getattr(args, "scenario", None) and "workload" not in overrides:
+        del props["workload"]  # YCSB's workload class: nothing a scenario uses
     return props, wl.redacted(props)
 
 
 def run_locust(args: argparse.Namespace, install: Callable[[Callable[[], None]], None]) -> Document:
     start = utc_now()
     props, shown = _props(args)
+    scenario = scenario_file(args)
+    if scenario is not None:
+        # Which code ran is part of the record: the file's name and its digest.
+        shown["scenario"] = scenario.name
+        shown["scenario.sha256"] = hashlib.sha256(scenario.read_bytes()).hexdigest()
     # Refused here, before Locust starts: inside a Locust user it would only stall the run.
-    if args.phase == "run":
+    elif args.phase == "run":
         check_distribution(props)
     client_options(props, os.environ)  # a bad mongodb.* property fails now, with its name
     threads = int(props.get("threadcount", "1"))
@@ -157,11 +193,12 @@ def run_locust(args: argparse.Namespace, install: Callable[[Callable[[], None]],
     with tempfile.TemporaryDirectory(prefix="locust-") as tmpdir:
         tmp = Path(tmpdir)
         cfg = _config(tmp, args, props, workers)
-        env = {**os.environ, "MONGOBENCH_LOCUST_CONFIG": str(cfg)}
+        env = _env(cfg)
+        file = _locustfile(args)
         log = (tmp / "locust.log").open("wb")
         status = StatusFollower(tmp / "locust.log", metrics)  # the locustfile's status lines
         metrics.running.set(1)
-        cmd = _base_args(threads)
+        cmd = _base_args(threads, file)
         if workers:
             port = args.master_port
             cmd += ["--master", "--expect-workers", str(workers), "--master-bind-port", str(port)]
@@ -175,7 +212,7 @@ def run_locust(args: argparse.Namespace, install: Callable[[Callable[[], None]],
                         [
                             *locust_command(),
                             "-f",
-                            str(locustfile()),
+                            file,
                             "--worker",
                             "--master-host",
                             "127.0.0.1",
@@ -223,6 +260,7 @@ def run_locust(args: argparse.Namespace, install: Callable[[Callable[[], None]],
     problems: list[str] = []
     operations: dict[str, OpResult] = {}
     transactions = 0
+    samples: list[str] = []
     now_us = int(end.timestamp() * 1e6)
     window = Window(now_us, now_us, "operations")
     if timed_out:
@@ -233,6 +271,7 @@ def run_locust(args: argparse.Namespace, install: Callable[[Callable[[], None]],
         reports = data["reports"]
         for report in reports:
             transactions += int(report["transactions"])
+            samples += report.get("errorSamples", [])
             for name in set(report["histograms"]) | set(report["failed"]) | set(report["codes"]):
                 op = operations.setdefault(name, OpResult(hdr.new_histogram(), {}))
                 if name in report["histograms"]:
@@ -255,9 +294,10 @@ def run_locust(args: argparse.Namespace, install: Callable[[Callable[[], None]],
             for n, op in sorted(operations.items())
             if op.errors
         )
+        first = f"; first: {samples[0]}" if samples else ""
         problems.append(
             f"{errors} of {transactions} operations failed ({codes}), more than "
-            f"--max-error-ratio {args.max_error_ratio:g}"
+            f"--max-error-ratio {args.max_error_ratio:g}{first}"
         )
     if not problems and transactions == 0:
         problems.append("no operation completed")

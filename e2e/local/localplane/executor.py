@@ -14,11 +14,14 @@ one, does a kubelet's share of the work on loopback:
   pod, the plane's CA, and the apiserver as KUBERNETES_SERVICE_HOST/PORT, so results reach the
   API through the runner's in-cluster path and RBAC applies;
 - points the runner's termination log at a per-pod file, and when the process exits patches the
-  pod status (phase, containerStatuses[].state.terminated) so the Job controller counts it.
+  pod status (phase, containerStatuses[].state.terminated) so the Job controller counts it;
+- writes the keys of ConfigMap volumes into the pod's folder and points every argument and
+  variable under their mountPath there (a missing ConfigMap or key waits, as a kubelet's
+  FailedMount does: reported as CreateContainerConfigError here).
 
-What it does not do: init containers (KWOK reports them completed), volumes (Secret/ConfigMap
-mounts), probes, resource limits, runAsUser; restartPolicy Always is run once like Never (the
-pods it is for are Job pods). Everything runs on loopback under the test's own user.
+What it does not do: init containers (KWOK reports them completed), other volumes (Secret,
+emptyDir, ...), probes, resource limits, runAsUser; restartPolicy Always is run once like Never
+(the pods it is for are Job pods). Everything runs on loopback under the test's own user.
 """
 
 from __future__ import annotations
@@ -583,7 +586,9 @@ class PodExecutor:
         reported = ""
         while not (state.gone.is_set() or self._stop.is_set()):
             try:
-                return self.resolve(pod, container)
+                argv, env = self.resolve(pod, container)
+                mounts = self._mount(pod, container, self.workdir / f"{state.name}-{state.uid[:8]}")
+                return remount(argv, mounts), {k: remount([v], mounts)[0] for k, v in env.items()}
             except ContainerConfigError as e:
                 if str(e) != reported:
                     reported = str(e)
@@ -759,6 +764,28 @@ class PodExecutor:
         if code not in (200, 404, 409):  # 404/409: deleted or replaced meanwhile
             raise RuntimeError(f"patching pod {meta['name']} status: HTTP {code}: {resp}")
 
+    def _mount(self, pod: Pod, container: dict[str, Any], podir: Path) -> dict[str, str]:
+        """ConfigMap volumes of the container written under the pod's folder: {mountPath: local
+        folder}. ContainerConfigError when a ConfigMap (or an item's key) is missing."""
+        volumes = {v["name"]: v for v in pod["spec"].get("volumes") or []}
+        out: dict[str, str] = {}
+        for mount in container.get("volumeMounts") or []:
+            source = volumes.get(mount["name"], {}).get("configMap")
+            if source is None:
+                continue
+            data = self._object_data("ConfigMap", source["name"], bool(source.get("optional")))
+            folder = podir / "volumes" / mount["name"]
+            folder.mkdir(parents=True, exist_ok=True)
+            items = source.get("items") or [{"key": k, "path": k} for k in sorted(data or {})]
+            for item in items:
+                if item["key"] not in (data or {}):
+                    raise ContainerConfigError(
+                        f'configmap "{source["name"]}" has no key {item["key"]}'
+                    )
+                (folder / item["path"]).write_text((data or {})[item["key"]])
+            out[mount["mountPath"].rstrip("/")] = str(folder)
+        return out
+
     # -- environment ---------------------------------------------------------------------------
     def resolve(self, pod: Pod, container: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
         """(argv, env) as a kubelet would build them, URIs rewritten. ContainerConfigError when
@@ -882,6 +909,20 @@ class PodExecutor:
         divisor = parse_quantity(ref.get("divisor") or "1")  # type: ignore[no-untyped-call]
         quantity = parse_quantity(value) / divisor  # type: ignore[no-untyped-call]
         return str(math.ceil(quantity))
+
+
+def remount(values: list[str], mounts: Mapping[str, str]) -> list[str]:
+    """Paths under a mountPath (as a whole argument or after `=`) pointed at the local folder."""
+    out = []
+    for value in values:
+        text = value
+        for path, local in mounts.items():
+            if text == path or text.startswith(f"{path}/"):
+                text = local + text[len(path) :]
+            elif f"={path}/" in text:
+                text = text.replace(f"={path}/", f"={local}/", 1)
+        out.append(text)
+    return out
 
 
 def field_value(pod: Pod, path: str) -> str:

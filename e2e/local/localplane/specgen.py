@@ -160,7 +160,7 @@ def value(node: Mapping[str, Any], path: str = "spec") -> st.SearchStrategy[Any]
 def _meet_rules(kind: str, spec: dict[str, Any]) -> dict[str, Any]:
     """Mend the cross-field rules most samples break, so that many are admitted (the rest
     still test refusals): one target, a bound for runs and warm-ups, shapes that match the
-    topology, custom workloads with a base."""
+    topology, custom workloads with a base, scenarios with driver locust."""
     if kind == "BenchmarkRun":
         if "clusterRef" in spec:
             spec.pop("uriSecretRef", None)
@@ -170,10 +170,19 @@ def _meet_rules(kind: str, spec: dict[str, Any]) -> dict[str, Any]:
             if phase in spec and not {"operationCount", "durationSeconds"} & set(spec[phase]):
                 spec[phase]["operationCount"] = 100
         for workload in spec["workloads"]:
-            if workload["name"] not in "abcdef":
+            if "scenario" in workload:  # a scenario workload: a name of its own, no base
+                workload.pop("base", None)
+                if len(workload["name"]) == 1 and workload["name"] in "abcdef":
+                    workload["name"] += "-scenario"
+            elif workload["name"] not in "abcdef":
                 workload.setdefault("base", "a")
             elif len(workload["name"]) == 1:
                 workload.pop("base", None)
+        load = spec.get("load") or {}
+        if load.get("skip"):
+            load.pop("scenario", None)
+        if "scenario" in load or any("scenario" in w for w in spec["workloads"]):
+            spec["driver"] = "locust"  # scenarios are Locust files
     else:
         topology = spec.get("topology") or {}
         if topology.get("type") == "Sharded":

@@ -10,6 +10,7 @@ under the names the experiment gives them: <experiment>-k<group>).
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
@@ -21,12 +22,15 @@ import pytest
 # The BenchmarkRun suite's fixtures and helpers: one way to drive real runs.
 import test_benchmarkrun as bmr
 from kubernetes import client as k8s
+from test_archive import BUCKET, archived, operator_env
+from test_cli import cli  # the `mongobench` executable, run as a user runs it
 
 from localplane.executor import PodExecutor
 from localplane.ferretdb import FerretDB
 from localplane.mongomodel import MongoModel
 from localplane.operator import wait_until
 from localplane.plane import Plane
+from localplane.s3server import ACCESS_KEY, SECRET_KEY, S3Server
 
 ferretdb, model, executor = bmr.ferretdb, bmr.model, bmr.executor
 GROUP, VERSION, apply, get, start = bmr.GROUP, bmr.VERSION, bmr.apply, bmr.get, bmr.start
@@ -52,6 +56,14 @@ def experiment(name: str, **spec: Any) -> dict[str, Any]:
         "metadata": {"name": name},
         "spec": {"cluster": {"version": "7.0.14", "topology": SHARDED}, "run": RUN} | spec,
     }
+
+
+def comparison_rows(doc: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """What `mongobench compare -o json` concluded, row by row."""
+    return sorted(
+        (r["configuration"], r["workload"], r["metric"], r["n"], round(r["mean"], 6), r["verdict"])
+        for r in doc["rows"]
+    )
 
 
 def register_sharded(model: MongoModel, namespace: str, cluster: str, shards: int) -> None:
@@ -164,6 +176,7 @@ def test_two_by_two_matrix_interleaved_resumes_and_compares(
     ferretdb: FerretDB,
     executor: PodExecutor,
     prometheus: str,
+    s3server: S3Server,
     tmp_path: Path,
 ) -> None:
     for g in range(4):
@@ -187,17 +200,21 @@ def test_two_by_two_matrix_interleaved_resumes_and_compares(
         ],
         repetitions=2,
         baseline={"shards": 1, "version": "7.0.14"},
+        archive={"bucket": BUCKET, "prefix": "lab"},
     )
+    env = operator_env(s3server.endpoint)
     began = time.time()
     with Watch(kube_api, namespace, ferretdb.uri, model) as watch:
-        first = start(plane, namespace, model, tmp_path / "first.log", prometheus, kube_api)
+        first = start(plane, namespace, model, tmp_path / "first.log", prometheus, kube_api, **env)
         try:
             apply(plane, namespace, manifest)
             # Kill the operator once the third run exists (mid-experiment, second cluster gone).
             wait_until(lambda: len(watch.runs) >= 3, timeout=600, interval=0.2, what="3 runs")
         finally:
             first.kill()
-        second = start(plane, namespace, model, tmp_path / "second.log", prometheus, kube_api)
+        second = start(
+            plane, namespace, model, tmp_path / "second.log", prometheus, kube_api, **env
+        )
         try:
             body = wait_until(
                 lambda: (
@@ -217,6 +234,16 @@ def test_two_by_two_matrix_interleaved_resumes_and_compares(
                 for r in k8s.CustomObjectsApi(kube_api).list_namespaced_custom_object(
                     GROUP, VERSION, namespace, "benchmarkruns"
                 )["items"]
+            }
+            # The CLI on the finished experiment, as a user runs it (before it is deleted).
+            shown = {
+                args[0]: cli(plane, *args, "-n", namespace)
+                for args in (
+                    ("describe", "experiment/mx"),
+                    ("watch", "experiment/mx", "--timeout", "30"),
+                    ("compare", "experiment/mx", "-o", "json"),
+                    ("report", "experiment/mx", "-o", str(tmp_path / "report")),
+                )
             }
             # Deleting the experiment deletes what it created (garbage collection).
             k8s.CustomObjectsApi(kube_api).delete_namespaced_custom_object(
@@ -256,6 +283,9 @@ def test_two_by_two_matrix_interleaved_resumes_and_compares(
         assert [r["phase"] for r in cell["runs"]] == ["Succeeded", "Succeeded"]
         assert len(cell["deployments"]) == 2
         assert all(d["readySeconds"] >= d["provisionedSeconds"] > 0 for d in cell["deployments"])
+        # The deploy-time table's x: one config server, the shards' members, one mongos.
+        pods = int(cell["values"]["shards"]) + 2
+        assert [d["pods"] for d in cell["deployments"]] == [pods, pods]
         assert set(cell["summary"]) == {"a", "c"}
         assert all(w["n"] == 2 and w["throughput"] > 0 for w in cell["summary"].values())
     comparison = status["comparison"]
@@ -279,6 +309,41 @@ def test_two_by_two_matrix_interleaved_resumes_and_compares(
         if e.involved_object.kind == "BenchmarkExperiment"
     ]
     assert "CellClusterCreated" in events and "ExperimentFinished" in events
+    assert all(r.returncode == 0 for r in shown.values()), {
+        k: r.stderr[-500:] for k, r in shown.items()
+    }
+    assert "shards=1,version=7.0.14 *" in shown["describe"].stdout
+    assert "3 pods" in shown["describe"].stdout and "4 pods" in shown["describe"].stdout
+    assert "mx: Succeeded, cells 4/4" in shown["watch"].stdout
+    compared = json.loads(shown["compare"].stdout)
+    assert compared["baseline"] == "shards=1,version=7.0.14"
+    figures = {p.name for p in (tmp_path / "report" / "figures").iterdir()}
+    # shards is the one numeric dimension (versions are not numbers); 3 and 4 pods deployed.
+    assert {"scaling-shards-a.png", "scaling-shards-c.png", "deploy-times.png"} <= figures
+    assert "<h2>Deploy times</h2>" in (tmp_path / "report" / "report.html").read_text()
+    # Every run of the experiment under one prefix, kept after the experiment was deleted;
+    # compared from there as from the cluster (the way two platforms' studies meet).
+    archived_runs = archived(s3server, f"s3://{BUCKET}/lab/experiments/mx").runs()
+    assert sorted(r.name for r in archived_runs) == sorted(runs)
+    assert all(r.complete for r in archived_runs)
+    from_archive = cli(
+        plane,
+        "compare",
+        f"s3://{BUCKET}/lab/experiments/mx",
+        "--group-by",
+        "experiment.cell",
+        "--baseline",
+        "shards=1,version=7.0.14",
+        "--s3-endpoint",
+        s3server.endpoint,
+        "--s3-region",
+        "us-east-1",
+        "-o",
+        "json",
+        env={"AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY},
+    )
+    assert from_archive.returncode == 0, from_archive.stderr[-500:]
+    assert comparison_rows(json.loads(from_archive.stdout)) == comparison_rows(compared)
 
 
 def test_a_cell_whose_cluster_fails_goes_as_the_policy_says(

@@ -29,6 +29,7 @@ from localplane.executor import (
     expand,
     field_value,
     pod_executor,
+    remount,
     rewrite_hosts,
 )
 from localplane.ferretdb import FerretDB, running_ferretdb
@@ -459,3 +460,16 @@ def test_field_value_downward_api() -> None:
     assert field_value(pod, "metadata.labels") == 'a="1"\nb="2"'
     assert field_value(pod, "spec.nodeName") == "node-1"
     assert field_value(pod, "status.podIPs") == "10.0.0.1,fd00::1"
+
+
+@pytest.mark.unit
+def test_remount_points_paths_under_a_configmap_mount_at_its_local_folder() -> None:
+    mounts = {"/etc/mongobench/scenario": "/tmp/pod/volumes/scenario"}
+    assert remount(
+        ["--scenario", "/etc/mongobench/scenario/find.py", "X=/etc/mongobench/scenario/a.py",
+         "/etc/mongobench/scenarios/other.py", "/etc/mongobench/scenario"],
+        mounts,
+    ) == [
+        "--scenario", "/tmp/pod/volumes/scenario/find.py", "X=/tmp/pod/volumes/scenario/a.py",
+        "/etc/mongobench/scenarios/other.py", "/tmp/pod/volumes/scenario",
+    ]  # fmt: skip

@@ -26,12 +26,26 @@ class UriSecretRef:
 
 
 @dataclass(frozen=True)
+class ConfigMapKeyRef:
+    name: str
+    key: str
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A user Locust scenario file: key `key` of ConfigMap `name` in the run's namespace."""
+
+    config_map_ref: ConfigMapKeyRef
+
+
+@dataclass(frozen=True)
 class Load:
     record_count: int = 100000
     threads: int = 16
     batch_size: int = 1
     insert_order: Literal["hashed", "ordered"] = "hashed"
     skip: bool = False
+    scenario: Scenario | None = None
 
 
 @dataclass(frozen=True)
@@ -39,6 +53,7 @@ class Workload:
     name: str
     base: StandardWorkload | None = None
     properties: dict[str, str] = field(default_factory=dict)
+    scenario: Scenario | None = None
 
     @property
     def standard(self) -> str | None:
@@ -144,3 +159,8 @@ class BenchmarkRunSpec:
     @classmethod
     def parse(cls, spec: dict[str, Any]) -> BenchmarkRunSpec:
         return from_dict(cls, spec)
+
+    def scenarios(self) -> list[tuple[str, Scenario]]:
+        """Every user scenario the run uses, with what uses it ("load" or the workload)."""
+        used = [("load", self.load.scenario)] + [(w.name, w.scenario) for w in self.workloads]
+        return [(who, s) for who, s in used if s is not None]

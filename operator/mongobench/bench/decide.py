@@ -6,6 +6,9 @@ Decision rules (first match wins):
   WaitForCluster   not started; the MongoCluster is absent or not Ready
   Refuse           not started; the cluster's benchmark user may not write the run's database
   ClusterGone      started; the MongoCluster was deleted: fail the run, keep results so far
+  WaitForScenario  not started; a scenario's ConfigMap or key is missing, for at most
+                   SCENARIO_WAIT_SECONDS after the run's creation (apply order may differ)
+  ScenarioMissing  it is still missing, or went missing before a step that needs it: fail
   Finish           every step succeeded
   Prepare          the current step is prepare (drop and create the collection)
   CleanUp          the current step is cleanup (the cleanup policies), then finish
@@ -19,7 +22,7 @@ Decision rules (first match wins):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec, CleanupPolicy
@@ -31,6 +34,8 @@ ActionKind = Literal[
     "WaitForCluster",
     "Refuse",
     "ClusterGone",
+    "WaitForScenario",
+    "ScenarioMissing",
     "Finish",
     "Prepare",
     "CleanUp",
@@ -42,6 +47,9 @@ ActionKind = Literal[
 ]
 # (type, status, reason, message) of a condition to set
 ConditionUpdate = tuple[str, ConditionStatus, str, str]
+# How long a run not started yet waits for a missing scenario ConfigMap (or key) before failing:
+# a ConfigMap applied after its BenchmarkRun is no mistake; one never applied is.
+SCENARIO_WAIT_SECONDS = 60.0
 
 
 @dataclass(frozen=True)
@@ -54,6 +62,10 @@ class Observed:
     status: Mapping[str, Any]
     cluster: Mapping[str, Any] | None = None
     job: Mapping[str, Any] | None = None
+    # (reason, message) when a scenario the run needs now is missing (see orchestrate.observe:
+    # every scenario before the start, the step's own before its Job); None: found or none.
+    scenario_problem: tuple[str, str] | None = None
+    age_seconds: float = 0.0  # since the run's creation
 
     @property
     def started(self) -> bool:
@@ -79,6 +91,8 @@ class Action:
     start: bool = False
     # The step's Job exists but the step is still Pending (created just before a restart).
     adopt: bool = False
+    # ScenarioReady as observed now (None: leave it).
+    scenario_condition: ConditionUpdate | None = None
 
 
 def current_step(plan: Sequence[Step], status: Mapping[str, Any]) -> Step | None:
@@ -153,6 +167,43 @@ def decide(observed: Observed) -> Action:
             )
     start = not started
     step = current_step(observed.plan, observed.status)
+    scenario = scenario_check(observed)
+    if scenario is not None and scenario[1] == cond.FALSE:
+        if not started and observed.age_seconds < SCENARIO_WAIT_SECONDS:
+            waiting = (scenario[0], scenario[1], scenario[2], f"{scenario[3]}; waiting")
+            return Action(
+                "WaitForScenario", None, "", cluster_condition, scenario_condition=waiting
+            )
+        return Action(
+            "ScenarioMissing", step, scenario[3], cluster_condition, scenario_condition=scenario
+        )
+    return replace(
+        _step_action(observed, step, cluster_condition, start), scenario_condition=scenario
+    )
+
+
+def scenario_check(observed: Observed) -> ConditionUpdate | None:
+    """ScenarioReady from what observe found; None for a run without scenarios, or when
+    nothing was checked this pass (a started run between steps)."""
+    if not observed.spec.scenarios():
+        return None
+    if observed.scenario_problem is not None:
+        reason, message = observed.scenario_problem
+        return (cond.SCENARIO_READY, cond.FALSE, reason, message)
+    if observed.started:
+        return None
+    names = sorted({s.config_map_ref.name for _, s in observed.spec.scenarios()})
+    return (
+        cond.SCENARIO_READY,
+        cond.TRUE,
+        cond.SCENARIO_FOUND,
+        f"every scenario is in ConfigMap {', '.join(names)}",
+    )
+
+
+def _step_action(
+    observed: Observed, step: Step | None, cluster_condition: ConditionUpdate | None, start: bool
+) -> Action:
     if step is None:
         return Action("Finish", None, "all steps succeeded", cluster_condition, start)
     if step.kind == "prepare":

@@ -5,7 +5,9 @@ JOB_COMPLETION_INDEX (the Job controller sets it) to split the key space, and wr
 document into ConfigMaps `<job>-c<index>-p<part>` owned by the BenchmarkRun, so results outlive
 the pods and the Jobs. Pods start whenever they are scheduled and pulled, so parallel clients
 meet at a start barrier, the ConfigMap `<job>-barrier` (one key per client: its ready instant),
-and all begin their measured phase at one instant (mongobench_runner.barrier).
+and all begin their measured phase at one instant (mongobench_runner.barrier). A step that runs a
+user Locust scenario mounts its ConfigMap read-only at SCENARIO_DIR and names the file to the
+runner (`--scenario`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mongobench.api.benchmarkrun import BenchmarkRunSpec
+from mongobench.api.benchmarkrun import BenchmarkRunSpec, Scenario
 from mongobench.bench.plan import Step, inserts
 
 COMPONENT_LABEL = "mongobench.io/component"
@@ -26,6 +28,10 @@ CLUSTER_LABEL = "mongobench.io/cluster"
 # Diagnostic switch (annotation on the BenchmarkRun): "disabled" lets parallel clients start as
 # their pods happen to start, to measure what the barrier is worth. Not for real studies.
 START_BARRIER_ANNOTATION = "mongobench.io/start-barrier"
+
+# Where a step's scenario ConfigMap is mounted in the client container.
+SCENARIO_DIR = "/etc/mongobench/scenario"
+SCENARIO_VOLUME = "scenario"
 
 # Key numbers set aside for one step's inserts: 2^40, far more than any run inserts, and
 # 2^63 / 2^40 steps before a key number overflows.
@@ -100,6 +106,16 @@ def build_barrier(spec: BenchmarkRunSpec, step: Step, run: RunRef) -> dict[str, 
     }
 
 
+def step_scenario(spec: BenchmarkRunSpec, step: Step) -> Scenario | None:
+    """The user scenario a step runs: load.scenario for a load, the workload's for its warm-up
+    and runs; None for YCSB's own workloads."""
+    if step.kind == "load":
+        return spec.load.scenario
+    if step.kind in ("warmup", "run"):
+        return next(w for w in spec.workloads if w.name == step.workload).scenario
+    return None
+
+
 def ycsb_properties(spec: BenchmarkRunSpec, step: Step) -> list[tuple[str, str]]:
     """YCSB -p properties of a step: core knobs from the spec, then the passthroughs."""
     props: list[tuple[str, str]] = [
@@ -132,10 +148,11 @@ def ycsb_properties(spec: BenchmarkRunSpec, step: Step) -> list[tuple[str, str]]
     if run.request_distribution is not None:
         props.append(("requestdistribution", run.request_distribution))
     workload = next(w for w in spec.workloads if w.name == step.workload)
-    if inserts(workload):
+    if inserts(workload) or workload.scenario is not None:
         # YCSB numbers new keys from recordcount in every client and every run: each step's
         # inserts get a range of their own (the clients interleave inside it), so neither
-        # parallel clients nor a later inserting step collide on _id.
+        # parallel clients nor a later inserting step collide on _id. Whether a scenario
+        # inserts is its own business: it gets a range anyway.
         props.append(("mongobench.insertoffset", str(step.index * INSERT_RANGE)))
     props.extend(sorted(workload.properties.items()))
     props.extend(sorted(run.properties.items()))
@@ -143,12 +160,15 @@ def ycsb_properties(spec: BenchmarkRunSpec, step: Step) -> list[tuple[str, str]]
 
 
 def runner_args(spec: BenchmarkRunSpec, step: Step, run: RunRef) -> list[str]:
+    scenario = step_scenario(spec, step)
     workload = "a"
     threads = spec.load.threads
     if step.kind != "load":
         w = next(w for w in spec.workloads if w.name == step.workload)
-        workload = w.standard or "a"
+        workload = w.name if scenario else (w.standard or "a")
         threads = spec.run.threads
+    elif scenario is not None:
+        workload = scenario.config_map_ref.key.removesuffix(".py")
     args = [
         spec.driver,
         "--phase",
@@ -170,6 +190,8 @@ def runner_args(spec: BenchmarkRunSpec, step: Step, run: RunRef) -> list[str]:
         "--metrics-port",
         "9100",
     ]
+    if scenario is not None:
+        args += ["--scenario", f"{SCENARIO_DIR}/{scenario.config_map_ref.key}"]
     if uses_barrier(spec, run):
         args += [
             "--barrier",
@@ -237,6 +259,18 @@ def build_job(spec: BenchmarkRunSpec, step: Step, run: RunRef) -> dict[str, Any]
             }
         ],
     }
+    scenario = step_scenario(spec, step)
+    if scenario is not None:
+        # The whole ConfigMap, read-only: the scenario may import its other keys.
+        pod_spec["containers"][0]["volumeMounts"] = [
+            {"name": SCENARIO_VOLUME, "mountPath": SCENARIO_DIR, "readOnly": True}
+        ]
+        pod_spec["volumes"] = [
+            {
+                "name": SCENARIO_VOLUME,
+                "configMap": {"name": scenario.config_map_ref.name, "defaultMode": 0o444},
+            }
+        ]
     if clients.node_selector:
         pod_spec["nodeSelector"] = dict(sorted(clients.node_selector.items()))
     if clients.separate_from_database and run.cluster:

@@ -9,14 +9,15 @@ are deterministic and applied server-side) or losing results (they live in Confi
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
-from mongobench.api.benchmarkrun import BenchmarkRunSpec
+from mongobench.api.benchmarkrun import BenchmarkRunSpec, Scenario
 from mongobench.bench import jobs, results
 from mongobench.bench.cpu import CpuUnavailable
 from mongobench.bench.decide import (
@@ -190,7 +191,9 @@ class _Advance:
     # -- observe, decide, act -----------------------------------------------------------------
 
     def observe(self) -> Observed:
-        """Read what the decision needs: the referenced MongoCluster and the current step's Job."""
+        """Read what the decision needs: the referenced MongoCluster, the current step's Job,
+        and the scenario ConfigMaps: all of them before the start, then the step's own before
+        its Job is created."""
         cluster = None
         if self.spec.cluster_ref is not None:
             cluster = kube.get("MongoCluster", self.ns, self.spec.cluster_ref.name)
@@ -199,13 +202,57 @@ class _Advance:
         reachable = cluster is not None or self.spec.cluster_ref is None
         if step is not None and step.runs_job and reachable:
             job = kube.get("Job", self.ns, step.job_name(self.name))
-        return Observed(self.spec, self.plan, self.status, cluster, job)
+        scenarios: list[tuple[str, Scenario]] = []
+        if "startTime" not in self.status:
+            phase = ((cluster or {}).get("status") or {}).get("phase")
+            if self.spec.cluster_ref is None or phase == cond.PHASE_READY:
+                scenarios = self.spec.scenarios()
+        elif step is not None and step.runs_job and reachable and job is None:
+            scenario = jobs.step_scenario(self.spec, step)
+            recorded: Mapping[str, Any] = next(
+                (s for s in self.status.get("steps") or () if s.get("index") == step.index), {}
+            )
+            if scenario is not None and recorded.get("phase") != "Running":  # not created yet
+                scenarios = [(step.label, scenario)]
+        return Observed(
+            self.spec,
+            self.plan,
+            self.status,
+            cluster,
+            job,
+            scenario_problem=self.scenario_problem(scenarios),
+            age_seconds=age_seconds(self.meta.get("creationTimestamp")),
+        )
+
+    def scenario_problem(self, scenarios: Sequence[tuple[str, Scenario]]) -> tuple[str, str] | None:
+        """(reason, message) of the first scenario whose ConfigMap or key is missing."""
+        seen: dict[str, Mapping[str, Any] | None] = {}
+        for user, scenario in scenarios:
+            ref = scenario.config_map_ref
+            if ref.name not in seen:
+                seen[ref.name] = kube.get("ConfigMap", self.ns, ref.name)
+            configmap = seen[ref.name]
+            if configmap is None:
+                return (
+                    cond.SCENARIO_CONFIGMAP_NOT_FOUND,
+                    f"scenario of {user}: ConfigMap {self.ns}/{ref.name} does not exist",
+                )
+            keys = sorted({**(configmap.get("data") or {}), **(configmap.get("binaryData") or {})})
+            if ref.key not in keys:
+                return (
+                    cond.SCENARIO_KEY_NOT_FOUND,
+                    f"scenario of {user}: ConfigMap {self.ns}/{ref.name} has no key {ref.key} "
+                    f"(it has: {', '.join(keys) or 'none'})",
+                )
+        return None
 
     def go(self) -> Outcome:
         observed = self.observe()
         action = decide(observed)
         if action.cluster_condition is not None:
             self.condition(*action.cluster_condition)
+        if action.scenario_condition is not None:
+            self.condition(*action.scenario_condition)
         try:
             self.act(action, observed)
         except TransientMongoError as exc:  # not reachable yet, election: the timer retries
@@ -222,8 +269,17 @@ class _Advance:
         if kind == "WaitForCluster":
             self.new["phase"] = cond.PHASE_PENDING
             return
+        if kind == "WaitForScenario":
+            self.new["phase"] = cond.PHASE_PENDING
+            return
         if kind == "Refuse":
             self.finish(cond.RUN_FAILED, action.message)
+            return
+        if kind == "ScenarioMissing":
+            if step is not None and step.runs_job and observed.started:
+                self.fail(step, f"{step.label}: {action.message}")
+            else:
+                self.finish(cond.RUN_FAILED, action.message)
             return
         if kind == "ClusterGone":
             for entry in self.steps():
@@ -453,6 +509,14 @@ class _Advance:
                 self.outcome.info(cond.EVENT_DATA_DROPPED, drop_data(self.data, self.spec, self.ns))
             except (MongoAdminError, ApiException) as exc:
                 self.outcome.warn(cond.EVENT_DATA_NOT_DROPPED, str(exc))
+
+
+def age_seconds(created: str | None) -> float:
+    """Seconds since an RFC 3339 creationTimestamp (0 when unknown)."""
+    if not created:
+        return 0.0
+    when = datetime.fromisoformat(created.replace("Z", "+00:00"))
+    return max((datetime.now(UTC) - when).total_seconds(), 0.0)
 
 
 def drop_data(data: DataOps, spec: BenchmarkRunSpec, namespace: str) -> str:

@@ -13,6 +13,8 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 
 from mongobench.api import SpecError
+from mongobench.api.mongocluster import MongoClusterSpec
+from mongobench.cluster.layout import cluster_layout
 from mongobench.experiment import matrix as mx
 from mongobench.experiment import objects
 from mongobench.experiment import schedule as sched
@@ -195,6 +197,7 @@ def _record_deployments(
                     "uid": uid,
                     "cluster": c["metadata"]["name"],
                     "created": c["metadata"].get("creationTimestamp"),
+                    **_pods(c),
                     **{
                         k: timings[k]
                         for k in ("provisionedSeconds", "configuredSeconds", "readySeconds")
@@ -202,6 +205,20 @@ def _record_deployments(
                     },
                 }
             )
+
+
+def _pods(cluster: Mapping[str, Any]) -> dict[str, int]:
+    """How many pods the deployment made (mongod members, config servers, mongos): the x of
+    the deploy-time-against-nodes table. Empty when the spec does not parse."""
+    try:
+        layout = cluster_layout(
+            cluster["metadata"]["name"],
+            cluster["metadata"].get("namespace", ""),
+            MongoClusterSpec.parse(cluster.get("spec") or {}),
+        )
+    except SpecError:
+        return {}
+    return {"pods": sum(rs.members for rs in layout.replica_sets) + layout.mongos_replicas}
 
 
 def _act(  # noqa: PLR0917 - one reconcile's working set

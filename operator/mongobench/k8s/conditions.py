@@ -29,6 +29,7 @@ UPDATED = "Updated"
 STORAGE_RESIZED = "StorageResized"
 SUCCEEDED = "Succeeded"
 CLUSTER_READY = "ClusterReady"
+SCENARIO_READY = "ScenarioReady"
 PROGRESSING = "Progressing"
 CPU_COLLECTED = "CPUCollected"
 RESOURCES_COMPLETE = "ResourcesComplete"
@@ -68,6 +69,9 @@ CLUSTER_NOT_READY = "NotReady"
 CLUSTER_NOT_FOUND = "NotFound"
 CLUSTER_DELETED = "ClusterDeleted"
 DATABASE_NOT_WRITABLE = "DatabaseNotWritable"
+SCENARIO_FOUND = "Found"
+SCENARIO_CONFIGMAP_NOT_FOUND = "ConfigMapNotFound"
+SCENARIO_KEY_NOT_FOUND = "KeyNotFound"
 MONGODB_UNAVAILABLE = "MongoDBUnavailable"
 CPU_COLLECTED_ALL = "Collected"
 CPU_NOT_CONFIGURED = "NotConfigured"
@@ -174,6 +178,24 @@ CONDITIONS: tuple[ConditionDoc, ...] = (
             CLUSTER_NOT_FOUND: "no such MongoCluster; the run waits",
             CLUSTER_DELETED: "deleted during the run; the run fails, results so far kept",
             DATABASE_NOT_WRITABLE: "the benchmark user may not write spec.database",
+        },
+    ),
+    ConditionDoc(
+        SCENARIO_READY,
+        ("BenchmarkRun",),
+        "every user Locust scenario the run uses (load.scenario, workloads[].scenario) is in its "
+        "ConfigMap (absent for runs without scenarios)",
+        {
+            SCENARIO_FOUND: "every scenario's ConfigMap and key exist",
+            SCENARIO_CONFIGMAP_NOT_FOUND: (
+                "a scenario's ConfigMap does not exist (the message names it and its user): the "
+                "run waits for it up to a minute after its creation, then fails; a started run "
+                "fails before the step that needs it"
+            ),
+            SCENARIO_KEY_NOT_FOUND: (
+                "the ConfigMap exists without the scenario's key (the message lists its keys); "
+                "waits and fails as ConfigMapNotFound"
+            ),
         },
     ),
     ConditionDoc(

@@ -235,3 +235,51 @@ def test_missing_metric_marks_resources_incomplete() -> None:
         cond.METRICS_MISSING,
         "run a #1: disk of node n1",
     )
+
+
+SCENARIO = {"configMapRef": {"name": "study", "key": "aggregation.py"}}
+MISSING = (cond.SCENARIO_CONFIGMAP_NOT_FOUND, "scenario of agg: ConfigMap ns/study does not exist")
+
+
+def scenario_observed(
+    status: dict[str, Any] | None = None,
+    problem: tuple[str, str] | None = None,
+    age: float = 0.0,
+    job: dict[str, Any] | None = None,
+) -> Observed:
+    s = spec(driver="locust", workloads=[{"name": "agg", "scenario": SCENARIO}])
+    return Observed(s, make_plan(s), status or {}, READY, job, problem, age)
+
+
+def test_a_run_with_scenarios_starts_saying_they_were_found() -> None:
+    action = decide(scenario_observed())
+    assert (action.kind, action.start) == ("Prepare", True)
+    assert action.scenario_condition == (
+        cond.SCENARIO_READY,
+        cond.TRUE,
+        cond.SCENARIO_FOUND,
+        "every scenario is in ConfigMap study",
+    )
+    # Runs without scenarios carry no such condition; later passes leave it as it is.
+    assert decide(observed()).scenario_condition is None
+    assert decide(scenario_observed(done(0), job=job())).scenario_condition is None
+
+
+def test_a_missing_scenario_before_the_start_waits_a_minute_then_fails() -> None:
+    waiting = decide(scenario_observed(problem=MISSING, age=5))
+    assert waiting.kind == "WaitForScenario" and not waiting.start
+    assert waiting.scenario_condition == (
+        cond.SCENARIO_READY,
+        cond.FALSE,
+        cond.SCENARIO_CONFIGMAP_NOT_FOUND,
+        f"{MISSING[1]}; waiting",
+    )
+    failed = decide(scenario_observed(problem=MISSING, age=61))
+    assert (failed.kind, failed.message) == ("ScenarioMissing", MISSING[1])
+    assert failed.scenario_condition == (cond.SCENARIO_READY, cond.FALSE, *MISSING)
+
+
+def test_a_scenario_gone_before_its_step_fails_the_run_at_that_step() -> None:
+    action = decide(scenario_observed(done(0, 1), problem=MISSING, age=3600))
+    assert action.kind == "ScenarioMissing"
+    assert action.step is not None and action.step.label == "run agg #1"

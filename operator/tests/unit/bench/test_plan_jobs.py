@@ -1,8 +1,15 @@
-"""Unit tier: the BenchmarkRun plan (order, reloads, names) and the step Job builder."""
+"""Unit tier: the BenchmarkRun plan (order, reloads, names) and the step Job builder.
+
+The Jobs of a run with user scenarios are also kept byte for byte in golden/; regenerate after an
+intended change, then review the diff:
+    UPDATE_GOLDEN=1 .venv/bin/pytest operator/tests/unit/bench/test_plan_jobs.py
+"""
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +25,7 @@ from mongobench.bench.jobs import (
     ycsb_properties,
 )
 from mongobench.bench.plan import make_plan
+from mongobench.cluster.objects import to_yaml
 
 pytestmark = pytest.mark.unit
 
@@ -202,3 +210,78 @@ def test_every_inserting_step_gets_an_insert_range_of_its_own() -> None:
         assert props["mongodb.database"] == s.database
     assert sorted(offsets) == ["run d #1", "run d #2", "run e #1", "run e #2"]
     assert len(set(offsets.values())) == 4
+
+
+STUDY = "bench-jobs-scenarios"
+
+
+def scenario_spec(**overrides: Any) -> BenchmarkRunSpec:
+    def ref(key: str) -> dict[str, Any]:
+        return {"configMapRef": {"name": STUDY, "key": key}}
+
+    return spec(
+        driver="locust",
+        load={"recordCount": 1000, "batchSize": 100, "scenario": ref("bulk_insert.py")},
+        workloads=[
+            {"name": "find", "scenario": ref("scatter_gather_find.py")},
+            {"name": "bulk", "scenario": ref("bulk_insert.py"), "properties": {"batchsize": "500"}},
+            {"name": "c"},
+        ],
+        **overrides,
+    )
+
+
+def test_scenario_steps_mount_their_configmap_and_name_the_file() -> None:
+    s = scenario_spec()
+    plan = make_plan(s)
+    by_label = {st.label: st for st in plan}
+    load = build_job(s, by_label["load"], REF)
+    pod = load["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert pod["volumes"] == [
+        {"name": "scenario", "configMap": {"name": STUDY, "defaultMode": 0o444}}
+    ]
+    assert container["volumeMounts"] == [
+        {"name": "scenario", "mountPath": "/etc/mongobench/scenario", "readOnly": True}
+    ]
+    args = container["args"]
+    assert args[:2] == ["locust", "--phase"]
+    assert args[args.index("--scenario") + 1] == "/etc/mongobench/scenario/bulk_insert.py"
+    assert args[args.index("--workload") + 1] == "bulk_insert"
+    assert "batchsize=100" in args
+
+    run = runner_args(s, by_label["run bulk #1"], REF)
+    assert run[run.index("--scenario") + 1] == "/etc/mongobench/scenario/bulk_insert.py"
+    assert run[run.index("--workload") + 1] == "bulk"  # the document names the workload
+    assert "batchsize=500" in run  # a scenario's parameters are its workload's properties
+    # Whether a scenario inserts is its own business: every scenario step gets a key range.
+    offsets = {
+        st.label: dict(ycsb_properties(s, st)).get("mongobench.insertoffset")
+        for st in plan
+        if st.kind == "run"
+    }
+    assert offsets["run find #1"] and offsets["run bulk #1"] and offsets["run c #1"] is None
+
+    # YCSB's own workloads of the same run mount nothing.
+    plain = build_job(s, by_label["run c #1"], REF)["spec"]["template"]["spec"]
+    assert "volumes" not in plain and "volumeMounts" not in plain["containers"][0]
+    assert "--scenario" not in plain["containers"][0]["args"]
+
+
+def test_scenario_workloads_keep_their_written_order() -> None:
+    # RunLast moves inserting workloads last; it cannot tell whether a scenario inserts.
+    assert labels(scenario_spec(repetitions=1)) == [
+        "prepare", "load", "run find #1", "run bulk #1", "run c #1", "cleanup",
+    ]  # fmt: skip
+    assert scenario_spec().scenarios()[0][0] == "load"
+
+
+def test_scenario_jobs_match_golden() -> None:
+    s = scenario_spec(repetitions=1, clients={"parallelism": 2})
+    ref = replace(REF, image="ghcr.io/mongobench/locust:0.1.0", cluster=None)
+    rendered = to_yaml([build_job(s, st, ref) for st in make_plan(s) if st.runs_job])
+    path = Path(__file__).parent / "golden" / "jobs-locust-scenarios.yaml"
+    if os.environ.get("UPDATE_GOLDEN") == "1":
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(rendered)
+    assert path.read_text() == rendered, "jobs changed; see the module docstring to regenerate"

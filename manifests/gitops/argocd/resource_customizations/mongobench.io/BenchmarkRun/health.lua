@@ -2,7 +2,8 @@
 -- conditions (names documented in operator/mongobench/k8s/conditions.py and the CRD):
 --   Succeeded                                   -> Healthy
 --   Failed                                      -> Degraded (the Succeeded condition says why)
---   Pending while its cluster is not Ready      -> Suspended (waits for something outside it)
+--   Pending while its cluster is not Ready,
+--   or its scenario ConfigMap is missing        -> Suspended (waits for something outside it)
 --   Pending otherwise, Preparing, Loading,
 --   Running, Collecting                         -> Progressing (with step i/n and percent)
 local hs = {}
@@ -52,6 +53,12 @@ local cluster = condition(status, "ClusterReady")
 if phase == "Pending" and cluster ~= nil and cluster.status == "False" then
   hs.status = "Suspended"
   hs.message = "Waiting for its cluster: " .. (cluster.message or cluster.reason or "")
+  return hs
+end
+local scenario = condition(status, "ScenarioReady")
+if phase == "Pending" and scenario ~= nil and scenario.status == "False" then
+  hs.status = "Suspended"
+  hs.message = "Waiting for its scenario: " .. (scenario.message or scenario.reason or "")
   return hs
 end
 

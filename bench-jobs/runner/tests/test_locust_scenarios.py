@@ -1,0 +1,226 @@
+"""Protocol tier: user Locust scenarios (MongoScenario files) run by the runner against FerretDB.
+
+The study's three shipped scenarios (bench-jobs/locust/scenarios) load and run standalone and
+with a master and local workers, from a folder of their own as a ConfigMap mount gives them;
+their documents are valid against the result schema and agree with the data. A scenario's own
+errors end in a Failed document that names them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pymongo
+import pytest
+import yaml
+from runner_support import BENCH_JOBS, run_runner, runner_env, validate
+
+from localplane.net import free_port
+
+pytestmark = pytest.mark.protocol
+
+SCENARIOS = BENCH_JOBS / "locust" / "scenarios"
+SAMPLE = (
+    BENCH_JOBS.parent / "manifests" / "samples" / "benchmarkexperiment-shards-members-versions.yaml"
+)
+
+
+@pytest.mark.unit
+def test_the_study_sample_runs_the_shipped_scenarios_from_the_kustomized_configmap():
+    kustomization = yaml.safe_load((SCENARIOS / "kustomization.yaml").read_text())
+    (generator,) = kustomization["configMapGenerator"]
+    assert sorted(generator["files"]) == sorted(p.name for p in SCENARIOS.glob("*.py"))
+    run = yaml.safe_load(SAMPLE.read_text())["spec"]["run"]
+    refs = [run["load"]["scenario"]] + [w["scenario"] for w in run["workloads"]]
+    assert {r["configMapRef"]["name"] for r in refs} == {generator["name"]}
+    assert [r["configMapRef"]["key"] for r in refs] == [
+        "bulk_insert.py", "scatter_gather_find.py", "aggregation.py", "bulk_insert.py",
+    ]  # fmt: skip
+
+
+@pytest.fixture
+def mounted(tmp_path: Path) -> Path:
+    """The shipped scenarios in a folder away from the driver, as the ConfigMap mount has them
+    (mongobench_scenario then comes from the runner's path, not from beside the file)."""
+    folder = tmp_path / "scenario"
+    folder.mkdir()
+    for path in SCENARIOS.glob("*.py"):
+        shutil.copy(path, folder / path.name)
+    return folder
+
+
+def _common(ferretdb, db: str, scenario: Path, *extra: str) -> list[str]:
+    return [
+        "--scenario",
+        str(scenario),
+        "--uri",
+        f"{ferretdb.uri}{db}",
+        "--threads",
+        "3",
+        "-p",
+        "recordcount=240",
+        "-p",
+        "batchsize=20",
+        "-p",
+        "orders.customers=40",
+        *extra,
+    ]
+
+
+@pytest.mark.parametrize(
+    ("scenario", "operation"),
+    [
+        ("bulk_insert.py", "INSERT"),
+        ("scatter_gather_find.py", "FIND"),
+        ("aggregation.py", "AGGREGATE"),
+    ],
+)
+def test_a_shipped_scenario_loads_its_orders_and_runs(
+    scenario, operation, ferretdb, mounted, tmp_path
+):
+    db = f"scn_{Path(scenario).stem}"
+    common = _common(ferretdb, db, mounted / scenario)
+    load = run_runner(["locust", "--phase", "load", *common], tmp_path)
+    assert load.returncode == 0, load.doc["error"]
+    validate(load.doc)
+    coll = pymongo.MongoClient(ferretdb.uri)[db]["usertable"]
+    assert coll.count_documents({}) == 240
+    order = coll.find_one({})
+    assert {"customer", "region", "status", "amount", "quantity", "created", "tags"} <= set(order)
+    codes = load.doc["operations"]["INSERT"]["returnCodes"]
+    assert codes["OK"] + codes["BATCHED_OK"] == 240  # insertMany batches of 20, as YCSB's load
+
+    run = run_runner(["locust", "--phase", "run", *common, "-p", "operationcount=60"], tmp_path)
+    assert run.returncode == 0, run.doc["error"]
+    validate(run.doc)
+    doc = run.doc
+    assert (doc["driver"], doc["status"], doc["operationsTotal"]) == ("locust", "Succeeded", 60)
+    assert doc["workload"] == Path(scenario).stem
+    assert set(doc["operations"]) == {operation}
+    assert doc["properties"]["scenario"] == scenario
+    digest = hashlib.sha256((mounted / scenario).read_bytes()).hexdigest()
+    assert doc["properties"]["scenario.sha256"] == digest
+    assert doc["sanity"]["littlesLaw"]["expectedConcurrency"] == 3
+    assert doc["window"]["source"] == "operations" and doc["window"]["seconds"] > 0
+    if operation == "INSERT":
+        assert coll.count_documents({}) == 240 + 60
+    else:
+        assert doc["operations"][operation]["count"] == 60
+        assert coll.count_documents({}) == 240
+
+
+def test_a_scenario_runs_with_a_master_and_workers(ferretdb, mounted, tmp_path):
+    """Distributed as the built-in driver: the budget splits over the workers, inserted keys
+    never collide, the master merges the workers' histograms."""
+    common = _common(
+        ferretdb,
+        "scn_dist",
+        mounted / "bulk_insert.py",
+        "--workers",
+        "2",
+        "--master-port",
+        str(free_port()),
+        "--timeout",
+        "120",
+    )
+    load = run_runner(["locust", "--phase", "load", *common], tmp_path)
+    assert load.returncode == 0, load.doc["error"]
+    run = run_runner(["locust", "--phase", "run", *common, "-p", "operationcount=90"], tmp_path)
+    assert run.returncode == 0, run.doc["error"]
+    validate(run.doc)
+    assert run.doc["properties"]["locust.workers"] == "2"
+    assert run.doc["operationsTotal"] == 90
+    assert run.doc["operations"]["INSERT"]["count"] == 90
+    coll = pymongo.MongoClient(ferretdb.uri)["scn_dist"]["usertable"]
+    assert coll.count_documents({}) == 240 + 90
+
+
+def test_a_scenario_serves_the_same_live_metrics(ferretdb, mounted, tmp_path):
+    common = _common(ferretdb, "scn_live", mounted / "aggregation.py")
+    assert run_runner(["locust", "--phase", "load", *common], tmp_path).returncode == 0
+    port = free_port()
+    out = tmp_path / "live.json"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mongobench_runner", "locust", "--phase", "run", *common,
+         "-p", "operationcount=0", "-p", "maxexecutiontime=4", "-p", "status.interval=1",
+         "--metrics-port", str(port), "--metrics-addr", "127.0.0.1", "--output", f"file:{out}"],
+        env=runner_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        cwd=tmp_path,
+    )  # fmt: skip
+    seen = 0.0
+    deadline = time.monotonic() + 60
+    while proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.5)
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:
+                text = r.read().decode()
+        except OSError:
+            continue
+        for row in text.splitlines():
+            if row.startswith('mongobench_client_operation_total{operation="AGGREGATE"}'):
+                seen = max(seen, float(row.rpartition(" ")[2]))
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err[-2000:]
+    assert seen > 0, "no live AGGREGATE operations"
+
+
+def test_a_scenarios_own_errors_fail_the_run_and_are_named(ferretdb, tmp_path):
+    broken = tmp_path / "broken.py"
+    broken.write_text(
+        "from mongobench_scenario import MongoScenario\n\n"
+        "class Broken(MongoScenario):\n"
+        "    def run_operation(self):\n"
+        "        with self.measure('FIND'):\n"
+        "            raise ValueError('bad filter')\n"
+        "        raise KeyError('no such field')\n"
+    )
+    res = run_runner(
+        ["locust", "--phase", "run", "--scenario", str(broken), "--uri",
+         f"{ferretdb.uri}scn_broken", "--threads", "2", "-p", "operationcount=6"],
+        tmp_path,
+    )  # fmt: skip
+    assert res.returncode == 1
+    validate(res.doc)
+    ops = res.doc["operations"]
+    # An error inside measure() is the operation's; one outside any is the scenario's.
+    assert ops["FIND"]["returnCodes"] == {"ERROR": 6}
+    assert ops["SCENARIO"]["returnCodes"] == {"ERROR": 6}
+    assert "FIND ERROR=6" in res.doc["error"] and "SCENARIO ERROR=6" in res.doc["error"]
+    assert "first: FIND: ValueError: bad filter" in res.doc["error"]
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        (
+            "from locust import task\n"
+            "from mongobench_scenario import MongoScenario\n\n"
+            "class Tasks(MongoScenario):\n"
+            "    @task\n"
+            "    def find(self):\n"
+            "        pass\n",
+            "not @task methods (find)",
+        ),
+        (None, "no such file"),
+    ],
+    ids=["locust-task", "missing-file"],
+)
+def test_a_scenario_the_base_cannot_run_is_refused_with_a_message(source, message, tmp_path):
+    path = tmp_path / "scn.py"
+    if source is not None:
+        path.write_text(source)
+    res = run_runner(
+        ["locust", "--phase", "run", "--scenario", str(path), "--uri", "mongodb://127.0.0.1:9/",
+         "-p", "operationcount=1", "--timeout", "60"],
+        tmp_path,
+        timeout=120,
+    )  # fmt: skip
+    assert res.returncode == 1
+    validate(res.doc)
+    assert message in res.doc["error"]
