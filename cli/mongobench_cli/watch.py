@@ -39,6 +39,10 @@ class View:
     elapsed: float | None
     eta: float | None
 
+    def progress(self) -> tuple[object, ...]:
+        """What a new line is printed for in a log: not the clock ticking."""
+        return (self.phase, self.done, self.total, self.current, self.last_throughput)
+
     def line(self) -> str:
         live = f", live {render.num(self.live_throughput)} ops/s" if self.live_throughput else ""
         last = (
@@ -162,7 +166,7 @@ def follow(
 ) -> int:
     """Poll `fetch` (None: the run is gone) until the run ends; the exit code."""
     deadline = clock() + timeout if timeout else None
-    last_line = ""
+    last: tuple[object, ...] = ()
 
     def view_of(run: dict[str, Any]) -> View:
         rate = None
@@ -186,9 +190,9 @@ def follow(
         while True:
             if live:
                 live.update(panel(view))
-            elif view.line() != last_line:
-                last_line = view.line()
-                console.print(last_line, markup=False, highlight=False, soft_wrap=True)
+            elif view.progress() != last:
+                last = view.progress()
+                console.print(view.line(), markup=False, highlight=False, soft_wrap=True)
             if view.phase in records.TERMINAL:
                 break
             if deadline is not None and clock() >= deadline:

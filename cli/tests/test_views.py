@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from builders import T0, benchmark_run
@@ -43,6 +43,42 @@ def test_progress_view_of_a_run_half_way() -> None:
     assert view.eta is not None and view.eta > max(0.0, mean - 0.5) + mean
     assert "4/7 steps done" in view.line() and "ETA" in view.line()
     assert view.elapsed == pytest.approx((now - T0).total_seconds())
+
+
+def test_watch_in_a_log_prints_a_line_per_change_of_progress_not_per_poll() -> None:
+    import copy
+    import io
+
+    from rich.console import Console
+
+    from mongobench_cli.watch import follow
+
+    done = benchmark_run("w", workloads=("a",), repetitions=2).run
+    running = copy.deepcopy(done)
+    running["status"]["phase"] = "Running"
+    running["status"]["progress"] = {"steps": 5, "current": "run a #2"}
+    for s in running["status"]["steps"][3:]:
+        s["phase"] = "Pending"
+        s.pop("result", None)
+    del running["status"]["completionTime"]
+    # The clock moves between polls (elapsed 2 s more each time), the progress does not.
+    later = []
+    for shift in (0, 2, 4):
+        r = copy.deepcopy(running)
+        start = datetime.now(UTC) - timedelta(seconds=10 + shift)
+        r["status"]["startTime"] = start.strftime("%Y-%m-%dT%H:%M:%SZ")
+        later.append(r)
+    polls = iter([*later, done])
+    out = io.StringIO()
+    code = follow(lambda: next(polls), Console(file=out, width=200), interval=0)
+    lines = out.getvalue().splitlines()
+    # Three polls of the same progress (only the elapsed time moved): one line; then the end.
+    assert code == 0
+    assert [ln.split(",")[0] for ln in lines] == [
+        "w: Running 3/5 steps done",
+        "w: Succeeded 5/5 steps done",
+        "w: Succeeded",
+    ]
 
 
 def test_progress_view_of_a_finished_run() -> None:
