@@ -159,19 +159,41 @@ def compare_table(result: compare.Comparison) -> Group:
         if row.significant:
             style = "green" if "better" in row.verdict else "red"
         verdict = Text(cells[10], style=style or ("dim" if row.baseline else ""))
-        refs = [notes.setdefault(f, len(notes) + 1) for f in row.flags]
-        flags = Text(" ".join(f"[{n}]" for n in refs), style="yellow")
-        table.add_row(*cells[:10], verdict, flags)
+        inline = [_inline_flag(f) for f in row.flags]
+        refs = [
+            notes.setdefault(f, len(notes) + 1)
+            for f, i in zip(row.flags, inline, strict=True)
+            if not i
+        ]
+        shown = [i for i in inline if i] + [f"[{n}]" for n in refs]
+        table.add_row(*cells[:10], verdict, Text(" ".join(shown), style="yellow"))
     parts: list[Any] = [table]
     if len(result.rows) > 1:
         parts.append(
             Text("p(t): Welch's t-test, p(U): Mann-Whitney U test, g: Hedges' g", style="dim")
+        )
+    if any(f.startswith("CV ") for r in result.rows for f in r.flags):
+        parts.append(
+            Text(
+                f"CV: the coefficient of variation is over {100 * compare.CV_LIMIT:.0f}% (noisy: "
+                "more repetitions or a quieter machine)",
+                style="yellow",
+            )
         )
     for text, n in notes.items():
         parts.append(Text(f"[{n}] {text}", style="yellow"))
     for line in [*(f"not comparable: {r}" for r in result.incomparable), *result.notes]:
         parts.append(Text(line, style="yellow"))
     return Group(*parts)
+
+
+def _inline_flag(flag: str) -> str:
+    """Flags short enough for the notes column ("CV 29%", "n=2"); the rest become notes."""
+    if flag.startswith("CV "):
+        return " ".join(flag.split(" ")[:2])
+    if flag.startswith("n="):
+        return flag.split(" ", maxsplit=1)[0]
+    return ""
 
 
 def _test_name(test: str) -> str:
