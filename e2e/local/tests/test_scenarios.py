@@ -10,17 +10,17 @@ external URI: `uriSecretRef`). The ConfigMaps are made the two ways the study's 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pymongo
 import pytest
+import test_benchmarkrun as bmr
 import yaml
 from kubernetes import client as k8s
 
-from localplane.executor import PodExecutor, pod_executor, rewrite_hosts
-from localplane.ferretdb import FerretDB, running_ferretdb
+from localplane.executor import PodExecutor
+from localplane.ferretdb import FerretDB
 from localplane.operator import start_operator, wait_until
 from localplane.plane import Plane
 from localplane.tools import REPO
@@ -32,18 +32,8 @@ SCENARIOS = REPO / "bench-jobs" / "locust" / "scenarios"
 FILES = ("orders_dataset.py", "bulk_insert.py", "scatter_gather_find.py", "aggregation.py")
 
 
-@pytest.fixture
-def ferretdb() -> Iterator[FerretDB]:
-    with running_ferretdb() as server:
-        yield server
-
-
-@pytest.fixture
-def executor(plane: Plane, namespace: str, ferretdb: FerretDB) -> Iterator[PodExecutor]:
-    with pod_executor(
-        plane, namespace, uri_rewrite=rewrite_hosts(f"{ferretdb.host}:{ferretdb.port}")
-    ) as ex:
-        yield ex
+# The BenchmarkRun suite's fixtures (found by name in the module): FerretDB and the kubelet.
+ferretdb, executor = bmr.ferretdb, bmr.executor
 
 
 def ref(configmap: str, key: str) -> dict[str, Any]:
