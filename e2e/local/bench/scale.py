@@ -95,6 +95,21 @@ class PeakRss:
                 return
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of `pid` so far (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def machine_cpu_seconds() -> float:
+    """Busy CPU seconds of the whole machine so far (all cores, idle and iowait excluded)."""
+    ticks = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+
+
 def operator_requests(audit_log: Path) -> list[dict[str, Any]]:
     out = []
     for line in audit_log.read_text().splitlines():
@@ -134,6 +149,9 @@ def main() -> int:
         objects = [cluster(i) for i in range(N)] + [run(i) for i in range(RUNS)]
         manifest = yaml.safe_dump_all(objects)
         time.sleep(2)  # the operator's initial listing
+        pids = {"operator": operator.process.pid} | {p.name: p.pid for p in plane.procs}
+        cpu0 = {name: cpu_seconds(pid) for name, pid in pids.items()}
+        machine0 = machine_cpu_seconds()
         t0 = time.monotonic()
         plane.kubectl("apply", "-n", NS, "-f", "-", input=manifest, timeout=300)
         t_applied = time.monotonic() - t0
@@ -162,6 +180,9 @@ def main() -> int:
                 print(f"bench-scale: {name} not reached within {TIMEOUT:.0f} s", file=sys.stderr)
                 break
             marks[name] = time.monotonic() - t0
+        elapsed = time.monotonic() - t0
+        cpu = {name: cpu_seconds(pid) - cpu0[name] for name, pid in pids.items()}
+        machine = machine_cpu_seconds() - machine0
         failed = phases("benchmarkruns").count("Failed") if RUNS else 0
         time.sleep(2)
         rss.done.set()
@@ -183,10 +204,28 @@ def main() -> int:
             print(f"  runs Failed                     {failed:7d}     (target 0, within 60 s)")
         print(f"  operator peak RSS               {rss.peak / 2**20:7.1f} MiB (target < 100)")
         print(f"  operator threads at most        {rss.threads:7d}")
+        cores = os.cpu_count() or 1
+        print(
+            f"  CPU seconds, apply -> the end   {machine:7.1f}     (of {elapsed * cores:.0f}"
+            f" on {cores} cores in {elapsed:.0f} s)"
+        )
+        for name, seconds in sorted(cpu.items(), key=lambda kv: -kv[1]):
+            if seconds >= 0.5:
+                print(f"    {name:<29} {seconds:7.1f}")
+        print(f"    {'the rest (clients, wire peers)':<29} {machine - sum(cpu.values()):7.1f}")
         print(
             f"  operator API requests per object {len(requests) / total:6.1f}"
             f"   ({len(requests)} requests, {len(writes)} writes, {total} objects)"
         )
+        kinds: dict[str, int] = {}
+        for e in requests:
+            ref = e.get("objectRef") or {}
+            what = ref.get("resource", "?") + (
+                f"/{ref['subresource']}" if ref.get("subresource") else ""
+            )
+            kinds[f"{e['verb']} {what}"] = kinds.get(f"{e['verb']} {what}", 0) + 1
+        top = sorted(kinds.items(), key=lambda kv: -kv[1])[:10]
+        print("    most frequent: " + ", ".join(f"{k} {v / total:.1f}" for k, v in top))
         return 0 if len(marks) == (3 if RUNS else 2) and not failed else 1
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from mongobench.api.benchmarkrun import BenchmarkRunSpec
 from mongobench.bench.orchestrate import DataOps
 from mongobench.cluster.provision import desired
-from mongobench.cluster.reconcile import admin_for
+from mongobench.cluster.reconcile import administration
 from mongobench.mongo.model import Mongos, ShardingSpec
 from mongobench.mongo.pool import AdminPool
 
@@ -26,27 +26,29 @@ class ClusterData(DataOps):
         if cluster is None:
             return "external database: the collection is used as it is"
         d = desired(cluster, cluster.get("status") or {})
-        admin, _ = admin_for(d, self.admins)
-        if d.layout.sharded:
-            mongos = Mongos((d.layout.mongos_host,))
-            admin.drop_collection(mongos, spec.database, spec.collection)
-            sharding = spec.sharding
-            admin.shard_collection(
-                mongos,
-                ShardingSpec(
-                    spec.database,
-                    spec.collection,
-                    key=sharding.key,
-                    hashed=sharding.hashed,
-                    initial_chunks=sharding.pre_split_chunks,
-                ),
-            )
-            kind = "hashed" if sharding.hashed else "ranged"
-            return f"{spec.database}.{spec.collection} recreated, sharded on {kind} {sharding.key}"
-        (rs,) = d.layout.replica_sets
-        admin.drop_collection(rs.to_spec(), spec.database, spec.collection)
-        admin.ensure_collection(rs.to_spec(), spec.database, spec.collection)
-        return f"{spec.database}.{spec.collection} recreated"
+        with administration(d, self.admins) as (admin, _):
+            if d.layout.sharded:
+                mongos = Mongos((d.layout.mongos_host,))
+                admin.drop_collection(mongos, spec.database, spec.collection)
+                sharding = spec.sharding
+                admin.shard_collection(
+                    mongos,
+                    ShardingSpec(
+                        spec.database,
+                        spec.collection,
+                        key=sharding.key,
+                        hashed=sharding.hashed,
+                        initial_chunks=sharding.pre_split_chunks,
+                    ),
+                )
+                kind = "hashed" if sharding.hashed else "ranged"
+                return (
+                    f"{spec.database}.{spec.collection} recreated, sharded on {kind} {sharding.key}"
+                )
+            (rs,) = d.layout.replica_sets
+            admin.drop_collection(rs.to_spec(), spec.database, spec.collection)
+            admin.ensure_collection(rs.to_spec(), spec.database, spec.collection)
+            return f"{spec.database}.{spec.collection} recreated"
 
     def distribution(
         self, spec: BenchmarkRunSpec, cluster: Mapping[str, Any] | None
@@ -56,19 +58,19 @@ class ClusterData(DataOps):
         d = desired(cluster, cluster.get("status") or {})
         if not d.layout.sharded:
             return None
-        admin, _ = admin_for(d, self.admins)
-        mongos = Mongos((d.layout.mongos_host,))
-        return admin.distribution(mongos, spec.database, spec.collection).as_status()
+        with administration(d, self.admins) as (admin, _):
+            mongos = Mongos((d.layout.mongos_host,))
+            return admin.distribution(mongos, spec.database, spec.collection).as_status()
 
     def drop(self, spec: BenchmarkRunSpec, cluster: Mapping[str, Any] | None) -> str:
         if cluster is None:
             return "external database: nothing dropped (no administrator credentials)"
         d = desired(cluster, cluster.get("status") or {})
-        admin, _ = admin_for(d, self.admins)
         target = (
             Mongos((d.layout.mongos_host,))
             if d.layout.sharded
             else d.layout.replica_sets[0].to_spec()
         )
-        dropped = admin.drop_collection(target, spec.database, spec.collection)
+        with administration(d, self.admins) as (admin, _):
+            dropped = admin.drop_collection(target, spec.database, spec.collection)
         return f"{spec.database}.{spec.collection} {'dropped' if dropped else 'was already gone'}"

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
 from mongobench.api.mongocluster import MongoClusterSpec
+from mongobench.cluster import labels as lbl
 from mongobench.cluster.generate import generate
 from mongobench.cluster.layout import ClusterLayout, ReplicaSetLayout, cluster_layout
 from mongobench.cluster.mongos import set_image
@@ -37,11 +38,14 @@ class Desired:
     facts: PlatformFacts
 
 
-def desired(body: Mapping[str, Any], status: Mapping[str, Any]) -> Desired:
+def desired(
+    body: Mapping[str, Any], status: Mapping[str, Any], detected: PlatformFacts | None = None
+) -> Desired:
     """Parse the spec (SpecError names the field) and pin the platform preset.
 
     The storage class is recorded in status the first time and reused: volume claim templates
-    are immutable, so a later change of detected platform must not change it.
+    are immutable, so a later change of detected platform must not change it. Until then the
+    nodes are read, unless `detected` says what a pass just read from them.
     """
     meta = body["metadata"]
     spec = MongoClusterSpec.parse(dict(body["spec"]))
@@ -58,7 +62,7 @@ def desired(body: Mapping[str, Any], status: Mapping[str, Any]) -> Desired:
             storage_class_name=status["platform"]["storageClass"] or None,
         )
     else:
-        facts = detect(kube.request("GET", "/api/v1/nodes")["items"])
+        facts = detected or detect(kube.request("GET", "/api/v1/nodes")["items"])
         preset = preset_for(spec.platform, facts)
     return Desired(spec, layout, preset, facts)
 
@@ -75,8 +79,10 @@ def ensure_secrets(d: Desired, owner: Mapping[str, Any]) -> None:
     connection Secret, which is derived (URI from the benchmark password and the topology)."""
     ref = kube.owner_reference(owner)
     values = generate()
+    existing = cluster_secrets(d.layout)
     for manifest in build_secrets(d.spec, d.layout, values):
-        if manifest["metadata"]["name"] == d.layout.connection_secret:
+        name = manifest["metadata"]["name"]
+        if name == d.layout.connection_secret or name in existing:
             continue
         manifest["metadata"]["ownerReferences"] = [ref]
         try:
@@ -84,17 +90,48 @@ def ensure_secrets(d: Desired, owner: Mapping[str, Any]) -> None:
         except ApiException as exc:
             if exc.status != 409:  # 409: it exists, keep it as it is
                 raise
-    password = read_secret(d.layout.namespace, d.layout.benchmark_secret)["password"]
+    password = read_secrets(d.layout, [d.layout.benchmark_secret], existing)[
+        d.layout.benchmark_secret
+    ]["password"]
     conn = connection_secret(d.spec, d.layout, password)
     conn["metadata"]["ownerReferences"] = [ref]
     kube.apply(conn)
+
+
+def _decoded(secret: Mapping[str, Any]) -> dict[str, str]:
+    return {k: base64.b64decode(v).decode() for k, v in (secret.get("data") or {}).items()}
+
+
+def cluster_secrets(layout: ClusterLayout) -> dict[str, dict[str, str]]:
+    """The Secrets the operator created for the cluster (labelled with it), decoded, by name:
+    one LIST where reading each would take a request apiece on every reconcile."""
+    selector = f"{lbl.CLUSTER}={layout.name}"
+    return {
+        s["metadata"]["name"]: _decoded(s)
+        for s in kube.list_objects("Secret", layout.namespace, selector)
+    }
+
+
+def read_secrets(
+    layout: ClusterLayout,
+    names: Iterable[str],
+    listed: Mapping[str, dict[str, str]] | None = None,
+) -> dict[str, dict[str, str]]:
+    """The named Secrets' values: from the cluster's own (`listed`, else listed now), read one
+    by one only for those the user named (spec.auth.*SecretName: not labelled with the
+    cluster). LookupError names a Secret that does not exist."""
+    listed = cluster_secrets(layout) if listed is None else listed
+    return {
+        name: listed[name] if name in listed else read_secret(layout.namespace, name)
+        for name in names
+    }
 
 
 def read_secret(namespace: str, name: str) -> dict[str, str]:
     secret = kube.get("Secret", namespace, name)
     if secret is None:
         raise LookupError(f"Secret {namespace}/{name} does not exist")
-    return {k: base64.b64decode(v).decode() for k, v in (secret.get("data") or {}).items()}
+    return _decoded(secret)
 
 
 def podmonitor_api_available() -> bool:

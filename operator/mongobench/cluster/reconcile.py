@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from mongobench.cluster import labels as lbl
-from mongobench.cluster.layout import ClusterLayout
+from mongobench.cluster.layout import ClusterLayout, ReplicaSetLayout
+from mongobench.cluster.platform import PlatformFacts
 from mongobench.cluster.provision import (
     Desired,
     apply_workloads,
@@ -23,7 +25,7 @@ from mongobench.cluster.provision import (
     desired,
     ensure_secrets,
     platform_status,
-    read_secret,
+    read_secrets,
 )
 from mongobench.cluster.rolling import feature_compatibility, observe_mongos_upgrade, roll
 from mongobench.cluster.secrets import EXPORTER_USERNAME
@@ -78,11 +80,7 @@ def observe_workloads(
 ) -> tuple[dict[str, WorkloadState], WorkloadState | None]:
     selector = f"{lbl.CLUSTER}={layout.name}"
     statefulsets = {
-        sts["metadata"]["name"]: WorkloadState(
-            int(sts["spec"].get("replicas", 0)),
-            int((sts.get("status") or {}).get("readyReplicas", 0)),
-            int((sts.get("status") or {}).get("updatedReplicas", 0)),
-        )
+        sts["metadata"]["name"]: WorkloadState.of_statefulset(sts)
         for sts in kube.list_objects("StatefulSet", layout.namespace, selector)
     }
     mongos = None
@@ -119,16 +117,27 @@ def held_replicas(
     return held
 
 
-def admin_for(d: Desired, admins: AdminPool) -> tuple[MongoAdmin, Passwords]:
-    """The cluster's MongoDB administration handle, from `admins` while its credentials (the
-    operator's password, the keyfile) stay the same; the users' passwords read now."""
+@contextmanager
+def administration(d: Desired, admins: AdminPool) -> Iterator[tuple[MongoAdmin, Passwords]]:
+    """The cluster's MongoDB administration handle, lent by `admins` for the block (the same
+    one while its credentials, the operator's password and the keyfile, stay the same), and the
+    users' passwords read now."""
     layout = d.layout
-    admin_secret = read_secret(layout.namespace, layout.admin_secret)
-    bench = read_secret(layout.namespace, layout.benchmark_secret)
-    exporter = (
-        read_secret(layout.namespace, layout.exporter_secret) if d.spec.monitoring.exporter else {}
+    exporting = d.spec.monitoring.exporter
+    secrets = read_secrets(
+        layout,
+        [
+            layout.admin_secret,
+            layout.benchmark_secret,
+            layout.operator_secret,
+            layout.keyfile_secret,
+            *([layout.exporter_secret] if exporting else []),
+        ],
     )
-    operator = read_secret(layout.namespace, layout.operator_secret)
+    admin_secret = secrets[layout.admin_secret]
+    bench = secrets[layout.benchmark_secret]
+    exporter = secrets[layout.exporter_secret] if exporting else {}
+    operator = secrets[layout.operator_secret]
     passwords = Passwords(
         operator_username=operator["username"],
         operator=operator["password"],
@@ -138,7 +147,7 @@ def admin_for(d: Desired, admins: AdminPool) -> tuple[MongoAdmin, Passwords]:
         exporter_username=exporter.get("username", EXPORTER_USERNAME),
         exporter=exporter.get("password", ""),
     )
-    keyfile = read_secret(layout.namespace, layout.keyfile_secret)["keyfile"]
+    keyfile = secrets[layout.keyfile_secret]["keyfile"]
     tls = d.spec.tls.enabled
 
     def build() -> MongoAdmin:
@@ -151,18 +160,62 @@ def admin_for(d: Desired, admins: AdminPool) -> tuple[MongoAdmin, Passwords]:
         return MongoAdmin(connector)
 
     credentials = fingerprint((passwords.operator_username, passwords.operator, keyfile, str(tls)))
-    return admins.get(layout.namespace, layout.name, credentials, build), passwords
+    with admins.lease(layout.namespace, layout.name, credentials, build) as admin:
+        yield admin, passwords
 
 
-def sync(namespace: str, name: str, locks: ResourceLocks, admins: AdminPool) -> SyncResult | None:
-    """Observe, wire one step, publish. None when the MongoCluster no longer exists."""
+def administer(
+    admin: MongoAdmin,
+    passwords: Passwords,
+    d: Desired,
+    *,
+    statefulsets: Mapping[str, WorkloadState],
+    ready_sets: frozenset[str],
+    retiring: tuple[ReplicaSetLayout, ...],
+    fcv: str | None,
+    mongos_waiting: str | None,
+) -> tuple[Wiring, str | None, str | None, str | None]:
+    """The MongoDB half of a sync: wire one step; once wired, roll one replica set and set the
+    featureCompatibilityVersion. Returns (wiring, rolling step, fcv, fcv set by this pass)."""
+    wiring = wire(admin, d.spec, d.layout, passwords, ready_sets, retiring=retiring)
+    if not wiring.complete:
+        return wiring, None, fcv, None
+    # One replica set at a time, in MongoDB's upgrade order: the config servers, then each
+    # shard (layout order); mongos last (mongos_step).
+    rolling = next(
+        (
+            step
+            for rs in d.layout.replica_sets
+            if rs.name in ready_sets and (step := roll(admin, rs, statefulsets.get(rs.name)))
+        ),
+        None,
+    )
+    wanted = d.spec.feature_compatibility_version
+    if rolling is not None or mongos_waiting is not None or not wanted or wanted == fcv:
+        return wiring, rolling, fcv, None
+    try:
+        fcv, changed = feature_compatibility(admin, d.layout, wanted)
+    except TransientMongoError as exc:  # an election: Updated stays False
+        return wiring, f"setting featureCompatibilityVersion {wanted}: {exc}", fcv, None
+    return wiring, None, fcv, fcv if changed else None
+
+
+def sync(
+    namespace: str,
+    name: str,
+    locks: ResourceLocks,
+    admins: AdminPool,
+    detected: PlatformFacts | None = None,
+) -> SyncResult | None:
+    """Observe, wire one step, publish. None when the MongoCluster no longer exists.
+    `detected`: the platform provision() just read (the first status records it)."""
     with locks.lock("MongoCluster", namespace, name):
         body = kube.get("MongoCluster", namespace, name)
         if body is None:
             return None
         status = body.get("status") or {}
         meta = body["metadata"]
-        d = desired(body, status)
+        d = desired(body, status, detected)
         statefulsets, mongos = observe_workloads(d.layout)
         failure: str | None = None
         wiring: Wiring | None = None
@@ -190,26 +243,17 @@ def sync(namespace: str, name: str, locks: ResourceLocks, admins: AdminPool) -> 
         mongos_waiting = mongos_step.waiting if mongos_step else None
         if ready_sets and not deleting:
             try:
-                admin, passwords = admin_for(d, admins)
-                wiring = wire(admin, d.spec, d.layout, passwords, ready_sets, retiring=retiring)
-                if wiring.complete:
-                    # One replica set at a time, in MongoDB's upgrade order: the config servers,
-                    # then each shard (layout order); mongos last (mongos_step).
-                    rolling = next(
-                        (
-                            step
-                            for rs in d.layout.replica_sets
-                            if rs.name in ready_sets and (step := roll(admin, rs))
-                        ),
-                        None,
+                with administration(d, admins) as (admin, passwords):
+                    wiring, rolling, fcv, fcv_set = administer(
+                        admin,
+                        passwords,
+                        d,
+                        statefulsets=statefulsets,
+                        ready_sets=ready_sets,
+                        retiring=retiring,
+                        fcv=fcv,
+                        mongos_waiting=mongos_waiting,
                     )
-                    wanted = d.spec.feature_compatibility_version
-                    if rolling is None and mongos_waiting is None and wanted and wanted != fcv:
-                        try:
-                            fcv, changed = feature_compatibility(admin, d.layout, wanted)
-                            fcv_set = fcv if changed else None
-                        except TransientMongoError as exc:  # an election: Updated stays False
-                            rolling = f"setting featureCompatibilityVersion {wanted}: {exc}"
             except PermanentMongoError as exc:
                 failure = str(exc)
             except LookupError as exc:  # a Secret not created yet

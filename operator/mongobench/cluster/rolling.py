@@ -16,6 +16,7 @@ from mongobench.cluster import labels as lbl
 from mongobench.cluster.layout import ClusterLayout, ReplicaSetLayout
 from mongobench.cluster.mongos import CONTAINER as MONGOS
 from mongobench.cluster.mongos import MongosUpgrade, container_image, mongos_upgrade
+from mongobench.cluster.status import WorkloadState
 from mongobench.k8s import client as kube
 from mongobench.mongo.admin import MongoAdmin
 from mongobench.mongo.model import Mongos
@@ -41,8 +42,15 @@ def stale_members(rs: ReplicaSetLayout) -> list[str]:
     return sorted(stale)
 
 
-def roll(admin: MongoAdmin, rs: ReplicaSetLayout) -> str | None:
-    """Take the next step; None when no member needs a restart, else what is happening."""
+def roll(
+    admin: MongoAdmin, rs: ReplicaSetLayout, observed: WorkloadState | None = None
+) -> str | None:
+    """Take the next step; None when no member needs a restart, else what is happening.
+
+    `observed`: the StatefulSet as the sync listed it; when settled, nothing is stale and the
+    pods are not listed (a Ready cluster's every sync would otherwise read them)."""
+    if observed is not None and observed.settled:
+        return None
     stale = stale_members(rs)
     if not stale:
         return None

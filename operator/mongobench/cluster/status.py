@@ -33,6 +33,22 @@ class WorkloadState:
     replicas: int
     ready: int
     updated: int | None = None
+    # The controller has seen the current spec and every pod runs its latest revision: no
+    # member needs a rolling restart (rolling.roll then asks nothing more of the API).
+    settled: bool = False
+
+    @classmethod
+    def of_statefulset(cls, sts: Mapping[str, Any]) -> WorkloadState:
+        replicas = int(sts["spec"].get("replicas", 0))
+        status = sts.get("status") or {}
+        updated = int(status.get("updatedReplicas", 0))
+        seen = int(status.get("observedGeneration", 0)) >= int(sts["metadata"].get("generation", 0))
+        return cls(
+            replicas,
+            int(status.get("readyReplicas", 0)),
+            updated,
+            settled=seen and updated >= replicas and int(status.get("replicas", 0)) == replicas,
+        )
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import kopf
 
 from mongobench.cluster import deletion, reconcile
 from mongobench.cluster import labels as lbl
+from mongobench.cluster.platform import PlatformFacts
 from mongobench.handlers.common import MONGOCLUSTER, refusals, settled
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.conditions import is_true
@@ -30,10 +31,10 @@ def provision(
     body: kopf.Body, meta: kopf.Meta, status: kopf.Status, memo: kopf.Memo, **_: Any
 ) -> None:
     with refusals(KIND, meta["namespace"], meta["name"], cond.READY, state_of(memo).locks):
-        reconcile.provision(body)
+        d = reconcile.provision(body)
         if not status.get("phase"):
             kopf.info(body, reason=cond.EVENT_PROVISIONING, message="objects created")
-        _sync(memo, meta["namespace"], meta["name"])
+        _sync(memo, meta["namespace"], meta["name"], detected=d.facts)
 
 
 def _wiring(body: kopf.Body, status: kopf.Status, **_: Any) -> bool:
@@ -79,9 +80,11 @@ def delete(body: kopf.Body, meta: kopf.Meta, memo: kopf.Memo, **_: Any) -> None:
     state_of(memo).forget(KIND, meta["namespace"], meta["name"])
 
 
-def _sync(memo: kopf.Memo, namespace: str, name: str) -> None:
+def _sync(
+    memo: kopf.Memo, namespace: str, name: str, detected: PlatformFacts | None = None
+) -> None:
     state = state_of(memo)
-    result = reconcile.sync(namespace, name, state.locks, state.admins)
+    result = reconcile.sync(namespace, name, state.locks, state.admins, detected)
     _publish(result)
     if result is not None and result.phase == cond.PHASE_READY:
         state.admins.release_bootstrap(namespace, name)

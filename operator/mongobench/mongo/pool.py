@@ -1,14 +1,27 @@
-"""One MongoDB administration handle (and its clients) per cluster, for the credentials it was
-built with: a change of credentials replaces it and closes the old clients, and a deleted
-cluster's handle is closed. Owned by the operator's state (mongobench.state)."""
+"""The operator's MongoDB administration handles, one per cluster, lent out for one piece of
+work at a time. Owned by the operator's state (mongobench.state).
+
+A handle is built for the credentials it was lent with: a change of credentials replaces it,
+and a deleted cluster's handle is closed. Every pymongo client holds two threads and about
+130 KiB, and a cluster needs no client between its reconciles once it is Ready: so at most
+``keep_idle`` handles stay open while nobody uses them (the least recently used are closed
+first), and a handle is never closed while lent (`lease`), whatever replaced or evicted it.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Callable, Iterable
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 from mongobench.mongo.admin import MongoAdmin
+
+# Idle handles kept open: enough that a few dozen clusters reconcile without reconnecting, few
+# enough that hundreds of clusters do not hold hundreds of clients (threads, sockets, memory).
+KEEP_IDLE = 16
 
 
 def fingerprint(secrets: Iterable[str]) -> str:
@@ -20,45 +33,93 @@ def fingerprint(secrets: Iterable[str]) -> str:
     return digest.hexdigest()
 
 
+@dataclass(eq=False)
+class _Handle:
+    credentials: str
+    admin: MongoAdmin
+    users: int = 0
+    retired: bool = False  # replaced or forgotten: closed when its last user returns it
+
+
 class AdminPool:
-    def __init__(self) -> None:
-        self._admins: dict[tuple[str, str], tuple[str, MongoAdmin]] = {}
+    def __init__(self, keep_idle: int = KEEP_IDLE) -> None:
+        self.keep_idle = keep_idle
+        self._handles: OrderedDict[tuple[str, str], _Handle] = OrderedDict()  # LRU first
         self._guard = threading.Lock()
 
-    def get(
+    @contextmanager
+    def lease(
         self, namespace: str, name: str, credentials: str, build: Callable[[], MongoAdmin]
-    ) -> MongoAdmin:
-        """The cluster's handle for `credentials` (a fingerprint), built on first use or when
-        the credentials changed (the previous handle's clients are closed)."""
+    ) -> Iterator[MongoAdmin]:
+        """The cluster's handle for `credentials` (a fingerprint) for the duration of the
+        block: built on first use or when the credentials changed (the previous handle is
+        closed once nobody uses it)."""
+        key = (namespace, name)
+        retire: list[_Handle] = []
         with self._guard:
-            found = self._admins.get((namespace, name))
-            if found is not None and found[0] == credentials:
-                return found[1]
-            admin = build()
-            self._admins[(namespace, name)] = (credentials, admin)
-        if found is not None:
-            found[1].connector.close()
-        return admin
+            handle = self._handles.get(key)
+            if handle is None or handle.credentials != credentials:
+                if handle is not None:
+                    retire.append(self._retire(key))
+                handle = _Handle(credentials, build())
+                self._handles[key] = handle
+            self._handles.move_to_end(key)
+            handle.users += 1
+        self._close(retire)
+        try:
+            yield handle.admin
+        finally:
+            with self._guard:
+                handle.users -= 1
+                if not handle.retired:  # recency counts from the end of its last use
+                    self._handles.move_to_end(key)
+                done = [handle] if handle.retired and handle.users == 0 else []
+                done += self._evict()
+            self._close(done)
 
     def forget(self, namespace: str, name: str) -> None:
+        """The cluster is gone: close its handle (once its users, if any, return it)."""
         with self._guard:
-            found = self._admins.pop((namespace, name), None)
-        if found is not None:
-            found[1].connector.close()
+            handle = self._retire((namespace, name)) if (namespace, name) in self._handles else None
+        self._close([handle] if handle is not None else [])
 
     def release_bootstrap(self, namespace: str, name: str) -> None:
         """The cluster is wired: its bootstrap clients are no longer needed (Connector)."""
         with self._guard:
-            found = self._admins.get((namespace, name))
-        if found is not None:
-            found[1].connector.release_bootstrap()
+            handle = self._handles.get((namespace, name))
+        if handle is not None:
+            handle.admin.connector.release_bootstrap()
 
     def close(self) -> None:
+        """Shutdown: every handle, lent or not."""
         with self._guard:
-            admins, self._admins = list(self._admins.values()), {}
-        for _, admin in admins:
-            admin.connector.close()
+            handles, self._handles = list(self._handles.values()), OrderedDict()
+        for handle in handles:
+            handle.admin.connector.close()
+
+    def open_handles(self) -> int:
+        """Handles whose clients may be open (kept idle or lent out)."""
+        with self._guard:
+            return len(self._handles)
 
     def __len__(self) -> int:
-        with self._guard:
-            return len(self._admins)
+        return self.open_handles()
+
+    # ---- under the guard ----------------------------------------------------------------------
+
+    def _retire(self, key: tuple[str, str]) -> _Handle:
+        """Take the handle out of the pool; returned for closing only when nobody uses it."""
+        handle = self._handles.pop(key)
+        handle.retired = True
+        return handle
+
+    def _evict(self) -> list[_Handle]:
+        """Idle handles beyond keep_idle, least recently used first."""
+        idle = [key for key, handle in self._handles.items() if handle.users == 0]
+        return [self._retire(key) for key in idle[: max(0, len(idle) - self.keep_idle)]]
+
+    @staticmethod
+    def _close(handles: list[_Handle]) -> None:
+        for handle in handles:
+            if handle.users == 0:
+                handle.admin.connector.close()

@@ -44,25 +44,63 @@ def closes(handle: MongoAdmin) -> int:
     return connector.closed
 
 
+def lend(pool: AdminPool, name: str, credentials: str = "fp") -> MongoAdmin:
+    """A lease taken and returned at once: the handle as the pool lent it."""
+    with pool.lease("ns", name, credentials, admin) as handle:
+        return handle
+
+
 def test_a_clusters_handle_is_reused_until_its_credentials_change() -> None:
     pool = AdminPool()
-    first = pool.get("ns", "c", fingerprint(["pw", "key"]), admin)
-    assert pool.get("ns", "c", fingerprint(["pw", "key"]), admin) is first
-    second = pool.get("ns", "c", fingerprint(["new-pw", "key"]), admin)
+    first = lend(pool, "c", fingerprint(["pw", "key"]))
+    assert lend(pool, "c", fingerprint(["pw", "key"])) is first
+    second = lend(pool, "c", fingerprint(["new-pw", "key"]))
     assert second is not first
     assert closes(first) == 1 and closes(second) == 0  # the old clients are closed
     assert len(pool) == 1
 
 
+def test_a_handle_in_use_is_closed_only_when_returned() -> None:
+    """A BenchmarkRun drops its collection while the cluster's credentials change, or while
+    the cluster is deleted: its clients stay open until it is done (pymongo refuses to run
+    on a closed client)."""
+    pool = AdminPool()
+    with pool.lease("ns", "c", "old", admin) as busy:
+        replaced = lend(pool, "c", "new")
+        assert replaced is not busy and closes(busy) == 0
+        with pool.lease("ns", "d", "fp", admin) as deleted:
+            pool.forget("ns", "d")
+            assert closes(deleted) == 0
+        assert closes(deleted) == 1
+    assert closes(busy) == 1 and closes(replaced) == 0
+
+
 def test_a_deleted_clusters_clients_are_closed_and_forgotten() -> None:
     pool = AdminPool()
-    handle = pool.get("ns", "c", "fp", admin)
-    other = pool.get("ns", "d", "fp", admin)
+    handle = lend(pool, "c")
+    other = lend(pool, "d")
     pool.forget("ns", "c")
     assert closes(handle) == 1 and closes(other) == 0
     assert len(pool) == 1
+    pool.forget("ns", "c")  # twice: nothing more to close
+    assert closes(handle) == 1
     pool.close()
     assert closes(other) == 1 and len(pool) == 0
+
+
+def test_hundreds_of_clusters_keep_only_the_recent_handles_open() -> None:
+    """Every client holds threads and memory: beyond keep_idle, the least recently used idle
+    handles are closed; a lent one never is, and a closed cluster's next lease reconnects."""
+    pool = AdminPool(keep_idle=2)
+    with pool.lease("ns", "busy", "fp", admin) as busy:
+        handles = [lend(pool, f"c{i}") for i in range(5)]
+        assert [closes(h) for h in handles] == [1, 1, 1, 0, 0]
+        assert closes(busy) == 0 and pool.open_handles() == 3
+    # Returned, busy is now the most recently used: the oldest idle one goes instead.
+    assert closes(busy) == 0 and [closes(h) for h in handles[3:]] == [1, 0]
+    again = lend(pool, "c0")
+    assert again is not handles[0] and closes(again) == 0  # rebuilt, not the closed one
+    assert pool.open_handles() == 2
 
 
 def test_fingerprints_keep_no_secret() -> None:
@@ -116,7 +154,7 @@ def test_the_state_owns_the_api_client_and_every_request_has_a_timeout() -> None
         assert [c["_request_timeout"] for c in api.calls] == [kube.REQUEST_TIMEOUT] * 2
         connect, read = kube.REQUEST_TIMEOUT
         assert 0 < connect <= read <= 60
-        handle = state.admins.get("ns", "c", "fp", admin)
+        handle = lend(state.admins, "c")
         state.locks.lock("MongoCluster", "ns", "c")
         state.forget("MongoCluster", "ns", "c")
         assert closes(handle) == 1 and len(state.locks) == 0

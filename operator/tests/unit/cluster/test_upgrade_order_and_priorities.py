@@ -13,6 +13,7 @@ from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.api.schema import SpecError
 from mongobench.cluster.layout import cluster_layout
 from mongobench.cluster.mongos import container_image, mongos_upgrade, set_image
+from mongobench.cluster.status import WorkloadState
 from mongobench.mongo.model import ReplicaSetStatus, Role
 from mongobench.mongo.plan import initiate_document, next_reconfig
 
@@ -127,3 +128,52 @@ def test_unusable_priorities_name_the_field(priorities: dict[str, Any], field: s
     with pytest.raises(SpecError, match=field) as exc:
         cluster_layout("demo", "bench", spec)
     assert str(exc.value).startswith("spec.topology.replicaSet.memberPriorities")
+
+
+# --- rolling restarts: when the pods need no look -------------------------------------------
+
+
+def statefulset(generation: int, observed: int, replicas: int, current: int, updated: int) -> Any:
+    return {
+        "metadata": {"name": "c-rs0", "generation": generation},
+        "spec": {"replicas": replicas},
+        "status": {
+            "observedGeneration": observed,
+            "replicas": current,
+            "readyReplicas": current,
+            "updatedReplicas": updated,
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("sts", "settled"),
+    [
+        (statefulset(2, 2, 3, 3, 3), True),  # every pod on the latest revision
+        (statefulset(3, 2, 3, 3, 3), False),  # a new template the controller has not seen yet
+        (statefulset(3, 3, 3, 3, 1), False),  # two pods still on the old revision: roll them
+        (statefulset(3, 3, 3, 4, 3), False),  # a fourth pod still runs (scale-down under way)
+        ({"metadata": {"name": "c-rs0"}, "spec": {"replicas": 1}}, False),  # no status yet
+    ],
+)
+def test_a_statefulset_is_settled_only_when_every_pod_runs_the_seen_template(
+    sts: Any, settled: bool
+) -> None:
+    assert WorkloadState.of_statefulset(sts).settled is settled
+
+
+def test_a_settled_replica_set_rolls_nothing_and_reads_no_pods(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mongobench.cluster import rolling
+
+    def no_api(*_: Any, **__: Any) -> Any:
+        raise AssertionError("a settled StatefulSet needs no API call")
+
+    monkeypatch.setattr(rolling.kube, "get", no_api)
+    monkeypatch.setattr(rolling.kube, "list_objects", no_api)
+    (rs,) = cluster_layout(
+        "c", "ns", MongoClusterSpec.parse(copy.deepcopy(REPLICA_SET))
+    ).replica_sets
+    observed = WorkloadState.of_statefulset(statefulset(2, 2, 3, 3, 3))
+    assert rolling.roll(admin=None, rs=rs, observed=observed) is None  # type: ignore[arg-type]
