@@ -17,6 +17,9 @@ class OperatorConfig:
     namespaces: tuple[str, ...] = ()
     # Seconds before a failed handler is retried (kopf's default of 60 s is far too slow here).
     retry_backoff: float = 5.0
+    # Handlers running at once (threads). Each mostly waits on the apiserver or MongoDB, so
+    # more than the cores: with Python's default (cores + 4) hundreds of clusters queue.
+    workers: int = 16
     metrics_port: int = 8000
     probe_port: int = 8080
     # Operators sharing a peering name elect one active replica; the others stand by.
@@ -67,6 +70,7 @@ class OperatorConfig:
             return cls(
                 namespaces=namespaces,
                 retry_backoff=float(get("RETRY_BACKOFF", str(defaults.retry_backoff))),
+                workers=int(get("WORKERS", str(defaults.workers))),
                 metrics_port=int(get("METRICS_PORT", str(defaults.metrics_port))),
                 probe_port=int(get("PROBE_PORT", str(defaults.probe_port))),
                 peering=get("PEERING", defaults.peering),

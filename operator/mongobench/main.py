@@ -30,6 +30,7 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     )
     settings.persistence.finalizer = "mongobench.io/finalizer"
     settings.execution.default_backoff = config.retry_backoff
+    settings.execution.max_workers = config.workers
     settings.networking.error_backoffs = (0.5, 1, 2, 3, 5)
     settings.posting.reporting_component = "mongobench-operator"
     settings.posting.event_name_prefix = "mongobench-"

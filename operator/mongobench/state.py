@@ -4,6 +4,8 @@ call, so nothing of the kind lives in module globals:
 
 - the Kubernetes API client (bound for mongobench.k8s.client, closed at shutdown);
 - per-resource locks (one reconcile of a resource at a time);
+- the rollout last seen of each child workload (a child's event that changes none of it wakes
+  no sync);
 - the MongoDB administration handles, one per cluster, replaced when the cluster's credentials
   change and closed when it is deleted.
 """
@@ -18,6 +20,7 @@ from kubernetes import client
 from mongobench.bench.data import ClusterData
 from mongobench.k8s import client as kube
 from mongobench.k8s.locks import ResourceLocks
+from mongobench.k8s.rollout import SeenRollouts
 from mongobench.mongo.pool import AdminPool
 
 
@@ -27,13 +30,14 @@ class OperatorState:
     locks: ResourceLocks
     admins: AdminPool
     cluster_data: ClusterData
+    rollouts: SeenRollouts
 
     @classmethod
     def create(cls, api: client.ApiClient | None = None) -> OperatorState:
         api = api or kube.new_api_client()
         kube.bind(api)
         admins = AdminPool()
-        return cls(api, ResourceLocks(), admins, ClusterData(admins))
+        return cls(api, ResourceLocks(), admins, ClusterData(admins), SeenRollouts())
 
     def forget(self, kind: str, namespace: str, name: str) -> None:
         """A resource is gone: drop its lock and close its MongoDB clients."""

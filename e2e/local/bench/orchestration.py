@@ -30,6 +30,7 @@ from localplane.nodes import NodeSet
 from localplane.operator import start_operator, wait_until
 from localplane.plane import Plane
 from localplane.tools import REPO
+from mongobench.k8s.client import USER_AGENT
 
 NS = "bench"
 
@@ -108,7 +109,7 @@ def main() -> int:
             and "kube-controller-manager" in agent
         ):
             completed[uri[len(jobs_path) : -len("/status")]] = ts(e)
-        elif uri.startswith(jobs_path) and e["verb"] == "patch" and "OpenAPI-Generator" in agent:
+        elif uri.startswith(jobs_path) and e["verb"] == "patch" and agent.startswith(USER_AGENT):
             name = uri[len(jobs_path) :]
             if name not in {n for _, n in created}:
                 created.append((ts(e), name))

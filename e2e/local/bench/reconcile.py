@@ -32,6 +32,7 @@ from localplane.nodes import NodeSet
 from localplane.operator import start_operator, wait_until
 from localplane.plane import Plane
 from localplane.tools import REPO
+from mongobench.k8s.client import USER_AGENT
 
 NS = "bench"
 IDLE_SECONDS = int(os.environ.get("BENCH_IDLE_SECONDS", "60"))
@@ -43,7 +44,7 @@ def operator_requests(audit_log: Path, since: float, until: float) -> list[dict[
     for line in audit_log.read_text().splitlines():
         event = json.loads(line)
         agent = event.get("userAgent", "")
-        if not ("kopf" in agent or agent.startswith("OpenAPI-Generator")):
+        if not agent.startswith(("kopf/", USER_AGENT)):
             continue
         stamp = event["requestReceivedTimestamp"]
         t = time.mktime(time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone

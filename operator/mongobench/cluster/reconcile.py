@@ -232,7 +232,7 @@ def sync(
             else frozenset()
         )
         deleting = bool(meta.get("deletionTimestamp"))
-        resize = None if deleting else grow_claims(d)
+        resize = None if deleting else grow_claims(d, statefulsets)
         retiring = retiring_shards(d.layout, {n: s.replicas for n, s in statefulsets.items()})
         events: list[tuple[str, str]] = []
         mongos_step = (

@@ -36,6 +36,9 @@ class WorkloadState:
     # The controller has seen the current spec and every pod runs its latest revision: no
     # member needs a rolling restart (rolling.roll then asks nothing more of the API).
     settled: bool = False
+    # The storage each new member's claim asks (the claim template's, immutable once created);
+    # None without a claim template.
+    claim_storage: str | None = None
 
     @classmethod
     def of_statefulset(cls, sts: Mapping[str, Any]) -> WorkloadState:
@@ -43,11 +46,14 @@ class WorkloadState:
         status = sts.get("status") or {}
         updated = int(status.get("updatedReplicas", 0))
         seen = int(status.get("observedGeneration", 0)) >= int(sts["metadata"].get("generation", 0))
+        templates = sts["spec"].get("volumeClaimTemplates") or [{}]
+        requests = ((templates[0].get("spec") or {}).get("resources") or {}).get("requests") or {}
         return cls(
             replicas,
             int(status.get("readyReplicas", 0)),
             updated,
             settled=seen and updated >= replicas and int(status.get("replicas", 0)) == replicas,
+            claim_storage=requests.get("storage"),
         )
 
 

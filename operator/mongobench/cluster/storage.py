@@ -7,11 +7,13 @@ changed and the StorageResized condition says why: no data is ever moved or dele
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from mongobench.cluster import labels as lbl
 from mongobench.cluster.provision import Desired
+from mongobench.cluster.status import WorkloadState
 from mongobench.k8s import client as kube
 from mongobench.k8s import conditions as c
 from mongobench.k8s.conditions import ConditionStatus
@@ -25,8 +27,16 @@ class ResizeOutcome:
     message: str
 
 
-def grow_claims(d: Desired) -> ResizeOutcome:
+def grow_claims(d: Desired, statefulsets: Mapping[str, WorkloadState]) -> ResizeOutcome:
+    """Ask every member claim smaller than the spec for the spec's size. `statefulsets` as the
+    sync observed them: while their claim templates ask at least the spec's size (the usual
+    case: the size never grew), no claim can be smaller and none is read."""
     wanted = parse_quantity(d.spec.storage.size)
+    if all(
+        w.claim_storage is None or parse_quantity(w.claim_storage) >= wanted
+        for w in statefulsets.values()
+    ):
+        return ResizeOutcome(c.TRUE, c.SIZE_MATCHES, f"claims request {d.spec.storage.size}")
     claims = kube.list_objects(
         "PersistentVolumeClaim", d.layout.namespace, f"{lbl.CLUSTER}={d.layout.name}"
     )

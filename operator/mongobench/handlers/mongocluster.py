@@ -37,15 +37,23 @@ def provision(
         _sync(memo, meta["namespace"], meta["name"], detected=d.facts)
 
 
+# Phases that only a child's event ends (pods created or becoming ready): no timer polls them.
+WAITING_FOR_PODS = (cond.PHASE_PENDING, cond.PHASE_PROVISIONING, cond.PHASE_DEGRADED)
+
+
 def _wiring(body: kopf.Body, status: kopf.Status, **_: Any) -> bool:
-    """Whether the wiring timer runs: until Ready and Updated, never for a refused spec."""
+    """Whether the wiring timer runs: while MongoDB steps wait (elections, catch-up, a member
+    to remove) until Ready and Updated; not while pods are awaited, never for a refused spec."""
     if settled(body, cond.READY):
         return False
-    return status.get("phase") not in (
-        cond.PHASE_READY,
-        cond.PHASE_DELETING,
-        None,
-    ) or not is_true(status.get("conditions"), cond.UPDATED)
+    phase = status.get("phase")
+    if phase in (cond.PHASE_DELETING, None, *WAITING_FOR_PODS):
+        return False
+    return phase != cond.PHASE_READY or not is_true(status.get("conditions"), cond.UPDATED)
+
+
+def _waiting_for_pods(body: kopf.Body, status: kopf.Status, **_: Any) -> bool:
+    return not settled(body, cond.READY) and status.get("phase") in WAITING_FOR_PODS
 
 
 # Retries the wiring until Ready (MongoDB steps wait for elections and catch-up; nothing else
@@ -57,6 +65,15 @@ def wire_until_ready(meta: kopf.Meta, memo: kopf.Memo, **_: Any) -> None:
         _sync(memo, meta["namespace"], meta["name"])
 
 
+# While pods are awaited, their StatefulSet's events wake the sync; this only covers an event
+# that never arrives (a watch that lost it).
+@kopf.timer(*MONGOCLUSTER, interval=30.0, idle=10.0, when=_waiting_for_pods)
+@instrumented("MongoCluster", "sync")
+def observe_pods(meta: kopf.Meta, memo: kopf.Memo, **_: Any) -> None:
+    with refusals(KIND, meta["namespace"], meta["name"], cond.READY, state_of(memo).locks):
+        _sync(memo, meta["namespace"], meta["name"])
+
+
 @kopf.on.event(
     "apps", "v1", "statefulsets", labels={lbl.MANAGED_BY: "mongobench", lbl.CLUSTER: kopf.PRESENT}
 )
@@ -64,13 +81,26 @@ def wire_until_ready(meta: kopf.Meta, memo: kopf.Memo, **_: Any) -> None:
     "apps", "v1", "deployments", labels={lbl.MANAGED_BY: "mongobench", lbl.CLUSTER: kopf.PRESENT}
 )
 @instrumented("MongoCluster", "child-event")
-def child_changed(meta: kopf.Meta, type: str | None, memo: kopf.Memo, **_: Any) -> None:
+def child_changed(
+    body: kopf.Body, meta: kopf.Meta, type: str | None, memo: kopf.Memo, **_: Any
+) -> None:
     # A member's pod became ready or went away: observe the whole cluster now.
-    if type is None:  # kopf's initial listing: the resume handler covers it
+    state = state_of(memo)
+    kind = body.get("kind") or "StatefulSet"
+    if type == "DELETED":
+        state.rollouts.forget(kind, meta["namespace"], meta["name"])
+    elif not state.rollouts.changed(kind, body) or type is None:
+        # Nothing a sync reads changed; or kopf's initial listing (the resume handler covers
+        # it, and now knows the rollouts).
         return
     cluster = meta["labels"][lbl.CLUSTER]
-    with refusals(KIND, meta["namespace"], cluster, cond.READY, state_of(memo).locks):
-        _sync(memo, meta["namespace"], cluster)
+    try:
+        with refusals(KIND, meta["namespace"], cluster, cond.READY, state.locks):
+            _sync(memo, meta["namespace"], cluster)
+    except Exception:
+        # Not retried by kopf: the next event with the same rollout must sync again.
+        state.rollouts.forget(kind, meta["namespace"], meta["name"])
+        raise
 
 
 @kopf.on.delete(*MONGOCLUSTER)

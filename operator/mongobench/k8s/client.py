@@ -14,6 +14,7 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 FIELD_MANAGER = "mongobench"
+USER_AGENT = "mongobench-operator"
 # (connect, read) seconds for every request: a stalled apiserver fails a handler, which kopf
 # retries, rather than hanging it.
 REQUEST_TIMEOUT = (5.0, 30.0)
@@ -27,7 +28,9 @@ def new_api_client() -> client.ApiClient:
         config.load_incluster_config()  # type: ignore[no-untyped-call]
     except config.ConfigException:
         config.load_kube_config()  # type: ignore[no-untyped-call]
-    return client.ApiClient()
+    api = client.ApiClient()
+    api.user_agent = USER_AGENT  # the operator's requests, told apart in an audit log
+    return api
 
 
 def bind(api: client.ApiClient) -> None:

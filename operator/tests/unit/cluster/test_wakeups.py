@@ -1,0 +1,115 @@
+"""Unit tier: what wakes a MongoCluster's sync. A child's event wakes it only when the child's
+rollout changed (not for the operator's own applies or the controller's bookkeeping); the
+2-second wiring timer runs only while MongoDB steps wait, and a slow timer covers the phases
+that only a child's event ends."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from mongobench.handlers.mongocluster import _waiting_for_pods, _wiring
+from mongobench.k8s import conditions as cond
+from mongobench.k8s.rollout import SeenRollouts
+
+pytestmark = pytest.mark.unit
+
+
+def sts(**status: Any) -> dict[str, Any]:
+    return {
+        "kind": "StatefulSet",
+        "metadata": {"namespace": "ns", "name": "c-rs0", "generation": 1, "resourceVersion": "1"},
+        "spec": {"replicas": 3},
+        "status": {"observedGeneration": 1, "replicas": 3, "readyReplicas": 2, **status},
+    }
+
+
+def test_only_a_changed_rollout_wakes_the_sync() -> None:
+    seen = SeenRollouts()
+    first = sts()
+    assert seen.changed("StatefulSet", first)  # first sight (e.g. after a restart)
+    bookkeeping = copy.deepcopy(first)
+    bookkeeping["metadata"]["resourceVersion"] = "2"
+    bookkeeping["metadata"]["labels"] = {"x": "y"}
+    bookkeeping["status"]["collisionCount"] = 0
+    assert not seen.changed("StatefulSet", bookkeeping)
+    assert seen.changed("StatefulSet", sts(readyReplicas=3))  # a pod became ready
+    new_template = sts(readyReplicas=3)
+    new_template["metadata"]["generation"] = 2  # not yet observed by the controller
+    assert seen.changed("StatefulSet", new_template)
+    assert seen.changed("StatefulSet", sts(readyReplicas=3, updateRevision="r2"))
+    assert not seen.changed("StatefulSet", sts(readyReplicas=3, updateRevision="r2"))
+
+
+def test_a_forgotten_child_is_news_again() -> None:
+    seen = SeenRollouts()
+    assert seen.changed("StatefulSet", sts())
+    assert seen.changed("Deployment", sts())  # kinds are apart
+    seen.forget("StatefulSet", "ns", "c-rs0")
+    assert seen.changed("StatefulSet", sts())
+    assert len(seen) == 2
+
+
+def cluster(phase: str | None, updated: bool = True) -> tuple[dict[str, Any], dict[str, Any]]:
+    status: dict[str, Any] = {
+        "conditions": [{"type": cond.UPDATED, "status": cond.TRUE if updated else cond.FALSE}]
+    }
+    if phase:
+        status["phase"] = phase
+    return {"metadata": {"generation": 1}, "status": status}, status
+
+
+@pytest.mark.parametrize(
+    ("phase", "updated", "fast", "slow"),
+    [
+        (None, True, False, False),  # not reconciled yet: the create handler runs
+        (cond.PHASE_PENDING, True, False, True),
+        (cond.PHASE_PROVISIONING, True, False, True),  # pods awaited: their events wake it
+        (cond.PHASE_DEGRADED, True, False, True),
+        (cond.PHASE_INITIALIZING, True, True, False),  # MongoDB steps wait on elections
+        (cond.PHASE_SCALING, True, True, False),  # a member to remove before the pod goes
+        (cond.PHASE_FAILED, True, True, False),  # MongoDB refused a step: retried
+        (cond.PHASE_READY, False, True, False),  # a rolling restart goes on
+        (cond.PHASE_READY, True, False, False),  # nothing to do: no timer, no idle writes
+        (cond.PHASE_DELETING, True, False, False),
+    ],
+)
+def test_timers_run_only_where_nothing_else_would_wake_the_sync(
+    phase: str | None, updated: bool, fast: bool, slow: bool
+) -> None:
+    body, status = cluster(phase, updated)
+    assert _wiring(body, status) is fast  # type: ignore[arg-type]
+    assert _waiting_for_pods(body, status) is slow  # type: ignore[arg-type]
+
+
+def test_claims_are_read_only_when_a_template_asks_less_than_the_spec(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from cluster_fixtures import REPLICA_SET
+
+    from mongobench.cluster import storage
+    from mongobench.cluster.provision import desired
+    from mongobench.cluster.status import WorkloadState
+
+    listed: list[str] = []
+
+    def list_objects(kind: str, *_: Any, **__: Any) -> list[Any]:
+        listed.append(kind)
+        return []
+
+    monkeypatch.setattr(storage.kube, "list_objects", list_objects)
+    spec = copy.deepcopy(REPLICA_SET)
+    spec["storage"] = {"size": "20Gi"}
+    body = {"metadata": {"name": "c", "namespace": "ns"}, "spec": spec}
+    d = desired(body, {"platform": {"provider": "kind", "storageClass": ""}})
+
+    def observed(template: str | None) -> dict[str, WorkloadState]:
+        return {"c-rs0": WorkloadState(3, 3, claim_storage=template)}
+
+    for template in ("20Gi", "50Gi", None):
+        assert storage.grow_claims(d, observed(template)).reason == cond.SIZE_MATCHES
+    assert listed == []
+    storage.grow_claims(d, observed("10Gi"))  # the spec grew: the claims are read
+    assert listed == ["PersistentVolumeClaim"]
