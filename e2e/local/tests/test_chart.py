@@ -192,8 +192,20 @@ UNEXERCISED: dict[tuple[str, str, str], str] = {
     ("", "events", "patch"): "kopf aggregates a repeated event by patching it",
     ("", "namespaces", "list"): "kopf's namespace discovery (namespace patterns)",
     ("", "namespaces", "watch"): "kopf's namespace discovery (namespace patterns)",
+    ("", "persistentvolumeclaims", "list"): "claims are read once the spec asks more than a claim "
+    "template (storage growth)",
     ("", "persistentvolumeclaims", "patch"): "storage growth patches claims in place",
     ("", "pods", "delete"): "rolling restarts delete one member pod at a time",
+    (
+        "",
+        "pods",
+        "list",
+    ): "a rolling restart lists a replica set's pods (a StatefulSet not settled)",
+    (
+        "",
+        "secrets",
+        "get",
+    ): "a Secret the spec names (spec.auth) is read by name; the cluster's own are listed",
     ("", "serviceaccounts", "create"): "SSA_CREATE: the client ServiceAccount",
     ("", "serviceaccounts", "get"): "apply reads the client ServiceAccount back when it exists",
     ("", "services", "create"): "SSA_CREATE: member and mongos Services",
