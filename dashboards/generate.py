@@ -583,7 +583,8 @@ def operator() -> Dashboard:
         .height(5),
         graph(
             "Reconciles/s by kind, handler and outcome",
-            "Handler invocations per second; outcome is ok, retry (kopf TemporaryError) or error.",
+            "Handler invocations per second; outcome is ok, retry (kopf TemporaryError), error,"
+            " or skipped (an event the handler dropped without a reconcile).",
             "reqps",
             target(
                 f"sum by (kind, handler, outcome) (rate({total}[$__rate_interval]))",

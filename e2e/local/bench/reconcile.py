@@ -55,10 +55,13 @@ def operator_requests(audit_log: Path, since: float, until: float) -> list[dict[
 
 
 def reconciles(metrics: str) -> float:
+    """Handler calls that did work: a child's event dropped unread (outcome "skipped") is not."""
     return sum(
         float(line.rsplit(" ", 1)[1])
         for line in metrics.splitlines()
-        if line.startswith("mongobench_reconciles_total{") and 'kind="MongoCluster"' in line
+        if line.startswith("mongobench_reconciles_total{")
+        and 'kind="MongoCluster"' in line
+        and 'outcome="skipped"' not in line
     )
 
 

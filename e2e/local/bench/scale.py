@@ -112,17 +112,20 @@ def machine_cpu_seconds() -> float:
     return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
 
 
-def handler_calls(metrics: str) -> dict[str, float]:
-    """Calls of each handler, from the operator's own counters (outcomes summed)."""
+def handler_calls(metrics: str) -> tuple[dict[str, float], dict[str, float]]:
+    """Calls of each handler that reconciled (outcomes ok, retry and error summed), and events
+    each dropped without a reconcile (outcome skipped), from the operator's own counters."""
     calls: dict[str, float] = {}
+    skipped: dict[str, float] = {}
     for family in text_string_to_metric_families(metrics):
         if family.name != "mongobench_reconciles":
             continue
         for sample in family.samples:
             if sample.name.endswith("_total"):
                 key = f"{sample.labels['kind']} {sample.labels['handler']}"
-                calls[key] = calls.get(key, 0) + sample.value
-    return calls
+                into = skipped if sample.labels["outcome"] == "skipped" else calls
+                into[key] = into.get(key, 0) + sample.value
+    return calls, skipped
 
 
 def operator_requests(audit_log: Path) -> list[dict[str, Any]]:
@@ -245,13 +248,11 @@ def main() -> int:
             f"  operator API requests per object {len(requests) / total:6.1f}"
             f"   ({len(requests)} requests, {len(writes)} writes, {total} objects)"
         )
-        calls = handler_calls(operator.metrics())
-        print(
-            "    handler calls per object: "
-            + ", ".join(
-                f"{k} {v / total:.1f}" for k, v in sorted(calls.items(), key=lambda kv: -kv[1])
-            )
-        )
+        calls, skipped = handler_calls(operator.metrics())
+        for what, counts in (("handler calls", calls), ("events dropped", skipped)):
+            ranked = sorted(counts.items(), key=lambda kv: -kv[1])
+            shown = ", ".join(f"{k} {v / total:.1f}" for k, v in ranked if v) or "none"
+            print(f"    {what} per object: {shown}")
         kinds: dict[str, int] = {}
         for e in requests:
             ref = e.get("objectRef") or {}

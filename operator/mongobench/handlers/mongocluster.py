@@ -17,7 +17,7 @@ from mongobench.cluster.platform import PlatformFacts
 from mongobench.handlers.common import MONGOCLUSTER, refusals, settled
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.conditions import is_true
-from mongobench.observability.metrics import instrumented
+from mongobench.observability.metrics import SKIPPED, Skipped, instrumented
 from mongobench.state import state_of
 
 KIND = "MongoCluster"
@@ -56,20 +56,15 @@ def _waiting_for_pods(body: kopf.Body, status: kopf.Status, **_: Any) -> bool:
     return not settled(body, cond.READY) and status.get("phase") in WAITING_FOR_PODS
 
 
+# One body, two timers (kopf tells them apart by id, the names they had as two functions).
 # Retries the wiring until Ready (MongoDB steps wait for elections and catch-up; nothing else
 # would wake us). Once Ready, child events below notice changes; no timer runs, no idle writes.
-@kopf.timer(*MONGOCLUSTER, interval=2.0, idle=1.0, when=_wiring)
-@instrumented("MongoCluster", "sync")
-def wire_until_ready(meta: kopf.Meta, memo: kopf.Memo, **_: Any) -> None:
-    with refusals(KIND, meta["namespace"], meta["name"], cond.READY, state_of(memo).locks):
-        _sync(memo, meta["namespace"], meta["name"])
-
-
+@kopf.timer(*MONGOCLUSTER, id="wire_until_ready", interval=2.0, idle=1.0, when=_wiring)
 # While pods are awaited, their StatefulSet's events wake the sync; this only covers an event
 # that never arrives (a watch that lost it).
-@kopf.timer(*MONGOCLUSTER, interval=30.0, idle=10.0, when=_waiting_for_pods)
+@kopf.timer(*MONGOCLUSTER, id="observe_pods", interval=30.0, idle=10.0, when=_waiting_for_pods)
 @instrumented("MongoCluster", "sync")
-def observe_pods(meta: kopf.Meta, memo: kopf.Memo, **_: Any) -> None:
+def timed_sync(meta: kopf.Meta, memo: kopf.Memo, **_: Any) -> None:
     with refusals(KIND, meta["namespace"], meta["name"], cond.READY, state_of(memo).locks):
         _sync(memo, meta["namespace"], meta["name"])
 
@@ -83,7 +78,7 @@ def observe_pods(meta: kopf.Meta, memo: kopf.Memo, **_: Any) -> None:
 @instrumented("MongoCluster", "child-event")
 def child_changed(
     body: kopf.Body, meta: kopf.Meta, type: str | None, memo: kopf.Memo, **_: Any
-) -> None:
+) -> Skipped | None:
     # A member's pod became ready or went away: observe the whole cluster now.
     state = state_of(memo)
     kind = body.get("kind") or "StatefulSet"
@@ -91,8 +86,8 @@ def child_changed(
         state.rollouts.forget(kind, meta["namespace"], meta["name"])
     elif not state.rollouts.changed(kind, body) or type is None:
         # Nothing a sync reads changed; or kopf's initial listing (the resume handler covers
-        # it, and now knows the rollouts).
-        return
+        # it, and now knows the rollouts). Counted as skipped, not as a sync.
+        return SKIPPED
     cluster = meta["labels"][lbl.CLUSTER]
     try:
         with refusals(KIND, meta["namespace"], cluster, cond.READY, state.locks):
@@ -101,6 +96,7 @@ def child_changed(
         # Not retried by kopf: the next event with the same rollout must sync again.
         state.rollouts.forget(kind, meta["namespace"], meta["name"])
         raise
+    return None
 
 
 @kopf.on.delete(*MONGOCLUSTER)

@@ -1,13 +1,19 @@
-"""The operator's own Prometheus metrics: reconcile counts, errors and durations per handler."""
+"""The operator's own Prometheus metrics: reconcile counts, errors and durations per handler.
+
+mongobench_reconciles_total's outcome is ok, retry (kopf's TemporaryError), error (anything else
+raised) or skipped: the handler returned SKIPPED, an event it looked at and dropped without a
+reconcile (a child's event that changed no rollout, kopf's initial listing).
+"""
 
 from __future__ import annotations
 
 import contextlib
+import enum
 import functools
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, Final, ParamSpec, TypeVar
 
 import kopf
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
@@ -19,7 +25,8 @@ REGISTRY = CollectorRegistry(auto_describe=True)
 
 RECONCILES = Counter(
     "mongobench_reconciles_total",
-    "Handler invocations by resource kind, handler and outcome (ok, retry, error).",
+    "Handler invocations by resource kind, handler and outcome (ok, retry, error, skipped: an"
+    " event dropped without a reconcile).",
     ["kind", "handler", "outcome"],
     registry=REGISTRY,
 )
@@ -162,16 +169,33 @@ def forget_run(run: dict[str, Any]) -> None:
                     gauge.remove(*labels)
 
 
-def instrumented(kind: str, handler: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
-    """Count and time a handler; kopf's TemporaryError counts as a retry, not an error."""
+class Skipped(enum.Enum):
+    SKIPPED = "skipped"
 
-    def decorate(fn: Callable[P, R]) -> Callable[P, R]:
+
+SKIPPED: Final = Skipped.SKIPPED
+"""What an instrumented handler returns for an event it dropped without a reconcile."""
+
+
+def instrumented(
+    kind: str, handler: str
+) -> Callable[[Callable[P, R | Skipped]], Callable[P, R | None]]:
+    """Count and time a handler; kopf's TemporaryError counts as a retry, not an error, and a
+    return of SKIPPED as skipped. SKIPPED never reaches kopf (None does in its place): kopf
+    writes a handler's other results into the handled object's status, an on.event handler's
+    too."""
+
+    def decorate(fn: Callable[P, R | Skipped]) -> Callable[P, R | None]:
         @functools.wraps(fn)
-        def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> R | None:
             started = time.perf_counter()
             outcome = "ok"
             try:
-                return fn(*args, **kwargs)
+                result = fn(*args, **kwargs)
+                if isinstance(result, Skipped):
+                    outcome = "skipped"
+                    return None
+                return result
             except kopf.TemporaryError:
                 outcome = "retry"
                 raise

@@ -7,7 +7,7 @@ import pytest
 
 from mongobench.config import OperatorConfig
 from mongobench.observability.logs import RedactingFilter, redact
-from mongobench.observability.metrics import RECONCILES, instrumented
+from mongobench.observability.metrics import RECONCILES, SKIPPED, Skipped, instrumented
 
 pytestmark = pytest.mark.unit
 
@@ -55,6 +55,36 @@ def test_instrumented_counts_ok_retry_and_error() -> None:
     with pytest.raises(RuntimeError):
         handler()
     assert {o: value(o) - before[o] for o in before} == {"ok": 1, "retry": 1, "error": 1}
+
+
+def test_instrumented_counts_a_skip_and_hands_kopf_none() -> None:
+    """A handler's SKIPPED counts as outcome skipped and never reaches kopf, which would write
+    a non-None result into the handled object's status (an on.event handler's too: a PATCH of
+    the child for each event dropped)."""
+    from kopf._cogs.structs.ids import HandlerId
+    from kopf._cogs.structs.patches import Patch
+    from kopf._core.actions.execution import Outcome, Result
+    from kopf._core.actions.progression import deliver_results
+
+    @instrumented("Test", "skipping")
+    def handler(skip: bool) -> Skipped | str:
+        return SKIPPED if skip else "done"
+
+    def value(outcome: str) -> float:
+        return RECONCILES.labels("Test", "skipping", outcome)._value.get()  # type: ignore[no-any-return]
+
+    def delivered(result: object) -> Patch:
+        patch = Patch()
+        outcome = Outcome(final=True, result=Result(result) if result is not None else None)
+        deliver_results(outcomes={HandlerId("h"): outcome}, patch=patch)
+        return patch
+
+    before = {o: value(o) for o in ("ok", "skipped")}
+    assert handler(True) is None
+    assert handler(False) == "done"
+    assert {o: value(o) - before[o] for o in before} == {"ok": 1, "skipped": 1}
+    assert delivered(handler(False)) == {"status": {"h": "done"}}  # what kopf does with results
+    assert delivered(handler(True)) == {}
 
 
 def test_config_from_env_and_clear_error() -> None:

@@ -1,18 +1,24 @@
 """Unit tier: what wakes a MongoCluster's sync. A child's event wakes it only when the child's
-rollout changed (not for the operator's own applies or the controller's bookkeeping); the
-2-second wiring timer runs only while MongoDB steps wait, and a slow timer covers the phases
-that only a child's event ends."""
+rollout changed (not for the operator's own applies or the controller's bookkeeping), and one
+dropped counts as skipped, not as a sync; the 2-second wiring timer runs only while MongoDB
+steps wait, and a slow timer covers the phases that only a child's event ends."""
 
 from __future__ import annotations
 
 import copy
+from types import SimpleNamespace
 from typing import Any
 
+import kopf
 import pytest
 
+from mongobench.cluster import labels as lbl
+from mongobench.handlers import mongocluster
 from mongobench.handlers.mongocluster import _waiting_for_pods, _wiring
 from mongobench.k8s import conditions as cond
+from mongobench.k8s.locks import ResourceLocks
 from mongobench.k8s.rollout import SeenRollouts
+from mongobench.observability.metrics import REGISTRY
 
 pytestmark = pytest.mark.unit
 
@@ -50,6 +56,66 @@ def test_a_forgotten_child_is_news_again() -> None:
     seen.forget("StatefulSet", "ns", "c-rs0")
     assert seen.changed("StatefulSet", sts())
     assert len(seen) == 2
+
+
+def child_events() -> dict[str, float]:
+    """mongobench_reconciles_total of the child-event handler by outcome, as /metrics shows it."""
+    return {
+        outcome: REGISTRY.get_sample_value(
+            "mongobench_reconciles_total",
+            {"kind": "MongoCluster", "handler": "child-event", "outcome": outcome},
+        )
+        or 0.0
+        for outcome in ("ok", "skipped", "retry", "error")
+    }
+
+
+def test_a_dropped_child_event_counts_as_skipped_and_a_synced_one_as_ok(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    state = SimpleNamespace(rollouts=SeenRollouts(), locks=ResourceLocks())
+    synced: list[tuple[str, str]] = []
+    monkeypatch.setattr(mongocluster, "state_of", lambda memo: state)
+    monkeypatch.setattr(mongocluster, "_sync", lambda memo, ns, name: synced.append((ns, name)))
+
+    def event(type_: str | None, body: dict[str, Any]) -> dict[str, float]:
+        """Deliver one event as kopf would; what it added to each outcome's count."""
+        body["metadata"]["labels"] = {lbl.MANAGED_BY: "mongobench", lbl.CLUSTER: "c"}
+        before = child_events()
+        kwargs: dict[str, Any] = {"body": body, "meta": body["metadata"], "memo": kopf.Memo()}
+        result = mongocluster.child_changed(type=type_, **kwargs)
+        assert result is None  # kopf would write anything else into the child's status
+        after = child_events()
+        return {o: after[o] - before[o] for o in after if after[o] != before[o]}
+
+    assert event(None, sts()) == {"skipped": 1}  # kopf's initial listing
+    bookkeeping = sts()
+    bookkeeping["status"]["collisionCount"] = 0
+    assert event("MODIFIED", bookkeeping) == {"skipped": 1}  # no rollout changed
+    assert synced == []
+    assert event("MODIFIED", sts(readyReplicas=3)) == {"ok": 1}  # a pod became ready
+    assert event("DELETED", sts(readyReplicas=3)) == {"ok": 1}
+    assert synced == [("ns", "c"), ("ns", "c")]
+
+
+def test_one_sync_runs_under_both_timers_with_their_own_ids() -> None:
+    """Two timers on one (once instrumented) function: kopf keeps both, told apart by id, the
+    ids they had as two functions."""
+    from kopf._core.intents.handlers import TimerHandler
+    from kopf._core.intents.registries import _deduplicated
+
+    registered = kopf.get_default_registry()._spawning.get_all_handlers()
+    # What kopf runs for a resource: its handlers without repeats of one function and one id.
+    timers = {
+        h.id: (h.interval, h.idle, h.when)
+        for h in _deduplicated(registered)
+        if isinstance(h, TimerHandler) and h.fn is mongocluster.timed_sync
+    }
+    assert timers == {
+        "wire_until_ready": (2.0, 1.0, _wiring),
+        "observe_pods": (30.0, 10.0, _waiting_for_pods),
+    }
+    assert not hasattr(mongocluster.timed_sync.__wrapped__, "__wrapped__")  # type: ignore[attr-defined]
 
 
 def cluster(phase: str | None, updated: bool = True) -> tuple[dict[str, Any], dict[str, Any]]:
