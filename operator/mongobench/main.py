@@ -10,6 +10,7 @@ import kopf
 
 import mongobench.handlers  # noqa: F401 - importing registers the handlers
 from mongobench.config import OperatorConfig
+from mongobench.k8s.credentials import CredentialsError
 from mongobench.observability import logs, metrics
 from mongobench.state import OperatorState, state_of
 
@@ -21,7 +22,10 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     config = OperatorConfig.current()
     # Everything that outlives one handler call (API client, locks, MongoDB clients); every
     # handler receives the memo, a shallow copy of this one.
-    memo.state = OperatorState.create()
+    try:
+        memo.state = OperatorState.create()
+    except CredentialsError as exc:
+        raise kopf.PermanentError(str(exc)) from None
     # Progress and the last-handled spec live in annotations, so a restarted operator resumes
     # where it stopped without a status field of kopf's own.
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="mongobench.io")
@@ -45,6 +49,26 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     # kopf's own requests (patches, Events) time out too, as mongobench.k8s.client's do.
     settings.networking.connect_timeout = 5
     settings.networking.request_timeout = 30
+
+
+@kopf.on.login()
+def login(memo: kopf.Memo, **_: Any) -> kopf.ConnectionInfo:
+    """kopf's connection uses the operator client's credentials, renewed: kopf logs in again
+    on a 401 (a rotated token, an expired exec-plugin credential)."""
+    creds = state_of(memo).api.renewed_credentials()
+    return kopf.ConnectionInfo(
+        server=creds.server,
+        ca_data=creds.ca_data,
+        insecure=creds.insecure or None,
+        token=creds.token,
+        certificate_data=creds.cert_data,
+        private_key_data=creds.key_data,
+        username=creds.username,
+        password=creds.password,
+        default_namespace=creds.namespace,
+        proxy_url=creds.proxy_url,
+        expiration=creds.expiration,
+    )
 
 
 @kopf.on.cleanup()

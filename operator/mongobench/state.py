@@ -15,8 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kubernetes import client
-
 from mongobench.bench.data import ClusterData
 from mongobench.k8s import client as kube
 from mongobench.k8s.locks import ResourceLocks
@@ -26,14 +24,14 @@ from mongobench.mongo.pool import AdminPool
 
 @dataclass
 class OperatorState:
-    api: client.ApiClient
+    api: kube.ApiClient
     locks: ResourceLocks
     admins: AdminPool
     cluster_data: ClusterData
     rollouts: SeenRollouts
 
     @classmethod
-    def create(cls, api: client.ApiClient | None = None) -> OperatorState:
+    def create(cls, api: kube.ApiClient | None = None) -> OperatorState:
         api = api or kube.new_api_client()
         kube.bind(api)
         admins = AdminPool()
@@ -48,7 +46,7 @@ class OperatorState:
     def close(self) -> None:
         self.admins.close()
         kube.unbind(self.api)
-        self.api.close()  # type: ignore[no-untyped-call]
+        self.api.close()
 
 
 def state_of(memo: Any) -> OperatorState:

@@ -15,13 +15,12 @@ The samples are derandomized (the same on every run), so a failure reproduces.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from kubernetes import client as k8s
-from kubernetes.client.exceptions import ApiException
 
 from localplane.plane import Plane
 from localplane.specgen import Corruption, corrupted, names, specs
@@ -34,6 +33,7 @@ from mongobench.cluster.objects import build_workload_objects
 from mongobench.cluster.platform import PRESETS
 from mongobench.cluster.secrets import build_secrets
 from mongobench.k8s import client as kube
+from mongobench.k8s.credentials import from_kubeconfig
 
 pytestmark = pytest.mark.cluster
 
@@ -52,7 +52,17 @@ SECRETS = GeneratedSecrets("k" * 44, "a", "b", "c", "d")
 PLURALS = {"MongoCluster": "mongoclusters", "BenchmarkRun": "benchmarkruns"}
 
 
-def dry_run(api: k8s.ApiClient, obj: dict[str, Any]) -> dict[str, Any]:
+@pytest.fixture
+def operator_api(bare_plane: Plane) -> Iterator[kube.ApiClient]:
+    """The operator's own client, from the plane's kubeconfig (client certificate, CA data)."""
+    api = kube.ApiClient(from_kubeconfig([bare_plane.kubeconfig]))
+    try:
+        yield api
+    finally:
+        api.close()
+
+
+def dry_run(api: kube.ApiClient, obj: dict[str, Any]) -> dict[str, Any]:
     """Create `obj` with dryRun=All; the object as the apiserver would store it."""
     meta = obj["metadata"]
     return kube.request(
@@ -65,7 +75,7 @@ def dry_run(api: k8s.ApiClient, obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def admitted(
-    api: k8s.ApiClient, namespace: str, kind: str, name: str, spec: dict[str, Any]
+    api: kube.ApiClient, namespace: str, kind: str, name: str, spec: dict[str, Any]
 ) -> dict[str, Any] | None:
     """The custom resource as stored, or None when admission refused it naming a field."""
     obj = {
@@ -76,7 +86,7 @@ def admitted(
     }
     try:
         stored = dry_run(api, obj)
-    except ApiException as exc:
+    except kube.ApiError as exc:
         assert exc.status == 422, exc.body
         assert "spec." in exc.body or "metadata.name" in exc.body, exc.body
         event(f"{kind} refused at admission")  # --hypothesis-show-statistics
@@ -85,11 +95,11 @@ def admitted(
     return stored
 
 
-def refused(api: k8s.ApiClient, obj: dict[str, Any]) -> list[str]:
+def refused(api: kube.ApiClient, obj: dict[str, Any]) -> list[str]:
     """`obj` and the apiserver's message for each object it refuses (none expected)."""
     try:
         dry_run(api, obj)
-    except ApiException as exc:
+    except kube.ApiError as exc:
         return [f"{obj['kind']} {obj['metadata']['name']}: {exc.status} {exc.body}"]
     return []
 
@@ -104,27 +114,27 @@ def test_an_admitted_mongocluster_builds_objects_the_apiserver_accepts(
     plane: Plane,
     prometheus_operator_crds: list[str],
     namespace: str,
-    kube_api: k8s.ApiClient,
+    operator_api: kube.ApiClient,
     name: str,
     spec: dict[str, Any],
     platform: str,
 ) -> None:
-    stored = admitted(kube_api, namespace, "MongoCluster", name, spec)
+    stored = admitted(operator_api, namespace, "MongoCluster", name, spec)
     if stored is None:
         return
     parsed = MongoClusterSpec.parse(stored["spec"])
     layout = cluster_layout(name, namespace, parsed)
     objects = build_secrets(parsed, layout, SECRETS)
     objects += build_workload_objects(parsed, layout, PRESETS[platform])
-    assert [r for obj in objects for r in refused(kube_api, obj)] == []
+    assert [r for obj in objects for r in refused(operator_api, obj)] == []
 
 
 @DRY_RUN
 @given(name=names("BenchmarkRun"), spec=specs("BenchmarkRun"))
 def test_an_admitted_benchmarkrun_builds_objects_the_apiserver_accepts(
-    plane: Plane, namespace: str, kube_api: k8s.ApiClient, name: str, spec: dict[str, Any]
+    plane: Plane, namespace: str, operator_api: kube.ApiClient, name: str, spec: dict[str, Any]
 ) -> None:
-    stored = admitted(kube_api, namespace, "BenchmarkRun", name, spec)
+    stored = admitted(operator_api, namespace, "BenchmarkRun", name, spec)
     if stored is None:
         return
     parsed = BenchmarkRunSpec.parse(stored["spec"])
@@ -139,13 +149,13 @@ def test_an_admitted_benchmarkrun_builds_objects_the_apiserver_accepts(
     ]
     for obj in objects:
         obj["metadata"].pop("ownerReferences", None)  # the owner is not stored in a dry run
-    assert [r for obj in objects for r in refused(kube_api, obj)] == []
+    assert [r for obj in objects for r in refused(operator_api, obj)] == []
 
 
 @DRY_RUN
 @given(kind=st.sampled_from(sorted(PLURALS)), data=st.data())
 def test_a_spec_broken_in_one_field_is_refused_naming_that_field(
-    plane: Plane, namespace: str, kube_api: k8s.ApiClient, kind: str, data: st.DataObject
+    plane: Plane, namespace: str, operator_api: kube.ApiClient, kind: str, data: st.DataObject
 ) -> None:
     broken: Corruption = data.draw(corrupted(kind))
     obj = {
@@ -154,7 +164,7 @@ def test_a_spec_broken_in_one_field_is_refused_naming_that_field(
         "metadata": {"name": "broken", "namespace": namespace},
         "spec": broken.spec,
     }
-    with pytest.raises(ApiException) as refusal:
-        dry_run(kube_api, obj)
+    with pytest.raises(kube.ApiError) as refusal:
+        dry_run(operator_api, obj)
     assert refusal.value.status == 422
     assert broken.path in str(refusal.value.body), (broken.path, refusal.value.body)

@@ -23,8 +23,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from kubernetes.client.exceptions import ApiException
-
 from mongobench.api.benchmarkrun import Archive, BenchmarkRunSpec
 from mongobench.api.schema import SpecError, from_dict
 from mongobench.bench import jobs, orchestrate, results
@@ -34,6 +32,7 @@ from mongobench.bench.plan import make_plan
 from mongobench.config import OperatorConfig
 from mongobench.k8s import client as kube
 from mongobench.k8s import conditions as cond
+from mongobench.k8s.client import ApiError
 from mongobench.k8s.conditions import ConditionStatus, set_condition
 from mongobench_archive import ArchiveError, Root, RunWriter, layout, open_root
 
@@ -296,7 +295,7 @@ def status_patch(
 def _secret_credentials(namespace: str, name: str) -> dict[str, str]:
     try:
         secret = kube.get("Secret", namespace, name)
-    except ApiException as exc:
+    except ApiError as exc:
         raise ArchiveError(f"credentials Secret {name}: {exc.reason}") from None
     if secret is None:
         raise ArchiveError(f"credentials Secret {name} does not exist in namespace {namespace}")
@@ -397,7 +396,7 @@ def meta_ns(run: Mapping[str, Any]) -> tuple[str, str]:
 
 
 def upload(run: Mapping[str, Any], settings: Settings, config: OperatorConfig) -> Result:
-    """Upload what the run's archive lacks, then the manifest. ArchiveError/ApiException out."""
+    """Upload what the run's archive lacks, then the manifest. ArchiveError/ApiError out."""
     namespace, name = meta_ns(run)
     status = run.get("status") or {}
     root, secrets = open_archive(settings, namespace)
@@ -452,8 +451,8 @@ def sync(
                 return []
             try:
                 result = upload(run, settings, config)
-            except (ArchiveError, ApiException, SpecError) as exc:
-                reason = exc.reason if isinstance(exc, ApiException) else str(exc)
+            except (ArchiveError, ApiError, SpecError) as exc:
+                reason = exc.reason if isinstance(exc, ApiError) else str(exc)
                 done = set((status.get("archive") or {}).get("uploadedSteps") or [])
                 missing = [i for i in finished_steps(status) if i not in done]
                 result = Result(settings.url, error=str(reason), missing=missing)
@@ -470,7 +469,7 @@ def sync(
             )
             try:
                 kube.patch_status("BenchmarkRun", namespace, name, patch)
-            except ApiException as exc:
+            except ApiError as exc:
                 if exc.status == 404:  # deleted meanwhile: nothing to record
                     return []
                 raise

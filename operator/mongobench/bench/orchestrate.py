@@ -15,8 +15,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from kubernetes.client.exceptions import ApiException
-
 from mongobench.api.benchmarkrun import BenchmarkRunSpec, Scenario
 from mongobench.bench import jobs, results
 from mongobench.bench.cpu import CpuUnavailable
@@ -33,6 +31,7 @@ from mongobench.bench.plan import Step, make_plan
 from mongobench.config import OperatorConfig
 from mongobench.k8s import client as kube
 from mongobench.k8s import conditions as cond
+from mongobench.k8s.client import ApiError
 from mongobench.k8s.conditions import now_rfc3339, set_condition
 from mongobench.mongo.errors import MongoAdminError, TransientMongoError
 
@@ -458,7 +457,7 @@ class _Advance:
                 kube.patch_status(
                     "MongoCluster", self.ns, self.spec.cluster_ref.name, {"distribution": dist}
                 )
-            except ApiException as exc:  # the cluster went away meanwhile: the step keeps it
+            except ApiError as exc:  # the cluster went away meanwhile: the step keeps it
                 self.outcome.warn(
                     cond.EVENT_DISTRIBUTION_NOT_PUBLISHED, f"{step.label}: {exc.reason}"
                 )
@@ -507,7 +506,7 @@ class _Advance:
         if drop:
             try:
                 self.outcome.info(cond.EVENT_DATA_DROPPED, drop_data(self.data, self.spec, self.ns))
-            except (MongoAdminError, ApiException) as exc:
+            except (MongoAdminError, ApiError) as exc:
                 self.outcome.warn(cond.EVENT_DATA_NOT_DROPPED, str(exc))
 
 
@@ -543,7 +542,7 @@ def snapshot(cluster: Mapping[str, Any] | None, namespace: str) -> dict[str, Any
     for node_name in node_names:
         try:
             node = kube.request("GET", f"/api/v1/nodes/{node_name}")
-        except ApiException:
+        except ApiError:
             continue
         labels = node["metadata"].get("labels") or {}
         nodes.append(

@@ -15,11 +15,11 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 import kopf
-from kubernetes.client.exceptions import ApiException
 
 from mongobench.cluster import labels as lbl
 from mongobench.cluster.layout import credential_secret_names
 from mongobench.k8s import client as kube
+from mongobench.k8s.client import ApiError
 from mongobench.k8s.conditions import EVENT_IN_USE, EVENT_RETAINED, PHASE_DELETING
 
 TERMINAL_RUN_PHASES = ("Succeeded", "Failed")
@@ -59,7 +59,7 @@ def finalize(body: kopf.Body) -> None:
         raise kopf.TemporaryError(message, delay=10)
     try:
         kube.patch_status("MongoCluster", namespace, name, {"phase": PHASE_DELETING})
-    except ApiException as exc:
+    except ApiError as exc:
         # A status the apiserver will not take (a spec stored before today's rules, on
         # Kubernetes before 1.33: kubernetes#129503) must not hold the deletion.
         if exc.status != 422:

@@ -14,8 +14,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubernetes.client.exceptions import ApiException
-
 from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.cluster import labels as lbl
 from mongobench.cluster.generate import generate
@@ -26,6 +24,7 @@ from mongobench.cluster.platform import PlatformFacts, Preset, detect, preset_fo
 from mongobench.cluster.rolling import observe_mongos_upgrade
 from mongobench.cluster.secrets import build_secrets, connection_secret
 from mongobench.k8s import client as kube
+from mongobench.k8s.client import ApiError
 
 PODMONITOR_API = "/apis/monitoring.coreos.com/v1"
 
@@ -87,7 +86,7 @@ def ensure_secrets(d: Desired, owner: Mapping[str, Any]) -> None:
         manifest["metadata"]["ownerReferences"] = [ref]
         try:
             kube.request("POST", kube.resource_path("Secret", d.layout.namespace), body=manifest)
-        except ApiException as exc:
+        except ApiError as exc:
             if exc.status != 409:  # 409: it exists, keep it as it is
                 raise
     password = read_secrets(d.layout, [d.layout.benchmark_secret], existing)[
@@ -139,7 +138,7 @@ def podmonitor_api_available() -> bool:
     assumed: they may be installed after the operator started)."""
     try:
         resources = kube.request("GET", PODMONITOR_API)["resources"]
-    except ApiException as exc:
+    except ApiError as exc:
         if exc.status != 404:
             raise
         return False

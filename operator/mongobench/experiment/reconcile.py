@@ -10,8 +10,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from kubernetes.client.exceptions import ApiException
-
 from mongobench.api import SpecError
 from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.cluster.layout import cluster_layout
@@ -20,6 +18,7 @@ from mongobench.experiment import objects
 from mongobench.experiment import schedule as sched
 from mongobench.k8s import client as kube
 from mongobench.k8s import conditions as cond
+from mongobench.k8s.client import ApiError
 
 KIND = "BenchmarkExperiment"
 TERMINAL = (cond.RUN_SUCCEEDED, cond.RUN_FAILED)
@@ -73,15 +72,11 @@ def _dry_run(obj: Mapping[str, Any], what: str) -> None:
             query=[("dryRun", "All"), ("fieldValidation", "Strict")],
             body=dict(obj),
         )
-    except ApiException as exc:
+    except ApiError as exc:
         if exc.status == 409:  # exists already: validated when it was created
             return
         if exc.status in (400, 422):
-            try:
-                message = json.loads(exc.body or "")["message"]
-            except (ValueError, KeyError, TypeError):
-                message = str(exc.reason)
-            raise SpecError(f"the {what} would be refused: {message}") from exc
+            raise SpecError(f"the {what} would be refused: {exc.message}") from exc
         raise
 
 
@@ -252,7 +247,7 @@ def _act(  # noqa: PLR0917 - one reconcile's working set
         obj = objects.run(body, matrix, action.slot)
         try:
             kube.request("POST", kube.resource_path("BenchmarkRun", namespace), body=obj)
-        except ApiException as exc:
+        except ApiError as exc:
             if exc.status != 409:  # created by an earlier reconcile whose list missed it
                 raise
         outcome.events.append(

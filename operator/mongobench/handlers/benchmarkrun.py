@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import kopf
-from kubernetes.client.exceptions import ApiException
 
 from mongobench.api import BenchmarkRunSpec, SpecError
 from mongobench.api.names import check_benchmarkrun_name
@@ -22,6 +21,7 @@ from mongobench.config import OperatorConfig
 from mongobench.handlers.common import BENCHMARKRUN, refusals, settled
 from mongobench.k8s import client as kube
 from mongobench.k8s import conditions as cond
+from mongobench.k8s.client import ApiError
 from mongobench.mongo.errors import MongoAdminError
 from mongobench.observability import metrics
 from mongobench.observability.metrics import instrumented
@@ -157,7 +157,7 @@ def delete(
             message = orchestrate.drop_data(
                 state.cluster_data, parsed, body["metadata"]["namespace"]
             )
-        except (MongoAdminError, ApiException, SpecError) as exc:
+        except (MongoAdminError, ApiError, SpecError) as exc:
             kopf.warn(body, reason=cond.EVENT_DATA_NOT_DROPPED, message=str(exc))
         else:
             kopf.info(body, reason=cond.EVENT_DATA_DROPPED, message=message)

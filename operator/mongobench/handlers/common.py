@@ -10,10 +10,10 @@ from contextlib import contextmanager
 from typing import Any
 
 import kopf
-from kubernetes.client.exceptions import ApiException
 
 from mongobench.api import GROUP, VERSION, SpecError
 from mongobench.k8s import client as kube
+from mongobench.k8s.client import ApiError
 from mongobench.k8s.conditions import (
     FALSE,
     INVALID_SPEC,
@@ -35,17 +35,12 @@ def user_error(exc: BaseException) -> tuple[str, str] | None:
     """(reason, message) when `exc` is the user's to fix; None for anything else (retried)."""
     if isinstance(exc, SpecError):
         return INVALID_SPEC, str(exc)
-    if isinstance(exc, ApiException) and exc.status == 422:  # an object built from the spec
-        message = _api_message(exc)
-        return OBJECT_REJECTED, f"the apiserver refused an object built from the spec: {message}"
+    if isinstance(exc, ApiError) and exc.status == 422:  # an object built from the spec
+        return (
+            OBJECT_REJECTED,
+            f"the apiserver refused an object built from the spec: {exc.message}",
+        )
     return None
-
-
-def _api_message(exc: ApiException) -> str:
-    try:
-        return str(json.loads(exc.body or "")["message"])
-    except (ValueError, KeyError, TypeError):
-        return str(exc.reason)
 
 
 # Where a refusal is recorded when the status cannot be written: Kubernetes before 1.33 checks
@@ -97,7 +92,7 @@ def report_refusal(
             name,
             {"phase": PHASE_FAILED, "observedGeneration": generation, "conditions": conditions},
         )
-    except ApiException as exc:
+    except ApiError as exc:
         if exc.status != 422:
             raise
         noted = {"generation": generation, "reason": reason, "message": message}
@@ -107,7 +102,7 @@ def report_refusal(
             body={"metadata": {"annotations": {REFUSED_ANNOTATION: json.dumps(noted)}}},
             content_type="application/merge-patch+json",
         )
-        message += f" (the status could not be written: {_api_message(exc)})"
+        message += f" (the status could not be written: {exc.message})"
     kopf.warn(dict(body), reason=reason, message=message)  # type: ignore[arg-type]
 
 
@@ -122,7 +117,7 @@ def refusals(
     update and a timer) tell the user once."""
     try:
         yield
-    except (SpecError, ApiException) as exc:
+    except (SpecError, ApiError) as exc:
         found = user_error(exc)
         if found is None:
             raise
@@ -133,6 +128,6 @@ def refusals(
                 return
             try:
                 report_refusal(kind, current, condition, *found)
-            except ApiException as gone:
+            except ApiError as gone:
                 if gone.status != 404:
                     raise

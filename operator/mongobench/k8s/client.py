@@ -1,48 +1,173 @@
 """API access: server-side apply with the operator's field manager, every request with a timeout.
 
-The ApiClient is the operator state's (mongobench.state): created at start-up, bound here for
-the module's functions, closed at shutdown; nothing creates one lazily.
+The operator's own small client over urllib3 (not the `kubernetes` package: ~38 MiB resident for
+a few verbs on raw JSON). Credentials come from mongobench.k8s.credentials, the same loader as
+kopf's login. The ApiClient is the operator state's (mongobench.state): created at start-up,
+bound here for the module's functions, closed at shutdown; nothing creates one lazily.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import ssl
+import tempfile
+import threading
+import time
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
+from urllib.parse import urlencode
 
-from kubernetes import client, config
-from kubernetes.client.exceptions import ApiException
+import urllib3
+
+from mongobench.k8s import credentials as creds_
+from mongobench.k8s.credentials import Credentials
 
 FIELD_MANAGER = "mongobench"
 USER_AGENT = "mongobench-operator"
 # (connect, read) seconds for every request: a stalled apiserver fails a handler, which kopf
 # retries, rather than hanging it.
 REQUEST_TIMEOUT = (5.0, 30.0)
-
-_bound: list[client.ApiClient] = []  # the state's client, set by bind(); at most one
-
-
-def new_api_client() -> client.ApiClient:
-    """In-cluster config when running in a pod, else the kubeconfig (KUBECONFIG or ~/.kube)."""
-    try:
-        config.load_incluster_config()  # type: ignore[no-untyped-call]
-    except config.ConfigException:
-        config.load_kube_config()  # type: ignore[no-untyped-call]
-    api = client.ApiClient()
-    api.user_agent = USER_AGENT  # the operator's requests, told apart in an audit log
-    return api
+# Connections kept per apiserver: one per handler thread (MONGOBENCH_WORKERS) and spare.
+POOL_SIZE = 32
 
 
-def bind(api: client.ApiClient) -> None:
+class ApiError(Exception):
+    """The apiserver answered 4xx/5xx: its status, reason phrase and body (a Status, JSON)."""
+
+    def __init__(self, status: int, reason: str, body: str = "") -> None:
+        self.status, self.reason, self.body = status, reason, body
+        super().__init__(f"HTTP {status} {reason}: {self.message}")
+
+    @property
+    def message(self) -> str:
+        """The Status message when the body is one, else the reason phrase."""
+        try:
+            return str(json.loads(self.body)["message"])
+        except (ValueError, KeyError, TypeError):
+            return self.reason
+
+
+class ApiClient:
+    """Thread-safe: one connection pool; credentials refreshed when an exec plugin's expire,
+    a token file re-read once a minute, and both once more on a 401."""
+
+    def __init__(self, credentials: Credentials, timeout: tuple[float, float] = REQUEST_TIMEOUT):
+        self.timeout = urllib3.Timeout(connect=timeout[0], read=timeout[1])
+        self._lock = threading.Lock()
+        self._creds = credentials
+        self._pool = _pool(credentials)
+        self._token: tuple[str | None, float] = (None, -1e9)
+
+    @property
+    def credentials(self) -> Credentials:
+        return self._creds
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        query: list[tuple[str, str]] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> dict[str, Any]:
+        """One API request; the decoded JSON response, or ApiError for any 4xx/5xx."""
+        url = self._creds.server + path + (f"?{urlencode(query)}" if query else "")
+        data = body if body is None or isinstance(body, str | bytes) else json.dumps(body)
+        renewable = self._creds.exec_plugin is not None or self._creds.token_file is not None
+        for renew in (False, True):
+            pool, auth = self._session(renew)
+            response = pool.request(
+                method,
+                url,
+                body=data,
+                headers={
+                    **auth,
+                    "Accept": "application/json",
+                    "Content-Type": content_type,
+                    "User-Agent": USER_AGENT,  # the operator's requests, told apart in audit logs
+                },
+                timeout=self.timeout,
+            )
+            if response.status != 401 or renew or not renewable:
+                break
+        text = response.data.decode("utf-8", "replace")
+        if response.status >= 400:
+            raise ApiError(response.status, response.reason or "", text)
+        return dict(json.loads(text)) if text else {}
+
+    def _session(self, renew: bool) -> tuple[urllib3.PoolManager, dict[str, str]]:
+        with self._lock:
+            creds = self._creds
+            if creds.exec_plugin is not None and (renew or creds.expired()):
+                fresh = creds_.refreshed(creds)
+                if (fresh.cert_data, fresh.key_data) != (creds.cert_data, creds.key_data):
+                    self._pool.clear()
+                    self._pool = _pool(fresh)
+                self._creds = creds = fresh
+            token, read_at = self._token
+            if creds.token_file is not None:
+                if renew or time.monotonic() - read_at > creds_.TOKEN_FILE_MAX_AGE:
+                    token = creds_.bearer_token(creds)
+                    self._token = (token, time.monotonic())
+            else:
+                token = creds.token
+            if creds.username and creds.password and not token:
+                auth = urllib3.make_headers(basic_auth=f"{creds.username}:{creds.password}")
+            else:
+                auth = {"Authorization": f"Bearer {token}"} if token else {}
+            return self._pool, dict(auth)
+
+    def renewed_credentials(self) -> Credentials:
+        """The credentials renewed now (exec plugin run, token file read), the token inline."""
+        _, auth = self._session(renew=True)
+        token = auth.get("Authorization", "").removeprefix("Bearer ")
+        with self._lock:
+            return replace(self._creds, token=token or None, token_file=None)
+
+    def close(self) -> None:
+        with self._lock:
+            self._pool.clear()
+
+
+def _pool(creds: Credentials) -> urllib3.PoolManager:
+    context = ssl.create_default_context(cadata=creds.ca_data.decode() if creds.ca_data else None)
+    if creds.insecure:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    if creds.cert_data and creds.key_data:
+        # ssl loads a certificate chain only from files: private ones, removed at once.
+        with tempfile.TemporaryDirectory(prefix="mongobench-tls-") as tmp:
+            cert, key = os.path.join(tmp, "tls.crt"), os.path.join(tmp, "tls.key")
+            for path, data in ((cert, creds.cert_data), (key, creds.key_data)):
+                with open(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600), "wb") as f:
+                    f.write(data)
+            context.load_cert_chain(cert, key)
+    options: dict[str, Any] = {"maxsize": POOL_SIZE, "ssl_context": context}
+    if creds.proxy_url:
+        return urllib3.ProxyManager(creds.proxy_url, **options)
+    return urllib3.PoolManager(**options)
+
+
+def new_api_client() -> ApiClient:
+    """In-cluster credentials when running in a pod, else the kubeconfig (KUBECONFIG or ~/.kube)."""
+    return ApiClient(creds_.load())
+
+
+_bound: list[ApiClient] = []  # the state's client, set by bind(); at most one
+
+
+def bind(api: ApiClient) -> None:
     _bound[:] = [api]
 
 
-def unbind(api: client.ApiClient) -> None:
+def unbind(api: ApiClient) -> None:
     if _bound and _bound[0] is api:
         _bound.clear()
 
 
-def api_client() -> client.ApiClient:
+def api_client() -> ApiClient:
     if not _bound:
         raise RuntimeError("no Kubernetes API client: mongobench.state creates one at start-up")
     return _bound[0]
@@ -83,26 +208,13 @@ def request(
     query: list[tuple[str, str]] | None = None,
     body: Any = None,
     content_type: str = "application/json",
-    api: client.ApiClient | None = None,
+    api: ApiClient | None = None,
 ) -> dict[str, Any]:
-    """One API request; the decoded JSON response, or ApiException for any 4xx/5xx."""
-    api = api or api_client()
-    params = api.param_serialize(
-        method,
-        path,
-        query_params=query or [],
-        header_params={"Accept": "application/json", "Content-Type": content_type},
-        body=body,
-        auth_settings=["BearerToken"],
-    )
-    response = api.call_api(*params, _request_timeout=REQUEST_TIMEOUT)
-    data = response.read()  # type: ignore[no-untyped-call]
-    if response.status >= 400:
-        raise ApiException(http_resp=response, body=data.decode("utf-8", "replace"))
-    return dict(json.loads(data)) if data else {}
+    """One API request with the bound client (or `api`); ApiError for any 4xx/5xx."""
+    return (api or api_client()).request(method, path, query, body, content_type)
 
 
-def apply(obj: Mapping[str, Any], api: client.ApiClient | None = None) -> dict[str, Any]:
+def apply(obj: Mapping[str, Any], api: ApiClient | None = None) -> dict[str, Any]:
     """Server-side apply `obj` as the operator's field manager; returns the object as stored."""
     meta = obj["metadata"]
     return request(
@@ -116,12 +228,12 @@ def apply(obj: Mapping[str, Any], api: client.ApiClient | None = None) -> dict[s
 
 
 def get(
-    kind: str, namespace: str, name: str, api: client.ApiClient | None = None
+    kind: str, namespace: str, name: str, api: ApiClient | None = None
 ) -> dict[str, Any] | None:
     """The object, or None when it does not exist."""
     try:
         return request("GET", resource_path(kind, namespace, name), api=api)
-    except ApiException as exc:
+    except ApiError as exc:
         if exc.status == 404:
             return None
         raise
@@ -131,7 +243,7 @@ def list_objects(
     kind: str,
     namespace: str,
     label_selector: str | None = None,
-    api: client.ApiClient | None = None,
+    api: ApiClient | None = None,
 ) -> list[dict[str, Any]]:
     query = [("labelSelector", label_selector)] if label_selector else []
     return list(request("GET", resource_path(kind, namespace), query=query, api=api)["items"])
@@ -141,7 +253,7 @@ def delete(
     kind: str,
     namespace: str,
     name: str,
-    api: client.ApiClient | None = None,
+    api: ApiClient | None = None,
     propagation: str = "Background",
 ) -> bool:
     """Delete if present; True when something was deleted."""
@@ -152,7 +264,7 @@ def delete(
             body={"propagationPolicy": propagation},
             api=api,
         )
-    except ApiException as exc:
+    except ApiError as exc:
         if exc.status == 404:
             return False
         raise

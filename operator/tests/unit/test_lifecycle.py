@@ -1,7 +1,7 @@
 """Unit tier: what outlives a handler call is owned by the operator's state and released with
 the resource: MongoDB clients closed on deletion and on a change of credentials, locks
-forgotten, the API client closed at shutdown; every API request carries a timeout; no module
-keeps a mutable cache of its own.
+forgotten, the API client closed at shutdown (its requests' timeouts: protocol/test_api_client);
+no module keeps a mutable cache of its own.
 
 The Connector below records close() instead of holding sockets (no MongoDB here); the state,
 pool and locks are the product's own.
@@ -17,6 +17,7 @@ import pytest
 
 import mongobench
 from mongobench.k8s import client as kube
+from mongobench.k8s.credentials import Credentials
 from mongobench.k8s.locks import ResourceLocks
 from mongobench.mongo.admin import MongoAdmin
 from mongobench.mongo.connect import Connector
@@ -119,41 +120,19 @@ def test_locks_are_per_resource_and_forgotten_with_it() -> None:
     assert locks.lock("MongoCluster", "ns", "c") is not lock
 
 
-class FakeApi:
-    """Records what the module asks of the ApiClient (unit tier: no apiserver)."""
-
-    def __init__(self) -> None:
-        self.calls: list[dict[str, Any]] = []
-        self.closed = False
-
-    def param_serialize(self, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
-        return ("GET", "/x", {}, None, [])
-
-    def call_api(self, *args: Any, **kwargs: Any) -> Any:
-        self.calls.append(kwargs)
-
-        class Response:
-            status = 200
-
-            def read(self) -> bytes:
-                return b"{}"
-
-        return Response()
+class RecordingApi(kube.ApiClient):
+    closed = False
 
     def close(self) -> None:
         self.closed = True
+        super().close()
 
 
-def test_the_state_owns_the_api_client_and_every_request_has_a_timeout() -> None:
-    api: Any = FakeApi()
+def test_the_state_owns_the_api_client_and_closes_it() -> None:
+    api = RecordingApi(Credentials(server="http://127.0.0.1:9"))  # never asked: no request here
     state = OperatorState.create(api)
     try:
         assert kube.api_client() is api
-        kube.get("Secret", "ns", "x")
-        kube.request("GET", "/api/v1/nodes")
-        assert [c["_request_timeout"] for c in api.calls] == [kube.REQUEST_TIMEOUT] * 2
-        connect, read = kube.REQUEST_TIMEOUT
-        assert 0 < connect <= read <= 60
         handle = lend(state.admins, "c")
         state.locks.lock("MongoCluster", "ns", "c")
         state.forget("MongoCluster", "ns", "c")
@@ -173,7 +152,7 @@ def test_handlers_find_the_state_in_kopfs_memo() -> None:
     memo: Any = Memo()
     with pytest.raises(RuntimeError, match="state is missing"):
         state_of(memo)
-    memo.state = OperatorState.create(FakeApi())  # type: ignore[arg-type]
+    memo.state = OperatorState.create(kube.ApiClient(Credentials(server="http://127.0.0.1:9")))
     try:
         assert state_of(memo) is memo.state
     finally:
