@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from importlib.metadata import version
 from typing import Any
 
+import aiohttp
 import kopf
 
 import mongobench.handlers  # noqa: F401 - importing registers the handlers
@@ -51,12 +53,28 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     settings.networking.request_timeout = 30
 
 
+# kopf holds one connection per watch stream: 6 resources (MongoCluster, BenchmarkRun,
+# BenchmarkExperiment, StatefulSet, Deployment, Job) plus its CRD, namespace and peering
+# watches, per watched namespace.
+WATCH_STREAMS_PER_NAMESPACE = 9
+
+
+def connection_limit(config: OperatorConfig) -> int:
+    """kopf's connections at most: its watch streams and as many requests as handler threads.
+    kopf's own default is unlimited: a burst of 200 runs' status patches opened ~400 TLS
+    connections, each holding asyncio's 128 KiB read buffer (51 MiB). Namespace patterns match
+    an unknown number of namespaces: no limit then (a watch must never wait for a connection)."""
+    if any(c in n for n in config.namespaces for c in "*?[!"):
+        return 0
+    return WATCH_STREAMS_PER_NAMESPACE * max(1, len(config.namespaces)) + 2 * config.workers
+
+
 @kopf.on.login()
-def login(memo: kopf.Memo, **_: Any) -> kopf.ConnectionInfo:
-    """kopf's connection uses the operator client's credentials, renewed: kopf logs in again
-    on a 401 (a rotated token, an expired exec-plugin credential)."""
-    creds = state_of(memo).api.renewed_credentials()
-    return kopf.ConnectionInfo(
+async def login(memo: kopf.Memo, **_: Any) -> kopf.AiohttpSession:
+    """kopf's connection uses the operator client's credentials, renewed (kopf logs in again on
+    a 401: a rotated token, an expired exec-plugin credential), over a bounded pool."""
+    creds = await asyncio.to_thread(state_of(memo).api.renewed_credentials)
+    info = kopf.ConnectionInfo(
         server=creds.server,
         ca_data=creds.ca_data,
         insecure=creds.insecure or None,
@@ -65,9 +83,19 @@ def login(memo: kopf.Memo, **_: Any) -> kopf.ConnectionInfo:
         private_key_data=creds.key_data,
         username=creds.username,
         password=creds.password,
+    )
+    session = aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(
+            limit=connection_limit(OperatorConfig.current()), ssl=info.as_ssl_context()
+        ),
+        headers=info.as_http_headers(),
+        proxy=creds.proxy_url,
+    )
+    return kopf.AiohttpSession(
+        server=creds.server,
         default_namespace=creds.namespace,
-        proxy_url=creds.proxy_url,
         expiration=creds.expiration,
+        aiohttp_session=session,
     )
 
 

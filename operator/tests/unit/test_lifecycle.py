@@ -10,12 +10,14 @@ pool and locks are the product's own.
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import mongobench
+from mongobench.config import OperatorConfig
 from mongobench.k8s import client as kube
 from mongobench.k8s.credentials import Credentials
 from mongobench.k8s.locks import ResourceLocks
@@ -196,3 +198,30 @@ def test_no_module_keeps_mutable_state_of_its_own() -> None:
                     found.append((rel, name))
     assert sorted(set(found) - set(BINDINGS)) == []
     assert set(BINDINGS) <= set(found), "a binding listed here no longer exists: drop it"
+
+
+# --- kopf's connections ---------------------------------------------------------------------
+
+
+def test_kopfs_connections_cover_its_watches_and_each_handler_thread() -> None:
+    """A watch stream holds a connection for good: the bound must leave room for every watch
+    (a watch waiting for a connection would stall the operator) and for the requests."""
+    import kopf
+
+    from mongobench import main
+
+    registry = kopf.get_default_registry()
+    watched = {
+        handler.selector
+        for handlers in (registry._watching, registry._changing, registry._spawning)
+        for handler in handlers.get_all_handlers()
+    }
+    # Plus kopf's CRD, namespace and peering watches.
+    assert len(watched) + 3 <= main.WATCH_STREAMS_PER_NAMESPACE
+    config = OperatorConfig(namespaces=("lab-a", "lab-b"), workers=16)
+    assert main.connection_limit(config) == 2 * main.WATCH_STREAMS_PER_NAMESPACE + 32
+    assert (
+        main.connection_limit(replace(config, namespaces=()))
+        == main.WATCH_STREAMS_PER_NAMESPACE + 32
+    )
+    assert main.connection_limit(replace(config, namespaces=("lab-*",))) == 0  # unknown: unbounded
