@@ -1,0 +1,36 @@
+"""Unit tier: the operator process (`mongobench-operator run`): what it loads and how it
+allocates. Each probe runs in a fresh interpreter, as the process starts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.unit
+
+
+def test_the_operator_process_never_loads_the_kubernetes_package() -> None:
+    """kopf imports `kubernetes` whenever it is installed (it is, beside the CLI): ~38 MiB."""
+    code = (
+        "import sys\n"
+        "from mongobench.cli import without_kubernetes_package\n"
+        "without_kubernetes_package()\n"
+        "import mongobench.main\n"
+        "print(sorted(m for m in sys.modules\n"
+        "             if m.split('.')[0] == 'kubernetes' and sys.modules[m]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout.replace("'", '"')) == []
+    # The probe is not vacuous: without the guard, kopf does load it here.
+    code = code.replace("without_kubernetes_package()\n", "")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "kubernetes" in json.loads(out.stdout.replace("'", '"'))
+
+
+def test_the_operator_caps_glibcs_malloc_arenas() -> None:
+    from mongobench.cli import fewer_malloc_arenas
+
+    assert fewer_malloc_arenas()  # glibc here, as in the image (python:3.11-slim, Debian)
