@@ -8,6 +8,7 @@ bound here for the module's functions, closed at shutdown; nothing creates one l
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import ssl
@@ -114,7 +115,8 @@ class ApiClient:
             else:
                 token = creds.token
             if creds.username and creds.password and not token:
-                auth = urllib3.make_headers(basic_auth=f"{creds.username}:{creds.password}")
+                pair = base64.b64encode(f"{creds.username}:{creds.password}".encode()).decode()
+                auth = {"Authorization": f"Basic {pair}"}
             else:
                 auth = {"Authorization": f"Bearer {token}"} if token else {}
             return self._pool, dict(auth)
@@ -122,7 +124,8 @@ class ApiClient:
     def renewed_credentials(self) -> Credentials:
         """The credentials renewed now (exec plugin run, token file read), the token inline."""
         _, auth = self._session(renew=True)
-        token = auth.get("Authorization", "").removeprefix("Bearer ")
+        header = auth.get("Authorization", "")
+        token = header.removeprefix("Bearer ") if header.startswith("Bearer ") else None
         with self._lock:
             return replace(self._creds, token=token or None, token_file=None)
 

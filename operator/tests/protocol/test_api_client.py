@@ -189,3 +189,11 @@ def test_a_long_lived_exec_credential_is_obtained_once_and_again_on_401(
         "Bearer token-2"
     ]
     assert api.renewed_credentials().token == "token-3"  # kopf's login renews too
+
+
+def test_basic_auth_is_sent_and_never_passed_off_as_a_token(apiserver: StubApiserver) -> None:
+    api = kube.ApiClient(Credentials(server=apiserver.url, username="u", password="p"))
+    kube.request("GET", "/api", api=api)
+    assert apiserver.seen[0][2]["Authorization"] == "Basic dTpw"
+    renewed = api.renewed_credentials()
+    assert (renewed.token, renewed.username, renewed.password) == (None, "u", "p")
