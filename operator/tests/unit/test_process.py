@@ -34,3 +34,17 @@ def test_the_operator_caps_glibcs_malloc_arenas() -> None:
     from mongobench.cli import fewer_malloc_arenas
 
     assert fewer_malloc_arenas()  # glibc here, as in the image (python:3.11-slim, Debian)
+
+
+def test_run_blocks_kubernetes_and_caps_arenas_before_kopf_starts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The two guards above are what `mongobench-operator run` calls, before the operator runs."""
+    from mongobench import cli, main
+
+    calls: list[str] = []
+    monkeypatch.setattr(cli, "without_kubernetes_package", lambda: calls.append("no kubernetes"))
+    monkeypatch.setattr(cli, "fewer_malloc_arenas", lambda: calls.append("arenas") or True)
+    monkeypatch.setattr(main, "run", lambda config: calls.append("run"))
+    assert cli.main(["run", "--plain-logs"]) == 0
+    assert calls == ["no kubernetes", "arenas", "run"]
