@@ -27,6 +27,9 @@ SA_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 PART_BYTES = 900 * 1024
 DATA_KEY = "result.json"
 LABEL_RESULT = "mongobench.io/result-of"
+# The step a client's result belongs to: `<prefix>` of its name `<prefix>-c<index>`. The operator
+# reads one step's results by it, not every result in the namespace (result_set).
+LABEL_RESULT_SET = "mongobench.io/result-set"
 LABEL_PART = "mongobench.io/part"
 LABEL_PARTS = "mongobench.io/parts"
 TERMINATION_LOG = Path("/dev/termination-log")
@@ -172,6 +175,7 @@ class ConfigMapSink:
                 "namespace": self.namespace,
                 "labels": {
                     LABEL_RESULT: self.name,
+                    LABEL_RESULT_SET: result_set(self.name),
                     LABEL_PART: str(i),
                     LABEL_PARTS: str(len(parts)),
                 },
@@ -202,6 +206,13 @@ class ConfigMapSink:
                     f"{body.get('message', body)}"
                 )
         return f"{len(manifests)} ConfigMap(s) {self.namespace}/{self.name}-p*"
+
+
+def result_set(name: str) -> str:
+    """The step of the result `<prefix>-c<index>` (assemble's naming): `<prefix>`. A name not
+    in that form is its own set."""
+    prefix, sep, index = name.rpartition("-c")
+    return prefix if sep and prefix and index.isdigit() else name
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from mongobench_runner.sinks import (
     KubeApi,
     SinkError,
     parse_output,
+    result_set,
     split_parts,
     write_termination_log,
 )
@@ -110,6 +111,7 @@ def test_a_small_document_is_one_labelled_owned_configmap(api, tmp_path):
         "namespace": "bench",
         "labels": {
             "mongobench.io/result-of": "run-1-a",
+            "mongobench.io/result-set": "run-1-a",
             "mongobench.io/part": "0",
             "mongobench.io/parts": "1",
         },
@@ -187,6 +189,16 @@ def test_an_apiserver_that_stays_away_is_an_error_after_the_budget(tmp_path):
         assert 3 <= len(fake.requests) <= 6  # retried with backoff, then gave up
     finally:
         fake.close()
+
+
+def test_a_client_result_names_its_step_as_its_set(api, tmp_path):
+    # The Job's clients write `<step job>-c<index>`: the operator lists one step by this label.
+    ConfigMapSink("bench", "r1-s3-run-a-c12", _kube(api, tmp_path)).write(DOC)
+    labels = api.requests[0][3]["metadata"]["labels"]
+    assert labels["mongobench.io/result-set"] == "r1-s3-run-a"
+    assert result_set("r1-c") == "r1-c"  # no index: its own set
+    assert result_set("-c3") == "-c3"
+    assert result_set("load-c0-c1") == "load-c0"
 
 
 def test_split_parts_respects_utf8_byte_limits():

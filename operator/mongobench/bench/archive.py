@@ -363,6 +363,13 @@ def cpu_series(entry: Mapping[str, Any], config: OperatorConfig) -> dict[str, An
     return {"cpuSeries": series}
 
 
+def step_prefix(spec: BenchmarkRunSpec, run: Mapping[str, Any], index: int) -> str:
+    """The result prefix of the run's step `index` (its clients' ConfigMaps)."""
+    meta = run["metadata"]
+    ref = jobs.RunRef(meta["name"], meta["namespace"], meta["uid"], "", "", None, "")
+    return jobs.result_prefix(ref, make_plan(spec)[index])
+
+
 def _upload_step(
     writer: RunWriter,
     spec: BenchmarkRunSpec,
@@ -373,11 +380,8 @@ def _upload_step(
     config: OperatorConfig,
 ) -> None:
     index = int(entry["index"])
-    meta = run["metadata"]
-    step = make_plan(spec)[index]
-    ref = jobs.RunRef(meta["name"], meta["namespace"], meta["uid"], "", "", None, "")
     clients = spec.clients.parallelism
-    got = results.assemble(configmaps, jobs.result_prefix(ref, step), clients)
+    got = results.assemble(configmaps, step_prefix(spec, run, index), clients)
     reported = [i for i in range(clients) if i not in got.missing]
     for client, doc in zip(reported, got.documents, strict=True):
         writer.put_json(layout.client_key(index, client), doc)
@@ -410,8 +414,9 @@ def upload(run: Mapping[str, Any], settings: Settings, config: OperatorConfig) -
         writer.put_json(layout.CLUSTER, cluster_document(status, cluster))
     if todo:
         spec = BenchmarkRunSpec.parse(dict(run["spec"]))
-        configmaps = kube.list_objects("ConfigMap", namespace, results.RESULT_OF)
         entries = {int(s["index"]): s for s in status.get("steps") or []}
+        prefixes = [step_prefix(spec, run, index) for index in todo]
+        configmaps = orchestrate.result_configmaps(namespace, prefixes, spec.clients.parallelism)
         for index in todo:
             _upload_step(writer, spec, run, entries[index], configmaps, config=config)
     result.uploaded = sorted(archived_steps(writer.listed()) & set(finished))

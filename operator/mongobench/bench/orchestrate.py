@@ -92,6 +92,19 @@ class DataOps:
 CpuQuery = Callable[[Mapping[str, Any], Mapping[str, Any], str, str], dict[str, Any]]
 
 
+def result_configmaps(
+    namespace: str, prefixes: Sequence[str], clients: int
+) -> list[dict[str, Any]]:
+    """The result ConfigMaps of these steps: one LIST by their result-set label. Every run's
+    results in the namespace would be megabytes to decode per step with 200 runs. When a client
+    is missing, read them all by the older label too: a runner image from before the result-set
+    label (an operator upgraded under a running Job) must not lose its result."""
+    found = kube.list_objects("ConfigMap", namespace, results.set_selector(prefixes))
+    if results.complete(found, prefixes, clients):
+        return found
+    return kube.list_objects("ConfigMap", namespace, results.RESULT_OF)
+
+
 def advance(
     namespace: str,
     name: str,
@@ -397,10 +410,8 @@ class _Advance:
     ) -> str | None:
         """Merge the clients' documents into the step; None when it succeeded, else why not.
         Whatever was reported is kept, also when the step failed."""
-        configmaps = kube.list_objects("ConfigMap", self.ns, results.RESULT_OF)
-        got = results.assemble(
-            configmaps, jobs.result_prefix(ref, step), self.spec.clients.parallelism
-        )
+        prefix, clients = jobs.result_prefix(ref, step), self.spec.clients.parallelism
+        got = results.assemble(result_configmaps(self.ns, [prefix], clients), prefix, clients)
         if not got.documents:  # nothing to keep
             return collection_problem(0, got.missing, {}, failed)
         merged = results.merge(got.documents)

@@ -1,9 +1,9 @@
 """Results of a step: every client's document read back from its ConfigMaps, merged exactly.
 
 Each client writes `<prefix>-c<index>-p<part>` ConfigMaps (data key `result.json`, parts
-concatenated in order; labels mongobench.io/result-of, part, parts). Nothing here depends on pod
-logs. Merging sums the clients' HDR histograms (mongobench_runner.merge, the same code the runner
-ships), so aggregate percentiles are exact.
+concatenated in order; labels mongobench.io/result-of, result-set, part, parts). Nothing here
+depends on pod logs. Merging sums the clients' HDR histograms (mongobench_runner.merge, the
+same code the runner ships), so aggregate percentiles are exact.
 """
 
 from __future__ import annotations
@@ -18,8 +18,22 @@ from mongobench_runner.merge import merge_documents
 
 # The reassembly lives beside the writer (the runner's ConfigMap sink); the CLI uses it too.
 RESULT_OF = sinks.LABEL_RESULT
+RESULT_SET = sinks.LABEL_RESULT_SET
 Collected = sinks.Collected
 assemble = sinks.assemble
+
+
+def set_selector(prefixes: Iterable[str]) -> str:
+    """The label selector of these steps' result ConfigMaps (by result prefix)."""
+    return f"{RESULT_SET} in ({','.join(sorted(set(prefixes)))})"
+
+
+def complete(
+    configmaps: Iterable[Mapping[str, Any]], prefixes: Iterable[str], clients: int
+) -> bool:
+    """Every client of every one of these steps reported."""
+    found = list(configmaps)
+    return all(not assemble(found, prefix, clients).missing for prefix in prefixes)
 
 
 def merge(documents: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
