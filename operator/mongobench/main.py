@@ -24,8 +24,9 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     config = OperatorConfig.current()
     # Everything that outlives one handler call (API client, locks, MongoDB clients); every
     # handler receives the memo, a shallow copy of this one.
+    settings.execution.max_workers = config.workers
     try:
-        memo.state = OperatorState.create()
+        memo.state = OperatorState.create(executor=settings.execution.executor)
     except CredentialsError as exc:
         raise kopf.PermanentError(str(exc)) from None
     # Progress and the last-handled spec live in annotations, so a restarted operator resumes
@@ -36,7 +37,6 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     )
     settings.persistence.finalizer = "mongobench.io/finalizer"
     settings.execution.default_backoff = config.retry_backoff
-    settings.execution.max_workers = config.workers
     settings.networking.error_backoffs = (0.5, 1, 2, 3, 5)
     settings.posting.reporting_component = "mongobench-operator"
     settings.posting.event_name_prefix = "mongobench-"

@@ -6,12 +6,14 @@ call, so nothing of the kind lives in module globals:
 - per-resource locks (one reconcile of a resource at a time);
 - the rollout last seen of each child workload (a child's event that changes none of it wakes
   no sync);
+- the wake-ups a child's event queues for its MongoCluster or BenchmarkRun (by key, coalesced);
 - the MongoDB administration handles, one per cluster, replaced when the cluster's credentials
   change and closed when it is deleted.
 """
 
 from __future__ import annotations
 
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +21,7 @@ from mongobench.bench.data import ClusterData
 from mongobench.k8s import client as kube
 from mongobench.k8s.locks import ResourceLocks
 from mongobench.k8s.rollout import SeenRollouts
+from mongobench.k8s.wakeups import Wakeups
 from mongobench.mongo.pool import AdminPool
 
 
@@ -29,13 +32,18 @@ class OperatorState:
     admins: AdminPool
     cluster_data: ClusterData
     rollouts: SeenRollouts
+    wakeups: Wakeups
 
     @classmethod
-    def create(cls, api: kube.ApiClient | None = None) -> OperatorState:
+    def create(
+        cls, api: kube.ApiClient | None = None, executor: Executor | None = None
+    ) -> OperatorState:
+        """`executor`: kopf's, for handler threads (a pool of one's own when not given)."""
         api = api or kube.new_api_client()
         kube.bind(api)
         admins = AdminPool()
-        return cls(api, ResourceLocks(), admins, ClusterData(admins), SeenRollouts())
+        wakeups = Wakeups(executor or ThreadPoolExecutor(thread_name_prefix="wakeup"))
+        return cls(api, ResourceLocks(), admins, ClusterData(admins), SeenRollouts(), wakeups)
 
     def forget(self, kind: str, namespace: str, name: str) -> None:
         """A resource is gone: drop its lock and close its MongoDB clients."""

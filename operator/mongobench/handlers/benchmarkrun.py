@@ -119,11 +119,18 @@ def archive_tick(
 
 
 @kopf.on.event("batch", "v1", "jobs", labels={jobs.RUN_LABEL: kopf.PRESENT})
-@instrumented("BenchmarkRun", "job-event")
-def job_changed(meta: kopf.Meta, type: str | None, memo: kopf.Memo, **_: Any) -> None:
+async def job_changed(meta: kopf.Meta, type: str | None, memo: kopf.Memo, **_: Any) -> None:
+    """A step's Job changed: advance its run. Queued by the run's name (k8s.wakeups): the Job's
+    body is not kept, and the run's Jobs' events while it waits wake it once."""
     if type is None:  # the initial listing: resume handlers cover it
         return
-    _advance(memo, meta["namespace"], meta["labels"][jobs.RUN_LABEL])
+    namespace, run = meta["namespace"], meta["labels"][jobs.RUN_LABEL]
+    state_of(memo).wakeups.wake((KIND, namespace, run), lambda: _job_advance(memo, namespace, run))
+
+
+@instrumented("BenchmarkRun", "job-event")
+def _job_advance(memo: kopf.Memo, namespace: str, name: str) -> None:
+    _advance(memo, namespace, name)
 
 
 @kopf.on.delete(*BENCHMARKRUN)

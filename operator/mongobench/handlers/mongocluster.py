@@ -75,28 +75,42 @@ def timed_sync(meta: kopf.Meta, memo: kopf.Memo, **_: Any) -> None:
 @kopf.on.event(
     "apps", "v1", "deployments", labels={lbl.MANAGED_BY: "mongobench", lbl.CLUSTER: kopf.PRESENT}
 )
-@instrumented("MongoCluster", "child-event")
-def child_changed(
+async def child_changed(
     body: kopf.Body, meta: kopf.Meta, type: str | None, memo: kopf.Memo, **_: Any
-) -> Skipped | None:
-    # A member's pod became ready or went away: observe the whole cluster now.
+) -> None:
+    """A member's pod became ready or went away: observe the whole cluster. Decided here, in
+    kopf's event loop, so no event waits for a handler thread with its body (k8s.wakeups)."""
     state = state_of(memo)
     kind = body.get("kind") or "StatefulSet"
+    namespace, name = meta["namespace"], meta["name"]
     if type == "DELETED":
-        state.rollouts.forget(kind, meta["namespace"], meta["name"])
+        state.rollouts.forget(kind, namespace, name)
     elif not state.rollouts.changed(kind, body) or type is None:
         # Nothing a sync reads changed; or kopf's initial listing (the resume handler covers
         # it, and now knows the rollouts). Counted as skipped, not as a sync.
-        return SKIPPED
+        _dropped()
+        return
     cluster = meta["labels"][lbl.CLUSTER]
+    state.wakeups.wake(
+        (kind, namespace, name), lambda: _child_sync(memo, kind, namespace, name, cluster)
+    )
+
+
+@instrumented("MongoCluster", "child-event")
+def _dropped() -> Skipped:
+    return SKIPPED
+
+
+@instrumented("MongoCluster", "child-event")
+def _child_sync(memo: kopf.Memo, kind: str, namespace: str, child: str, cluster: str) -> None:
+    state = state_of(memo)
     try:
-        with refusals(KIND, meta["namespace"], cluster, cond.READY, state.locks):
-            _sync(memo, meta["namespace"], cluster)
+        with refusals(KIND, namespace, cluster, cond.READY, state.locks):
+            _sync(memo, namespace, cluster)
     except Exception:
-        # Not retried by kopf: the next event with the same rollout must sync again.
-        state.rollouts.forget(kind, meta["namespace"], meta["name"])
+        # Not retried: the next event with the same rollout must sync again.
+        state.rollouts.forget(kind, namespace, child)
         raise
-    return None
 
 
 @kopf.on.delete(*MONGOCLUSTER)

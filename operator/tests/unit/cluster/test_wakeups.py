@@ -5,7 +5,9 @@ steps wait, and a slow timer covers the phases that only a child's event ends.""
 
 from __future__ import annotations
 
+import asyncio
 import copy
+from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 from typing import Any
 
@@ -18,6 +20,7 @@ from mongobench.handlers.mongocluster import _waiting_for_pods, _wiring
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.locks import ResourceLocks
 from mongobench.k8s.rollout import SeenRollouts
+from mongobench.k8s.wakeups import Wakeups
 from mongobench.observability.metrics import REGISTRY
 
 pytestmark = pytest.mark.unit
@@ -73,18 +76,23 @@ def child_events() -> dict[str, float]:
 def test_a_dropped_child_event_counts_as_skipped_and_a_synced_one_as_ok(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    state = SimpleNamespace(rollouts=SeenRollouts(), locks=ResourceLocks())
+    pool = ThreadPoolExecutor(2)
+    state = SimpleNamespace(rollouts=SeenRollouts(), locks=ResourceLocks(), wakeups=Wakeups(pool))
     synced: list[tuple[str, str]] = []
     monkeypatch.setattr(mongocluster, "state_of", lambda memo: state)
     monkeypatch.setattr(mongocluster, "_sync", lambda memo, ns, name: synced.append((ns, name)))
 
     def event(type_: str | None, body: dict[str, Any]) -> dict[str, float]:
-        """Deliver one event as kopf would; what it added to each outcome's count."""
+        """Deliver one event as kopf would (in its event loop), let the wake-up it queued run;
+        what it added to each outcome's count."""
         body["metadata"]["labels"] = {lbl.MANAGED_BY: "mongobench", lbl.CLUSTER: "c"}
         before = child_events()
         kwargs: dict[str, Any] = {"body": body, "meta": body["metadata"], "memo": kopf.Memo()}
-        result = mongocluster.child_changed(type=type_, **kwargs)
+        result = asyncio.run(mongocluster.child_changed(type=type_, **kwargs))
         assert result is None  # kopf would write anything else into the child's status
+        pool.submit(lambda: None).result()
+        while len(state.wakeups):
+            pool.submit(lambda: None).result()
         after = child_events()
         return {o: after[o] - before[o] for o in after if after[o] != before[o]}
 
@@ -96,6 +104,13 @@ def test_a_dropped_child_event_counts_as_skipped_and_a_synced_one_as_ok(
     assert event("MODIFIED", sts(readyReplicas=3)) == {"ok": 1}  # a pod became ready
     assert event("DELETED", sts(readyReplicas=3)) == {"ok": 1}
     assert synced == [("ns", "c"), ("ns", "c")]
+
+    # A sync that fails forgets the rollout: the same rollout wakes it again.
+    monkeypatch.setattr(mongocluster, "_sync", lambda *_: 1 / 0)
+    assert event("MODIFIED", sts(readyReplicas=1)) == {"error": 1}
+    monkeypatch.setattr(mongocluster, "_sync", lambda memo, ns, name: synced.append((ns, name)))
+    assert event("MODIFIED", sts(readyReplicas=1)) == {"ok": 1}
+    pool.shutdown()
 
 
 def test_one_sync_runs_under_both_timers_with_their_own_ids() -> None:
