@@ -9,6 +9,7 @@ from typing import Any
 
 import aiohttp
 import kopf
+from kopf._core.engines import posting
 
 import mongobench.handlers  # noqa: F401 - importing registers the handlers
 from mongobench.config import OperatorConfig
@@ -18,15 +19,21 @@ from mongobench.state import OperatorState, state_of
 
 log = logging.getLogger("mongobench")
 
+# What kopf.event/info/warn read: the Event queue, its loop and the settings.
+KOPF_POSTING = (posting.event_queue_var, posting.event_queue_loop_var, posting.settings_var)
+
 
 @kopf.on.startup()
 def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     config = OperatorConfig.current()
-    # Everything that outlives one handler call (API client, locks, MongoDB clients); every
-    # handler receives the memo, a shallow copy of this one.
     settings.execution.max_workers = config.workers
+    # Everything that outlives one handler call (API client, locks, MongoDB clients); every
+    # handler receives the memo, a shallow copy of this one. Work a child's event queues runs on
+    # kopf's handler threads and posts Events as handlers do (kopf's posting variables).
     try:
-        memo.state = OperatorState.create(executor=settings.execution.executor)
+        memo.state = OperatorState.create(
+            executor=settings.execution.executor, carried=KOPF_POSTING
+        )
     except CredentialsError as exc:
         raise kopf.PermanentError(str(exc)) from None
     # Progress and the last-handled spec live in annotations, so a restarted operator resumes

@@ -13,6 +13,8 @@ call, so nothing of the kind lives in module globals:
 
 from __future__ import annotations
 
+import contextvars
+from collections.abc import Iterable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -36,13 +38,18 @@ class OperatorState:
 
     @classmethod
     def create(
-        cls, api: kube.ApiClient | None = None, executor: Executor | None = None
+        cls,
+        api: kube.ApiClient | None = None,
+        executor: Executor | None = None,
+        carried: Iterable[contextvars.ContextVar[Any]] = (),
     ) -> OperatorState:
-        """`executor`: kopf's, for handler threads (a pool of one's own when not given)."""
+        """`executor`: kopf's, for handler threads (a pool of one's own when not given);
+        `carried`: the context variables wake-ups run with (kopf's Event posting)."""
         api = api or kube.new_api_client()
         kube.bind(api)
         admins = AdminPool()
-        wakeups = Wakeups(executor or ThreadPoolExecutor(thread_name_prefix="wakeup"))
+        pool = executor or ThreadPoolExecutor(thread_name_prefix="wakeup")
+        wakeups = Wakeups(pool, carried)
         return cls(api, ResourceLocks(), admins, ClusterData(admins), SeenRollouts(), wakeups)
 
     def forget(self, kind: str, namespace: str, name: str) -> None:

@@ -9,7 +9,9 @@ managedFields) were alive at once, queued behind 16 threads. Handed here, the ev
 in kopf's event loop; its work runs later with what it reads then (every such work reads the
 resource afresh), and events that arrive while it waits add nothing.
 
-Owned by the operator's state (mongobench.state); it runs on kopf's handler threads.
+Owned by the operator's state (mongobench.state); it runs on kopf's handler threads, with only
+the context variables it is told to carry (kopf's Event posting): a handler's whole context
+holds its cause, and the cause holds the body.
 """
 
 from __future__ import annotations
@@ -17,18 +19,21 @@ from __future__ import annotations
 import contextvars
 import logging
 import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from concurrent.futures import Executor
+from typing import Any
 
 log = logging.getLogger(__name__)
 
 
 class Wakeups:
-    def __init__(self, executor: Executor) -> None:
+    def __init__(
+        self, executor: Executor, carried: Iterable[contextvars.ContextVar[Any]] = ()
+    ) -> None:
         self._executor = executor
+        self._carried = tuple(carried)
         self._guard = threading.Lock()
-        # Queued: the latest work, in the context it was queued from (kopf's Event posting lives
-        # in context variables its handlers run with).
+        # Queued: the latest work, with the carried variables as they were when it was queued.
         self._work: dict[Hashable, tuple[Callable[[], object], contextvars.Context]] = {}
         self._running: set[Hashable] = set()
 
@@ -37,7 +42,7 @@ class Wakeups:
         once). A key that is running is queued to run again after it."""
         with self._guard:
             queued = key in self._work
-            self._work[key] = (work, contextvars.copy_context())
+            self._work[key] = (work, self._context())
             if queued or key in self._running:
                 return not queued
         self._executor.submit(self._run, key)
@@ -58,6 +63,15 @@ class Wakeups:
                 again = key in self._work
             if again:
                 self._executor.submit(self._run, key)
+
+    def _context(self) -> contextvars.Context:
+        context = contextvars.Context()
+        for var in self._carried:
+            try:
+                context.run(var.set, var.get())
+            except LookupError:  # not set where this was woken
+                continue
+        return context
 
     def __len__(self) -> int:
         """Keys queued or running."""

@@ -1,21 +1,27 @@
 """Unit tier: the wake-up queue (mongobench.k8s.wakeups) with real threads: a key waits at most
-once, never runs twice at a time, runs again when woken while running, runs in the context it
-was woken from, and a failure is logged and frees its key."""
+once, never runs twice at a time, runs again when woken while running, carries only the context
+variables it is told to (kopf's Event posting, not the handler's cause), and a failure is logged
+and frees its key."""
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
+import kopf
 import pytest
+from kopf._core.engines import posting
 
 from mongobench.k8s.wakeups import Wakeups
 
 pytestmark = pytest.mark.unit
 
 WHO = contextvars.ContextVar("WHO", default="nobody")
+CAUSE: contextvars.ContextVar[Any] = contextvars.ContextVar("CAUSE", default=None)
 
 
 def settle(wakeups: Wakeups) -> None:
@@ -72,15 +78,37 @@ def test_a_key_woken_while_it_runs_runs_again_after_never_beside() -> None:
     pool.shutdown()
 
 
-def test_work_runs_in_the_context_it_was_woken_from() -> None:
-    """kopf posts Events through context variables set in its handlers."""
+def test_work_carries_only_the_variables_it_is_told_to() -> None:
+    """A kopf handler's context holds its cause, and the cause the body: not carried."""
     pool = ThreadPoolExecutor(1)
-    wakeups = Wakeups(pool)
+    wakeups = Wakeups(pool, carried=[WHO])
     seen = []
     WHO.set("kopf's handler")
-    wakeups.wake("k", lambda: seen.append(WHO.get()))
+    CAUSE.set({"body": "a whole Job"})
+    wakeups.wake("k", lambda: seen.append((WHO.get(), CAUSE.get())))
     settle(wakeups)
-    assert seen == ["kopf's handler"]
+    assert seen == [("kopf's handler", None)]
+    pool.shutdown()
+
+
+def test_a_wake_up_posts_kopf_events_as_a_handler_does() -> None:
+    """The operator's carried variables are what kopf.event needs, from a handler thread."""
+    from mongobench.main import KOPF_POSTING
+
+    pool = ThreadPoolExecutor(1)
+    wakeups = Wakeups(pool, carried=KOPF_POSTING)
+    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "ns", "name": "p"}}
+
+    async def handler() -> Any:
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        posting.event_queue_var.set(queue)
+        posting.event_queue_loop_var.set(asyncio.get_running_loop())
+        posting.settings_var.set(kopf.OperatorSettings())
+        wakeups.wake("k", lambda: kopf.event(body, type="Normal", reason="R", message="m"))
+        return await asyncio.wait_for(queue.get(), 10)
+
+    event = asyncio.run(handler())
+    assert (event.ref["name"], event.reason, event.message) == ("p", "R", "m")
     pool.shutdown()
 
 
