@@ -221,10 +221,11 @@ class Collected:
     missing: list[int]  # client indexes without a complete document
 
 
-def assemble(configmaps: Iterable[Mapping[str, Any]], prefix: str, clients: int) -> Collected:
-    """Pure, the reverse of ConfigMapSink: each client's document `<prefix>-c<index>` from its
-    parts (concatenated in part order); a client with parts missing is missing. The operator
-    collects steps with it and the CLI reads archived-to-be results with it."""
+def _texts(
+    configmaps: Iterable[Mapping[str, Any]], prefix: str, clients: int
+) -> tuple[list[str], list[int]]:
+    """Each complete client's text `<prefix>-c<index>` (its parts in order), and the indexes of
+    the clients with parts missing."""
     parts: dict[str, dict[int, str]] = {}
     expected: dict[str, int] = {}
     for cm in configmaps:
@@ -236,7 +237,7 @@ def assemble(configmaps: Iterable[Mapping[str, Any]], prefix: str, clients: int)
             DATA_KEY, ""
         )
         expected[owner] = int(labels.get(LABEL_PARTS, 1))
-    documents: list[dict[str, Any]] = []
+    texts: list[str] = []
     missing: list[int] = []
     for index in range(clients):
         owner = f"{prefix}-c{index}"
@@ -244,8 +245,23 @@ def assemble(configmaps: Iterable[Mapping[str, Any]], prefix: str, clients: int)
         if not got or len(got) != expected.get(owner):
             missing.append(index)
             continue
-        documents.append(json.loads("".join(got[i] for i in sorted(got))))
-    return Collected(documents, missing)
+        texts.append("".join(got[i] for i in sorted(got)))
+    return texts, missing
+
+
+def missing_clients(
+    configmaps: Iterable[Mapping[str, Any]], prefix: str, clients: int
+) -> list[int]:
+    """The clients of `<prefix>` with parts missing, without decoding any document."""
+    return _texts(configmaps, prefix, clients)[1]
+
+
+def assemble(configmaps: Iterable[Mapping[str, Any]], prefix: str, clients: int) -> Collected:
+    """Pure, the reverse of ConfigMapSink: each client's document `<prefix>-c<index>` from its
+    parts (concatenated in part order); a client with parts missing is missing. The operator
+    collects steps with it and the CLI reads archived-to-be results with it."""
+    texts, missing = _texts(configmaps, prefix, clients)
+    return Collected([json.loads(text) for text in texts], missing)
 
 
 def parse_output(spec: str) -> Sink:

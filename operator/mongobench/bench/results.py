@@ -31,9 +31,9 @@ def set_selector(prefixes: Iterable[str]) -> str:
 def complete(
     configmaps: Iterable[Mapping[str, Any]], prefixes: Iterable[str], clients: int
 ) -> bool:
-    """Every client of every one of these steps reported."""
+    """Every client of every one of these steps reported (no document decoded)."""
     found = list(configmaps)
-    return all(not assemble(found, prefix, clients).missing for prefix in prefixes)
+    return all(not sinks.missing_clients(found, prefix, clients) for prefix in prefixes)
 
 
 def merge(documents: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
