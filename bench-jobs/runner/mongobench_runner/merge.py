@@ -31,7 +31,7 @@ def _ts(text: str) -> datetime:
 
 
 def _merge_op(entries: list[dict[str, Any]]) -> dict[str, Any]:
-    h = hdr.merge([hdr.decode(e["hdr"]) for e in entries])
+    h = hdr.merge_encoded(e["hdr"] for e in entries)
     codes: dict[str, int] = {}
     for e in entries:
         for code, n in e["returnCodes"].items():
@@ -47,7 +47,7 @@ def _merge_op(entries: list[dict[str, Any]]) -> dict[str, Any]:
         out["composite"] = True
     failed = [e["failed"] for e in entries if e.get("failed")]
     if failed:
-        fh = hdr.merge([hdr.decode(f["hdr"]) for f in failed])
+        fh = hdr.merge_encoded(f["hdr"] for f in failed)
         out["failed"] = {
             "count": int(fh.get_total_count()),
             "latencyUs": latency_block(fh),
