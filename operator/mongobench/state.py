@@ -7,6 +7,7 @@ call, so nothing of the kind lives in module globals:
 - the rollout last seen of each child workload (a child's event that changes none of it wakes
   no sync);
 - the wake-ups a child's event queues for its MongoCluster or BenchmarkRun (by key, coalesced);
+- the ticker: which resources tick, how often, and their work (the timers, without bodies);
 - the MongoDB administration handles, one per cluster, replaced when the cluster's credentials
   change and closed when it is deleted.
 """
@@ -14,16 +15,19 @@ call, so nothing of the kind lives in module globals:
 from __future__ import annotations
 
 import contextvars
+import os
 from collections.abc import Iterable
 from concurrent.futures import Executor, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mongobench.bench.data import ClusterData
 from mongobench.k8s import client as kube
 from mongobench.k8s.locks import ResourceLocks
 from mongobench.k8s.rollout import SeenRollouts
+from mongobench.k8s.ticker import Ticker
 from mongobench.k8s.wakeups import Wakeups
+from mongobench.mongo.connect import resolver_from_env
 from mongobench.mongo.pool import AdminPool
 
 
@@ -35,6 +39,8 @@ class OperatorState:
     cluster_data: ClusterData
     rollouts: SeenRollouts
     wakeups: Wakeups
+    ticker: Ticker
+    own_pool: ThreadPoolExecutor | None = field(default=None, repr=False)
 
     @classmethod
     def create(
@@ -47,18 +53,33 @@ class OperatorState:
         `carried`: the context variables wake-ups run with (kopf's Event posting)."""
         api = api or kube.new_api_client()
         kube.bind(api)
-        admins = AdminPool()
-        pool = executor or ThreadPoolExecutor(thread_name_prefix="wakeup")
-        wakeups = Wakeups(pool, carried)
-        return cls(api, ResourceLocks(), admins, ClusterData(admins), SeenRollouts(), wakeups)
+        admins = AdminPool(resolver=resolver_from_env(os.environ))
+        own: ThreadPoolExecutor | None = None  # shut down with the state
+        if executor is None:
+            executor = own = ThreadPoolExecutor(thread_name_prefix="wakeup")
+        wakeups = Wakeups(executor, carried)
+        return cls(
+            api,
+            ResourceLocks(),
+            admins,
+            ClusterData(admins),
+            SeenRollouts(),
+            wakeups,
+            Ticker(wakeups),
+            own,
+        )
 
     def forget(self, kind: str, namespace: str, name: str) -> None:
-        """A resource is gone: drop its lock and close its MongoDB clients."""
+        """A resource is gone: stop its ticks, drop its lock and close its MongoDB clients."""
+        self.ticker.stop((kind, namespace, name))
         self.locks.forget(kind, namespace, name)
         if kind == "MongoCluster":
             self.admins.forget(namespace, name)
 
     def close(self) -> None:
+        self.ticker.close()
+        if self.own_pool is not None:
+            self.own_pool.shutdown(wait=False, cancel_futures=True)
         self.admins.close()
         kube.unbind(self.api)
         self.api.close()

@@ -9,7 +9,6 @@ sync():      observe workloads and MongoDB, take the next wiring step, hold or r
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -42,7 +41,7 @@ from mongobench.k8s.conditions import (
 )
 from mongobench.k8s.locks import ResourceLocks
 from mongobench.mongo.admin import MongoAdmin
-from mongobench.mongo.connect import Connector, resolver_from_env
+from mongobench.mongo.connect import Connector
 from mongobench.mongo.errors import PermanentMongoError, TransientMongoError
 from mongobench.mongo.model import Credentials, internal_credentials
 from mongobench.mongo.pool import AdminPool, fingerprint
@@ -154,7 +153,7 @@ def administration(d: Desired, admins: AdminPool) -> Iterator[tuple[MongoAdmin, 
         connector = Connector(
             Credentials(passwords.operator_username, passwords.operator),
             bootstrap_credentials=internal_credentials(keyfile),
-            resolver=resolver_from_env(os.environ),
+            resolver=admins.resolver,
             tls=tls,
         )
         return MongoAdmin(connector)

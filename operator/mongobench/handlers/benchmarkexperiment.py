@@ -12,7 +12,7 @@ from typing import Any
 import kopf
 
 from mongobench.experiment import reconcile
-from mongobench.handlers.common import BENCHMARKEXPERIMENT, refusals, settled
+from mongobench.handlers.common import BENCHMARKEXPERIMENT, reference, refusals, settled
 from mongobench.k8s import conditions as cond
 from mongobench.observability.metrics import instrumented
 from mongobench.state import state_of
@@ -20,8 +20,10 @@ from mongobench.state import state_of
 KIND = reconcile.KIND
 
 
-def _advance(memo: kopf.Memo, namespace: str, name: str) -> None:
+def _advance(memo: kopf.Memo, ref: dict[str, Any]) -> None:
+    """`ref`: the experiment (handlers.common.reference), for its Events."""
     state = state_of(memo)
+    namespace, name = ref["metadata"]["namespace"], ref["metadata"]["name"]
     with (
         refusals(KIND, namespace, name, cond.SUCCEEDED, state.locks),
         state.locks.lock(KIND, namespace, name),
@@ -29,30 +31,40 @@ def _advance(memo: kopf.Memo, namespace: str, name: str) -> None:
         outcome = reconcile.advance(namespace, name)
         if outcome is None:
             return
-        body = {
-            "apiVersion": "mongobench.io/v1alpha1",
-            "kind": KIND,
-            "metadata": {"namespace": namespace, "name": name},
-        }
         for type_, reason, message in outcome.events:
-            kopf.event(body, type=type_, reason=reason, message=message)  # type: ignore[arg-type]
+            kopf.event(ref, type=type_, reason=reason, message=message)  # type: ignore[arg-type]
 
 
 @kopf.on.resume(*BENCHMARKEXPERIMENT)
 @kopf.on.create(*BENCHMARKEXPERIMENT)
 @instrumented(KIND, "start")
-def start(meta: kopf.Meta, memo: kopf.Memo, **_: Any) -> None:
-    _advance(memo, meta["namespace"], meta["name"])
+def start(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    _advance(memo, reference(body))
 
 
-# Clusters and runs move on their own: the timer looks every 2 s until the experiment ends.
-@kopf.timer(
-    *BENCHMARKEXPERIMENT,
-    interval=2.0,
-    when=lambda body, status, **_: (
-        status.get("phase") not in reconcile.TERMINAL and not settled(body, cond.SUCCEEDED)
-    ),
-)
+# Clusters and runs move on their own: the experiment looks every 2 s until it ends (k8s.ticker,
+# decided by the experiment's events).
+TICK_SECONDS = 2.0
+
+
+@kopf.on.event(*BENCHMARKEXPERIMENT)
+async def experiment_changed(
+    body: kopf.Body, meta: kopf.Meta, type: str | None, memo: kopf.Memo, **_: Any
+) -> None:
+    namespace, name = meta["namespace"], meta["name"]
+    status = body.get("status") or {}
+    ref = reference(body)
+    state_of(memo).ticker.schedule(
+        (KIND, namespace, name),
+        type != "DELETED"
+        and not meta.get("deletionTimestamp")
+        and status.get("phase") not in reconcile.TERMINAL
+        and not settled(body, cond.SUCCEEDED),
+        TICK_SECONDS,
+        lambda: tick(memo, ref),
+    )
+
+
 @instrumented(KIND, "tick")
-def tick(meta: kopf.Meta, memo: kopf.Memo, **_: Any) -> None:
-    _advance(memo, meta["namespace"], meta["name"])
+def tick(memo: kopf.Memo, ref: dict[str, Any]) -> None:
+    _advance(memo, ref)

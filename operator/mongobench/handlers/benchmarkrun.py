@@ -2,7 +2,7 @@
 
 Each one runs under handlers.common.refusals: a spec (or name) the operator cannot use, or a
 Job the apiserver refuses, ends the run as Failed with the Succeeded condition and one Event;
-a Failed run's timer stops. Deletion works whatever the spec says.
+a Failed run stops ticking. Deletion works whatever the spec says.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from mongobench.api.names import check_benchmarkrun_name
 from mongobench.bench import archive, jobs, orchestrate
 from mongobench.bench.cpu_status import cpu_for_step
 from mongobench.config import OperatorConfig
-from mongobench.handlers.common import BENCHMARKRUN, refusals, settled
+from mongobench.handlers.common import BENCHMARKRUN, reference, refusals, settled
 from mongobench.k8s import client as kube
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.client import ApiError
@@ -78,36 +78,60 @@ def start(
         _advance(memo, meta["namespace"], meta["name"])
 
 
-# Steps are driven by their Jobs' events; the timer covers waits nothing else wakes up for
-# (the cluster becoming Ready, MongoDB reachable again) and stops with the run, which includes
-# a run refused for its spec (phase Failed).
-@kopf.timer(
-    *BENCHMARKRUN,
-    interval=1.0,
-    when=lambda body, status, **_: (
-        status.get("phase") not in (*orchestrate.TERMINAL, None)
-        and not settled(body, cond.SUCCEEDED)
-    ),
-)
-@instrumented("BenchmarkRun", "tick")
-def tick(meta: kopf.Meta, memo: kopf.Memo, **_: Any) -> None:
-    _advance(memo, meta["namespace"], meta["name"])
+# Steps are driven by their Jobs' events; ticks cover waits nothing else wakes up for (the
+# cluster becoming Ready, MongoDB reachable again) and stop with the run, which includes a run
+# refused for its spec (phase Failed). Uploads to the run's archive tick while steps finish, and
+# after the run ended until the final manifest is written; a failed upload waits out its backoff
+# (status.archive.nextAttempt). The run's events decide (k8s.ticker: kopf's timers kept every
+# run's body); its ticks and its Jobs' events share one wake-up key.
+TICK_SECONDS = 1.0
+ARCHIVE_SECONDS = 2.0
 
 
-# Uploads to the run's archive: while steps finish, and after the run ended until the final
-# manifest is written; a failed upload waits out its backoff (status.archive.nextAttempt).
-@kopf.timer(
-    *BENCHMARKRUN,
-    interval=2.0,
-    when=lambda spec, status, **_: archive.pending(spec, status, OperatorConfig.current()),
-)
-@instrumented("BenchmarkRun", "archive")
-def archive_tick(
-    meta: kopf.Meta, status: kopf.Status, body: kopf.Body, memo: kopf.Memo, **_: Any
+def advancing(body: Mapping[str, Any]) -> bool:
+    status = body.get("status") or {}
+    return status.get("phase") not in (*orchestrate.TERMINAL, None) and not settled(
+        body, cond.SUCCEEDED
+    )
+
+
+@kopf.on.event(*BENCHMARKRUN)
+async def run_changed(
+    body: kopf.Body, meta: kopf.Meta, type: str | None, memo: kopf.Memo, **_: Any
 ) -> None:
-    if not archive.due(status, datetime.now(UTC)):
-        return
+    state = state_of(memo)
     namespace, name = meta["namespace"], meta["name"]
+    live = type != "DELETED" and not meta.get("deletionTimestamp")
+    raw = dict(body)
+    state.ticker.schedule(
+        (KIND, namespace, name),
+        live and advancing(raw),
+        TICK_SECONDS,
+        lambda: _ticked(memo, namespace, name),
+    )
+    status = raw.get("status") or {}
+    uploading = live and archive.pending(raw.get("spec") or {}, status, OperatorConfig.current())
+    record = {"archive": dict(status.get("archive") or {})}  # its backoff, not the body
+    ref = reference(raw)
+    state.ticker.schedule(
+        (ARCHIVE_UPLOAD, namespace, name),
+        uploading,
+        ARCHIVE_SECONDS,
+        lambda: _archive_ticked(memo, ref, record),
+    )
+
+
+@instrumented("BenchmarkRun", "tick")
+def _ticked(memo: kopf.Memo, namespace: str, name: str) -> None:
+    _advance(memo, namespace, name)
+
+
+@instrumented("BenchmarkRun", "archive")
+def _archive_ticked(memo: kopf.Memo, ref: dict[str, Any], record: Mapping[str, Any]) -> None:
+    """`ref`: the run, for its Events; `record`: its status.archive when this was scheduled."""
+    if not archive.due(record, datetime.now(UTC)):
+        return
+    namespace, name = ref["metadata"]["namespace"], ref["metadata"]["name"]
     for type_, reason, message in archive.sync(
         namespace,
         name,
@@ -115,7 +139,7 @@ def archive_tick(
         upload_lock=state_of(memo).locks.lock(ARCHIVE_UPLOAD, namespace, name),
         run_lock=state_of(memo).locks.lock(KIND, namespace, name),
     ):
-        kopf.event(dict(body), type=type_, reason=reason, message=message)  # type: ignore[arg-type]
+        kopf.event(ref, type=type_, reason=reason, message=message)  # type: ignore[arg-type]
 
 
 @kopf.on.event("batch", "v1", "jobs", labels={jobs.RUN_LABEL: kopf.PRESENT})

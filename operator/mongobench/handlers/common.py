@@ -31,6 +31,17 @@ BENCHMARKRUN = (GROUP, VERSION, "benchmarkruns")
 BENCHMARKEXPERIMENT = (GROUP, VERSION, "benchmarkexperiments")
 
 
+def reference(body: Mapping[str, Any]) -> dict[str, Any]:
+    """What kopf.event needs of an object (kubectl describe finds Events by its uid too): kept
+    for later Events instead of the whole body."""
+    meta = body.get("metadata") or {}
+    return {
+        "apiVersion": body.get("apiVersion"),
+        "kind": body.get("kind"),
+        "metadata": {k: meta[k] for k in ("namespace", "name", "uid") if k in meta},
+    }
+
+
 def user_error(exc: BaseException) -> tuple[str, str] | None:
     """(reason, message) when `exc` is the user's to fix; None for anything else (retried)."""
     if isinstance(exc, SpecError):

@@ -1,12 +1,13 @@
 """MongoCluster handlers: thin; the logic lives in mongobench.cluster (provision, sync, delete).
 
 Each one runs under handlers.common.refusals: a spec the operator cannot use ends in phase
-Failed, the Ready condition and one Event, and the wiring timer stops until the spec changes.
+Failed, the Ready condition and one Event, and its ticks stop until the spec changes.
 Deletion never reads the spec beyond deletionPolicy (cluster.deletion).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import kopf
@@ -37,12 +38,12 @@ def provision(
         _sync(memo, meta["namespace"], meta["name"], detected=d.facts)
 
 
-# Phases that only a child's event ends (pods created or becoming ready): no timer polls them.
+# Phases that only a child's event ends (pods created or becoming ready): WAITING ticks.
 WAITING_FOR_PODS = (cond.PHASE_PENDING, cond.PHASE_PROVISIONING, cond.PHASE_DEGRADED)
 
 
-def _wiring(body: kopf.Body, status: kopf.Status, **_: Any) -> bool:
-    """Whether the wiring timer runs: while MongoDB steps wait (elections, catch-up, a member
+def _wiring(body: Mapping[str, Any], status: Mapping[str, Any]) -> bool:
+    """Whether the wiring ticks run: while MongoDB steps wait (elections, catch-up, a member
     to remove) until Ready and Updated; not while pods are awaited, never for a refused spec."""
     if settled(body, cond.READY):
         return False
@@ -52,21 +53,49 @@ def _wiring(body: kopf.Body, status: kopf.Status, **_: Any) -> bool:
     return phase != cond.PHASE_READY or not is_true(status.get("conditions"), cond.UPDATED)
 
 
-def _waiting_for_pods(body: kopf.Body, status: kopf.Status, **_: Any) -> bool:
+def _waiting_for_pods(body: Mapping[str, Any], status: Mapping[str, Any]) -> bool:
     return not settled(body, cond.READY) and status.get("phase") in WAITING_FOR_PODS
 
 
-# One body, two timers (kopf tells them apart by id, the names they had as two functions).
-# Retries the wiring until Ready (MongoDB steps wait for elections and catch-up; nothing else
-# would wake us). Once Ready, child events below notice changes; no timer runs, no idle writes.
-@kopf.timer(*MONGOCLUSTER, id="wire_until_ready", interval=2.0, idle=1.0, when=_wiring)
-# While pods are awaited, their StatefulSet's events wake the sync; this only covers an event
-# that never arrives (a watch that lost it).
-@kopf.timer(*MONGOCLUSTER, id="observe_pods", interval=30.0, idle=10.0, when=_waiting_for_pods)
+# While MongoDB steps wait (elections, catch-up, a member to remove) the sync is retried every
+# 2 s until Ready, the first time 1 s after the wiring began (WIRING); while pods are awaited,
+# their StatefulSet's events wake the sync, and a tick every 30 s only covers an event that never
+# arrives, a watch that lost it (WAITING). Once Ready, child events notice changes: no ticks, no
+# idle writes. The cluster's events decide (k8s.ticker: kopf's timers kept every cluster's body).
+WIRING = (2.0, 1.0)  # (interval, first tick) in seconds
+WAITING = (30.0, 10.0)
+
+
+def ticks(body: Mapping[str, Any]) -> tuple[float, float] | None:
+    """How often the cluster's sync ticks now, if at all: WIRING, WAITING or None."""
+    status = body.get("status") or {}
+    if _wiring(body, status):
+        return WIRING
+    if _waiting_for_pods(body, status):
+        return WAITING
+    return None
+
+
+@kopf.on.event(*MONGOCLUSTER)
+async def cluster_changed(
+    body: kopf.Body, meta: kopf.Meta, type: str | None, memo: kopf.Memo, **_: Any
+) -> None:
+    namespace, name = meta["namespace"], meta["name"]
+    every = None if type == "DELETED" or meta.get("deletionTimestamp") else ticks(dict(body))
+    interval, first = every or WIRING
+    state_of(memo).ticker.schedule(
+        (KIND, namespace, name),
+        every is not None,
+        interval,
+        lambda: timed_sync(memo, namespace, name),
+        first=first,
+    )
+
+
 @instrumented("MongoCluster", "sync")
-def timed_sync(meta: kopf.Meta, memo: kopf.Memo, **_: Any) -> None:
-    with refusals(KIND, meta["namespace"], meta["name"], cond.READY, state_of(memo).locks):
-        _sync(memo, meta["namespace"], meta["name"])
+def timed_sync(memo: kopf.Memo, namespace: str, name: str) -> None:
+    with refusals(KIND, namespace, name, cond.READY, state_of(memo).locks):
+        _sync(memo, namespace, name)
 
 
 @kopf.on.event(

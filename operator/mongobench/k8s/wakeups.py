@@ -37,12 +37,23 @@ class Wakeups:
         self._work: dict[Hashable, tuple[Callable[[], object], contextvars.Context]] = {}
         self._running: set[Hashable] = set()
 
-    def wake(self, key: Hashable, work: Callable[[], object]) -> bool:
+    def wake(
+        self,
+        key: Hashable,
+        work: Callable[[], object],
+        carried_from: contextvars.Context | None = None,
+        *,
+        unless_busy: bool = False,
+    ) -> bool:
         """Queue `work` for `key`; False when the key was queued already (its latest work runs
-        once). A key that is running is queued to run again after it."""
+        once). A key that is running is queued to run again after it; with `unless_busy` (a
+        tick: the running or queued work reads everything afresh anyway) it is left alone. The
+        carried variables are read here, or from `carried_from` (see `carried`)."""
         with self._guard:
             queued = key in self._work
-            self._work[key] = (work, self._context())
+            if unless_busy and (queued or key in self._running):
+                return False
+            self._work[key] = (work, self.carried(carried_from))
             if queued or key in self._running:
                 return not queued
         self._executor.submit(self._run, key)
@@ -64,13 +75,16 @@ class Wakeups:
             if again:
                 self._executor.submit(self._run, key)
 
-    def _context(self) -> contextvars.Context:
+    def carried(self, source: contextvars.Context | None = None) -> contextvars.Context:
+        """A new context with only the carried variables, as set here (or in `source`): one per
+        work, as a context cannot be entered by two threads at once."""
         context = contextvars.Context()
         for var in self._carried:
             try:
-                context.run(var.set, var.get())
-            except LookupError:  # not set where this was woken
+                value = var.get() if source is None else source[var]
+            except (LookupError, KeyError):  # not set where this was woken
                 continue
+            context.run(var.set, value)
         return context
 
     def __len__(self) -> int:

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from mongobench.mongo.admin import MongoAdmin
+from mongobench.mongo.connect import HostResolver, identity_resolver
 
 # Idle handles kept open: enough that a few dozen clusters reconcile without reconnecting, few
 # enough that hundreds of clusters do not hold hundreds of clients (threads, sockets, memory).
@@ -42,8 +43,13 @@ class _Handle:
 
 
 class AdminPool:
-    def __init__(self, keep_idle: int = KEEP_IDLE) -> None:
+    def __init__(
+        self, keep_idle: int = KEEP_IDLE, resolver: HostResolver = identity_resolver
+    ) -> None:
         self.keep_idle = keep_idle
+        # How members' names become addresses, for every handle: built once (outside a pod it
+        # is a map of every member, one copy per handle cost ~2 MiB under 200 clusters).
+        self.resolver = resolver
         self._handles: OrderedDict[tuple[str, str], _Handle] = OrderedDict()  # LRU first
         self._guard = threading.Lock()
 

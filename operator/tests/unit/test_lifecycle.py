@@ -219,9 +219,9 @@ def test_kopfs_connections_cover_its_watches_and_each_handler_thread() -> None:
     # Plus kopf's CRD, namespace and peering watches.
     assert len(watched) + 3 <= main.WATCH_STREAMS_PER_NAMESPACE
     config = OperatorConfig(namespaces=("lab-a", "lab-b"), workers=16)
-    assert main.connection_limit(config) == 2 * main.WATCH_STREAMS_PER_NAMESPACE + 32
+    assert main.connection_limit(config) == 2 * main.WATCH_STREAMS_PER_NAMESPACE + 16
     assert (
         main.connection_limit(replace(config, namespaces=()))
-        == main.WATCH_STREAMS_PER_NAMESPACE + 32
+        == main.WATCH_STREAMS_PER_NAMESPACE + 16
     )
     assert main.connection_limit(replace(config, namespaces=("lab-*",))) == 0  # unknown: unbounded

@@ -125,3 +125,29 @@ def test_a_failure_is_logged_and_frees_its_key(caplog: pytest.LogCaptureFixture)
     settle(wakeups)
     assert ran == [1]
     pool.shutdown()
+
+
+def test_a_tick_leaves_a_busy_key_alone() -> None:
+    """`unless_busy` (the ticker's wake-ups): a key running or queued is not woken again, as a
+    kopf timer waits for its last call; any other wake-up still queues a rerun."""
+    pool = ThreadPoolExecutor(1)
+    wakeups = Wakeups(pool)
+    inside, release, runs = threading.Event(), threading.Event(), []
+
+    def first() -> None:
+        inside.set()
+        release.wait(5)
+        runs.append("first")
+
+    wakeups.wake("k", first)
+    assert inside.wait(5)
+    assert not wakeups.wake("k", lambda: runs.append("tick"), unless_busy=True)  # running
+    assert wakeups.wake("k", lambda: runs.append("event"))
+    assert not wakeups.wake("k", lambda: runs.append("tick"), unless_busy=True)  # queued
+    release.set()
+    settle(wakeups)
+    assert runs == ["first", "event"]
+    assert wakeups.wake("k", lambda: runs.append("tick"), unless_busy=True)  # idle again
+    settle(wakeups)
+    assert runs == ["first", "event", "tick"]
+    pool.shutdown()

@@ -1,7 +1,7 @@
 """Unit tier: what wakes a MongoCluster's sync. A child's event wakes it only when the child's
 rollout changed (not for the operator's own applies or the controller's bookkeeping), and one
-dropped counts as skipped, not as a sync; the 2-second wiring timer runs only while MongoDB
-steps wait, and a slow timer covers the phases that only a child's event ends."""
+dropped counts as skipped, not as a sync; the sync ticks every 2 s only while MongoDB steps
+wait, and every 30 s in the phases that only a child's event ends."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from mongobench.handlers.mongocluster import _waiting_for_pods, _wiring
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.locks import ResourceLocks
 from mongobench.k8s.rollout import SeenRollouts
+from mongobench.k8s.ticker import Ticker
 from mongobench.k8s.wakeups import Wakeups
 from mongobench.observability.metrics import REGISTRY
 
@@ -113,24 +114,42 @@ def test_a_dropped_child_event_counts_as_skipped_and_a_synced_one_as_ok(
     pool.shutdown()
 
 
-def test_one_sync_runs_under_both_timers_with_their_own_ids() -> None:
-    """Two timers on one (once instrumented) function: kopf keeps both, told apart by id, the
-    ids they had as two functions."""
-    from kopf._core.intents.handlers import TimerHandler
-    from kopf._core.intents.registries import _deduplicated
-
-    registered = kopf.get_default_registry()._spawning.get_all_handlers()
-    # What kopf runs for a resource: its handlers without repeats of one function and one id.
-    timers = {
-        h.id: (h.interval, h.idle, h.when)
-        for h in _deduplicated(registered)
-        if isinstance(h, TimerHandler) and h.fn is mongocluster.timed_sync
-    }
-    assert timers == {
-        "wire_until_ready": (2.0, 1.0, _wiring),
-        "observe_pods": (30.0, 10.0, _waiting_for_pods),
-    }
-    assert not hasattr(mongocluster.timed_sync.__wrapped__, "__wrapped__")  # type: ignore[attr-defined]
+@pytest.mark.parametrize(
+    ("phase", "updated", "deleting", "type_", "interval"),
+    [
+        (cond.PHASE_INITIALIZING, True, False, None, 2.0),  # kopf's listing: resumed
+        (cond.PHASE_INITIALIZING, True, False, "MODIFIED", 2.0),
+        (cond.PHASE_PROVISIONING, True, False, "MODIFIED", 30.0),
+        (cond.PHASE_READY, True, False, "MODIFIED", None),
+        (cond.PHASE_INITIALIZING, True, True, "MODIFIED", None),  # deletion requested
+        (cond.PHASE_INITIALIZING, True, False, "DELETED", None),
+    ],
+)
+def test_the_clusters_own_events_decide_how_often_its_sync_ticks(
+    monkeypatch: pytest.MonkeyPatch,
+    phase: str,
+    updated: bool,
+    deleting: bool,
+    type_: str | None,
+    interval: float | None,
+) -> None:
+    """What kopf's timers' filters did, decided from each event's body: the ticker keeps the
+    cluster's key and work, not its body."""
+    pool = ThreadPoolExecutor(1)
+    ticker = Ticker(Wakeups(pool))
+    monkeypatch.setattr(mongocluster, "state_of", lambda memo: SimpleNamespace(ticker=ticker))
+    key = ("MongoCluster", "ns", "c")
+    if type_ is not None:  # it was wiring before (kopf's listing finds nothing scheduled)
+        ticker.schedule(key, True, 2.0, lambda: None, first=60)
+    body, _ = cluster(phase, updated)
+    body["metadata"].update(namespace="ns", name="c")
+    if deleting:
+        body["metadata"]["deletionTimestamp"] = "2026-11-26T00:00:00Z"
+    kwargs: dict[str, Any] = {"body": body, "meta": body["metadata"], "memo": kopf.Memo()}
+    assert asyncio.run(mongocluster.cluster_changed(type=type_, **kwargs)) is None
+    assert ticker.interval(key) == interval
+    ticker.close()
+    pool.shutdown()
 
 
 def cluster(phase: str | None, updated: bool = True) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -153,11 +172,11 @@ def cluster(phase: str | None, updated: bool = True) -> tuple[dict[str, Any], di
         (cond.PHASE_SCALING, True, True, False),  # a member to remove before the pod goes
         (cond.PHASE_FAILED, True, True, False),  # MongoDB refused a step: retried
         (cond.PHASE_READY, False, True, False),  # a rolling restart goes on
-        (cond.PHASE_READY, True, False, False),  # nothing to do: no timer, no idle writes
+        (cond.PHASE_READY, True, False, False),  # nothing to do: no ticks, no idle writes
         (cond.PHASE_DELETING, True, False, False),
     ],
 )
-def test_timers_run_only_where_nothing_else_would_wake_the_sync(
+def test_ticks_run_only_where_nothing_else_would_wake_the_sync(
     phase: str | None, updated: bool, fast: bool, slow: bool
 ) -> None:
     body, status = cluster(phase, updated)

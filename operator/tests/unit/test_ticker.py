@@ -1,0 +1,122 @@
+"""Unit tier: the ticker (mongobench.k8s.ticker) with real threads and short intervals: a key
+ticks until stopped; scheduling again keeps its schedule and takes the latest work (frequent
+events never starve it); ticks go through the wake-up queue, so ticks that pile up behind busy
+threads run once; a tick posts kopf Events as a handler does; closing stops the thread."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import kopf
+import pytest
+from kopf._core.engines import posting
+
+from mongobench.k8s.ticker import Ticker
+from mongobench.k8s.wakeups import Wakeups
+
+pytestmark = pytest.mark.unit
+
+
+def until(what: Callable[[], bool], seconds: float = 10) -> None:
+    for _ in range(int(seconds / 0.01)):
+        if what():
+            return
+        threading.Event().wait(0.01)
+    raise AssertionError("never happened")
+
+
+def test_a_key_ticks_until_it_stops_ticking() -> None:
+    pool = ThreadPoolExecutor(2)
+    ticker = Ticker(Wakeups(pool))
+    runs: list[int] = []
+    ticker.schedule("k", True, 0.02, lambda: runs.append(1), first=0)
+    until(lambda: len(runs) >= 3)
+    ticker.schedule("k", False, 0.02, lambda: runs.append(1))
+    assert ticker.interval("k") is None and not len(ticker)
+    pool.submit(lambda: None).result()  # a tick queued before it stopped may still run
+    stopped = len(runs)
+    threading.Event().wait(0.2)
+    assert len(runs) == stopped
+    ticker.close()
+    pool.shutdown()
+
+
+def test_scheduling_again_keeps_the_schedule_and_takes_the_latest_work() -> None:
+    """A resource whose events come faster than its interval still ticks, with the work its
+    latest event gave (kopf's timers without `idle` behave so)."""
+    pool = ThreadPoolExecutor(1)
+    ticker = Ticker(Wakeups(pool))
+    runs: list[int] = []
+    for version in range(40):  # an event every 10 ms for ~0.4 s, each rescheduling
+        ticker.schedule("k", True, 0.1, lambda v=version: runs.append(v), first=0.1)  # type: ignore[misc]
+        threading.Event().wait(0.01)
+    assert len(runs) >= 2  # it ticked while its events kept coming (rescheduled, not reset)
+    until(lambda: len(runs) >= 3)
+    assert runs == sorted(runs) and runs[0] > 0  # never an older work after a newer one
+    ticker.schedule("k", True, 60.0, lambda: runs.append(-1))  # a new interval: a new schedule
+    assert ticker.interval("k") == 60.0
+    ticker.close()
+    pool.shutdown()
+
+
+def test_ticks_behind_busy_threads_run_once() -> None:
+    """Ticks go through the wake-up queue: a key waits there at most once, and shares it with
+    the resource's other wake-ups (the same key)."""
+    pool = ThreadPoolExecutor(1)
+    wakeups = Wakeups(pool)
+    ticker = Ticker(wakeups)
+    gate, runs = threading.Event(), []
+    pool.submit(gate.wait)  # the only handler thread is busy
+    ticker.schedule("tick", True, 0.01, lambda: runs.append("tick"), wake_key="run", first=0)
+    threading.Event().wait(0.2)  # ~20 ticks while the thread is busy
+    ticker.stop("tick")
+    wakeups.wake("run", lambda: runs.append("event"))
+    gate.set()
+    until(lambda: not len(wakeups))
+    assert runs == ["event"]  # the latest work of the key, once
+    ticker.close()
+    pool.shutdown()
+
+
+def test_a_tick_posts_kopf_events_as_a_handler_does() -> None:
+    """Scheduled from a kopf handler, a tick runs in another thread much later, with kopf's
+    posting variables as they were where it was scheduled."""
+    from mongobench.main import KOPF_POSTING
+
+    pool = ThreadPoolExecutor(1)
+    ticker = Ticker(Wakeups(pool, carried=KOPF_POSTING))
+    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "ns", "name": "p"}}
+
+    async def handler() -> Any:
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        posting.event_queue_var.set(queue)
+        posting.event_queue_loop_var.set(asyncio.get_running_loop())
+        posting.settings_var.set(kopf.OperatorSettings())
+        ticker.schedule(
+            "k", True, 60, lambda: kopf.event(body, type="Normal", reason="R", message="m"), first=0
+        )
+        return await asyncio.wait_for(queue.get(), 10)
+
+    event = asyncio.run(handler())
+    assert (event.ref["name"], event.reason, event.message) == ("p", "R", "m")
+    ticker.close()
+    pool.shutdown()
+
+
+def test_closing_stops_the_ticks_and_the_thread() -> None:
+    pool = ThreadPoolExecutor(1)
+    ticker = Ticker(Wakeups(pool))
+    runs: list[int] = []
+    ticker.schedule("k", True, 0.01, lambda: runs.append(1), first=0)
+    until(lambda: bool(runs))
+    thread = ticker._thread
+    assert thread is not None and thread.is_alive()
+    ticker.close()
+    assert not thread.is_alive()
+    ticker.schedule("k", True, 0.01, lambda: runs.append(1), first=0)  # after close: nothing
+    assert not len(ticker)
+    pool.shutdown()
