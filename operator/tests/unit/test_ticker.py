@@ -5,15 +5,12 @@ threads run once; a tick posts kopf Events as a handler does; closing stops the 
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
-import kopf
 import pytest
-from kopf._core.engines import posting
+from kopf_posting import posted
 
 from mongobench.k8s.ticker import Ticker
 from mongobench.k8s.wakeups import Wakeups
@@ -89,19 +86,7 @@ def test_a_tick_posts_kopf_events_as_a_handler_does() -> None:
 
     pool = ThreadPoolExecutor(1)
     ticker = Ticker(Wakeups(pool, carried=KOPF_POSTING))
-    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "ns", "name": "p"}}
-
-    async def handler() -> Any:
-        queue: asyncio.Queue[Any] = asyncio.Queue()
-        posting.event_queue_var.set(queue)
-        posting.event_queue_loop_var.set(asyncio.get_running_loop())
-        posting.settings_var.set(kopf.OperatorSettings())
-        ticker.schedule(
-            "k", True, 60, lambda: kopf.event(body, type="Normal", reason="R", message="m"), first=0
-        )
-        return await asyncio.wait_for(queue.get(), 10)
-
-    event = asyncio.run(handler())
+    event = posted(lambda post: ticker.schedule("k", True, 60, post, first=0))
     assert (event.ref["name"], event.reason, event.message) == ("p", "R", "m")
     ticker.close()
     pool.shutdown()

@@ -5,16 +5,14 @@ and frees its key."""
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import kopf
 import pytest
-from kopf._core.engines import posting
+from kopf_posting import posted
 
 from mongobench.k8s.wakeups import Wakeups
 
@@ -97,17 +95,7 @@ def test_a_wake_up_posts_kopf_events_as_a_handler_does() -> None:
 
     pool = ThreadPoolExecutor(1)
     wakeups = Wakeups(pool, carried=KOPF_POSTING)
-    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "ns", "name": "p"}}
-
-    async def handler() -> Any:
-        queue: asyncio.Queue[Any] = asyncio.Queue()
-        posting.event_queue_var.set(queue)
-        posting.event_queue_loop_var.set(asyncio.get_running_loop())
-        posting.settings_var.set(kopf.OperatorSettings())
-        wakeups.wake("k", lambda: kopf.event(body, type="Normal", reason="R", message="m"))
-        return await asyncio.wait_for(queue.get(), 10)
-
-    event = asyncio.run(handler())
+    event = posted(lambda post: wakeups.wake("k", post))
     assert (event.ref["name"], event.reason, event.message) == ("p", "R", "m")
     pool.shutdown()
 
