@@ -11,9 +11,10 @@ key there and coalesce, a tick never runs beside another of the same resource, a
 finds its key queued or running is dropped (as a kopf timer waits for its last call).
 
 Timing follows kopf's timers: the first tick comes `first` seconds after the resource starts to
-tick (kopf's `idle`, counted once), then one every `interval`; registering again with the same
-interval keeps the schedule (only the work is replaced), so frequent events never starve it. A
-failed tick is logged by the queue and the next tick retries, as kopf retries a timer.
+tick (kopf's `idle`, counted once), then each one `interval` after the last one ended;
+registering again with the same interval keeps the schedule (only the work is replaced), so
+frequent events never starve it. A failed tick is logged by the queue and the next tick
+retries, as kopf retries a timer.
 
 Owned by the operator's state (mongobench.state); one thread that only queues work.
 """
@@ -21,6 +22,7 @@ Owned by the operator's state (mongobench.state); one thread that only queues wo
 from __future__ import annotations
 
 import contextvars
+import functools
 import threading
 import time
 from collections.abc import Callable, Hashable
@@ -119,7 +121,7 @@ class Ticker:
                         try:
                             self._wakeups.wake(
                                 entry.wake_key,
-                                entry.work,
+                                functools.partial(self._tick, entry),
                                 carried_from=entry.carried,
                                 unless_busy=True,
                             )
@@ -127,3 +129,12 @@ class Ticker:
                             return
                 nxt = min((e.due for e in self._entries.values()), default=now + 60.0)
                 self._changed.wait(max(0.0, nxt - self._clock()))
+
+    def _tick(self, entry: _Entry) -> None:
+        """The entry's latest work; its next tick comes an interval after this one ends, as a
+        kopf timer's does (a slow tick under load is not followed by one at once)."""
+        try:
+            entry.work()
+        finally:
+            with self._changed:
+                entry.due = max(entry.due, self._clock() + entry.interval)

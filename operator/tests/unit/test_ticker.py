@@ -5,14 +5,16 @@ threads run once; a tick posts kopf Events as a handler does; closing stops the 
 
 from __future__ import annotations
 
+import itertools
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from kopf_posting import posted
 
-from mongobench.k8s.ticker import Ticker
+from mongobench.k8s.ticker import SLACK, Ticker
 from mongobench.k8s.wakeups import Wakeups
 
 pytestmark = pytest.mark.unit
@@ -104,4 +106,24 @@ def test_closing_stops_the_ticks_and_the_thread() -> None:
     assert not thread.is_alive()
     ticker.schedule("k", True, 0.01, lambda: runs.append(1), first=0)  # after close: nothing
     assert not len(ticker)
+    pool.shutdown()
+
+
+def test_the_next_tick_comes_an_interval_after_the_last_one_ended() -> None:
+    """As a kopf timer: a tick slower than its interval is not followed by another at once."""
+    pool = ThreadPoolExecutor(2)
+    ticker = Ticker(Wakeups(pool))
+    spans: list[tuple[float, float]] = []
+
+    def slow() -> None:
+        began = time.monotonic()
+        threading.Event().wait(0.15)
+        spans.append((began, time.monotonic()))
+
+    ticker.schedule("k", True, 0.3, slow, first=0)
+    until(lambda: len(spans) >= 3)
+    ticker.close()
+    gaps = [later[0] - earlier[1] for earlier, later in itertools.pairwise(spans)]
+    # Ticks due within SLACK go early; at a fixed rate the gaps would be 0.3 - 0.15.
+    assert all(gap >= 0.3 - SLACK - 0.01 for gap in gaps), gaps
     pool.shutdown()
