@@ -11,7 +11,8 @@ key there and coalesce, a tick never runs beside another of the same resource, a
 finds its key queued or running is dropped (as a kopf timer waits for its last call).
 
 Timing follows kopf's timers: the first tick comes `first` seconds after the resource starts to
-tick (kopf's `idle`, counted once), then each one `interval` after the last one ended;
+tick (kopf's `idle`, counted once), then each one `interval` after the last one ended (up to
+SLACK early, so that ticks due together go out in one pass);
 registering again with the same interval keeps the schedule (only the work is replaced), so
 frequent events never starve it. A failed tick is logged by the queue and the next tick
 retries, as kopf retries a timer.
