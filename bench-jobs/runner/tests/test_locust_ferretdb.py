@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 
 import pymongo
@@ -197,7 +198,7 @@ def test_locust_serves_the_same_live_metrics_as_ycsb(workers, ferretdb, tmp_path
         time.sleep(0.5)
         try:
             scraped = _scrape(port)
-        except OSError:
+        except (OSError, http.client.HTTPException):  # not up yet, or closing as the run ends
             continue
         # A sample taken while the run goes on (the last scrapes may follow its end, when the
         # gauges say it stopped running).
