@@ -29,7 +29,7 @@ DEV = Path(os.environ.get("MONGOBENCH_DEV_DIR", REPO / ".dev"))
 PLANE_DIR = DEV / "plane"
 OPERATOR_STATE = DEV / "operator.json"
 OPERATOR_LOG = DEV / "operator.log"
-OPERATOR_CMD = [str(REPO / ".venv" / "bin" / "mongobench"), "run", "--plain-logs"]
+OPERATOR_CMD = [str(REPO / ".venv" / "bin" / "mongobench-operator"), "run", "--plain-logs"]
 # An operator still alive after this long has got past imports, config and kopf's startup.
 OPERATOR_SETTLE_SECONDS = 5.0
 
