@@ -253,7 +253,7 @@ def ycsb_document(
     # YCSB's own count of operations (transactions), recovered exactly from its export.
     transactions = round(throughput * runtime_s) if throughput is not None else 0
 
-    problems = _ycsb_problems(outcome, args.timeout, transactions, args.max_error_ratio)
+    problems = _ycsb_problems(args, outcome, transactions)
 
     warnings = cross_check(outcome)
     end_us = int(end.timestamp() * 1e6)
@@ -309,17 +309,16 @@ def ycsb_document(
     )
 
 
-def _ycsb_problems(
-    outcome: YcsbOutcome, timeout: float, transactions: int, max_error_ratio: float
-) -> list[str]:
-    """Why a finished YCSB process does not count as a clean measurement (empty: it does)."""
+def _ycsb_problems(args: argparse.Namespace, outcome: YcsbOutcome, transactions: int) -> list[str]:
+    """Why a finished YCSB process does not count as a clean measurement (empty: it does).
+    Reads --timeout and --max-error-ratio only when they matter."""
     problems: list[str] = []
     if outcome.gate_error:
         problems.append(outcome.gate_error)
     if outcome.interrupted:
         problems.append(f"interrupted by a signal after {outcome.wall_s:.1f} s")
     if outcome.timed_out:
-        problems.append(f"YCSB did not finish within --timeout {timeout:g} s and was killed")
+        problems.append(f"YCSB did not finish within --timeout {args.timeout:g} s and was killed")
     elif outcome.returncode not in (0, None) and not outcome.interrupted:
         tail = " | ".join(line for line in outcome.stderr_tail[-5:] if line.strip())
         problems.append(f"YCSB exited with code {outcome.returncode}: {tail}")
@@ -327,13 +326,18 @@ def _ycsb_problems(
         problems.append(outcome.export_error)
     problems.extend(f"binding: {e}" for e in outcome.binding_errors[:3])
     errors = sum(op.errors for name, op in outcome.operations.items() if name != "CLEANUP")
-    too_many = error_ratio_problem(
-        outcome.operations,
-        errors=errors,
-        attempted=transactions + (errors if transactions == 0 else 0),
-        transactions=transactions,
-        max_error_ratio=max_error_ratio,
-        samples=outcome.op_error_samples,
+    # Only a run with failures reads --max-error-ratio.
+    too_many = (
+        error_ratio_problem(
+            outcome.operations,
+            errors=errors,
+            attempted=transactions + (errors if transactions == 0 else 0),
+            transactions=transactions,
+            max_error_ratio=args.max_error_ratio,
+            samples=outcome.op_error_samples,
+        )
+        if errors
+        else None
     )
     if too_many:
         problems.append(too_many)
