@@ -10,10 +10,13 @@ import io
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mongobench_cli import records
 from mongobench_cli.sources import LoadedRun, SourceError
+
+if TYPE_CHECKING:  # the archive package is imported only when an export runs
+    from mongobench_archive import Root, RunWriter
 
 OPERATION_STATS = ("count", "errors", "avg", "min", "p50", "p95", "p99", "p999", "max")
 
@@ -135,29 +138,7 @@ def export(
         root = open_root(out, endpoint_url=endpoint_url, region=region)
         for run in runs:
             rows.extend(step_rows(run))
-            obj = archive_run_object(run)
-            writer = root.writer(run.namespace, run.name, run.uid)
-            writer.put_json("run.json", obj)
-            cluster = run.cluster_document()
-            if cluster:
-                writer.put_json("cluster.json", cluster)
-            for s in records.steps(obj):
-                docs = run.step_documents(s.index)
-                for i, doc in enumerate(docs):
-                    index = (doc.get("client") or {}).get("index")
-                    writer.put_json(
-                        f"steps/{s.index:03d}/client-{index if index is not None else i}.json",
-                        doc,
-                    )
-                    documents += 1
-                merged = run.merged(s.index) if docs else None
-                if merged:
-                    writer.put_json(f"steps/{s.index:03d}/merged.json", merged)
-                resources = run.resources(s.index)
-                if resources:
-                    writer.put_json(f"steps/{s.index:03d}/resources.json", resources)
-            phase = str(obj["status"].get("phase") or "Pending")
-            writer.put_manifest(obj, phase, phase in records.TERMINAL)
+            documents += _write_run(root, run)
         # The tables sit beside the run folders; readers look only at run manifests.
         root.store.put("steps.csv", rows_csv(rows).encode())
         root.store.put("steps.json", (json.dumps(rows, indent=2, default=str) + "\n").encode())
@@ -166,3 +147,33 @@ def export(
     except OSError as exc:
         raise SourceError(f"cannot write {out}: {exc.strerror or exc}") from exc
     return {"runs": len(runs), "steps": len(rows), "documents": documents}
+
+
+def _write_run(root: Root, run: LoadedRun) -> int:
+    """One run in the archive layout, manifest last; returns how many client documents."""
+    obj = archive_run_object(run)
+    writer = root.writer(run.namespace, run.name, run.uid)
+    writer.put_json("run.json", obj)
+    cluster = run.cluster_document()
+    if cluster:
+        writer.put_json("cluster.json", cluster)
+    documents = sum(_write_step(writer, run, s.index) for s in records.steps(obj))
+    phase = str(obj["status"].get("phase") or "Pending")
+    writer.put_manifest(obj, phase, phase in records.TERMINAL)
+    return documents
+
+
+def _write_step(writer: RunWriter, run: LoadedRun, index: int) -> int:
+    """A step's client documents, merged document and resources; returns how many clients."""
+    folder = f"steps/{index:03d}"
+    docs = run.step_documents(index)
+    for i, doc in enumerate(docs):
+        client = (doc.get("client") or {}).get("index")
+        writer.put_json(f"{folder}/client-{client if client is not None else i}.json", doc)
+    merged = run.merged(index) if docs else None
+    if merged:
+        writer.put_json(f"{folder}/merged.json", merged)
+    resources = run.resources(index)
+    if resources:
+        writer.put_json(f"{folder}/resources.json", resources)
+    return len(docs)

@@ -147,27 +147,38 @@ def compare_table(result: compare.Comparison) -> Group:
     previous: tuple[str, str] | None = None
     for row in result.rows:
         cells = compare_cells(row)
-        key = (row.workload, row.metric.id)
         if previous is not None and previous[0] == row.workload:
+            # Repeated workload and metric names are left blank, as a person would write them.
             cells[0] = ""
             if previous[1] == row.metric.id:
                 cells[1] = ""
         elif previous is not None:
             table.add_section()
-        previous = key
-        style = ""
-        if row.significant:
-            style = "green" if "better" in row.verdict else "red"
-        verdict = Text(cells[10], style=style or ("dim" if row.baseline else ""))
-        inline = [_inline_flag(f) for f in row.flags]
-        refs = [
-            notes.setdefault(f, len(notes) + 1)
-            for f, i in zip(row.flags, inline, strict=True)
-            if not i
-        ]
-        shown = [i for i in inline if i] + [f"[{n}]" for n in refs]
-        table.add_row(*cells[:10], verdict, Text(" ".join(shown), style="yellow"))
-    parts: list[Any] = [table]
+        previous = (row.workload, row.metric.id)
+        table.add_row(*cells[:10], _verdict_text(row, cells[10]), _notes_text(row, notes))
+    return Group(table, *_compare_footer(result, notes))
+
+
+def _verdict_text(row: compare.Row, verdict: str) -> Text:
+    style = ""
+    if row.significant:
+        style = "green" if "better" in row.verdict else "red"
+    return Text(verdict, style=style or ("dim" if row.baseline else ""))
+
+
+def _notes_text(row: compare.Row, notes: dict[str, int]) -> Text:
+    """Short flags inline, longer ones as [n] references; ``notes`` numbers them across rows."""
+    inline = [_inline_flag(f) for f in row.flags]
+    refs = [
+        notes.setdefault(f, len(notes) + 1) for f, i in zip(row.flags, inline, strict=True) if not i
+    ]
+    shown = [i for i in inline if i] + [f"[{n}]" for n in refs]
+    return Text(" ".join(shown), style="yellow")
+
+
+def _compare_footer(result: compare.Comparison, notes: Mapping[str, int]) -> list[Text]:
+    """The legend, the numbered notes and what could not be compared, under the table."""
+    parts: list[Text] = []
     if len(result.rows) > 1:
         parts.append(
             Text("p(t): Welch's t-test, p(U): Mann-Whitney U test, g: Hedges' g", style="dim")
@@ -184,7 +195,7 @@ def compare_table(result: compare.Comparison) -> Group:
         parts.append(Text(f"[{n}] {text}", style="yellow"))
     for line in [*(f"not comparable: {r}" for r in result.incomparable), *result.notes]:
         parts.append(Text(line, style="yellow"))
-    return Group(*parts)
+    return parts
 
 
 def _inline_flag(flag: str) -> str:
@@ -354,8 +365,28 @@ def rows_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
 
 def describe(run: LoadedRun, confidence: float = stats.DEFAULT_CONFIDENCE) -> Group:
     obj = run.run
-    o = records.overview(obj, run.origin)
-    parts: list[Any] = []
+    measured = records.measured(obj)
+    parts: list[Any] = [_overview_grid(records.overview(obj, run.origin)), _plan_table(obj)]
+    if measured:
+        parts.append(_summary_table(run, confidence))
+        parts.append(_cpu_table(measured))
+    profiled = [s for s in measured if s.resources]
+    if profiled:
+        parts.append(_profile_table(profiled))
+    snapshot = (obj.get("status") or {}).get("clusterSnapshot")
+    if snapshot:
+        parts.append(Text("Cluster snapshot", style="bold italic"))
+        parts.append(Text(yaml.safe_dump(snapshot, sort_keys=False).rstrip()))
+    parts.append(_conditions_table(obj))
+    warn = records.warnings(obj)
+    parts.append(Text("Warnings", style="bold italic"))
+    parts.extend(Text(f"  ! {w}", style="yellow") for w in warn)
+    if not warn:
+        parts.append(Text("  none"))
+    return Group(*parts)
+
+
+def _overview_grid(o: records.Overview) -> Table:
     head = Table.grid(padding=(0, 2))
     head.add_column(style="bold")
     head.add_column()
@@ -373,37 +404,34 @@ def describe(run: LoadedRun, confidence: float = stats.DEFAULT_CONFIDENCE) -> Gr
         ("Duration", duration(o.duration())),
     ):
         head.add_row(k, v)
-    parts.append(head)
+    return head
 
-    plan = Table(title="Plan and per-step results", title_justify="left", box=box.SIMPLE_HEAD)
-    for c in (
-        "#",
-        "step",
-        "phase",
-        "time",
-        "window",
-        "ops/s",
-        "clients (ops/s, start skew)",
-        "operations (avg / p99 us)",
-        "Little",
-        "message",
-    ):
-        plan.add_column(c, overflow="fold")
+
+def _titled(title: str, columns: Iterable[str]) -> Table:
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
+    for c in columns:
+        table.add_column(c, overflow="fold")
+    return table
+
+
+def _plan_table(obj: Mapping[str, Any]) -> Table:
+    plan = _titled(
+        "Plan and per-step results",
+        (
+            "#",
+            "step",
+            "phase",
+            "time",
+            "window",
+            "ops/s",
+            "clients (ops/s, start skew)",
+            "operations (avg / p99 us)",
+            "Little",
+            "message",
+        ),
+    )
     for s in records.steps(obj):
         res = s.result or {}
-        ops = ", ".join(
-            f"{name} {num(op.get('avg'))}/{num(op.get('p99'))}"
-            for name, op in sorted((res.get("operations") or {}).items())
-        )
-        ll = records.littles_law(res)
-        little = "-" if not ll else ("ok" if ll.get("ok") else f"ratio {ll.get('ratio')}")
-        if ll and not ll.get("ok") and ll.get("diagnosis"):
-            little += f": {ll['diagnosis']}"
-        clients = ", ".join(
-            f"#{c.get('index')} {num(c.get('throughput'))}"
-            + (f" +{num(c.get('startSkewSeconds'))}s" if c.get("startSkewSeconds") else "")
-            for c in res.get("perClient") or []
-        )
         window = records.window_seconds(res) if res else None
         plan.add_row(
             str(s.index),
@@ -412,13 +440,38 @@ def describe(run: LoadedRun, confidence: float = stats.DEFAULT_CONFIDENCE) -> Gr
             duration(s.seconds),
             f"{num(window)}s" if window else "",
             num(records.throughput(res)) if s.result else "",
-            clients,
-            ops,
-            little,
+            _clients_cell(res),
+            _operations_cell(res),
+            _little_cell(res),
             s.message or "",
         )
-    parts.append(plan)
+    return plan
 
+
+def _operations_cell(res: Mapping[str, Any]) -> str:
+    return ", ".join(
+        f"{name} {num(op.get('avg'))}/{num(op.get('p99'))}"
+        for name, op in sorted((res.get("operations") or {}).items())
+    )
+
+
+def _little_cell(res: Mapping[str, Any]) -> str:
+    ll = records.littles_law(res)
+    little = "-" if not ll else ("ok" if ll.get("ok") else f"ratio {ll.get('ratio')}")
+    if ll and not ll.get("ok") and ll.get("diagnosis"):
+        little += f": {ll['diagnosis']}"
+    return little
+
+
+def _clients_cell(res: Mapping[str, Any]) -> str:
+    return ", ".join(
+        f"#{c.get('index')} {num(c.get('throughput'))}"
+        + (f" +{num(c.get('startSkewSeconds'))}s" if c.get("startSkewSeconds") else "")
+        for c in res.get("perClient") or []
+    )
+
+
+def _summary_table(run: LoadedRun, confidence: float) -> Table:
     summary = Table(
         title=f"Per-workload summary (mean ± SD, {100 * confidence:.0f}% CI, n)",
         title_justify="left",
@@ -426,31 +479,26 @@ def describe(run: LoadedRun, confidence: float = stats.DEFAULT_CONFIDENCE) -> Gr
     )
     for c in ("workload", "metric", "n", "mean ± SD", "CI", "CV"):
         summary.add_column(c)
-    single = [compare.RunInput(run.key or run.name, obj)]
-    measured = records.measured(obj)
-    if measured:
-        result = compare.compare(
-            single, metrics=("throughput", "avg", "p99"), confidence=confidence
+    single = [compare.RunInput(run.key or run.name, run.run)]
+    result = compare.compare(single, metrics=("throughput", "avg", "p99"), confidence=confidence)
+    for row in result.rows:
+        cv = row.summary.cv
+        summary.add_row(
+            row.workload,
+            f"{row.metric.id} ({row.metric.unit})",
+            str(row.summary.n),
+            _mean_sd(row),
+            _ci(row),
+            f"{100 * cv:.1f}%" if cv is not None else "-",
         )
-        for row in result.rows:
-            cv = row.summary.cv
-            summary.add_row(
-                row.workload,
-                f"{row.metric.id} ({row.metric.unit})",
-                str(row.summary.n),
-                _mean_sd(row),
-                _ci(row),
-                f"{100 * cv:.1f}%" if cv is not None else "-",
-            )
-        parts.append(summary)
+    return summary
 
-    cpu = Table(
-        title="CPU per node group (busy % of all CPUs: avg / max)",
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
+
+def _cpu_table(measured: Sequence[records.StepView]) -> Table:
+    cpu = _titled(
+        "CPU per node group (busy % of all CPUs: avg / max)",
+        ("step", "database nodes", "client nodes", "per node"),
     )
-    for c in ("step", "database nodes", "client nodes", "per node"):
-        cpu.add_column(c, overflow="fold")
     for step in measured:
         figures = step.cpu or {}
         nodes = ", ".join(
@@ -462,35 +510,27 @@ def describe(run: LoadedRun, confidence: float = stats.DEFAULT_CONFIDENCE) -> Gr
             _group(figures.get("clients")),
             nodes or "-",
         )
-    if measured:
-        parts.append(cpu)
-    profiled = [s for s in measured if s.resources]
-    if profiled:
-        profile = Table(
-            title="Disk, network and memory per node group (avg; max where kept)",
-            title_justify="left",
-            box=box.SIMPLE_HEAD,
+    return cpu
+
+
+def _profile_table(profiled: Sequence[records.StepView]) -> Table:
+    profile = _titled(
+        "Disk, network and memory per node group (avg; max where kept)",
+        ("step", "database nodes", "client nodes", "missing"),
+    )
+    for step in profiled:
+        figures = step.resources or {}
+        profile.add_row(
+            step.label,
+            _resource_group(figures.get("cluster")),
+            _resource_group(figures.get("clients")),
+            ", ".join(figures.get("missing") or []) or "-",
         )
-        for c in ("step", "database nodes", "client nodes", "missing"):
-            profile.add_column(c, overflow="fold")
-        for step in profiled:
-            figures = step.resources or {}
-            profile.add_row(
-                step.label,
-                _resource_group(figures.get("cluster")),
-                _resource_group(figures.get("clients")),
-                ", ".join(figures.get("missing") or []) or "-",
-            )
-        parts.append(profile)
+    return profile
 
-    snapshot = (obj.get("status") or {}).get("clusterSnapshot")
-    if snapshot:
-        parts.append(Text("Cluster snapshot", style="bold italic"))
-        parts.append(Text(yaml.safe_dump(snapshot, sort_keys=False).rstrip()))
 
-    conds = Table(title="Conditions", title_justify="left", box=box.SIMPLE_HEAD)
-    for header in ("type", "status", "reason", "message"):
-        conds.add_column(header, overflow="fold")
+def _conditions_table(obj: Mapping[str, Any]) -> Table:
+    conds = _titled("Conditions", ("type", "status", "reason", "message"))
     for cond in records.conditions(obj):
         conds.add_row(
             str(cond.get("type")),
@@ -498,13 +538,7 @@ def describe(run: LoadedRun, confidence: float = stats.DEFAULT_CONFIDENCE) -> Gr
             str(cond.get("reason")),
             str(cond.get("message", "")),
         )
-    parts.append(conds)
-    warn = records.warnings(obj)
-    parts.append(Text("Warnings", style="bold italic"))
-    parts.extend(Text(f"  ! {w}", style="yellow") for w in warn)
-    if not warn:
-        parts.append(Text("  none"))
-    return Group(*parts)
+    return conds
 
 
 def _group(g: Mapping[str, Any] | None) -> str:

@@ -155,6 +155,54 @@ def live_rate(prometheus: str, namespace: str) -> float | None:
         return None
 
 
+@dataclass(frozen=True)
+class _Stopped:
+    """Watching ended before the run did: why, and in which colour to say it."""
+
+    message: str
+    style: str
+
+
+def _view_of(run: dict[str, Any], prometheus: str | None) -> View:
+    rate = None
+    if prometheus and run.get("status", {}).get("phase") not in records.TERMINAL:
+        rate = live_rate(prometheus, str(run["metadata"].get("namespace", "")))
+    return progress_view(run, datetime.now(UTC), rate)
+
+
+def _watch(
+    fetch: Callable[[], dict[str, Any] | None],
+    console: Console,
+    live: Live | None,
+    run: dict[str, Any],
+    view: View,
+    *,
+    interval: float,
+    timeout: float | None,
+    deadline: float | None,
+    prometheus: str | None,
+    clock: Callable[[], float],
+) -> tuple[dict[str, Any], View] | _Stopped:
+    """Draw and poll until the run ends (its last object and view) or watching must stop."""
+    last: tuple[object, ...] = ()
+    while True:
+        if live:
+            live.update(panel(view))
+        elif view.progress() != last:
+            last = view.progress()
+            console.print(view.line(), markup=False, highlight=False, soft_wrap=True)
+        if view.phase in records.TERMINAL:
+            return run, view
+        if deadline is not None and clock() >= deadline:
+            return _Stopped(f"{view.name}: still {view.phase} after {timeout:g}s", "yellow")
+        time.sleep(interval)
+        got = fetch()
+        if got is None:
+            return _Stopped(f"{view.name}: deleted while watched", "red")
+        run = got
+        view = _view_of(run, prometheus)
+
+
 def follow(
     fetch: Callable[[], dict[str, Any] | None],
     console: Console,
@@ -166,54 +214,38 @@ def follow(
 ) -> int:
     """Poll `fetch` (None: the run is gone) until the run ends; the exit code."""
     deadline = clock() + timeout if timeout else None
-    last: tuple[object, ...] = ()
-
-    def view_of(run: dict[str, Any]) -> View:
-        rate = None
-        if prometheus and run.get("status", {}).get("phase") not in records.TERMINAL:
-            rate = live_rate(prometheus, str(run["metadata"].get("namespace", "")))
-        return progress_view(run, datetime.now(UTC), rate)
-
-    run = fetch()
-    if run is None:
+    first = fetch()
+    if first is None:
         console.print("error: the run does not exist", style="red")
         return EXIT_GONE
-    view = view_of(run)
+    first_view = _view_of(first, prometheus)
     live = (
-        Live(panel(view), console=console, refresh_per_second=4, transient=False)
-        if (console.is_terminal)
+        Live(panel(first_view), console=console, refresh_per_second=4, transient=False)
+        if console.is_terminal
         else None
     )
     try:
         if live:
             live.start()
-        while True:
-            if live:
-                live.update(panel(view))
-            elif view.progress() != last:
-                last = view.progress()
-                console.print(view.line(), markup=False, highlight=False, soft_wrap=True)
-            if view.phase in records.TERMINAL:
-                break
-            if deadline is not None and clock() >= deadline:
-                if live:
-                    live.stop()
-                    live = None
-                console.print(f"{view.name}: still {view.phase} after {timeout:g}s", style="yellow")
-                return EXIT_GONE
-            time.sleep(interval)
-            got = fetch()
-            if got is None:
-                if live:
-                    live.stop()
-                    live = None
-                console.print(f"{view.name}: deleted while watched", style="red")
-                return EXIT_GONE
-            run = got
-            view = view_of(run)
+        ended = _watch(
+            fetch,
+            console,
+            live,
+            first,
+            first_view,
+            interval=interval,
+            timeout=timeout,
+            deadline=deadline,
+            prometheus=prometheus,
+            clock=clock,
+        )
     finally:
         if live:
             live.stop()
+    if isinstance(ended, _Stopped):
+        console.print(ended.message, style=ended.style)
+        return EXIT_GONE
+    run, view = ended
     if view.phase == "Succeeded":
         console.print(f"{view.name}: Succeeded", style="green", highlight=False)
         return EXIT_SUCCEEDED

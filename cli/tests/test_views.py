@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from builders import T0, benchmark_run
@@ -182,3 +183,57 @@ def test_describe_shows_the_steps_disk_network_and_memory() -> None:
     assert "Disk, network and memory per node group" in text
     assert "disk writeIops 200 utilisationPercent 33.3/91.3; memory usedPercent 50.0/70.0" in text
     assert "mongod containers (no cAdvisor series)" in text
+
+
+def _running(name: str) -> dict[str, Any]:
+    import copy
+
+    run = copy.deepcopy(benchmark_run(name, workloads=("a",)).run)
+    run["status"]["phase"] = "Running"
+    del run["status"]["completionTime"]
+    return run
+
+
+def _watch(polls: list[dict[str, Any] | None], **kw: Any) -> tuple[int, list[str]]:
+    import io
+
+    from rich.console import Console
+
+    from mongobench_cli.watch import follow
+
+    answers = iter(polls)
+    out = io.StringIO()
+    code = follow(lambda: next(answers), Console(file=out, width=200), interval=0, **kw)
+    return code, out.getvalue().splitlines()
+
+
+def test_watch_says_when_the_run_is_gone_before_or_while_it_is_watched() -> None:
+    from mongobench_cli.watch import EXIT_GONE
+
+    assert _watch([None]) == (EXIT_GONE, ["error: the run does not exist"])
+    code, lines = _watch([_running("w"), None])
+    assert code == EXIT_GONE
+    assert lines[-1] == "w: deleted while watched"
+
+
+def test_watch_gives_up_at_its_timeout_and_says_how_far_the_run_got() -> None:
+    from mongobench_cli.watch import EXIT_GONE
+
+    ticks = iter([0.0, 1.0, 4.0, 6.0])  # the deadline (5 s) passes on the third look
+    code, lines = _watch([_running("w")] * 3, timeout=5, clock=lambda: next(ticks))
+    assert code == EXIT_GONE
+    assert lines[-1] == "w: still Running after 5s"
+    assert len(lines) == 2  # one progress line (nothing changed), then the verdict
+
+
+def test_watch_of_a_failed_run_exits_1_with_the_reason() -> None:
+    from mongobench_cli.watch import EXIT_FAILED
+
+    failed = _running("w")
+    failed["status"]["phase"] = "Failed"
+    failed["status"]["conditions"] = [
+        {"type": "Succeeded", "status": "False", "reason": "StepFailed", "message": "load broke"}
+    ]
+    code, lines = _watch([_running("w"), failed])
+    assert code == EXIT_FAILED
+    assert lines[-1] == "w: Failed: load broke"

@@ -25,6 +25,7 @@ from typing import Any
 
 from mongobench_runner import workload as wl
 from mongobench_runner.barrier import ClientGate, parse_barrier
+from mongobench_runner.failures import error_ratio_problem
 from mongobench_runner.locust_driver import run_locust, run_worker
 from mongobench_runner.merge import merge_documents
 from mongobench_runner.metrics import LiveMetrics
@@ -252,34 +253,7 @@ def ycsb_document(
     # YCSB's own count of operations (transactions), recovered exactly from its export.
     transactions = round(throughput * runtime_s) if throughput is not None else 0
 
-    problems: list[str] = []
-    if outcome.gate_error:
-        problems.append(outcome.gate_error)
-    if outcome.interrupted:
-        problems.append(f"interrupted by a signal after {outcome.wall_s:.1f} s")
-    if outcome.timed_out:
-        problems.append(f"YCSB did not finish within --timeout {args.timeout:g} s and was killed")
-    elif outcome.returncode not in (0, None) and not outcome.interrupted:
-        tail = " | ".join(line for line in outcome.stderr_tail[-5:] if line.strip())
-        problems.append(f"YCSB exited with code {outcome.returncode}: {tail}")
-    if outcome.export_error and not (outcome.timed_out or outcome.interrupted):
-        problems.append(outcome.export_error)
-    problems.extend(f"binding: {e}" for e in outcome.binding_errors[:3])
-    errors = sum(op.errors for name, op in outcome.operations.items() if name != "CLEANUP")
-    attempted = transactions + (errors if transactions == 0 else 0)
-    if errors and (attempted == 0 or errors / max(attempted, 1) > args.max_error_ratio):
-        codes = ", ".join(
-            f"{name} " + "/".join(f"{c}={n}" for c, n in op.return_codes.items() if c != "OK")
-            for name, op in sorted(outcome.operations.items())
-            if op.errors
-        )
-        sample = f"; first: {outcome.op_error_samples[0]}" if outcome.op_error_samples else ""
-        problems.append(
-            f"{errors} of {transactions} operations failed ({codes}), more than "
-            f"--max-error-ratio {args.max_error_ratio:g}{sample}"
-        )
-    if not problems and transactions == 0:
-        problems.append("no operation completed")
+    problems = _ycsb_problems(args, outcome, transactions)
 
     warnings = cross_check(outcome)
     end_us = int(end.timestamp() * 1e6)
@@ -333,6 +307,43 @@ def ycsb_document(
         start_gate=gate,
         extra_warnings=warnings,
     )
+
+
+def _ycsb_problems(args: argparse.Namespace, outcome: YcsbOutcome, transactions: int) -> list[str]:
+    """Why a finished YCSB process does not count as a clean measurement (empty: it does).
+    Reads --timeout and --max-error-ratio only when they matter."""
+    problems: list[str] = []
+    if outcome.gate_error:
+        problems.append(outcome.gate_error)
+    if outcome.interrupted:
+        problems.append(f"interrupted by a signal after {outcome.wall_s:.1f} s")
+    if outcome.timed_out:
+        problems.append(f"YCSB did not finish within --timeout {args.timeout:g} s and was killed")
+    elif outcome.returncode not in (0, None) and not outcome.interrupted:
+        tail = " | ".join(line for line in outcome.stderr_tail[-5:] if line.strip())
+        problems.append(f"YCSB exited with code {outcome.returncode}: {tail}")
+    if outcome.export_error and not (outcome.timed_out or outcome.interrupted):
+        problems.append(outcome.export_error)
+    problems.extend(f"binding: {e}" for e in outcome.binding_errors[:3])
+    errors = sum(op.errors for name, op in outcome.operations.items() if name != "CLEANUP")
+    # Only a run with failures reads --max-error-ratio.
+    too_many = (
+        error_ratio_problem(
+            outcome.operations,
+            errors=errors,
+            attempted=transactions + (errors if transactions == 0 else 0),
+            transactions=transactions,
+            max_error_ratio=args.max_error_ratio,
+            samples=outcome.op_error_samples,
+        )
+        if errors
+        else None
+    )
+    if too_many:
+        problems.append(too_many)
+    if not problems and transactions == 0:
+        problems.append("no operation completed")
+    return problems
 
 
 def _signal_installer() -> Callable[[Callable[[], None]], None]:

@@ -33,6 +33,15 @@ def _bool(key: str, value: str) -> bool:
 
 def client_options(props: Mapping[str, str], env: Mapping[str, str]) -> dict[str, Any]:
     """Keyword arguments for pymongo.MongoClient beyond the URI; ValueError on a bad value."""
+    return {
+        **_write_concern(props),
+        **_read_preference(props),
+        **_credentials(props, env),
+        **_tls(props),
+    }
+
+
+def _write_concern(props: Mapping[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     wc = props.get("mongodb.writeConcern")
     if wc:
@@ -46,24 +55,38 @@ def client_options(props: Mapping[str, str], env: Mapping[str, str]) -> dict[str
         out["journal"] = _bool("mongodb.journal", props["mongodb.journal"])
     if "mongodb.wtimeoutMs" in props:
         out["wTimeoutMS"] = int(props["mongodb.wtimeoutMs"])
+    return out
+
+
+def _read_preference(props: Mapping[str, str]) -> dict[str, Any]:
     rp = props.get("mongodb.readPreference")
-    if rp:
-        if rp not in READ_PREFERENCES:
-            raise ValueError(f"mongodb.readPreference: unknown value {rp!r}")
-        out["readPreference"] = rp
+    if not rp:
+        return {}
+    if rp not in READ_PREFERENCES:
+        raise ValueError(f"mongodb.readPreference: unknown value {rp!r}")
+    return {"readPreference": rp}
+
+
+def _credentials(props: Mapping[str, str], env: Mapping[str, str]) -> dict[str, Any]:
+    """Username and password (given, or read from the env var named by passwordEnv)."""
     user = props.get("mongodb.username")
-    if user:
-        password = props.get("mongodb.password")
-        if password is None and props.get("mongodb.passwordEnv"):
-            name = props["mongodb.passwordEnv"]
-            if name not in env:
-                raise ValueError(f"mongodb.passwordEnv: environment variable {name} is not set")
-            password = env[name]
-        out["username"], out["password"] = user, password
-        if props.get("mongodb.authSource"):
-            out["authSource"] = props["mongodb.authSource"]
-        if props.get("mongodb.authMechanism"):
-            out["authMechanism"] = props["mongodb.authMechanism"]
+    if not user:
+        return {}
+    password = props.get("mongodb.password")
+    if password is None and props.get("mongodb.passwordEnv"):
+        name = props["mongodb.passwordEnv"]
+        if name not in env:
+            raise ValueError(f"mongodb.passwordEnv: environment variable {name} is not set")
+        password = env[name]
+    out: dict[str, Any] = {"username": user, "password": password}
+    for option in ("authSource", "authMechanism"):
+        if props.get(f"mongodb.{option}"):
+            out[option] = props[f"mongodb.{option}"]
+    return out
+
+
+def _tls(props: Mapping[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     if "mongodb.tls" in props:
         out["tls"] = _bool("mongodb.tls", props["mongodb.tls"])
     if props.get("mongodb.tlsCAFile"):

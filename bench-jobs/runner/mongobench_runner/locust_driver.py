@@ -21,14 +21,17 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from mongobench_runner import hdr
 from mongobench_runner import workload as wl
 from mongobench_runner.barrier import BarrierError, ClientGate, describe, parse_barrier
 from mongobench_runner.client_options import client_options
+from mongobench_runner.failures import error_ratio_problem
 from mongobench_runner.metrics import LiveMetrics, StatusFollower
 from mongobench_runner.result import Document, OpResult, Window, build_document, iso_us, utc_now
 from mongobench_runner.ycsbgen import check_distribution
@@ -108,20 +111,24 @@ def run_worker(args: argparse.Namespace) -> int:
     props, _ = _props(args)
     with tempfile.TemporaryDirectory(prefix="locust-") as tmp:
         cfg = _config(Path(tmp), args, props, args.expect_workers or 1)
-        cmd = [
-            *locust_command(),
-            "-f",
-            _locustfile(args),
-            "--worker",
-            "--master-host",
-            args.master_host,
-            "--master-port",
-            str(args.master_port),
-            "--loglevel",
-            "WARNING",
-            "--skip-log-setup",
-        ]
+        cmd = _worker_args(_locustfile(args), args.master_host, args.master_port)
         return subprocess.call(cmd, env=_env(cfg))
+
+
+def _worker_args(file: str, master_host: str, master_port: int) -> list[str]:
+    return [
+        *locust_command(),
+        "-f",
+        file,
+        "--worker",
+        "--master-host",
+        master_host,
+        "--master-port",
+        str(master_port),
+        "--loglevel",
+        "WARNING",
+        "--skip-log-setup",
+    ]
 
 
 def _props(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, str]]:
@@ -145,42 +152,14 @@ def _props(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, str]]:
 def run_locust(args: argparse.Namespace, install: Callable[[Callable[[], None]], None]) -> Document:
     start = utc_now()
     props, shown = _props(args)
-    scenario = scenario_file(args)
-    if scenario is not None:
-        # Which code ran is part of the record: the file's name and its digest.
-        shown["scenario"] = scenario.name
-        shown["scenario.sha256"] = hashlib.sha256(scenario.read_bytes()).hexdigest()
-    # Refused here, before Locust starts: inside a Locust user it would only stall the run.
-    elif args.phase == "run":
-        check_distribution(props)
-    client_options(props, os.environ)  # a bad mongodb.* property fails now, with its name
+    _check_inputs(args, props, shown)
     threads = int(props.get("threadcount", "1"))
     workers = args.workers if args.role == "standalone" else args.expect_workers
     if args.role == "master" and workers < 1:
         raise ValueError("--role master needs --expect-workers N")
+    start_gate = _pass_barrier(args) if args.barrier else None
     procs: list[subprocess.Popen[bytes]] = []
-    start_gate: dict[str, Any] | None = None
-    if args.barrier:
-        # Locust users connect when they are spawned, inside Locust: the barrier is met before
-        # Locust starts (the window still begins at the first operation, start-up outside it).
-        gate = ClientGate(
-            parse_barrier(args.barrier), args.client_index, args.clients, args.barrier_timeout
-        )
-        ready_us = int(time.time() * 1e6)
-        try:
-            start_us = gate.open(ready_us)
-        except BarrierError as e:
-            raise RuntimeError(str(e)) from e
-        assert gate.opening is not None
-        start_gate = {"readyAt": iso_us(ready_us), **describe(gate.opening)}
-        time.sleep(max(start_us / 1e6 - time.time(), 0.0))
-
-    def stop() -> None:
-        for p in procs:
-            if p.poll() is None:
-                p.terminate()
-
-    install(stop)
+    install(lambda: _terminate(procs))
     metrics = LiveMetrics(
         driver="locust",
         phase=args.phase,
@@ -189,135 +168,28 @@ def run_locust(args: argparse.Namespace, install: Callable[[Callable[[], None]],
     )
     if args.metrics_port is not None:
         metrics.serve(args.metrics_port, args.metrics_addr)
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    with tempfile.TemporaryDirectory(prefix="locust-") as tmpdir:
-        tmp = Path(tmpdir)
-        cfg = _config(tmp, args, props, workers)
-        env = _env(cfg)
-        file = _locustfile(args)
-        log = (tmp / "locust.log").open("wb")
-        status = StatusFollower(tmp / "locust.log", metrics)  # the locustfile's status lines
-        metrics.running.set(1)
-        cmd = _base_args(threads, file)
-        if workers:
-            port = args.master_port
-            cmd += ["--master", "--expect-workers", str(workers), "--master-bind-port", str(port)]
-            if args.role == "standalone":
-                cmd += ["--master-bind-host", "127.0.0.1"]
-        procs.append(subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT))
-        if workers and args.role == "standalone":
-            for _ in range(workers):
-                procs.append(
-                    subprocess.Popen(
-                        [
-                            *locust_command(),
-                            "-f",
-                            file,
-                            "--worker",
-                            "--master-host",
-                            "127.0.0.1",
-                            "--master-port",
-                            str(args.master_port),
-                            "--loglevel",
-                            "WARNING",
-                            "--skip-log-setup",
-                        ],
-                        env=env,
-                        stdout=log,
-                        stderr=subprocess.STDOUT,
-                    )
-                )
-        timed_out = False
-        deadline = time.monotonic() + args.timeout if args.timeout else float("inf")
-        out = tmp / "out.json"
-        reported_at: float | None = None
-        while procs[0].poll() is None:
-            status.poll()
-            now = time.monotonic()
-            if now > deadline:
-                timed_out = True
-                break
-            if reported_at is None and out.is_file():
-                reported_at = now
-            if reported_at is not None and now - reported_at > 30:
-                break  # measurements are in; a Locust that does not exit is stopped
-            time.sleep(0.2)
-        stop()
-        for p in procs:
-            try:
-                p.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        log.close()
-        status.poll()
-        metrics.running.set(0)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        data: dict[str, Any] | None = json.loads(out.read_text()) if out.is_file() else None
-        tail = (tmp / "locust.log").read_text(errors="replace").strip().splitlines()[-5:]
+    ran = _run_processes(args, props, procs, metrics, threads=threads, workers=workers)
     end = utc_now()
 
+    reports = ran.data["reports"] if ran.data is not None else []
+    operations, transactions, samples = _merge_reports(reports)
     problems: list[str] = []
-    operations: dict[str, OpResult] = {}
-    transactions = 0
-    samples: list[str] = []
-    now_us = int(end.timestamp() * 1e6)
-    window = Window(now_us, now_us, "operations")
-    if timed_out:
+    if ran.timed_out:
         problems.append(f"Locust did not finish within --timeout {args.timeout:g} s")
-    if data is None:
-        problems.append("Locust reported no measurements: " + " | ".join(tail))
-    else:
-        reports = data["reports"]
-        for report in reports:
-            transactions += int(report["transactions"])
-            samples += report.get("errorSamples", [])
-            for name in set(report["histograms"]) | set(report["failed"]) | set(report["codes"]):
-                op = operations.setdefault(name, OpResult(hdr.new_histogram(), {}))
-                if name in report["histograms"]:
-                    hdr.add(op.histogram, hdr.decode(report["histograms"][name]))
-                if name in report["failed"]:
-                    if op.failed_histogram is None:
-                        op.failed_histogram = hdr.new_histogram()
-                    hdr.add(op.failed_histogram, hdr.decode(report["failed"][name]))
-                for code, n in report["codes"].get(name, {}).items():
-                    op.return_codes[code] = op.return_codes.get(code, 0) + n
-        starts = [r["firstStart"] for r in reports if r["firstStart"] is not None]
-        ends = [r["lastEnd"] for r in reports if r["lastEnd"] is not None]
-        if starts and ends:
-            # The users' own first and last operation timestamps (epoch seconds).
-            window = Window(round(min(starts) * 1e6), round(max(ends) * 1e6), "operations")
-    errors = sum(op.errors for op in operations.values())
-    if errors and (transactions == 0 or errors / transactions > args.max_error_ratio):
-        codes = ", ".join(
-            f"{n} " + "/".join(f"{c}={k}" for c, k in op.return_codes.items() if c != "OK")
-            for n, op in sorted(operations.items())
-            if op.errors
-        )
-        first = f"; first: {samples[0]}" if samples else ""
-        problems.append(
-            f"{errors} of {transactions} operations failed ({codes}), more than "
-            f"--max-error-ratio {args.max_error_ratio:g}{first}"
-        )
+    if ran.data is None:
+        problems.append("Locust reported no measurements: " + " | ".join(ran.tail))
+    too_many = error_ratio_problem(
+        operations,
+        errors=sum(op.errors for op in operations.values()),
+        attempted=transactions,
+        transactions=transactions,
+        max_error_ratio=args.max_error_ratio,
+        samples=samples,
+    )
+    if too_many:
+        problems.append(too_many)
     if not problems and transactions == 0:
         problems.append("no operation completed")
-    user = after.ru_utime - before.ru_utime
-    system = after.ru_stime - before.ru_stime
-    if args.role == "master" and data is not None:
-        # workers run in other pods: count the CPU they reported, plus the master's own
-        user = sum(r["cpuUser"] for r in data["reports"]) + data["masterCpuUser"]
-        system = sum(r["cpuSystem"] for r in data["reports"]) + data["masterCpuSystem"]
-    expected: int | None = None
-    if int(props.get("maxexecutiontime", "0") or 0) <= 0:
-        if args.phase == "load":
-            expected = int(
-                props.get(
-                    "insertcount",
-                    int(props.get("recordcount", "0")) - int(props.get("insertstart", "0")),
-                )
-            )
-        else:
-            expected = int(props.get("operationcount", "0"))
     return build_document(
         driver="locust",
         driver_version=f"locust {LOCUST_VERSION}, pymongo {_pymongo_version()}",
@@ -330,16 +202,207 @@ def run_locust(args: argparse.Namespace, install: Callable[[Callable[[], None]],
         threads=threads,
         start=start,
         end=end,
-        window=window,
+        window=_operations_window(reports, end),
         start_gate=start_gate,
         operations=operations,
         transactions=transactions,
-        cpu_user_s=user,
-        cpu_system_s=system,
+        cpu_user_s=ran.cpu_user_s,
+        cpu_system_s=ran.cpu_system_s,
         error="; ".join(problems) if problems else None,
-        expected_ops=expected,
+        expected_ops=_expected_ops(props, args.phase),
         throttled=float(props.get("target", "0") or 0) > 0,
     )
+
+
+def _check_inputs(args: argparse.Namespace, props: dict[str, str], shown: dict[str, str]) -> None:
+    """Refuse bad input before Locust starts; record which scenario code runs in ``shown``."""
+    scenario = scenario_file(args)
+    if scenario is not None:
+        # Which code ran is part of the record: the file's name and its digest.
+        shown["scenario"] = scenario.name
+        shown["scenario.sha256"] = hashlib.sha256(scenario.read_bytes()).hexdigest()
+    # Refused here, before Locust starts: inside a Locust user it would only stall the run.
+    elif args.phase == "run":
+        check_distribution(props)
+    client_options(props, os.environ)  # a bad mongodb.* property fails now, with its name
+
+
+def _pass_barrier(args: argparse.Namespace) -> dict[str, Any]:
+    """Wait at the start barrier; the document's startGate block."""
+    # Locust users connect when they are spawned, inside Locust: the barrier is met before
+    # Locust starts (the window still begins at the first operation, start-up outside it).
+    gate = ClientGate(
+        parse_barrier(args.barrier), args.client_index, args.clients, args.barrier_timeout
+    )
+    ready_us = int(time.time() * 1e6)
+    try:
+        start_us = gate.open(ready_us)
+    except BarrierError as e:
+        raise RuntimeError(str(e)) from e
+    assert gate.opening is not None
+    start_gate = {"readyAt": iso_us(ready_us), **describe(gate.opening)}
+    time.sleep(max(start_us / 1e6 - time.time(), 0.0))
+    return start_gate
+
+
+@dataclass(frozen=True)
+class _LocustExit:
+    """What the Locust processes left behind once they have all ended."""
+
+    data: dict[str, Any] | None  # the locustfile's out.json; None when it wrote none
+    tail: list[str]  # the last lines of Locust's log
+    timed_out: bool
+    cpu_user_s: float
+    cpu_system_s: float
+
+
+def _run_processes(
+    args: argparse.Namespace,
+    props: dict[str, str],
+    procs: list[subprocess.Popen[bytes]],
+    metrics: LiveMetrics,
+    *,
+    threads: int,
+    workers: int,
+) -> _LocustExit:
+    """Start Locust (and its local workers) into ``procs``, wait for it, stop everything."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with tempfile.TemporaryDirectory(prefix="locust-") as tmpdir:
+        tmp = Path(tmpdir)
+        env = _env(_config(tmp, args, props, workers))
+        file = _locustfile(args)
+        log = (tmp / "locust.log").open("wb")
+        status = StatusFollower(tmp / "locust.log", metrics)  # the locustfile's status lines
+        metrics.running.set(1)
+        _start(procs, args, file, env, log, threads=threads, workers=workers)
+        out = tmp / "out.json"
+        timed_out = _wait_for_master(procs[0], status, out, args.timeout)
+        _terminate(procs)
+        _reap(procs)
+        log.close()
+        status.poll()
+        metrics.running.set(0)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        data: dict[str, Any] | None = json.loads(out.read_text()) if out.is_file() else None
+        tail = (tmp / "locust.log").read_text(errors="replace").strip().splitlines()[-5:]
+    user = after.ru_utime - before.ru_utime
+    system = after.ru_stime - before.ru_stime
+    if args.role == "master" and data is not None:
+        # workers run in other pods: count the CPU they reported, plus the master's own
+        user = sum(r["cpuUser"] for r in data["reports"]) + data["masterCpuUser"]
+        system = sum(r["cpuSystem"] for r in data["reports"]) + data["masterCpuSystem"]
+    return _LocustExit(data, tail, timed_out, user, system)
+
+
+def _start(
+    procs: list[subprocess.Popen[bytes]],
+    args: argparse.Namespace,
+    file: str,
+    env: dict[str, str],
+    log: IO[bytes],
+    *,
+    threads: int,
+    workers: int,
+) -> None:
+    """The Locust master (or the only process) first, then any workers of a standalone run."""
+    cmd = _base_args(threads, file)
+    if workers:
+        port = args.master_port
+        cmd += ["--master", "--expect-workers", str(workers), "--master-bind-port", str(port)]
+        if args.role == "standalone":
+            cmd += ["--master-bind-host", "127.0.0.1"]
+    procs.append(subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT))
+    if workers and args.role == "standalone":
+        for _ in range(workers):
+            worker = _worker_args(file, "127.0.0.1", args.master_port)
+            procs.append(subprocess.Popen(worker, env=env, stdout=log, stderr=subprocess.STDOUT))
+
+
+def _wait_for_master(
+    master: subprocess.Popen[bytes], status: StatusFollower, out: Path, timeout: float
+) -> bool:
+    """Follow the master until it exits; True when --timeout ran out first."""
+    deadline = time.monotonic() + timeout if timeout else float("inf")
+    reported_at: float | None = None
+    while master.poll() is None:
+        status.poll()
+        now = time.monotonic()
+        if now > deadline:
+            return True
+        if reported_at is None and out.is_file():
+            reported_at = now
+        if reported_at is not None and now - reported_at > 30:
+            break  # measurements are in; a Locust that does not exit is stopped
+        time.sleep(0.2)
+    return False
+
+
+def _terminate(procs: list[subprocess.Popen[bytes]]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+
+
+def _reap(procs: list[subprocess.Popen[bytes]]) -> None:
+    for p in procs:
+        try:
+            p.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def _merge_reports(
+    reports: list[dict[str, Any]],
+) -> tuple[dict[str, OpResult], int, list[str]]:
+    """Every Locust process's report merged: operations, transactions, error samples."""
+    operations: dict[str, OpResult] = {}
+    transactions = 0
+    samples: list[str] = []
+    for report in reports:
+        transactions += int(report["transactions"])
+        samples += report.get("errorSamples", [])
+        for name in set(report["histograms"]) | set(report["failed"]) | set(report["codes"]):
+            _add_operation(
+                operations.setdefault(name, OpResult(hdr.new_histogram(), {})), report, name
+            )
+    return operations, transactions, samples
+
+
+def _add_operation(op: OpResult, report: dict[str, Any], name: str) -> None:
+    if name in report["histograms"]:
+        hdr.add(op.histogram, hdr.decode(report["histograms"][name]))
+    if name in report["failed"]:
+        if op.failed_histogram is None:
+            op.failed_histogram = hdr.new_histogram()
+        hdr.add(op.failed_histogram, hdr.decode(report["failed"][name]))
+    for code, n in report["codes"].get(name, {}).items():
+        op.return_codes[code] = op.return_codes.get(code, 0) + n
+
+
+def _operations_window(reports: list[dict[str, Any]], end: datetime) -> Window:
+    """The users' own first and last operation timestamps (epoch seconds); empty at ``end``
+    when no operation ran."""
+    starts = [r["firstStart"] for r in reports if r["firstStart"] is not None]
+    ends = [r["lastEnd"] for r in reports if r["lastEnd"] is not None]
+    if starts and ends:
+        return Window(round(min(starts) * 1e6), round(max(ends) * 1e6), "operations")
+    now_us = int(end.timestamp() * 1e6)
+    return Window(now_us, now_us, "operations")
+
+
+def _expected_ops(props: dict[str, str], phase: str) -> int | None:
+    """Operations the run should complete; None when it is bounded by time instead."""
+    if int(props.get("maxexecutiontime", "0") or 0) > 0:
+        return None
+    if phase == "load":
+        return int(
+            props.get(
+                "insertcount",
+                int(props.get("recordcount", "0")) - int(props.get("insertstart", "0")),
+            )
+        )
+    return int(props.get("operationcount", "0"))
 
 
 def _pymongo_version() -> str:

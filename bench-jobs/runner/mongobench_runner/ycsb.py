@@ -174,6 +174,79 @@ def _base(name: str) -> str:
     return name.rsplit("-", 1)[0]
 
 
+class _OutputReader:
+    """Sorts YCSB's stdout and stderr lines as they come: status lines (counted and passed on),
+    the binding's marked lines (errors, operation errors, timing) and the rest (a short tail)."""
+
+    def __init__(self, on_status: Callable[[StatusLine], None] | None) -> None:
+        self.binding_errors: list[str] = []
+        self.op_errors: list[str] = []
+        self.tail: list[str] = []
+        self.timing: dict[str, Any] = {}
+        self.status_count = 0
+        self.lock = threading.Lock()  # two pump threads, and the start-gate keeper
+        self._on_status = on_status
+
+    def pump(self, stream: Any) -> None:
+        for raw in stream:
+            line = raw.rstrip("\n")
+            status = parse_status_line(line)
+            with self.lock:
+                if status is not None:
+                    self.status_count += 1
+                else:
+                    self._keep(line)
+            if status is not None and self._on_status is not None:
+                self._on_status(status)
+
+    def _keep(self, line: str) -> None:
+        if line.startswith(ERROR_MARKER):
+            self.binding_errors.append(line.removeprefix(ERROR_MARKER).strip())
+        elif line.startswith(TIMING_MARKER):
+            try:
+                self.timing.update(json.loads(line.removeprefix(TIMING_MARKER)))
+            except ValueError:
+                self.tail.append(line)
+        elif line.startswith(OP_ERROR_MARKER):
+            if len(self.op_errors) < 5:
+                self.op_errors.append(line.removeprefix(OP_ERROR_MARKER).strip())
+        else:
+            self.tail.append(line)
+            del self.tail[:-40]
+
+
+def _wait_or_stop(proc: subprocess.Popen[str], timeout_s: float | None) -> bool:
+    """Wait for YCSB; past the timeout, terminate it (then kill it); True when it timed out."""
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        return True
+    return False
+
+
+def _read_export(
+    export_file: Path, work: Path, prefix: str
+) -> tuple[list[dict[str, Any]] | None, str | None, dict[str, OpResult]]:
+    """YCSB's JSON export and the operations measured: (export, why it is unusable, operations)."""
+    if not export_file.is_file():
+        return None, "YCSB wrote no export file (it did not finish)", {}
+    export: list[dict[str, Any]] | None = None
+    try:
+        loaded = json.loads(export_file.read_text())
+        if not isinstance(loaded, list):
+            raise ValueError("not a JSON array")
+        export = loaded
+        return export, None, collect_operations(work, prefix, export)
+    except (ValueError, OSError) as e:
+        return export, f"YCSB export {export_file.name} unreadable: {e}", {}
+
+
 class YcsbProcess:
     """One YCSB client process; `run` blocks until it ends (or times out, or is interrupted)."""
 
@@ -257,37 +330,7 @@ class YcsbProcess:
             )
 
     def _execute(self, cmd: list[str], work: Path, prefix: str, export_file: Path) -> YcsbOutcome:
-        binding_errors: list[str] = []
-        op_errors: list[str] = []
-        tail: list[str] = []
-        timing: dict[str, Any] = {}
-        status_count = 0
-        lock = threading.Lock()
-
-        def pump(stream: Any) -> None:
-            nonlocal status_count
-            for raw in stream:
-                line = raw.rstrip("\n")
-                status = parse_status_line(line)
-                with lock:
-                    if status is not None:
-                        status_count += 1
-                    elif line.startswith(ERROR_MARKER):
-                        binding_errors.append(line.removeprefix(ERROR_MARKER).strip())
-                    elif line.startswith(TIMING_MARKER):
-                        try:
-                            timing.update(json.loads(line.removeprefix(TIMING_MARKER)))
-                        except ValueError:
-                            tail.append(line)
-                    elif line.startswith(OP_ERROR_MARKER):
-                        if len(op_errors) < 5:
-                            op_errors.append(line.removeprefix(OP_ERROR_MARKER).strip())
-                    else:
-                        tail.append(line)
-                        del tail[:-40]
-                if status is not None and self.on_status is not None:
-                    self.on_status(status)
-
+        output = _OutputReader(self.on_status)
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.monotonic()
         proc = subprocess.Popen(
@@ -304,7 +347,7 @@ class YcsbProcess:
         if self._interrupted.is_set():
             proc.send_signal(signal.SIGTERM)
         readers = [
-            threading.Thread(target=pump, args=(s,), daemon=True)
+            threading.Thread(target=output.pump, args=(s,), daemon=True)
             for s in (proc.stdout, proc.stderr)
         ]
         for t in readers:
@@ -314,43 +357,19 @@ class YcsbProcess:
         if self.gate is not None:
             keeper = threading.Thread(
                 target=self._keep_gate,
-                args=(proc, work, binding_errors, lock, gate_result),
+                args=(proc, work, output.binding_errors, output.lock, gate_result),
                 name="start-gate",
                 daemon=True,
             )
             keeper.start()
-        timed_out = False
-        try:
-            proc.wait(timeout=self.timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        timed_out = _wait_or_stop(proc, self.timeout_s)
         for t in readers:
             t.join(timeout=10)
         if keeper is not None:
             keeper.join(timeout=10)
         wall = time.monotonic() - started
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
-
-        export: list[dict[str, Any]] | None = None
-        export_error: str | None = None
-        operations: dict[str, OpResult] = {}
-        if export_file.is_file():
-            try:
-                loaded = json.loads(export_file.read_text())
-                if not isinstance(loaded, list):
-                    raise ValueError("not a JSON array")
-                export = loaded
-                operations = collect_operations(work, prefix, export)
-            except (ValueError, OSError) as e:
-                export_error = f"YCSB export {export_file.name} unreadable: {e}"
-        else:
-            export_error = "YCSB wrote no export file (it did not finish)"
+        export, export_error, operations = _read_export(export_file, work, prefix)
         return YcsbOutcome(
             returncode=proc.returncode,
             timed_out=timed_out,
@@ -358,16 +377,16 @@ class YcsbProcess:
             export=export,
             export_error=export_error,
             operations=operations,
-            binding_errors=binding_errors,
-            op_error_samples=op_errors,
-            stderr_tail=tail,
-            status_lines=status_count,
+            binding_errors=output.binding_errors,
+            op_error_samples=output.op_errors,
+            stderr_tail=output.tail,
+            status_lines=output.status_count,
             cpu_user_s=after.ru_utime - before.ru_utime,
             cpu_system_s=after.ru_stime - before.ru_stime,
             wall_s=wall,
             driver_version=f"ycsb {YCSB_VERSION}, {binding_version(self.home)}",
-            first_op_us=_int_or_none(timing.get("firstOpStartUs")),
-            last_op_us=_int_or_none(timing.get("lastOpEndUs")),
+            first_op_us=_int_or_none(output.timing.get("firstOpStartUs")),
+            last_op_us=_int_or_none(output.timing.get("lastOpEndUs")),
             ready_us=gate_result.get("ready_us"),
             gate_opening=gate_result.get("opening"),
             gate_error=gate_result.get("error"),

@@ -43,59 +43,78 @@ def ts(event: dict[str, Any]) -> float:
 
 def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-orchestration-") as tmp:
-        work = Path(tmp)
-        plane = Plane.start(work / "plane", nodes=NodeSet(profile="kind", count=3), audit=True)
-        model = MongoModel(keyfile=keyfile_from_pods(plane.api_client()), catch_up_seconds=0.1)
-        try:
-            plane.apply(REPO / "crds")
-            plane.kubectl("create", "namespace", NS)
-            model.member(f"o-rs0-0.o-rs0-hl.{NS}.svc.cluster.local:27017")
-            host_map = ",".join(f"{k}={v}" for k, v in model.host_map.items())
-            with (
-                running_ferretdb(work / "ferretdb") as fdb,
-                pod_executor(plane, NS, uri_rewrite=rewrite_hosts(f"{fdb.host}:{fdb.port}")),
-            ):
-                operator = start_operator(
-                    plane.kubeconfig, [NS], work / "operator.log", MONGOBENCH_HOST_MAP=host_map
-                )
-                try:
-                    cluster = {
-                        "apiVersion": "mongobench.io/v1alpha1",
-                        "kind": "MongoCluster",
-                        "metadata": {"name": "o"},
-                        "spec": {"version": "7.0.14", "topology": {"replicaSet": {"members": 1}}},
-                    }
-                    plane.kubectl("apply", "-n", NS, "-f", "-", input=yaml.safe_dump(cluster))
-                    run = {
-                        "apiVersion": "mongobench.io/v1alpha1",
-                        "kind": "BenchmarkRun",
-                        "metadata": {"name": "r"},
-                        "spec": {
-                            "clusterRef": {"name": "o"},
-                            "workloads": [{"name": w} for w in "abc"],
-                            "load": {"recordCount": 200, "threads": 2},
-                            "run": {"operationCount": 200, "threads": 2},
-                            "repetitions": 3,
-                            "clients": {"parallelism": 2},
-                            "cleanup": {"jobs": "Never"},
-                        },
-                    }
-                    plane.kubectl("apply", "-n", NS, "-f", "-", input=yaml.safe_dump(run))
+        phase, events = _run_on_plane(Path(tmp))
+    created, handoffs, collects = _gaps(events)
+    print(f"bench-orchestration: {len(created)} step Jobs, run {phase} (a, b, c x 3, 2 clients)")
+    for what, values in (("next Job created  ", handoffs), ("results in status", collects)):
+        print(
+            f"  Job complete -> {what}  median {statistics.median(values):.3f} s"
+            f"  max {max(values):.3f} s  (n={len(values)}, target < 1 s)"
+        )
+    return 0 if phase == "Succeeded" else 1
 
-                    def done() -> str | None:
-                        out = plane.kubectl(
-                            "get", "benchmarkrun", "r", "-n", NS, "-o", "jsonpath={.status.phase}"
-                        ).stdout
-                        return out if out in ("Succeeded", "Failed") else None
 
-                    phase = wait_until(done, timeout=600, interval=0.5, what="run finished")
-                finally:
-                    operator.stop()
-            events = [json.loads(line) for line in plane.audit_log.read_text().splitlines()]
-        finally:
-            model.stop()
-            plane.stop()
+def _run_on_plane(work: Path) -> tuple[str, list[dict[str, Any]]]:
+    """The BenchmarkRun on a fresh plane: its final phase and the apiserver's audit events."""
+    plane = Plane.start(work / "plane", nodes=NodeSet(profile="kind", count=3), audit=True)
+    model = MongoModel(keyfile=keyfile_from_pods(plane.api_client()), catch_up_seconds=0.1)
+    try:
+        plane.apply(REPO / "crds")
+        plane.kubectl("create", "namespace", NS)
+        model.member(f"o-rs0-0.o-rs0-hl.{NS}.svc.cluster.local:27017")
+        host_map = ",".join(f"{k}={v}" for k, v in model.host_map.items())
+        with (
+            running_ferretdb(work / "ferretdb") as fdb,
+            pod_executor(plane, NS, uri_rewrite=rewrite_hosts(f"{fdb.host}:{fdb.port}")),
+        ):
+            operator = start_operator(
+                plane.kubeconfig, [NS], work / "operator.log", MONGOBENCH_HOST_MAP=host_map
+            )
+            try:
+                cluster = {
+                    "apiVersion": "mongobench.io/v1alpha1",
+                    "kind": "MongoCluster",
+                    "metadata": {"name": "o"},
+                    "spec": {"version": "7.0.14", "topology": {"replicaSet": {"members": 1}}},
+                }
+                plane.kubectl("apply", "-n", NS, "-f", "-", input=yaml.safe_dump(cluster))
+                run = {
+                    "apiVersion": "mongobench.io/v1alpha1",
+                    "kind": "BenchmarkRun",
+                    "metadata": {"name": "r"},
+                    "spec": {
+                        "clusterRef": {"name": "o"},
+                        "workloads": [{"name": w} for w in "abc"],
+                        "load": {"recordCount": 200, "threads": 2},
+                        "run": {"operationCount": 200, "threads": 2},
+                        "repetitions": 3,
+                        "clients": {"parallelism": 2},
+                        "cleanup": {"jobs": "Never"},
+                    },
+                }
+                plane.kubectl("apply", "-n", NS, "-f", "-", input=yaml.safe_dump(run))
 
+                def done() -> str | None:
+                    out = plane.kubectl(
+                        "get", "benchmarkrun", "r", "-n", NS, "-o", "jsonpath={.status.phase}"
+                    ).stdout
+                    return out if out in ("Succeeded", "Failed") else None
+
+                phase = wait_until(done, timeout=600, interval=0.5, what="run finished")
+            finally:
+                operator.stop()
+        events = [json.loads(line) for line in plane.audit_log.read_text().splitlines()]
+    finally:
+        model.stop()
+        plane.stop()
+    return phase, events
+
+
+def _gaps(
+    events: list[dict[str, Any]],
+) -> tuple[list[tuple[float, str]], list[float], list[float]]:
+    """From the audit events: the step Jobs created (time, name) in order, and per Job
+    completion the seconds to the next Job's creation and to the status write after it."""
     jobs_path = f"/apis/batch/v1/namespaces/{NS}/jobs/"
     completed: dict[str, float] = {}  # job -> last status write by the controller-manager
     created: list[tuple[float, str]] = []  # operator's first apply of each job
@@ -125,13 +144,7 @@ def main() -> int:
         after = [t for t in status_writes if t >= done_at]
         if after:
             collects.append(after[0] - done_at)
-    print(f"bench-orchestration: {len(created)} step Jobs, run {phase} (a, b, c x 3, 2 clients)")
-    for what, values in (("next Job created  ", handoffs), ("results in status", collects)):
-        print(
-            f"  Job complete -> {what}  median {statistics.median(values):.3f} s"
-            f"  max {max(values):.3f} s  (n={len(values)}, target < 1 s)"
-        )
-    return 0 if phase == "Succeeded" else 1
+    return created, handoffs, collects
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ from localplane.ferretdb import running_ferretdb
 from localplane.keyfiles import keyfile_from_pods
 from localplane.mongomodel import MongoModel
 from localplane.nodes import NodeSet
-from localplane.operator import start_operator, wait_until
+from localplane.operator import OperatorProcess, start_operator, wait_until
 from localplane.plane import Plane
 from localplane.tools import REPO
 from mongobench.k8s.client import USER_AGENT
@@ -140,29 +140,11 @@ def operator_requests(audit_log: Path) -> list[dict[str, Any]]:
 
 def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp, ExitStack() as stack:
-        work = Path(tmp)
-        plane = Plane.start(work / "plane", nodes=NodeSet(profile="kind", count=3), audit=True)
-        stack.callback(plane.stop)
-        model = MongoModel(keyfile=keyfile_from_pods(plane.api_client()), catch_up_seconds=0.1)
-        stack.callback(model.stop)
-        plane.apply(REPO / "crds")
-        plane.kubectl("create", "namespace", NS)
-        for i in range(N):
-            model.member(f"s{i}-rs0-0.s{i}-rs0-hl.{NS}.svc.cluster.local:27017")
-        host_map = ",".join(f"{k}={v}" for k, v in model.host_map.items())
-        if RUNS:
-            fdb = stack.enter_context(running_ferretdb(work / "ferretdb"))
-            uri = rewrite_hosts(f"{fdb.host}:{fdb.port}")
-            stack.enter_context(pod_executor(plane, NS, uri_rewrite=uri))
-        operator = start_operator(
-            plane.kubeconfig, [NS], work / "operator.log", MONGOBENCH_HOST_MAP=host_map
-        )
-        stack.callback(operator.stop)
+        plane, operator = _start(Path(tmp), stack)
         assert operator.process is not None
         rss = PeakRss(operator.process.pid)
         api = plane.api_client()
         api.user_agent = "mongobench-bench"
-        apps = k8s.AppsV1Api(api)
         custom = k8s.CustomObjectsApi(api)
         objects = [cluster(i) for i in range(N)] + [run(i) for i in range(RUNS)]
         manifest = yaml.safe_dump_all(objects)
@@ -173,96 +155,137 @@ def main() -> int:
         t0 = time.monotonic()
         plane.kubectl("apply", "-n", NS, "-f", "-", input=manifest, timeout=300)
         t_applied = time.monotonic() - t0
-
-        def phases(plural: str) -> list[str | None]:
-            items = custom.list_namespaced_custom_object(GROUP, "v1alpha1", NS, plural)["items"]
-            return [(o.get("status") or {}).get("phase") for o in items]
-
-        def children() -> bool:
-            return len(apps.list_namespaced_stateful_set(NS).items) >= N
-
-        def ready() -> bool:
-            return phases("mongoclusters").count("Ready") >= N
-
-        def loading() -> bool:
-            # Every run has its cluster Ready, its collection prepared and its load Job made:
-            # what is left is the clients' work (hundreds of JVMs here on two cores).
-            got = phases("benchmarkruns")
-            return sum(p not in (None, "Pending", "Preparing") for p in got) >= RUNS
-
-        def succeeded() -> bool:
-            got = phases("benchmarkruns")
-            return got.count("Succeeded") + got.count("Failed") >= RUNS
-
-        marks: dict[str, float] = {}
-        milestones = (
-            ("children", children),
-            ("ready", ready),
-            ("loading", loading),
-            ("runs", succeeded),
-        )
-        for name, check in milestones:
-            if name in ("loading", "runs") and not RUNS:
-                continue
-            try:
-                wait_until(check, timeout=TIMEOUT, interval=0.5, what=name)
-            except TimeoutError:  # report what was reached, not a traceback
-                print(f"bench-scale: {name} not reached within {TIMEOUT:.0f} s", file=sys.stderr)
-                break
-            marks[name] = time.monotonic() - t0
+        marks = _milestones(custom, k8s.AppsV1Api(api), t0)
         elapsed = time.monotonic() - t0
         cpu = {name: cpu_seconds(pid) - cpu0[name] for name, pid in pids.items()}
         machine = machine_cpu_seconds() - machine0
-        failed = phases("benchmarkruns").count("Failed") if RUNS else 0
+        failed = _phases(custom, "benchmarkruns").count("Failed") if RUNS else 0
         time.sleep(2)
         rss.done.set()
-        requests = operator_requests(plane.audit_log)
-        writes = [e for e in requests if e["verb"] not in ("get", "list", "watch")]
-        total = N + RUNS
         print(f"bench-scale: {N} MongoClusters (1 member) + {RUNS} BenchmarkRuns (load + 1 run)")
         print(f"  kubectl apply returned          {t_applied:7.1f} s")
-        for name, what in (
-            ("children", "all children       "),
-            ("ready", "all clusters Ready "),
-            ("loading", "all runs loading   "),
-            ("runs", "all runs finished  "),
-        ):
-            if name in marks:
-                print(f"  apply -> {what}     {marks[name]:7.1f} s")
-            elif name not in ("loading", "runs") or RUNS:
-                print(f"  apply -> {what}     not reached")
+        _print_milestones(marks)
         if RUNS:
             print(f"  runs Failed                     {failed:7d}     (target 0, within 60 s)")
         print(f"  operator peak RSS               {rss.peak / 2**20:7.1f} MiB (target < 100)")
         print(f"  operator threads at most        {rss.threads:7d}")
-        cores = os.cpu_count() or 1
-        print(
-            f"  CPU seconds, apply -> the end   {machine:7.1f}     (of {elapsed * cores:.0f}"
-            f" on {cores} cores in {elapsed:.0f} s)"
-        )
-        for name, seconds in sorted(cpu.items(), key=lambda kv: -kv[1]):
-            if seconds >= 0.5:
-                print(f"    {name:<29} {seconds:7.1f}")
-        print(f"    {'the rest (clients, wire peers)':<29} {machine - sum(cpu.values()):7.1f}")
-        print(
-            f"  operator API requests per object {len(requests) / total:6.1f}"
-            f"   ({len(requests)} requests, {len(writes)} writes, {total} objects)"
-        )
-        calls, skipped = handler_calls(operator.metrics())
-        for what, counts in (("handler calls", calls), ("events dropped", skipped)):
-            ranked = sorted(counts.items(), key=lambda kv: -kv[1])
-            shown = ", ".join(f"{k} {v / total:.1f}" for k, v in ranked if v) or "none"
-            print(f"    {what} per object: {shown}")
-        kinds: dict[str, int] = {}
-        for e in requests:
-            ref = e.get("objectRef") or {}
-            what = ref.get("resource", "?") + (
-                f"/{ref['subresource']}" if ref.get("subresource") else ""
-            )
-            kinds[f"{e['verb']} {what}"] = kinds.get(f"{e['verb']} {what}", 0) + 1
-        top = sorted(kinds.items(), key=lambda kv: -kv[1])[:10]
-        print("    most frequent: " + ", ".join(f"{k} {v / total:.1f}" for k, v in top))
+        _print_cpu(cpu, machine, elapsed)
+        _print_requests(operator_requests(plane.audit_log), operator.metrics(), N + RUNS)
         return 0 if len(marks) == (4 if RUNS else 2) and not failed else 1
+
+
+def _start(work: Path, stack: ExitStack) -> tuple[Plane, OperatorProcess]:
+    """The plane, a wire peer per cluster member, FerretDB and the harness kubelet when runs
+    are measured, and the operator; all stopped by ``stack``."""
+    plane = Plane.start(work / "plane", nodes=NodeSet(profile="kind", count=3), audit=True)
+    stack.callback(plane.stop)
+    model = MongoModel(keyfile=keyfile_from_pods(plane.api_client()), catch_up_seconds=0.1)
+    stack.callback(model.stop)
+    plane.apply(REPO / "crds")
+    plane.kubectl("create", "namespace", NS)
+    for i in range(N):
+        model.member(f"s{i}-rs0-0.s{i}-rs0-hl.{NS}.svc.cluster.local:27017")
+    host_map = ",".join(f"{k}={v}" for k, v in model.host_map.items())
+    if RUNS:
+        fdb = stack.enter_context(running_ferretdb(work / "ferretdb"))
+        uri = rewrite_hosts(f"{fdb.host}:{fdb.port}")
+        stack.enter_context(pod_executor(plane, NS, uri_rewrite=uri))
+    operator = start_operator(
+        plane.kubeconfig, [NS], work / "operator.log", MONGOBENCH_HOST_MAP=host_map
+    )
+    stack.callback(operator.stop)
+    return plane, operator
+
+
+def _phases(custom: k8s.CustomObjectsApi, plural: str) -> list[str | None]:
+    items = custom.list_namespaced_custom_object(GROUP, "v1alpha1", NS, plural)["items"]
+    return [(o.get("status") or {}).get("phase") for o in items]
+
+
+def _milestones(custom: k8s.CustomObjectsApi, apps: k8s.AppsV1Api, t0: float) -> dict[str, float]:
+    """Seconds from ``t0`` to each milestone reached, in order; stops at the first missed."""
+
+    def children() -> bool:
+        return len(apps.list_namespaced_stateful_set(NS).items) >= N
+
+    def ready() -> bool:
+        return _phases(custom, "mongoclusters").count("Ready") >= N
+
+    def loading() -> bool:
+        # Every run has its cluster Ready, its collection prepared and its load Job made:
+        # what is left is the clients' work (hundreds of JVMs here on two cores).
+        got = _phases(custom, "benchmarkruns")
+        return sum(p not in (None, "Pending", "Preparing") for p in got) >= RUNS
+
+    def succeeded() -> bool:
+        got = _phases(custom, "benchmarkruns")
+        return got.count("Succeeded") + got.count("Failed") >= RUNS
+
+    marks: dict[str, float] = {}
+    milestones = (
+        ("children", children),
+        ("ready", ready),
+        ("loading", loading),
+        ("runs", succeeded),
+    )
+    for name, check in milestones:
+        if name in ("loading", "runs") and not RUNS:
+            continue
+        try:
+            wait_until(check, timeout=TIMEOUT, interval=0.5, what=name)
+        except TimeoutError:  # report what was reached, not a traceback
+            print(f"bench-scale: {name} not reached within {TIMEOUT:.0f} s", file=sys.stderr)
+            break
+        marks[name] = time.monotonic() - t0
+    return marks
+
+
+def _print_milestones(marks: dict[str, float]) -> None:
+    for name, what in (
+        ("children", "all children       "),
+        ("ready", "all clusters Ready "),
+        ("loading", "all runs loading   "),
+        ("runs", "all runs finished  "),
+    ):
+        if name in marks:
+            print(f"  apply -> {what}     {marks[name]:7.1f} s")
+        elif name not in ("loading", "runs") or RUNS:
+            print(f"  apply -> {what}     not reached")
+
+
+def _print_cpu(cpu: dict[str, float], machine: float, elapsed: float) -> None:
+    cores = os.cpu_count() or 1
+    print(
+        f"  CPU seconds, apply -> the end   {machine:7.1f}     (of {elapsed * cores:.0f}"
+        f" on {cores} cores in {elapsed:.0f} s)"
+    )
+    for name, seconds in sorted(cpu.items(), key=lambda kv: -kv[1]):
+        if seconds >= 0.5:
+            print(f"    {name:<29} {seconds:7.1f}")
+    print(f"    {'the rest (clients, wire peers)':<29} {machine - sum(cpu.values()):7.1f}")
+
+
+def _print_requests(requests: list[dict[str, Any]], metrics: str, total: int) -> None:
+    """The operator's API requests and handler calls per object, the most frequent first."""
+    writes = [e for e in requests if e["verb"] not in ("get", "list", "watch")]
+    print(
+        f"  operator API requests per object {len(requests) / total:6.1f}"
+        f"   ({len(requests)} requests, {len(writes)} writes, {total} objects)"
+    )
+    calls, skipped = handler_calls(metrics)
+    for what, counts in (("handler calls", calls), ("events dropped", skipped)):
+        ranked = sorted(counts.items(), key=lambda kv: -kv[1])
+        shown = ", ".join(f"{k} {v / total:.1f}" for k, v in ranked if v) or "none"
+        print(f"    {what} per object: {shown}")
+    kinds: dict[str, int] = {}
+    for e in requests:
+        ref = e.get("objectRef") or {}
+        what = ref.get("resource", "?") + (
+            f"/{ref['subresource']}" if ref.get("subresource") else ""
+        )
+        kinds[f"{e['verb']} {what}"] = kinds.get(f"{e['verb']} {what}", 0) + 1
+    top = sorted(kinds.items(), key=lambda kv: -kv[1])[:10]
+    print("    most frequent: " + ", ".join(f"{k} {v / total:.1f}" for k, v in top))
 
 
 if __name__ == "__main__":

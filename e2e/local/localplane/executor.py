@@ -637,46 +637,14 @@ class PodExecutor:
         log = cdir / "output.log"
         t0 = time.monotonic()
         injected = self._injected(pod)
-        reason = "Completed"
         if injected is not None:
             code, message = injected
+            reason = "Completed"
             log.write_text(message + "\n")
         else:
-            with log.open("ab") as out:
-                proc = subprocess.Popen(
-                    argv,
-                    env=env,
-                    cwd=cdir,
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,  # one group: the runner's JVM goes with it
-                )
-            cstate.proc = proc
-            if state.gone.is_set() or self._stop.is_set():
-                _signal_group(proc, signal.SIGKILL)
-            limit = self.timeout if deadline is None else min(self.timeout, deadline - t0)
-            try:
-                code = proc.wait(timeout=max(limit, 0.1))
-            except subprocess.TimeoutExpired:
-                # The runner handles SIGTERM (stops YCSB, stores a Failed document).
-                _signal_group(proc, signal.SIGTERM)
-                try:
-                    code = proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    _signal_group(proc, signal.SIGKILL)
-                    code = proc.wait()
-                if deadline is not None and limit < self.timeout:
-                    reason = "DeadlineExceeded"
-                else:
-                    self.errors.append(
-                        f"pod {state.name}/{container['name']}: killed after {limit:.0f}s "
-                        "(PodExecutor timeout)"
-                    )
-            cstate.proc = None
-            if code < 0:  # killed by a signal: what a container runtime reports
-                code = 128 - code
-            message = term_file.read_text(errors="replace")[:TERMINATION_LIMIT]
+            code, reason, message = self._run_process(
+                state, container, argv, env, log, term_file, deadline, t0
+            )
         finished_at = _now()
         duration = time.monotonic() - t0
         output = log.read_text(errors="replace")
@@ -712,6 +680,52 @@ class PodExecutor:
                 )
             )
         return code, reason
+
+    def _run_process(
+        self,
+        state: _PodState,
+        container: dict[str, Any],
+        argv: list[str],
+        env: dict[str, str],
+        log: Path,
+        term_file: Path,
+        deadline: float | None,
+        t0: float,
+    ) -> tuple[int, str, str]:
+        """The container's program as a local process group in the log's folder, its output
+        into the log; (exit code, reason, termination message)."""
+        cstate = state.containers[container["name"]]
+        reason = "Completed"
+        with log.open("ab") as out:
+            proc = subprocess.Popen(
+                argv,
+                env=env,
+                cwd=log.parent,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # one group: the runner's JVM goes with it
+            )
+        cstate.proc = proc
+        if state.gone.is_set() or self._stop.is_set():
+            _signal_group(proc, signal.SIGKILL)
+        limit = self.timeout if deadline is None else min(self.timeout, deadline - t0)
+        try:
+            code = proc.wait(timeout=max(limit, 0.1))
+        except subprocess.TimeoutExpired:
+            code = _terminate_group(proc)
+            if deadline is not None and limit < self.timeout:
+                reason = "DeadlineExceeded"
+            else:
+                self.errors.append(
+                    f"pod {state.name}/{container['name']}: killed after {limit:.0f}s "
+                    "(PodExecutor timeout)"
+                )
+        cstate.proc = None
+        if code < 0:  # killed by a signal: what a container runtime reports
+            code = 128 - code
+        message = term_file.read_text(errors="replace")[:TERMINATION_LIMIT]
+        return code, reason, message
 
     def _injected(self, pod: Pod) -> tuple[int, str] | None:
         with self._lock:
@@ -959,6 +973,17 @@ def _conditions(pod: Pod, reason: str) -> list[dict[str, Any]]:
         else:
             out.append(cond)
     return out
+
+
+def _terminate_group(proc: subprocess.Popen[bytes]) -> int:
+    """SIGTERM, then SIGKILL after 10 s; the exit code."""
+    # The runner handles SIGTERM (stops YCSB, stores a Failed document).
+    _signal_group(proc, signal.SIGTERM)
+    try:
+        return proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        _signal_group(proc, signal.SIGKILL)
+        return proc.wait()
 
 
 def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:

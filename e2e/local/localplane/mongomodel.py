@@ -36,7 +36,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from bson import Binary
 from mockupdb import MockupDB
@@ -68,6 +68,9 @@ OPEN_COMMANDS = frozenset(
 
 def _err(request: Any, code: int, name: str, msg: str) -> bool:
     return bool(request.command_err(code, msg, codeName=name))
+
+
+_Users = dict[tuple[str, str], dict[str, Any]]  # (user, db) -> its document
 
 
 @dataclass
@@ -223,251 +226,306 @@ class MongoModel:
             return bool(request.ok(conversationId=cid, done=True, payload=Binary(final)))
         return None
 
+    @staticmethod
+    def _hello(request: Any, reply: dict[str, Any]) -> bool:
+        if "saslSupportedMechs" in request.doc:
+            reply["saslSupportedMechs"] = ["SCRAM-SHA-256"]
+        return bool(request.ok(reply))
+
     def _member(self, name: str, request: Any) -> bool:
         cmd = (request.command_name or "").lower()
-        doc = request.doc
-        rs_name = self.node_set.get(name)
-        rs = self.sets.get(rs_name or "")
+        rs = self.sets.get(self.node_set.get(name) or "")
         answered = self._auth(name, request, cmd, self._passwords(rs.users) if rs else {})
         if answered is not None:
             return answered
         if cmd in ("hello", "ismaster"):
-            if rs is None:
-                reply = {**WIRE, "isWritablePrimary": False, "isreplicaset": True}
-                if "saslSupportedMechs" in doc:
-                    reply["saslSupportedMechs"] = ["SCRAM-SHA-256"]
-                return bool(request.ok(reply))
-            state = self.state_of(name)
-            reply = {
-                **WIRE,
-                "setName": rs_name,
-                "isWritablePrimary": state == "PRIMARY",
-                "secondary": state == "SECONDARY",
-                "hosts": [m["host"] for m in rs.config["members"]],
-                "primary": rs.primary,
-                "me": name,
-            }
-            if rs.config.get("configsvr"):
-                reply["configsvr"] = 2
-            if "saslSupportedMechs" in doc:
-                reply["saslSupportedMechs"] = ["SCRAM-SHA-256"]
-            return bool(request.ok(reply))
+            return self._member_hello(name, request, rs)
         if cmd == "serverstatus":
             return self._server_status(request, "mongod")
         if cmd == "replsetinitiate":
-            if rs is not None:
-                return _err(request, 23, "AlreadyInitialized", "already initialized")
-            config = dict(doc["replSetInitiate"])
-            hosts = [m["host"] for m in config["members"]]
-            absent = [h for h in hosts if h not in self.host_map or h in self.node_set]
-            if absent or name not in hosts:
-                return _err(request, 74, "NodeNotFound", f"quorum check failed: {absent}")
-            config.update(version=1, term=1)
-            self.sets[config["_id"]] = SetState(config, primary=hosts[0])
-            self._join(config["_id"], hosts)
-            self.sets[config["_id"]].joined[hosts[0]] = 0.0
-            return bool(request.ok())
+            return self._initiate(name, request, rs)
         if rs is None:
             if cmd in ("replsetgetstatus", "replsetgetconfig"):
                 return _err(request, 94, "NotYetInitialized", "no replset config has been received")
             return _err(request, 59, "CommandNotFound", f"model: {cmd} needs an initialized set")
-        if cmd == "replsetgetstatus":
-            members = []
-            for m in rs.config["members"]:
-                state = self.state_of(m["host"])
-                code = {"PRIMARY": 1, "SECONDARY": 2, "STARTUP2": 5, "DOWN": 8}.get(state, 6)
-                members.append(
-                    {
-                        "_id": m["_id"],
-                        "name": m["host"],
-                        "health": 0 if state == "DOWN" else 1,
-                        "state": code,
-                        "stateStr": state,
-                    }
-                )
-            return bool(request.ok(set=rs_name, members=members))
-        if cmd == "replsetgetconfig":
-            return bool(request.ok(config=rs.config))
-        if cmd == "replsetstepdown":
-            if name != rs.primary:
-                return _err(request, 10107, "NotWritablePrimary", "not primary")
-            hosts = [m["host"] for m in rs.config["members"] if m["host"] != name]
-            successor = next((h for h in hosts if self.state_of(h) == "SECONDARY"), None)
-            if successor is None:
-                return _err(request, 262, "ExceededTimeLimit", "No electable secondaries caught up")
-            rs.primary = successor
-            return bool(request.ok())
+        handler = self._SET_COMMANDS.get(cmd)
+        if handler is not None:  # answered by any member
+            return handler(self, name, request, rs)
         if name != rs.primary:
             return _err(request, 10107, "NotWritablePrimary", "not primary")
         if cmd == "replsetreconfig":
-            new = dict(doc["replSetReconfig"])
-            if new.get("version", 0) <= rs.config["version"]:
-                return _err(request, 103, "NewReplicaSetConfigurationIncompatible", "version")
-            if any("newlyAdded" in m for m in new["members"]):
-                return _err(request, 93, "InvalidReplicaSetConfig", "newlyAdded is server-only")
-            if len(self._voters(new) ^ self._voters(rs.config)) > 1:
-                return _err(
-                    request,
-                    103,
-                    "NewReplicaSetConfigurationIncompatible",
-                    "only one voting member may be added or removed at a time",
-                )
-            old = {m["host"] for m in rs.config["members"]}
-            now = {m["host"] for m in new["members"]}
-            new["term"] = rs.config.get("term", 1)
-            rs.config = new
-            self._join(str(rs_name), sorted(now - old))
-            for h in old - now:
-                self.node_set.pop(h, None)
-            return bool(request.ok())
+            return self._reconfig(name, request, rs)
         return self._users(rs.users, request, cmd)
+
+    def _member_hello(self, name: str, request: Any, rs: SetState | None) -> bool:
+        if rs is None:
+            return self._hello(request, {**WIRE, "isWritablePrimary": False, "isreplicaset": True})
+        state = self.state_of(name)
+        reply = {
+            **WIRE,
+            "setName": self.node_set[name],
+            "isWritablePrimary": state == "PRIMARY",
+            "secondary": state == "SECONDARY",
+            "hosts": [m["host"] for m in rs.config["members"]],
+            "primary": rs.primary,
+            "me": name,
+        }
+        if rs.config.get("configsvr"):
+            reply["configsvr"] = 2
+        return self._hello(request, reply)
+
+    def _initiate(self, name: str, request: Any, rs: SetState | None) -> bool:
+        if rs is not None:
+            return _err(request, 23, "AlreadyInitialized", "already initialized")
+        config = dict(request.doc["replSetInitiate"])
+        hosts = [m["host"] for m in config["members"]]
+        absent = [h for h in hosts if h not in self.host_map or h in self.node_set]
+        if absent or name not in hosts:
+            return _err(request, 74, "NodeNotFound", f"quorum check failed: {absent}")
+        config.update(version=1, term=1)
+        self.sets[config["_id"]] = SetState(config, primary=hosts[0])
+        self._join(config["_id"], hosts)
+        self.sets[config["_id"]].joined[hosts[0]] = 0.0
+        return bool(request.ok())
+
+    def _set_status(self, name: str, request: Any, rs: SetState) -> bool:
+        members = []
+        for m in rs.config["members"]:
+            state = self.state_of(m["host"])
+            code = {"PRIMARY": 1, "SECONDARY": 2, "STARTUP2": 5, "DOWN": 8}.get(state, 6)
+            members.append(
+                {
+                    "_id": m["_id"],
+                    "name": m["host"],
+                    "health": 0 if state == "DOWN" else 1,
+                    "state": code,
+                    "stateStr": state,
+                }
+            )
+        return bool(request.ok(set=self.node_set[name], members=members))
+
+    def _set_config(self, name: str, request: Any, rs: SetState) -> bool:
+        return bool(request.ok(config=rs.config))
+
+    def _step_down(self, name: str, request: Any, rs: SetState) -> bool:
+        if name != rs.primary:
+            return _err(request, 10107, "NotWritablePrimary", "not primary")
+        hosts = [m["host"] for m in rs.config["members"] if m["host"] != name]
+        successor = next((h for h in hosts if self.state_of(h) == "SECONDARY"), None)
+        if successor is None:
+            return _err(request, 262, "ExceededTimeLimit", "No electable secondaries caught up")
+        rs.primary = successor
+        return bool(request.ok())
+
+    _SET_COMMANDS: ClassVar[dict[str, Callable[[MongoModel, str, Any, SetState], bool]]] = {
+        "replsetgetstatus": _set_status,
+        "replsetgetconfig": _set_config,
+        "replsetstepdown": _step_down,
+    }
+
+    def _reconfig(self, name: str, request: Any, rs: SetState) -> bool:
+        new = dict(request.doc["replSetReconfig"])
+        if new.get("version", 0) <= rs.config["version"]:
+            return _err(request, 103, "NewReplicaSetConfigurationIncompatible", "version")
+        if any("newlyAdded" in m for m in new["members"]):
+            return _err(request, 93, "InvalidReplicaSetConfig", "newlyAdded is server-only")
+        if len(self._voters(new) ^ self._voters(rs.config)) > 1:
+            return _err(
+                request,
+                103,
+                "NewReplicaSetConfigurationIncompatible",
+                "only one voting member may be added or removed at a time",
+            )
+        old = {m["host"] for m in rs.config["members"]}
+        now = {m["host"] for m in new["members"]}
+        new["term"] = rs.config.get("term", 1)
+        rs.config = new
+        self._join(self.node_set[name], sorted(now - old))
+        for h in old - now:
+            self.node_set.pop(h, None)
+        return bool(request.ok())
 
     # ---- users (per set or per cluster) -----------------------------------------------------
 
     def _users(self, users: dict[tuple[str, str], dict[str, Any]], request: Any, cmd: str) -> bool:
+        handler = self._USER_COMMANDS.get(cmd)
+        if handler is None:
+            return _err(request, 59, "CommandNotFound", f"no such command: '{cmd}' (model)")
+        return handler(self, users, request)
+
+    def _users_info(self, users: _Users, request: Any) -> bool:
+        q = request.doc["usersInfo"]
+        found = users.get((q["user"], q["db"]))
+        public = {k: v for k, v in found.items() if k != "pwd"} if found else None
+        return bool(request.ok(users=[public] if public else []))
+
+    def _create_user(self, users: _Users, request: Any) -> bool:
         doc = request.doc
         db = doc.get("$db", "admin")
-        if cmd == "usersinfo":
-            q = doc["usersInfo"]
-            found = users.get((q["user"], q["db"]))
-            public = {k: v for k, v in found.items() if k != "pwd"} if found else None
-            return bool(request.ok(users=[public] if public else []))
-        if cmd == "createuser":
-            key = (doc["createUser"], db)
-            if key in users:
-                return _err(request, 51003, "Location51003", f'User "{key[0]}@{db}" already exists')
-            users[key] = {
-                "user": key[0],
-                "db": db,
-                "roles": list(doc["roles"]),
-                "pwd": doc.get("pwd"),
-            }
-            return bool(request.ok())
-        if cmd == "updateuser":
-            users[(doc["updateUser"], db)]["roles"] = list(doc["roles"])
-            return bool(request.ok())
-        if cmd in ("endsessions", "ping"):
-            return bool(request.ok())
-        if cmd == "getparameter" and "featureCompatibilityVersion" in doc:
-            return bool(request.ok(featureCompatibilityVersion={"version": self.fcv}))
-        if cmd == "setfeaturecompatibilityversion":
-            version = str(doc["setFeatureCompatibilityVersion"])
-            if int(version.split(".", maxsplit=1)[0]) >= 7 and doc.get("confirm") is not True:
-                return _err(
-                    request,
-                    7369100,
-                    "Location7369100",
-                    "Once you have upgraded to the new FCV, you will not be able to downgrade "
-                    "without support assistance. Please re-run this command with 'confirm: true'",
-                )
-            self.fcv = version
-            self.fcv_history.append(version)
-            return bool(request.ok())
-        if cmd == "create":  # collections hold no documents in the model
-            return bool(request.ok())
-        if cmd == "drop":  # no documents are modelled: only record what was asked
-            self.dropped.append(f"{db}.{doc['drop']}")
-            return bool(request.ok())
-        return _err(request, 59, "CommandNotFound", f"no such command: '{cmd}' (model)")
+        key = (doc["createUser"], db)
+        if key in users:
+            return _err(request, 51003, "Location51003", f'User "{key[0]}@{db}" already exists')
+        users[key] = {"user": key[0], "db": db, "roles": list(doc["roles"]), "pwd": doc.get("pwd")}
+        return bool(request.ok())
+
+    def _update_user(self, users: _Users, request: Any) -> bool:
+        doc = request.doc
+        users[(doc["updateUser"], doc.get("$db", "admin"))]["roles"] = list(doc["roles"])
+        return bool(request.ok())
+
+    def _get_parameter(self, users: _Users, request: Any) -> bool:
+        if "featureCompatibilityVersion" not in request.doc:
+            return _err(request, 59, "CommandNotFound", "no such command: 'getparameter' (model)")
+        return bool(request.ok(featureCompatibilityVersion={"version": self.fcv}))
+
+    def _set_fcv(self, users: _Users, request: Any) -> bool:
+        doc = request.doc
+        version = str(doc["setFeatureCompatibilityVersion"])
+        if int(version.split(".", maxsplit=1)[0]) >= 7 and doc.get("confirm") is not True:
+            return _err(
+                request,
+                7369100,
+                "Location7369100",
+                "Once you have upgraded to the new FCV, you will not be able to downgrade "
+                "without support assistance. Please re-run this command with 'confirm: true'",
+            )
+        self.fcv = version
+        self.fcv_history.append(version)
+        return bool(request.ok())
+
+    def _drop(self, users: _Users, request: Any) -> bool:
+        # No documents are modelled: only record what was asked.
+        self.dropped.append(f"{request.doc.get('$db', 'admin')}.{request.doc['drop']}")
+        return bool(request.ok())
+
+    def _acknowledge(self, users: _Users, request: Any) -> bool:
+        return bool(request.ok())
+
+    _USER_COMMANDS: ClassVar[dict[str, Callable[[MongoModel, _Users, Any], bool]]] = {
+        "usersinfo": _users_info,
+        "createuser": _create_user,
+        "updateuser": _update_user,
+        "endsessions": _acknowledge,
+        "ping": _acknowledge,
+        "getparameter": _get_parameter,
+        "setfeaturecompatibilityversion": _set_fcv,
+        "create": _acknowledge,  # collections hold no documents in the model
+        "drop": _drop,
+    }
 
     # ---- mongos -----------------------------------------------------------------------------
 
     def _router(self, name: str, request: Any) -> bool:
         cmd = (request.command_name or "").lower()
         doc = request.doc
-        sh = self.sharded
         # mongos authenticates against the cluster's users (kept on the config servers).
-        cluster_users = dict(sh.users)
+        cluster_users = dict(self.sharded.users)
         for config_set in self.sets.values():
             if config_set.config.get("configsvr"):
                 cluster_users.update(config_set.users)
         answered = self._auth(name, request, cmd, self._passwords(cluster_users))
         if answered is not None:
             return answered
-        if cmd in ("hello", "ismaster"):
-            reply = {**WIRE, "isWritablePrimary": True, "msg": "isdbgrid"}
-            if "saslSupportedMechs" in doc:
-                reply["saslSupportedMechs"] = ["SCRAM-SHA-256"]
-            return bool(request.ok(reply))
-        if cmd == "listshards":
-            return bool(request.ok(shards=list(sh.shards.values())))
-        if cmd == "serverstatus":
-            return self._server_status(request, "mongos")
-        if cmd == "addshard":
-            set_name, _, seeds = str(doc["addShard"]).partition("/")
-            rs = self.sets.get(set_name)
-            if rs is None or not set(seeds.split(",")) <= {m["host"] for m in rs.config["members"]}:
-                return _err(request, 96, "OperationFailed", f"cannot reach {doc['addShard']}")
-            shard_id = doc.get("name", set_name)
-            for s in sh.shards.values():
-                if s["_id"] != shard_id and s["host"].startswith(set_name + "/"):
-                    return _err(
-                        request, 20, "IllegalOperation", f"already a member of shard {s['_id']}"
-                    )
-            sh.shards[shard_id] = {"_id": shard_id, "host": doc["addShard"], "state": 1}
-            return bool(request.ok(shardAdded=shard_id))
-        if cmd == "removeshard":
-            shard_id = doc["removeShard"]
-            if shard_id not in sh.shards:
-                return _err(request, 70, "ShardNotFound", f"Shard {shard_id} not found")
-            if not sh.shards[shard_id].get("draining"):
-                if any(s.get("draining") for s in sh.shards.values()):
-                    return _err(
-                        request,
-                        117,
-                        "ConflictingOperationInProgress",
-                        "Can't have more than one draining shard at a time",
-                    )
-                sh.shards[shard_id]["draining"] = True
-                sh.drain_left[shard_id] = self.drain_calls
-                return bool(request.ok(msg="draining started successfully", state="started"))
-            sh.drain_left[shard_id] = max(sh.drain_left[shard_id] - 1, 0)
-            # Chunks move by themselves; databases whose primary it is wait for movePrimary.
-            dbs = sorted(db for db, primary in sh.primaries.items() if primary == shard_id)
-            if sh.drain_left[shard_id] > 0 or dbs:
-                left = sh.drain_left[shard_id]
-                return bool(
-                    request.ok(
-                        msg="draining ongoing",
-                        state="ongoing",
-                        remaining={"chunks": left, "dbs": len(dbs), "jumboChunks": 0},
-                        dbsToMove=dbs,
-                    )
-                )
-            del sh.shards[shard_id]
-            return bool(request.ok(msg="removeshard completed successfully", state="completed"))
-        if cmd == "enablesharding":
-            active = self._active_shards()
-            if active:
-                sh.primaries.setdefault(str(doc["enableSharding"]), active[0])
-            return bool(request.ok())
-        if cmd == "moveprimary":
-            target = str(doc.get("to", ""))
-            if target not in sh.shards or sh.shards[target].get("draining"):
-                return _err(request, 70, "ShardNotFound", f"Shard {target} not found")
-            sh.primaries[str(doc["movePrimary"])] = target
-            return bool(request.ok())
-        if cmd == "drop":
-            ns = f"{doc.get('$db', 'test')}.{doc['drop']}"
-            self.dropped.append(ns)
-            sh.collections.pop(ns, None)
-            return bool(request.ok())
-        if cmd == "shardcollection":
-            ns = doc["shardCollection"]
-            if ns in sh.collections:
-                return _err(request, 23, "AlreadyInitialized", "already sharded")
-            sh.collections[ns] = {"_id": ns, "key": dict(doc["key"]), "uuid": Binary(ns.encode())}
-            self.sharded_history.append((ns, dict(doc["key"])))
-            return bool(request.ok(collectionsharded=ns))
+        handler = self._ROUTER_COMMANDS.get(cmd)
+        if handler is not None:
+            return handler(self, request)
         if cmd == "find" and doc.get("$db") == "config" and doc["find"] == "collections":
-            entry = sh.collections.get(doc.get("filter", {}).get("_id", ""))
+            entry = self.sharded.collections.get(doc.get("filter", {}).get("_id", ""))
             batch = [entry] if entry else []
             return bool(
                 request.ok(cursor={"id": 0, "ns": "config.collections", "firstBatch": batch})
             )
-        if cmd == "aggregate":
-            return self._aggregate(request)
-        return self._users(sh.users, request, cmd)
+        return self._users(self.sharded.users, request, cmd)
+
+    def _router_hello(self, request: Any) -> bool:
+        return self._hello(request, {**WIRE, "isWritablePrimary": True, "msg": "isdbgrid"})
+
+    def _list_shards(self, request: Any) -> bool:
+        return bool(request.ok(shards=list(self.sharded.shards.values())))
+
+    def _router_status(self, request: Any) -> bool:
+        return self._server_status(request, "mongos")
+
+    def _add_shard(self, request: Any) -> bool:
+        doc, sh = request.doc, self.sharded
+        set_name, _, seeds = str(doc["addShard"]).partition("/")
+        rs = self.sets.get(set_name)
+        if rs is None or not set(seeds.split(",")) <= {m["host"] for m in rs.config["members"]}:
+            return _err(request, 96, "OperationFailed", f"cannot reach {doc['addShard']}")
+        shard_id = doc.get("name", set_name)
+        for s in sh.shards.values():
+            if s["_id"] != shard_id and s["host"].startswith(set_name + "/"):
+                return _err(
+                    request, 20, "IllegalOperation", f"already a member of shard {s['_id']}"
+                )
+        sh.shards[shard_id] = {"_id": shard_id, "host": doc["addShard"], "state": 1}
+        return bool(request.ok(shardAdded=shard_id))
+
+    def _remove_shard(self, request: Any) -> bool:
+        sh = self.sharded
+        shard_id = request.doc["removeShard"]
+        if shard_id not in sh.shards:
+            return _err(request, 70, "ShardNotFound", f"Shard {shard_id} not found")
+        if sh.shards[shard_id].get("draining"):
+            return self._drain(request, shard_id)
+        if any(s.get("draining") for s in sh.shards.values()):
+            return _err(
+                request,
+                117,
+                "ConflictingOperationInProgress",
+                "Can't have more than one draining shard at a time",
+            )
+        sh.shards[shard_id]["draining"] = True
+        sh.drain_left[shard_id] = self.drain_calls
+        return bool(request.ok(msg="draining started successfully", state="started"))
+
+    def _drain(self, request: Any, shard_id: str) -> bool:
+        """removeShard on a draining shard: one call's worth of draining, or the removal."""
+        sh = self.sharded
+        sh.drain_left[shard_id] = max(sh.drain_left[shard_id] - 1, 0)
+        # Chunks move by themselves; databases whose primary it is wait for movePrimary.
+        dbs = sorted(db for db, primary in sh.primaries.items() if primary == shard_id)
+        if sh.drain_left[shard_id] > 0 or dbs:
+            left = sh.drain_left[shard_id]
+            return bool(
+                request.ok(
+                    msg="draining ongoing",
+                    state="ongoing",
+                    remaining={"chunks": left, "dbs": len(dbs), "jumboChunks": 0},
+                    dbsToMove=dbs,
+                )
+            )
+        del sh.shards[shard_id]
+        return bool(request.ok(msg="removeshard completed successfully", state="completed"))
+
+    def _enable_sharding(self, request: Any) -> bool:
+        active = self._active_shards()
+        if active:
+            self.sharded.primaries.setdefault(str(request.doc["enableSharding"]), active[0])
+        return bool(request.ok())
+
+    def _move_primary(self, request: Any) -> bool:
+        sh = self.sharded
+        target = str(request.doc.get("to", ""))
+        if target not in sh.shards or sh.shards[target].get("draining"):
+            return _err(request, 70, "ShardNotFound", f"Shard {target} not found")
+        sh.primaries[str(request.doc["movePrimary"])] = target
+        return bool(request.ok())
+
+    def _router_drop(self, request: Any) -> bool:
+        ns = f"{request.doc.get('$db', 'test')}.{request.doc['drop']}"
+        self.dropped.append(ns)
+        self.sharded.collections.pop(ns, None)
+        return bool(request.ok())
+
+    def _shard_collection(self, request: Any) -> bool:
+        doc, sh = request.doc, self.sharded
+        ns = doc["shardCollection"]
+        if ns in sh.collections:
+            return _err(request, 23, "AlreadyInitialized", "already sharded")
+        sh.collections[ns] = {"_id": ns, "key": dict(doc["key"]), "uuid": Binary(ns.encode())}
+        self.sharded_history.append((ns, dict(doc["key"])))
+        return bool(request.ok(collectionsharded=ns))
 
     def _server_status(self, request: Any, process: str) -> bool:
         self.server_status_calls += 1
@@ -510,3 +568,17 @@ class MongoModel:
         per[0] += total - sum(per)
         batch = [{"ns": ns, "shard": s, "count": n} for s, n in zip(shards, per, strict=True)]
         return bool(request.ok(cursor={"id": 0, "ns": ns, "firstBatch": batch}))
+
+    _ROUTER_COMMANDS: ClassVar[dict[str, Callable[[MongoModel, Any], bool]]] = {
+        "hello": _router_hello,
+        "ismaster": _router_hello,
+        "listshards": _list_shards,
+        "serverstatus": _router_status,
+        "addshard": _add_shard,
+        "removeshard": _remove_shard,
+        "enablesharding": _enable_sharding,
+        "moveprimary": _move_primary,
+        "drop": _router_drop,
+        "shardcollection": _shard_collection,
+        "aggregate": _aggregate,
+    }

@@ -211,32 +211,47 @@ class StallingProxy:
                 return
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
+    def _read_request(self, conn: socket.socket) -> tuple[str, str, list[bytes], bytes] | None:
+        """One HTTP request: method, path, its head lines less Connection, and its body; None
+        when the client hangs up first."""
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = conn.recv(65536)
+            if not chunk:
+                return None
+            head += chunk
+        head, _, body = head.partition(b"\r\n\r\n")
+        lines = head.split(b"\r\n")
+        method, path = (p.decode() for p in lines[0].split(b" ")[:2])
+        kept, length = self._headers(lines)
+        while len(body) < length:
+            chunk = conn.recv(65536)
+            if not chunk:
+                return None
+            body += chunk
+        return method, path, kept, body
+
+    def _headers(self, lines: list[bytes]) -> tuple[list[bytes], int]:
+        """The request line and headers to pass on (without Connection), and Content-Length;
+        notes the access key of an Authorization header."""
+        length = 0
+        kept = [lines[0]]
+        for line in lines[1:]:
+            name = line.split(b":", 1)[0].strip().lower()
+            if name == b"content-length":
+                length = int(line.split(b":", 1)[1])
+            if name == b"authorization" and (m := self._CREDENTIAL.search(line)):
+                self.access_keys.add(m.group(1).decode())
+            if name != b"connection":
+                kept.append(line)
+        return kept, length
+
     def _serve(self, conn: socket.socket) -> None:
         with conn:
-            head = b""
-            while b"\r\n\r\n" not in head:
-                chunk = conn.recv(65536)
-                if not chunk:
-                    return
-                head += chunk
-            head, _, body = head.partition(b"\r\n\r\n")
-            lines = head.split(b"\r\n")
-            method, path = (p.decode() for p in lines[0].split(b" ")[:2])
-            length = 0
-            kept = [lines[0]]
-            for line in lines[1:]:
-                name = line.split(b":", 1)[0].strip().lower()
-                if name == b"content-length":
-                    length = int(line.split(b":", 1)[1])
-                if name == b"authorization" and (m := self._CREDENTIAL.search(line)):
-                    self.access_keys.add(m.group(1).decode())
-                if name != b"connection":
-                    kept.append(line)
-            while len(body) < length:
-                chunk = conn.recv(65536)
-                if not chunk:
-                    return
-                body += chunk
+            request = self._read_request(conn)
+            if request is None:
+                return
+            method, path, kept, body = request
             pattern = self._pattern
             if pattern is not None and pattern.search(f"{method} {path}"):
                 self.stalled_paths.append(path)

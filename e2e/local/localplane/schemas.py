@@ -62,6 +62,20 @@ def _strict(schema: Any) -> Any:
     unknown fields there."""
     if not isinstance(schema, dict):
         return schema
+    out = _strict_children(schema)
+    if out.pop("x-kubernetes-int-or-string", False):
+        out.pop("type", None)
+        out["anyOf"] = [{"type": "integer"}, {"type": "string"}]
+    if out.get("nullable") and isinstance(out.get("type"), str):
+        out["type"] = [out["type"], "null"]
+    preserve = out.get("x-kubernetes-preserve-unknown-fields")
+    if "properties" in out and "additionalProperties" not in out and not preserve:
+        out["additionalProperties"] = False
+    return out
+
+
+def _strict_children(schema: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``schema`` whose sub-schemas are all made strict."""
     out = dict(schema)
     for key in _SCHEMA_MAPS:
         if isinstance(out.get(key), dict):
@@ -72,14 +86,6 @@ def _strict(schema: Any) -> Any:
     for key in _SCHEMA_VALUES:
         if isinstance(out.get(key), dict):
             out[key] = _strict(out[key])
-    if out.pop("x-kubernetes-int-or-string", False):
-        out.pop("type", None)
-        out["anyOf"] = [{"type": "integer"}, {"type": "string"}]
-    if out.get("nullable") and isinstance(out.get("type"), str):
-        out["type"] = [out["type"], "null"]
-    preserve = out.get("x-kubernetes-preserve-unknown-fields")
-    if "properties" in out and "additionalProperties" not in out and not preserve:
-        out["additionalProperties"] = False
     return out
 
 

@@ -162,36 +162,48 @@ def _meet_rules(kind: str, spec: dict[str, Any]) -> dict[str, Any]:
     still test refusals): one target, a bound for runs and warm-ups, shapes that match the
     topology, custom workloads with a base, scenarios with driver locust."""
     if kind == "BenchmarkRun":
-        if "clusterRef" in spec:
-            spec.pop("uriSecretRef", None)
-        elif "uriSecretRef" not in spec:
-            spec["clusterRef"] = {"name": "target"}
-        for phase in ("run", "warmup"):
-            if phase in spec and not {"operationCount", "durationSeconds"} & set(spec[phase]):
-                spec[phase]["operationCount"] = 100
-        for workload in spec["workloads"]:
-            if "scenario" in workload:  # a scenario workload: a name of its own, no base
-                workload.pop("base", None)
-                if len(workload["name"]) == 1 and workload["name"] in "abcdef":
-                    workload["name"] += "-scenario"
-            elif workload["name"] not in "abcdef":
-                workload.setdefault("base", "a")
-            elif len(workload["name"]) == 1:
-                workload.pop("base", None)
-        load = spec.get("load") or {}
-        if load.get("skip"):
-            load.pop("scenario", None)
-        if "scenario" in load or any("scenario" in w for w in spec["workloads"]):
-            spec["driver"] = "locust"  # scenarios are Locust files
+        _mend_run(spec)
     else:
-        topology = spec.get("topology") or {}
-        if topology.get("type") == "Sharded":
-            topology.pop("replicaSet", None)
-            topology.setdefault("sharded", {"shards": 1})
-        else:
-            topology.pop("sharded", None)
-        spec.get("tls", {}).pop("enabled", None)
+        _mend_cluster(spec)
     return spec
+
+
+def _mend_run(spec: dict[str, Any]) -> None:
+    if "clusterRef" in spec:
+        spec.pop("uriSecretRef", None)
+    elif "uriSecretRef" not in spec:
+        spec["clusterRef"] = {"name": "target"}
+    for phase in ("run", "warmup"):
+        if phase in spec and not {"operationCount", "durationSeconds"} & set(spec[phase]):
+            spec[phase]["operationCount"] = 100
+    for workload in spec["workloads"]:
+        _mend_workload(workload)
+    load = spec.get("load") or {}
+    if load.get("skip"):
+        load.pop("scenario", None)
+    if "scenario" in load or any("scenario" in w for w in spec["workloads"]):
+        spec["driver"] = "locust"  # scenarios are Locust files
+
+
+def _mend_workload(workload: dict[str, Any]) -> None:
+    if "scenario" in workload:  # a scenario workload: a name of its own, no base
+        workload.pop("base", None)
+        if len(workload["name"]) == 1 and workload["name"] in "abcdef":
+            workload["name"] += "-scenario"
+    elif workload["name"] not in "abcdef":
+        workload.setdefault("base", "a")
+    elif len(workload["name"]) == 1:
+        workload.pop("base", None)
+
+
+def _mend_cluster(spec: dict[str, Any]) -> None:
+    topology = spec.get("topology") or {}
+    if topology.get("type") == "Sharded":
+        topology.pop("replicaSet", None)
+        topology.setdefault("sharded", {"shards": 1})
+    else:
+        topology.pop("sharded", None)
+    spec.get("tls", {}).pop("enabled", None)
 
 
 def specs(kind: str) -> st.SearchStrategy[dict[str, Any]]:

@@ -113,6 +113,23 @@ def test_scale_up_then_down_one_voting_change_at_a_time(
     )
 
 
+def test_fcv_and_collections_on_a_set(model: MongoModel, admin: MongoAdmin) -> None:
+    spec = ReplicaSetSpec("rs0", Role.REPLICA, _hosts("rs0", 1))
+    model.member(spec.members[0])
+    _converge(admin, spec)
+    assert admin.feature_compatibility_version(spec) == "7.0"
+    assert admin.ensure_feature_compatibility_version(spec, "7.0") is False
+    assert admin.ensure_feature_compatibility_version(spec, "8.0") is True  # sends confirm
+    assert (admin.feature_compatibility_version(spec), model.fcv_history) == ("8.0", ["8.0"])
+    with pytest.raises(PermanentMongoError, match="confirm: true"):
+        admin.command(spec.members[0], {"setFeatureCompatibilityVersion": "7.0"})
+    assert admin.ensure_collection(spec, "ycsb", "usertable") == ("created ycsb.usertable",)
+    assert admin.drop_collection(spec, "ycsb", "usertable") is True
+    assert model.dropped == ["ycsb.usertable"]
+    with pytest.raises(PermanentMongoError, match="no such command: 'listdatabases'"):
+        admin.command(spec.members[0], {"listDatabases": 1})
+
+
 def test_sharded_cluster_end_to_end(model: MongoModel, admin: MongoAdmin) -> None:
     cfg = ReplicaSetSpec("cfg", Role.CONFIG, _hosts("cfg", 1, 27019))
     shards = [ReplicaSetSpec(f"sh{i}", Role.SHARD, _hosts(f"sh{i}", 2, 27018)) for i in range(2)]
@@ -154,6 +171,11 @@ def test_sharded_cluster_end_to_end(model: MongoModel, admin: MongoAdmin) -> Non
     assert states == ["started", "ongoing", "completed"]
     assert admin.remove_shard(mongos, "sh1").completed  # already gone: still success
     assert [s.id for s in admin.list_shards(mongos)] == ["sh0"]
+
+    # A drop through mongos takes the collection's sharding with it.
+    assert admin.drop_collection(mongos, "ycsb", "usertable") is True
+    assert model.dropped == ["ycsb.usertable"]
+    assert admin.shard_collection(mongos, spec) == "sharded"
 
 
 def test_rolling_restart_steps_down_the_primary_last(model: MongoModel, admin: MongoAdmin) -> None:

@@ -53,24 +53,40 @@ def _convert(hint: Any, value: Any, path: str) -> Any:
         inner = [a for a in get_args(hint) if a is not type(None)]
         return _convert(inner[0], value, path)
     if origin is typing.Literal:
-        if value not in get_args(hint):
-            allowed = ", ".join(map(str, get_args(hint)))
-            raise SpecError(f"{path}: {value!r} is not one of {allowed}")
-        return value
+        return _convert_literal(hint, value, path)
     if origin is tuple:
-        (item,) = {a for a in get_args(hint) if a is not Ellipsis}
-        if not isinstance(value, list):
-            raise SpecError(f"{path}: expected a list")
-        return tuple(_convert(item, v, f"{path}[{i}]") for i, v in enumerate(value))
+        return _convert_tuple(hint, value, path)
     if origin in (dict, Mapping) or hint is dict:
-        if not isinstance(value, Mapping):
-            raise SpecError(f"{path}: expected an object")
-        args = get_args(hint)
-        if len(args) == 2 and dataclasses.is_dataclass(args[1]):
-            return {k: _convert(args[1], v, f"{path}.{k}") for k, v in value.items()}
-        return dict(value)
+        return _convert_mapping(hint, value, path)
     if dataclasses.is_dataclass(hint):
         return from_dict(typing.cast(type[Any], hint), value, path)
+    return _convert_scalar(hint, value, path)
+
+
+def _convert_literal(hint: Any, value: Any, path: str) -> Any:
+    if value not in get_args(hint):
+        allowed = ", ".join(map(str, get_args(hint)))
+        raise SpecError(f"{path}: {value!r} is not one of {allowed}")
+    return value
+
+
+def _convert_tuple(hint: Any, value: Any, path: str) -> tuple[Any, ...]:
+    (item,) = {a for a in get_args(hint) if a is not Ellipsis}
+    if not isinstance(value, list):
+        raise SpecError(f"{path}: expected a list")
+    return tuple(_convert(item, v, f"{path}[{i}]") for i, v in enumerate(value))
+
+
+def _convert_mapping(hint: Any, value: Any, path: str) -> dict[Any, Any]:
+    if not isinstance(value, Mapping):
+        raise SpecError(f"{path}: expected an object")
+    args = get_args(hint)
+    if len(args) == 2 and dataclasses.is_dataclass(args[1]):
+        return {k: _convert(args[1], v, f"{path}.{k}") for k, v in value.items()}
+    return dict(value)
+
+
+def _convert_scalar(hint: Any, value: Any, path: str) -> Any:
     if hint is float and isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
     if hint in (int, str, bool) and not isinstance(value, hint):

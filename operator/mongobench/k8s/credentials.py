@@ -100,21 +100,14 @@ def kubeconfig_paths(env: Mapping[str, str]) -> list[Path]:
     return [Path(env.get("HOME") or Path.home()) / ".kube" / "config"]
 
 
-def from_kubeconfig(
-    paths: list[Path] | None = None,
-    context: str | None = None,
-    env: Mapping[str, str] | None = None,
-) -> Credentials:
-    """The current (or named) context of the merged kubeconfig files; the first file to set a
-    name wins, as kubectl merges them. Relative file names resolve against their own file."""
-    env = os.environ if env is None else env
-    paths = paths or kubeconfig_paths(env)
+# A merged kubeconfig: per section (contexts, clusters, users), name -> (entry, its file's folder).
+_Sections = dict[str, dict[str, tuple[dict[str, Any], Path]]]
+
+
+def _merge_kubeconfigs(paths: list[Path]) -> tuple[str | None, _Sections]:
+    """The current-context and the named entries of ``paths``, the first file to set one winning."""
     current: str | None = None
-    sections: dict[str, dict[str, tuple[dict[str, Any], Path]]] = {
-        "contexts": {},
-        "clusters": {},
-        "users": {},
-    }
+    sections: _Sections = {"contexts": {}, "clusters": {}, "users": {}}
     read_any = False
     for path in paths:
         try:
@@ -133,14 +126,13 @@ def from_kubeconfig(
             "no Kubernetes credentials: not in a pod, and no kubeconfig at "
             + os.pathsep.join(str(p) for p in paths)
         )
-    name = context or current
-    if not name or name not in sections["contexts"]:
-        raise CredentialsError(f"kubeconfig: context {name or '(current-context unset)'} not found")
-    ctx, _ = sections["contexts"][name]
-    if ctx.get("cluster") not in sections["clusters"]:
-        raise CredentialsError(f"kubeconfig: cluster {ctx.get('cluster')} of {name} not found")
-    cluster, cluster_dir = sections["clusters"][ctx["cluster"]]
-    user, user_dir = sections["users"].get(ctx.get("user") or "", ({}, Path(".")))
+    return current, sections
+
+
+def _refuse_unsupported(
+    cluster: Mapping[str, Any], user: Mapping[str, Any], ctx: Mapping[str, Any]
+) -> None:
+    """Kubeconfig features this client does not implement fail loudly rather than half-work."""
     if user.get("auth-provider"):
         raise CredentialsError(
             f"kubeconfig user {ctx.get('user')}: auth-provider is not supported; use an exec plugin"
@@ -153,12 +145,33 @@ def from_kubeconfig(
         raise CredentialsError(f"{where}: only an HTTP(S) proxy-url is supported: {proxy}")
     if not cluster.get("server"):
         raise CredentialsError(f"{where} has no server")
+
+
+def from_kubeconfig(
+    paths: list[Path] | None = None,
+    context: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Credentials:
+    """The current (or named) context of the merged kubeconfig files; the first file to set a
+    name wins, as kubectl merges them. Relative file names resolve against their own file."""
+    env = os.environ if env is None else env
+    paths = paths or kubeconfig_paths(env)
+    current, sections = _merge_kubeconfigs(paths)
+    name = context or current
+    if not name or name not in sections["contexts"]:
+        raise CredentialsError(f"kubeconfig: context {name or '(current-context unset)'} not found")
+    ctx, _ = sections["contexts"][name]
+    if ctx.get("cluster") not in sections["clusters"]:
+        raise CredentialsError(f"kubeconfig: cluster {ctx.get('cluster')} of {name} not found")
+    cluster, cluster_dir = sections["clusters"][ctx["cluster"]]
+    user, user_dir = sections["users"].get(ctx.get("user") or "", ({}, Path(".")))
+    _refuse_unsupported(cluster, user, ctx)
     token_file = user.get("tokenFile")
     return Credentials(
         server=str(cluster["server"]).rstrip("/"),
         ca_data=_data(cluster, "certificate-authority", cluster_dir),
         insecure=bool(cluster.get("insecure-skip-tls-verify")),
-        proxy_url=proxy or None,
+        proxy_url=cluster.get("proxy-url") or None,
         token=user.get("token"),
         token_file=_resolve(token_file, user_dir) if token_file else None,
         cert_data=_data(user, "client-certificate", user_dir),

@@ -552,6 +552,22 @@ class MongoAdmin:
         entry = batch[0] if batch else None
         return None if entry is None or entry.get("dropped") else entry
 
+    def _command_unless_done(self, host: str, cmd: Doc, done_code: int) -> None:
+        """Run ``cmd``; a permanent error with ``done_code`` means an earlier pass did it."""
+        try:
+            self.command(host, cmd)
+        except PermanentMongoError as exc:
+            if exc.code != done_code:
+                raise
+
+    def _presplit(self, host: str, spec: ShardingSpec) -> None:
+        for point in spec.split_points:
+            try:
+                self.command(host, {"split": spec.namespace, "middle": {spec.key: point}})
+            except PermanentMongoError as exc:
+                if "boundary" not in exc.message:  # already split there: fine
+                    raise
+
     def shard_collection(self, mongos: Mongos, spec: ShardingSpec) -> str:
         """enableSharding + shardCollection (+ pre-split); says what it did or that it matched."""
         host = self._mongos(mongos)
@@ -565,27 +581,15 @@ class MongoAdmin:
                     f"not {spec.key_doc}",
                 )
             return "already sharded"
-        try:
-            self.command(host, {"enableSharding": spec.database})
-        except PermanentMongoError as exc:
-            if exc.code != ALREADY_INITIALIZED:  # "already enabled" on servers before 6.0
-                raise
+        # "already enabled" on servers before 6.0
+        self._command_unless_done(host, {"enableSharding": spec.database}, ALREADY_INITIALIZED)
         cmd: Doc = {"shardCollection": spec.namespace, "key": spec.key_doc}
         if spec.hashed and spec.initial_chunks:
             cmd["numInitialChunks"] = spec.initial_chunks
         log.info("shardCollection %s on %s", spec.namespace, spec.key_doc)
-        try:
-            self.command(host, cmd)
-        except PermanentMongoError as exc:
-            if exc.code != ALREADY_INITIALIZED:
-                raise
+        self._command_unless_done(host, cmd, ALREADY_INITIALIZED)
         if not spec.hashed:
-            for point in spec.split_points:
-                try:
-                    self.command(host, {"split": spec.namespace, "middle": {spec.key: point}})
-                except PermanentMongoError as exc:
-                    if "boundary" not in exc.message:  # already split there: fine
-                        raise
+            self._presplit(host, spec)
         return "sharded"
 
     def distribution(self, mongos: Mongos, database: str, collection: str) -> Distribution:

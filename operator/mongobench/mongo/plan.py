@@ -71,6 +71,65 @@ def _next_config(config: Mapping[str, Any], members: list[dict[str, Any]]) -> di
     return new
 
 
+def _newcomer_wait(members: list[dict[str, Any]], status: ReplicaSetStatus) -> ReconfigStep | None:
+    """A wait while any member is newly added or still catching up to SECONDARY."""
+    for m in members:
+        observed = status.member(str(m["host"]))
+        if m.get("newlyAdded") or (observed and observed.healthy and observed.state in CATCHING_UP):
+            state = observed.state if observed else "newly added"
+            return ReconfigStep("wait", str(m["host"]), f"waiting for {m['host']} ({state})")
+    return None
+
+
+def _add_step(
+    spec: ReplicaSetSpec, config: Mapping[str, Any], members: list[dict[str, Any]], host: str
+) -> ReconfigStep:
+    voters = sum(1 for m in members if m.get("votes", 1))
+    voting = voters < MAX_VOTING_MEMBERS
+    new_id = max((int(m["_id"]) for m in members), default=-1) + 1
+    added = [*members, _member_doc(new_id, host, spec.priority(host) if voting else 0, int(voting))]
+    return ReconfigStep("add", host, f"adding {host}", _next_config(config, added))
+
+
+def _remove_step(
+    config: Mapping[str, Any],
+    members: list[dict[str, Any]],
+    extra: list[str],
+    status: ReplicaSetStatus,
+) -> ReconfigStep:
+    # Highest _id first: the last scaled-up pod leaves first, like a StatefulSet scale-down.
+    by_id = sorted(
+        (m for m in members if m["host"] in extra), key=lambda m: int(m["_id"]), reverse=True
+    )
+    host = str(by_id[0]["host"])
+    if host == status.primary:
+        return ReconfigStep("step_down", host, f"stepping down {host} before removing it")
+    kept = [m for m in members if m["host"] != host]
+    return ReconfigStep("remove", host, f"removing {host}", _next_config(config, kept))
+
+
+def _priority_step(
+    spec: ReplicaSetSpec, config: Mapping[str, Any], members: list[dict[str, Any]]
+) -> ReconfigStep | None:
+    """The first voting member whose priority differs from the spec, set right."""
+    for m in members:
+        host = str(m["host"])
+        want = spec.priority(host)
+        if m.get("votes", 1) == 0 or float(m.get("priority", 1.0)) == want:
+            continue
+        changed = [dict(x) for x in members]
+        for x in changed:
+            if x["host"] == host:
+                if want == 1.0:
+                    x.pop("priority", None)
+                else:
+                    x["priority"] = int(want) if want.is_integer() else want
+        return ReconfigStep(
+            "priority", host, f"setting priority {want} on {host}", _next_config(config, changed)
+        )
+    return None
+
+
 def next_reconfig(
     spec: ReplicaSetSpec, config: Mapping[str, Any], status: ReplicaSetStatus
 ) -> ReconfigStep | None:
@@ -83,72 +142,22 @@ def next_reconfig(
     members: list[dict[str, Any]] = [dict(m) for m in config.get("members", [])]
     configured = [str(m["host"]) for m in members]
     desired = list(spec.members)
-
-    for m in members:
-        observed = status.member(str(m["host"]))
-        if m.get("newlyAdded") or (observed and observed.healthy and observed.state in CATCHING_UP):
-            state = observed.state if observed else "newly added"
-            return ReconfigStep("wait", str(m["host"]), f"waiting for {m['host']} ({state})")
-
     missing = [h for h in desired if h not in configured]
     extra = [h for h in configured if h not in desired]
+
+    if wait := _newcomer_wait(members, status):
+        return wait
     if (missing or extra) and status.primary is None:
         return ReconfigStep("wait", None, "waiting for a primary")
-
     if missing:
-        host = missing[0]
-        voters = sum(1 for m in members if m.get("votes", 1))
-        voting = voters < MAX_VOTING_MEMBERS
-        new_id = max((int(m["_id"]) for m in members), default=-1) + 1
-        members.append(
-            _member_doc(new_id, host, spec.priority(host) if voting else 0, 1 if voting else 0)
-        )
-        return ReconfigStep("add", host, f"adding {host}", _next_config(config, members))
-
+        return _add_step(spec, config, members, missing[0])
     if extra:
-        # Highest _id first: the last scaled-up pod leaves first, like a StatefulSet scale-down.
-        by_id = sorted(
-            (m for m in members if m["host"] in extra), key=lambda m: int(m["_id"]), reverse=True
-        )
-        host = str(by_id[0]["host"])
-        if host == status.primary:
-            return ReconfigStep("step_down", host, f"stepping down {host} before removing it")
-        kept = [m for m in members if m["host"] != host]
-        return ReconfigStep("remove", host, f"removing {host}", _next_config(config, kept))
-
-    for m in members:
-        host = str(m["host"])
-        if m.get("votes", 1) == 0:
-            continue
-        want = spec.priority(host)
-        if float(m.get("priority", 1.0)) != want:
-            changed = [dict(x) for x in members]
-            for x in changed:
-                if x["host"] == host:
-                    if want == 1.0:
-                        x.pop("priority", None)
-                    else:
-                        x["priority"] = int(want) if want.is_integer() else want
-            return ReconfigStep(
-                "priority",
-                host,
-                f"setting priority {want} on {host}",
-                _next_config(config, changed),
-            )
-    return None
+        return _remove_step(config, members, extra, status)
+    return _priority_step(spec, config, members)
 
 
-def next_rolling_step(
-    status: ReplicaSetStatus, needs_restart: Sequence[str], *, max_lag_seconds: int = 10
-) -> RollingStep:
-    """Rolling restart order: secondaries one at a time, each caught up, the primary last.
-
-    ``needs_restart`` holds the members still running the old version/resources; the caller
-    restarts the returned host (deletes its pod) and calls again.
-    """
-    pending = set(needs_restart)
-    if not pending:
-        return RollingStep("done")
+def _rolling_wait(status: ReplicaSetStatus, max_lag_seconds: int) -> RollingStep | None:
+    """Why a rolling restart may not take its next step yet; None when it may."""
     if not status.initialized:
         return RollingStep("wait", reason="replica set not initialized")
     for m in status.members:
@@ -163,6 +172,34 @@ def next_rolling_step(
             lag = head - m.optime_seconds
             if lag > max_lag_seconds:
                 return RollingStep("wait", m.host, f"waiting for {m.host} to catch up ({lag}s)")
+    return None
+
+
+def _primary_step(status: ReplicaSetStatus, primary: str) -> RollingStep:
+    """The primary goes last: stepped down when another member can take over, else restarted."""
+    electable = [
+        m for m in status.members if m.host != primary and m.votes and m.priority > 0 and m.serving
+    ]
+    if not electable:
+        # A one-member set (or one whose others may not become primary) has nobody to hand
+        # over to: replSetStepDown would fail; the restart itself is the unavoidable outage.
+        return RollingStep("restart", primary, f"restarting {primary} (no other electable member)")
+    return RollingStep("step_down", primary, f"stepping down {primary} last")
+
+
+def next_rolling_step(
+    status: ReplicaSetStatus, needs_restart: Sequence[str], *, max_lag_seconds: int = 10
+) -> RollingStep:
+    """Rolling restart order: secondaries one at a time, each caught up, the primary last.
+
+    ``needs_restart`` holds the members still running the old version/resources; the caller
+    restarts the returned host (deletes its pod) and calls again.
+    """
+    pending = set(needs_restart)
+    if not pending:
+        return RollingStep("done")
+    if wait := _rolling_wait(status, max_lag_seconds):
+        return wait
     secondaries = sorted(
         (m for m in status.members if m.host in pending and m.host != status.primary),
         key=lambda m: m.id,
@@ -170,21 +207,8 @@ def next_rolling_step(
     )
     if secondaries:
         return RollingStep("restart", secondaries[0].host, f"restarting {secondaries[0].host}")
-    if status.primary in pending:
-        electable = [
-            m
-            for m in status.members
-            if m.host != status.primary and m.votes and m.priority > 0 and m.serving
-        ]
-        if not electable:
-            # A one-member set (or one whose others may not become primary) has nobody to hand
-            # over to: replSetStepDown would fail; the restart itself is the unavoidable outage.
-            return RollingStep(
-                "restart",
-                status.primary,
-                f"restarting {status.primary} (no other electable member)",
-            )
-        return RollingStep("step_down", status.primary, f"stepping down {status.primary} last")
+    if status.primary is not None and status.primary in pending:
+        return _primary_step(status, status.primary)
     return RollingStep("done")
 
 
