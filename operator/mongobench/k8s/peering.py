@@ -116,8 +116,8 @@ def relayed(relay: PauseRelay) -> Iterator[None]:
             with contextlib.suppress(asyncio.CancelledError):
                 await follower
 
-    daemons.daemon_killer = daemon_killer  # type: ignore[assignment]
+    daemons.daemon_killer = daemon_killer
     try:
         yield
     finally:
-        daemons.daemon_killer = original  # type: ignore[assignment]
+        daemons.daemon_killer = original

@@ -71,9 +71,7 @@ class Wakeups:
         self._work: dict[Hashable, tuple[Callable[[], object], contextvars.Context]] = {}
         self._running: set[Hashable] = set()
         # Failed and waiting out their backoff: when, and the work to retry.
-        self._retries: dict[
-            Hashable, tuple[float, Callable[[], object], contextvars.Context]
-        ] = {}
+        self._retries: dict[Hashable, tuple[float, Callable[[], object], contextvars.Context]] = {}
         self._failures: dict[Hashable, int] = {}
         self._paused = False
         self._closed = False
