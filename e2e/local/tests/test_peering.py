@@ -4,8 +4,8 @@ share a KopfPeering on the real local plane, with a MongoCluster and a Benchmark
 ticking, in both start orders:
 
 - the replica of lower priority sends the apiserver nothing while it is paused but what kopf's
-  peering itself needs (its keep-alives and its watch of the peering object, kopf's watch of
-  CRDs and API discovery): no read of a MongoCluster, a BenchmarkRun or a child, no write;
+  peering itself needs (its keep-alives and its watch of the peering object, kopf's watches of
+  CRDs and namespaces, API discovery): no read of a MongoCluster, a BenchmarkRun or a child, no write;
 - when the active replica dies (SIGKILL: no goodbye), the other resumes once its keep-alive
   expires and ticks the run again within seconds, and also a run created while it was paused.
 
@@ -71,11 +71,12 @@ class Request:
     @property
     def peering_or_discovery(self) -> bool:
         """What a paused kopf still sends: its peering (keep-alive patches, the watch of the
-        peering object), its watch of CRDs, and API discovery."""
+        peering object), its observation of CRDs and namespaces, and API discovery."""
         return (
             self.resource is None
             or self.group == "kopf.dev"
             or self.resource == "customresourcedefinitions"
+            or (self.resource == "namespaces" and self.verb in ("list", "watch"))
         )
 
 
