@@ -5,7 +5,8 @@ ticking, in both start orders:
 
 - the replica of lower priority sends the apiserver nothing while it is paused but what kopf's
   peering itself needs (its keep-alives and its watch of the peering object, kopf's watches of
-  CRDs and namespaces, API discovery): no read of a MongoCluster, a BenchmarkRun or a child, no write;
+  CRDs and namespaces, API discovery): no read of a MongoCluster, a BenchmarkRun or a child,
+  no write;
 - when the active replica dies (SIGKILL: no goodbye), the other resumes once its keep-alive
   expires and ticks the run again within seconds, and also a run created while it was paused.
 

@@ -11,8 +11,8 @@ kopf.spawn_tasks creates and hands to its own root tasks, among them
 `kopf._core.engines.daemons.daemon_killer`: kopf's reaction to the pause for its timers, the
 very thing the ticker stands in for. `relayed` puts a wrapper in that function's place for the
 time of kopf.run: the wrapper follows the same ToggleSet into a PauseRelay, then runs kopf's
-daemon killer unchanged. Private, so kept here alone; operator/tests/unit/test_peering_relay.py fails
-when kopf stops handing the ToggleSet to its daemon killer.
+daemon killer unchanged. Private, so kept here alone; operator/tests/unit/test_peering_relay.py
+fails when kopf stops handing the ToggleSet to its daemon killer.
 
 Ordering: the relay and kopf's watchers wait on the same ToggleSet, so both wake with one notify;
 the relay resumes the scheduler in its next step, with no I/O in between, while a watcher first
