@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -114,8 +115,14 @@ def run_reads(plane: Plane, user: str, since: float, run: str = "minimal") -> li
     ]
 
 
-def logged(operator: OperatorProcess, text: str) -> bool:
-    return any(text in str(r.get("message", "")) for r in operator.log_records())
+def logged(operator: OperatorProcess, text: str) -> int:
+    """How many of the operator's log messages contain `text`."""
+    return sum(text in str(r.get("message", "")) for r in operator.log_records())
+
+
+# Logged once the work that ran when the pause came has ended: every peered replica starts
+# paused (until kopf has read the peering object), so each start logs it once too.
+PAUSED = "paused by peering: the operator's own running work has ended"
 
 
 def start(plane: Plane, namespace: str, user: str, priority: int, log: Path) -> OperatorProcess:
@@ -162,6 +169,15 @@ def assert_silent_while_paused(
     return seen
 
 
+def report(order: str, seen: list[Request], paused_for: float, delay: float) -> None:
+    kinds = Counter(f"{r.verb} {r.resource or r.uri}" for r in seen)
+    print(
+        f"\n{order}: the paused replica sent {len(seen)} requests in {paused_for:.1f} s, "
+        f"all peering or discovery ({dict(kinds)}); it resumed {delay:.1f} s after the active "
+        f"one died (keep-alive lifetime {LIFETIME} s)"
+    )
+
+
 def assert_resumes_after_the_active_one_dies(
     plane: Plane,
     active: OperatorProcess,
@@ -171,6 +187,7 @@ def assert_resumes_after_the_active_one_dies(
 ) -> float:
     """SIGKILL the active replica; the standby resumes and ticks the runs again (its ticks were
     dropped with the pause: the replayed events bring them back). Its delay."""
+    resumes = logged(standby, "resumed by peering")
     killed = time.time()
     active.kill()
     for run in runs:
@@ -179,7 +196,7 @@ def assert_resumes_after_the_active_one_dies(
             timeout=LIFETIME + 20,
             what=f"{standby_user} ticking the run {run} after the active replica died",
         )
-    assert logged(standby, "resumed by peering")
+    assert logged(standby, "resumed by peering") == resumes + 1
     return min(run_reads(plane, standby_user, killed, run)[0].at for run in runs) - killed
 
 
@@ -193,9 +210,10 @@ def test_a_replica_started_second_with_a_higher_priority_silences_the_first(
     try:
         began = time.time()
         wait_until(lambda: len(run_reads(plane, "replica-low", began)) >= 2, timeout=30)
+        pauses = logged(low, PAUSED)
         high = start(plane, namespace, "replica-high", HIGH, tmp_path / "high.log")
         wait_until(
-            lambda: logged(low, "paused by peering: no work of the operator's own runs"),
+            lambda: logged(low, PAUSED) > pauses,
             timeout=30,
             what="the low-priority replica paused, its running work ended",
         )
@@ -205,15 +223,12 @@ def test_a_replica_started_second_with_a_higher_priority_silences_the_first(
         # A run created while the low-priority replica is paused: the active one starts it.
         plane.kubectl("apply", "-n", namespace, "-f", "-", input=LEARNED_RUN)
         wait_until(lambda: run_reads(plane, "replica-high", paused, "learned"), timeout=30)
-        seen = assert_silent_while_paused(plane, "replica-low", paused, time.time())
+        checked = time.time()
+        seen = assert_silent_while_paused(plane, "replica-low", paused, checked)
         delay = assert_resumes_after_the_active_one_dies(
             plane, high, low, "replica-low", runs=("minimal", "learned")
         )
-        print(
-            f"low first: {len(seen)} requests of the paused replica in "
-            f"{time.time() - paused:.1f} s, all peering or discovery; it resumed "
-            f"{delay:.1f} s after the active one died (keep-alive lifetime {LIFETIME} s)"
-        )
+        report("low first", seen, checked - paused, delay)
     finally:
         low.stop()
         if high is not None:
@@ -233,20 +248,17 @@ def test_a_replica_started_second_with_a_lower_priority_stays_silent(
         started = time.time()
         low = start(plane, namespace, "replica-low", LOW, tmp_path / "low.log")
         wait_until(
-            lambda: logged(low, "paused by peering: no work of the operator's own runs"),
+            lambda: logged(low, PAUSED),
             timeout=30,
             what="the low-priority replica paused from its start",
         )
         checkpoint = time.time()
         wait_until(lambda: len(run_reads(plane, "replica-high", checkpoint)) >= 4, timeout=30)
         # From its very start: kopf pauses a replica before its first watch of a resource.
-        seen = assert_silent_while_paused(plane, "replica-low", started, time.time())
+        checked = time.time()
+        seen = assert_silent_while_paused(plane, "replica-low", started, checked)
         delay = assert_resumes_after_the_active_one_dies(plane, high, low, "replica-low")
-        print(
-            f"high first: {len(seen)} requests of the paused replica in "
-            f"{time.time() - started:.1f} s, all peering or discovery; it resumed "
-            f"{delay:.1f} s after the active one died (keep-alive lifetime {LIFETIME} s)"
-        )
+        report("high first", seen, checked - started, delay)
     finally:
         high.stop()
         if low is not None:

@@ -96,7 +96,7 @@ async def follow(paused: aiotoggles.ToggleSet, relay: PauseRelay) -> None:
             while relay.busy() and paused.is_on():
                 await asyncio.sleep(IDLE_POLL)
             if paused.is_on():
-                log.info("paused by peering: no work of the operator's own runs")
+                log.info("paused by peering: the operator's own running work has ended")
         await paused.wait_for(False)
         if relay.set(False):
             log.info("resumed by peering: ticks come back with the resources' events")

@@ -103,9 +103,9 @@ def test_kopfs_pause_and_resume_reach_the_ticker_and_the_wake_ups(
         count = len(ticks)
         await asyncio.sleep(0.2)  # twenty intervals: nothing starts
         assert len(ticks) == count
-        assert "no work of the operator's own runs" not in caplog.text  # "slow" still runs
+        assert "the operator's own running work has ended" not in caplog.text  # "slow" still runs
         release.set()
-        await until_async(lambda: "no work of the operator's own runs" in caplog.text)
+        await until_async(lambda: "the operator's own running work has ended" in caplog.text)
 
         await peer.turn_to(False)  # the peer is gone: kopf resumes and replays the events
         await until_async(lambda: not relay.paused)
