@@ -76,8 +76,10 @@ class OperatorState:
         )
 
     def forget(self, kind: str, namespace: str, name: str) -> None:
-        """A resource is gone: stop its ticks, drop its lock and close its MongoDB clients."""
+        """A resource is gone: stop its ticks and its queued or retried work, drop its lock and
+        close its MongoDB clients."""
         self.ticker.stop((kind, namespace, name))
+        self.wakeups.forget((kind, namespace, name))
         self.locks.forget(kind, namespace, name)
         if kind == "MongoCluster":
             self.admins.forget(namespace, name)

@@ -12,7 +12,8 @@ resource afresh), and events that arrive while it waits add nothing.
 Failures: failed work is retried after a delay that doubles per consecutive failure of its key
 up to a cap (controller-runtime's rate-limited queue); a success forgets the count. A wake-up
 while the key waits out its delay runs at once (new information); a tick (`unless_busy`) does
-not shorten the delay. kopf's PermanentError is not retried.
+not shorten the delay. kopf's PermanentError is not retried, nor is the work of a resource
+that is gone (`forget`, from OperatorState.forget).
 
 Pause (kopf's peering, k8s.peering): while paused nothing is queued and nothing starts; what
 was queued or waiting for a retry is dropped, as kopf stops its own timers: the active peer does
@@ -176,6 +177,14 @@ class Wakeups:
                             return
                 nxt = min((when for when, _, _ in self._retries.values()), default=now + 60.0)
                 self._changed.wait(max(0.0, nxt - self._clock()))
+
+    def forget(self, key: Hashable) -> None:
+        """The key's resource is gone: drop its queued work, its retry and its failures."""
+        with self._changed:
+            self._work.pop(key, None)
+            self._retries.pop(key, None)
+            self._failures.pop(key, None)
+            self._changed.notify_all()
 
     def pause(self) -> None:
         """Stop: drop what is queued and what waits for a retry; start nothing until `resume`."""

@@ -193,6 +193,27 @@ def test_an_event_during_a_backoff_runs_at_once_a_tick_waits() -> None:
     pool.shutdown()
 
 
+def test_a_forgotten_key_is_not_retried() -> None:
+    """Its resource was deleted (OperatorState.forget): a failure of its last work is not
+    retried for ever."""
+    pool = ThreadPoolExecutor(1)
+    wakeups = Wakeups(pool, backoff=Backoff(0.3, 0.3))
+    runs: list[int] = []
+
+    def fail() -> None:
+        runs.append(1)
+        raise RuntimeError("404")
+
+    wakeups.wake("k", fail)
+    until(lambda: wakeups.retrying("k") is not None)
+    wakeups.forget("k")
+    assert wakeups.retrying("k") is None and not len(wakeups)
+    threading.Event().wait(0.7)  # two backoffs
+    assert runs == [1]
+    wakeups.close()
+    pool.shutdown()
+
+
 def test_a_permanent_error_is_not_retried(caplog: pytest.LogCaptureFixture) -> None:
     pool = ThreadPoolExecutor(1)
     wakeups = Wakeups(pool, backoff=Backoff(0.01, 0.01))
