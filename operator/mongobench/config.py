@@ -26,6 +26,9 @@ class OperatorConfig:
     peering: str = "mongobench"
     peering_mandatory: bool = False
     priority: int = field(default_factory=lambda: _default_priority())  # noqa: PLW0108 - defined below
+    # Seconds a replica's keep-alive holds (kopf's default): a replica killed without a goodbye
+    # keeps the others paused that long.
+    peering_lifetime: int = 60
     json_logs: bool = True
     verbose: bool = False
     prometheus_url: str | None = None
@@ -76,6 +79,7 @@ class OperatorConfig:
                 peering=get("PEERING", defaults.peering),
                 peering_mandatory=get("PEERING_MANDATORY", "false").lower() == "true",
                 priority=int(get("PRIORITY", str(defaults.priority))),
+                peering_lifetime=int(get("PEERING_LIFETIME", str(defaults.peering_lifetime))),
                 json_logs=get("LOG_FORMAT", "json") == "json",
                 verbose=get("VERBOSE", "false").lower() == "true",
                 prometheus_url=get("PROMETHEUS_URL", "") or None,

@@ -14,6 +14,8 @@ from kopf._core.engines import posting
 import mongobench.handlers  # noqa: F401 - importing registers the handlers
 from mongobench.config import OperatorConfig
 from mongobench.k8s.credentials import CredentialsError
+from mongobench.k8s.peering import PauseRelay, relayed
+from mongobench.k8s.wakeups import Backoff
 from mongobench.observability import logs, metrics
 from mongobench.state import OperatorState, state_of
 
@@ -32,10 +34,17 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     # kopf's handler threads and posts Events as handlers do (kopf's posting variables).
     try:
         memo.state = OperatorState.create(
-            executor=settings.execution.executor, carried=KOPF_POSTING
+            executor=settings.execution.executor,
+            carried=KOPF_POSTING,
+            # Failed wake-ups and ticks: from half a second, doubling, up to a handler's retry.
+            retries=Backoff(min(0.5, config.retry_backoff), config.retry_backoff),
         )
     except CredentialsError as exc:
         raise kopf.PermanentError(str(exc)) from None
+    # Peering pauses the ticker and the wake-ups with kopf's watches (k8s.peering, set up by run).
+    pauses = getattr(memo, "pauses", None)
+    if isinstance(pauses, PauseRelay):
+        pauses.subscribe(memo.state)
     # Progress and the last-handled spec live in annotations, so a restarted operator resumes
     # where it stopped without a status field of kopf's own.
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="mongobench.io")
@@ -49,6 +58,7 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     settings.posting.event_name_prefix = "mongobench-"
     settings.peering.name = config.peering
     settings.peering.priority = config.priority
+    settings.peering.lifetime = config.peering_lifetime
     settings.peering.stealth = True
     settings.watching.server_timeout = 270
     settings.watching.client_timeout = 300
@@ -122,13 +132,19 @@ def run(config: OperatorConfig) -> None:
         "starting mongobench operator",
         extra={"namespaces": list(config.namespaces) or "all", "peering": config.peering},
     )
-    kopf.run(
-        clusterwide=not config.namespaces,
-        namespaces=config.namespaces,
-        liveness_endpoint=f"http://0.0.0.0:{config.probe_port}/healthz",
-        # Several replicas (the Helm chart's setting) peer through a mandatory peering object; a
-        # single one runs standalone, without peering keep-alive writes every minute.
-        peering_name=config.peering if config.peering_mandatory else None,
-        standalone=not config.peering_mandatory,
-        priority=config.priority,
-    )
+    # kopf's peering pause reaches the operator's own scheduler through the relay (configure
+    # subscribes the state to it).
+    pauses = PauseRelay()
+    with relayed(pauses):
+        kopf.run(
+            memo=kopf.Memo(pauses=pauses),
+            clusterwide=not config.namespaces,
+            namespaces=config.namespaces,
+            liveness_endpoint=f"http://0.0.0.0:{config.probe_port}/healthz",
+            # Several replicas (the Helm chart's setting) peer through a mandatory peering
+            # object; a single one runs standalone, without peering keep-alive writes every
+            # minute.
+            peering_name=config.peering if config.peering_mandatory else None,
+            standalone=not config.peering_mandatory,
+            priority=config.priority,
+        )

@@ -6,8 +6,12 @@ call, so nothing of the kind lives in module globals:
 - per-resource locks (one reconcile of a resource at a time);
 - the rollout last seen of each child workload (a child's event that changes none of it wakes
   no sync);
-- the wake-ups a child's event queues for its MongoCluster or BenchmarkRun (by key, coalesced);
+- the wake-ups a child's event queues for its MongoCluster or BenchmarkRun (by key, coalesced,
+  failed work retried with a per-key backoff);
 - the ticker: which resources tick, how often, and their work (the timers, without bodies);
+  with the wake-ups, the operator's only trigger besides kopf's handlers, so `pause` and
+  `resume` (kopf's peering, relayed by k8s.peering) stop and start all of the operator's own
+  work, as kopf stops and starts its watches;
 - the MongoDB administration handles, one per cluster, replaced when the cluster's credentials
   change and closed when it is deleted.
 """
@@ -26,7 +30,7 @@ from mongobench.k8s import client as kube
 from mongobench.k8s.locks import ResourceLocks
 from mongobench.k8s.rollout import SeenRollouts
 from mongobench.k8s.ticker import Ticker
-from mongobench.k8s.wakeups import Wakeups
+from mongobench.k8s.wakeups import Backoff, Wakeups
 from mongobench.mongo.connect import resolver_from_env
 from mongobench.mongo.pool import AdminPool
 
@@ -48,16 +52,18 @@ class OperatorState:
         api: kube.ApiClient | None = None,
         executor: Executor | None = None,
         carried: Iterable[contextvars.ContextVar[Any]] = (),
+        retries: Backoff | None = None,
     ) -> OperatorState:
         """`executor`: kopf's, for handler threads (a pool of one's own when not given);
-        `carried`: the context variables wake-ups run with (kopf's Event posting)."""
+        `carried`: the context variables wake-ups run with (kopf's Event posting); `retries`:
+        how failed wake-ups and ticks are retried."""
         api = api or kube.new_api_client()
         kube.bind(api)
         admins = AdminPool(resolver=resolver_from_env(os.environ))
         own: ThreadPoolExecutor | None = None  # shut down with the state
         if executor is None:
             executor = own = ThreadPoolExecutor(thread_name_prefix="wakeup")
-        wakeups = Wakeups(executor, carried)
+        wakeups = Wakeups(executor, carried, backoff=retries)
         return cls(
             api,
             ResourceLocks(),
@@ -70,14 +76,32 @@ class OperatorState:
         )
 
     def forget(self, kind: str, namespace: str, name: str) -> None:
-        """A resource is gone: stop its ticks, drop its lock and close its MongoDB clients."""
+        """A resource is gone: stop its ticks and its queued or retried work, drop its lock and
+        close its MongoDB clients."""
         self.ticker.stop((kind, namespace, name))
+        self.wakeups.forget((kind, namespace, name))
         self.locks.forget(kind, namespace, name)
         if kind == "MongoCluster":
             self.admins.forget(namespace, name)
 
+    def pause(self) -> None:
+        """Peering paused the operator: drop every tick and all queued work; start none."""
+        self.ticker.pause()
+        self.wakeups.pause()
+
+    def resume(self) -> None:
+        """Peering resumed the operator: kopf replays the resources' events, which schedule
+        their ticks and wake their work again."""
+        self.wakeups.resume()
+        self.ticker.resume()
+
+    def busy(self) -> bool:
+        """Whether work started before a pause still runs."""
+        return not self.wakeups.idle(timeout=0)
+
     def close(self) -> None:
         self.ticker.close()
+        self.wakeups.close()
         if self.own_pool is not None:
             self.own_pool.shutdown(wait=False, cancel_futures=True)
         self.admins.close()

@@ -33,7 +33,7 @@ from kubernetes import client as k8s
 from localplane import procs
 from localplane.net import free_port
 from localplane.nodes import NodeSet
-from localplane.pki import Pki, make_pki
+from localplane.pki import Pki, client_cert, make_pki
 from localplane.stages import write_stages
 from localplane.tools import binary
 
@@ -559,9 +559,26 @@ class Plane:
         finally:
             conn.close()
 
-    def _write_kubeconfig(self, pki: Pki) -> None:
+    def user_kubeconfig(self, user: str) -> Path:
+        """A kubeconfig like `kubeconfig` (an admin) for a user of its own: two processes told
+        apart in the audit log (e.g. two operator replicas)."""
+        crt, key = client_cert(self.pki, user)
+        path = self.workdir / f"kubeconfig-{user}"
+        self._write_kubeconfig(self.pki, path, crt, key, user)
+        return path
+
+    def _write_kubeconfig(
+        self,
+        pki: Pki,
+        path: Path | None = None,
+        crt: Path | None = None,
+        key: Path | None = None,
+        user: str = "mongobench-admin",
+    ) -> None:
         def b64(path: Path) -> str:
             return base64.b64encode(path.read_bytes()).decode()
+
+        path = path or self.kubeconfig
 
         # Inline data: the file is self-contained (kopf, kubectl, helm all read it as is).
         config = {
@@ -578,23 +595,23 @@ class Plane:
             ],
             "users": [
                 {
-                    "name": "mongobench-admin",
+                    "name": user,
                     "user": {
-                        "client-certificate-data": b64(pki.admin_crt),
-                        "client-key-data": b64(pki.admin_key),
+                        "client-certificate-data": b64(crt or pki.admin_crt),
+                        "client-key-data": b64(key or pki.admin_key),
                     },
                 }
             ],
             "contexts": [
                 {
                     "name": "mongobench-local",
-                    "context": {"cluster": "mongobench-local", "user": "mongobench-admin"},
+                    "context": {"cluster": "mongobench-local", "user": user},
                 }
             ],
             "current-context": "mongobench-local",
         }
-        self.kubeconfig.write_text(yaml.safe_dump(config, sort_keys=False))
-        self.kubeconfig.chmod(0o600)
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
+        path.chmod(0o600)
 
     def _create_storage_classes(self) -> None:
         storage = k8s.StorageV1Api(self._api())

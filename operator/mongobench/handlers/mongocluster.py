@@ -137,7 +137,8 @@ def _child_sync(memo: kopf.Memo, kind: str, namespace: str, child: str, cluster:
         with refusals(KIND, namespace, cluster, cond.READY, state.locks):
             _sync(memo, namespace, cluster)
     except Exception:
-        # Not retried: the next event with the same rollout must sync again.
+        # Retried by the queue after a backoff (k8s.wakeups); and the next event with the same
+        # rollout syncs again.
         state.rollouts.forget(kind, namespace, child)
         raise
 

@@ -14,8 +14,14 @@ Timing follows kopf's timers: the first tick comes `first` seconds after the res
 tick (kopf's `idle`, counted once), then each one `interval` after the last one ended (up to
 SLACK early, so that ticks due together go out in one pass);
 registering again with the same interval keeps the schedule (only the work is replaced), so
-frequent events never starve it. A failed tick is logged by the queue and the next tick
-retries, as kopf retries a timer.
+frequent events never starve it. A failed tick is retried by the queue after its key's backoff
+(k8s.wakeups); the ticks meanwhile leave the key alone.
+
+Pause (kopf's peering, k8s.peering): kopf stops its own timers when peering pauses the
+operator and starts them again from the resources' events after the resume. So does the
+ticker: `pause` forgets every entry and ignores `schedule` until `resume`; kopf re-lists every
+resource when it resumes, and each one's event schedules its ticks again (first tick `first`
+seconds later), while a resource deleted meanwhile never ticks again.
 
 Owned by the operator's state (mongobench.state); one thread that only queues work.
 """
@@ -51,6 +57,7 @@ class Ticker:
         self._changed = threading.Condition()
         self._thread: threading.Thread | None = None
         self._closed = False
+        self._paused = False
 
     def schedule(
         self,
@@ -69,7 +76,7 @@ class Ticker:
             return
         wake = key if wake_key is None else wake_key
         with self._changed:
-            if self._closed:
+            if self._closed or self._paused:
                 return
             entry = self._entries.get(key)
             if entry is not None and entry.interval == interval:
@@ -87,6 +94,18 @@ class Ticker:
     def stop(self, key: Hashable) -> None:
         with self._changed:
             self._entries.pop(key, None)
+
+    def pause(self) -> None:
+        """Stop every tick and forget them; `schedule` does nothing until `resume`."""
+        with self._changed:
+            self._paused = True
+            self._entries.clear()
+            self._changed.notify()
+
+    def resume(self) -> None:
+        """Take `schedule` again: the resources' replayed events bring their ticks back."""
+        with self._changed:
+            self._paused = False
 
     def close(self) -> None:
         with self._changed:

@@ -137,8 +137,13 @@ def test_the_state_owns_the_api_client_and_closes_it() -> None:
         assert kube.api_client() is api
         handle = lend(state.admins, "c")
         state.locks.lock("MongoCluster", "ns", "c")
+        state.ticker.schedule(("MongoCluster", "ns", "c"), True, 60, lambda: None)
+        state.wakeups.wake(("MongoCluster", "ns", "c"), lambda: 1 / 0)  # retried after a backoff
+        assert state.wakeups.idle(timeout=5)
+        assert state.wakeups.retrying(("MongoCluster", "ns", "c")) is not None
         state.forget("MongoCluster", "ns", "c")
         assert closes(handle) == 1 and len(state.locks) == 0
+        assert not len(state.ticker) and not len(state.wakeups)  # nor ticked, nor retried
         assert state.cluster_data.admins is state.admins  # one pool for clusters and runs
     finally:
         state.close()

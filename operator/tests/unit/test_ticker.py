@@ -1,7 +1,8 @@
 """Unit tier: the ticker (mongobench.k8s.ticker) with real threads and short intervals: a key
 ticks until stopped; scheduling again keeps its schedule and takes the latest work (frequent
 events never starve it); ticks go through the wake-up queue, so ticks that pile up behind busy
-threads run once; a tick posts kopf Events as a handler does; closing stops the thread."""
+threads run once; a tick posts kopf Events as a handler does; a pause (kopf's peering) stops
+every tick until the resumed resources' events schedule them again; closing stops the thread."""
 
 from __future__ import annotations
 
@@ -126,4 +127,40 @@ def test_the_next_tick_comes_an_interval_after_the_last_one_ended() -> None:
     gaps = [later[0] - earlier[1] for earlier, later in itertools.pairwise(spans)]
     # Ticks due within SLACK go early; at a fixed rate the gaps would be 0.3 - 0.15.
     assert all(gap >= 0.3 - SLACK - 0.01 for gap in gaps), gaps
+    pool.shutdown()
+
+
+def test_a_pause_stops_every_tick_and_the_resumed_events_bring_them_back() -> None:
+    """kopf's peering paused the operator: no tick fires while paused, and events that still
+    arrive schedule nothing; after the resume, the resources' replayed events schedule their
+    ticks again (the first one `first` seconds later), and a resource deleted meanwhile,
+    whose event never comes, never ticks again."""
+    pool = ThreadPoolExecutor(2)
+    wakeups = Wakeups(pool)
+    ticker = Ticker(wakeups)
+    runs: list[str] = []
+    for key in ("kept", "deleted meanwhile"):
+        ticker.schedule(key, True, 0.01, lambda k=key: runs.append(k), first=0)  # type: ignore[misc]
+    until(lambda: {"kept", "deleted meanwhile"} <= set(runs))
+    ticker.pause()
+    wakeups.pause()
+    assert not len(ticker) and ticker.interval("kept") is None
+    ticker.schedule("kept", True, 0.01, lambda: runs.append("while paused"), first=0)
+    assert wakeups.idle(timeout=5)
+    paused_at = len(runs)
+    threading.Event().wait(0.2)  # twenty intervals
+    assert len(runs) == paused_at and "while paused" not in runs
+    wakeups.resume()
+    ticker.resume()
+    resumed, first = time.monotonic(), []
+
+    def tick() -> None:
+        first.append(first[0] if first else time.monotonic())
+        runs.append("resumed")
+
+    ticker.schedule("kept", True, 0.01, tick, first=0.2)
+    until(lambda: runs.count("resumed") >= 3)
+    assert runs.count("deleted meanwhile") == runs[:paused_at].count("deleted meanwhile")
+    assert first[0] - resumed >= 0.2 - SLACK
+    ticker.close()
     pool.shutdown()

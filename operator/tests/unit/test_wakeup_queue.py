@@ -1,20 +1,25 @@
 """Unit tier: the wake-up queue (mongobench.k8s.wakeups) with real threads: a key waits at most
 once, never runs twice at a time, runs again when woken while running, carries only the context
-variables it is told to (kopf's Event posting, not the handler's cause), and a failure is logged
-and frees its key."""
+variables it is told to (kopf's Event posting, not the handler's cause); a failure is logged and
+retried after a per-key backoff that grows until a success resets it; a pause (kopf's peering)
+drops what waits and starts nothing until the resume; closing stops the retries."""
 
 from __future__ import annotations
 
 import contextvars
+import itertools
 import logging
 import threading
+import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import kopf
 import pytest
 from kopf_posting import posted
 
-from mongobench.k8s.wakeups import Wakeups
+from mongobench.k8s.wakeups import Backoff, Wakeups
 
 pytestmark = pytest.mark.unit
 
@@ -22,12 +27,16 @@ WHO = contextvars.ContextVar("WHO", default="nobody")
 CAUSE: contextvars.ContextVar[Any] = contextvars.ContextVar("CAUSE", default=None)
 
 
-def settle(wakeups: Wakeups) -> None:
-    for _ in range(500):
-        if not len(wakeups):
+def settle(wakeups: Wakeups, seconds: float = 5) -> None:
+    until(lambda: not len(wakeups), seconds)
+
+
+def until(what: Callable[[], bool], seconds: float = 5) -> None:
+    for _ in range(int(seconds / 0.01)):
+        if what():
             return
         threading.Event().wait(0.01)
-    raise AssertionError("the queue never emptied")
+    raise AssertionError("never happened")
 
 
 def test_events_while_a_key_waits_wake_it_once_with_the_latest_work() -> None:
@@ -100,18 +109,188 @@ def test_a_wake_up_posts_kopf_events_as_a_handler_does() -> None:
     pool.shutdown()
 
 
-def test_a_failure_is_logged_and_frees_its_key(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_failure_is_logged_and_retried_after_its_backoff(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     pool = ThreadPoolExecutor(1)
-    wakeups = Wakeups(pool)
-    ran = []
+    wakeups = Wakeups(pool, backoff=Backoff(0.05, 1))
+    key = ("BenchmarkRun", "ns", "r")
+    attempts: list[int] = []
+
+    def flaky() -> None:
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise ZeroDivisionError
+
     with caplog.at_level(logging.ERROR, logger="mongobench.k8s.wakeups"):
-        wakeups.wake(("BenchmarkRun", "ns", "r"), lambda: 1 / 0)
+        wakeups.wake(key, flaky)
         settle(wakeups)
-    assert "wake-up of ('BenchmarkRun', 'ns', 'r') failed" in caplog.text
+    assert "wake-up of ('BenchmarkRun', 'ns', 'r') failed; retried in 0.05 s" in caplog.text
     assert "ZeroDivisionError" in caplog.text
-    assert wakeups.wake(("BenchmarkRun", "ns", "r"), lambda: ran.append(1))
+    assert len(attempts) == 2  # not dropped until the next event: retried, then done
+    wakeups.close()
+    pool.shutdown()
+
+
+def test_a_failing_key_is_retried_with_growing_delays_until_it_succeeds(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """controller-runtime's rate-limited queue: the delay doubles per failure in a row, up to a
+    cap, per key; a success forgets the failures, so the next failure waits the first delay."""
+    caplog.set_level(logging.ERROR, logger="mongobench.k8s.wakeups")
+    pool = ThreadPoolExecutor(2)
+    wakeups = Wakeups(pool, backoff=Backoff(0.05, 0.2))
+    starts: list[float] = []
+    failing = [5]  # failures to come
+
+    def work() -> None:
+        starts.append(time.monotonic())
+        if failing[0]:
+            failing[0] -= 1
+            raise RuntimeError("the apiserver said 500")
+
+    other: list[int] = []
+    wakeups.wake("k", work)
+    wakeups.wake("other", lambda: other.append(1))  # another key: not held back by "k"
+    settle(wakeups, seconds=10)
+    assert other == [1]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(starts)]
+    assert len(starts) == 6, starts  # five failures, each retried, then a success
+    delays = (0.05, 0.1, 0.2, 0.2, 0.2)  # doubling, then capped
+    assert [r.getMessage().split("retried in ")[1] for r in caplog.records] == [
+        f"{d:.3g} s (failure {n} in a row)" for n, d in enumerate(delays, 1)
+    ]
+    for gap, delay in zip(gaps, delays, strict=True):  # never earlier than the backoff
+        assert gap >= delay - 0.005, gaps
+    # The success forgot the failures: the next failure waits the first delay again.
+    failing[0] = 1
+    caplog.clear()
+    wakeups.wake("k", work)
     settle(wakeups)
-    assert ran == [1]
+    assert [r.getMessage().split("retried in ")[1] for r in caplog.records] == [
+        "0.05 s (failure 1 in a row)"
+    ]
+    wakeups.close()
+    pool.shutdown()
+
+
+def test_an_event_during_a_backoff_runs_at_once_a_tick_waits() -> None:
+    pool = ThreadPoolExecutor(1)
+    wakeups = Wakeups(pool, backoff=Backoff(30, 30))
+    runs: list[str] = []
+
+    def fail() -> None:
+        runs.append("failed")
+        raise RuntimeError("MongoDB unreachable")
+
+    wakeups.wake("k", fail)
+    until(lambda: wakeups.retrying("k") is not None)
+    assert not wakeups.wake("k", lambda: runs.append("tick"), unless_busy=True)
+    assert wakeups.wake("k", lambda: runs.append("event"))  # new information: now
+    settle(wakeups)
+    assert runs == ["failed", "event"] and wakeups.retrying("k") is None
+    wakeups.close()
+    pool.shutdown()
+
+
+def test_a_forgotten_key_is_not_retried() -> None:
+    """Its resource was deleted (OperatorState.forget): a failure of its last work is not
+    retried for ever."""
+    pool = ThreadPoolExecutor(1)
+    wakeups = Wakeups(pool, backoff=Backoff(0.3, 0.3))
+    runs: list[int] = []
+
+    def fail() -> None:
+        runs.append(1)
+        raise RuntimeError("404")
+
+    wakeups.wake("k", fail)
+    until(lambda: wakeups.retrying("k") is not None)
+    wakeups.forget("k")
+    assert wakeups.retrying("k") is None and not len(wakeups)
+    threading.Event().wait(0.7)  # two backoffs
+    assert runs == [1]
+    wakeups.close()
+    pool.shutdown()
+
+
+def test_a_permanent_error_is_not_retried(caplog: pytest.LogCaptureFixture) -> None:
+    pool = ThreadPoolExecutor(1)
+    wakeups = Wakeups(pool, backoff=Backoff(0.01, 0.01))
+    runs: list[int] = []
+
+    def refuse() -> None:
+        runs.append(1)
+        raise kopf.PermanentError("the spec cannot work")
+
+    with caplog.at_level(logging.ERROR, logger="mongobench.k8s.wakeups"):
+        wakeups.wake("k", refuse)
+        settle(wakeups)
+    threading.Event().wait(0.1)  # ten backoffs
+    assert runs == [1] and "failed for good, not retried" in caplog.text
+    wakeups.close()
+    pool.shutdown()
+
+
+def test_a_pause_drops_queued_work_and_starts_nothing_until_resumed() -> None:
+    """kopf's peering paused the operator: what waits is dropped (the active peer does it, and
+    kopf replays every resource's events after the resume); the work running then ends."""
+    pool = ThreadPoolExecutor(1)
+    wakeups = Wakeups(pool, backoff=Backoff(0.2, 0.2))
+    inside, release = threading.Event(), threading.Event()
+    runs: list[str] = []
+
+    def running() -> None:
+        inside.set()
+        release.wait(5)
+        runs.append("running")
+
+    def failing() -> None:
+        runs.append("failing")
+        raise RuntimeError("500")
+
+    wakeups.wake("failing", failing)
+    until(lambda: wakeups.retrying("failing") is not None)
+    wakeups.wake("running", running)
+    assert inside.wait(5)
+    wakeups.wake("queued", lambda: runs.append("queued"))  # behind the only thread
+    wakeups.wake("running", lambda: runs.append("running again"))  # behind itself
+    wakeups.pause()
+    assert not wakeups.wake("woken while paused", lambda: runs.append("woken while paused"))
+    assert not wakeups.idle(timeout=0)  # the running one is still running
+    release.set()
+    assert wakeups.idle(timeout=5)
+    threading.Event().wait(0.5)  # two backoffs of "failing", the thread free
+    pool.submit(lambda: None).result()  # submissions from before the pause have run
+    assert runs == ["failing", "running"] and not len(wakeups)
+    wakeups.resume()
+    assert wakeups.wake("queued", lambda: runs.append("after the resume"))
+    settle(wakeups)
+    assert runs == ["failing", "running", "after the resume"]
+    wakeups.close()
+    pool.shutdown()
+
+
+def test_closing_stops_the_retries_and_their_thread() -> None:
+    pool = ThreadPoolExecutor(1)
+    wakeups = Wakeups(pool, backoff=Backoff(0.01, 0.01))
+    runs: list[int] = []
+
+    def fail() -> None:
+        runs.append(1)
+        raise RuntimeError("500")
+
+    wakeups.wake("k", fail)
+    until(lambda: len(runs) >= 2)
+    thread = wakeups._retrier
+    assert thread is not None and thread.is_alive()
+    wakeups.close()
+    assert not thread.is_alive()
+    pool.submit(lambda: None).result()
+    stopped = len(runs)
+    threading.Event().wait(0.1)
+    assert len(runs) == stopped
+    assert not wakeups.wake("k", fail)
     pool.shutdown()
 
 

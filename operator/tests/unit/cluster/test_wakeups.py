@@ -21,7 +21,7 @@ from mongobench.k8s import conditions as cond
 from mongobench.k8s.locks import ResourceLocks
 from mongobench.k8s.rollout import SeenRollouts
 from mongobench.k8s.ticker import Ticker
-from mongobench.k8s.wakeups import Wakeups
+from mongobench.k8s.wakeups import Backoff, Wakeups
 from mongobench.observability.metrics import REGISTRY
 
 pytestmark = pytest.mark.unit
@@ -78,7 +78,9 @@ def test_a_dropped_child_event_counts_as_skipped_and_a_synced_one_as_ok(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     pool = ThreadPoolExecutor(2)
-    state = SimpleNamespace(rollouts=SeenRollouts(), locks=ResourceLocks(), wakeups=Wakeups(pool))
+    # Retries wait a minute here: the test's own events decide what runs.
+    wakeups = Wakeups(pool, backoff=Backoff(60, 60))
+    state = SimpleNamespace(rollouts=SeenRollouts(), locks=ResourceLocks(), wakeups=wakeups)
     synced: list[tuple[str, str]] = []
     monkeypatch.setattr(mongocluster, "state_of", lambda memo: state)
     monkeypatch.setattr(mongocluster, "_sync", lambda memo, ns, name: synced.append((ns, name)))
@@ -91,9 +93,7 @@ def test_a_dropped_child_event_counts_as_skipped_and_a_synced_one_as_ok(
         kwargs: dict[str, Any] = {"body": body, "meta": body["metadata"], "memo": kopf.Memo()}
         result = asyncio.run(mongocluster.child_changed(type=type_, **kwargs))
         assert result is None  # kopf would write anything else into the child's status
-        pool.submit(lambda: None).result()
-        while len(state.wakeups):
-            pool.submit(lambda: None).result()
+        assert wakeups.idle(timeout=10)
         after = child_events()
         return {o: after[o] - before[o] for o in after if after[o] != before[o]}
 
@@ -106,11 +106,15 @@ def test_a_dropped_child_event_counts_as_skipped_and_a_synced_one_as_ok(
     assert event("DELETED", sts(readyReplicas=3)) == {"ok": 1}
     assert synced == [("ns", "c"), ("ns", "c")]
 
-    # A sync that fails forgets the rollout: the same rollout wakes it again.
+    # A sync that fails is retried after a backoff, and forgets the rollout: the same rollout
+    # wakes it again at once.
     monkeypatch.setattr(mongocluster, "_sync", lambda *_: 1 / 0)
     assert event("MODIFIED", sts(readyReplicas=1)) == {"error": 1}
+    assert wakeups.retrying(("StatefulSet", "ns", "c-rs0")) is not None
     monkeypatch.setattr(mongocluster, "_sync", lambda memo, ns, name: synced.append((ns, name)))
     assert event("MODIFIED", sts(readyReplicas=1)) == {"ok": 1}
+    assert wakeups.retrying(("StatefulSet", "ns", "c-rs0")) is None
+    wakeups.close()
     pool.shutdown()
 
 
