@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from mongobench_cli import records
 from mongobench_cli.sources import LoadedRun, SourceError
+from mongobench_results import records
 
 OPERATION_STATS = ("count", "errors", "avg", "min", "p50", "p95", "p99", "p999", "max")
 

@@ -1,4 +1,5 @@
-"""Unit tier: pure views of a run (progress and ETA for `watch`, CPU series, run keys, shape)."""
+"""Unit tier: pure views of a run (progress and ETA for `watch`, CPU series, run keys, shape)
+and the comparison table."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from builders import T0, benchmark_run
 
-from mongobench_cli import records, sources
+from mongobench_cli import render, sources
 from mongobench_cli.watch import progress_view
+from mongobench_results import compare, records
 
 pytestmark = pytest.mark.unit
 
@@ -182,3 +184,27 @@ def test_describe_shows_the_steps_disk_network_and_memory() -> None:
     assert "Disk, network and memory per node group" in text
     assert "disk writeIops 200 utilisationPercent 33.3/91.3; memory usedPercent 50.0/70.0" in text
     assert "mongod containers (no cAdvisor series)" in text
+
+
+def test_the_table_shows_short_flags_inline_and_the_long_ones_as_notes() -> None:
+    import io
+
+    from rich.console import Console
+
+    base = benchmark_run("base", repetitions=2, seed=5)
+    noisy = benchmark_run("noisy", repetitions=3, sd=250, seed=6, little_broken=("a#1", "a#3"))
+    result = compare.compare(
+        [compare.RunInput(r.key, r.run) for r in (base, noisy)], metrics=("throughput",)
+    )
+    out = io.StringIO()
+    Console(file=out, width=220).print(render.compare_table(result))
+    text = out.getvalue()
+    noisy_row = next(r for r in result.rows if (r.workload, r.configuration) == ("a", "noisy"))
+    cv = next(f for f in noisy_row.flags if f.startswith("CV"))
+    noisy_line = next(ln for ln in text.splitlines() if " noisy " in ln)
+    # "CV 31%" beside its figures, one legend line for every CV; Little's law as a note.
+    assert cv.rsplit(" > ", 1)[0] in noisy_line and "[1]" in noisy_line
+    assert "n=2" in next(ln for ln in text.splitlines() if " base " in ln)
+    assert text.count("CV: the coefficient of variation is over 10%") == 1
+    assert "[1] Little's law fails in 2 of 3 steps" in text
+    assert "> 10%" not in text

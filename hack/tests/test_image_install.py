@@ -41,6 +41,7 @@ def test_ycsb_image_contents_install_and_run_a_load(tmp_path: Path) -> None:
             "hack/image/install-python.sh",
             str(prefix),
             "--package mongobench-runner",
+            "./results",
             "./bench-jobs/runner",
         ],
         cwd=REPO,

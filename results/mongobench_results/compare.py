@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from mongobench_cli import records, stats
+from mongobench_results import records, stats
 
 CV_LIMIT = 0.10
 MIN_N = 3
