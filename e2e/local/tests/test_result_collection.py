@@ -14,10 +14,10 @@ import pytest
 
 from localplane.plane import Plane
 from mongobench.bench import results
-from mongobench_results.configmaps import assemble
 from mongobench.bench.orchestrate import result_configmaps
 from mongobench.k8s import client as kube
 from mongobench.k8s.credentials import from_kubeconfig
+from mongobench_results.configmaps import assemble
 from mongobench_runner.sinks import ConfigMapSink
 
 pytestmark = pytest.mark.cluster
