@@ -5,7 +5,7 @@ REAL series, and must return a non-empty answer.
 The series come from the exporters themselves, not from hand-written samples:
   * node-exporter on this machine (node_cpu_seconds_total, node_uname_info);
   * the operator's metrics REGISTRY, after `export_run` of two finished BenchmarkRuns whose
-    summaries `results.summarise` computed, `instrumented` handlers that returned, asked to
+    summaries `summary.summarise` computed, `instrumented` handlers that returned, asked to
     be retried and failed, and a run in progress (its phase and running step);
   * two benchmark clients' `LiveMetrics`, fed YCSB status lines captured from a real run;
   * the REAL mongodb_exporter, one per pod of a sharded MongoCluster as the operator builds it
