@@ -57,6 +57,13 @@ def closure(name: str) -> set[str]:
 def test_the_operator_image_holds_no_cli_plotting_kubernetes_or_numeric_package() -> None:
     installed = closure("mongobench")
     assert not installed & FORBIDDEN, sorted(installed & FORBIDDEN)
+    # The results library (the runner's and the CLI's too) stays as light.
+    assert closure("mongobench-results") == {
+        "mongobench-results",
+        "hdrhistogram",
+        "pbr",
+        "setuptools",
+    }
     # What it does need is there: the check reads the real closure.
     assert {"kopf", "pymongo", "mongobench-results", "mongobench-archive", "hdrhistogram"} <= (
         installed
