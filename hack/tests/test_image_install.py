@@ -3,9 +3,9 @@
 No container engine exists on the build machines, so the images themselves are built only where
 Docker or Podman runs (`make images`). What goes into them is installed here by the very scripts
 their Dockerfiles call: `hack/image/install-python.sh` (the runner and the operator, dependencies
-from uv.lock with hashes checked, from PyPI) and `hack/image/jlink-jre.sh` (a Java runtime cut to the modules YCSB
-uses). The result then runs a real YCSB load against FerretDB, so a missing module or package
-fails here, not on a user's cluster.
+from uv.lock with hashes checked, from PyPI) and `hack/image/jlink-jre.sh` (a Java runtime cut to
+the modules YCSB uses). The runner's then runs a real YCSB load against FerretDB, so a missing
+module or package fails here, not on a user's cluster.
 """
 
 from __future__ import annotations
