@@ -33,23 +33,22 @@ def uv() -> str:
     return str(found) if found.is_file() else (shutil.which("uv") or "uv")
 
 
-def test_ycsb_image_contents_install_and_run_a_load(tmp_path: Path) -> None:
+def install(tmp_path: Path, selection: str, *packages: str) -> Path:
+    """An image's Python environment, as its Dockerfile installs it; returns its prefix."""
     prefix = tmp_path / "opt-mongobench"
     subprocess.run(
-        [
-            "sh",
-            "hack/image/install-python.sh",
-            str(prefix),
-            "--package mongobench-runner",
-            "./results",
-            "./bench-jobs/runner",
-        ],
+        ["sh", "hack/image/install-python.sh", str(prefix), selection, *packages],
         cwd=REPO,
         env={**os.environ, "UV": uv(), "PYTHON": "python3.11"},
         check=True,
         capture_output=True,
         timeout=600,
     )
+    return prefix
+
+
+def test_ycsb_image_contents_install_and_run_a_load(tmp_path: Path) -> None:
+    prefix = install(tmp_path, "--package mongobench-runner", "./results", "./bench-jobs/runner")
     jre = tmp_path / "jre"
     subprocess.run(
         ["sh", "hack/image/jlink-jre.sh", str(YCSB_HOME), str(jre)],
@@ -93,21 +92,7 @@ def test_operator_image_contents_import_without_cli_plotting_or_numeric_packages
 ) -> None:
     """The operator image's install step (Dockerfile): its modules, an experiment's comparison
     included, import from what it installs, and none of the CLI's packages is there."""
-    prefix = tmp_path / "opt-mongobench"
-    subprocess.run(
-        [
-            "sh",
-            "hack/image/install-python.sh",
-            str(prefix),
-            "--package mongobench",
-            *("./results", "./archive", "./operator"),
-        ],
-        cwd=REPO,
-        env={**os.environ, "UV": uv(), "PYTHON": "python3.11"},
-        check=True,
-        capture_output=True,
-        timeout=600,
-    )
+    prefix = install(tmp_path, "--package mongobench", "./results", "./archive", "./operator")
     code = (
         "import importlib.util, json\n"
         "import mongobench.main, mongobench.experiment.reconcile\n"
