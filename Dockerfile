@@ -1,6 +1,7 @@
-# mongobench operator image: the `mongobench` package (kopf operator), the runner package it
-# shares the result merge with and the archive package it uploads with, installed from the
-# repository's lock file.
+# mongobench operator image: the `mongobench` package (kopf operator), the results library
+# (result documents, merge, summaries, comparison) and the archive package it uploads with,
+# installed from the repository's lock file. No CLI, plotting, numpy/scipy or `kubernetes`
+# package: operator/tests/unit/test_image_dependencies.py reads the lock to keep it so.
 # Build from the repository root:  make images   (or: docker build -t mongobench/operator:dev .)
 #
 # Base images are pinned by the digest of their multi-arch index (linux/amd64 and linux/arm64);
@@ -12,11 +13,10 @@ COPY hack/image ./hack/image
 RUN pip install --no-cache-dir --disable-pip-version-check --require-hashes -r hack/image/uv-requirements.txt
 COPY pyproject.toml uv.lock ./
 COPY operator ./operator
-COPY bench-jobs/runner ./bench-jobs/runner
+COPY results ./results
 COPY archive ./archive
-COPY cli ./cli
 # One install script for all images (hack/image/install-python.sh).
-RUN sh hack/image/install-python.sh /opt/mongobench "--package mongobench" ./bench-jobs/runner ./archive ./cli ./operator
+RUN sh hack/image/install-python.sh /opt/mongobench "--package mongobench" ./results ./archive ./operator
 
 FROM python:3.11.11-slim-bookworm@sha256:081075da77b2b55c23c088251026fb69a7b2bf92471e491ff5fd75c192fd38e5
 ARG VERSION=dev

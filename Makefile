@@ -63,7 +63,7 @@ kind-load: ## load the images into a kind cluster (KIND_CLUSTER, default mongobe
 test: setup lint test-unit test-rules test-protocol test-bench-jobs test-cluster ## set up, lint, run every tier
 
 test-unit: ## unit tier: pure builders, parsers, statistics
-	$(PYTEST) -q -m unit operator/tests bench-jobs/runner/tests archive/tests cli/tests \
+	$(PYTEST) -q -m unit operator/tests bench-jobs/runner/tests archive/tests cli/tests results/tests \
 	  dashboards/tests alerts/tests e2e/local/tests e2e/suite e2e/kind/tests charts/tests \
 	  manifests/tests
 

@@ -64,9 +64,9 @@ from locust import User, constant, constant_throughput, events, task
 from locust.exception import StopUser
 from locust.runners import MasterRunner, WorkerRunner
 
-from mongobench_runner import hdr
+from mongobench_results import hdr
 from mongobench_runner.client_options import client_options
-from mongobench_runner.status import format_status_line
+from mongobench_runner.status import format_status_line, interval_stats
 from mongobench_runner.workload import CLIENT, CLIENTS, INSERT_OFFSET, split_for_client
 from mongobench_runner.ycsbgen import field_value, key_name
 
@@ -238,7 +238,7 @@ class Status:
         now = time.monotonic()
         total = sum(self.totals.values())
         rate = (total - self.last[1]) / max(now - self.last[0], 1e-9)
-        stats = {name: hdr.interval_stats(h) for name, h in self.pending.items()}
+        stats = {name: interval_stats(h) for name, h in self.pending.items()}
         line = format_status_line(datetime.now(UTC), int(now - self.started), total, rate, stats)
         print(line, flush=True)  # the runner reads Locust's stdout
         self.pending, self.last = {}, (now, total)

@@ -19,7 +19,8 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 
-from mongobench_cli import compare, render, sources, stats
+from mongobench_cli import render, sources
+from mongobench_results import compare, stats
 
 EXIT_BAD_INPUT = 2
 

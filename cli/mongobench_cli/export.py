@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mongobench_cli import records
 from mongobench_cli.sources import LoadedRun, SourceError
+from mongobench_results import records
 
 if TYPE_CHECKING:  # the archive package is imported only when an export runs
     from mongobench_archive import Root, RunWriter

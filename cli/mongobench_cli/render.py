@@ -16,8 +16,8 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from mongobench_cli import compare, records, stats
 from mongobench_cli.sources import LoadedRun
+from mongobench_results import compare, records, stats
 
 
 def num(value: float | None, unit: str = "") -> str:

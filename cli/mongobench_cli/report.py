@@ -4,7 +4,7 @@ Figures (matplotlib, Agg backend, no display needed):
 - throughput per workload and configuration, mean with confidence-interval error bars;
 - mean and p99 latency per operation, likewise;
 - latency percentile curves per workload and operation from the HDR histograms of every
-  measured step of a configuration, summed exactly (mongobench_runner.hdr);
+  measured step of a configuration, summed exactly (mongobench_results.hdr);
 - CPU per node for each step (busy % over each step's window; a time series where the
   archive's resources carry one);
 - scaling: a metric against shards, members, mongos or version when the configurations differ
@@ -28,9 +28,9 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-from mongobench_cli import compare, records, render
+from mongobench_cli import render
 from mongobench_cli.sources import LoadedRun, SourceError
-from mongobench_runner import hdr
+from mongobench_results import compare, hdr, records
 
 SCALING_DIMENSIONS = ("shards", "members", "mongos", "version")
 # From the median out to 99.999: evenly spaced on the 1 / (1 - q) axis (8 points a decade).

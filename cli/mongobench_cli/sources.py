@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from mongobench_runner.merge import merge_documents
-from mongobench_runner.sinks import LABEL_RESULT, assemble
+from mongobench_results.configmaps import LABEL_RESULT, assemble
+from mongobench_results.merge import merge_documents
 
 GROUP, VERSION, PLURAL = "mongobench.io", "v1alpha1", "benchmarkruns"
 TIMEOUT = 15

@@ -19,7 +19,8 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from mongobench_cli import records, render
+from mongobench_cli import render
+from mongobench_results import records
 
 EXIT_SUCCEEDED = 0
 EXIT_FAILED = 1

@@ -123,7 +123,8 @@ def test_follow_prints_changes_and_exits_with_the_phase() -> None:
 def test_report_plots_each_numeric_dimension_and_shows_the_deploy_table(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from builders import benchmark_run
 
-    from mongobench_cli import compare, report
+    from mongobench_cli import report
+    from mongobench_results import compare
 
     runs = []
     for shards in (1, 2, 3):

@@ -1,4 +1,5 @@
-"""Unit tier: pure views of a run (progress and ETA for `watch`, CPU series, run keys, shape)."""
+"""Unit tier: pure views of a run (progress and ETA for `watch`, CPU series, run keys, shape)
+and the comparison table."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from typing import Any
 import pytest
 from builders import T0, benchmark_run
 
-from mongobench_cli import records, sources
+from mongobench_cli import render, sources
 from mongobench_cli.watch import progress_view
+from mongobench_results import compare, records
 
 pytestmark = pytest.mark.unit
 
@@ -237,3 +239,27 @@ def test_watch_of_a_failed_run_exits_1_with_the_reason() -> None:
     code, lines = _watch([_running("w"), failed])
     assert code == EXIT_FAILED
     assert lines[-1] == "w: Failed: load broke"
+
+
+def test_the_table_shows_short_flags_inline_and_the_long_ones_as_notes() -> None:
+    import io
+
+    from rich.console import Console
+
+    base = benchmark_run("base", repetitions=2, seed=5)
+    noisy = benchmark_run("noisy", repetitions=3, sd=250, seed=6, little_broken=("a#1", "a#3"))
+    result = compare.compare(
+        [compare.RunInput(r.key, r.run) for r in (base, noisy)], metrics=("throughput",)
+    )
+    out = io.StringIO()
+    Console(file=out, width=220).print(render.compare_table(result))
+    text = out.getvalue()
+    noisy_row = next(r for r in result.rows if (r.workload, r.configuration) == ("a", "noisy"))
+    cv = next(f for f in noisy_row.flags if f.startswith("CV"))
+    noisy_line = next(ln for ln in text.splitlines() if " noisy " in ln)
+    # "CV 31%" beside its figures, one legend line for every CV; Little's law as a note.
+    assert cv.rsplit(" > ", 1)[0] in noisy_line and "[1]" in noisy_line
+    assert "n=2" in next(ln for ln in text.splitlines() if " base " in ln)
+    assert text.count("CV: the coefficient of variation is over 10%") == 1
+    assert "[1] Little's law fails in 2 of 3 steps" in text
+    assert "> 10%" not in text

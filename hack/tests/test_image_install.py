@@ -2,10 +2,10 @@
 
 No container engine exists on the build machines, so the images themselves are built only where
 Docker or Podman runs (`make images`). What goes into them is installed here by the very scripts
-their Dockerfiles call: `hack/image/install-python.sh` (the runner, dependencies from uv.lock with
-hashes checked, from PyPI) and `hack/image/jlink-jre.sh` (a Java runtime cut to the modules YCSB
-uses). The result then runs a real YCSB load against FerretDB, so a missing module or package
-fails here, not on a user's cluster.
+their Dockerfiles call: `hack/image/install-python.sh` (the runner and the operator, dependencies
+from uv.lock with hashes checked, from PyPI) and `hack/image/jlink-jre.sh` (a Java runtime cut to
+the modules YCSB uses). The runner's then runs a real YCSB load against FerretDB, so a missing
+module or package fails here, not on a user's cluster.
 """
 
 from __future__ import annotations
@@ -33,22 +33,22 @@ def uv() -> str:
     return str(found) if found.is_file() else (shutil.which("uv") or "uv")
 
 
-def test_ycsb_image_contents_install_and_run_a_load(tmp_path: Path) -> None:
+def install(tmp_path: Path, selection: str, *packages: str) -> Path:
+    """An image's Python environment, as its Dockerfile installs it; returns its prefix."""
     prefix = tmp_path / "opt-mongobench"
     subprocess.run(
-        [
-            "sh",
-            "hack/image/install-python.sh",
-            str(prefix),
-            "--package mongobench-runner",
-            "./bench-jobs/runner",
-        ],
+        ["sh", "hack/image/install-python.sh", str(prefix), selection, *packages],
         cwd=REPO,
         env={**os.environ, "UV": uv(), "PYTHON": "python3.11"},
         check=True,
         capture_output=True,
         timeout=600,
     )
+    return prefix
+
+
+def test_ycsb_image_contents_install_and_run_a_load(tmp_path: Path) -> None:
+    prefix = install(tmp_path, "--package mongobench-runner", "./results", "./bench-jobs/runner")
     jre = tmp_path / "jre"
     subprocess.run(
         ["sh", "hack/image/jlink-jre.sh", str(YCSB_HOME), str(jre)],
@@ -85,3 +85,34 @@ def test_ycsb_image_contents_install_and_run_a_load(tmp_path: Path) -> None:
         assert doc["status"] == "Succeeded" and doc["operationsTotal"] == 100
         count = pymongo.MongoClient(fdb.uri)["ycsb_image"]["usertable"].count_documents({})
         assert count == 100
+
+
+def test_operator_image_contents_import_without_cli_plotting_or_numeric_packages(
+    tmp_path: Path,
+) -> None:
+    """The operator image's install step (Dockerfile): its modules, an experiment's comparison
+    included, import from what it installs, and none of the CLI's packages is there."""
+    prefix = install(tmp_path, "--package mongobench", "./results", "./archive", "./operator")
+    code = (
+        "import importlib.util, json\n"
+        "import mongobench.main, mongobench.experiment.reconcile\n"
+        "from mongobench_results import stats\n"
+        "d = stats.difference([100.0, 104.0, 98.0], [110.0, 111.0, 108.5])\n"
+        "absent = ['kubernetes', 'matplotlib', 'typer', 'rich', 'numpy', 'scipy',\n"
+        "          'mongobench_cli', 'mongobench_runner']\n"
+        "print(json.dumps({'present': [m for m in absent if importlib.util.find_spec(m)],\n"
+        "                  'p': d.welch_p}))"
+    )
+    proc = subprocess.run(
+        [str(prefix / "bin" / "python"), "-c", code],
+        env={"PATH": f"{prefix / 'bin'}:/usr/bin:/bin", "HOME": str(tmp_path)},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout)
+    assert out["present"] == []
+    assert 0 < out["p"] < 0.05

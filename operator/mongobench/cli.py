@@ -13,8 +13,10 @@ from mongobench.config import OperatorConfig
 
 def without_kubernetes_package() -> None:
     """Make `kubernetes` unimportable in the operator process. The operator talks to the API with
-    mongobench.k8s.client; kopf imports the package for type adapters whenever it is installed
-    (as it is beside the `mongobench` CLI), which costs about 38 MiB resident for nothing."""
+    mongobench.k8s.client; kopf imports the package for type adapters whenever it is installed,
+    which costs about 38 MiB resident for nothing. The image does not install it
+    (tests/unit/test_image_dependencies.py), but the development environment, where `make dev`
+    and the cluster tier run the operator, holds it beside the `mongobench` CLI."""
     sys.modules.setdefault("kubernetes", None)  # type: ignore[arg-type]
 
 

@@ -6,7 +6,7 @@
     mongobench-runner merge  RESULT.json... [--output ...]
 
 Runs one client (YCSB with the project's binding, or Locust), serves live metrics, writes one
-result document (bench-jobs/result-schema/v2.json) to the chosen sink, a summary to the
+result document (results/schema/v2.json) to the chosen sink, a summary to the
 termination log, and exits 0 only when the run succeeded. See bench-jobs/README.md.
 """
 
@@ -23,13 +23,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from mongobench_runner import workload as wl
-from mongobench_runner.barrier import ClientGate, parse_barrier
-from mongobench_runner.failures import error_ratio_problem
-from mongobench_runner.locust_driver import run_locust, run_worker
-from mongobench_runner.merge import merge_documents
-from mongobench_runner.metrics import LiveMetrics
-from mongobench_runner.result import (
+from mongobench_results.document import (
     FAILED,
     Document,
     Window,
@@ -39,6 +33,12 @@ from mongobench_runner.result import (
     summary_line,
     utc_now,
 )
+from mongobench_results.merge import merge_documents
+from mongobench_runner import workload as wl
+from mongobench_runner.barrier import ClientGate, parse_barrier
+from mongobench_runner.failures import error_ratio_problem
+from mongobench_runner.locust_driver import run_locust, run_worker
+from mongobench_runner.metrics import LiveMetrics
 from mongobench_runner.sinks import SinkError, parse_output, write_termination_log
 from mongobench_runner.ycsb import YcsbOutcome, YcsbProcess, cross_check
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from mongobench_runner.result import iso_us
+from mongobench_results.document import iso_us
 from mongobench_runner.sinks import KubeApi
 
 MARGIN_US = 1_000_000  # the start is this long after the last client was ready

@@ -27,13 +27,13 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import IO, Any
 
-from mongobench_runner import hdr
+from mongobench_results import hdr
+from mongobench_results.document import Document, OpResult, Window, build_document, iso_us, utc_now
 from mongobench_runner import workload as wl
 from mongobench_runner.barrier import BarrierError, ClientGate, describe, parse_barrier
 from mongobench_runner.client_options import client_options
 from mongobench_runner.failures import error_ratio_problem
 from mongobench_runner.metrics import LiveMetrics, StatusFollower
-from mongobench_runner.result import Document, OpResult, Window, build_document, iso_us, utc_now
 from mongobench_runner.ycsbgen import check_distribution
 
 LOCUST_VERSION = "2.47.0"

@@ -4,8 +4,9 @@
 The ConfigMap sink uses only the standard library: the pod's service-account token and CA, the
 API server from KUBERNETES_SERVICE_HOST/PORT. The document is split into parts of at most 900 KiB
 (NAME-p0, NAME-p1, ...; a ConfigMap holds at most 1 MiB), each labelled with the result name, its
-index and the part count, owned by MONGOBENCH_OWNER_REF (JSON) when set, and created or replaced
-so a retried pod overwrites its own parts.
+index and the part count (the format: mongobench_results.configmaps), owned by
+MONGOBENCH_OWNER_REF (JSON) when set, and created or replaced so a retried pod overwrites its own
+parts.
 """
 
 from __future__ import annotations
@@ -18,20 +19,13 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from mongobench_results import configmaps
+
 SA_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
-PART_BYTES = 900 * 1024
-DATA_KEY = "result.json"
-LABEL_RESULT = "mongobench.io/result-of"
-# The step a client's result belongs to: `<prefix>` of its name `<prefix>-c<index>`. The operator
-# reads one step's results by it, not every result in the namespace (result_set).
-LABEL_RESULT_SET = "mongobench.io/result-set"
-LABEL_PART = "mongobench.io/part"
-LABEL_PARTS = "mongobench.io/parts"
 TERMINATION_LOG = Path("/dev/termination-log")
 TERMINATION_LIMIT = 4000  # the kubelet keeps at most 4096 bytes
 RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})  # overloaded or starting apiserver
@@ -47,10 +41,6 @@ class Sink(Protocol):
         ...
 
 
-def serialise(document: dict[str, Any]) -> str:
-    return json.dumps(document, indent=2, sort_keys=False) + "\n"
-
-
 @dataclass
 class FileSink:
     path: Path
@@ -58,14 +48,14 @@ class FileSink:
     def write(self, document: dict[str, Any]) -> str:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(f".{self.path.name}.tmp")
-        tmp.write_text(serialise(document), encoding="utf-8")
+        tmp.write_text(configmaps.serialise(document), encoding="utf-8")
         os.replace(tmp, self.path)  # atomic: a reader never sees half a document
         return f"file {self.path}"
 
 
 class StdoutSink:
     def write(self, document: dict[str, Any]) -> str:
-        sys.stdout.write(serialise(document))
+        sys.stdout.write(configmaps.serialise(document))
         sys.stdout.flush()
         return "stdout"
 
@@ -142,55 +132,18 @@ class KubeApi:
             pause = min(pause * 2, 10 * self.retry_pause_s)
 
 
-def split_parts(text: str, limit: int = PART_BYTES) -> list[str]:
-    """Splits on character boundaries so that each part's UTF-8 encoding is <= limit bytes."""
-    parts: list[str] = []
-    current: list[str] = []
-    size = 0
-    for ch in text:
-        n = len(ch.encode())
-        if size + n > limit and current:
-            parts.append("".join(current))
-            current, size = [], 0
-        current.append(ch)
-        size += n
-    parts.append("".join(current))
-    return parts
-
-
 @dataclass
 class ConfigMapSink:
     namespace: str
     name: str
     api: KubeApi
     owner_ref: dict[str, Any] | None = None
-    part_bytes: int = PART_BYTES
+    part_bytes: int = configmaps.PART_BYTES
 
     def manifests(self, document: dict[str, Any]) -> list[dict[str, Any]]:
-        parts = split_parts(serialise(document), self.part_bytes)
-        out = []
-        for i, chunk in enumerate(parts):
-            meta: dict[str, Any] = {
-                "name": f"{self.name}-p{i}",
-                "namespace": self.namespace,
-                "labels": {
-                    LABEL_RESULT: self.name,
-                    LABEL_RESULT_SET: result_set(self.name),
-                    LABEL_PART: str(i),
-                    LABEL_PARTS: str(len(parts)),
-                },
-            }
-            if self.owner_ref:
-                meta["ownerReferences"] = [self.owner_ref]
-            out.append(
-                {
-                    "apiVersion": "v1",
-                    "kind": "ConfigMap",
-                    "metadata": meta,
-                    "data": {DATA_KEY: chunk},
-                }
-            )
-        return out
+        return configmaps.manifests(
+            document, self.namespace, self.name, self.owner_ref, self.part_bytes
+        )
 
     def write(self, document: dict[str, Any]) -> str:
         collection = f"/api/v1/namespaces/{self.namespace}/configmaps"
@@ -206,62 +159,6 @@ class ConfigMapSink:
                     f"{body.get('message', body)}"
                 )
         return f"{len(manifests)} ConfigMap(s) {self.namespace}/{self.name}-p*"
-
-
-def result_set(name: str) -> str:
-    """The step of the result `<prefix>-c<index>` (assemble's naming): `<prefix>`. A name not
-    in that form is its own set."""
-    prefix, sep, index = name.rpartition("-c")
-    return prefix if sep and prefix and index.isdigit() else name
-
-
-@dataclass(frozen=True)
-class Collected:
-    documents: list[dict[str, Any]]  # one per client that reported completely, by index
-    missing: list[int]  # client indexes without a complete document
-
-
-def _texts(
-    configmaps: Iterable[Mapping[str, Any]], prefix: str, clients: int
-) -> tuple[list[str], list[int]]:
-    """Each complete client's text `<prefix>-c<index>` (its parts in order), and the indexes of
-    the clients with parts missing."""
-    parts: dict[str, dict[int, str]] = {}
-    expected: dict[str, int] = {}
-    for cm in configmaps:
-        labels = cm["metadata"].get("labels") or {}
-        owner = labels.get(LABEL_RESULT, "")
-        if not owner.startswith(f"{prefix}-c"):
-            continue
-        parts.setdefault(owner, {})[int(labels.get(LABEL_PART, 0))] = (cm.get("data") or {}).get(
-            DATA_KEY, ""
-        )
-        expected[owner] = int(labels.get(LABEL_PARTS, 1))
-    texts: list[str] = []
-    missing: list[int] = []
-    for index in range(clients):
-        owner = f"{prefix}-c{index}"
-        got = parts.get(owner, {})
-        if not got or len(got) != expected.get(owner):
-            missing.append(index)
-            continue
-        texts.append("".join(got[i] for i in sorted(got)))
-    return texts, missing
-
-
-def missing_clients(
-    configmaps: Iterable[Mapping[str, Any]], prefix: str, clients: int
-) -> list[int]:
-    """The clients of `<prefix>` with parts missing, without decoding any document."""
-    return _texts(configmaps, prefix, clients)[1]
-
-
-def assemble(configmaps: Iterable[Mapping[str, Any]], prefix: str, clients: int) -> Collected:
-    """Pure, the reverse of ConfigMapSink: each client's document `<prefix>-c<index>` from its
-    parts (concatenated in part order); a client with parts missing is missing. The operator
-    collects steps with it and the CLI reads archived-to-be results with it."""
-    texts, missing = _texts(configmaps, prefix, clients)
-    return Collected([json.loads(text) for text in texts], missing)
 
 
 def parse_output(spec: str) -> Sink:
@@ -285,11 +182,12 @@ def parse_output(spec: str) -> Sink:
                 raise ValueError("MONGOBENCH_OWNER_REF must be a JSON object")
         # Smaller parts for API servers configured below etcd's default request limit.
         limit = os.environ.get("MONGOBENCH_RESULT_PART_BYTES", "")
-        if limit and not (limit.isdigit() and 1024 <= int(limit) <= PART_BYTES):
+        if limit and not (limit.isdigit() and 1024 <= int(limit) <= configmaps.PART_BYTES):
             raise ValueError(
-                f"MONGOBENCH_RESULT_PART_BYTES={limit!r}: expected 1024..{PART_BYTES} bytes"
+                f"MONGOBENCH_RESULT_PART_BYTES={limit!r}: "
+                f"expected 1024..{configmaps.PART_BYTES} bytes"
             )
-        part_bytes = int(limit) if limit else PART_BYTES
+        part_bytes = int(limit) if limit else configmaps.PART_BYTES
         return ConfigMapSink(namespace, name, KubeApi.in_cluster(), owner_ref, part_bytes)
     raise ValueError(f"--output {spec!r}: expected file:PATH, stdout or configmap:NAMESPACE/NAME")
 

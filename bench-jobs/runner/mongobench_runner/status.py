@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from hdrh.histogram import HdrHistogram
+
 _HEAD = re.compile(
     r"^(?:(?P<label>.*?))?(?P<ts>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}:\d{3}) "
     r"(?P<elapsed>\d+) sec: (?P<ops>\d+) operations;"
@@ -99,4 +101,20 @@ def format_status_line(
     return (
         f"{ts} {elapsed_s} sec: {total_ops} operations; {ops_per_s:.2f} current ops/sec; "
         + " ".join(blocks)
+    )
+
+
+def interval_stats(h: HdrHistogram) -> IntervalStats:
+    """A status line's figures of one interval's histogram (YCSB prints 90/99/99.9/99.99)."""
+    if h.get_total_count() == 0:
+        return IntervalStats(0, 0, 0, 0.0, 0, 0, 0, 0)
+    return IntervalStats(
+        count=int(h.get_total_count()),
+        min_us=float(h.get_min_value()),
+        max_us=float(h.get_max_value()),
+        avg_us=float(h.get_mean_value()),
+        p90_us=float(h.get_value_at_percentile(90)),
+        p99_us=float(h.get_value_at_percentile(99)),
+        p999_us=float(h.get_value_at_percentile(99.9)),
+        p9999_us=float(h.get_value_at_percentile(99.99)),
     )

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mongobench_runner import hdr
+from mongobench_results import hdr
+from mongobench_results.document import OpResult
 from mongobench_runner.barrier import BarrierError, ClientGate, describe
-from mongobench_runner.result import OpResult
 from mongobench_runner.status import StatusLine, parse_status_line
 
 BINDING_CLASS = "io.mongobench.ycsb.MongoDbClient"

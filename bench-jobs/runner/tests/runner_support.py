@@ -17,7 +17,7 @@ from typing import Any
 import jsonschema
 
 BENCH_JOBS = Path(__file__).resolve().parents[2]
-SCHEMA = json.loads((BENCH_JOBS / "result-schema" / "v2.json").read_text())
+SCHEMA = json.loads((BENCH_JOBS.parent / "results" / "schema" / "v2.json").read_text())
 VALIDATOR = jsonschema.Draft202012Validator(
     SCHEMA, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
 )

@@ -13,8 +13,6 @@ from mongobench_runner.sinks import (
     KubeApi,
     SinkError,
     parse_output,
-    result_set,
-    split_parts,
     write_termination_log,
 )
 
@@ -196,16 +194,6 @@ def test_a_client_result_names_its_step_as_its_set(api, tmp_path):
     ConfigMapSink("bench", "r1-s3-run-a-c12", _kube(api, tmp_path)).write(DOC)
     labels = api.requests[0][3]["metadata"]["labels"]
     assert labels["mongobench.io/result-set"] == "r1-s3-run-a"
-    assert result_set("r1-c") == "r1-c"  # no index: its own set
-    assert result_set("-c3") == "-c3"
-    assert result_set("load-c0-c1") == "load-c0"
-
-
-def test_split_parts_respects_utf8_byte_limits():
-    text = "é" * 10 + "a" * 5
-    parts = split_parts(text, limit=7)
-    assert "".join(parts) == text
-    assert all(len(p.encode()) <= 7 for p in parts)
 
 
 def test_output_specs(tmp_path, monkeypatch):

@@ -112,14 +112,14 @@ def test_formatted_status_line_parses_back_as_ycsb_prints_it():
     """The Locust driver prints YCSB-format status lines: the same parser feeds live metrics."""
     from datetime import UTC, datetime
 
-    from mongobench_runner import hdr
-    from mongobench_runner.status import format_status_line
+    from mongobench_results import hdr
+    from mongobench_runner.status import format_status_line, interval_stats
 
     h = hdr.new_histogram()
     for v in (900, 1200, 1500, 40000):
         h.record_value(v)
     when = datetime(2026, 11, 22, 5, 45, 30, 214000, tzinfo=UTC)
-    line = format_status_line(when, 7, 719, 124.0, {"READ": hdr.interval_stats(h)})
+    line = format_status_line(when, 7, 719, 124.0, {"READ": interval_stats(h)})
     assert line.startswith("2026-11-22 05:45:30:214 7 sec: 719 operations; 124.00 current ops/sec;")
     parsed = parse_status_line(line)
     assert parsed is not None

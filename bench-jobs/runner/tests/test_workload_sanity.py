@@ -2,9 +2,8 @@
 
 import pytest
 
-from mongobench_runner import hdr
-from mongobench_runner import workload as wl
-from mongobench_runner.result import (
+from mongobench_results import hdr
+from mongobench_results.document import (
     OpResult,
     Window,
     build_document,
@@ -12,6 +11,7 @@ from mongobench_runner.result import (
     summary_line,
     utc_now,
 )
+from mongobench_runner import workload as wl
 
 pytestmark = pytest.mark.unit
 

@@ -18,7 +18,7 @@ import pymongo
 import pytest
 from runner_support import run_runner, runner_env, validate
 
-from mongobench_runner.merge import merge_documents
+from mongobench_results.merge import merge_documents
 from mongobench_runner.ycsb import ycsb_home
 
 pytestmark = pytest.mark.protocol
@@ -330,8 +330,8 @@ def test_a_slow_init_is_outside_the_measured_window(ferretdb, tmp_path):
     run time includes it, the reported window does not."""
     import argparse
 
+    from mongobench_results.document import epoch_us, utc_now
     from mongobench_runner.__main__ import _properties, ycsb_document
-    from mongobench_runner.result import epoch_us, utc_now
     from mongobench_runner.ycsb import YcsbProcess
 
     src = tmp_path / "src" / "slow"

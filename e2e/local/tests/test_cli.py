@@ -38,7 +38,7 @@ from localplane.pytest_plugin import apply_repo_crds
 from localplane.s3server import S3Server
 from localplane.tools import REPO
 from mongobench_cli.sources import LoadedRun
-from mongobench_runner import sinks
+from mongobench_results import configmaps
 
 pytestmark = pytest.mark.cluster
 
@@ -81,22 +81,8 @@ def put_run(api: k8s.ApiClient, namespace: str, run: LoadedRun, part_bytes: int 
     for step in obj["status"]["steps"]:
         for doc in run.step_documents(step["index"]):
             owner = f"{step['job']}-c{doc['client']['index']}"
-            parts = sinks.split_parts(sinks.serialise(doc), part_bytes)
-            for i, text in enumerate(parts):
-                core.create_namespaced_config_map(
-                    namespace,
-                    {
-                        "metadata": {
-                            "name": f"{owner}-p{i}",
-                            "labels": {
-                                sinks.LABEL_RESULT: owner,
-                                sinks.LABEL_PART: str(i),
-                                sinks.LABEL_PARTS: str(len(parts)),
-                            },
-                        },
-                        "data": {sinks.DATA_KEY: text},
-                    },
-                )
+            for cm in configmaps.manifests(doc, namespace, owner, None, part_bytes):
+                core.create_namespaced_config_map(namespace, cm)
 
 
 def cli(

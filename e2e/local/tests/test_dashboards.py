@@ -5,7 +5,7 @@ REAL series, and must return a non-empty answer.
 The series come from the exporters themselves, not from hand-written samples:
   * node-exporter on this machine (node_cpu_seconds_total, node_uname_info);
   * the operator's metrics REGISTRY, after `export_run` of two finished BenchmarkRuns whose
-    summaries `results.summarise` computed, `instrumented` handlers that returned, asked to
+    summaries `summary.summarise` computed, `instrumented` handlers that returned, asked to
     be retried and failed, and a run in progress (its phase and running step);
   * two benchmark clients' `LiveMetrics`, fed YCSB status lines captured from a real run;
   * the REAL mongodb_exporter, one per pod of a sharded MongoCluster as the operator builds it
@@ -54,11 +54,11 @@ from localplane.net import free_port
 from localplane.prometheus import Prometheus, start_prometheus
 from localplane.tools import REPO, binary
 from mongobench.api.mongocluster import MongoClusterSpec
-from mongobench.bench.results import summarise
 from mongobench.cluster.layout import cluster_layout
 from mongobench.cluster.objects import build_workload_objects
 from mongobench.cluster.platform import PRESETS
 from mongobench.observability import metrics
+from mongobench_results.summary import summarise
 from mongobench_runner.metrics import LiveMetrics
 from mongobench_runner.status import parse_status_line
 

@@ -39,7 +39,7 @@ from localplane.tools import REPO
 
 RUNNER_SA = "bench-runner"
 RECORDS = 200
-SCHEMA = json.loads((REPO / "bench-jobs" / "result-schema" / "v2.json").read_text())
+SCHEMA = json.loads((REPO / "results" / "schema" / "v2.json").read_text())
 PASSWORD = "s3cr3t-pw"
 
 

@@ -17,6 +17,7 @@ from mongobench.bench import results
 from mongobench.bench.orchestrate import result_configmaps
 from mongobench.k8s import client as kube
 from mongobench.k8s.credentials import from_kubeconfig
+from mongobench_results.configmaps import assemble
 from mongobench_runner.sinks import ConfigMapSink
 
 pytestmark = pytest.mark.cluster
@@ -66,12 +67,12 @@ def test_a_step_reads_its_own_results_and_an_older_runners_too(
     }
     both = result_configmaps(namespace, ["r1-0-load", "r1-1-run-a"], 2)
     assert names(both) == {f"r1-{s}-c{c}-p0" for s in ("0-load", "1-run-a") for c in (0, 1)}
-    assert len(results.assemble(both, "r1-1-run-a", 2).documents) == 2
+    assert len(assemble(both, "r1-1-run-a", 2).documents) == 2
 
     # A client of an older runner has no result-set label: it is still found, not lost.
-    got = results.assemble(result_configmaps(namespace, ["r3-0-load"], 2), "r3-0-load", 2)
+    got = assemble(result_configmaps(namespace, ["r3-0-load"], 2), "r3-0-load", 2)
     assert got.missing == [] and got.documents == [DOC, DOC]
 
     # A client that never reported stays missing (and costs the wider read, nothing more).
-    got = results.assemble(result_configmaps(namespace, ["r1-0-load"], 3), "r1-0-load", 3)
+    got = assemble(result_configmaps(namespace, ["r1-0-load"], 3), "r1-0-load", 3)
     assert got.missing == [2] and len(got.documents) == 2

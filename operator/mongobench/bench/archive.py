@@ -25,7 +25,7 @@ from typing import Any
 
 from mongobench.api.benchmarkrun import Archive, BenchmarkRunSpec
 from mongobench.api.schema import SpecError, from_dict
-from mongobench.bench import jobs, orchestrate, results
+from mongobench.bench import jobs, orchestrate
 from mongobench.bench.cpu import CpuUnavailable, node_series
 from mongobench.bench.cpu_status import node_mapping
 from mongobench.bench.plan import make_plan
@@ -35,6 +35,8 @@ from mongobench.k8s import conditions as cond
 from mongobench.k8s.client import ApiError
 from mongobench.k8s.conditions import ConditionStatus, set_condition
 from mongobench_archive import ArchiveError, Root, RunWriter, layout, open_root
+from mongobench_results.configmaps import assemble
+from mongobench_results.merge import merge_documents
 
 log = logging.getLogger("mongobench.archive")
 
@@ -381,13 +383,13 @@ def _upload_step(
 ) -> None:
     index = int(entry["index"])
     clients = spec.clients.parallelism
-    got = results.assemble(configmaps, step_prefix(spec, run, index), clients)
+    got = assemble(configmaps, step_prefix(spec, run, index), clients)
     reported = [i for i in range(clients) if i not in got.missing]
     for client, doc in zip(reported, got.documents, strict=True):
         writer.put_json(layout.client_key(index, client), doc)
     if got.documents:
         try:
-            writer.put_json(layout.merged_key(index), results.merge(got.documents))
+            writer.put_json(layout.merged_key(index), merge_documents(got.documents))
         except (ValueError, KeyError, TypeError) as exc:  # the client documents stay archived
             log.warning("step %s of %s/%s: no merged document: %s", index, *meta_ns(run), exc)
     writer.put_json(

@@ -5,7 +5,7 @@ JOB_COMPLETION_INDEX (the Job controller sets it) to split the key space, and wr
 document into ConfigMaps `<job>-c<index>-p<part>` owned by the BenchmarkRun, so results outlive
 the pods and the Jobs. Pods start whenever they are scheduled and pulled, so parallel clients
 meet at a start barrier, the ConfigMap `<job>-barrier` (one key per client: its ready instant),
-and all begin their measured phase at one instant (mongobench_runner.barrier). A step that runs a
+and all begin their measured phase at one instant (the runner's barrier module). A step that runs a
 user Locust scenario mounts its ConfigMap read-only at SCENARIO_DIR and names the file to the
 runner (`--scenario`).
 """

@@ -34,6 +34,9 @@ from mongobench.k8s import conditions as cond
 from mongobench.k8s.client import ApiError
 from mongobench.k8s.conditions import now_rfc3339, set_condition
 from mongobench.mongo.errors import MongoAdminError, TransientMongoError
+from mongobench_results import summary
+from mongobench_results.configmaps import assemble
+from mongobench_results.merge import merge_documents
 
 log = logging.getLogger("mongobench.bench")
 
@@ -411,10 +414,10 @@ class _Advance:
         """Merge the clients' documents into the step; None when it succeeded, else why not.
         Whatever was reported is kept, also when the step failed."""
         prefix, clients = jobs.result_prefix(ref, step), self.spec.clients.parallelism
-        got = results.assemble(result_configmaps(self.ns, [prefix], clients), prefix, clients)
+        got = assemble(result_configmaps(self.ns, [prefix], clients), prefix, clients)
         if not got.documents:  # nothing to keep
             return collection_problem(0, got.missing, {}, failed)
-        merged = results.merge(got.documents)
+        merged = merge_documents(got.documents)
         job_status = (job or {}).get("status") or {}
         end = job_status.get("completionTime") or now_rfc3339()
         # A restart between creating the Job and recording it leaves no startTime in status:
@@ -428,10 +431,10 @@ class _Advance:
         entry = {**entry, "startTime": start}
         jobs_in_plan = sum(1 for s in self.plan if s.runs_job)
         fields: dict[str, Any] = {
-            "result": results.step_result(
+            "result": summary.step_result(
                 merged,
                 per_client=jobs_in_plan * self.spec.clients.parallelism
-                <= results.PER_CLIENT_BUDGET,
+                <= summary.PER_CLIENT_BUDGET,
             ),
             "job": step.job_name(self.name),
             "startTime": start,
@@ -503,7 +506,7 @@ class _Advance:
         self.new["phase"] = phase
         self.new["completionTime"] = now_rfc3339()
         steps = self.new.get("steps", self.status.get("steps") or [])
-        self.new["summary"] = results.summarise(steps)
+        self.new["summary"] = summary.summarise(steps)
         ok = phase == cond.RUN_SUCCEEDED
         self.condition(cond.SUCCEEDED, cond.TRUE if ok else cond.FALSE, phase, message)
         self.outcome.info(phase, message) if ok else self.outcome.warn(phase, message)

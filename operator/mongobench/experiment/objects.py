@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from mongobench.api import GROUP, VERSION
@@ -104,52 +104,3 @@ def _label(value: Any) -> str:
         if isinstance(value, bool)
         else str(value)
     )
-
-
-def workload_summary(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Per workload over the cell's runs: n, mean throughput and mean of the operations' worst
-    p99 (microseconds), from the measured steps as `mongobench compare` reads them."""
-    from mongobench_cli import records  # noqa: PLC0415 - pure; imported when a cell has runs
-
-    acc: dict[str, list[tuple[float, float | None]]] = {}
-    for r in runs:
-        for step in records.measured(r):
-            result = step.result or {}
-            value = records.throughput(result)
-            if value is None:
-                continue
-            lat = [records.latency(result, op, "p99") for op in result.get("operations") or {}]
-            p99 = max((p for p in lat if p is not None), default=None)
-            acc.setdefault(str(step.workload), []).append((value, p99))
-    out = {}
-    for w, vals in sorted(acc.items()):
-        p99s: list[float] = [p for _, p in vals if p is not None]
-        out[w] = {
-            "n": len(vals),
-            "throughput": round(sum(t for t, _ in vals) / len(vals), 1),
-            "p99Micros": round(sum(p99s) / len(p99s), 1) if p99s else None,
-        }
-    return out
-
-
-def compact_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The comparison rows status keeps: what `mongobench compare` prints, without the samples."""
-    keep = (
-        "workload",
-        "metric",
-        "unit",
-        "configuration",
-        "baseline",
-        "n",
-        "mean",
-        "ciLow",
-        "ciHigh",
-        "relative",
-        "relativeCiLow",
-        "relativeCiHigh",
-        "delta",
-        "p",
-        "verdict",
-        "flags",
-    )
-    return [{k: r[k] for k in keep if k in r and r[k] is not None} for r in rows]

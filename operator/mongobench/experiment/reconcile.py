@@ -19,6 +19,7 @@ from mongobench.experiment import schedule as sched
 from mongobench.k8s import client as kube
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.client import ApiError
+from mongobench_results import compare, summary
 
 KIND = "BenchmarkExperiment"
 TERMINAL = (cond.RUN_SUCCEEDED, cond.RUN_FAILED)
@@ -328,7 +329,7 @@ def _cells_status(  # noqa: PLR0917 - one reconcile's working set
             ],
         }
         if cell_runs:
-            record["summary"] = objects.workload_summary(cell_runs)
+            record["summary"] = summary.workload_summary(cell_runs)
         cells.append(record)
     current = ""
     if decision.current is not None:
@@ -349,9 +350,8 @@ def _cells_status(  # noqa: PLR0917 - one reconcile's working set
 def _comparison(
     matrix: mx.Matrix, runs: Mapping[mx.Slot, Mapping[str, Any]], failed: Mapping[mx.Slot, str]
 ) -> dict[str, Any]:
-    """Every cell against the baseline, by the code of `mongobench compare`."""
-    from mongobench_cli import compare  # noqa: PLC0415 - numpy: only when an experiment ends
-
+    """Every cell against the baseline, by the code of `mongobench compare` (pure Python: no
+    statistics package stays resident in the operator, see mongobench_results.stats)."""
     inputs = [
         compare.RunInput(r["metadata"]["name"], r)
         for s, r in sorted(runs.items(), key=lambda i: (i[0].cell, i[0].repetition))
@@ -374,6 +374,6 @@ def _comparison(
             "test": out["test"],
             "incomparable": out["incomparable"],
             "notes": out["notes"],
-            "rows": objects.compact_rows(out["rows"]),
+            "rows": summary.compact_rows(out["rows"]),
         }
     }

@@ -48,3 +48,24 @@ def test_run_blocks_kubernetes_and_caps_arenas_before_kopf_starts(
     monkeypatch.setattr(main, "run", lambda config: calls.append("run"))
     assert cli.main(["run", "--plain-logs"]) == 0
     assert calls == ["no kubernetes", "arenas", "run"]
+
+
+def test_an_experiments_comparison_leaves_no_numeric_package_resident() -> None:
+    """The comparison at an experiment's end is pure Python (mongobench_results.stats): numpy
+    and scipy (installed here, for the reference tests) stay out of the operator's memory."""
+    code = (
+        "import sys, json\n"
+        "import mongobench.main, mongobench.experiment.reconcile\n"
+        "from mongobench_results import stats\n"
+        "stats.difference([100.0, 104.0, 98.0], [110.0, 111.0, 108.5])\n"
+        "stats.summarise([1.0, 2.0, 4.0])\n"
+        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'scipy'})))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == []
+    # The probe is not vacuous: it sees them once something imports them.
+    control = code.replace("import sys, json\n", "import sys, json, scipy.stats\n")
+    out = subprocess.run(
+        [sys.executable, "-c", control], capture_output=True, text=True, check=True
+    )
+    assert json.loads(out.stdout) == ["numpy", "scipy"]

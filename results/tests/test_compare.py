@@ -1,18 +1,17 @@
 """Unit tier: grouping runs into configurations, comparability, flags and benchstat-style
-verdicts, on finished runs made by the runner's and the operator's own code (builders.py)."""
+verdicts, on finished runs made by the code that writes them (finished_runs.py)."""
 
 from __future__ import annotations
 
 import pytest
-from builders import benchmark_run
+from finished_runs import FinishedRun, benchmark_run
 
-from mongobench_cli import compare
-from mongobench_cli.sources import LoadedRun
+from mongobench_results import compare
 
 pytestmark = pytest.mark.unit
 
 
-def inputs(*runs: LoadedRun) -> list[compare.RunInput]:
+def inputs(*runs: FinishedRun) -> list[compare.RunInput]:
     return [compare.RunInput(r.key, r.run) for r in runs]
 
 
@@ -57,29 +56,6 @@ def test_flags_small_samples_noise_and_littles_law() -> None:
     flags = row(result, "a", "throughput", "noisy").flags
     assert any(f.startswith("CV") and "> 10%" in f for f in flags)
     assert "Little's law fails in 2 of 3 steps" in flags
-
-
-def test_the_table_shows_short_flags_inline_and_the_long_ones_as_notes() -> None:
-    import io
-
-    from rich.console import Console
-
-    from mongobench_cli import render
-
-    base = benchmark_run("base", repetitions=2, seed=5)
-    noisy = benchmark_run("noisy", repetitions=3, sd=250, seed=6, little_broken=("a#1", "a#3"))
-    result = compare.compare(inputs(base, noisy), metrics=("throughput",))
-    out = io.StringIO()
-    Console(file=out, width=220).print(render.compare_table(result))
-    text = out.getvalue()
-    cv = next(f for f in row(result, "a", "throughput", "noisy").flags if f.startswith("CV"))
-    noisy_line = next(ln for ln in text.splitlines() if " noisy " in ln)
-    # "CV 31%" beside its figures, one legend line for every CV; Little's law as a note.
-    assert cv.rsplit(" > ", 1)[0] in noisy_line and "[1]" in noisy_line
-    assert "n=2" in next(ln for ln in text.splitlines() if " base " in ln)
-    assert text.count("CV: the coefficient of variation is over 10%") == 1
-    assert "[1] Little's law fails in 2 of 3 steps" in text
-    assert "> 10%" not in text
 
 
 def test_runs_with_different_workload_parameters_are_not_comparable_and_say_why() -> None:

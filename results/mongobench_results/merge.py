@@ -12,8 +12,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from mongobench_runner import hdr
-from mongobench_runner.result import (
+from mongobench_results import hdr
+from mongobench_results.document import (
     API_VERSION,
     FAILED,
     SUCCEEDED,

@@ -1,7 +1,8 @@
 """The result document (apiVersion mongobench.io/result/v2) and its sanity checks.
 
 One document per client run; `merge.merge_documents` combines the documents of parallel clients.
-The JSON Schema is bench-jobs/result-schema/v2.json. Latencies are microseconds.
+The JSON Schema is results/schema/v2.json (v1.json: the previous version, read by `upgrade`).
+Latencies are microseconds.
 
 The measured window (v2): from the start of the client's first operation to the end of its last,
 taken from the driver's own operation timestamps, so connecting, thread start-up and the start
@@ -18,7 +19,7 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
-from mongobench_runner import hdr
+from mongobench_results import hdr
 
 API_VERSION = "mongobench.io/result/v2"
 API_VERSION_V1 = "mongobench.io/result/v1"

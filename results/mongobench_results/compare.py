@@ -1,7 +1,7 @@
 """Comparison of benchmark runs (pure): configurations, comparability, benchstat-style verdicts.
 
-Used by `mongobench compare`, the HTML report and (later) the operator's BenchmarkExperiment
-status, so it imports no CLI, terminal or plotting package.
+Used by `mongobench compare`, the HTML report and the operator's BenchmarkExperiment status,
+so it imports no CLI, terminal, plotting or numeric package.
 
 - A *configuration* is what is being compared: one run, or every run sharing the value of a
   label (`group_by`) or of a target dimension (shards, members, mongos, version, platform,
@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from mongobench_cli import records, stats
+from mongobench_results import records, stats
 
 CV_LIMIT = 0.10
 MIN_N = 3

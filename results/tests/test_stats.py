@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from mongobench_cli import stats
+from mongobench_results import stats
 
 pytestmark = pytest.mark.unit
 
@@ -176,3 +176,90 @@ def test_welch_interval_covers_the_true_difference_95_percent_of_the_time() -> N
     # Binomial SD at 95% over 4,000 trials is 0.0034: +-0.015 is more than 4 SD.
     assert 0.935 <= coverage <= 0.965, coverage
     assert pooled_covered / trials < 0.93  # why Welch: equal variances are not assumed
+
+
+# --- the library's own distributions against scipy (the reference it replaces) -------------------
+
+
+@pytest.mark.parametrize("df", [1, 1.5, 2, 3, 4.7, 8, 17.9, 30, 120, 1e4])
+def test_t_distribution_matches_scipy(df: float) -> None:
+    # abs: scipy's own t.sf is off by 3e-9 near t = 0 for df = 1 (the closed forms below agree
+    # with the library there).
+    for t in (0.0, 1e-8, 0.01, 0.5, 1.0, 1.96, 2.5, 4.0, 10.0, 60.0, 1e3):
+        assert stats.t_two_sided(t, df) == pytest.approx(2 * st.t.sf(t, df), rel=1e-9, abs=5e-9)
+    for confidence in (0.5, 0.8, 0.9, 0.95, 0.99, 0.999):
+        want = st.t.ppf((1 + confidence) / 2, df)
+        assert stats.t_quantile(confidence, df) == pytest.approx(want, rel=1e-9)
+
+
+def test_t_distribution_matches_its_closed_forms() -> None:
+    for t in (1e-8, 0.3, 1.0, 12.7, 1e4):
+        # df = 1 is Cauchy: P(|T| >= t) = 1 - 2 atan(t) / pi; df = 2: 1 - t / sqrt(2 + t^2).
+        assert stats.t_two_sided(t, 1) == pytest.approx(1 - 2 * math.atan(t) / math.pi, rel=1e-13)
+        assert stats.t_two_sided(t, 2) == pytest.approx(1 - t / math.sqrt(2 + t * t), rel=1e-12)
+    assert stats.t_quantile(0.95, 1) == pytest.approx(math.tan(0.975 * math.pi - math.pi / 2))
+
+
+def _random_samples(seed: int) -> tuple[list[float], list[float]]:
+    rng = np.random.default_rng(seed)
+    n1, n2 = int(rng.integers(2, 14)), int(rng.integers(2, 14))
+    base = rng.normal(1000, rng.uniform(1, 80), n1)
+    new = rng.normal(1000 + rng.uniform(-60, 60), rng.uniform(1, 80), n2)
+    if seed % 3 == 0:  # benchmark figures are often rounded: ties (never a constant sample, see
+        # test_constant_samples_differ_exactly_or_not_at_all for those)
+        base, new = np.round(base / 5) * 5, np.round(new / 5) * 5
+        base[0], new[0] = base[0] - 5, new[0] + 5
+    return list(base), list(new)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_every_figure_of_a_difference_matches_scipy(seed: int) -> None:
+    base, new = _random_samples(seed)
+    d = stats.difference(base, new)
+    assert d is not None
+    welch = st.ttest_ind(new, base, equal_var=False)
+    ci = welch.confidence_interval(0.95)
+    assert d.welch_p == pytest.approx(welch.pvalue, rel=1e-9, abs=1e-15)
+    assert d.df == pytest.approx(welch.df, rel=1e-12)
+    assert (d.ci_low, d.ci_high) == (
+        pytest.approx(ci.low, rel=1e-9),
+        pytest.approx(ci.high, rel=1e-9),
+    )
+    assert d.rank_p == pytest.approx(st.mannwhitneyu(new, base).pvalue, rel=1e-9, abs=1e-15)
+    s = stats.summarise(new)
+    low, high = st.t.interval(0.95, len(new) - 1, loc=np.mean(new), scale=st.sem(new))
+    assert (s.ci_low, s.ci_high) == (pytest.approx(low, rel=1e-12), pytest.approx(high, rel=1e-12))
+
+
+@pytest.mark.parametrize(("n1", "n2"), [(1, 1), (2, 5), (3, 3), (4, 4), (5, 8), (8, 30), (3, 60)])
+def test_the_exact_rank_test_matches_scipy_for_every_ordering_statistic(n1: int, n2: int) -> None:
+    """Without ties and with a side of at most 8, both use the exact U distribution: every
+    achievable U (interleavings of two sorted samples) gives scipy's p."""
+    rng = random.Random(n1 * 100 + n2)
+    for _ in range(25):
+        values = rng.sample(range(1000), n1 + n2)
+        x, y = values[:n1], values[n1:]
+        assert stats.mann_whitney(y, x) == pytest.approx(
+            st.mannwhitneyu(x, y, method="auto").pvalue, rel=1e-12
+        )
+
+
+def test_the_rank_test_uses_the_normal_approximation_with_ties_or_large_samples() -> None:
+    ties_base, ties_new = [1.0, 2.0, 2.0, 3.0, 5.0], [2.0, 3.0, 3.0, 6.0, 7.0, 8.0]
+    assert stats.mann_whitney(ties_base, ties_new) == pytest.approx(
+        st.mannwhitneyu(ties_new, ties_base).pvalue, rel=1e-12
+    )
+    rng = random.Random(7)
+    big_base = [rng.gauss(0, 1) for _ in range(20)]
+    big_new = [rng.gauss(0.5, 1) for _ in range(25)]
+    assert stats.mann_whitney(big_base, big_new) == pytest.approx(
+        st.mannwhitneyu(big_new, big_base).pvalue, rel=1e-12
+    )
+
+
+def test_hedges_correction_matches_scipys_gamma_functions() -> None:
+    from scipy import special
+
+    for df in (2, 3.5, 4, 10, 57, 1000):
+        want = math.exp(special.gammaln(df / 2) - special.gammaln((df - 1) / 2)) / math.sqrt(df / 2)
+        assert stats.hedges_j(df) == pytest.approx(want, rel=1e-13)

@@ -1,7 +1,7 @@
 """Pure views of a BenchmarkRun object (live from the API or `run.json` of an archive).
 
-Reads the status the operator writes (operator/mongobench/bench/orchestrate.py, results.py,
-cpu.py) and the issue-10 additions when present (result `window`, `perClient`, `littlesLaw`
+Reads the status the operator writes (its orchestration and CPU figures, and the step results
+of summary.py) and the issue-10 additions when present (result `window`, `perClient`, `littlesLaw`
 with a diagnosis); older runs without them fall back to the fields they have.
 """
 

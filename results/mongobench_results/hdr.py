@@ -3,8 +3,8 @@
 Everything that computes a statistic from a histogram goes through `summarise`, which follows the
 Java HdrHistogram 2.1.12 definitions YCSB itself uses (percentile = highest equivalent value of
 the first bucket whose cumulative count reaches ceil(p/100 * total); mean over bucket medians), so
-the runner's numbers equal YCSB's own export and merged client histograms give exact aggregate
-percentiles. Only the PyPI `hdrhistogram` package and the standard library are used.
+the result documents' numbers equal YCSB's own export and merged client histograms give exact
+aggregate percentiles. Only the PyPI `hdrhistogram` package and the standard library are used.
 """
 
 from __future__ import annotations
@@ -16,8 +16,6 @@ from pathlib import Path
 
 from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogReader
-
-from mongobench_runner.status import IntervalStats
 
 LOWEST_US = 1
 HIGHEST_US = 3_600_000_000  # one hour
@@ -134,20 +132,4 @@ def summarise(h: HdrHistogram) -> Summary:
         p95=p[1],
         p99=p[2],
         p999=p[3],
-    )
-
-
-def interval_stats(h: HdrHistogram) -> IntervalStats:
-    """A status line's figures of one interval's histogram (YCSB prints 90/99/99.9/99.99)."""
-    if h.get_total_count() == 0:
-        return IntervalStats(0, 0, 0, 0.0, 0, 0, 0, 0)
-    return IntervalStats(
-        count=int(h.get_total_count()),
-        min_us=float(h.get_min_value()),
-        max_us=float(h.get_max_value()),
-        avg_us=float(h.get_mean_value()),
-        p90_us=float(h.get_value_at_percentile(90)),
-        p99_us=float(h.get_value_at_percentile(99)),
-        p999_us=float(h.get_value_at_percentile(99.9)),
-        p9999_us=float(h.get_value_at_percentile(99.99)),
     )

@@ -4,9 +4,9 @@ import random
 
 import pytest
 
-from mongobench_runner import hdr
-from mongobench_runner.merge import merge_documents
-from mongobench_runner.result import OpResult, Window, build_document, upgrade, utc_now
+from mongobench_results import hdr
+from mongobench_results.document import OpResult, Window, build_document, upgrade, utc_now
+from mongobench_results.merge import merge_documents
 
 pytestmark = pytest.mark.unit
 

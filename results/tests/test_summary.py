@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 
-from mongobench.bench.results import assemble, summarise
+from mongobench_results.configmaps import assemble
+from mongobench_results.merge import merge_documents as merge
+from mongobench_results.summary import STATUS_WARNINGS, step_result, summarise
 
 pytestmark = pytest.mark.unit
 
@@ -76,8 +78,8 @@ def _client_documents() -> list[dict[str, Any]]:
     1.5 s late and ran with 3 threads), as the runner writes them."""
     import random
 
-    from mongobench_runner import hdr
-    from mongobench_runner.result import OpResult, Window, build_document, utc_now
+    from mongobench_results import hdr
+    from mongobench_results.document import OpResult, Window, build_document, utc_now
 
     t0 = 1_750_000_000_000_000
     docs = []
@@ -136,8 +138,7 @@ def _java_percentile(values: list[tuple[int, int]], p: float, h: Any) -> int:
 def test_every_step_figure_in_status_is_recomputed_from_the_client_documents() -> None:
     from hdrh.histogram import HdrHistogram
 
-    from mongobench.bench.results import merge, step_result
-    from mongobench_runner.result import epoch_us
+    from mongobench_results.document import epoch_us
 
     docs = _client_documents()
     # As the operator reads them: serialised into ConfigMap parts, reassembled.
@@ -208,7 +209,6 @@ def test_every_step_figure_in_status_is_recomputed_from_the_client_documents() -
 
 
 def test_status_keeps_every_warning_or_says_how_many_are_elsewhere() -> None:
-    from mongobench.bench.results import STATUS_WARNINGS, merge, step_result
 
     doc = merge(_client_documents())
     doc["sanity"]["warnings"] = [f"w{i}" for i in range(25)]
