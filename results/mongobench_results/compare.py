@@ -372,6 +372,25 @@ def _values(config: Configuration, workload: str, metric: Metric) -> list[float]
     return [v for s in config.steps(workload) if (v := metric.extract(s)) is not None]
 
 
+def _data_flags(
+    summary: stats.Summary, metric: Metric, config: Configuration, workload: str, reason: str | None
+) -> list[str]:
+    """What the data of one row says about itself: too few, too noisy, inconsistent, blocked."""
+    flags: list[str] = []
+    if summary.n < MIN_N:
+        flags.append(f"n={summary.n} < {MIN_N}")
+    if summary.cv is not None and summary.cv > CV_LIMIT:
+        flags.append(f"CV {100 * summary.cv:.0f}% > {100 * CV_LIMIT:.0f}%")
+    if metric.id == "throughput":
+        steps = config.steps(workload)
+        bad = [s for s in steps if records.littles_law(s.result or {}).get("ok") is False]
+        if bad:
+            flags.append(f"Little's law fails in {len(bad)} of {len(steps)} steps")
+    if reason:
+        flags.append("not comparable: " + reason)
+    return flags
+
+
 def _row(
     *,
     workload: str,
@@ -387,19 +406,8 @@ def _row(
     min_rank: int,
 ) -> Row:
     summary = stats.summarise(values, confidence)
-    flags: list[str] = []
-    if summary.n < MIN_N:
-        flags.append(f"n={summary.n} < {MIN_N}")
-    if summary.cv is not None and summary.cv > CV_LIMIT:
-        flags.append(f"CV {100 * summary.cv:.0f}% > {100 * CV_LIMIT:.0f}%")
-    if metric.id == "throughput":
-        steps = config.steps(workload)
-        bad = [s for s in steps if records.littles_law(s.result or {}).get("ok") is False]
-        if bad:
-            flags.append(f"Little's law fails in {len(bad)} of {len(steps)} steps")
     reason = blocked.get((config.name, workload))
-    if reason:
-        flags.append("not comparable: " + reason)
+    flags = _data_flags(summary, metric, config, workload, reason)
     diff = None if is_base else stats.difference(base_values, values, confidence)
     p: float | None = None
     significant: bool | None = None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from mongobench_runner.result import OpResult
+from mongobench_results.document import OpResult
 
 
 def error_ratio_problem(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from mongobench_runner import hdr
+from mongobench_results import hdr
+from mongobench_results.document import OpResult
 from mongobench_runner.failures import error_ratio_problem
-from mongobench_runner.result import OpResult
 
 pytestmark = pytest.mark.unit
 
