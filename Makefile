@@ -72,7 +72,7 @@ test-rules: ## the chart's alerts: promtool check rules + promtool test rules (a
 
 test-protocol: ## protocol tier: mockupdb, FerretDB and an S3 server (moto) on loopback
 	$(PYTEST) -q -m protocol operator/tests bench-jobs/runner/tests archive/tests cli/tests \
-	  e2e/local/tests hack/tests
+	  e2e/local/tests hack/tests benchmarks/tests
 
 test-bench-jobs: ## the YCSB binding's own tests (Maven, JUnit)
 	@if [ -x hack/build-java.sh ]; then bash hack/build-java.sh test; fi
@@ -98,18 +98,4 @@ dev: setup ## start the local control plane with CRDs and the operator; prints t
 dev-down: ## stop what `make dev` started
 	$(PY) -m localplane.dev down
 -include bench-jobs/bench-jobs.mk
-
-bench-reconcile: setup ## time apply->children and count API requests of the MongoCluster reconciler
-	PYTHONPATH=e2e/local $(VENV)/bin/python e2e/local/bench/reconcile.py
-
-bench-orchestration: setup ## seconds the operator adds between benchmark steps and to collect results
-	PYTHONPATH=e2e/local $(VENV)/bin/python e2e/local/bench/orchestration.py
-
-bench-step-window: setup ## a-d x 2 x 2 clients: reported throughput next to operations / measured window
-	PYTHONPATH=e2e/local $(VENV)/bin/python e2e/local/bench/step_window.py
-
-bench-scale: setup ## N MongoClusters + N BenchmarkRuns at once (BENCH_N, default 200): seconds, peak RSS, requests
-	PYTHONPATH=e2e/local $(VENV)/bin/python e2e/local/bench/scale.py
-
-bench-cli: setup ## seconds of `mongobench list` (200 runs) and `compare` (20 runs x 6 x 5), API and archives
-	PYTHONPATH=e2e/local $(VENV)/bin/python e2e/local/bench/cli.py
+-include benchmarks/benchmarks.mk

@@ -1,4 +1,4 @@
-"""mongobench-wireserver (bench-jobs/wireserver), the server of `make bench-clients`, with pymongo.
+"""mongobench-wireserver (benchmarks/wireserver), the server of `make bench-clients`, with pymongo.
 
 It answers what the benchmark clients send: the handshake, inserts (a body array and kind-1
 document sequences), finds by _id and with an empty filter, cursors, $set updates and upserts,
@@ -18,7 +18,7 @@ from pymongo.errors import DuplicateKeyError, OperationFailure
 
 pytestmark = pytest.mark.protocol
 
-WIRESERVER = Path(__file__).resolve().parents[2] / "wireserver"
+WIRESERVER = Path(__file__).resolve().parents[1] / "wireserver"
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ The binary goes into the tool cache of hack/build-tools.sh (MONGOBENCH_CACHE, de
 ~/.cache/mongobench, bin/), keyed by a hash of go.mod, go.sum and the Go sources, so it is built
 once per change; the module is pinned by go.mod/go.sum (-mod=readonly).
 
-    python bench-jobs/wireserver/wireserver.py build   # build when missing, print the path
+    python benchmarks/wireserver/wireserver.py build   # build when missing, print the path
 """
 
 from __future__ import annotations

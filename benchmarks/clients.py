@@ -7,7 +7,7 @@ operations) driven by
   2. a bare Java driver loop (io.mongobench.ycsb.bench.BareReadLoop, same driver jar)
   3. the Locust driver (mongobench-runner locust)
   4. a bare pymongo loop (threads calling find_one)
-The server (BENCH_SERVER) is by default mongobench-wireserver (bench-jobs/wireserver: in-memory,
+The server (BENCH_SERVER) is by default mongobench-wireserver (benchmarks/wireserver: in-memory,
 Go), fast enough that the clients are the bottleneck; BENCH_SERVER=ferretdb runs FerretDB
 (SQLite) instead, which bounds every client at a few hundred ops/s.
 Client CPU is user+system of the client process tree (RUSAGE_CHILDREN around each process;

@@ -1,0 +1,32 @@
+# Benchmarks of the operator, the CLI and the benchmark clients (included by the root Makefile).
+# Each prints figures measured side by side in one run; none asserts a time.
+.PHONY: bench-reconcile bench-orchestration bench-step-window bench-scale bench-cli bench-clients \
+        build-wireserver lint-wireserver
+
+bench-reconcile: setup ## time apply->children and count API requests of the MongoCluster reconciler
+	PYTHONPATH=e2e/local $(VENV)/bin/python benchmarks/reconcile.py
+
+bench-orchestration: setup ## seconds the operator adds between benchmark steps and to collect results
+	PYTHONPATH=e2e/local $(VENV)/bin/python benchmarks/orchestration.py
+
+bench-step-window: setup ## a-d x 2 x 2 clients: reported throughput next to operations / measured window
+	PYTHONPATH=e2e/local $(VENV)/bin/python benchmarks/step_window.py
+
+bench-scale: setup ## N MongoClusters + N BenchmarkRuns at once (BENCH_N, default 200): seconds, peak RSS, requests
+	PYTHONPATH=e2e/local $(VENV)/bin/python benchmarks/scale.py
+
+bench-cli: setup ## seconds of `mongobench list` (200 runs) and `compare` (20 runs x 6 x 5), API and archives
+	PYTHONPATH=e2e/local $(VENV)/bin/python benchmarks/cli.py
+
+build-wireserver: ## build mongobench-wireserver (benchmarks/wireserver) into the tool cache (skipped when unchanged)
+	@$(VENV)/bin/python benchmarks/wireserver/wireserver.py build >/dev/null
+
+bench-clients: build-java build-wireserver ## client CPU per 1k ops and ops/s: YCSB binding vs bare Java, Locust vs bare pymongo, on a fast in-memory wire server (BENCH_SERVER=ferretdb: FerretDB)
+	PYTHONPATH=e2e/local $(VENV)/bin/python benchmarks/clients.py
+
+# `make lint` also checks the wire server's Go: gofmt and go vet.
+lint: lint-wireserver
+lint-wireserver:
+	@out=$$(gofmt -l benchmarks/wireserver); \
+	  if [ -n "$$out" ]; then echo "gofmt: $$out" >&2; gofmt -d benchmarks/wireserver; exit 1; fi
+	cd benchmarks/wireserver && go vet -mod=readonly ./...
