@@ -13,6 +13,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from mongobench.k8s.conditions import STEP_SUCCEEDED
 from mongobench_runner import sinks
 from mongobench_runner.merge import merge_documents
 
@@ -113,7 +114,7 @@ def summarise(steps: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     operation's mean and p99 latency (SD is the sample SD; n=1 has none)."""
     by_workload: dict[str, list[Mapping[str, Any]]] = {}
     for step in steps:
-        if step.get("kind") == "run" and step.get("phase") == "Succeeded" and step.get("result"):
+        if step.get("kind") == "run" and step.get("phase") == STEP_SUCCEEDED and step.get("result"):
             by_workload.setdefault(str(step["workload"]), []).append(step["result"])
     out = []
     for workload, results in by_workload.items():

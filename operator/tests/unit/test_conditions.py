@@ -52,21 +52,25 @@ def _constants() -> dict[str, str]:
     return {
         name: value
         for name, value in vars(conditions).items()
-        if name.isupper() and isinstance(value, str) and name not in ("TRUE", "FALSE", "UNKNOWN")
+        if name.isupper()
+        and isinstance(value, str)
+        and name not in ("TRUE", "FALSE", "UNKNOWN", "NORMAL", "WARNING")
     }
 
 
 def test_every_condition_and_reason_constant_is_documented_and_nothing_else_is() -> None:
-    from mongobench.k8s.conditions import CONDITIONS, EVENT_REASONS
+    from mongobench.k8s.conditions import CONDITIONS, EVENT_REASONS, PHASES
 
     documented = {d.type for d in CONDITIONS}
     documented |= {reason for d in CONDITIONS for reason in d.reasons}
     documented |= set(EVENT_REASONS)
+    documented |= {phase for phases in PHASES.values() for phase in phases}
     assert set(_constants().values()) == documented
     for doc in CONDITIONS:
         assert doc.meaning and all(doc.reasons.values()), doc.type
         assert set(doc.kinds) <= {"MongoCluster", "BenchmarkRun", "BenchmarkExperiment"}
     assert all(EVENT_REASONS.values())
+    assert all(all(phases.values()) for phases in PHASES.values())
 
 
 def test_the_crds_name_only_documented_condition_types() -> None:
