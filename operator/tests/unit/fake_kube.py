@@ -2,7 +2,7 @@
 
 It keeps objects by (kind, namespace, name) and answers as the apiserver does where the
 controllers depend on it: 404 as None or False, 409 on a second create, uid, generation and
-creationTimestamp set on create, server-side apply merging into what exists (status kept), JSON
+creationTimestamp set on create (now; objects `put` by a test were created long ago), server-side apply merging into what exists (status kept), JSON
 merge patches, label selectors (`a=b`, `a`), discovery (`served`). Every write is recorded
 (`writes`), Events are kept as posted (`events`), and `refuse` makes a verb fail.
 """
@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import copy
 import itertools
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from mongobench.k8s.client import ApiError
-from mongobench.k8s.conditions import EventType
+from mongobench.k8s.conditions import EventType, now_rfc3339
 
-CREATED = "2026-11-26T09:00:00Z"
+CREATED = "2026-01-01T00:00:00Z"  # of objects a test puts in place
 Key = tuple[str, str | None, str]
 
 
@@ -76,8 +77,7 @@ class FakeKube:
     def refuse(self, verb: str, kind: str, status: int = 422, message: str = "refused") -> None:
         """Make every `verb` (get, list, create, apply, patch, patch_status, delete) on `kind`
         fail with `status`."""
-        body = f'{{"message": "{message}"}}'
-        self.refusals[(verb, kind)] = ApiError(status, "Refused", body)
+        self.refusals[(verb, kind)] = ApiError(status, "Refused", json.dumps({"message": message}))
 
     def reasons(self) -> list[str]:
         return [reason for _, _, _, reason, _ in self.events]
@@ -121,7 +121,8 @@ class FakeKube:
         if dry_run:
             return copy.deepcopy(dict(obj))
         self.writes.append(("create", obj["kind"], meta["name"]))
-        return copy.deepcopy(self.put(obj))
+        created = merge_patch(obj, {"metadata": {"creationTimestamp": now_rfc3339()}})
+        return copy.deepcopy(self.put(created))
 
     def apply(self, obj: Mapping[str, Any]) -> dict[str, Any]:
         self._check("apply", obj["kind"])
