@@ -2,9 +2,10 @@
 
 It keeps objects by (kind, namespace, name) and answers as the apiserver does where the
 controllers depend on it: 404 as None or False, 409 on a second create, uid, generation and
-creationTimestamp set on create (now; objects `put` by a test were created long ago), server-side apply merging into what exists (status kept), JSON
-merge patches, label selectors (`a=b`, `a`), discovery (`served`). Every write is recorded
-(`writes`), Events are kept as posted (`events`), and `refuse` makes a verb fail.
+creationTimestamp set on create (now; objects a test `put` in place were created long ago),
+server-side apply merging into what exists (status kept), JSON merge patches, label selectors
+(`a=b`, `a`, `a in (b,c)`), discovery (`served`). Every write is recorded (`writes`), Events
+are kept as posted (`events`), and `refuse` makes a verb fail.
 """
 
 from __future__ import annotations

@@ -127,7 +127,7 @@ def test_a_run_an_earlier_reconcile_created_is_not_created_twice() -> None:
 def test_a_cell_the_apiserver_would_refuse_refuses_the_experiment() -> None:
     kube = FakeKube(experiment())
     kube.refuse("create", "BenchmarkRun", 422, 'spec.run.threads: Invalid value: "four"')
-    with pytest.raises(SpecError, match="would be refused: spec.run.threads"):
+    with pytest.raises(SpecError, match=r"would be refused: spec\.run\.threads"):
         advance(kube)
     assert kube.writes == []
 
