@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from mongobench.mongo.model import (
+    Distribution,
     DrainingProgress,
     MemberStatus,
     Mongos,
@@ -19,6 +20,8 @@ from mongobench.mongo.model import (
     ReplicaSetStatus,
     RollingStep,
     ShardInfo,
+    ShardingSpec,
+    ShardShare,
     UserSpec,
 )
 
@@ -32,6 +35,7 @@ class FakeMongo:
         self.users: dict[str, list[str]] = {}  # replSet or "mongos" -> usernames
         self.fcv: str | None = None
         self.calls: list[str] = []
+        self.collections: set[str] = set()  # "db.collection"
         self.connector = self  # what the pool closes at shutdown (close() below)
 
     # --- what wire(), roll() and feature_compatibility() ask ---------------------------------
@@ -96,6 +100,29 @@ class FakeMongo:
     ) -> bool:
         changed, self.fcv = self.fcv != version, version
         return changed
+
+    # --- what a BenchmarkRun's data steps ask (bench.data.ClusterData) ------------------------
+
+    def drop_collection(self, target: Any, database: str, collection: str) -> bool:
+        self.calls.append(f"drop {database}.{collection}")
+        existed = f"{database}.{collection}" in self.collections
+        self.collections.discard(f"{database}.{collection}")
+        return existed
+
+    def ensure_collection(self, target: Any, database: str, collection: str) -> None:
+        self.calls.append(f"create {database}.{collection}")
+        self.collections.add(f"{database}.{collection}")
+
+    def shard_collection(self, mongos: Mongos, spec: ShardingSpec) -> str:
+        self.calls.append(f"shard {spec.namespace} on {spec.key}")
+        self.collections.add(spec.namespace)
+        return f"sharded {spec.namespace}"
+
+    def distribution(self, mongos: Mongos, database: str, collection: str) -> Distribution:
+        shares = tuple(
+            ShardShare(shard, 500, 2, 100.0 / len(self.shards)) for shard in sorted(self.shards)
+        )
+        return Distribution(f"{database}.{collection}", True, shares)
 
     def close(self) -> None:
         pass

@@ -15,6 +15,7 @@ from fake_kube import FakeKube
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec
 from mongobench.bench import archive, orchestrate
+from mongobench.bench.cpu import CpuUnavailable
 from mongobench.bench.orchestrate import DataOps
 from mongobench.bench.plan import make_plan
 from mongobench.config import OperatorConfig
@@ -429,3 +430,48 @@ def test_an_archive_that_cannot_be_written_is_retried_later(kube: FakeKube, tmp_
     due_at = archive._parse_time(record["nextAttempt"])
     assert not archive.due(status(kube), due_at - timedelta(seconds=1))
     assert archive.due(status(kube), due_at)
+
+
+# --- the step's resource profile ---------------------------------------------------------------
+
+
+def collected_with(kube: FakeKube, cpu: Any) -> dict[str, Any]:
+    """The load step collected with `cpu` as the Prometheus query; its status entry."""
+    orchestrate.advance(kube, NS, "r", CONFIG, Data(), cpu=cpu)
+    orchestrate.advance(kube, NS, "r", CONFIG, Data(), cpu=cpu)
+    report(kube, 1)
+    finish_job(kube, 1)
+    orchestrate.advance(kube, NS, "r", CONFIG, Data(), cpu=cpu)
+    return dict(status(kube)["steps"][1])
+
+
+def test_a_steps_cpu_is_kept_with_it_and_a_gap_is_said_once_seen(kube: FakeKube) -> None:
+    windows: list[tuple[str, str]] = []
+
+    def cpu(run: Any, step: Any, start: str, end: str) -> dict[str, Any]:
+        windows.append((start, end))
+        return {"cpu": {"nodes": []}, "resources": {"missing": ["disk of node n1"]}}
+
+    load = collected_with(kube, cpu)
+    assert load["cpu"] == {"nodes": []} and len(windows) == 1
+    assert condition(kube, cond.CPU_COLLECTED) == (cond.TRUE, cond.CPU_COLLECTED_ALL)
+    assert condition(kube, cond.RESOURCES_COMPLETE) == (cond.FALSE, cond.METRICS_MISSING)
+
+
+@pytest.mark.parametrize(
+    ("error", "reason"),
+    [
+        (CpuUnavailable("Prometheus refused: 503"), cond.PROMETHEUS_UNAVAILABLE),
+        (ValueError("a window of no length"), cond.WINDOW_INVALID),
+    ],
+)
+def test_a_step_whose_cpu_cannot_be_read_still_succeeds_and_says_why(
+    kube: FakeKube, error: Exception, reason: str
+) -> None:
+    def cpu(*_: Any) -> dict[str, Any]:
+        raise error
+
+    load = collected_with(kube, cpu)
+    assert load["phase"] == cond.STEP_SUCCEEDED and load["cpu"] is None
+    assert condition(kube, cond.CPU_COLLECTED) == (cond.FALSE, reason)
+    assert cond.EVENT_CPU_MISSING in kube.reasons()
