@@ -2,9 +2,9 @@
 controller as the MongoDB pool is, and its implementation over the operator's own ApiClient.
 
 Every controller receives a KubeApi; nothing reaches a client through a module global. The unit
-tests pass an in-memory fake (operator/tests/fake_kube.py) where the operator passes `KubeClient`.
-Events are the operator's own core/v1 Events (posted with its client and its RBAC), so work
-queued from a handler to another thread posts them as a handler does.
+tests pass an in-memory fake (operator/tests/unit/fake_kube.py) where the operator passes
+`KubeClient`. Events are the operator's own core/v1 Events (posted with its client and its
+RBAC), so work queued from a handler to another thread posts them as a handler does.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Protocol
+
+import urllib3
 
 from mongobench.k8s.client import FIELD_MANAGER, ApiClient, ApiError, resource_path
 from mongobench.k8s.conditions import NORMAL, WARNING, EventType
@@ -223,7 +225,7 @@ class KubeClient:
                         raise
             posted = self.create(event_object(obj, type_, reason, message, now))
             self._remember(key, posted["metadata"]["name"], 1)
-        except ApiError as exc:
+        except (ApiError, urllib3.exceptions.HTTPError) as exc:  # refused, or no answer in time
             log.warning(
                 "Event %s on %s %s/%s not posted: %s",
                 reason,
