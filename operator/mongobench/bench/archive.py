@@ -468,16 +468,17 @@ def sync(
                 missing = [i for i in finished_steps(status) if i not in done]
                 result = Result(settings.url, error=str(reason), missing=missing)
                 log.warning("archive of %s/%s: %s", namespace, name, reason)
-        return _record(kube, namespace, name, result, config, run_lock)
+        return _record(kube, namespace, name, result, config=config, run_lock=run_lock)
     finally:
         lock.release()
 
 
-def _record(  # noqa: PLR0917 - the run, what happened, and its lock
+def _record(
     kube: KubeApi,
     namespace: str,
     name: str,
     result: Result,
+    *,
     config: OperatorConfig,
     run_lock: threading.Lock,
 ) -> list[cond.Event]:

@@ -172,15 +172,20 @@ def compute_status(
             observed,
             readiness,
             phase,
-            previous.get("conditions"),
-            removing_message if removing else None,
+            previous=previous.get("conditions"),
+            removing=removing_message if removing else None,
             generation=generation,
             now=now,
         ),
         "replicaSets": _replica_sets(layout, observed, previous),
         "connectionSecret": layout.connection_secret,
         "timings": compute_timings(
-            previous.get("timings") or {}, readiness.pods_ready, wired, phase, created, clock or now
+            previous.get("timings") or {},
+            readiness.pods_ready,
+            wired,
+            phase,
+            created=created,
+            clock=clock or now,
         ),
     }
     if layout.sharded:
@@ -214,11 +219,12 @@ def compute_phase(
     return c.PHASE_READY if wired else c.PHASE_INITIALIZING
 
 
-def compute_timings(  # noqa: PLR0917 - the instants and what was reached by them
+def compute_timings(
     previous: Mapping[str, Any],
     pods_ready: bool,
     wired: bool,
     phase: str,
+    *,
     created: str,
     clock: str,
 ) -> dict[str, Any]:
@@ -234,14 +240,14 @@ def compute_timings(  # noqa: PLR0917 - the instants and what was reached by the
     return timings
 
 
-def compute_conditions(  # noqa: PLR0917 - one status's observations
+def compute_conditions(
     layout: ClusterLayout,
     observed: Observed,
     readiness: Readiness,
     phase: str,
+    *,
     previous: Any,
     removing: str | None,
-    *,
     generation: int,
     now: str,
 ) -> list[dict[str, Any]]:

@@ -130,7 +130,9 @@ def advance(
     }
     status |= _cells_status(body, matrix, order, runs, failed, deployments, decision, now)
     if not running:
-        status |= _finished(status, matrix, runs, failed, decision.phase, generation)
+        status |= _finished(
+            status, matrix, runs, failed, phase=decision.phase, generation=generation
+        )
         outcome.events.append(
             (
                 cond.NORMAL if decision.phase == cond.RUN_SUCCEEDED else cond.WARNING,
@@ -188,11 +190,12 @@ def _observed(
     )
 
 
-def _finished(  # noqa: PLR0917 - one reconcile's working set
+def _finished(
     status: Mapping[str, Any],
     matrix: mx.Matrix,
     runs: Mapping[mx.Slot, Mapping[str, Any]],
     failed: Mapping[mx.Slot, str],
+    *,
     phase: str,
     generation: int,
 ) -> dict[str, Any]:
