@@ -24,6 +24,7 @@ from mongobench.mongo.model import (
     ShardShare,
     UserSpec,
 )
+from mongobench.mongo.plan import next_rolling_step
 
 
 class FakeMongo:
@@ -93,7 +94,8 @@ class FakeMongo:
         return DrainingProgress(shard, "completed")
 
     def rolling_step(self, spec: ReplicaSetSpec, needs_restart: list[str]) -> RollingStep:
-        return RollingStep("done")
+        """The operator's own order (mongo.plan), on this model's view of the set."""
+        return next_rolling_step(self.replica_set_status(spec), needs_restart)
 
     def ensure_feature_compatibility_version(
         self, target: ReplicaSetSpec | Mongos, version: str

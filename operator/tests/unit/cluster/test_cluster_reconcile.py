@@ -15,7 +15,8 @@ from cluster_fixtures import REPLICA_SET, SHARDED
 from fake_kube import FakeKube
 from fake_mongo import FakeMongo
 
-from mongobench.cluster import deletion, reconcile
+from mongobench.cluster import deletion, reconcile, rolling
+from mongobench.cluster import labels as lbl
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.conditions import get_condition
 from mongobench.k8s.locks import ResourceLocks
@@ -253,6 +254,38 @@ def test_a_storage_class_that_cannot_expand_is_told_once(
     kube.objects[("StorageClass", None, "std")]["allowVolumeExpansion"] = True
     sync(kube, admins)
     assert len(kube.verbs("patch", "PersistentVolumeClaim")) == 3
+
+
+def test_a_new_template_restarts_one_secondary_per_pass_primary_last(
+    admins: AdminPool, mongo: FakeMongo
+) -> None:
+    kube = FakeKube(mongocluster(REPLICA_SET))
+    reconcile.provision(kube, body(kube))
+    pods_ready(kube)
+    sync(kube, admins)
+    for i in range(3):  # the members' pods, on the first revision
+        kube.put(
+            {
+                "kind": "Pod",
+                "metadata": {
+                    "namespace": NS,
+                    "name": f"c-rs0-{i}",
+                    "labels": {lbl.REPLSET: "c-rs0", rolling.REVISION: "r1"},
+                },
+                "spec": {},
+            }
+        )
+    newer = copy.deepcopy(REPLICA_SET)
+    newer["version"] = "8.0.4"
+    kube.objects[(KIND, NS, "c")]["spec"] = newer
+    reconcile.provision(kube, body(kube))  # the StatefulSet's template changes (OnDelete)
+    sts = kube.objects[("StatefulSet", NS, "c-rs0")]
+    sts["status"] = {**sts["status"], "updateRevision": "r2", "updatedReplicas": 0}
+    sync(kube, admins)
+    (restarted,) = kube.verbs("delete", "Pod")  # one member per pass
+    assert restarted != "c-rs0-0"  # a secondary: the primary (member 0 here) goes last
+    updated = get_condition(body(kube)["status"]["conditions"], cond.UPDATED)
+    assert updated is not None and updated["reason"] == cond.ROLLING_RESTART
 
 
 def test_a_vanished_cluster_syncs_nothing(admins: AdminPool) -> None:
