@@ -13,7 +13,7 @@ ACTIONLINT := $(TOOLS)/actionlint-$(ACTIONLINT_VERSION)
 KIND_CONFIGCHECK := $(TOOLS)/kind-configcheck-$(KIND_VERSION)
 CHART := charts/mongobench
 
-.PHONY: help setup lint test test-unit test-protocol test-bench-jobs test-cluster demo dev dev-down \
+.PHONY: help setup lint test test-unit coverage test-protocol test-bench-jobs test-cluster demo dev dev-down \
         crds-check crds-sync chart-docs chart-lint manifests images kind-load test-rules test-e2e \
         e2e-kind e2e-kind-down
 
@@ -62,10 +62,16 @@ kind-load: ## load the images into a kind cluster (KIND_CLUSTER, default mongobe
 
 test: setup lint test-unit test-rules test-protocol test-bench-jobs test-cluster ## set up, lint, run every tier
 
+UNIT_TESTS := operator/tests bench-jobs/runner/tests archive/tests cli/tests results/tests dashboards/tests \
+  alerts/tests e2e/local/tests e2e/suite e2e/kind/tests charts/tests manifests/tests
+
 test-unit: ## unit tier: pure builders, parsers, statistics
-	$(PYTEST) -q -m unit operator/tests bench-jobs/runner/tests archive/tests cli/tests results/tests \
-	  dashboards/tests alerts/tests e2e/local/tests e2e/suite e2e/kind/tests charts/tests \
-	  manifests/tests
+	$(PYTEST) -q -m unit $(UNIT_TESTS)
+
+coverage: ## the unit tier under coverage.py: per package of operator/mongobench (controllers >= 85%)
+	$(VENV)/bin/coverage run --data-file=.coverage-unit --source=operator/mongobench \
+	  -m pytest -q -m unit -p no:cacheprovider $(UNIT_TESTS)
+	$(VENV)/bin/python hack/coverage_report.py .coverage-unit
 
 test-rules: ## the chart's alerts: promtool check rules + promtool test rules (alerts/tests)
 	$(PY) alerts/check.py

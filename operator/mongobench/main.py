@@ -9,10 +9,10 @@ from typing import Any
 
 import aiohttp
 import kopf
-from kopf._core.engines import posting
 
 import mongobench.handlers  # noqa: F401 - importing registers the handlers
 from mongobench.config import OperatorConfig
+from mongobench.k8s.api import REPORTING_COMPONENT
 from mongobench.k8s.credentials import CredentialsError
 from mongobench.k8s.peering import PauseRelay, relayed
 from mongobench.k8s.wakeups import Backoff
@@ -21,9 +21,6 @@ from mongobench.state import OperatorState, state_of
 
 log = logging.getLogger("mongobench")
 
-# What kopf.event/info/warn read: the Event queue, its loop and the settings.
-KOPF_POSTING = (posting.event_queue_var, posting.event_queue_loop_var, posting.settings_var)
-
 
 @kopf.on.startup()
 def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
@@ -31,11 +28,10 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     settings.execution.max_workers = config.workers
     # Everything that outlives one handler call (API client, locks, MongoDB clients); every
     # handler receives the memo, a shallow copy of this one. Work a child's event queues runs on
-    # kopf's handler threads and posts Events as handlers do (kopf's posting variables).
+    # kopf's handler threads; it posts Events with the operator's own client (k8s.api).
     try:
         memo.state = OperatorState.create(
             executor=settings.execution.executor,
-            carried=KOPF_POSTING,
             # Failed wake-ups and ticks: from half a second, doubling, up to a handler's retry.
             retries=Backoff(min(0.5, config.retry_backoff), config.retry_backoff),
         )
@@ -54,7 +50,8 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     settings.persistence.finalizer = "mongobench.io/finalizer"
     settings.execution.default_backoff = config.retry_backoff
     settings.networking.error_backoffs = (0.5, 1, 2, 3, 5)
-    settings.posting.reporting_component = "mongobench-operator"
+    # kopf's own Events (a handler's failure); the operator's come from k8s.api.
+    settings.posting.reporting_component = REPORTING_COMPONENT
     settings.posting.event_name_prefix = "mongobench-"
     settings.peering.name = config.peering
     settings.peering.priority = config.priority

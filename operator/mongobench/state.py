@@ -2,7 +2,8 @@
 memo, which every handler receives), closed at shutdown. It owns what outlives one handler
 call, so nothing of the kind lives in module globals:
 
-- the Kubernetes API client (bound for mongobench.k8s.client, closed at shutdown);
+- the Kubernetes API client, and the KubeApi over it that every controller is given (closed
+  at shutdown);
 - per-resource locks (one reconcile of a resource at a time);
 - the rollout last seen of each child workload (a child's event that changes none of it wakes
   no sync);
@@ -18,15 +19,14 @@ call, so nothing of the kind lives in module globals:
 
 from __future__ import annotations
 
-import contextvars
 import os
-from collections.abc import Iterable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from mongobench.bench.data import ClusterData
-from mongobench.k8s import client as kube
+from mongobench.k8s.api import KubeApi, KubeClient
+from mongobench.k8s.client import ApiClient, new_api_client
 from mongobench.k8s.locks import ResourceLocks
 from mongobench.k8s.rollout import SeenRollouts
 from mongobench.k8s.ticker import Ticker
@@ -37,7 +37,8 @@ from mongobench.mongo.pool import AdminPool
 
 @dataclass
 class OperatorState:
-    api: kube.ApiClient
+    api: ApiClient
+    kube: KubeApi
     locks: ResourceLocks
     admins: AdminPool
     cluster_data: ClusterData
@@ -49,26 +50,25 @@ class OperatorState:
     @classmethod
     def create(
         cls,
-        api: kube.ApiClient | None = None,
+        api: ApiClient | None = None,
         executor: Executor | None = None,
-        carried: Iterable[contextvars.ContextVar[Any]] = (),
         retries: Backoff | None = None,
     ) -> OperatorState:
         """`executor`: kopf's, for handler threads (a pool of one's own when not given);
-        `carried`: the context variables wake-ups run with (kopf's Event posting); `retries`:
-        how failed wake-ups and ticks are retried."""
-        api = api or kube.new_api_client()
-        kube.bind(api)
+        `retries`: how failed wake-ups and ticks are retried."""
+        api = api or new_api_client()
+        client = KubeClient(api)
         admins = AdminPool(resolver=resolver_from_env(os.environ))
         own: ThreadPoolExecutor | None = None  # shut down with the state
         if executor is None:
             executor = own = ThreadPoolExecutor(thread_name_prefix="wakeup")
-        wakeups = Wakeups(executor, carried, backoff=retries)
+        wakeups = Wakeups(executor, backoff=retries)
         return cls(
             api,
+            client,
             ResourceLocks(),
             admins,
-            ClusterData(admins),
+            ClusterData(client, admins),
             SeenRollouts(),
             wakeups,
             Ticker(wakeups),
@@ -105,7 +105,6 @@ class OperatorState:
         if self.own_pool is not None:
             self.own_pool.shutdown(wait=False, cancel_futures=True)
         self.admins.close()
-        kube.unbind(self.api)
         self.api.close()
 
 

@@ -189,7 +189,7 @@ UNEXERCISED: dict[tuple[str, str, str], str] = {
     ("", "configmaps", "get"): "granted to client pods for the start barrier (parallelism > 1)",
     ("", "configmaps", "patch"): "SSA of a step's start barrier (parallelism > 1); granted too",
     ("", "configmaps", "update"): "the operator grants it to client pods (it must hold it)",
-    ("", "events", "patch"): "kopf aggregates a repeated event by patching it",
+    ("", "events", "patch"): "a repeated identical Event is counted by patching it",
     ("", "namespaces", "list"): "kopf's namespace discovery (namespace patterns)",
     ("", "namespaces", "watch"): "kopf's namespace discovery (namespace patterns)",
     ("", "persistentvolumeclaims", "list"): "claims are read once the spec asks more than a claim "
@@ -217,12 +217,6 @@ UNEXERCISED: dict[tuple[str, str, str], str] = {
     ("apps", "statefulsets", "create"): "SSA_CREATE: member StatefulSets",
     ("apps", "statefulsets", "delete"): "a drained shard's StatefulSet goes (sharded scale-down)",
     ("batch", "jobs", "create"): "SSA_CREATE: one Job per benchmark step",
-    (
-        "events.k8s.io",
-        "events",
-        "create",
-    ): "events.k8s.io/v1 posting where the core API is not used",
-    ("events.k8s.io", "events", "patch"): "events.k8s.io/v1 posting where the core API is not used",
     (
         "kopf.dev",
         "clusterkopfpeerings",

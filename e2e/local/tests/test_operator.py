@@ -69,6 +69,10 @@ def test_operator_sets_status_and_events_on_minimal_resources(
         what="events",
     )
     assert {e.involved_object.kind for e in events} == {"MongoCluster"}
+    # The operator posts its own Events: kubectl describe finds them by the object's kind, name
+    # and uid, and names the operator as their source.
+    described = kubectl("describe", "mongocluster", "minimal", "-n", namespace).stdout
+    assert "Provisioning" in described and "mongobench-operator" in described
     # The run waits for its cluster, visibly.
     run = get_cr(kube_api, namespace, "benchmarkruns", "minimal")
     ready = {c["type"]: c for c in run["status"]["conditions"]}["ClusterReady"]

@@ -40,11 +40,10 @@ def service_account_token(kubectl: Any, namespace: str, name: str, admin: bool =
 
 
 def who_am_i(api: kube.ApiClient) -> str:
-    review = kube.request(
+    review = api.request(
         "POST",
         "/apis/authentication.k8s.io/v1/selfsubjectreviews",
         body={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
-        api=api,
     )
     return str(review["status"]["userInfo"]["username"])
 

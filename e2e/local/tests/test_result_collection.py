@@ -16,6 +16,7 @@ from localplane.plane import Plane
 from mongobench.bench import results
 from mongobench.bench.orchestrate import result_configmaps
 from mongobench.k8s import client as kube
+from mongobench.k8s.api import KubeClient
 from mongobench.k8s.credentials import from_kubeconfig
 from mongobench_results.configmaps import assemble
 from mongobench_runner.sinks import ConfigMapSink
@@ -26,24 +27,22 @@ DOC = {"status": "Succeeded", "operationsTotal": 10}
 
 
 @pytest.fixture
-def operator_api(bare_plane: Plane) -> Iterator[kube.ApiClient]:
-    """The operator's own client, bound as the operator binds it at start-up."""
+def operator_api(bare_plane: Plane) -> Iterator[KubeClient]:
+    """The operator's own client, as the operator's state builds it at start-up."""
     api = kube.ApiClient(from_kubeconfig([bare_plane.kubeconfig]))
-    kube.bind(api)
     try:
-        yield api
+        yield KubeClient(api)
     finally:
-        kube.unbind(api)
         api.close()
 
 
-def write(namespace: str, name: str, *, old_runner: bool = False) -> None:
+def write(api: KubeClient, namespace: str, name: str, *, old_runner: bool = False) -> None:
     """A client's result as the runner's ConfigMap sink writes it; `old_runner`: as a runner
     image from before the result-set label wrote it (still running under an upgraded operator)."""
     for cm in ConfigMapSink(namespace, name, api=None).manifests(DOC):  # type: ignore[arg-type]
         if old_runner:
             del cm["metadata"]["labels"][results.RESULT_SET]
-        kube.request("POST", kube.resource_path("ConfigMap", namespace), body=cm)
+        api.create(cm)
 
 
 def names(configmaps: list[dict[str, Any]]) -> set[str]:
@@ -51,28 +50,29 @@ def names(configmaps: list[dict[str, Any]]) -> set[str]:
 
 
 def test_a_step_reads_its_own_results_and_an_older_runners_too(
-    operator_api: kube.ApiClient, namespace: str
+    operator_api: KubeClient, namespace: str
 ) -> None:
+    api = operator_api
     for client in (0, 1):
-        write(namespace, f"r1-0-load-c{client}")
-        write(namespace, f"r1-1-run-a-c{client}")
-        write(namespace, f"r2-0-load-c{client}")
-    write(namespace, "r3-0-load-c0", old_runner=True)
-    write(namespace, "r3-0-load-c1")
+        write(api, namespace, f"r1-0-load-c{client}")
+        write(api, namespace, f"r1-1-run-a-c{client}")
+        write(api, namespace, f"r2-0-load-c{client}")
+    write(api, namespace, "r3-0-load-c0", old_runner=True)
+    write(api, namespace, "r3-0-load-c1")
 
     # One step, and two steps in one request (the archive's upload): nothing of other runs.
-    assert names(result_configmaps(namespace, ["r1-0-load"], 2)) == {
+    assert names(result_configmaps(api, namespace, ["r1-0-load"], 2)) == {
         "r1-0-load-c0-p0",
         "r1-0-load-c1-p0",
     }
-    both = result_configmaps(namespace, ["r1-0-load", "r1-1-run-a"], 2)
+    both = result_configmaps(api, namespace, ["r1-0-load", "r1-1-run-a"], 2)
     assert names(both) == {f"r1-{s}-c{c}-p0" for s in ("0-load", "1-run-a") for c in (0, 1)}
     assert len(assemble(both, "r1-1-run-a", 2).documents) == 2
 
     # A client of an older runner has no result-set label: it is still found, not lost.
-    got = assemble(result_configmaps(namespace, ["r3-0-load"], 2), "r3-0-load", 2)
+    got = assemble(result_configmaps(api, namespace, ["r3-0-load"], 2), "r3-0-load", 2)
     assert got.missing == [] and got.documents == [DOC, DOC]
 
     # A client that never reported stays missing (and costs the wider read, nothing more).
-    got = assemble(result_configmaps(namespace, ["r1-0-load"], 3), "r1-0-load", 3)
+    got = assemble(result_configmaps(api, namespace, ["r1-0-load"], 3), "r1-0-load", 3)
     assert got.missing == [2] and len(got.documents) == 2

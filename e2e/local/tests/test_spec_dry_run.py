@@ -33,6 +33,7 @@ from mongobench.cluster.objects import build_workload_objects
 from mongobench.cluster.platform import PRESETS
 from mongobench.cluster.secrets import build_secrets
 from mongobench.k8s import client as kube
+from mongobench.k8s.api import KubeClient
 from mongobench.k8s.credentials import from_kubeconfig
 
 pytestmark = pytest.mark.cluster
@@ -63,15 +64,9 @@ def operator_api(bare_plane: Plane) -> Iterator[kube.ApiClient]:
 
 
 def dry_run(api: kube.ApiClient, obj: dict[str, Any]) -> dict[str, Any]:
-    """Create `obj` with dryRun=All; the object as the apiserver would store it."""
-    meta = obj["metadata"]
-    return kube.request(
-        "POST",
-        kube.resource_path(obj["kind"], meta["namespace"]),
-        query=[("dryRun", "All"), ("fieldValidation", "Strict")],
-        body=obj,
-        api=api,
-    )
+    """Create `obj` with dryRun=All (strict fields, as the operator's KubeApi does); the object
+    as the apiserver would store it."""
+    return KubeClient(api).create(obj, dry_run=True)
 
 
 def admitted(

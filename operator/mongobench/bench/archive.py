@@ -28,10 +28,11 @@ from mongobench.api.schema import SpecError, from_dict
 from mongobench.bench import jobs, orchestrate
 from mongobench.bench.cpu import CpuUnavailable, node_series
 from mongobench.bench.cpu_status import node_mapping
+from mongobench.bench.decide import TERMINAL
 from mongobench.bench.plan import make_plan
 from mongobench.config import OperatorConfig
-from mongobench.k8s import client as kube
 from mongobench.k8s import conditions as cond
+from mongobench.k8s.api import KubeApi
 from mongobench.k8s.client import ApiError
 from mongobench.k8s.conditions import ConditionStatus, set_condition
 from mongobench_archive import ArchiveError, Root, RunWriter, layout, open_root
@@ -41,7 +42,7 @@ from mongobench_results.merge import merge_documents
 log = logging.getLogger("mongobench.archive")
 
 ARCHIVED_KINDS = ("load", "warmup", "run")  # steps with client documents
-FINISHED = ("Succeeded", "Failed")
+FINISHED = (cond.STEP_SUCCEEDED, cond.STEP_FAILED)
 # Step fields that describe the resources it used: cpu, and disk, network and memory (resources).
 RESOURCE_KEYS = ("cpu", "resources")
 STEP_FIELDS = (
@@ -132,7 +133,7 @@ def pending(spec: Mapping[str, Any], status: Mapping[str, Any], config: Operator
     uploaded = set(record.get("uploadedSteps") or [])
     if set(finished_steps(status)) - uploaded:
         return True
-    return status.get("phase") in orchestrate.TERMINAL and not record.get("complete")
+    return status.get("phase") in TERMINAL and not record.get("complete")
 
 
 def due(status: Mapping[str, Any], now: datetime) -> bool:
@@ -241,10 +242,10 @@ def status_patch(
     now: datetime,
     config: OperatorConfig,
     generation: int | None = None,
-) -> tuple[dict[str, Any], list[tuple[str, str, str]]]:
+) -> tuple[dict[str, Any], list[cond.Event]]:
     """Pure: the status patch (archive record, Archived condition) and the Events to emit."""
     before = dict(status.get("archive") or {})
-    events: list[tuple[str, str, str]] = []
+    events: list[cond.Event] = []
     record: dict[str, Any] = {**before, "url": result.url}
     conditions = status.get("conditions")
     if result.not_configured:
@@ -254,18 +255,18 @@ def status_patch(
             result.error or "",
         )
         record = {}
-        events.append(("Warning", cond.EVENT_ARCHIVE_NOT_CONFIGURED, result.error or ""))
+        events.append((cond.WARNING, cond.EVENT_ARCHIVE_NOT_CONFIGURED, result.error or ""))
     elif result.error is not None:
         attempts = int(before.get("attempts") or 0) + 1
         wait = backoff(attempts, config)
         record.update(attempts=attempts, nextAttempt=_rfc3339(now + timedelta(seconds=wait)))
         missing = describe_steps(result.missing)
-        terminal = status.get("phase") in orchestrate.TERMINAL
+        terminal = status.get("phase") in TERMINAL
         what = f"{missing} and the final manifest" if terminal else missing
         message = f"{result.error}; not archived: {what}; next attempt in {wait:g}s"
         condition = (cond.FALSE, cond.ARCHIVE_UPLOAD_FAILED, message)
         if attempts == 1:
-            events.append(("Warning", cond.EVENT_ARCHIVE_FAILED, message))
+            events.append((cond.WARNING, cond.EVENT_ARCHIVE_FAILED, message))
     else:
         record.update(
             uploadedSteps=sorted(result.uploaded),
@@ -277,7 +278,7 @@ def status_patch(
         if result.complete:
             message = f"{describe_steps(result.uploaded)} and the final manifest at {result.url}"
             condition = (cond.TRUE, cond.ARCHIVE_COMPLETE, message)
-            events.append(("Normal", cond.EVENT_ARCHIVED, message))
+            events.append((cond.NORMAL, cond.EVENT_ARCHIVED, message))
         else:
             message = f"{describe_steps(result.uploaded)} at {result.url}; more as steps finish"
             condition = (cond.FALSE, cond.ARCHIVE_IN_PROGRESS, message)
@@ -294,7 +295,7 @@ def status_patch(
 # --- I/O ---------------------------------------------------------------------------------------
 
 
-def _secret_credentials(namespace: str, name: str) -> dict[str, str]:
+def _secret_credentials(kube: KubeApi, namespace: str, name: str) -> dict[str, str]:
     try:
         secret = kube.get("Secret", namespace, name)
     except ApiError as exc:
@@ -309,7 +310,7 @@ def _secret_credentials(namespace: str, name: str) -> dict[str, str]:
     return values
 
 
-def open_archive(settings: Settings, namespace: str) -> tuple[Root, list[str]]:
+def open_archive(kube: KubeApi, settings: Settings, namespace: str) -> tuple[Root, list[str]]:
     """The archive root and the secret values that must never be stored in it."""
     own = [os.environ.get("AWS_SECRET_ACCESS_KEY", ""), os.environ.get("AWS_SESSION_TOKEN", "")]
     common: dict[str, Any] = {
@@ -318,7 +319,7 @@ def open_archive(settings: Settings, namespace: str) -> tuple[Root, list[str]]:
         "max_attempts": 1,
     }
     if settings.credentials_secret:
-        creds = _secret_credentials(namespace, settings.credentials_secret)
+        creds = _secret_credentials(kube, namespace, settings.credentials_secret)
         root = open_root(
             settings.url,
             settings.endpoint,
@@ -401,11 +402,13 @@ def meta_ns(run: Mapping[str, Any]) -> tuple[str, str]:
     return run["metadata"]["namespace"], run["metadata"]["name"]
 
 
-def upload(run: Mapping[str, Any], settings: Settings, config: OperatorConfig) -> Result:
+def upload(
+    kube: KubeApi, run: Mapping[str, Any], settings: Settings, config: OperatorConfig
+) -> Result:
     """Upload what the run's archive lacks, then the manifest. ArchiveError/ApiError out."""
     namespace, name = meta_ns(run)
     status = run.get("status") or {}
-    root, secrets = open_archive(settings, namespace)
+    root, secrets = open_archive(kube, settings, namespace)
     writer = root.writer(namespace, name, run["metadata"]["uid"], secrets=secrets)
     result = Result(writer.location)
     finished = finished_steps(status)
@@ -418,25 +421,28 @@ def upload(run: Mapping[str, Any], settings: Settings, config: OperatorConfig) -
         spec = BenchmarkRunSpec.parse(dict(run["spec"]))
         entries = {int(s["index"]): s for s in status.get("steps") or []}
         prefixes = [step_prefix(spec, run, index) for index in todo]
-        configmaps = orchestrate.result_configmaps(namespace, prefixes, spec.clients.parallelism)
+        configmaps = orchestrate.result_configmaps(
+            kube, namespace, prefixes, spec.clients.parallelism
+        )
         for index in todo:
             _upload_step(writer, spec, run, entries[index], configmaps, config=config)
     result.uploaded = sorted(archived_steps(writer.listed()) & set(finished))
-    terminal = status.get("phase") in orchestrate.TERMINAL
+    terminal = status.get("phase") in TERMINAL
     result.complete = terminal and set(finished) <= set(result.uploaded)
     writer.put_manifest(run, status.get("phase"), result.complete)
     return result
 
 
 def sync(
+    kube: KubeApi,
     namespace: str,
     name: str,
     config: OperatorConfig,
     *,
     upload_lock: threading.Lock,
     run_lock: threading.Lock,
-) -> list[tuple[str, str, str]]:
-    """Bring the run's archive up to date; the Events to emit. Never raises for the store: a
+) -> list[cond.Event]:
+    """Bring the run's archive up to date; the Events posted. Never raises for the store: a
     failure is recorded in status for the next attempt. A sync already under way for the run
     (another handler thread, holding `upload_lock`) makes this one return at once; status is
     written under `run_lock`, the state machine's (both from mongobench.state)."""
@@ -457,29 +463,44 @@ def sync(
             if settings is None or not pending(spec, status, config):
                 return []
             try:
-                result = upload(run, settings, config)
+                result = upload(kube, run, settings, config)
             except (ArchiveError, ApiError, SpecError) as exc:
                 reason = exc.reason if isinstance(exc, ApiError) else str(exc)
                 done = set((status.get("archive") or {}).get("uploadedSteps") or [])
                 missing = [i for i in finished_steps(status) if i not in done]
                 result = Result(settings.url, error=str(reason), missing=missing)
                 log.warning("archive of %s/%s: %s", namespace, name, reason)
-        # Status writes of one run are serialised with the state machine's (conditions are one
-        # list: two writers could drop each other's).
-        with run_lock:
-            fresh = kube.get("BenchmarkRun", namespace, name)
-            if fresh is None or fresh["metadata"].get("deletionTimestamp"):
-                return []
-            generation = int(fresh["metadata"].get("generation") or 0)
-            patch, events = status_patch(
-                fresh.get("status") or {}, result, datetime.now(UTC), config, generation
-            )
-            try:
-                kube.patch_status("BenchmarkRun", namespace, name, patch)
-            except ApiError as exc:
-                if exc.status == 404:  # deleted meanwhile: nothing to record
-                    return []
-                raise
-        return events
+        return _record(kube, namespace, name, result, config=config, run_lock=run_lock)
     finally:
         lock.release()
+
+
+def _record(
+    kube: KubeApi,
+    namespace: str,
+    name: str,
+    result: Result,
+    *,
+    config: OperatorConfig,
+    run_lock: threading.Lock,
+) -> list[cond.Event]:
+    """Write one sync's result into the run's status and post its Events. Status writes of one
+    run are serialised with the state machine's (conditions are one list: two writers could
+    drop each other's)."""
+    with run_lock:
+        fresh = kube.get("BenchmarkRun", namespace, name)
+        if fresh is None or fresh["metadata"].get("deletionTimestamp"):
+            return []
+        generation = int(fresh["metadata"].get("generation") or 0)
+        patch, events = status_patch(
+            fresh.get("status") or {}, result, datetime.now(UTC), config, generation
+        )
+        try:
+            kube.patch_status("BenchmarkRun", namespace, name, patch)
+        except ApiError as exc:
+            if exc.status == 404:  # deleted meanwhile: nothing to record
+                return []
+            raise
+    for event in events:
+        kube.event(fresh, *event)
+    return events

@@ -17,11 +17,11 @@ from mongobench.bench.cpu import NodeMapping, ResourceProfile, query_window
 from mongobench.bench.orchestrate import CpuQuery
 from mongobench.bench.resources import query_resources
 from mongobench.config import OperatorConfig
-from mongobench.k8s import client as kube
+from mongobench.k8s.api import KubeApi
 
 
-def _nodes_and_pods(namespace: str, selector: str) -> tuple[list[str], list[str]]:
-    pods = kube.list_objects("Pod", namespace, selector)
+def _nodes_and_pods(kube: KubeApi, namespace: str, selector: str) -> tuple[list[str], list[str]]:
+    pods = kube.list("Pod", namespace, selector)
     nodes = sorted({p["spec"]["nodeName"] for p in pods if p["spec"].get("nodeName")})
     return nodes, sorted(p["metadata"]["name"] for p in pods)
 
@@ -34,7 +34,7 @@ def node_mapping(config: OperatorConfig) -> NodeMapping:
     )
 
 
-def cpu_for_step(config: OperatorConfig) -> CpuQuery | None:
+def cpu_for_step(kube: KubeApi, config: OperatorConfig) -> CpuQuery | None:
     if not config.prometheus_url:
         return None
     url = config.prometheus_url
@@ -47,9 +47,11 @@ def cpu_for_step(config: OperatorConfig) -> CpuQuery | None:
         namespace = run["metadata"]["namespace"]
         cluster = ((run.get("spec") or {}).get("clusterRef") or {}).get("name")
         cluster_nodes, mongod_pods = (
-            _nodes_and_pods(namespace, f"{jobs.CLUSTER_LABEL}={cluster}") if cluster else ([], [])
+            _nodes_and_pods(kube, namespace, f"{jobs.CLUSTER_LABEL}={cluster}")
+            if cluster
+            else ([], [])
         )
-        client_nodes, _ = _nodes_and_pods(namespace, f"job-name={step['job']}")
+        client_nodes, _ = _nodes_and_pods(kube, namespace, f"job-name={step['job']}")
         window: dict[str, Any] = {
             "cluster_nodes": cluster_nodes,
             "client_nodes": client_nodes,

@@ -14,19 +14,21 @@ from mongobench.api.benchmarkrun import BenchmarkRunSpec
 from mongobench.bench.orchestrate import DataOps
 from mongobench.cluster.provision import desired
 from mongobench.cluster.reconcile import administration
+from mongobench.k8s.api import KubeApi
 from mongobench.mongo.model import Mongos, ShardingSpec
 from mongobench.mongo.pool import AdminPool
 
 
 class ClusterData(DataOps):
-    def __init__(self, admins: AdminPool) -> None:
+    def __init__(self, kube: KubeApi, admins: AdminPool) -> None:
+        self.kube = kube  # the cluster's Secrets are read through it
         self.admins = admins  # the operator's, shared with the MongoCluster reconciler
 
     def prepare(self, spec: BenchmarkRunSpec, cluster: Mapping[str, Any] | None) -> str:
         if cluster is None:
             return "external database: the collection is used as it is"
-        d = desired(cluster, cluster.get("status") or {})
-        with administration(d, self.admins) as (admin, _):
+        d = desired(self.kube, cluster, cluster.get("status") or {})
+        with administration(self.kube, d, self.admins) as (admin, _):
             if d.layout.sharded:
                 mongos = Mongos((d.layout.mongos_host,))
                 admin.drop_collection(mongos, spec.database, spec.collection)
@@ -55,22 +57,22 @@ class ClusterData(DataOps):
     ) -> dict[str, Any] | None:
         if cluster is None:
             return None
-        d = desired(cluster, cluster.get("status") or {})
+        d = desired(self.kube, cluster, cluster.get("status") or {})
         if not d.layout.sharded:
             return None
-        with administration(d, self.admins) as (admin, _):
+        with administration(self.kube, d, self.admins) as (admin, _):
             mongos = Mongos((d.layout.mongos_host,))
             return admin.distribution(mongos, spec.database, spec.collection).as_status()
 
     def drop(self, spec: BenchmarkRunSpec, cluster: Mapping[str, Any] | None) -> str:
         if cluster is None:
             return "external database: nothing dropped (no administrator credentials)"
-        d = desired(cluster, cluster.get("status") or {})
+        d = desired(self.kube, cluster, cluster.get("status") or {})
         target = (
             Mongos((d.layout.mongos_host,))
             if d.layout.sharded
             else d.layout.replica_sets[0].to_spec()
         )
-        with administration(d, self.admins) as (admin, _):
+        with administration(self.kube, d, self.admins) as (admin, _):
             dropped = admin.drop_collection(target, spec.database, spec.collection)
         return f"{spec.database}.{spec.collection} {'dropped' if dropped else 'was already gone'}"

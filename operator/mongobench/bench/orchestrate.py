@@ -1,6 +1,7 @@
 """The BenchmarkRun state machine, level-triggered: `advance()` reads the run and the world
-(`_Advance.observe`), asks the pure `bench.decide.decide` what to do next, and does it
-(`_Advance.act`: create a Job, collect results, fail, finish, clean up) and writes the status.
+(`_Advance.observe`, through the KubeApi it is given), asks the pure `bench.decide.decide` what
+to do next, and does it (`_Advance.act`: create a Job, collect results, fail the step or the run
+as the action says, finish, clean up) and writes the status.
 Called on create/resume, on every event of the run's Jobs, and by a timer until the run ends;
 any of them may run again after a restart without duplicating Jobs (names
 are deterministic and applied server-side) or losing results (they live in ConfigMaps).
@@ -11,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,50 +20,47 @@ from mongobench.api.benchmarkrun import BenchmarkRunSpec, Scenario
 from mongobench.bench import jobs, results
 from mongobench.bench.cpu import CpuUnavailable
 from mongobench.bench.decide import (
+    TERMINAL,
     Action,
     Observed,
     cleanup_targets,
     collection_problem,
     cpu_conditions,
-    current_step,
     decide,
+    progress,
+    reads_job,
+    scenarios_to_check,
 )
 from mongobench.bench.plan import Step, make_plan
 from mongobench.config import OperatorConfig
-from mongobench.k8s import client as kube
 from mongobench.k8s import conditions as cond
+from mongobench.k8s.api import KubeApi
 from mongobench.k8s.client import ApiError
-from mongobench.k8s.conditions import now_rfc3339, set_condition
+from mongobench.k8s.conditions import Event, now_rfc3339, set_condition
 from mongobench.mongo.errors import MongoAdminError, TransientMongoError
 from mongobench_results import summary
 from mongobench_results.configmaps import assemble
 from mongobench_results.merge import merge_documents
 
-log = logging.getLogger("mongobench.bench")
+__all__ = ["TERMINAL", "Outcome", "advance", "drop_data", "result_configmaps", "snapshot"]
 
-TERMINAL = (cond.RUN_SUCCEEDED, cond.RUN_FAILED)
-PHASE_OF_STEP = {
-    "prepare": "Preparing",
-    "load": "Loading",
-    "warmup": "Running",
-    "run": "Running",
-    "cleanup": "Collecting",
-}
+log = logging.getLogger("mongobench.bench")
+KIND = "BenchmarkRun"
 
 
 @dataclass
 class Outcome:
     """What one advance() did, for the handler to turn into Events."""
 
-    events: list[tuple[str, str, str]] = field(default_factory=list)  # (type, reason, message)
+    events: list[Event] = field(default_factory=list)
     run: Mapping[str, Any] = field(default_factory=dict)  # the BenchmarkRun, for Events
     phase: str | None = None
 
     def info(self, reason: str, message: str) -> None:
-        self.events.append(("Normal", reason, message))
+        self.events.append((cond.NORMAL, reason, message))
 
     def warn(self, reason: str, message: str) -> None:
-        self.events.append(("Warning", reason, message))
+        self.events.append((cond.WARNING, reason, message))
 
 
 @dataclass(frozen=True)
@@ -96,46 +94,55 @@ CpuQuery = Callable[[Mapping[str, Any], Mapping[str, Any], str, str], dict[str, 
 
 
 def result_configmaps(
-    namespace: str, prefixes: Sequence[str], clients: int
+    kube: KubeApi, namespace: str, prefixes: Sequence[str], clients: int
 ) -> list[dict[str, Any]]:
     """The result ConfigMaps of these steps: one LIST by their result-set label. Every run's
     results in the namespace would be megabytes to decode per step with 200 runs. When a client
     is missing, read them all by the older label too: a runner image from before the result-set
     label (an operator upgraded under a running Job) must not lose its result."""
-    found = kube.list_objects("ConfigMap", namespace, results.set_selector(prefixes))
+    found = kube.list("ConfigMap", namespace, results.set_selector(prefixes))
     if results.complete(found, prefixes, clients):
         return found
-    return kube.list_objects("ConfigMap", namespace, results.RESULT_OF)
+    return kube.list("ConfigMap", namespace, results.RESULT_OF)
 
 
 def advance(
+    kube: KubeApi,
     namespace: str,
     name: str,
     config: OperatorConfig,
     data: DataOps,
-    cpu: CpuQuery | None = None,
     *,
+    cpu: CpuQuery | None = None,
     lock: AbstractContextManager[Any] | None = None,  # the run's (mongobench.state)
 ) -> Outcome | None:
+    """One step of the run's state machine; None when it is gone, going or over. The Events
+    it decided are posted on the run, and returned with its phase."""
     with lock or nullcontext():
-        run = kube.get("BenchmarkRun", namespace, name)
+        run = kube.get(KIND, namespace, name)
         if run is None or run["metadata"].get("deletionTimestamp"):
             return None
         status = dict(run.get("status") or {})
         if status.get("phase") in TERMINAL:
             return None
-        return _Advance(run, status, config, data, cpu).go()
+        outcome = _Advance(kube, run, status, config, data, cpu=cpu).go()
+    for event in outcome.events:  # outside the run's lock: a slow apiserver holds no pass
+        kube.event(run, *event)
+    return outcome
 
 
 class _Advance:
     def __init__(
         self,
+        kube: KubeApi,
         run: Mapping[str, Any],
         status: dict[str, Any],
         config: OperatorConfig,
         data: DataOps,
+        *,
         cpu: CpuQuery | None,
     ) -> None:
+        self.kube = kube
         self.run = run
         self.meta = run["metadata"]
         self.ns = self.meta["namespace"]
@@ -171,7 +178,7 @@ class _Advance:
                             "label": step.label,
                             "workload": step.workload,
                             "repetition": step.repetition,
-                            "phase": "Pending",
+                            "phase": cond.STEP_PENDING,
                         },
                     )
                 )
@@ -181,61 +188,30 @@ class _Advance:
 
     def publish(self) -> None:
         steps = self.new.get("steps", self.status.get("steps") or [])
-        total = len(self.plan)  # known from the spec, also before the run starts
-        done = sum(1 for s in steps if s.get("phase") == "Succeeded")
-        current = next((s for s in steps if s.get("phase") != "Succeeded"), None)
-        last = next(
-            (s for s in reversed(steps) if s.get("result") and s.get("kind") == "run"), None
-        )
-        label = current["label"] if current else ("done" if steps else "waiting to start")
-        progress = {
-            "step": min(done + 1, total) if steps else 0,
-            "steps": total,
-            "percent": int(100 * done / total),
-            "summary": f"{min(done + 1, total) if steps else 0}/{total}",
-            "current": label,
-        }
-        if last:
-            progress["lastThroughput"] = f"{last['result']['throughput']:.0f} ops/s"
-        self.new["progress"] = progress
+        # The plan's length is known from the spec, also before the run starts.
+        self.new["progress"] = progress(len(self.plan), steps)
         self.new["observedGeneration"] = self.generation
         changed = {k: v for k, v in self.new.items() if self.status.get(k) != v}
         if changed:
-            kube.patch_status("BenchmarkRun", self.ns, self.name, changed)
+            self.kube.patch_status(KIND, self.ns, self.name, changed)
 
     # -- observe, decide, act -----------------------------------------------------------------
 
     def observe(self) -> Observed:
-        """Read what the decision needs: the referenced MongoCluster, the current step's Job,
-        and the scenario ConfigMaps: all of them before the start, then the step's own before
-        its Job is created."""
+        """Read what the decision needs (bench.decide says what): the referenced MongoCluster,
+        the current step's Job, and the scenario ConfigMaps."""
         cluster = None
         if self.spec.cluster_ref is not None:
-            cluster = kube.get("MongoCluster", self.ns, self.spec.cluster_ref.name)
-        step = current_step(self.plan, self.status)
+            cluster = self.kube.get("MongoCluster", self.ns, self.spec.cluster_ref.name)
+        seen = Observed(self.spec, self.plan, self.status, cluster)
         job = None
-        reachable = cluster is not None or self.spec.cluster_ref is None
-        if step is not None and step.runs_job and reachable:
-            job = kube.get("Job", self.ns, step.job_name(self.name))
-        scenarios: list[tuple[str, Scenario]] = []
-        if "startTime" not in self.status:
-            phase = ((cluster or {}).get("status") or {}).get("phase")
-            if self.spec.cluster_ref is None or phase == cond.PHASE_READY:
-                scenarios = self.spec.scenarios()
-        elif step is not None and step.runs_job and reachable and job is None:
-            scenario = jobs.step_scenario(self.spec, step)
-            recorded: Mapping[str, Any] = next(
-                (s for s in self.status.get("steps") or () if s.get("index") == step.index), {}
-            )
-            if scenario is not None and recorded.get("phase") != "Running":  # not created yet
-                scenarios = [(step.label, scenario)]
-        return Observed(
-            self.spec,
-            self.plan,
-            self.status,
-            cluster,
-            job,
-            scenario_problem=self.scenario_problem(scenarios),
+        if reads_job(seen):
+            assert seen.step is not None
+            job = self.kube.get("Job", self.ns, seen.step.job_name(self.name))
+        return replace(
+            seen,
+            job=job,
+            scenario_problem=self.scenario_problem(scenarios_to_check(seen, job is not None)),
             age_seconds=age_seconds(self.meta.get("creationTimestamp")),
         )
 
@@ -245,7 +221,7 @@ class _Advance:
         for user, scenario in scenarios:
             ref = scenario.config_map_ref
             if ref.name not in seen:
-                seen[ref.name] = kube.get("ConfigMap", self.ns, ref.name)
+                seen[ref.name] = self.kube.get("ConfigMap", self.ns, ref.name)
             configmap = seen[ref.name]
             if configmap is None:
                 return (
@@ -280,28 +256,53 @@ class _Advance:
         return self.outcome
 
     def act(self, action: Action, observed: Observed) -> None:
-        kind, step = action.kind, action.step
-        if kind == "WaitForCluster":
-            self.new["phase"] = cond.PHASE_PENDING
+        if action.phase is not None:
+            self.new["phase"] = action.phase
+        if action.fails is not None:
+            self.fail_as(action)
             return
-        if kind == "WaitForScenario":
-            self.new["phase"] = cond.PHASE_PENDING
+        if action.kind in ("WaitForCluster", "WaitForScenario"):
             return
-        if kind == "Refuse":
-            self.finish(cond.RUN_FAILED, action.message)
+        target = self.target(observed.cluster)
+        if action.start:
+            self.new["startTime"] = now_rfc3339()
+            self.new["clusterSnapshot"] = snapshot(self.kube, target.cluster, self.ns)
+            self.new["resultsRef"] = f"{results.RESULT_OF} (ConfigMaps of run {self.name})"
+            self.outcome.info(cond.EVENT_STARTED, f"{len(self.plan)} steps")
+        self.steps()
+        step = action.step
+        if action.kind == "Finish" or step is None:
+            self.finish(cond.RUN_SUCCEEDED, action.message)
             return
-        if kind == "ScenarioMissing":
-            if step is not None and step.runs_job and observed.started:
-                self.fail(step, f"{step.label}: {action.message}")
-            else:
-                self.finish(cond.RUN_FAILED, action.message)
+        if action.adopt:  # the Job exists, created just before a restart
+            job = observed.job or {}
+            started = (job.get("metadata") or {}).get("creationTimestamp") or now_rfc3339()
+            self.mark(
+                step, phase=cond.STEP_RUNNING, job=step.job_name(self.name), startTime=started
+            )
+        carry_out = {
+            "Prepare": self.prepare,
+            "CleanUp": self.clean_up,
+            "RecoverLostJob": self.recover_lost_job,
+            "CreateJob": self.create_job,
+            "Collect": self.collect_step,
+            "CollectFailed": self.collect_failed,
+        }.get(action.kind)
+        if carry_out is not None:  # WaitForJob: nothing to do until the Job ends
+            carry_out(step, action, observed, target)
+
+    def fail_as(self, action: Action) -> None:
+        """A failure as decided: of the current step (then the run), or of the run alone."""
+        step = action.step
+        if action.fails == "step" and step is not None:
+            self.fail(step, f"{step.label}: {action.message}")
             return
-        if kind == "ClusterGone":
+        if action.kind == "ClusterGone":
             for entry in self.steps():
-                if entry["phase"] == "Running":
+                if entry["phase"] == cond.STEP_RUNNING:
                     self.mark(
                         self.plan[entry["index"]],
-                        phase="Failed",
+                        phase=cond.STEP_FAILED,
                         message=f"{action.message} (deleted during this step)",
                     )
             self.cleanup(success=False)
@@ -309,66 +310,56 @@ class _Advance:
                 cond.RUN_FAILED, f"{action.message} (deleted during the run); results so far kept"
             )
             return
-        target = self.target(observed.cluster)
-        if action.start:
-            self.new["startTime"] = now_rfc3339()
-            self.new["clusterSnapshot"] = snapshot(target.cluster, self.ns)
-            self.new["resultsRef"] = f"{results.RESULT_OF} (ConfigMaps of run {self.name})"
-            self.outcome.info(cond.EVENT_STARTED, f"{len(self.plan)} steps")
-        self.steps()
-        if kind == "Finish" or step is None:
-            self.finish(cond.RUN_SUCCEEDED, action.message)
-            return
-        self.new["phase"] = PHASE_OF_STEP[step.kind]
+        self.finish(cond.RUN_FAILED, action.message)
+
+    def prepare(self, step: Step, _action: Action, _observed: Observed, target: Target) -> None:
+        skipped = self.spec.load.skip
+        message = "load skipped" if skipped else self.data.prepare(self.spec, target.cluster)
+        self.mark(step, phase=cond.STEP_SUCCEEDED, message=message, completionTime=now_rfc3339())
+        self.outcome.info(cond.EVENT_PREPARED, message)
+
+    def clean_up(self, step: Step, _action: Action, _observed: Observed, _target: Target) -> None:
+        self.cleanup(success=True)
+        self.mark(step, phase=cond.STEP_SUCCEEDED, completionTime=now_rfc3339())
+        self.finish(cond.RUN_SUCCEEDED, "all steps succeeded")
+
+    def recover_lost_job(
+        self, step: Step, _action: Action, _observed: Observed, target: Target
+    ) -> None:
+        # It existed and is gone (deleted by hand?): its results may still be there.
         entry = self.steps()[step.index]
+        if self.collect(step, self.run_ref(target), entry) is not None:
+            job_name = step.job_name(self.name)
+            self.fail(step, f"{step.label}: Job {job_name} disappeared before finishing")
+
+    def create_job(self, step: Step, _action: Action, _observed: Observed, target: Target) -> None:
+        ref = self.run_ref(target)
+        if step.reset:
+            self.data.prepare(self.spec, target.cluster)
+        for obj in jobs.build_client_rbac(ref, [s for s in self.plan if s.runs_job]):
+            self.kube.apply(obj)
+        if jobs.uses_barrier(self.spec, ref):
+            self.kube.apply(jobs.build_barrier(self.spec, step, ref))
+        self.kube.apply(jobs.build_job(self.spec, step, ref))
         job_name = step.job_name(self.name)
-        if kind == "Prepare":
-            message = (
-                self.data.prepare(self.spec, target.cluster)
-                if not self.spec.load.skip
-                else "load skipped"
-            )
-            self.mark(step, phase="Succeeded", message=message, completionTime=now_rfc3339())
-            self.outcome.info(cond.EVENT_PREPARED, message)
-        elif kind == "CleanUp":
-            self.cleanup(success=True)
-            self.mark(step, phase="Succeeded", completionTime=now_rfc3339())
-            self.finish(cond.RUN_SUCCEEDED, "all steps succeeded")
-        elif kind == "RecoverLostJob":
-            # It existed and is gone (deleted by hand?): its results may still be there.
-            if self.collect(step, self.run_ref(target), entry) is not None:
-                self.fail(step, f"{step.label}: Job {job_name} disappeared before finishing")
-        elif kind == "CreateJob":
-            ref = self.run_ref(target)
-            if step.reset:
-                self.data.prepare(self.spec, target.cluster)
-            for obj in jobs.build_client_rbac(ref, [s for s in self.plan if s.runs_job]):
-                kube.apply(obj)
-            if jobs.uses_barrier(self.spec, ref):
-                kube.apply(jobs.build_barrier(self.spec, step, ref))
-            kube.apply(jobs.build_job(self.spec, step, ref))
-            self.mark(step, phase="Running", job=job_name, startTime=now_rfc3339())
-            self.outcome.info(cond.EVENT_STEP_STARTED, f"{step.label}: Job {job_name}")
-        else:  # the Job exists
-            job = observed.job
-            assert job is not None
-            if action.adopt:
-                self.mark(
-                    step,
-                    phase="Running",
-                    job=job_name,
-                    startTime=job["metadata"].get("creationTimestamp") or now_rfc3339(),
-                )
-            if kind == "Collect":
-                self.new["phase"] = "Collecting"
-                problem = self.collect(step, self.run_ref(target), entry, job)
-                if problem is not None:
-                    self.fail(step, f"{step.label}: {problem}")
-                elif step.kind == "load":
-                    self.record_distribution(step, target)
-            elif kind == "CollectFailed":
-                self.collect(step, self.run_ref(target), entry, job, failed=True)
-                self.fail(step, f"{step.label}: Job {job_name} failed: {action.message}")
+        self.mark(step, phase=cond.STEP_RUNNING, job=job_name, startTime=now_rfc3339())
+        self.outcome.info(cond.EVENT_STEP_STARTED, f"{step.label}: Job {job_name}")
+
+    def collect_step(self, step: Step, _action: Action, observed: Observed, target: Target) -> None:
+        entry = self.steps()[step.index]
+        problem = self.collect(step, self.run_ref(target), entry, observed.job)
+        if problem is not None:
+            self.fail(step, f"{step.label}: {problem}")
+        elif step.kind == "load":
+            self.record_distribution(step, target)
+
+    def collect_failed(
+        self, step: Step, action: Action, observed: Observed, target: Target
+    ) -> None:
+        entry = self.steps()[step.index]
+        self.collect(step, self.run_ref(target), entry, observed.job, failed=True)
+        job_name = step.job_name(self.name)
+        self.fail(step, f"{step.label}: Job {job_name} failed: {action.message}")
 
     def target(self, cluster: Mapping[str, Any] | None) -> Target:
         ref = self.spec.cluster_ref
@@ -414,7 +405,8 @@ class _Advance:
         """Merge the clients' documents into the step; None when it succeeded, else why not.
         Whatever was reported is kept, also when the step failed."""
         prefix, clients = jobs.result_prefix(ref, step), self.spec.clients.parallelism
-        got = assemble(result_configmaps(self.ns, [prefix], clients), prefix, clients)
+        found = result_configmaps(self.kube, self.ns, [prefix], clients)
+        got = assemble(found, prefix, clients)
         if not got.documents:  # nothing to keep
             return collection_problem(0, got.missing, {}, failed)
         merged = merge_documents(got.documents)
@@ -443,7 +435,7 @@ class _Advance:
         }
         fields.update(self.step_cpu(step, entry, end))
         problem = collection_problem(len(got.documents), got.missing, merged, failed)
-        fields["phase"] = "Failed" if problem else "Succeeded"
+        fields["phase"] = cond.STEP_FAILED if problem else cond.STEP_SUCCEEDED
         if got.missing:
             fields["missingClients"] = got.missing
         self.mark(step, **fields)
@@ -468,7 +460,7 @@ class _Advance:
         self.outcome.info(cond.EVENT_DISTRIBUTION, f"{step.label}: {dist['collection']} {shares}")
         if self.spec.cluster_ref is not None:
             try:
-                kube.patch_status(
+                self.kube.patch_status(
                     "MongoCluster", self.ns, self.spec.cluster_ref.name, {"distribution": dist}
                 )
             except ApiError as exc:  # the cluster went away meanwhile: the step keeps it
@@ -497,10 +489,11 @@ class _Advance:
         return profile if profile is not None else {"cpu": None}
 
     def fail(self, step: Step, message: str) -> None:
-        self.mark(step, phase="Failed", message=message)
+        """The step failed, and the run with it."""
+        self.mark(step, phase=cond.STEP_FAILED, message=message)
         self.outcome.warn(cond.EVENT_STEP_FAILED, message)
         self.cleanup(success=False)
-        self.finish("Failed", message)
+        self.finish(cond.RUN_FAILED, message)
 
     def finish(self, phase: str, message: str) -> None:
         self.new["phase"] = phase
@@ -515,11 +508,12 @@ class _Advance:
         policy = self.spec.cleanup
         delete_jobs, drop = cleanup_targets(policy.jobs, policy.data, success)
         if delete_jobs:
-            for job in kube.list_objects("Job", self.ns, f"{jobs.RUN_LABEL}={self.name}"):
-                kube.delete("Job", self.ns, job["metadata"]["name"])
+            for job in self.kube.list("Job", self.ns, f"{jobs.RUN_LABEL}={self.name}"):
+                self.kube.delete("Job", self.ns, job["metadata"]["name"])
         if drop:
             try:
-                self.outcome.info(cond.EVENT_DATA_DROPPED, drop_data(self.data, self.spec, self.ns))
+                dropped = drop_data(self.kube, self.data, self.spec, self.ns)
+                self.outcome.info(cond.EVENT_DATA_DROPPED, dropped)
             except (MongoAdminError, ApiError) as exc:
                 self.outcome.warn(cond.EVENT_DATA_NOT_DROPPED, str(exc))
 
@@ -532,7 +526,7 @@ def age_seconds(created: str | None) -> float:
     return max((datetime.now(UTC) - when).total_seconds(), 0.0)
 
 
-def drop_data(data: DataOps, spec: BenchmarkRunSpec, namespace: str) -> str:
+def drop_data(kube: KubeApi, data: DataOps, spec: BenchmarkRunSpec, namespace: str) -> str:
     """Drop the benchmark collection (cleanup.data); what happened, for an Event."""
     if spec.cluster_ref is None:
         return data.drop(spec, None)
@@ -542,21 +536,21 @@ def drop_data(data: DataOps, spec: BenchmarkRunSpec, namespace: str) -> str:
     return data.drop(spec, cluster)
 
 
-def snapshot(cluster: Mapping[str, Any] | None, namespace: str) -> dict[str, Any]:
+def snapshot(kube: KubeApi, cluster: Mapping[str, Any] | None, namespace: str) -> dict[str, Any]:
     """The target as it was at the start: comparisons stay valid after the cluster changes."""
     if cluster is None:
         return {"external": True}
     spec = cluster.get("spec") or {}
     status = cluster.get("status") or {}
-    pods = kube.list_objects(
-        "Pod", namespace, f"{jobs.CLUSTER_LABEL}={cluster['metadata']['name']}"
-    )
+    pods = kube.list("Pod", namespace, f"{jobs.CLUSTER_LABEL}={cluster['metadata']['name']}")
     node_names = sorted({p["spec"].get("nodeName") for p in pods if p["spec"].get("nodeName")})
     nodes = []
     for node_name in node_names:
         try:
-            node = kube.request("GET", f"/api/v1/nodes/{node_name}")
+            node = kube.get("Node", None, node_name)
         except ApiError:
+            continue
+        if node is None:
             continue
         labels = node["metadata"].get("labels") or {}
         nodes.append(

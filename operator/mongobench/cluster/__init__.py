@@ -3,13 +3,15 @@
 Pure (a spec or observations in; manifests, names or decisions out; no API calls, no MongoDB,
 no clock; a unit test proves none of them imports the Kubernetes client, kopf or pymongo):
 ``labels``, ``layout``, ``podspec``, ``statefulset``, ``service``, ``mongos``, ``pdb``,
-``podmonitor``, ``secrets``, ``objects``, ``platform``, ``shards``, ``status``, and
+``podmonitor``, ``secrets``, ``objects``, ``platform``, ``shards``, ``status``,
+``sync_plan`` (what a sync does with its observations), and
 ``generate`` (fresh secret values: random, so only ``provision`` calls it, once per Secret).
 Owner references are the I/O side's to add.
 
-I/O: ``provision`` (apply the built objects), ``reconcile`` (observe, wire, publish status),
-``rolling`` (member restarts), ``storage`` (claim growth), ``wire`` (MongoDB administration
-through a ``MongoAdmin`` handle), ``deletion`` (finalizer).
+I/O, through the ``KubeApi`` each function is given (mongobench.k8s.api): ``provision`` (apply
+the built objects), ``reconcile`` (observe, wire, publish status and Events), ``rolling``
+(member restarts), ``storage`` (claim growth), ``wire`` (MongoDB administration through a
+``MongoAdmin`` handle), ``deletion`` (finalizer).
 """
 
 PURE_MODULES = (
@@ -27,5 +29,6 @@ PURE_MODULES = (
     "shards",
     "statefulset",
     "status",
+    "sync_plan",
 )
 IO_MODULES = ("deletion", "provision", "reconcile", "rolling", "storage", "wire")

@@ -18,11 +18,17 @@ import kopf
 
 from mongobench.cluster import labels as lbl
 from mongobench.cluster.layout import credential_secret_names
-from mongobench.k8s import client as kube
+from mongobench.k8s.api import NORMAL, WARNING, KubeApi
 from mongobench.k8s.client import ApiError
-from mongobench.k8s.conditions import EVENT_IN_USE, EVENT_RETAINED, PHASE_DELETING
+from mongobench.k8s.conditions import (
+    EVENT_IN_USE,
+    EVENT_RETAINED,
+    PHASE_DELETING,
+    RUN_FAILED,
+    RUN_SUCCEEDED,
+)
 
-TERMINAL_RUN_PHASES = ("Succeeded", "Failed")
+TERMINAL_RUN_PHASES = (RUN_SUCCEEDED, RUN_FAILED)
 MANAGED = f"{lbl.MANAGED_BY}=mongobench"
 
 
@@ -34,8 +40,8 @@ def deletion_policy(spec: Any) -> Literal["Delete", "Retain"] | None:
     return value if value in ("Delete", "Retain") else None
 
 
-def runs_using(namespace: str, cluster: str) -> list[str]:
-    runs = kube.list_objects("BenchmarkRun", namespace)
+def runs_using(kube: KubeApi, namespace: str, cluster: str) -> list[str]:
+    runs = kube.list("BenchmarkRun", namespace)
     return sorted(
         r["metadata"]["name"]
         for r in runs
@@ -46,16 +52,16 @@ def runs_using(namespace: str, cluster: str) -> list[str]:
     )
 
 
-def finalize(body: kopf.Body) -> None:
+def finalize(kube: KubeApi, body: Mapping[str, Any]) -> None:
     meta = body["metadata"]
     namespace, name, uid = meta["namespace"], meta["name"], meta["uid"]
-    active = runs_using(namespace, name)
+    active = runs_using(kube, namespace, name)
     if active:
         message = (
             f"deletion waits: BenchmarkRun {', '.join(active)} is using this cluster; "
             "it proceeds when the run ends or is deleted"
         )
-        kopf.warn(body, reason=EVENT_IN_USE, message=message)
+        kube.event(body, WARNING, EVENT_IN_USE, message)
         raise kopf.TemporaryError(message, delay=10)
     try:
         kube.patch_status("MongoCluster", namespace, name, {"phase": PHASE_DELETING})
@@ -69,16 +75,15 @@ def finalize(body: kopf.Body) -> None:
         return
     # Retain, or a policy that cannot be read: keep the data, whatever the StatefulSets were
     # last given (a spec refused since then never reached them).
-    disown_secrets(namespace, name, uid)
-    claims = keep_claims(namespace, uid)
+    disown_secrets(kube, namespace, name, uid)
+    claims = keep_claims(kube, namespace, uid)
     if policy == "Retain":
-        kopf.info(
+        kube.event(
             body,
-            reason=EVENT_RETAINED,
-            message=(
-                f"{claims} volume claim(s) and the credential Secrets are kept "
-                "(deletionPolicy: Retain)"
-            ),
+            NORMAL,
+            EVENT_RETAINED,
+            f"{claims} volume claim(s) and the credential Secrets are kept "
+            "(deletionPolicy: Retain)",
         )
         return
     spec = body.get("spec")
@@ -87,13 +92,12 @@ def finalize(body: kopf.Body) -> None:
         if isinstance(spec, Mapping)
         else "the spec"
     )
-    kopf.warn(
+    kube.event(
         body,
-        reason=EVENT_RETAINED,
-        message=(
-            f"{unreadable} cannot be read, so data is kept: {claims} volume claim(s) and the "
-            "credential Secrets"
-        ),
+        WARNING,
+        EVENT_RETAINED,
+        f"{unreadable} cannot be read, so data is kept: {claims} volume claim(s) and the "
+        "credential Secrets",
     )
 
 
@@ -101,53 +105,53 @@ def _owned(obj: Mapping[str, Any], uid: str) -> bool:
     return any(r.get("uid") == uid for r in obj["metadata"].get("ownerReferences") or [])
 
 
-def disown_secrets(namespace: str, cluster: str, owner_uid: str) -> None:
+def disown_secrets(kube: KubeApi, namespace: str, cluster: str, owner_uid: str) -> None:
     """Take the credential Secrets the cluster owns out of garbage collection. By name, from
     the cluster's name alone: Secrets a spec referenced were never owned, so nothing changes
     for them (and the operator needs no right to list Secrets)."""
     for name in credential_secret_names(cluster):
         secret = kube.get("Secret", namespace, name)
         if secret is not None and _owned(secret, owner_uid):
-            _disown("Secret", namespace, secret, {owner_uid})
+            _disown(kube, "Secret", namespace, secret, {owner_uid})
 
 
-def keep_claims(namespace: str, owner_uid: str) -> int:
+def keep_claims(kube: KubeApi, namespace: str, owner_uid: str) -> int:
     """Keep every volume claim of the cluster's StatefulSets: their retention policy becomes
     Retain and the claims lose the StatefulSet owner reference the policy Delete gave them.
     Returns the number of claims kept."""
     statefulsets = [
-        sts
-        for sts in kube.list_objects("StatefulSet", namespace, MANAGED)
-        if _owned(sts, owner_uid)
+        sts for sts in kube.list("StatefulSet", namespace, MANAGED) if _owned(sts, owner_uid)
     ]
     for sts in statefulsets:
         policy = sts["spec"].get("persistentVolumeClaimRetentionPolicy") or {}
         if policy.get("whenDeleted") != "Retain":
-            kube.request(
-                "PATCH",
-                kube.resource_path("StatefulSet", namespace, sts["metadata"]["name"]),
-                body={"spec": {"persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain"}}},
-                content_type="application/merge-patch+json",
+            kube.patch(
+                "StatefulSet",
+                namespace,
+                sts["metadata"]["name"],
+                {"spec": {"persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain"}}},
             )
     uids = {sts["metadata"]["uid"] for sts in statefulsets}
     prefixes = tuple(f"data-{sts['metadata']['name']}-" for sts in statefulsets)
     claims = [
         claim
-        for claim in kube.list_objects("PersistentVolumeClaim", namespace, MANAGED)
+        for claim in kube.list("PersistentVolumeClaim", namespace, MANAGED)
         if claim["metadata"]["name"].startswith(prefixes)
     ]
     for claim in claims:
-        _disown("PersistentVolumeClaim", namespace, claim, uids)
+        _disown(kube, "PersistentVolumeClaim", namespace, claim, uids)
     return len(claims)
 
 
-def _disown(kind: str, namespace: str, obj: Mapping[str, Any], owner_uids: set[str]) -> None:
+def _disown(
+    kube: KubeApi, kind: str, namespace: str, obj: Mapping[str, Any], owner_uids: set[str]
+) -> None:
     refs = obj["metadata"].get("ownerReferences") or []
     kept = [r for r in refs if r.get("uid") not in owner_uids]
     if len(kept) != len(refs):
-        kube.request(
-            "PATCH",
-            kube.resource_path(kind, namespace, obj["metadata"]["name"]),
-            body={"metadata": {"ownerReferences": kept or None}},
-            content_type="application/merge-patch+json",
+        kube.patch(
+            kind,
+            namespace,
+            obj["metadata"]["name"],
+            {"metadata": {"ownerReferences": kept or None}},
         )

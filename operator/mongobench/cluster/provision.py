@@ -1,6 +1,7 @@
 """Kubernetes side of a MongoCluster: make the desired objects exist, owned by the cluster.
 
-I/O lives here and in observe.py; everything it applies comes from the pure builders. Secrets
+I/O lives here, through the KubeApi it is given; everything it applies comes from the pure
+builders (reconcile.py observes the workloads and MongoDB). Secrets
 are created once and never overwritten (a retried or restarted reconcile finds them and keeps
 them); everything else is server-side applied with the operator's field manager, so re-running
 converges without duplicates.
@@ -23,10 +24,10 @@ from mongobench.cluster.objects import build_workload_objects
 from mongobench.cluster.platform import PlatformFacts, Preset, detect, preset_for
 from mongobench.cluster.rolling import observe_mongos_upgrade
 from mongobench.cluster.secrets import build_secrets, connection_secret
-from mongobench.k8s import client as kube
-from mongobench.k8s.client import ApiError
+from mongobench.k8s.api import KubeApi
+from mongobench.k8s.client import ApiError, owner_reference
 
-PODMONITOR_API = "/apis/monitoring.coreos.com/v1"
+PODMONITOR_API = ("monitoring.coreos.com/v1", "podmonitors")
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,10 @@ class Desired:
 
 
 def desired(
-    body: Mapping[str, Any], status: Mapping[str, Any], detected: PlatformFacts | None = None
+    kube: KubeApi,
+    body: Mapping[str, Any],
+    status: Mapping[str, Any],
+    detected: PlatformFacts | None = None,
 ) -> Desired:
     """Parse the spec (SpecError names the field) and pin the platform preset.
 
@@ -61,7 +65,7 @@ def desired(
             storage_class_name=status["platform"]["storageClass"] or None,
         )
     else:
-        facts = detected or detect(kube.request("GET", "/api/v1/nodes")["items"])
+        facts = detected or detect(kube.list("Node", None))
         preset = preset_for(spec.platform, facts)
     return Desired(spec, layout, preset, facts)
 
@@ -73,23 +77,23 @@ def platform_status(d: Desired) -> dict[str, Any]:
     }
 
 
-def ensure_secrets(d: Desired, owner: Mapping[str, Any]) -> None:
+def ensure_secrets(kube: KubeApi, d: Desired, owner: Mapping[str, Any]) -> None:
     """Create missing Secrets with fresh values; existing ones are never touched, except the
     connection Secret, which is derived (URI from the benchmark password and the topology)."""
-    ref = kube.owner_reference(owner)
+    ref = owner_reference(owner)
     values = generate()
-    existing = cluster_secrets(d.layout)
+    existing = cluster_secrets(kube, d.layout)
     for manifest in build_secrets(d.spec, d.layout, values):
         name = manifest["metadata"]["name"]
         if name == d.layout.connection_secret or name in existing:
             continue
         manifest["metadata"]["ownerReferences"] = [ref]
         try:
-            kube.request("POST", kube.resource_path("Secret", d.layout.namespace), body=manifest)
+            kube.create(manifest)
         except ApiError as exc:
             if exc.status != 409:  # 409: it exists, keep it as it is
                 raise
-    password = read_secrets(d.layout, [d.layout.benchmark_secret], existing)[
+    password = read_secrets(kube, d.layout, [d.layout.benchmark_secret], existing)[
         d.layout.benchmark_secret
     ]["password"]
     conn = connection_secret(d.spec, d.layout, password)
@@ -101,17 +105,17 @@ def _decoded(secret: Mapping[str, Any]) -> dict[str, str]:
     return {k: base64.b64decode(v).decode() for k, v in (secret.get("data") or {}).items()}
 
 
-def cluster_secrets(layout: ClusterLayout) -> dict[str, dict[str, str]]:
+def cluster_secrets(kube: KubeApi, layout: ClusterLayout) -> dict[str, dict[str, str]]:
     """The Secrets the operator created for the cluster (labelled with it), decoded, by name:
     one LIST where reading each would take a request apiece on every reconcile."""
     selector = f"{lbl.CLUSTER}={layout.name}"
     return {
-        s["metadata"]["name"]: _decoded(s)
-        for s in kube.list_objects("Secret", layout.namespace, selector)
+        s["metadata"]["name"]: _decoded(s) for s in kube.list("Secret", layout.namespace, selector)
     }
 
 
 def read_secrets(
+    kube: KubeApi,
     layout: ClusterLayout,
     names: Iterable[str],
     listed: Mapping[str, dict[str, str]] | None = None,
@@ -119,33 +123,21 @@ def read_secrets(
     """The named Secrets' values: from the cluster's own (`listed`, else listed now), read one
     by one only for those the user named (spec.auth.*SecretName: not labelled with the
     cluster). LookupError names a Secret that does not exist."""
-    listed = cluster_secrets(layout) if listed is None else listed
+    listed = cluster_secrets(kube, layout) if listed is None else listed
     return {
-        name: listed[name] if name in listed else read_secret(layout.namespace, name)
+        name: listed[name] if name in listed else read_secret(kube, layout.namespace, name)
         for name in names
     }
 
 
-def read_secret(namespace: str, name: str) -> dict[str, str]:
+def read_secret(kube: KubeApi, namespace: str, name: str) -> dict[str, str]:
     secret = kube.get("Secret", namespace, name)
     if secret is None:
         raise LookupError(f"Secret {namespace}/{name} does not exist")
     return _decoded(secret)
 
 
-def podmonitor_api_available() -> bool:
-    """Whether the Prometheus Operator CRDs are installed (detected on every apply, not
-    assumed: they may be installed after the operator started)."""
-    try:
-        resources = kube.request("GET", PODMONITOR_API)["resources"]
-    except ApiError as exc:
-        if exc.status != 404:
-            raise
-        return False
-    return any(r.get("name") == "podmonitors" for r in resources)
-
-
-def delete_shard_objects(layout: ClusterLayout, shard: ReplicaSetLayout) -> bool:
+def delete_shard_objects(kube: KubeApi, layout: ClusterLayout, shard: ReplicaSetLayout) -> bool:
     """A removed shard's PodDisruptionBudget, headless Service and StatefulSet; True when the
     StatefulSet was still there. Call only once MongoDB no longer lists the shard: its members
     hold its data until drained. Volume claims follow the StatefulSet's retention policy
@@ -156,18 +148,23 @@ def delete_shard_objects(layout: ClusterLayout, shard: ReplicaSetLayout) -> bool
 
 
 def apply_workloads(
-    d: Desired, owner: Mapping[str, Any], replicas: Mapping[str, int] | None = None
+    kube: KubeApi,
+    d: Desired,
+    owner: Mapping[str, Any],
+    replicas: Mapping[str, int] | None = None,
 ) -> list[str]:
     """Server-side apply Services, StatefulSets, mongos, PDBs and the PodMonitor.
 
     `replicas` overrides a StatefulSet's member count (scale-down waits until MongoDB has
-    removed the member: see scale.py). Returns the names of the kinds skipped, e.g. PodMonitor
-    when its CRD is absent.
+    removed the member: see sync_plan.held_replicas). Returns the names of the kinds skipped,
+    e.g. PodMonitor when its CRD is absent.
     """
-    ref = kube.owner_reference(owner)
+    ref = owner_reference(owner)
     skipped: list[str] = []
     for obj in build_workload_objects(d.spec, d.layout, d.preset):
-        if obj["kind"] == "PodMonitor" and not podmonitor_api_available():
+        # The Prometheus Operator CRDs are detected on every apply, not assumed: they may be
+        # installed after the operator started.
+        if obj["kind"] == "PodMonitor" and not kube.served(*PODMONITOR_API):
             skipped.append("PodMonitor")
             continue
         if obj["kind"] == "StatefulSet":
@@ -180,7 +177,7 @@ def apply_workloads(
                 obj["spec"]["volumeClaimTemplates"] = existing["spec"]["volumeClaimTemplates"]
         if obj["kind"] == "Deployment" and obj["metadata"]["name"] == d.layout.mongos:
             # mongos upgrades last: it keeps its image until every replica set runs the new one.
-            set_image(obj, observe_mongos_upgrade(d.layout, d.spec.image_ref).image)
+            set_image(obj, observe_mongos_upgrade(kube, d.layout, d.spec.image_ref).image)
         obj["metadata"]["ownerReferences"] = [ref]
         kube.apply(obj)
     return skipped

@@ -1,9 +1,11 @@
-"""The MongoCluster reconcile loop's two halves, called by the thin handlers:
+"""The MongoCluster reconcile loop's two halves, called by the thin handlers with the operator's
+KubeApi and MongoDB pool:
 
 provision(): make the Kubernetes objects exist as the spec says (spec changes, resume).
 sync():      observe workloads and MongoDB, take the next wiring step, hold or release a
-             scale-down, and publish status when something visible changed. Called on child
-             events (a StatefulSet's pods became ready) and by a timer until the cluster is Ready.
+             scale-down, publish status when something visible changed and post the Events.
+             Called on child events (a StatefulSet's pods became ready) and by a timer until
+             the cluster is Ready. What to do with the observations is decided in sync_plan.
 """
 
 from __future__ import annotations
@@ -29,16 +31,22 @@ from mongobench.cluster.provision import (
 from mongobench.cluster.rolling import feature_compatibility, observe_mongos_upgrade, roll
 from mongobench.cluster.secrets import EXPORTER_USERNAME
 from mongobench.cluster.shards import retiring_shards
-from mongobench.cluster.status import Observed, Wiring, WorkloadState, compute_status, differs
+from mongobench.cluster.status import Observed, Wiring, WorkloadState
 from mongobench.cluster.storage import grow_claims
-from mongobench.cluster.wire import Passwords, wire
-from mongobench.k8s import client as kube
-from mongobench.k8s.conditions import (
-    EVENT_SHARD_DRAINING,
-    EVENT_SHARD_REMOVED,
-    FALSE,
-    now_rfc3339,
+from mongobench.cluster.sync_plan import (
+    Outcome,
+    StatusInputs,
+    drained,
+    held_replicas,
+    ready_sets,
+    reapply,
+    shard_events,
+    sync_events,
+    sync_status,
 )
+from mongobench.cluster.wire import Passwords, wire
+from mongobench.k8s.api import KubeApi
+from mongobench.k8s.conditions import FALSE, now_rfc3339
 from mongobench.k8s.locks import ResourceLocks
 from mongobench.mongo.admin import MongoAdmin
 from mongobench.mongo.connect import Connector
@@ -48,7 +56,7 @@ from mongobench.mongo.pool import AdminPool, fingerprint
 
 log = logging.getLogger("mongobench.cluster")
 
-GROUP_PATH = "/apis/mongobench.io/v1alpha1"
+KIND = "MongoCluster"
 
 
 @dataclass(frozen=True)
@@ -56,31 +64,27 @@ class SyncResult:
     phase: str
     changed: bool
     failure: str | None = None
-    storage_warning: str | None = None
-    fcv_set: str | None = None  # featureCompatibilityVersion this pass set
-    body: Mapping[str, Any] | None = None  # the MongoCluster as read, for Events
-    events: tuple[tuple[str, str], ...] = ()  # (reason, message) of Normal Events to emit
 
 
-def provision(body: Mapping[str, Any]) -> Desired:
+def provision(kube: KubeApi, body: Mapping[str, Any]) -> Desired:
     """Secrets (once), then Services, StatefulSets, mongos, PDBs, PodMonitor (applied)."""
     status = body.get("status") or {}
-    d = desired(body, status)
-    ensure_secrets(d, body)
-    replicas = held_replicas(d.layout, observe_workloads(d.layout)[0], status)
-    skipped = apply_workloads(d, body, replicas)
+    d = desired(kube, body, status)
+    ensure_secrets(kube, d, body)
+    replicas = held_replicas(d.layout, observe_workloads(kube, d.layout)[0], status)
+    skipped = apply_workloads(kube, d, body, replicas)
     if skipped:
         log.info("skipped %s: the Prometheus Operator CRDs are not installed", ", ".join(skipped))
     return d
 
 
 def observe_workloads(
-    layout: ClusterLayout,
+    kube: KubeApi, layout: ClusterLayout
 ) -> tuple[dict[str, WorkloadState], WorkloadState | None]:
     selector = f"{lbl.CLUSTER}={layout.name}"
     statefulsets = {
         sts["metadata"]["name"]: WorkloadState.of_statefulset(sts)
-        for sts in kube.list_objects("StatefulSet", layout.namespace, selector)
+        for sts in kube.list("StatefulSet", layout.namespace, selector)
     }
     mongos = None
     if layout.sharded:
@@ -93,37 +97,17 @@ def observe_workloads(
     return statefulsets, mongos
 
 
-def held_replicas(
-    layout: ClusterLayout, statefulsets: Mapping[str, WorkloadState], status: Mapping[str, Any]
-) -> dict[str, int]:
-    """StatefulSets whose scale-down must wait: MongoDB still lists the members to remove.
-
-    One place decides it, for provision() and sync() alike: a member's pod goes away only after
-    the replica set no longer has it in its configuration.
-    """
-    in_config = {
-        rs["name"]: len(rs.get("memberStates") or [])
-        for rs in status.get("replicaSets") or []
-        if rs.get("initialized")
-    }
-    held: dict[str, int] = {}
-    for rs in layout.replica_sets:
-        current = statefulsets.get(rs.name)
-        if current is None or current.replicas <= rs.members:
-            continue
-        if in_config.get(rs.name, 0) > rs.members:
-            held[rs.name] = current.replicas
-    return held
-
-
 @contextmanager
-def administration(d: Desired, admins: AdminPool) -> Iterator[tuple[MongoAdmin, Passwords]]:
+def administration(
+    kube: KubeApi, d: Desired, admins: AdminPool
+) -> Iterator[tuple[MongoAdmin, Passwords]]:
     """The cluster's MongoDB administration handle, lent by `admins` for the block (the same
     one while its credentials, the operator's password and the keyfile, stay the same), and the
     users' passwords read now."""
     layout = d.layout
     exporting = d.spec.monitoring.exporter
     secrets = read_secrets(
+        kube,
         layout,
         [
             layout.admin_secret,
@@ -164,6 +148,7 @@ def administration(d: Desired, admins: AdminPool) -> Iterator[tuple[MongoAdmin, 
 
 
 def administer(
+    kube: KubeApi,
     admin: MongoAdmin,
     passwords: Passwords,
     d: Desired,
@@ -185,7 +170,7 @@ def administer(
         (
             step
             for rs in d.layout.replica_sets
-            if rs.name in ready_sets and (step := roll(admin, rs, statefulsets.get(rs.name)))
+            if rs.name in ready_sets and (step := roll(kube, admin, rs, statefulsets.get(rs.name)))
         ),
         None,
     )
@@ -199,125 +184,143 @@ def administer(
     return wiring, None, fcv, fcv if changed else None
 
 
+@dataclass(frozen=True)
+class MongoPass:
+    """What the MongoDB half of a sync saw and did."""
+
+    wiring: Wiring | None = None
+    rolling: str | None = None
+    fcv: str | None = None
+    fcv_set: str | None = None
+    failure: str | None = None
+
+
+def administer_safely(
+    kube: KubeApi,
+    admins: AdminPool,
+    d: Desired,
+    *,
+    statefulsets: Mapping[str, WorkloadState],
+    ready: frozenset[str],
+    retiring: tuple[ReplicaSetLayout, ...],
+    fcv: str | None,
+    mongos_waiting: str | None,
+) -> MongoPass:
+    """administer() on the cluster's handle: a permanent refusal becomes `failure`, a Secret
+    not created yet a wiring that waits."""
+    try:
+        with administration(kube, d, admins) as (admin, passwords):
+            wiring, rolling, fcv, fcv_set = administer(
+                kube,
+                admin,
+                passwords,
+                d,
+                statefulsets=statefulsets,
+                ready_sets=ready,
+                retiring=retiring,
+                fcv=fcv,
+                mongos_waiting=mongos_waiting,
+            )
+    except PermanentMongoError as exc:
+        return MongoPass(fcv=fcv, failure=str(exc))
+    except LookupError as exc:  # a Secret not created yet
+        return MongoPass(Wiring(False, str(exc)), fcv=fcv)
+    return MongoPass(wiring, rolling, fcv, fcv_set)
+
+
 def sync(
+    kube: KubeApi,
     namespace: str,
     name: str,
     locks: ResourceLocks,
     admins: AdminPool,
+    *,
     detected: PlatformFacts | None = None,
 ) -> SyncResult | None:
-    """Observe, wire one step, publish. None when the MongoCluster no longer exists.
-    `detected`: the platform provision() just read (the first status records it)."""
-    with locks.lock("MongoCluster", namespace, name):
-        body = kube.get("MongoCluster", namespace, name)
+    """Observe, wire one step, publish, post the Events. None when the MongoCluster no longer
+    exists. `detected`: the platform provision() just read (the first status records it)."""
+    with locks.lock(KIND, namespace, name):
+        body = kube.get(KIND, namespace, name)
         if body is None:
             return None
-        status = body.get("status") or {}
-        meta = body["metadata"]
-        d = desired(body, status, detected)
-        statefulsets, mongos = observe_workloads(d.layout)
-        failure: str | None = None
-        wiring: Wiring | None = None
-        rolling: str | None = None
-        fcv: str | None = status.get("featureCompatibilityVersion")
-        fcv_set: str | None = None
-        ready_sets = frozenset(
-            rs.name
-            for rs in d.layout.replica_sets
-            if statefulsets.get(rs.name, WorkloadState(0, 0)).ready >= rs.members
-        ) | (
-            frozenset({"mongos"})
-            if mongos and mongos.ready >= d.layout.mongos_replicas
-            else frozenset()
+        return _sync(kube, body, admins, detected)
+
+
+def _sync(
+    kube: KubeApi, body: Mapping[str, Any], admins: AdminPool, detected: PlatformFacts | None
+) -> SyncResult:
+    status = body.get("status") or {}
+    meta = body["metadata"]
+    d = desired(kube, body, status, detected)
+    statefulsets, mongos = observe_workloads(kube, d.layout)
+    ready = ready_sets(d.layout, statefulsets, mongos)
+    deleting = bool(meta.get("deletionTimestamp"))
+    resize = None if deleting else grow_claims(kube, d, statefulsets)
+    retiring = retiring_shards(d.layout, {n: s.replicas for n, s in statefulsets.items()})
+    mongos_step = (
+        observe_mongos_upgrade(kube, d.layout, d.spec.image_ref)
+        if d.layout.sharded and not deleting
+        else None
+    )
+    mongos_waiting = mongos_step.waiting if mongos_step else None
+    fcv = status.get("featureCompatibilityVersion")
+    mongo = (
+        administer_safely(
+            kube,
+            admins,
+            d,
+            statefulsets=statefulsets,
+            ready=ready,
+            retiring=retiring,
+            fcv=fcv,
+            mongos_waiting=mongos_waiting,
         )
-        deleting = bool(meta.get("deletionTimestamp"))
-        resize = None if deleting else grow_claims(d, statefulsets)
-        retiring = retiring_shards(d.layout, {n: s.replicas for n, s in statefulsets.items()})
-        events: list[tuple[str, str]] = []
-        mongos_step = (
-            observe_mongos_upgrade(d.layout, d.spec.image_ref)
-            if d.layout.sharded and not deleting
-            else None
-        )
-        mongos_waiting = mongos_step.waiting if mongos_step else None
-        if ready_sets and not deleting:
-            try:
-                with administration(d, admins) as (admin, passwords):
-                    wiring, rolling, fcv, fcv_set = administer(
-                        admin,
-                        passwords,
-                        d,
-                        statefulsets=statefulsets,
-                        ready_sets=ready_sets,
-                        retiring=retiring,
-                        fcv=fcv,
-                        mongos_waiting=mongos_waiting,
-                    )
-            except PermanentMongoError as exc:
-                failure = str(exc)
-            except LookupError as exc:  # a Secret not created yet
-                wiring = Wiring(False, str(exc))
-        if wiring is not None and wiring.removal is not None and wiring.removal.state == "started":
-            events.append(
-                (
-                    EVENT_SHARD_DRAINING,
-                    f"removeShard {wiring.removal.shard}: draining started (its chunks and "
-                    "databases move to the remaining shards)",
-                )
-            )
-        if wiring is not None and wiring.shards_listed:
-            # MongoDB no longer lists them (drained, or never added): their objects can go.
-            for rs in [rs for rs in retiring if rs.name not in wiring.shards]:
-                if delete_shard_objects(d.layout, rs):
-                    events.append(
-                        (
-                            EVENT_SHARD_REMOVED,
-                            f"shard {rs.name} drained and removed; its StatefulSet, Service and "
-                            "PodDisruptionBudget were deleted, its volume claims follow "
-                            f"deletionPolicy {d.spec.deletion_policy}",
-                        )
-                    )
-                statefulsets.pop(rs.name, None)
-            retiring = tuple(rs for rs in retiring if rs.name in statefulsets)
-        rolling = "; ".join(step for step in (rolling, mongos_waiting) if step) or None
-        new = compute_status(
-            d.layout,
-            Observed(
-                statefulsets,
-                mongos,
-                wiring,
-                deleting=deleting,
-                failure=failure,
-                rolling=rolling,
-                storage=(resize.status, resize.reason, resize.message) if resize else None,
-                retiring=tuple(rs.name for rs in retiring),
-            ),
+        if ready and not deleting
+        else MongoPass(fcv=fcv)
+    )
+    gone = drained(retiring, mongo.wiring)
+    removed = [rs.name for rs in gone if delete_shard_objects(kube, d.layout, rs)]
+    for rs in gone:
+        statefulsets.pop(rs.name, None)
+    retiring = tuple(rs for rs in retiring if rs.name in statefulsets)
+    observed = Observed(
+        statefulsets,
+        mongos,
+        mongo.wiring,
+        deleting=deleting,
+        failure=mongo.failure,
+        rolling="; ".join(step for step in (mongo.rolling, mongos_waiting) if step) or None,
+        storage=(resize.status, resize.reason, resize.message) if resize else None,
+        retiring=tuple(rs.name for rs in retiring),
+    )
+    new, changed = sync_status(
+        d.layout,
+        observed,
+        StatusInputs(
             status,
-            generation=int(meta.get("generation") or 0),
-            created=meta["creationTimestamp"],
-            now=now_rfc3339(),
-            clock=now_rfc3339(precise=True),
-        )
-        new["platform"] = platform_status(d)
-        if fcv is not None:
-            new["featureCompatibilityVersion"] = fcv
-        # Release a held scale-down once MongoDB has removed the members.
-        held_before = held_replicas(d.layout, statefulsets, status)
-        held_now = held_replicas(d.layout, statefulsets, new)
-        if (
-            held_before != held_now
-            or any(
-                statefulsets.get(rs.name, WorkloadState(rs.members, 0)).replicas > rs.members
-                and rs.name not in held_now
-                for rs in d.layout.replica_sets
-            )
-            or (mongos_step is not None and mongos_step.changes)
-        ):
-            apply_workloads(d, body, held_now)
-        changed = differs(status, new)
-        if changed:
-            kube.patch_status("MongoCluster", namespace, name, new)
-        warning = resize.message if resize and resize.status == FALSE else None
-        return SyncResult(
-            new["phase"], changed, failure, warning, fcv_set, body, events=tuple(events)
-        )
+            int(meta.get("generation") or 0),
+            meta["creationTimestamp"],
+            now_rfc3339(),
+            now_rfc3339(precise=True),
+            platform_status(d),
+            mongo.fcv,
+        ),
+    )
+    replicas = reapply(
+        d.layout, statefulsets, status, new, mongos_step is not None and mongos_step.changes
+    )
+    if replicas is not None:
+        apply_workloads(kube, d, body, replicas)
+    if changed:
+        kube.patch_status(KIND, meta["namespace"], meta["name"], new)
+    outcome = Outcome(
+        new["phase"],
+        changed,
+        mongo.failure,
+        resize.message if resize and resize.status == FALSE else None,
+        mongo.fcv_set,
+        tuple(shard_events(mongo.wiring, removed, d.spec.deletion_policy)),
+    )
+    for event in sync_events(outcome):
+        kube.event(body, *event)
+    return SyncResult(outcome.phase, changed, mongo.failure)

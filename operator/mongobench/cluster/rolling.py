@@ -17,14 +17,14 @@ from mongobench.cluster.layout import ClusterLayout, ReplicaSetLayout
 from mongobench.cluster.mongos import CONTAINER as MONGOS
 from mongobench.cluster.mongos import MongosUpgrade, container_image, mongos_upgrade
 from mongobench.cluster.status import WorkloadState
-from mongobench.k8s import client as kube
+from mongobench.k8s.api import KubeApi
 from mongobench.mongo.admin import MongoAdmin
 from mongobench.mongo.model import Mongos
 
 REVISION = "controller-revision-hash"
 
 
-def stale_members(rs: ReplicaSetLayout) -> list[str]:
+def stale_members(kube: KubeApi, rs: ReplicaSetLayout) -> list[str]:
     """Member hosts whose pod still runs an older StatefulSet revision."""
     sts = kube.get("StatefulSet", rs.namespace, rs.name)
     if sts is None:
@@ -32,7 +32,7 @@ def stale_members(rs: ReplicaSetLayout) -> list[str]:
     revision = (sts.get("status") or {}).get("updateRevision")
     if not revision:
         return []
-    pods = kube.list_objects("Pod", rs.namespace, f"{lbl.REPLSET}={rs.name}")
+    pods = kube.list("Pod", rs.namespace, f"{lbl.REPLSET}={rs.name}")
     stale = []
     for pod in pods:
         name = pod["metadata"]["name"]
@@ -43,7 +43,7 @@ def stale_members(rs: ReplicaSetLayout) -> list[str]:
 
 
 def roll(
-    admin: MongoAdmin, rs: ReplicaSetLayout, observed: WorkloadState | None = None
+    kube: KubeApi, admin: MongoAdmin, rs: ReplicaSetLayout, observed: WorkloadState | None = None
 ) -> str | None:
     """Take the next step; None when no member needs a restart, else what is happening.
 
@@ -51,7 +51,7 @@ def roll(
     pods are not listed (a Ready cluster's every sync would otherwise read them)."""
     if observed is not None and observed.settled:
         return None
-    stale = stale_members(rs)
+    stale = stale_members(kube, rs)
     if not stale:
         return None
     step = admin.rolling_step(rs.to_spec(), stale)
@@ -64,11 +64,11 @@ def roll(
     return f"{rs.name}: {step.reason}"
 
 
-def runs_image(rs: ReplicaSetLayout, image: str) -> bool:
+def runs_image(kube: KubeApi, rs: ReplicaSetLayout, image: str) -> bool:
     """Whether every member's pod is ready and its mongod runs `image`: the set has rolled."""
     pods = {
         pod["metadata"]["name"]: pod
-        for pod in kube.list_objects("Pod", rs.namespace, f"{lbl.REPLSET}={rs.name}")
+        for pod in kube.list("Pod", rs.namespace, f"{lbl.REPLSET}={rs.name}")
     }
     for i in range(rs.members):
         pod = pods.get(rs.pod_name(i))
@@ -82,13 +82,13 @@ def runs_image(rs: ReplicaSetLayout, image: str) -> bool:
     return True
 
 
-def observe_mongos_upgrade(layout: ClusterLayout, wanted: str) -> MongosUpgrade:
+def observe_mongos_upgrade(kube: KubeApi, layout: ClusterLayout, wanted: str) -> MongosUpgrade:
     """Where the mongos Deployment stands against the spec's image (sharded clusters only)."""
     dep = kube.get("Deployment", layout.namespace, layout.mongos)
     running = container_image(dep["spec"]["template"]["spec"], MONGOS) if dep else None
     # Pods are listed only while the routers run another image than the spec's.
     upgraded = running in (None, wanted) or all(
-        runs_image(rs, wanted) for rs in layout.replica_sets
+        runs_image(kube, rs, wanted) for rs in layout.replica_sets
     )
     return mongos_upgrade(wanted, dep, upgraded)
 

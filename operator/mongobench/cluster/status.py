@@ -101,6 +101,33 @@ def seconds_since(created: str, now: str) -> float:
     return round((parse(now) - parse(created)).total_seconds(), 1)
 
 
+@dataclass(frozen=True)
+class Readiness:
+    """How many members are ready against the spec, and whether every pod is."""
+
+    wanted: int
+    ready: int
+    mongos_ready: int
+    pods_ready: bool
+
+    @classmethod
+    def of(cls, layout: ClusterLayout, observed: Observed) -> Readiness:
+        sets = layout.replica_sets
+        ready = sum(
+            min(observed.statefulsets[rs.name].ready, rs.members)
+            for rs in sets
+            if rs.name in observed.statefulsets
+        )
+        wanted = sum(rs.members for rs in sets)
+        mongos_ready = observed.mongos.ready if observed.mongos else 0
+        pods_ready = ready == wanted and all(
+            observed.statefulsets.get(rs.name, WorkloadState(0, 0)).ready == rs.members
+            for rs in sets
+        )
+        pods_ready = pods_ready and (not layout.sharded or mongos_ready >= layout.mongos_replicas)
+        return cls(wanted, ready, mongos_ready, pods_ready)
+
+
 def compute_status(
     layout: ClusterLayout,
     observed: Observed,
@@ -117,120 +144,176 @@ def compute_status(
     `now`): on a fast plane pods are Ready within the second of creation, and whole seconds would
     record a deployment that took 0.4 s as taking none.
     """
-    clock = clock or now
-    sets = layout.replica_sets
-    wanted_members = sum(rs.members for rs in sets)
-    ready_members = sum(
-        min(observed.statefulsets[rs.name].ready, rs.members)
-        for rs in sets
-        if rs.name in observed.statefulsets
-    )
-    mongos_ready = observed.mongos.ready if observed.mongos else 0
-    pods_ready = ready_members == wanted_members and all(
-        observed.statefulsets.get(rs.name, WorkloadState(0, 0)).ready == rs.members for rs in sets
-    )
-    pods_ready = pods_ready and (not layout.sharded or mongos_ready >= layout.mongos_replicas)
+    readiness = Readiness.of(layout, observed)
     wiring = observed.wiring
     wired = wiring is not None and wiring.complete
-    timings = dict(previous.get("timings") or {})
-    was_ready = "readySeconds" in timings
-
-    shape_differs = _shape_differs(layout, observed, was_ready)
+    was_ready = "readySeconds" in (previous.get("timings") or {})
     draining = _draining(layout, observed, previous)
     removing = [d for d in draining or [] if d["state"] != "Completed"]
+    phase = compute_phase(
+        observed,
+        readiness.pods_ready,
+        wired,
+        was_ready,
+        reshaping=_shape_differs(layout, observed, was_ready) or bool(removing),
+    )
     removing_message = (
         draining_message(wiring.removal, wiring.removal_waiting)
         if wiring is not None and wiring.shards_listed
         else ""
     ) or f"removing shards {', '.join(d['shard'] for d in removing)}"
+    status: dict[str, Any] = {
+        "phase": phase,
+        "observedGeneration": generation,
+        "members": readiness.wanted,
+        "readyMembers": readiness.ready,
+        "conditions": compute_conditions(
+            layout,
+            observed,
+            readiness,
+            phase,
+            previous=previous.get("conditions"),
+            removing=removing_message if removing else None,
+            generation=generation,
+            now=now,
+        ),
+        "replicaSets": _replica_sets(layout, observed, previous),
+        "connectionSecret": layout.connection_secret,
+        "timings": compute_timings(
+            previous.get("timings") or {},
+            readiness.pods_ready,
+            wired,
+            phase,
+            created=created,
+            clock=clock or now,
+        ),
+    }
+    if layout.sharded:
+        status["mongos"] = {"desired": layout.mongos_replicas, "ready": readiness.mongos_ready}
+        facts = wiring.server.get("mongos") if wiring else None
+        server = server_status(facts) if facts else (previous.get("mongos") or {}).get("server")
+        if server:
+            status["mongos"]["server"] = server
+        # None removes it (merge patch) once no shard is leaving.
+        status["draining"] = draining
+    if wiring is not None and wiring.distribution is not None:
+        status["distribution"] = dict(wiring.distribution)
+    return status
 
+
+def compute_phase(
+    observed: Observed, pods_ready: bool, wired: bool, was_ready: bool, *, reshaping: bool
+) -> str:
+    """The phase by the rules of this module's docstring (first match wins). `reshaping`: the
+    workloads or memberships differ from the spec's shape, or shards are being removed."""
     if observed.deleting:
-        phase = c.PHASE_DELETING
-    elif observed.failure:
-        phase = c.PHASE_FAILED
-    elif not observed.statefulsets:
-        phase = c.PHASE_PENDING
-    elif was_ready and (shape_differs or removing):
-        phase = c.PHASE_SCALING
-    elif not pods_ready:
-        phase = c.PHASE_DEGRADED if was_ready else c.PHASE_PROVISIONING
-    elif not wired:
-        phase = c.PHASE_INITIALIZING
-    else:
-        phase = c.PHASE_READY
+        return c.PHASE_DELETING
+    if observed.failure:
+        return c.PHASE_FAILED
+    if not observed.statefulsets:
+        return c.PHASE_PENDING
+    if was_ready and reshaping:
+        return c.PHASE_SCALING
+    if not pods_ready:
+        return c.PHASE_DEGRADED if was_ready else c.PHASE_PROVISIONING
+    return c.PHASE_READY if wired else c.PHASE_INITIALIZING
 
+
+def compute_timings(
+    previous: Mapping[str, Any],
+    pods_ready: bool,
+    wired: bool,
+    phase: str,
+    *,
+    created: str,
+    clock: str,
+) -> dict[str, Any]:
+    """Deploy timings, each recorded once: pods ready, wired, first Ready (seconds after
+    `created`, measured at `clock`)."""
+    timings = dict(previous)
     if pods_ready and "provisionedSeconds" not in timings:
         timings["provisionedSeconds"] = seconds_since(created, clock)
     if pods_ready and wired and "configuredSeconds" not in timings:
         timings["configuredSeconds"] = seconds_since(created, clock)
-    if phase == c.PHASE_READY and not was_ready:
+    if phase == c.PHASE_READY and "readySeconds" not in timings:
         timings["readySeconds"] = seconds_since(created, clock)
+    return timings
 
-    conditions = previous.get("conditions")
-    conditions = set_condition(
-        conditions,
-        c.PROVISIONED,
-        c.TRUE if pods_ready else c.FALSE,
-        c.PODS_READY if pods_ready else c.PODS_NOT_READY,
-        f"{ready_members}/{wanted_members} mongod members ready"
-        + (f", {mongos_ready}/{layout.mongos_replicas} mongos" if layout.sharded else ""),
-        generation=generation,
-        now=now,
-    )
+
+def compute_conditions(
+    layout: ClusterLayout,
+    observed: Observed,
+    readiness: Readiness,
+    phase: str,
+    *,
+    previous: Any,
+    removing: str | None,
+    generation: int,
+    now: str,
+) -> list[dict[str, Any]]:
+    """Provisioned, Configured, Ready, Updated and (when observed) StorageResized. `removing`:
+    what the shard removal under way does, None when none is."""
+    wiring = observed.wiring
+    wired = wiring is not None and wiring.complete
+    pods_ready = readiness.pods_ready
+    updates: list[tuple[str, ConditionStatus, str, str]] = [
+        (
+            c.PROVISIONED,
+            c.TRUE if pods_ready else c.FALSE,
+            c.PODS_READY if pods_ready else c.PODS_NOT_READY,
+            f"{readiness.ready}/{readiness.wanted} mongod members ready"
+            + (
+                f", {readiness.mongos_ready}/{layout.mongos_replicas} mongos"
+                if layout.sharded
+                else ""
+            ),
+        )
+    ]
     if observed.failure:
-        conditions = set_condition(
-            conditions,
-            c.CONFIGURED,
-            c.FALSE,
-            c.CONFIGURATION_FAILED,
-            observed.failure,
-            generation=generation,
-            now=now,
-        )
+        updates.append((c.CONFIGURED, c.FALSE, c.CONFIGURATION_FAILED, observed.failure))
     else:
-        conditions = set_condition(
-            conditions,
-            c.CONFIGURED,
-            c.TRUE if wired else c.FALSE,
-            c.WIRED if wired else c.WIRING,
-            "replica sets, shards and users configured"
-            if wired
-            else (wiring.message if wiring else "waiting for pods"),
-            generation=generation,
-            now=now,
+        updates.append(
+            (
+                c.CONFIGURED,
+                c.TRUE if wired else c.FALSE,
+                c.WIRED if wired else c.WIRING,
+                "replica sets, shards and users configured"
+                if wired
+                else (wiring.message if wiring else "waiting for pods"),
+            )
         )
-    conditions = set_condition(
-        conditions,
-        c.READY,
-        c.TRUE if phase == c.PHASE_READY else c.FALSE,
-        phase,
-        observed.failure
-        or (removing_message if removing and phase != c.PHASE_READY else _ready_message(phase)),
-        generation=generation,
-        now=now,
+    ready_message = observed.failure or (
+        removing if removing and phase != c.PHASE_READY else _ready_message(phase)
     )
-
-    updated: tuple[ConditionStatus, str, str]
+    updates.append((c.READY, c.TRUE if phase == c.PHASE_READY else c.FALSE, phase, ready_message))
     if observed.rolling:
-        updated = (c.FALSE, c.ROLLING_RESTART, observed.rolling)
+        updates.append((c.UPDATED, c.FALSE, c.ROLLING_RESTART, observed.rolling))
     elif removing:  # the spec's shard count is not reached until the drain completes
-        updated = (c.FALSE, c.REMOVING_SHARDS, removing_message)
+        updates.append((c.UPDATED, c.FALSE, c.REMOVING_SHARDS, removing))
     else:
-        updated = (c.TRUE, c.CURRENT, "every member runs the current template")
-    conditions = set_condition(conditions, c.UPDATED, *updated, generation=generation, now=now)
-
+        updates.append((c.UPDATED, c.TRUE, c.CURRENT, "every member runs the current template"))
     if observed.storage is not None:
+        updates.append((c.STORAGE_RESIZED, *observed.storage))
+    conditions = previous
+    for type_, value, reason, message in updates:
         conditions = set_condition(
-            conditions, c.STORAGE_RESIZED, *observed.storage, generation=generation, now=now
+            conditions, type_, value, reason, message, generation=generation, now=now
         )
+    return list(conditions or [])
 
+
+def _replica_sets(
+    layout: ClusterLayout, observed: Observed, previous: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """status.replicaSets: the spec's sets, then shards being removed (their members still hold
+    data until drained)."""
+    wiring = observed.wiring
     previous_server = {
         rs.get("name"): rs["server"]
         for rs in previous.get("replicaSets") or []
         if isinstance(rs, Mapping) and rs.get("server")
     }
-    # The spec's sets, then shards being removed (their members still hold data until drained).
-    shapes = [(rs.name, rs.role.value, rs.members) for rs in sets] + [
+    shapes = [(rs.name, rs.role.value, rs.members) for rs in layout.replica_sets] + [
         (name, "shard", observed.statefulsets.get(name, WorkloadState(0, 0)).replicas)
         for name in observed.retiring
     ]
@@ -257,28 +340,7 @@ def compute_status(
         if server:
             entry["server"] = server
         replica_sets.append(entry)
-
-    status: dict[str, Any] = {
-        "phase": phase,
-        "observedGeneration": generation,
-        "members": wanted_members,
-        "readyMembers": ready_members,
-        "conditions": conditions,
-        "replicaSets": replica_sets,
-        "connectionSecret": layout.connection_secret,
-        "timings": timings,
-    }
-    if layout.sharded:
-        status["mongos"] = {"desired": layout.mongos_replicas, "ready": mongos_ready}
-        facts = wiring.server.get("mongos") if wiring else None
-        server = server_status(facts) if facts else (previous.get("mongos") or {}).get("server")
-        if server:
-            status["mongos"]["server"] = server
-        # None removes it (merge patch) once no shard is leaving.
-        status["draining"] = draining
-    if wiring is not None and wiring.distribution is not None:
-        status["distribution"] = dict(wiring.distribution)
-    return status
+    return replica_sets
 
 
 def server_status(facts: ServerFacts) -> dict[str, Any]:

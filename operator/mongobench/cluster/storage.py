@@ -14,8 +14,8 @@ from typing import Any
 from mongobench.cluster import labels as lbl
 from mongobench.cluster.provision import Desired
 from mongobench.cluster.status import WorkloadState
-from mongobench.k8s import client as kube
 from mongobench.k8s import conditions as c
+from mongobench.k8s.api import KubeApi
 from mongobench.k8s.conditions import ConditionStatus
 from mongobench.k8s.quantity import parse_quantity
 
@@ -27,7 +27,9 @@ class ResizeOutcome:
     message: str
 
 
-def grow_claims(d: Desired, statefulsets: Mapping[str, WorkloadState]) -> ResizeOutcome:
+def grow_claims(
+    kube: KubeApi, d: Desired, statefulsets: Mapping[str, WorkloadState]
+) -> ResizeOutcome:
     """Ask every member claim smaller than the spec for the spec's size. `statefulsets` as the
     sync observed them: while their claim templates ask at least the spec's size (the usual
     case: the size never grew), no claim can be smaller and none is read."""
@@ -37,7 +39,7 @@ def grow_claims(d: Desired, statefulsets: Mapping[str, WorkloadState]) -> Resize
         for w in statefulsets.values()
     ):
         return ResizeOutcome(c.TRUE, c.SIZE_MATCHES, f"claims request {d.spec.storage.size}")
-    claims = kube.list_objects(
+    claims = kube.list(
         "PersistentVolumeClaim", d.layout.namespace, f"{lbl.CLUSTER}={d.layout.name}"
     )
     small = [c for c in claims if _requested(c) < wanted]
@@ -47,17 +49,15 @@ def grow_claims(d: Desired, statefulsets: Mapping[str, WorkloadState]) -> Resize
     grown: list[str] = []
     for claim in small:
         cls = claim["spec"].get("storageClassName")
-        sc = kube.request("GET", f"/apis/storage.k8s.io/v1/storageclasses/{cls}") if cls else {}
+        sc = (kube.get("StorageClass", None, cls) or {}) if cls else {}
         if not sc.get("allowVolumeExpansion"):
             refused.append(f"{claim['metadata']['name']} (class {cls or 'none'})")
             continue
-        kube.request(
-            "PATCH",
-            kube.resource_path(
-                "PersistentVolumeClaim", d.layout.namespace, claim["metadata"]["name"]
-            ),
-            body={"spec": {"resources": {"requests": {"storage": d.spec.storage.size}}}},
-            content_type="application/merge-patch+json",
+        kube.patch(
+            "PersistentVolumeClaim",
+            d.layout.namespace,
+            claim["metadata"]["name"],
+            {"spec": {"resources": {"requests": {"storage": d.spec.storage.size}}}},
         )
         grown.append(claim["metadata"]["name"])
     if refused:

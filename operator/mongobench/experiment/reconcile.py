@@ -1,11 +1,12 @@
-"""One reconcile of a BenchmarkExperiment: observe its clusters and runs, let schedule.decide
-choose, act, write status. Names are deterministic (objects.cluster_name/run_name), so an
-operator restarted mid-experiment finds what it made and creates nothing twice."""
+"""One reconcile of a BenchmarkExperiment: observe its clusters and runs (through the KubeApi it
+is given), let schedule.decide choose, act, write status and post the Events. Names are
+deterministic (objects.cluster_name/run_name), so an operator restarted mid-experiment finds
+what it made and creates nothing twice."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -16,8 +17,8 @@ from mongobench.cluster.layout import cluster_layout
 from mongobench.experiment import matrix as mx
 from mongobench.experiment import objects
 from mongobench.experiment import schedule as sched
-from mongobench.k8s import client as kube
 from mongobench.k8s import conditions as cond
+from mongobench.k8s.api import KubeApi
 from mongobench.k8s.client import ApiError
 from mongobench_results import compare, summary
 
@@ -28,7 +29,7 @@ TERMINAL = (cond.RUN_SUCCEEDED, cond.RUN_FAILED)
 @dataclass
 class Outcome:
     phase: str
-    events: list[tuple[str, str, str]] = field(default_factory=list)  # (type, reason, message)
+    events: list[cond.Event] = field(default_factory=list)
 
 
 def policy_of(spec: Mapping[str, Any]) -> sched.Policy:
@@ -50,29 +51,23 @@ def plan(body: Mapping[str, Any]) -> tuple[mx.Matrix, list[mx.Slot], int | None]
     return matrix, mx.slots(matrix, int(spec.get("repetitions", 3)), order, seed), seed
 
 
-def validate(body: Mapping[str, Any], matrix: mx.Matrix) -> None:
+def validate(kube: KubeApi, body: Mapping[str, Any], matrix: mx.Matrix) -> None:
     """Every cell's cluster and run as the apiserver would take them on their own (dry run,
     strict fields: a dimension naming a field that does not exist is refused with its name)."""
     seen: set[str] = set()
     for group in range(len(matrix.groups)):
-        _dry_run(objects.cluster(body, matrix, group), f"cluster of group {group}")
+        _dry_run(kube, objects.cluster(body, matrix, group), f"cluster of group {group}")
     for cell in matrix.cells:
         obj = objects.run(body, matrix, mx.Slot(cell.index, 1))
         key = json.dumps(obj["spec"], sort_keys=True)
         if key not in seen:
             seen.add(key)
-            _dry_run(obj, f"run of cell {matrix.label(cell.index)}")
+            _dry_run(kube, obj, f"run of cell {matrix.label(cell.index)}")
 
 
-def _dry_run(obj: Mapping[str, Any], what: str) -> None:
-    meta = obj["metadata"]
+def _dry_run(kube: KubeApi, obj: Mapping[str, Any], what: str) -> None:
     try:
-        kube.request(
-            "POST",
-            kube.resource_path(obj["kind"], meta["namespace"]),
-            query=[("dryRun", "All"), ("fieldValidation", "Strict")],
-            body=dict(obj),
-        )
+        kube.create(obj, dry_run=True)
     except ApiError as exc:
         if exc.status == 409:  # exists already: validated when it was created
             return
@@ -88,7 +83,10 @@ def _age(obj: Mapping[str, Any], now: datetime) -> float:
     return (now - datetime.fromisoformat(created.replace("Z", "+00:00"))).total_seconds()
 
 
-def advance(namespace: str, name: str, now: datetime | None = None) -> Outcome | None:
+def advance(
+    kube: KubeApi, namespace: str, name: str, now: datetime | None = None
+) -> Outcome | None:
+    """One reconcile; None when the experiment is gone, going or over. Its Events are posted."""
     body = kube.get(KIND, namespace, name)
     if body is None or body["metadata"].get("deletionTimestamp"):
         return None
@@ -99,48 +97,28 @@ def advance(namespace: str, name: str, now: datetime | None = None) -> Outcome |
     matrix, order, seed = plan(body)
     generation = int(body["metadata"].get("generation") or 0)
     if status.get("validatedGeneration") != generation:
-        validate(body, matrix)
+        validate(kube, body, matrix)
         status["validatedGeneration"] = generation
-    policy = policy_of(body["spec"])
-    selector = f"{objects.EXPERIMENT_LABEL}={name}"
-    clusters = {
-        int(c["metadata"]["labels"][objects.GROUP_LABEL]): c
-        for c in kube.list_objects("MongoCluster", namespace, selector)
-    }
-    runs = {
-        mx.Slot(
-            int(r["metadata"]["labels"][objects.CELL_LABEL]),
-            int(r["metadata"]["labels"][objects.REPETITION_LABEL]),
-        ): r
-        for r in kube.list_objects("BenchmarkRun", namespace, selector)
-    }
+    clusters, runs = _children(kube, namespace, name)
     failed = {
         mx.Slot(int(f["cell"]), int(f["repetition"])): f.get("message", "")
         for f in status.get("failedSlots") or ()
     }
     kept = set(status.get("keptGroups") or ())
-    observed = sched.Observed(
-        clusters={
-            g: sched.ObservedCluster(
-                (c.get("status") or {}).get("phase"),
-                bool(c["metadata"].get("deletionTimestamp")),
-                _age(c, now),
-            )
-            for g, c in clusters.items()
-        },
-        runs={s: (r.get("status") or {}).get("phase") or "Pending" for s, r in runs.items()},
-        failed=frozenset(failed),
-        kept=frozenset(kept),
+    decision = sched.decide(
+        order,
+        {c.index: c.group for c in matrix.cells},
+        _observed(clusters, runs, failed, kept, now),
+        policy_of(body["spec"]),
     )
-    group_of = {c.index: c.group for c in matrix.cells}
-    decision = sched.decide(order, group_of, observed, policy)
     outcome = Outcome(decision.phase)
     deployments = {int(k): list(v) for k, v in (status.get("deployments") or {}).items()}
     _record_deployments(clusters, deployments)
     for action in decision.actions:
-        _act(action, body, matrix, clusters, failed, kept, outcome)
+        _act(kube, action, body, matrix, failed, kept, outcome)
+    running = decision.phase == cond.RUN_RUNNING
     status |= {
-        "phase": decision.phase if decision.phase != "Running" or runs or clusters else "Pending",
+        "phase": cond.PHASE_PENDING if running and not (runs or clusters) else decision.phase,
         "observedGeneration": generation,
         "failedSlots": [
             {"cell": s.cell, "repetition": s.repetition, "message": m}
@@ -149,31 +127,93 @@ def advance(namespace: str, name: str, now: datetime | None = None) -> Outcome |
         "keptGroups": sorted(kept),
         "deployments": {str(g): d for g, d in sorted(deployments.items())},
         "order": [objects.run_name(name, s) for s in order],
+        **({"seed": seed} if seed is not None else {}),
     }
-    if seed is not None:
-        status["seed"] = seed
     status |= _cells_status(body, matrix, order, runs, failed, deployments, decision, now)
-    if decision.phase != "Running":
-        status["completionTime"] = cond.now_rfc3339()
-        status |= _comparison(matrix, runs, failed)
-        status["conditions"] = cond.set_condition(
-            status.get("conditions"),
-            cond.SUCCEEDED,
-            cond.TRUE if decision.phase == cond.RUN_SUCCEEDED else cond.FALSE,
-            decision.phase,
-            status["progress"]["summary"] + " cells done",
-            generation=generation,
+    if not running:
+        status |= _finished(
+            status, matrix, runs, failed, phase=decision.phase, generation=generation
         )
         outcome.events.append(
             (
-                "Normal" if decision.phase == cond.RUN_SUCCEEDED else "Warning",
+                cond.NORMAL if decision.phase == cond.RUN_SUCCEEDED else cond.WARNING,
                 cond.EVENT_EXPERIMENT_FINISHED,
                 f"{decision.phase}: {status['progress']['summary']} cells done",
             )
         )
     status.setdefault("startTime", cond.now_rfc3339())
     kube.patch_status(KIND, namespace, name, status)
+    for event in outcome.events:
+        kube.event(body, *event)
     return outcome
+
+
+def _children(
+    kube: KubeApi, namespace: str, name: str
+) -> tuple[dict[int, dict[str, Any]], dict[mx.Slot, dict[str, Any]]]:
+    """The experiment's MongoClusters by group and BenchmarkRuns by slot (their labels)."""
+    selector = f"{objects.EXPERIMENT_LABEL}={name}"
+    clusters = {
+        int(c["metadata"]["labels"][objects.GROUP_LABEL]): c
+        for c in kube.list("MongoCluster", namespace, selector)
+    }
+    runs = {
+        mx.Slot(
+            int(r["metadata"]["labels"][objects.CELL_LABEL]),
+            int(r["metadata"]["labels"][objects.REPETITION_LABEL]),
+        ): r
+        for r in kube.list("BenchmarkRun", namespace, selector)
+    }
+    return clusters, runs
+
+
+def _observed(
+    clusters: Mapping[int, Mapping[str, Any]],
+    runs: Mapping[mx.Slot, Mapping[str, Any]],
+    failed: Mapping[mx.Slot, str],
+    kept: set[int],
+    now: datetime,
+) -> sched.Observed:
+    return sched.Observed(
+        clusters={
+            g: sched.ObservedCluster(
+                (c.get("status") or {}).get("phase"),
+                bool(c["metadata"].get("deletionTimestamp")),
+                _age(c, now),
+            )
+            for g, c in clusters.items()
+        },
+        runs={
+            s: (r.get("status") or {}).get("phase") or cond.PHASE_PENDING for s, r in runs.items()
+        },
+        failed=frozenset(failed),
+        kept=frozenset(kept),
+    )
+
+
+def _finished(
+    status: Mapping[str, Any],
+    matrix: mx.Matrix,
+    runs: Mapping[mx.Slot, Mapping[str, Any]],
+    failed: Mapping[mx.Slot, str],
+    *,
+    phase: str,
+    generation: int,
+) -> dict[str, Any]:
+    """The status fields of an experiment that ended: its completion, the comparison against
+    the baseline cell and the Succeeded condition."""
+    return {
+        "completionTime": cond.now_rfc3339(),
+        **_comparison(matrix, runs, failed),
+        "conditions": cond.set_condition(
+            status.get("conditions"),
+            cond.SUCCEEDED,
+            cond.TRUE if phase == cond.RUN_SUCCEEDED else cond.FALSE,
+            phase,
+            status["progress"]["summary"] + " cells done",
+            generation=generation,
+        ),
+    }
 
 
 def _record_deployments(
@@ -218,10 +258,10 @@ def _pods(cluster: Mapping[str, Any]) -> dict[str, int]:
 
 
 def _act(  # noqa: PLR0917 - one reconcile's working set
+    kube: KubeApi,
     action: sched.Action,
     body: Mapping[str, Any],
     matrix: mx.Matrix,
-    clusters: Mapping[int, Mapping[str, Any]],
     failed: dict[mx.Slot, str],
     kept: set[int],
     outcome: Outcome,
@@ -230,30 +270,40 @@ def _act(  # noqa: PLR0917 - one reconcile's working set
     namespace, name = meta["namespace"], meta["name"]
     if isinstance(action, sched.CreateCluster):
         obj = objects.cluster(body, matrix, action.group)
-        kube.request("POST", kube.resource_path("MongoCluster", namespace), body=obj)
+        kube.create(obj)
         outcome.events.append(
-            ("Normal", cond.EVENT_CELL_CLUSTER_CREATED, f"MongoCluster {obj['metadata']['name']}")
+            (
+                cond.NORMAL,
+                cond.EVENT_CELL_CLUSTER_CREATED,
+                f"MongoCluster {obj['metadata']['name']}",
+            )
         )
     elif isinstance(action, sched.DeleteCluster):
         cluster = objects.cluster_name(name, action.group)
         if kube.delete("MongoCluster", namespace, cluster):
             outcome.events.append(
-                ("Normal", cond.EVENT_CELL_CLUSTER_DELETED, f"MongoCluster {cluster}: {action.why}")
+                (
+                    cond.NORMAL,
+                    cond.EVENT_CELL_CLUSTER_DELETED,
+                    f"MongoCluster {cluster}: {action.why}",
+                )
             )
     elif isinstance(action, sched.KeepCluster):
         kept.add(action.group)
         cluster = objects.cluster_name(name, action.group)
-        outcome.events.append(("Normal", cond.EVENT_CELL_CLUSTER_KEPT, f"MongoCluster {cluster}"))
+        outcome.events.append(
+            (cond.NORMAL, cond.EVENT_CELL_CLUSTER_KEPT, f"MongoCluster {cluster}")
+        )
     elif isinstance(action, sched.CreateRun):
         obj = objects.run(body, matrix, action.slot)
         try:
-            kube.request("POST", kube.resource_path("BenchmarkRun", namespace), body=obj)
+            kube.create(obj)
         except ApiError as exc:
             if exc.status != 409:  # created by an earlier reconcile whose list missed it
                 raise
         outcome.events.append(
             (
-                "Normal",
+                cond.NORMAL,
                 cond.EVENT_CELL_RUN_CREATED,
                 f"BenchmarkRun {obj['metadata']['name']} ({matrix.label(action.slot.cell)}, "
                 f"repetition {action.slot.repetition})",
@@ -264,8 +314,30 @@ def _act(  # noqa: PLR0917 - one reconcile's working set
             failed[s] = action.message
         cells = sorted({matrix.label(s.cell) for s in action.slots})
         outcome.events.append(
-            ("Warning", cond.EVENT_CELL_FAILED, f"{'; '.join(cells)}: {action.message}")
+            (cond.WARNING, cond.EVENT_CELL_FAILED, f"{'; '.join(cells)}: {action.message}")
         )
+
+
+def _slot_phase(
+    slot: mx.Slot, runs: Mapping[mx.Slot, Mapping[str, Any]], failed: Mapping[mx.Slot, str]
+) -> str:
+    if slot in failed:
+        return cond.RUN_FAILED
+    if slot in runs:
+        return str((runs[slot].get("status") or {}).get("phase") or cond.PHASE_PENDING)
+    return cond.PHASE_PENDING
+
+
+def cell_phase(phases: Sequence[str]) -> str:
+    """A cell's phase from its slots': Failed when one failed, Succeeded when all did, Pending
+    when none started, else Running."""
+    if any(p == cond.RUN_FAILED for p in phases):
+        return cond.RUN_FAILED
+    if all(p == cond.RUN_SUCCEEDED for p in phases):
+        return cond.RUN_SUCCEEDED
+    if all(p == cond.PHASE_PENDING for p in phases):
+        return cond.PHASE_PENDING
+    return cond.RUN_RUNNING
 
 
 def _cells_status(  # noqa: PLR0917 - one reconcile's working set
@@ -284,22 +356,8 @@ def _cells_status(  # noqa: PLR0917 - one reconcile's working set
     done_cells = 0
     for cell in matrix.cells:
         mine = [s for s in order if s.cell == cell.index]
-        phases = []
-        for s in mine:
-            if s in failed:
-                phases.append(cond.RUN_FAILED)
-            elif s in runs:
-                phases.append((runs[s].get("status") or {}).get("phase") or "Pending")
-            else:
-                phases.append("Pending")
-        if any(p == cond.RUN_FAILED for p in phases):
-            phase = cond.RUN_FAILED
-        elif all(p == cond.RUN_SUCCEEDED for p in phases):
-            phase = cond.RUN_SUCCEEDED
-        elif all(p == "Pending" for p in phases):
-            phase = "Pending"
-        else:
-            phase = "Running"
+        phases = [_slot_phase(s, runs, failed) for s in mine]
+        phase = cell_phase(phases)
         if all(p in TERMINAL for p in phases):
             done_cells += 1
         cell_runs = [runs[s] for s in mine if s in runs]

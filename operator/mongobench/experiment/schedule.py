@@ -25,9 +25,11 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from mongobench.experiment.matrix import Slot
+from mongobench.k8s import conditions as cond
 
-SlotPhase = Literal["Pending", "Running", "Succeeded", "Failed"]
-DONE = ("Succeeded", "Failed")
+# A slot's phase: PHASE_PENDING, RUN_RUNNING, RUN_SUCCEEDED or RUN_FAILED.
+SlotPhase = str
+DONE = (cond.RUN_SUCCEEDED, cond.RUN_FAILED)
 
 
 @dataclass(frozen=True)
@@ -87,19 +89,17 @@ Action = CreateCluster | DeleteCluster | KeepCluster | CreateRun | FailSlots
 @dataclass(frozen=True)
 class Decision:
     actions: list[Action] = field(default_factory=list)
-    phase: Literal["Running", "Succeeded", "Failed"] = "Running"
+    phase: str = cond.RUN_RUNNING  # or RUN_SUCCEEDED, RUN_FAILED
     current: Slot | None = None  # the first running slot, else the next to start
 
 
 def slot_phase(slot: Slot, observed: Observed) -> SlotPhase:
     if slot in observed.failed:
-        return "Failed"
-    phase = observed.runs.get(slot, "absent")
-    if phase == "absent":
-        return "Pending"
-    if phase in DONE:
-        return phase  # type: ignore[return-value]
-    return "Running"
+        return cond.RUN_FAILED
+    if slot not in observed.runs:
+        return cond.PHASE_PENDING
+    phase = observed.runs[slot]
+    return phase if phase in DONE and phase is not None else cond.RUN_RUNNING
 
 
 def decide(
@@ -107,54 +107,96 @@ def decide(
 ) -> Decision:
     """The next actions. `group_of` maps a cell to its cluster group."""
     phases = {s: slot_phase(s, observed) for s in order}
+    actions: list[Action] = _failed_clusters(order, group_of, observed, policy, phases)
+    failed_now = {s for a in actions if isinstance(a, FailSlots) for s in a.slots}
+    for s in failed_now:
+        phases[s] = cond.RUN_FAILED
+    stopping = policy.on_cell_failure == "Stop" and cond.RUN_FAILED in phases.values()
+    running = [s for s in order if phases[s] == cond.RUN_RUNNING]
+    pending = [] if stopping else [s for s in order if phases[s] == cond.PHASE_PENDING]
+    busy = {group_of[s.cell] for s in running}
+    needed = {group_of[s.cell] for s in pending}
+    failed_groups = {group_of[s.cell] for s in order if phases[s] == cond.RUN_FAILED}
+    live = _after_policy(observed, policy, busy | needed, failed_groups, actions)
+    actions += _starts(pending, group_of, observed, policy, busy=busy, live=live)
+    current = running[0] if running else (pending[0] if pending else None)
+    if running or pending or (failed_now and not stopping):
+        return Decision(actions, cond.RUN_RUNNING, current)
+    if any(isinstance(a, DeleteCluster) for a in actions) or any(
+        c.deleting for c in observed.clusters.values()
+    ):
+        return Decision(actions, cond.RUN_RUNNING, None)  # finished once the clusters are gone
+    return Decision(actions, cond.RUN_FAILED if stopping else cond.RUN_SUCCEEDED, None)
+
+
+def _failed_clusters(
+    order: Sequence[Slot],
+    group_of: Mapping[int, int],
+    observed: Observed,
+    policy: Policy,
+    phases: Mapping[Slot, SlotPhase],
+) -> list[Action]:
+    """Clusters that failed (or were not Ready in time) fail their group's slots that have not
+    started."""
     actions: list[Action] = []
-    failed_now: set[Slot] = set()
-    # Clusters that failed fail their group's slots that have not started.
     for group, c in observed.clusters.items():
-        broken = c.phase == "Failed" or (
-            c.phase != "Ready" and not c.deleting and c.age_seconds > policy.cluster_ready_timeout
+        broken = c.phase == cond.PHASE_FAILED or (
+            c.phase != cond.PHASE_READY and c.age_seconds > policy.cluster_ready_timeout
         )
         if not broken or c.deleting or group in observed.kept:
             continue
-        victims = tuple(s for s in order if group_of[s.cell] == group and phases[s] == "Pending")
+        victims = tuple(
+            s for s in order if group_of[s.cell] == group and phases[s] == cond.PHASE_PENDING
+        )
         if victims:
             why = (
                 "its cluster failed"
-                if c.phase == "Failed"
+                if c.phase == cond.PHASE_FAILED
                 else f"its cluster was not Ready after {policy.cluster_ready_timeout:.0f}s"
             )
             actions.append(FailSlots(victims, group, why))
-            failed_now.update(victims)
-    for s in failed_now:
-        phases[s] = "Failed"
-    stopping = policy.on_cell_failure == "Stop" and any(p == "Failed" for p in phases.values())
-    running = [s for s in order if phases[s] == "Running"]
-    pending = [] if stopping else [s for s in order if phases[s] == "Pending"]
-    busy = {group_of[s.cell] for s in running}
-    needed = {group_of[s.cell] for s in pending}
+    return actions
 
-    def group_failed(g: int) -> bool:
-        return any(phases[s] == "Failed" for s in order if group_of[s.cell] == g)
 
-    # Clusters with nothing left to run: the policy decides (once).
+def _after_policy(
+    observed: Observed,
+    policy: Policy,
+    wanted: set[int],
+    failed_groups: set[int],
+    actions: list[Action],
+) -> set[int]:
+    """Clusters with nothing left to run: the policy decides (once), its actions appended.
+    Returns the groups whose clusters count against maxClusters (`live`)."""
     live: set[int] = set()
     for g, c in observed.clusters.items():
         if c.deleting:
             live.add(g)
+        elif g in observed.kept:
             continue
-        if g in busy or g in needed or g in observed.kept:
-            if g not in observed.kept:
-                live.add(g)
-            continue
-        keep = policy.clusters_after == "Keep" or (
-            policy.clusters_after == "KeepOnFailure" and group_failed(g)
-        )
-        if keep:
+        elif g in wanted:
+            live.add(g)
+        elif policy.clusters_after == "Keep" or (
+            policy.clusters_after == "KeepOnFailure" and g in failed_groups
+        ):
             actions.append(KeepCluster(g))
         else:
             actions.append(DeleteCluster(g, "its cells are done"))
             live.add(g)  # still there until gone
-    # Start what can start, in order.
+    return live
+
+
+def _starts(
+    pending: Sequence[Slot],
+    group_of: Mapping[int, int],
+    observed: Observed,
+    policy: Policy,
+    *,
+    busy: set[int],
+    live: set[int],
+) -> list[Action]:
+    """Start what can start, in order: a run on a Ready cluster, a cluster while there is room,
+    else room made by deleting an idle cluster (only for the first slot that waits)."""
+    actions: list[Action] = []
     starting: set[int] = set()
     waiting = False  # an earlier slot waits for its cluster to become Ready
     for s in pending:
@@ -163,11 +205,11 @@ def decide(
             continue
         found = observed.clusters.get(g)
         if found is not None:
-            if not found.deleting and found.phase == "Ready" and g not in observed.kept:
+            if g in observed.kept:
+                starting.add(g)  # a kept cluster (failed group) is not reused
+            elif not found.deleting and found.phase == cond.PHASE_READY:
                 actions.append(CreateRun(s))
                 starting.add(g)
-            elif g in observed.kept:
-                starting.add(g)  # a kept cluster (failed group) is not reused
             else:
                 waiting = True
             continue
@@ -176,29 +218,35 @@ def decide(
             live.add(g)
             starting.add(g)
             continue
-        # Make room: only for the first slot that waits for a cluster, and only by an idle one.
-        idle = [
-            h
-            for h, hc in observed.clusters.items()
-            if h in live
-            and not hc.deleting
-            and h not in busy
-            and h not in starting
-            and h not in observed.kept
-        ]
-        deleting = any(observed.clusters[h].deleting for h in live if h in observed.clusters)
-        if idle and not waiting and not deleting:
-            victim = max(idle, key=lambda h: _next_use(h, pending, group_of))
+        victim = _room(
+            pending, group_of, observed, taken=busy | starting, live=live, waiting=waiting
+        )
+        if victim is not None:
             actions.append(DeleteCluster(victim, "room for the next cell's cluster"))
         break
-    current = running[0] if running else (pending[0] if pending else None)
-    if running or pending or (failed_now and not stopping):
-        return Decision(actions, "Running", current)
-    if any(isinstance(a, DeleteCluster) for a in actions) or any(
-        c.deleting for c in observed.clusters.values()
-    ):
-        return Decision(actions, "Running", None)  # finished once the clusters are gone
-    return Decision(actions, "Failed" if stopping else "Succeeded", None)
+    return actions
+
+
+def _room(
+    pending: Sequence[Slot],
+    group_of: Mapping[int, int],
+    observed: Observed,
+    *,
+    taken: set[int],
+    live: set[int],
+    waiting: bool,
+) -> int | None:
+    """The idle cluster to delete for the next one: needed furthest in the future; None while
+    an earlier slot waits for its cluster or a cluster is being deleted."""
+    idle = [
+        h
+        for h, hc in observed.clusters.items()
+        if h in live and not hc.deleting and h not in taken and h not in observed.kept
+    ]
+    deleting = any(observed.clusters[h].deleting for h in live if h in observed.clusters)
+    if not idle or waiting or deleting:
+        return None
+    return max(idle, key=lambda h: _next_use(h, pending, group_of))
 
 
 def _next_use(group: int, pending: Sequence[Slot], group_of: Mapping[int, int]) -> int:

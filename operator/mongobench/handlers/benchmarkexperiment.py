@@ -12,7 +12,7 @@ from typing import Any
 import kopf
 
 from mongobench.experiment import reconcile
-from mongobench.handlers.common import BENCHMARKEXPERIMENT, reference, refusals, settled
+from mongobench.handlers.common import BENCHMARKEXPERIMENT, refusals, settled
 from mongobench.k8s import conditions as cond
 from mongobench.observability.metrics import instrumented
 from mongobench.state import state_of
@@ -20,26 +20,20 @@ from mongobench.state import state_of
 KIND = reconcile.KIND
 
 
-def _advance(memo: kopf.Memo, ref: dict[str, Any]) -> None:
-    """`ref`: the experiment (handlers.common.reference), for its Events."""
+def _advance(memo: kopf.Memo, namespace: str, name: str) -> None:
     state = state_of(memo)
-    namespace, name = ref["metadata"]["namespace"], ref["metadata"]["name"]
     with (
-        refusals(KIND, namespace, name, cond.SUCCEEDED, state.locks),
+        refusals(state.kube, KIND, namespace, name, cond.SUCCEEDED, locks=state.locks),
         state.locks.lock(KIND, namespace, name),
     ):
-        outcome = reconcile.advance(namespace, name)
-        if outcome is None:
-            return
-        for type_, reason, message in outcome.events:
-            kopf.event(ref, type=type_, reason=reason, message=message)  # type: ignore[arg-type]
+        reconcile.advance(state.kube, namespace, name)
 
 
 @kopf.on.resume(*BENCHMARKEXPERIMENT)
 @kopf.on.create(*BENCHMARKEXPERIMENT)
 @instrumented(KIND, "start")
-def start(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    _advance(memo, reference(body))
+def start(meta: kopf.Meta, memo: kopf.Memo, **_: Any) -> None:
+    _advance(memo, meta["namespace"], meta["name"])
 
 
 # Clusters and runs move on their own: the experiment looks every 2 s until it ends (k8s.ticker,
@@ -53,7 +47,6 @@ async def experiment_changed(
 ) -> None:
     namespace, name = meta["namespace"], meta["name"]
     status = body.get("status") or {}
-    ref = reference(body)
     state_of(memo).ticker.schedule(
         (KIND, namespace, name),
         type != "DELETED"
@@ -61,10 +54,10 @@ async def experiment_changed(
         and status.get("phase") not in reconcile.TERMINAL
         and not settled(body, cond.SUCCEEDED),
         TICK_SECONDS,
-        lambda: tick(memo, ref),
+        lambda: tick(memo, namespace, name),
     )
 
 
 @instrumented(KIND, "tick")
-def tick(memo: kopf.Memo, ref: dict[str, Any]) -> None:
-    _advance(memo, ref)
+def tick(memo: kopf.Memo, namespace: str, name: str) -> None:
+    _advance(memo, namespace, name)

@@ -18,8 +18,7 @@ from mongobench.api.names import check_benchmarkrun_name
 from mongobench.bench import archive, jobs, orchestrate
 from mongobench.bench.cpu_status import cpu_for_step
 from mongobench.config import OperatorConfig
-from mongobench.handlers.common import BENCHMARKRUN, reference, refusals, settled
-from mongobench.k8s import client as kube
+from mongobench.handlers.common import BENCHMARKRUN, refusals, settled
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.client import ApiError
 from mongobench.mongo.errors import MongoAdminError
@@ -34,13 +33,14 @@ ARCHIVE_UPLOAD = "BenchmarkRun/archive"  # one upload of a run at a time (not it
 def _advance(memo: kopf.Memo, namespace: str, name: str) -> None:
     config = OperatorConfig.current()
     state = state_of(memo)
-    with refusals(KIND, namespace, name, cond.SUCCEEDED, state.locks):
+    with refusals(state.kube, KIND, namespace, name, cond.SUCCEEDED, locks=state.locks):
         outcome = orchestrate.advance(
+            state.kube,
             namespace,
             name,
             config,
             state.cluster_data,
-            cpu_for_step(config),
+            cpu=cpu_for_step(state.kube, config),
             lock=state.locks.lock(KIND, namespace, name),
         )
         if outcome is None:
@@ -50,10 +50,8 @@ def _advance(memo: kopf.Memo, namespace: str, name: str) -> None:
         metrics.set_running_steps(
             namespace, name, (outcome.run.get("status") or {}).get("steps") or ()
         )
-        for type_, reason, message in outcome.events:
-            kopf.event(dict(outcome.run), type=type_, reason=reason, message=message)  # type: ignore[arg-type]
         if outcome.phase in orchestrate.TERMINAL:
-            run = kube.get(KIND, namespace, name)
+            run = state.kube.get(KIND, namespace, name)
             if run is not None:
                 metrics.export_run(run)
 
@@ -69,7 +67,10 @@ def start(
     memo: kopf.Memo,
     **_: Any,
 ) -> None:
-    with refusals(KIND, meta["namespace"], meta["name"], cond.SUCCEEDED, state_of(memo).locks):
+    state = state_of(memo)
+    with refusals(
+        state.kube, KIND, meta["namespace"], meta["name"], cond.SUCCEEDED, locks=state.locks
+    ):
         check_benchmarkrun_name(meta["name"])
         BenchmarkRunSpec.parse(dict(spec))
         if status.get("phase") in orchestrate.TERMINAL:
@@ -112,12 +113,11 @@ async def run_changed(
     status = raw.get("status") or {}
     uploading = live and archive.pending(raw.get("spec") or {}, status, OperatorConfig.current())
     record = {"archive": dict(status.get("archive") or {})}  # its backoff, not the body
-    ref = reference(raw)
     state.ticker.schedule(
         (ARCHIVE_UPLOAD, namespace, name),
         uploading,
         ARCHIVE_SECONDS,
-        lambda: _archive_ticked(memo, ref, record),
+        lambda: _archive_ticked(memo, namespace, name, record),
     )
 
 
@@ -127,19 +127,19 @@ def _ticked(memo: kopf.Memo, namespace: str, name: str) -> None:
 
 
 @instrumented("BenchmarkRun", "archive")
-def _archive_ticked(memo: kopf.Memo, ref: dict[str, Any], record: Mapping[str, Any]) -> None:
-    """`ref`: the run, for its Events; `record`: its status.archive when this was scheduled."""
+def _archive_ticked(memo: kopf.Memo, namespace: str, name: str, record: Mapping[str, Any]) -> None:
+    """`record`: the run's status.archive when this was scheduled (its backoff)."""
     if not archive.due(record, datetime.now(UTC)):
         return
-    namespace, name = ref["metadata"]["namespace"], ref["metadata"]["name"]
-    for type_, reason, message in archive.sync(
+    state = state_of(memo)
+    archive.sync(
+        state.kube,
         namespace,
         name,
         OperatorConfig.current(),
-        upload_lock=state_of(memo).locks.lock(ARCHIVE_UPLOAD, namespace, name),
-        run_lock=state_of(memo).locks.lock(KIND, namespace, name),
-    ):
-        kopf.event(ref, type=type_, reason=reason, message=message)  # type: ignore[arg-type]
+        upload_lock=state.locks.lock(ARCHIVE_UPLOAD, namespace, name),
+        run_lock=state.locks.lock(KIND, namespace, name),
+    )
 
 
 @kopf.on.event("batch", "v1", "jobs", labels={jobs.RUN_LABEL: kopf.PRESENT})
@@ -175,10 +175,11 @@ def delete(
         cleanup = spec.get("cleanup")
         asked = cleanup.get("data", "Never") if isinstance(cleanup, Mapping) else None
         if asked not in ("Never", "OnSuccess") and not succeeded:
-            kopf.warn(
+            state.kube.event(
                 body,
-                reason=cond.EVENT_DATA_KEPT,
-                message=f"the spec cannot be read ({exc}): the benchmark data is left as it is",
+                cond.WARNING,
+                cond.EVENT_DATA_KEPT,
+                f"the spec cannot be read ({exc}): the benchmark data is left as it is",
             )
         return
     if parsed.cleanup.data == "Always" and not succeeded:
@@ -186,9 +187,9 @@ def delete(
         # hold the run's deletion forever.
         try:
             message = orchestrate.drop_data(
-                state.cluster_data, parsed, body["metadata"]["namespace"]
+                state.kube, state.cluster_data, parsed, body["metadata"]["namespace"]
             )
         except (MongoAdminError, ApiError, SpecError) as exc:
-            kopf.warn(body, reason=cond.EVENT_DATA_NOT_DROPPED, message=str(exc))
+            state.kube.event(body, cond.WARNING, cond.EVENT_DATA_NOT_DROPPED, str(exc))
         else:
-            kopf.info(body, reason=cond.EVENT_DATA_DROPPED, message=message)
+            state.kube.event(body, cond.NORMAL, cond.EVENT_DATA_DROPPED, message)

@@ -9,10 +9,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-import kopf
-
 from mongobench.api import GROUP, VERSION, SpecError
-from mongobench.k8s import client as kube
+from mongobench.k8s.api import WARNING, KubeApi
 from mongobench.k8s.client import ApiError
 from mongobench.k8s.conditions import (
     FALSE,
@@ -29,17 +27,6 @@ from mongobench.k8s.locks import ResourceLocks
 MONGOCLUSTER = (GROUP, VERSION, "mongoclusters")
 BENCHMARKRUN = (GROUP, VERSION, "benchmarkruns")
 BENCHMARKEXPERIMENT = (GROUP, VERSION, "benchmarkexperiments")
-
-
-def reference(body: Mapping[str, Any]) -> dict[str, Any]:
-    """What kopf.event needs of an object (kubectl describe finds Events by its uid too): kept
-    for later Events instead of the whole body."""
-    meta = body.get("metadata") or {}
-    return {
-        "apiVersion": body.get("apiVersion"),
-        "kind": body.get("kind"),
-        "metadata": {k: meta[k] for k in ("namespace", "name", "uid") if k in meta},
-    }
 
 
 def user_error(exc: BaseException) -> tuple[str, str] | None:
@@ -83,12 +70,14 @@ def settled(body: Mapping[str, Any], condition: str) -> bool:
 
 
 def report_refusal(
-    kind: str, body: Mapping[str, Any], condition: str, reason: str, message: str
+    kube: KubeApi, kind: str, body: Mapping[str, Any], condition: str, refusal: tuple[str, str]
 ) -> None:
     """Phase Failed and `condition` False with the reason, and one Warning Event: the same
-    refusal of the same generation (an operator restart, a child's event) repeats nothing."""
-    if recorded_refusal(body, condition) == (reason, message):
+    refusal of the same generation (an operator restart, a child's event) repeats nothing.
+    `refusal`: (reason, message)."""
+    if recorded_refusal(body, condition) == refusal:
         return
+    reason, message = refusal
     meta = body["metadata"]
     namespace, name = meta["namespace"], meta["name"]
     generation = int(meta.get("generation") or 0)
@@ -107,19 +96,19 @@ def report_refusal(
         if exc.status != 422:
             raise
         noted = {"generation": generation, "reason": reason, "message": message}
-        kube.request(
-            "PATCH",
-            kube.resource_path(kind, namespace, name),
-            body={"metadata": {"annotations": {REFUSED_ANNOTATION: json.dumps(noted)}}},
-            content_type="application/merge-patch+json",
+        kube.patch(
+            kind,
+            namespace,
+            name,
+            {"metadata": {"annotations": {REFUSED_ANNOTATION: json.dumps(noted)}}},
         )
         message += f" (the status could not be written: {exc.message})"
-    kopf.warn(dict(body), reason=reason, message=message)  # type: ignore[arg-type]
+    kube.event(body, WARNING, reason, message)
 
 
 @contextmanager
 def refusals(
-    kind: str, namespace: str, name: str, condition: str, locks: ResourceLocks
+    kube: KubeApi, kind: str, namespace: str, name: str, condition: str, *, locks: ResourceLocks
 ) -> Iterator[None]:
     """Every handler's guard: an error the user caused is reported on the resource (see
     report_refusal) and ends the handler; anything else propagates and kopf retries it.
@@ -138,7 +127,7 @@ def refusals(
             if current is None or current["metadata"].get("deletionTimestamp"):
                 return
             try:
-                report_refusal(kind, current, condition, *found)
+                report_refusal(kube, kind, current, condition, found)
             except ApiError as gone:
                 if gone.status != 404:
                     raise

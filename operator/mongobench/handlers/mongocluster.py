@@ -31,10 +31,11 @@ KIND = "MongoCluster"
 def provision(
     body: kopf.Body, meta: kopf.Meta, status: kopf.Status, memo: kopf.Memo, **_: Any
 ) -> None:
-    with refusals(KIND, meta["namespace"], meta["name"], cond.READY, state_of(memo).locks):
-        d = reconcile.provision(body)
+    state = state_of(memo)
+    with refusals(state.kube, KIND, meta["namespace"], meta["name"], cond.READY, locks=state.locks):
+        d = reconcile.provision(state.kube, body)
         if not status.get("phase"):
-            kopf.info(body, reason=cond.EVENT_PROVISIONING, message="objects created")
+            state.kube.event(body, cond.NORMAL, cond.EVENT_PROVISIONING, "objects created")
         _sync(memo, meta["namespace"], meta["name"], detected=d.facts)
 
 
@@ -94,7 +95,8 @@ async def cluster_changed(
 
 @instrumented("MongoCluster", "sync")
 def timed_sync(memo: kopf.Memo, namespace: str, name: str) -> None:
-    with refusals(KIND, namespace, name, cond.READY, state_of(memo).locks):
+    state = state_of(memo)
+    with refusals(state.kube, KIND, namespace, name, cond.READY, locks=state.locks):
         _sync(memo, namespace, name)
 
 
@@ -134,7 +136,7 @@ def _dropped() -> Skipped:
 def _child_sync(memo: kopf.Memo, kind: str, namespace: str, child: str, cluster: str) -> None:
     state = state_of(memo)
     try:
-        with refusals(KIND, namespace, cluster, cond.READY, state.locks):
+        with refusals(state.kube, KIND, namespace, cluster, cond.READY, locks=state.locks):
             _sync(memo, namespace, cluster)
     except Exception:
         # Retried by the queue after a backoff (k8s.wakeups); and the next event with the same
@@ -146,7 +148,7 @@ def _child_sync(memo: kopf.Memo, kind: str, namespace: str, child: str, cluster:
 @kopf.on.delete(*MONGOCLUSTER)
 @instrumented("MongoCluster", "delete")
 def delete(body: kopf.Body, meta: kopf.Meta, memo: kopf.Memo, **_: Any) -> None:
-    deletion.finalize(body)
+    deletion.finalize(state_of(memo).kube, body)
     state_of(memo).forget(KIND, meta["namespace"], meta["name"])
 
 
@@ -154,28 +156,8 @@ def _sync(
     memo: kopf.Memo, namespace: str, name: str, detected: PlatformFacts | None = None
 ) -> None:
     state = state_of(memo)
-    result = reconcile.sync(namespace, name, state.locks, state.admins, detected)
-    _publish(result)
+    result = reconcile.sync(
+        state.kube, namespace, name, state.locks, state.admins, detected=detected
+    )
     if result is not None and result.phase == cond.PHASE_READY:
         state.admins.release_bootstrap(namespace, name)
-
-
-def _publish(result: reconcile.SyncResult | None) -> None:
-    """Events for what a sync changed, on the MongoCluster as it read it."""
-    if result is None or result.body is None:
-        return
-    body: Any = dict(result.body)
-    if result.failure and result.changed:
-        kopf.warn(body, reason=cond.EVENT_MONGODB_ERROR, message=result.failure)
-    if result.changed and result.storage_warning:
-        kopf.warn(body, reason=cond.EVENT_NOT_EXPANDABLE, message=result.storage_warning)
-    for reason, message in result.events:
-        kopf.info(body, reason=reason, message=message)
-    if result.fcv_set:
-        kopf.info(
-            body,
-            reason=cond.EVENT_FCV_SET,
-            message=f"featureCompatibilityVersion set to {result.fcv_set}",
-        )
-    if result.changed and result.phase == cond.PHASE_READY:
-        kopf.info(body, reason=cond.EVENT_READY, message="all members ready and wired")

@@ -3,7 +3,8 @@
 The operator's own small client over urllib3 (not the `kubernetes` package: ~38 MiB resident for
 a few verbs on raw JSON). Credentials come from mongobench.k8s.credentials, the same loader as
 kopf's login. The ApiClient is the operator state's (mongobench.state): created at start-up,
-bound here for the module's functions, closed at shutdown; nothing creates one lazily.
+closed at shutdown; nothing creates one lazily. The controllers use it through
+mongobench.k8s.api (KubeApi), passed to them.
 """
 
 from __future__ import annotations
@@ -158,130 +159,37 @@ def new_api_client() -> ApiClient:
     return ApiClient(creds_.load())
 
 
-_bound: list[ApiClient] = []  # the state's client, set by bind(); at most one
-
-
-def bind(api: ApiClient) -> None:
-    _bound[:] = [api]
-
-
-def unbind(api: ApiClient) -> None:
-    if _bound and _bound[0] is api:
-        _bound.clear()
-
-
-def api_client() -> ApiClient:
-    if not _bound:
-        raise RuntimeError("no Kubernetes API client: mongobench.state creates one at start-up")
-    return _bound[0]
-
-
-# kind -> (API group/version path prefix, plural). Only the kinds the operator manages.
-_RESOURCES: dict[str, tuple[str, str]] = {
-    "ConfigMap": ("api/v1", "configmaps"),
-    "Secret": ("api/v1", "secrets"),
-    "Service": ("api/v1", "services"),
-    "ServiceAccount": ("api/v1", "serviceaccounts"),
-    "PersistentVolumeClaim": ("api/v1", "persistentvolumeclaims"),
-    "Pod": ("api/v1", "pods"),
-    "StatefulSet": ("apis/apps/v1", "statefulsets"),
-    "Deployment": ("apis/apps/v1", "deployments"),
-    "Job": ("apis/batch/v1", "jobs"),
-    "PodDisruptionBudget": ("apis/policy/v1", "poddisruptionbudgets"),
-    "Role": ("apis/rbac.authorization.k8s.io/v1", "roles"),
-    "RoleBinding": ("apis/rbac.authorization.k8s.io/v1", "rolebindings"),
-    "PodMonitor": ("apis/monitoring.coreos.com/v1", "podmonitors"),
-    "ServiceMonitor": ("apis/monitoring.coreos.com/v1", "servicemonitors"),
-    "MongoCluster": ("apis/mongobench.io/v1alpha1", "mongoclusters"),
-    "BenchmarkRun": ("apis/mongobench.io/v1alpha1", "benchmarkruns"),
-    "BenchmarkExperiment": ("apis/mongobench.io/v1alpha1", "benchmarkexperiments"),
+# kind -> (API group/version path prefix, plural, namespaced). Only the kinds the operator uses.
+_RESOURCES: dict[str, tuple[str, str, bool]] = {
+    "ConfigMap": ("api/v1", "configmaps", True),
+    "Secret": ("api/v1", "secrets", True),
+    "Service": ("api/v1", "services", True),
+    "ServiceAccount": ("api/v1", "serviceaccounts", True),
+    "PersistentVolumeClaim": ("api/v1", "persistentvolumeclaims", True),
+    "Pod": ("api/v1", "pods", True),
+    "Event": ("api/v1", "events", True),
+    "Node": ("api/v1", "nodes", False),
+    "StatefulSet": ("apis/apps/v1", "statefulsets", True),
+    "Deployment": ("apis/apps/v1", "deployments", True),
+    "Job": ("apis/batch/v1", "jobs", True),
+    "PodDisruptionBudget": ("apis/policy/v1", "poddisruptionbudgets", True),
+    "Role": ("apis/rbac.authorization.k8s.io/v1", "roles", True),
+    "RoleBinding": ("apis/rbac.authorization.k8s.io/v1", "rolebindings", True),
+    "StorageClass": ("apis/storage.k8s.io/v1", "storageclasses", False),
+    "PodMonitor": ("apis/monitoring.coreos.com/v1", "podmonitors", True),
+    "ServiceMonitor": ("apis/monitoring.coreos.com/v1", "servicemonitors", True),
+    "MongoCluster": ("apis/mongobench.io/v1alpha1", "mongoclusters", True),
+    "BenchmarkRun": ("apis/mongobench.io/v1alpha1", "benchmarkruns", True),
+    "BenchmarkExperiment": ("apis/mongobench.io/v1alpha1", "benchmarkexperiments", True),
 }
 
 
-def resource_path(kind: str, namespace: str, name: str | None = None) -> str:
-    prefix, plural = _RESOURCES[kind]
-    path = f"/{prefix}/namespaces/{namespace}/{plural}"
+def resource_path(kind: str, namespace: str | None, name: str | None = None) -> str:
+    """The API path of a kind's collection, or of one object; `namespace` is ignored for
+    cluster-scoped kinds."""
+    prefix, plural, namespaced = _RESOURCES[kind]
+    path = f"/{prefix}/namespaces/{namespace}/{plural}" if namespaced else f"/{prefix}/{plural}"
     return f"{path}/{name}" if name else path
-
-
-def request(
-    method: str,
-    path: str,
-    *,
-    query: list[tuple[str, str]] | None = None,
-    body: Any = None,
-    content_type: str = "application/json",
-    api: ApiClient | None = None,
-) -> dict[str, Any]:
-    """One API request with the bound client (or `api`); ApiError for any 4xx/5xx."""
-    return (api or api_client()).request(method, path, query, body, content_type)
-
-
-def apply(obj: Mapping[str, Any], api: ApiClient | None = None) -> dict[str, Any]:
-    """Server-side apply `obj` as the operator's field manager; returns the object as stored."""
-    meta = obj["metadata"]
-    return request(
-        "PATCH",
-        resource_path(obj["kind"], meta["namespace"], meta["name"]),
-        query=[("fieldManager", FIELD_MANAGER), ("force", "true")],
-        body=json.dumps(obj),
-        content_type="application/apply-patch+yaml",
-        api=api,
-    )
-
-
-def get(
-    kind: str, namespace: str, name: str, api: ApiClient | None = None
-) -> dict[str, Any] | None:
-    """The object, or None when it does not exist."""
-    try:
-        return request("GET", resource_path(kind, namespace, name), api=api)
-    except ApiError as exc:
-        if exc.status == 404:
-            return None
-        raise
-
-
-def list_objects(
-    kind: str,
-    namespace: str,
-    label_selector: str | None = None,
-    api: ApiClient | None = None,
-) -> list[dict[str, Any]]:
-    query = [("labelSelector", label_selector)] if label_selector else []
-    return list(request("GET", resource_path(kind, namespace), query=query, api=api)["items"])
-
-
-def delete(
-    kind: str,
-    namespace: str,
-    name: str,
-    api: ApiClient | None = None,
-    propagation: str = "Background",
-) -> bool:
-    """Delete if present; True when something was deleted."""
-    try:
-        request(
-            "DELETE",
-            resource_path(kind, namespace, name),
-            body={"propagationPolicy": propagation},
-            api=api,
-        )
-    except ApiError as exc:
-        if exc.status == 404:
-            return False
-        raise
-    return True
-
-
-def patch_status(kind: str, namespace: str, name: str, status: Mapping[str, Any]) -> None:
-    """Merge-patch a custom resource's status subresource (lists in it are replaced)."""
-    request(
-        "PATCH",
-        f"{resource_path(kind, namespace, name)}/status",
-        body={"status": dict(status)},
-        content_type="application/merge-patch+json",
-    )
 
 
 def owner_reference(owner: Mapping[str, Any], controller: bool = True) -> dict[str, Any]:

@@ -21,6 +21,12 @@ TRUE: ConditionStatus = "True"
 FALSE: ConditionStatus = "False"
 UNKNOWN: ConditionStatus = "Unknown"
 
+# Event types, and an Event the controllers decide to post: (type, reason, message).
+EventType = Literal["Normal", "Warning"]
+NORMAL: EventType = "Normal"
+WARNING: EventType = "Warning"
+Event = tuple[EventType, str, str]
+
 # --- condition types -------------------------------------------------------------------------
 READY = "Ready"
 PROVISIONED = "Provisioned"
@@ -83,6 +89,17 @@ ARCHIVE_COMPLETE = "Complete"
 ARCHIVE_IN_PROGRESS = "InProgress"
 ARCHIVE_UPLOAD_FAILED = "UploadFailed"
 ARCHIVE_NOT_CONFIGURED = "NotConfigured"
+
+# --- phases (status.phase) of a BenchmarkRun (and a BenchmarkExperiment: Pending, Running and the
+# RUN_SUCCEEDED/RUN_FAILED above), and of a run's steps (status.steps[].phase) -------------------
+RUN_PREPARING = "Preparing"
+RUN_LOADING = "Loading"
+RUN_RUNNING = "Running"
+RUN_COLLECTING = "Collecting"
+STEP_PENDING = "Pending"
+STEP_RUNNING = "Running"
+STEP_SUCCEEDED = "Succeeded"
+STEP_FAILED = "Failed"
 
 
 @dataclass(frozen=True)
@@ -245,6 +262,41 @@ CONDITIONS: tuple[ConditionDoc, ...] = (
         },
     ),
 )
+
+# What each phase means, by the kind (or part) whose status.phase it is.
+PHASES: Mapping[str, Mapping[str, str]] = {
+    "MongoCluster": {
+        PHASE_PENDING: "none of the cluster's StatefulSets exists yet",
+        PHASE_PROVISIONING: "pods not all ready, before the cluster was first Ready",
+        PHASE_INITIALIZING: "pods ready; replica sets, shards and users being wired",
+        PHASE_READY: "everything ready and wired",
+        PHASE_DEGRADED: "pods not all ready after the cluster was Ready",
+        PHASE_SCALING: "the cluster's shape is changing after it was Ready",
+        PHASE_DELETING: "the object is being deleted",
+        PHASE_FAILED: "the spec cannot be used, or MongoDB refused a step for good",
+    },
+    "BenchmarkRun": {
+        PHASE_PENDING: "waiting for its cluster (or a scenario) before the start",
+        RUN_PREPARING: "the collection is being recreated (and sharded)",
+        RUN_LOADING: "a load step runs",
+        RUN_RUNNING: "a warm-up or a measured run step runs",
+        RUN_COLLECTING: "a step's results are collected, or the run cleans up",
+        RUN_SUCCEEDED: "every step succeeded",
+        RUN_FAILED: "a step failed, or the run could not start",
+    },
+    "BenchmarkRun step": {
+        STEP_PENDING: "not started",
+        STEP_RUNNING: "its Job runs",
+        STEP_SUCCEEDED: "done, its results collected",
+        STEP_FAILED: "failed; the run fails with it",
+    },
+    "BenchmarkExperiment": {
+        PHASE_PENDING: "nothing created yet (also a cell none of whose runs started)",
+        RUN_RUNNING: "cells run",
+        RUN_SUCCEEDED: "every cell done",
+        RUN_FAILED: "a cell failed and onCellFailure is Stop",
+    },
+}
 
 # --- Event reasons (kubectl describe, `kubectl get events`) -------------------------------------
 EVENT_PROVISIONING = "Provisioning"

@@ -18,6 +18,8 @@ from typing import Any, Final, ParamSpec, TypeVar
 import kopf
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
+from mongobench.k8s.conditions import STEP_RUNNING
+
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -116,7 +118,7 @@ def set_running_steps(namespace: str, name: str, steps: Iterable[Mapping[str, An
     running: set[tuple[str, ...]] = {
         (namespace, name, str(s.get("label", s.get("index"))), str(s.get("workload") or ""))
         for s in steps
-        if s.get("phase") == "Running"
+        if s.get("phase") == STEP_RUNNING
     }
     _replace(RUN_STEP_RUNNING, namespace, name, running)
 

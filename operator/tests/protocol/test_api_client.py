@@ -22,6 +22,8 @@ import pytest
 import urllib3
 
 from mongobench.k8s import client as kube
+from mongobench.k8s.api import KubeClient
+from mongobench.k8s.conditions import NORMAL, WARNING
 from mongobench.k8s.credentials import Credentials, ExecPlugin, refreshed
 
 pytestmark = pytest.mark.protocol
@@ -83,7 +85,7 @@ def apiserver() -> Iterator[StubApiserver]:
 def test_apply_is_a_server_side_apply_by_the_operator(apiserver: StubApiserver) -> None:
     api = kube.ApiClient(Credentials(server=apiserver.url, token="t0"))
     obj = {"kind": "Secret", "metadata": {"namespace": "ns", "name": "s"}}
-    assert kube.apply(obj, api=api) == {"kind": "Secret"}
+    assert KubeClient(api).apply(obj) == {"kind": "Secret"}
     method, path, headers, body = apiserver.seen[0]
     assert (method, path) == (
         "PATCH",
@@ -100,12 +102,12 @@ def test_refusals_carry_the_apiservers_message(apiserver: StubApiserver) -> None
     apiserver.answer = lambda m, p, h: (404, {}) if m in ("GET", "DELETE") else (422, status)
     api = kube.ApiClient(Credentials(server=apiserver.url))
     with pytest.raises(kube.ApiError) as refused:
-        kube.request("POST", "/api/v1/namespaces/ns/services", body={}, api=api)
+        api.request("POST", "/api/v1/namespaces/ns/services", body={})
     assert refused.value.status == 422
     assert refused.value.message == status["message"]
     assert status["message"] in str(refused.value)
-    assert kube.get("Service", "ns", "gone", api=api) is None
-    assert kube.delete("Service", "ns", "gone", api=api) is False
+    assert KubeClient(api).get("Service", "ns", "gone") is None
+    assert KubeClient(api).delete("Service", "ns", "gone") is False
 
 
 def test_a_stalled_apiserver_fails_the_request_instead_of_hanging_it(
@@ -114,7 +116,7 @@ def test_a_stalled_apiserver_fails_the_request_instead_of_hanging_it(
     apiserver.answer = lambda m, p, h: None
     api = kube.ApiClient(Credentials(server=apiserver.url), timeout=(1.0, 0.2))
     with pytest.raises(urllib3.exceptions.HTTPError):
-        kube.request("GET", "/api/v1/namespaces/ns/secrets/s", api=api)
+        api.request("GET", "/api/v1/namespaces/ns/secrets/s")
     assert kube.ApiClient(Credentials(server="http://x")).timeout.read_timeout == 30.0
 
 
@@ -128,10 +130,10 @@ def test_a_rotated_token_file_is_read_again_on_401(
     )
     api = kube.ApiClient(Credentials(server=apiserver.url, token_file=token))
     with pytest.raises(kube.ApiError) as denied:
-        kube.request("GET", "/api", api=api)  # 401, read again: still old
+        api.request("GET", "/api")  # 401, read again: still old
     assert denied.value.status == 401
     token.write_text("new\n")  # the kubelet rotated it
-    assert kube.request("GET", "/api", api=api) == {}
+    assert api.request("GET", "/api") == {}
     assert [h["Authorization"] for _, _, h, _ in apiserver.seen] == ["Bearer old"] * 3 + [
         "Bearer new"
     ]
@@ -164,8 +166,8 @@ def test_an_exec_plugin_credential_is_renewed_before_it_expires(
     api = kube.ApiClient(
         refreshed(Credentials(server=apiserver.url, exec_plugin=exec_plugin(tmp_path, 10)))
     )
-    kube.request("GET", "/api", api=api)
-    kube.request("GET", "/api", api=api)
+    api.request("GET", "/api")
+    api.request("GET", "/api")
     assert [h["Authorization"] for _, _, h, _ in apiserver.seen] == [
         "Bearer token-2",
         "Bearer token-3",
@@ -180,11 +182,11 @@ def test_a_long_lived_exec_credential_is_obtained_once_and_again_on_401(
     creds = refreshed(Credentials(server=apiserver.url, exec_plugin=exec_plugin(tmp_path, 900)))
     api = kube.ApiClient(creds)
     for _ in range(3):
-        kube.request("GET", "/api", api=api)
+        api.request("GET", "/api")
     apiserver.answer = lambda m, p, h: (
         (200, {}) if h["Authorization"] == "Bearer token-2" else (401, {})
     )
-    kube.request("GET", "/api", api=api)  # revoked: the plugin runs again
+    api.request("GET", "/api")  # revoked: the plugin runs again
     assert [h["Authorization"] for _, _, h, _ in apiserver.seen] == ["Bearer token-1"] * 4 + [
         "Bearer token-2"
     ]
@@ -193,7 +195,65 @@ def test_a_long_lived_exec_credential_is_obtained_once_and_again_on_401(
 
 def test_basic_auth_is_sent_and_never_passed_off_as_a_token(apiserver: StubApiserver) -> None:
     api = kube.ApiClient(Credentials(server=apiserver.url, username="u", password="p"))
-    kube.request("GET", "/api", api=api)
+    api.request("GET", "/api")
     assert apiserver.seen[0][2]["Authorization"] == "Basic dTpw"
     renewed = api.renewed_credentials()
     assert (renewed.token, renewed.username, renewed.password) == (None, "u", "p")
+
+
+# --- Events: the operator's own, with its own client ------------------------------------------
+
+RUN = {
+    "apiVersion": "mongobench.io/v1alpha1",
+    "kind": "BenchmarkRun",
+    "metadata": {"namespace": "ns", "name": "r", "uid": "u-1"},
+}
+
+
+def test_an_event_names_its_object_and_the_operator_and_a_repeat_is_counted(
+    apiserver: StubApiserver,
+) -> None:
+    """kubectl describe finds an Event by its object's kind, name and uid; the same Event again
+    raises its count instead of adding another."""
+    apiserver.answer = lambda m, p, h: (201, {"metadata": {"name": "r.1"}})
+    events = KubeClient(kube.ApiClient(Credentials(server=apiserver.url)))
+    events.event(RUN, NORMAL, "StepStarted", "load: Job r-load")
+    events.event(RUN, NORMAL, "StepStarted", "load: Job r-load")
+    events.event(RUN, WARNING, "StepFailed", "load: no client reported a result")
+    (m1, p1, _, b1), (m2, p2, h2, b2), (m3, _, _, b3) = apiserver.seen
+    assert (m1, p1) == ("POST", "/api/v1/namespaces/ns/events")
+    posted = json.loads(b1)
+    assert posted["involvedObject"] == {
+        "apiVersion": "mongobench.io/v1alpha1",
+        "kind": "BenchmarkRun",
+        "namespace": "ns",
+        "name": "r",
+        "uid": "u-1",
+    }
+    assert (posted["type"], posted["reason"], posted["message"]) == (
+        "Normal",
+        "StepStarted",
+        "load: Job r-load",
+    )
+    assert posted["reportingComponent"] == posted["source"]["component"] == "mongobench-operator"
+    assert posted["count"] == 1 and posted["firstTimestamp"] == posted["lastTimestamp"]
+    assert posted["metadata"]["name"].startswith("r.")
+    assert (m2, p2) == ("PATCH", "/api/v1/namespaces/ns/events/r.1")
+    assert h2["Content-Type"] == "application/merge-patch+json"
+    assert json.loads(b2)["count"] == 2
+    assert (m3, json.loads(b3)["reason"]) == ("POST", "StepFailed")  # another Event: a new one
+
+
+def test_an_event_that_cannot_be_posted_fails_nothing(apiserver: StubApiserver) -> None:
+    """An Event is news, not state: a refusal is logged and the work that caused it goes on;
+    an expired one (404 on its count) is posted anew."""
+    apiserver.answer = lambda m, p, h: (403, {"message": "forbidden"})
+    events = KubeClient(kube.ApiClient(Credentials(server=apiserver.url)))
+    events.event(RUN, NORMAL, "Started", "6 steps")  # no exception
+    apiserver.answer = lambda m, p, h: (201, {"metadata": {"name": "r.1"}})
+    events.event(RUN, NORMAL, "Started", "6 steps")
+    apiserver.answer = lambda m, p, h: (
+        (404, {}) if m == "PATCH" else (201, {"metadata": {"name": "r.2"}})
+    )
+    events.event(RUN, NORMAL, "Started", "6 steps")
+    assert [m for m, *_ in apiserver.seen] == ["POST", "POST", "PATCH", "POST"]

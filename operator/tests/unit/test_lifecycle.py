@@ -19,6 +19,7 @@ import pytest
 import mongobench
 from mongobench.config import OperatorConfig
 from mongobench.k8s import client as kube
+from mongobench.k8s.api import KubeClient
 from mongobench.k8s.credentials import Credentials
 from mongobench.k8s.locks import ResourceLocks
 from mongobench.mongo.admin import MongoAdmin
@@ -134,7 +135,9 @@ def test_the_state_owns_the_api_client_and_closes_it() -> None:
     api = RecordingApi(Credentials(server="http://127.0.0.1:9"))  # never asked: no request here
     state = OperatorState.create(api)
     try:
-        assert kube.api_client() is api
+        # One client for every controller, handed to them (no module keeps one of its own).
+        assert isinstance(state.kube, KubeClient) and state.kube.api is api
+        assert state.cluster_data.kube is state.kube
         handle = lend(state.admins, "c")
         state.locks.lock("MongoCluster", "ns", "c")
         state.ticker.schedule(("MongoCluster", "ns", "c"), True, 60, lambda: None)
@@ -148,8 +151,6 @@ def test_the_state_owns_the_api_client_and_closes_it() -> None:
     finally:
         state.close()
     assert api.closed
-    with pytest.raises(RuntimeError, match="no Kubernetes API client"):
-        kube.api_client()
 
 
 def test_handlers_find_the_state_in_kopfs_memo() -> None:
@@ -171,7 +172,6 @@ def test_handlers_find_the_state_in_kopfs_memo() -> None:
 # Module-level bindings that are not caches: each holds one thing set at start-up.
 BINDINGS = {
     ("config.py", "_current"): "the process's configuration, set once by `mongobench run`",
-    ("k8s/client.py", "_bound"): "the state's API client, bound at start-up, unbound at shutdown",
 }
 
 

@@ -1,8 +1,8 @@
 """Unit tier: the ticker (mongobench.k8s.ticker) with real threads and short intervals: a key
 ticks until stopped; scheduling again keeps its schedule and takes the latest work (frequent
 events never starve it); ticks go through the wake-up queue, so ticks that pile up behind busy
-threads run once; a tick posts kopf Events as a handler does; a pause (kopf's peering) stops
-every tick until the resumed resources' events schedule them again; closing stops the thread."""
+threads run once; a pause (kopf's peering) stops every tick until the resumed resources' events
+schedule them again; closing stops the thread."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from kopf_posting import posted
 
 from mongobench.k8s.ticker import SLACK, Ticker
 from mongobench.k8s.wakeups import Wakeups
@@ -78,19 +77,6 @@ def test_ticks_behind_busy_threads_run_once() -> None:
     gate.set()
     until(lambda: not len(wakeups))
     assert runs == ["event"]  # the latest work of the key, once
-    ticker.close()
-    pool.shutdown()
-
-
-def test_a_tick_posts_kopf_events_as_a_handler_does() -> None:
-    """Scheduled from a kopf handler, a tick runs in another thread much later, with kopf's
-    posting variables as they were where it was scheduled."""
-    from mongobench.main import KOPF_POSTING
-
-    pool = ThreadPoolExecutor(1)
-    ticker = Ticker(Wakeups(pool, carried=KOPF_POSTING))
-    event = posted(lambda post: ticker.schedule("k", True, 60, post, first=0))
-    assert (event.ref["name"], event.reason, event.message) == ("p", "R", "m")
     ticker.close()
     pool.shutdown()
 

@@ -1,8 +1,8 @@
 """Unit tier: the wake-up queue (mongobench.k8s.wakeups) with real threads: a key waits at most
 once, never runs twice at a time, runs again when woken while running, carries only the context
-variables it is told to (kopf's Event posting, not the handler's cause); a failure is logged and
-retried after a per-key backoff that grows until a success resets it; a pause (kopf's peering)
-drops what waits and starts nothing until the resume; closing stops the retries."""
+variables it is told to (not the handler's cause); a failure is logged and retried after a
+per-key backoff that grows until a success resets it; a pause (kopf's peering) drops what waits
+and starts nothing until the resume; closing stops the retries."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from typing import Any
 
 import kopf
 import pytest
-from kopf_posting import posted
 
 from mongobench.k8s.wakeups import Backoff, Wakeups
 
@@ -95,17 +94,6 @@ def test_work_carries_only_the_variables_it_is_told_to() -> None:
     wakeups.wake("k", lambda: seen.append((WHO.get(), CAUSE.get())))
     settle(wakeups)
     assert seen == [("kopf's handler", None)]
-    pool.shutdown()
-
-
-def test_a_wake_up_posts_kopf_events_as_a_handler_does() -> None:
-    """The operator's carried variables are what kopf.event needs, from a handler thread."""
-    from mongobench.main import KOPF_POSTING
-
-    pool = ThreadPoolExecutor(1)
-    wakeups = Wakeups(pool, carried=KOPF_POSTING)
-    event = posted(lambda post: wakeups.wake("k", post))
-    assert (event.ref["name"], event.reason, event.message) == ("p", "R", "m")
     pool.shutdown()
 
 

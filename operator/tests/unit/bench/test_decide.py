@@ -277,9 +277,83 @@ def test_a_missing_scenario_before_the_start_waits_a_minute_then_fails() -> None
     failed = decide(scenario_observed(problem=MISSING, age=61))
     assert (failed.kind, failed.message) == ("ScenarioMissing", MISSING[1])
     assert failed.scenario_condition == (cond.SCENARIO_READY, cond.FALSE, *MISSING)
+    assert failed.fails == "run"  # nothing started: no step to blame
 
 
 def test_a_scenario_gone_before_its_step_fails_the_run_at_that_step() -> None:
     action = decide(scenario_observed(done(0, 1), problem=MISSING, age=3600))
     assert action.kind == "ScenarioMissing"
     assert action.step is not None and action.step.label == "run agg #1"
+    assert action.fails == "step" and action.phase is None
+
+
+# --- what each action fails, and the phase it moves the run to ---------------------------------
+
+
+def test_failures_name_what_they_fail() -> None:
+    gone = decide(observed(done(0), cluster=None))
+    assert (gone.kind, gone.fails, gone.phase) == ("ClusterGone", "run", None)
+    refused = decide(observed(database="other"))
+    assert (refused.kind, refused.fails) == ("Refuse", "run")
+    failed_job = decide(observed(done(0, running=1), job=job("Failed", message="OOMKilled")))
+    assert (failed_job.kind, failed_job.fails) == ("CollectFailed", None)  # its step fails
+
+
+@pytest.mark.parametrize(
+    ("status", "job_", "phase"),
+    [
+        ({}, None, cond.RUN_PREPARING),
+        (done(0), None, cond.RUN_LOADING),
+        (done(0, running=1), {"metadata": {}}, cond.RUN_LOADING),
+        (done(0, 1), None, cond.RUN_RUNNING),
+        (done(0, running=1), "Complete", cond.RUN_COLLECTING),
+        (done(0, 1, 2, 3, 4), None, cond.RUN_COLLECTING),  # cleanup
+        (done(0, 1, 2, 3, 4, 5), None, None),  # finished: the outcome decides
+    ],
+)
+def test_each_action_moves_the_run_to_its_steps_phase(
+    status: dict[str, Any], job_: Any, phase: str | None
+) -> None:
+    found = job(job_) if isinstance(job_, str) else job_
+    assert decide(observed(status, job=found)).phase == phase
+    assert decide(observed(cluster=None)).phase == cond.PHASE_PENDING
+
+
+def test_the_current_step_is_the_first_not_succeeded_and_reads_its_job() -> None:
+    from mongobench.bench.decide import reads_job, scenarios_to_check
+
+    seen = observed(done(0))
+    assert seen.step is not None and seen.step.kind == "load"
+    assert reads_job(seen)
+    assert not reads_job(observed(done(0), cluster=None))  # nothing to reach
+    assert not reads_job(observed())  # prepare runs no Job
+    assert scenarios_to_check(seen, job_found=False) == []  # no scenarios in this run
+    assert scenarios_to_check(scenario_observed(done(0)), job_found=False) == []  # load: YCSB's
+    started = scenario_observed(done(0, 1))
+    assert [who for who, _ in scenarios_to_check(started, job_found=False)] == ["run agg #1"]
+    assert scenarios_to_check(started, job_found=True) == []  # its Job exists: checked before
+
+
+def test_progress_counts_the_steps_done_and_names_the_current_one() -> None:
+    from mongobench.bench.decide import progress
+
+    assert progress(6, []) == {
+        "step": 0,
+        "steps": 6,
+        "percent": 0,
+        "summary": "0/6",
+        "current": "waiting to start",
+    }
+    steps = [
+        {"index": 0, "phase": cond.STEP_SUCCEEDED, "label": "prepare"},
+        {"index": 1, "phase": cond.STEP_RUNNING, "label": "load"},
+    ]
+    assert progress(6, steps)["summary"] == "2/6" and progress(6, steps)["current"] == "load"
+    run = {
+        "phase": cond.STEP_SUCCEEDED,
+        "kind": "run",
+        "label": "r",
+        "result": {"throughput": 99.6},
+    }
+    assert progress(1, [run])["lastThroughput"] == "100 ops/s"
+    assert progress(1, [run])["current"] == "done"

@@ -162,18 +162,17 @@ def test_a_statefulset_is_settled_only_when_every_pod_runs_the_seen_template(
     assert WorkloadState.of_statefulset(sts).settled is settled
 
 
-def test_a_settled_replica_set_rolls_nothing_and_reads_no_pods(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_settled_replica_set_rolls_nothing_and_reads_no_pods() -> None:
+    from fake_kube import FakeKube
+
     from mongobench.cluster import rolling
 
-    def no_api(*_: Any, **__: Any) -> Any:
-        raise AssertionError("a settled StatefulSet needs no API call")
-
-    monkeypatch.setattr(rolling.kube, "get", no_api)
-    monkeypatch.setattr(rolling.kube, "list_objects", no_api)
+    kube = FakeKube()
+    for verb in ("get", "list"):
+        kube.refuse(verb, "StatefulSet", 500, "a settled StatefulSet needs no API call")
+        kube.refuse(verb, "Pod", 500, "a settled StatefulSet needs no API call")
     (rs,) = cluster_layout(
         "c", "ns", MongoClusterSpec.parse(copy.deepcopy(REPLICA_SET))
     ).replica_sets
     observed = WorkloadState.of_statefulset(statefulset(2, 2, 3, 3, 3))
-    assert rolling.roll(admin=None, rs=rs, observed=observed) is None  # type: ignore[arg-type]
+    assert rolling.roll(kube, admin=None, rs=rs, observed=observed) is None  # type: ignore[arg-type]

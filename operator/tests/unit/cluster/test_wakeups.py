@@ -13,11 +13,13 @@ from typing import Any
 
 import kopf
 import pytest
+from fake_kube import FakeKube
 
 from mongobench.cluster import labels as lbl
 from mongobench.handlers import mongocluster
 from mongobench.handlers.mongocluster import _waiting_for_pods, _wiring
 from mongobench.k8s import conditions as cond
+from mongobench.k8s.client import ApiError
 from mongobench.k8s.locks import ResourceLocks
 from mongobench.k8s.rollout import SeenRollouts
 from mongobench.k8s.ticker import Ticker
@@ -80,7 +82,9 @@ def test_a_dropped_child_event_counts_as_skipped_and_a_synced_one_as_ok(
     pool = ThreadPoolExecutor(2)
     # Retries wait a minute here: the test's own events decide what runs.
     wakeups = Wakeups(pool, backoff=Backoff(60, 60))
-    state = SimpleNamespace(rollouts=SeenRollouts(), locks=ResourceLocks(), wakeups=wakeups)
+    state = SimpleNamespace(
+        rollouts=SeenRollouts(), locks=ResourceLocks(), wakeups=wakeups, kube=FakeKube()
+    )
     synced: list[tuple[str, str]] = []
     monkeypatch.setattr(mongocluster, "state_of", lambda memo: state)
     monkeypatch.setattr(mongocluster, "_sync", lambda memo, ns, name: synced.append((ns, name)))
@@ -188,32 +192,25 @@ def test_ticks_run_only_where_nothing_else_would_wake_the_sync(
     assert _waiting_for_pods(body, status) is slow  # type: ignore[arg-type]
 
 
-def test_claims_are_read_only_when_a_template_asks_less_than_the_spec(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_claims_are_read_only_when_a_template_asks_less_than_the_spec() -> None:
     from cluster_fixtures import REPLICA_SET
+    from fake_kube import FakeKube
 
     from mongobench.cluster import storage
     from mongobench.cluster.provision import desired
     from mongobench.cluster.status import WorkloadState
 
-    listed: list[str] = []
-
-    def list_objects(kind: str, *_: Any, **__: Any) -> list[Any]:
-        listed.append(kind)
-        return []
-
-    monkeypatch.setattr(storage.kube, "list_objects", list_objects)
+    kube = FakeKube()
+    kube.refuse("list", "PersistentVolumeClaim", 500, "claims read")
     spec = copy.deepcopy(REPLICA_SET)
     spec["storage"] = {"size": "20Gi"}
     body = {"metadata": {"name": "c", "namespace": "ns"}, "spec": spec}
-    d = desired(body, {"platform": {"provider": "kind", "storageClass": ""}})
+    d = desired(kube, body, {"platform": {"provider": "kind", "storageClass": ""}})
 
     def observed(template: str | None) -> dict[str, WorkloadState]:
         return {"c-rs0": WorkloadState(3, 3, claim_storage=template)}
 
     for template in ("20Gi", "50Gi", None):
-        assert storage.grow_claims(d, observed(template)).reason == cond.SIZE_MATCHES
-    assert listed == []
-    storage.grow_claims(d, observed("10Gi"))  # the spec grew: the claims are read
-    assert listed == ["PersistentVolumeClaim"]
+        assert storage.grow_claims(kube, d, observed(template)).reason == cond.SIZE_MATCHES
+    with pytest.raises(ApiError, match="claims read"):  # the spec grew: the claims are read
+        storage.grow_claims(kube, d, observed("10Gi"))

@@ -1,0 +1,130 @@
+"""Test double: an in-memory model of the MongoDB a cluster's wiring talks to, standing in for
+mongobench.mongo.MongoAdmin where a unit test drives a controller (the real handle over pymongo
+is proven against scripted wire peers and FerretDB on the protocol tier).
+
+Replica sets converge at once with as many members as their spec names; `pinned` keeps a set's
+configuration at another size (a removal MongoDB has not made yet). Shards are added
+when asked; a shard the spec dropped drains over `drain_calls` removeShard calls, then is gone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mongobench.mongo.model import (
+    Distribution,
+    DrainingProgress,
+    MemberStatus,
+    Mongos,
+    ReplicaSetSpec,
+    ReplicaSetStatus,
+    RollingStep,
+    ShardInfo,
+    ShardingSpec,
+    ShardShare,
+    UserSpec,
+)
+from mongobench.mongo.plan import next_rolling_step
+
+
+class FakeMongo:
+    def __init__(self, *, drain_calls: int = 2) -> None:
+        self.pinned: dict[str, int] = {}  # replSet -> members its configuration keeps
+        self.shards: dict[str, str] = {}  # shard id -> replSet name
+        self.draining: dict[str, int] = {}  # shard id -> removeShard calls left
+        self.drain_calls = drain_calls
+        self.users: dict[str, list[str]] = {}  # replSet or "mongos" -> usernames
+        self.fcv: str | None = None
+        self.calls: list[str] = []
+        self.collections: set[str] = set()  # "db.collection"
+        self.connector = self  # what the pool closes at shutdown (close() below)
+
+    # --- what wire(), roll() and feature_compatibility() ask ---------------------------------
+
+    def ensure_replica_set(self, spec: ReplicaSetSpec) -> ReplicaSetStatus:
+        self.calls.append(f"ensure_replica_set {spec.name}")
+        return self.replica_set_status(spec)
+
+    def replica_set_status(self, spec: ReplicaSetSpec) -> ReplicaSetStatus:
+        count = self.pinned.get(spec.name, len(spec.members))
+        hosts = [
+            *spec.members,
+            *(f"{spec.name}-{i}.extra" for i in range(len(spec.members), count)),
+        ]
+        members = tuple(
+            MemberStatus(host, i, "PRIMARY" if i == 0 else "SECONDARY", True)
+            for i, host in enumerate(hosts[:count])
+        )
+        return ReplicaSetStatus(
+            spec.name, spec.role, True, members, primary=members[0].host if members else None
+        )
+
+    def ensure_users(self, target: ReplicaSetSpec | Mongos, users: list[UserSpec]) -> None:
+        key = target.name if isinstance(target, ReplicaSetSpec) else "mongos"
+        self.users[key] = [u.username for u in users]
+
+    def server_facts(self, host: str) -> Any:
+        from mongobench.mongo.errors import TransientMongoError
+
+        raise TransientMongoError("serverStatus", host, "not scripted")  # informational only
+
+    def ensure_shard(self, mongos: Mongos, shard: ReplicaSetSpec) -> ShardInfo:
+        self.calls.append(f"ensure_shard {shard.name}")
+        self.shards.setdefault(shard.name, shard.name)
+        return ShardInfo(shard.name, f"{shard.name}/{','.join(shard.members)}")
+
+    def list_shards(self, mongos: Mongos) -> tuple[ShardInfo, ...]:
+        return tuple(
+            ShardInfo(shard, f"{name}/", draining=shard in self.draining)
+            for shard, name in self.shards.items()
+        )
+
+    def remove_shard(
+        self, mongos: Mongos, shard: str, *, move_primaries_to: str | None = None
+    ) -> DrainingProgress:
+        self.calls.append(f"remove_shard {shard}")
+        if shard not in self.draining:
+            self.draining[shard] = self.drain_calls
+            return DrainingProgress(shard, "started", remaining_chunks=10)
+        self.draining[shard] -= 1
+        if self.draining[shard] > 0:
+            return DrainingProgress(shard, "ongoing", remaining_chunks=5)
+        del self.draining[shard]
+        del self.shards[shard]
+        return DrainingProgress(shard, "completed")
+
+    def rolling_step(self, spec: ReplicaSetSpec, needs_restart: list[str]) -> RollingStep:
+        """The operator's own order (mongo.plan), on this model's view of the set."""
+        return next_rolling_step(self.replica_set_status(spec), needs_restart)
+
+    def ensure_feature_compatibility_version(
+        self, target: ReplicaSetSpec | Mongos, version: str
+    ) -> bool:
+        changed, self.fcv = self.fcv != version, version
+        return changed
+
+    # --- what a BenchmarkRun's data steps ask (bench.data.ClusterData) ------------------------
+
+    def drop_collection(self, target: Any, database: str, collection: str) -> bool:
+        self.calls.append(f"drop {database}.{collection}")
+        existed = f"{database}.{collection}" in self.collections
+        self.collections.discard(f"{database}.{collection}")
+        return existed
+
+    def ensure_collection(self, target: Any, database: str, collection: str) -> None:
+        self.calls.append(f"create {database}.{collection}")
+        self.collections.add(f"{database}.{collection}")
+
+    def shard_collection(self, mongos: Mongos, spec: ShardingSpec) -> str:
+        self.calls.append(f"shard {spec.namespace} on {spec.key}")
+        self.collections.add(spec.namespace)
+        return f"sharded {spec.namespace}"
+
+    def distribution(self, mongos: Mongos, database: str, collection: str) -> Distribution:
+        shares = tuple(
+            ShardShare(shard, 500, 2, 100.0 / len(self.shards)) for shard in sorted(self.shards)
+        )
+        return Distribution(f"{database}.{collection}", True, shares)
+
+    def close(self) -> None:
+        pass
