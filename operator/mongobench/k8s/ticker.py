@@ -28,7 +28,6 @@ Owned by the operator's state (mongobench.state); one thread that only queues wo
 
 from __future__ import annotations
 
-import contextvars
 import functools
 import threading
 import time
@@ -46,7 +45,6 @@ class _Entry:
     due: float
     wake_key: Hashable
     work: Callable[[], object]
-    carried: contextvars.Context  # the carried variables where it was scheduled
 
 
 class Ticker:
@@ -83,9 +81,7 @@ class Ticker:
                 entry.work, entry.wake_key = work, wake
                 return
             start = interval if first is None else first
-            self._entries[key] = _Entry(
-                interval, self._clock() + start, wake, work, self._wakeups.carried()
-            )
+            self._entries[key] = _Entry(interval, self._clock() + start, wake, work)
             self._changed.notify()
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name="ticker", daemon=True)
@@ -142,7 +138,6 @@ class Ticker:
                             self._wakeups.wake(
                                 entry.wake_key,
                                 functools.partial(self._tick, entry),
-                                carried_from=entry.carried,
                                 unless_busy=True,
                             )
                         except RuntimeError:  # the handler threads were shut down: stopping

@@ -21,21 +21,18 @@ the work, and kopf replays every resource's events after the resume, which queue
 already running when the pause comes ends (a thread cannot be stopped; kopf's sync handlers
 neither); `idle` waits for it.
 
-Owned by the operator's state (mongobench.state); it runs on kopf's handler threads, with only
-the context variables it is told to carry (kopf's Event posting): a handler's whole context
-holds its cause, and the cause holds the body.
+Owned by the operator's state (mongobench.state); it runs on kopf's handler threads, in their
+own context, never a handler's: a handler's context holds its cause, and the cause the body.
 """
 
 from __future__ import annotations
 
-import contextvars
 import logging
 import threading
 import time
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable
 from concurrent.futures import Executor
 from dataclasses import dataclass
-from typing import Any
 
 import kopf
 
@@ -58,21 +55,19 @@ class Wakeups:
     def __init__(
         self,
         executor: Executor,
-        carried: Iterable[contextvars.ContextVar[Any]] = (),
         *,
         backoff: Backoff | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._executor = executor
-        self._carried = tuple(carried)
         self._backoff = backoff or Backoff()
         self._clock = clock
         self._changed = threading.Condition()
-        # Queued: the latest work, with the carried variables as they were when it was queued.
-        self._work: dict[Hashable, tuple[Callable[[], object], contextvars.Context]] = {}
+        # Queued: the latest work.
+        self._work: dict[Hashable, Callable[[], object]] = {}
         self._running: set[Hashable] = set()
         # Failed and waiting out their backoff: when, and the work to retry.
-        self._retries: dict[Hashable, tuple[float, Callable[[], object], contextvars.Context]] = {}
+        self._retries: dict[Hashable, tuple[float, Callable[[], object]]] = {}
         self._failures: dict[Hashable, int] = {}
         self._paused = False
         self._closed = False
@@ -82,15 +77,13 @@ class Wakeups:
         self,
         key: Hashable,
         work: Callable[[], object],
-        carried_from: contextvars.Context | None = None,
         *,
         unless_busy: bool = False,
     ) -> bool:
         """Queue `work` for `key`; False when the key was queued already (its latest work runs
         once) or the queue is paused. A key that is running is queued to run again after it;
         with `unless_busy` (a tick: the running or queued work reads everything afresh anyway)
-        it is left alone, as is a key waiting out a retry's backoff. The carried variables are
-        read here, or from `carried_from` (see `carried`)."""
+        it is left alone, as is a key waiting out a retry's backoff."""
         with self._changed:
             if self._paused or self._closed:
                 return False
@@ -98,7 +91,7 @@ class Wakeups:
             if unless_busy and (queued or key in self._running or key in self._retries):
                 return False
             self._retries.pop(key, None)  # new information: no need to wait out the backoff
-            self._work[key] = (work, self.carried(carried_from))
+            self._work[key] = work
             if queued or key in self._running:
                 return not queued
         self._executor.submit(self._run, key)
@@ -110,11 +103,11 @@ class Wakeups:
             # submission runs already: that one runs the queued work after itself.
             if self._paused or key in self._running or key not in self._work:
                 return
-            work, context = self._work.pop(key)
+            work = self._work.pop(key)
             self._running.add(key)
         failed: BaseException | None = None
         try:
-            context.run(work)
+            work()
         except Exception as exc:
             failed = exc
         finally:
@@ -124,7 +117,7 @@ class Wakeups:
                 if failed is None:
                     self._failures.pop(key, None)
                 elif not self._paused:
-                    self._failed(key, failed, work, context, rerun=again)
+                    self._failed(key, failed, work, rerun=again)
                 self._changed.notify_all()
             if again:
                 self._executor.submit(self._run, key)
@@ -134,7 +127,6 @@ class Wakeups:
         key: Hashable,
         exc: BaseException,
         work: Callable[[], object],
-        context: contextvars.Context,
         *,
         rerun: bool,
     ) -> None:
@@ -156,7 +148,7 @@ class Wakeups:
             failures,
             exc_info=exc,
         )
-        self._retries[key] = (self._clock() + delay, work, context)
+        self._retries[key] = (self._clock() + delay, work)
         if self._retrier is None:
             self._retrier = threading.Thread(target=self._retry_loop, name="retries", daemon=True)
             self._retrier.start()
@@ -165,17 +157,17 @@ class Wakeups:
         with self._changed:
             while not self._closed:
                 now = self._clock()
-                due = [k for k, (when, _, _) in self._retries.items() if when <= now]
+                due = [k for k, (when, _) in self._retries.items() if when <= now]
                 for key in due:
-                    _, work, context = self._retries.pop(key)
+                    _, work = self._retries.pop(key)
                     queued = key in self._work
-                    self._work[key] = (work, context)
+                    self._work[key] = work
                     if not queued and key not in self._running:
                         try:
                             self._executor.submit(self._run, key)
                         except RuntimeError:  # the handler threads were shut down: stopping
                             return
-                nxt = min((when for when, _, _ in self._retries.values()), default=now + 60.0)
+                nxt = min((when for when, _ in self._retries.values()), default=now + 60.0)
                 self._changed.wait(max(0.0, nxt - self._clock()))
 
     def forget(self, key: Hashable) -> None:
@@ -214,18 +206,6 @@ class Wakeups:
             thread = self._retrier
         if thread is not None:
             thread.join(5)
-
-    def carried(self, source: contextvars.Context | None = None) -> contextvars.Context:
-        """A new context with only the carried variables, as set here (or in `source`): one per
-        work, as a context cannot be entered by two threads at once."""
-        context = contextvars.Context()
-        for var in self._carried:
-            try:
-                value = var.get() if source is None else source[var]
-            except (LookupError, KeyError):  # not set where this was woken
-                continue
-            context.run(var.set, value)
-        return context
 
     def retrying(self, key: Hashable) -> float | None:
         """Seconds until `key`'s failed work is retried; None when it waits for no retry."""
