@@ -1,7 +1,7 @@
 """Unit tier: the GitOps and platform manifests as a user (or Argo CD) builds them: the kustomize
 overlays with the real kubectl's kustomize, validated by kubeconform -strict; the experiments
 chart's naming of runs by the hash of their spec; the platform recipes agreeing with the
-operator's presets (operator/mongobench/cluster/platform.py)."""
+operator's presets (operator/mongobench/mongocluster/platform.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import yaml
 from localplane.plane import kubectl_path
 from localplane.schemas import REPO_CRDS, load_crds, validate
 from localplane.tools import REPO, binary, prometheus_operator_crds
-from mongobench.cluster.platform import PRESETS
+from mongobench.mongocluster.platform import PRESETS
 
 pytestmark = pytest.mark.unit
 

@@ -24,7 +24,7 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from mongobench.bench.data import ClusterData
+from mongobench.benchmarkrun.data import ClusterData
 from mongobench.k8s.api import KubeApi, KubeClient
 from mongobench.k8s.client import ApiClient, new_api_client
 from mongobench.k8s.locks import ResourceLocks

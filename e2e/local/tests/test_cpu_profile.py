@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from localplane.net import free_port
-from mongobench.bench.cpu import (
+from mongobench.benchmarkrun.cpu import (
     SPLIT_MODES,
     CpuUnavailable,
     NodeMapping,
@@ -28,7 +28,7 @@ from mongobench.bench.cpu import (
     query_range,
     query_window,
 )
-from mongobench.bench.resources import query_resources
+from mongobench.benchmarkrun.resources import query_resources
 
 pytestmark = pytest.mark.cluster
 

@@ -13,13 +13,13 @@ from typing import Any
 
 from mongobench.api import SpecError
 from mongobench.api.mongocluster import MongoClusterSpec
-from mongobench.cluster.layout import cluster_layout
 from mongobench.experiment import matrix as mx
 from mongobench.experiment import objects
 from mongobench.experiment import schedule as sched
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.api import KubeApi
 from mongobench.k8s.client import ApiError
+from mongobench.mongocluster.layout import cluster_layout
 from mongobench_results import compare, summary
 
 KIND = "BenchmarkExperiment"

@@ -1,4 +1,4 @@
-"""BenchmarkRun handlers: thin; the state machine lives in mongobench.bench.orchestrate.
+"""BenchmarkRun handlers: thin; the state machine lives in mongobench.benchmarkrun.orchestrate.
 
 Each one runs under handlers.common.refusals: a spec (or name) the operator cannot use, or a
 Job the apiserver refuses, ends the run as Failed with the Succeeded condition and one Event;
@@ -15,8 +15,8 @@ import kopf
 
 from mongobench.api import BenchmarkRunSpec, SpecError
 from mongobench.api.names import check_benchmarkrun_name
-from mongobench.bench import archive, jobs, orchestrate
-from mongobench.bench.cpu_status import cpu_for_step
+from mongobench.benchmarkrun import archive, jobs, orchestrate
+from mongobench.benchmarkrun.cpu_status import cpu_for_step
 from mongobench.config import OperatorConfig
 from mongobench.handlers.common import BENCHMARKRUN, refusals, settled
 from mongobench.k8s import conditions as cond

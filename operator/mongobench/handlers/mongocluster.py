@@ -1,8 +1,9 @@
-"""MongoCluster handlers: thin; the logic lives in mongobench.cluster (provision, sync, delete).
+"""MongoCluster handlers: thin; the logic lives in mongobench.mongocluster (provision, sync,
+delete).
 
 Each one runs under handlers.common.refusals: a spec the operator cannot use ends in phase
 Failed, the Ready condition and one Event, and its ticks stop until the spec changes.
-Deletion never reads the spec beyond deletionPolicy (cluster.deletion).
+Deletion never reads the spec beyond deletionPolicy (mongocluster.deletion).
 """
 
 from __future__ import annotations
@@ -12,12 +13,12 @@ from typing import Any
 
 import kopf
 
-from mongobench.cluster import deletion, reconcile
-from mongobench.cluster import labels as lbl
-from mongobench.cluster.platform import PlatformFacts
 from mongobench.handlers.common import MONGOCLUSTER, refusals, settled
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.conditions import is_true
+from mongobench.mongocluster import deletion, reconcile
+from mongobench.mongocluster import labels as lbl
+from mongobench.mongocluster.platform import PlatformFacts
 from mongobench.observability.metrics import SKIPPED, Skipped, instrumented
 from mongobench.state import state_of
 

@@ -1,7 +1,7 @@
 """MongoDB administration: the only code in the operator that talks to mongod/mongos.
 
 Names are loaded on first use, so importing a pure submodule (``model``, ``plan``) does not
-import pymongo: ``mongobench.cluster``'s pure builders rely on it.
+import pymongo: ``mongobench.mongocluster``'s pure builders rely on it.
 """
 
 from __future__ import annotations

@@ -103,7 +103,7 @@ class FakeMongo:
         changed, self.fcv = self.fcv != version, version
         return changed
 
-    # --- what a BenchmarkRun's data steps ask (bench.data.ClusterData) ------------------------
+    # --- what a BenchmarkRun's data steps ask (benchmarkrun.data.ClusterData) ----------------
 
     def drop_collection(self, target: Any, database: str, collection: str) -> bool:
         self.calls.append(f"drop {database}.{collection}")

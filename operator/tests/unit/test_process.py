@@ -16,7 +16,7 @@ def test_the_operator_process_never_loads_the_kubernetes_package() -> None:
     """kopf imports `kubernetes` whenever it is installed (it is, beside the CLI): ~38 MiB."""
     code = (
         "import sys\n"
-        "from mongobench.cli import without_kubernetes_package\n"
+        "from mongobench.__main__ import without_kubernetes_package\n"
         "without_kubernetes_package()\n"
         "import mongobench.main\n"
         "print(sorted(m for m in sys.modules\n"
@@ -31,7 +31,7 @@ def test_the_operator_process_never_loads_the_kubernetes_package() -> None:
 
 
 def test_the_operator_caps_glibcs_malloc_arenas() -> None:
-    from mongobench.cli import fewer_malloc_arenas
+    from mongobench.__main__ import fewer_malloc_arenas
 
     assert fewer_malloc_arenas()  # glibc here, as in the image (python:3.11-slim, Debian)
 
@@ -40,7 +40,8 @@ def test_run_blocks_kubernetes_and_caps_arenas_before_kopf_starts(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The two guards above are what `mongobench-operator run` calls, before the operator runs."""
-    from mongobench import cli, main
+    import mongobench.__main__ as cli
+    from mongobench import main
 
     calls: list[str] = []
     monkeypatch.setattr(cli, "without_kubernetes_package", lambda: calls.append("no kubernetes"))

@@ -19,13 +19,13 @@ from hypothesis import strategies as st
 from localplane.specgen import name_problems, names, specs
 from mongobench.api import BenchmarkRunSpec, MongoClusterSpec, SpecError
 from mongobench.api.names import check_benchmarkrun_name
-from mongobench.bench.jobs import RunRef, barrier_name, build_client_rbac, build_job
-from mongobench.bench.plan import make_plan
-from mongobench.cluster.generate import GeneratedSecrets
-from mongobench.cluster.layout import cluster_layout
-from mongobench.cluster.objects import build_workload_objects
-from mongobench.cluster.platform import PRESETS
-from mongobench.cluster.secrets import build_secrets
+from mongobench.benchmarkrun.jobs import RunRef, barrier_name, build_client_rbac, build_job
+from mongobench.benchmarkrun.plan import make_plan
+from mongobench.mongocluster.generate import GeneratedSecrets
+from mongobench.mongocluster.layout import cluster_layout
+from mongobench.mongocluster.objects import build_workload_objects
+from mongobench.mongocluster.platform import PRESETS
+from mongobench.mongocluster.secrets import build_secrets
 
 pytestmark = pytest.mark.unit
 

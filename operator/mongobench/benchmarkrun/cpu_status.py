@@ -1,0 +1,70 @@
+"""Per-step resource profile for status: CPU (benchmarkrun.cpu) and disk, network and memory
+(benchmarkrun.resources) of the nodes that ran the database and of the clients', from Prometheus.
+
+Cluster nodes are those of the MongoCluster's pods; client nodes those of the step's Job pods
+(still present: Jobs are cleaned up only after the run). CpuUnavailable propagates to the
+orchestrator, which records the step without them and sets the CPUCollected condition; series
+that are missing are listed in each part's `missing` (the ResourcesComplete condition).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal, cast
+
+from mongobench.benchmarkrun import jobs
+from mongobench.benchmarkrun.cpu import NodeMapping, ResourceProfile, query_window
+from mongobench.benchmarkrun.orchestrate import CpuQuery
+from mongobench.benchmarkrun.resources import query_resources
+from mongobench.config import OperatorConfig
+from mongobench.k8s.api import KubeApi
+
+
+def _nodes_and_pods(kube: KubeApi, namespace: str, selector: str) -> tuple[list[str], list[str]]:
+    pods = kube.list("Pod", namespace, selector)
+    nodes = sorted({p["spec"]["nodeName"] for p in pods if p["spec"].get("nodeName")})
+    return nodes, sorted(p["metadata"]["name"] for p in pods)
+
+
+def node_mapping(config: OperatorConfig) -> NodeMapping:
+    return NodeMapping(
+        mode=cast(Literal["uname", "label"], config.prometheus_node_mapping),
+        label=config.prometheus_node_label,
+        aliases=dict(config.prometheus_node_aliases),
+    )
+
+
+def cpu_for_step(kube: KubeApi, config: OperatorConfig) -> CpuQuery | None:
+    if not config.prometheus_url:
+        return None
+    url = config.prometheus_url
+    mapping = node_mapping(config)
+    profile = ResourceProfile.load()
+
+    def query(
+        run: Mapping[str, Any], step: Mapping[str, Any], start: str, end: str
+    ) -> dict[str, Any]:
+        namespace = run["metadata"]["namespace"]
+        cluster = ((run.get("spec") or {}).get("clusterRef") or {}).get("name")
+        cluster_nodes, mongod_pods = (
+            _nodes_and_pods(kube, namespace, f"{jobs.CLUSTER_LABEL}={cluster}")
+            if cluster
+            else ([], [])
+        )
+        client_nodes, _ = _nodes_and_pods(kube, namespace, f"job-name={step['job']}")
+        window: dict[str, Any] = {
+            "cluster_nodes": cluster_nodes,
+            "client_nodes": client_nodes,
+            "namespace": namespace,
+            "pods": mongod_pods,
+            "scrape_interval": config.prometheus_scrape_interval,
+            "mapping": mapping,
+            "profile": profile,
+        }
+        interval = config.prometheus_scrape_interval
+        return {
+            "cpu": query_window(url, start, end, interval, **window).to_status(),
+            "resources": query_resources(url, start, end, interval, **window).to_status(),
+        }
+
+    return query

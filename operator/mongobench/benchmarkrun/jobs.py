@@ -1,0 +1,351 @@
+"""Pure builders: the Job of one benchmark step, and the client ServiceAccount with its Role.
+
+One Indexed Job per step: `parallelism` client pods; each takes its index from
+JOB_COMPLETION_INDEX (the Job controller sets it) to split the key space, and writes its result
+document into ConfigMaps `<job>-c<index>-p<part>` owned by the BenchmarkRun, so results outlive
+the pods and the Jobs. Pods start whenever they are scheduled and pulled, so parallel clients
+meet at a start barrier, the ConfigMap `<job>-barrier` (one key per client: its ready instant),
+and all begin their measured phase at one instant (the runner's barrier module). A step that runs a
+user Locust scenario mounts its ConfigMap read-only at SCENARIO_DIR and names the file to the
+runner (`--scenario`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mongobench.api.benchmarkrun import BenchmarkRunSpec, Scenario
+from mongobench.benchmarkrun.plan import Step, inserts
+
+COMPONENT_LABEL = "mongobench.io/component"
+CLIENT_COMPONENT = "benchmark-client"
+RUN_LABEL = "mongobench.io/run"
+STEP_LABEL = "mongobench.io/step"
+CLUSTER_LABEL = "mongobench.io/cluster"
+# Diagnostic switch (annotation on the BenchmarkRun): "disabled" lets parallel clients start as
+# their pods happen to start, to measure what the barrier is worth. Not for real studies.
+START_BARRIER_ANNOTATION = "mongobench.io/start-barrier"
+
+# Where a step's scenario ConfigMap is mounted in the client container.
+SCENARIO_DIR = "/etc/mongobench/scenario"
+SCENARIO_VOLUME = "scenario"
+
+# Key numbers set aside for one step's inserts: 2^40, far more than any run inserts, and
+# 2^63 / 2^40 steps before a key number overflows.
+INSERT_RANGE = 1 << 40
+
+WRITE_CONCERNS = {
+    "unacknowledged": "unacknowledged",
+    "acknowledged": "acknowledged",
+    "journaled": "journaled",
+    "majority": "majority",
+}
+
+
+@dataclass(frozen=True)
+class RunRef:
+    """The BenchmarkRun a Job belongs to, and where its clients connect."""
+
+    name: str
+    namespace: str
+    uid: str
+    uri_secret: str  # Secret holding the connection URI
+    uri_key: str
+    cluster: str | None  # MongoCluster name (None for an external URI)
+    image: str
+    result_part_bytes: int | None = None  # passed to the clients' ConfigMap sink
+    start_barrier: bool = True  # parallel clients start together (see START_BARRIER_ANNOTATION)
+
+    @property
+    def owner_reference(self) -> dict[str, Any]:
+        return {
+            "apiVersion": "mongobench.io/v1alpha1",
+            "kind": "BenchmarkRun",
+            "name": self.name,
+            "uid": self.uid,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+
+    @property
+    def service_account(self) -> str:
+        return f"{self.name}-client"[:63]
+
+
+def result_prefix(run: RunRef, step: Step) -> str:
+    """ConfigMaps of this step's results are named `<prefix>-c<index>[-p<part>]`."""
+    return step.job_name(run.name)
+
+
+def barrier_name(run: RunRef, step: Step) -> str:
+    return f"{step.job_name(run.name)}-barrier"
+
+
+def uses_barrier(spec: BenchmarkRunSpec, run: RunRef) -> bool:
+    return run.start_barrier and spec.clients.parallelism > 1
+
+
+def build_barrier(spec: BenchmarkRunSpec, step: Step, run: RunRef) -> dict[str, Any]:
+    """The step's start barrier, created empty with the Job; each client adds its key."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": barrier_name(run, step),
+            "namespace": run.namespace,
+            "labels": {
+                "app.kubernetes.io/managed-by": "mongobench",
+                RUN_LABEL: run.name,
+                STEP_LABEL: str(step.index),
+            },
+            "ownerReferences": [run.owner_reference],
+        },
+    }
+
+
+def step_scenario(spec: BenchmarkRunSpec, step: Step) -> Scenario | None:
+    """The user scenario a step runs: load.scenario for a load, the workload's for its warm-up
+    and runs; None for YCSB's own workloads."""
+    if step.kind == "load":
+        return spec.load.scenario
+    if step.kind in ("warmup", "run"):
+        return next(w for w in spec.workloads if w.name == step.workload).scenario
+    return None
+
+
+def ycsb_properties(spec: BenchmarkRunSpec, step: Step) -> list[tuple[str, str]]:
+    """YCSB -p properties of a step: core knobs from the spec, then the passthroughs."""
+    props: list[tuple[str, str]] = [
+        # The database prepare/cleanup work on, whatever database the connection URI names.
+        ("mongodb.database", spec.database),
+        ("table", spec.collection),
+        ("recordcount", str(spec.load.record_count)),
+        ("fieldcount", str(spec.run.field_count)),
+        ("fieldlength", str(spec.run.field_length)),
+        ("insertorder", spec.load.insert_order),
+        ("mongodb.writeConcern", WRITE_CONCERNS[spec.mongo.write_concern]),
+        ("mongodb.readPreference", spec.mongo.read_preference),
+        ("mongodb.upsert", str(spec.mongo.upsert).lower()),
+        ("status.interval", str(spec.run.status_interval_seconds)),
+    ]
+    if step.kind == "load":
+        props.append(("batchsize", str(spec.load.batch_size)))
+        return props
+    run = spec.run
+    count = spec.warmup.operation_count if step.kind == "warmup" and spec.warmup else None
+    duration = spec.warmup.duration_seconds if step.kind == "warmup" and spec.warmup else None
+    if step.kind == "run":
+        count, duration = run.operation_count, run.duration_seconds
+    # Duration-only runs: YCSB stops at maxexecutiontime; give operationcount no limit (0).
+    props.append(("operationcount", str(count if count is not None else 0)))
+    if duration is not None:
+        props.append(("maxexecutiontime", str(duration)))
+    if run.target_ops_per_second is not None:
+        props.append(("target", str(run.target_ops_per_second)))
+    if run.request_distribution is not None:
+        props.append(("requestdistribution", run.request_distribution))
+    workload = next(w for w in spec.workloads if w.name == step.workload)
+    if inserts(workload) or workload.scenario is not None:
+        # YCSB numbers new keys from recordcount in every client and every run: each step's
+        # inserts get a range of their own (the clients interleave inside it), so neither
+        # parallel clients nor a later inserting step collide on _id. Whether a scenario
+        # inserts is its own business: it gets a range anyway.
+        props.append(("mongobench.insertoffset", str(step.index * INSERT_RANGE)))
+    props.extend(sorted(workload.properties.items()))
+    props.extend(sorted(run.properties.items()))
+    return props
+
+
+def runner_args(spec: BenchmarkRunSpec, step: Step, run: RunRef) -> list[str]:
+    scenario = step_scenario(spec, step)
+    workload = "a"
+    threads = spec.load.threads
+    if step.kind != "load":
+        w = next(w for w in spec.workloads if w.name == step.workload)
+        workload = w.name if scenario else (w.standard or "a")
+        threads = spec.run.threads
+    elif scenario is not None:
+        workload = scenario.config_map_ref.key.removesuffix(".py")
+    args = [
+        spec.driver,
+        "--phase",
+        "load" if step.kind == "load" else "run",
+        "--workload",
+        workload,
+        "--threads",
+        str(threads),
+        "--client-index",
+        "$(JOB_COMPLETION_INDEX)",
+        "--clients",
+        str(spec.clients.parallelism),
+        "--output",
+        f"configmap:{run.namespace}/{result_prefix(run, step)}-c$(JOB_COMPLETION_INDEX)",
+        "--label",
+        f"run={run.name}",
+        "--label",
+        f"step={step.label}",
+        "--metrics-port",
+        "9100",
+    ]
+    if scenario is not None:
+        args += ["--scenario", f"{SCENARIO_DIR}/{scenario.config_map_ref.key}"]
+    if uses_barrier(spec, run):
+        args += [
+            "--barrier",
+            f"configmap:{run.namespace}/{barrier_name(run, step)}",
+            "--barrier-timeout",
+            str(spec.clients.start_timeout_seconds),
+        ]
+    for key, value in ycsb_properties(spec, step):
+        args += ["-p", f"{key}={value}"]
+    for key, value in sorted(spec.labels.items()):
+        args += ["--label", f"{key}={value}"]
+    return args
+
+
+def build_job(spec: BenchmarkRunSpec, step: Step, run: RunRef) -> dict[str, Any]:
+    name = step.job_name(run.name)
+    labels = {
+        "app.kubernetes.io/name": "mongobench-client",
+        "app.kubernetes.io/managed-by": "mongobench",
+        COMPONENT_LABEL: CLIENT_COMPONENT,
+        RUN_LABEL: run.name,
+        STEP_LABEL: str(step.index),
+    }
+    clients = spec.clients
+    pod_spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "serviceAccountName": run.service_account,
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": 10001,
+            "runAsGroup": 10001,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "containers": [
+            {
+                "name": "client",
+                "image": run.image,
+                "command": ["mongobench-runner"],
+                "args": runner_args(spec, step, run),
+                "env": [
+                    {
+                        "name": "MONGOBENCH_URI",
+                        "valueFrom": {"secretKeyRef": {"name": run.uri_secret, "key": run.uri_key}},
+                    },
+                    {"name": "MONGOBENCH_OWNER_REF", "value": json.dumps(run.owner_reference)},
+                    *(
+                        [
+                            {
+                                "name": "MONGOBENCH_RESULT_PART_BYTES",
+                                "value": str(run.result_part_bytes),
+                            }
+                        ]
+                        if run.result_part_bytes
+                        else []
+                    ),
+                ],
+                "ports": [{"name": "metrics", "containerPort": 9100}],
+                "resources": clients.resources.to_k8s(),
+                "securityContext": {
+                    "allowPrivilegeEscalation": False,
+                    "readOnlyRootFilesystem": False,
+                    "capabilities": {"drop": ["ALL"]},
+                },
+                "terminationMessagePolicy": "FallbackToLogsOnError",
+            }
+        ],
+    }
+    scenario = step_scenario(spec, step)
+    if scenario is not None:
+        # The whole ConfigMap, read-only: the scenario may import its other keys.
+        pod_spec["containers"][0]["volumeMounts"] = [
+            {"name": SCENARIO_VOLUME, "mountPath": SCENARIO_DIR, "readOnly": True}
+        ]
+        pod_spec["volumes"] = [
+            {
+                "name": SCENARIO_VOLUME,
+                "configMap": {"name": scenario.config_map_ref.name, "defaultMode": 0o444},
+            }
+        ]
+    if clients.node_selector:
+        pod_spec["nodeSelector"] = dict(sorted(clients.node_selector.items()))
+    if clients.separate_from_database and run.cluster:
+        # Preferred, not required: a small cluster whose every node holds a member would
+        # otherwise leave the clients Pending forever. Where nodes allow, CPU stays apart.
+        pod_spec["affinity"] = {
+            "podAntiAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": 100,
+                        "podAffinityTerm": {
+                            "topologyKey": "kubernetes.io/hostname",
+                            "labelSelector": {"matchLabels": {CLUSTER_LABEL: run.cluster}},
+                        },
+                    }
+                ]
+            }
+        }
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": run.namespace,
+            "labels": labels,
+            "ownerReferences": [run.owner_reference],
+        },
+        "spec": {
+            "completionMode": "Indexed",
+            "completions": clients.parallelism,
+            "parallelism": clients.parallelism,
+            "backoffLimit": clients.backoff_limit,
+            "activeDeadlineSeconds": clients.deadline_seconds,
+            "template": {"metadata": {"labels": labels}, "spec": pod_spec},
+        },
+    }
+
+
+def build_client_rbac(run: RunRef, steps: Sequence[Step] = ()) -> list[dict[str, Any]]:
+    """The clients' identity: it may create and replace ConfigMaps in this namespace (the
+    result sink; Kubernetes cannot restrict `create` by name), and read and patch exactly the
+    start barriers of the run's steps, nothing else."""
+    meta: Mapping[str, Any] = {
+        "namespace": run.namespace,
+        "labels": {"app.kubernetes.io/managed-by": "mongobench", RUN_LABEL: run.name},
+        "ownerReferences": [run.owner_reference],
+    }
+    name = run.service_account
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, **meta}},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": name, **meta},
+            "rules": [
+                {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "update"]},
+                *(
+                    [
+                        {
+                            "apiGroups": [""],
+                            "resources": ["configmaps"],
+                            "verbs": ["get", "patch"],
+                            "resourceNames": [barrier_name(run, step) for step in steps],
+                        }
+                    ]
+                    if steps
+                    else []
+                ),
+            ],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": name, **meta},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": run.namespace}],
+        },
+    ]

@@ -1,0 +1,574 @@
+"""The BenchmarkRun state machine, level-triggered: `advance()` reads the run and the world
+(`_Advance.observe`, through the KubeApi it is given), asks the pure `decide.decide` what
+to do next, and does it (`_Advance.act`: create a Job, collect results, fail the step or the run
+as the action says, finish, clean up) and writes the status.
+Called on create/resume, on every event of the run's Jobs, and by a timer until the run ends;
+any of them may run again after a restart without duplicating Jobs (names
+are deterministic and applied server-side) or losing results (they live in ConfigMaps).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from mongobench.api.benchmarkrun import BenchmarkRunSpec, Scenario
+from mongobench.benchmarkrun import jobs, results
+from mongobench.benchmarkrun.cpu import CpuUnavailable
+from mongobench.benchmarkrun.decide import (
+    TERMINAL,
+    Action,
+    Observed,
+    cleanup_targets,
+    collection_problem,
+    cpu_conditions,
+    decide,
+    progress,
+    reads_job,
+    scenarios_to_check,
+)
+from mongobench.benchmarkrun.plan import Step, make_plan
+from mongobench.config import OperatorConfig
+from mongobench.k8s import conditions as cond
+from mongobench.k8s.api import KubeApi
+from mongobench.k8s.client import ApiError
+from mongobench.k8s.conditions import Event, now_rfc3339, set_condition
+from mongobench.mongo.errors import MongoAdminError, TransientMongoError
+from mongobench_results import summary
+from mongobench_results.configmaps import assemble
+from mongobench_results.merge import merge_documents
+
+__all__ = ["TERMINAL", "Outcome", "advance", "drop_data", "result_configmaps", "snapshot"]
+
+log = logging.getLogger("mongobench.benchmarkrun")
+KIND = "BenchmarkRun"
+
+
+@dataclass
+class Outcome:
+    """What one advance() did, for the handler to turn into Events."""
+
+    events: list[Event] = field(default_factory=list)
+    run: Mapping[str, Any] = field(default_factory=dict)  # the BenchmarkRun, for Events
+    phase: str | None = None
+
+    def info(self, reason: str, message: str) -> None:
+        self.events.append((cond.NORMAL, reason, message))
+
+    def warn(self, reason: str, message: str) -> None:
+        self.events.append((cond.WARNING, reason, message))
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where the clients connect, and the cluster (when managed) as observed now."""
+
+    uri_secret: str
+    uri_key: str
+    cluster: Mapping[str, Any] | None
+
+
+class DataOps:
+    """The MongoDB side of a run (drop, create, shard the collection); see data.py."""
+
+    def prepare(self, spec: BenchmarkRunSpec, cluster: Mapping[str, Any] | None) -> str:
+        raise NotImplementedError
+
+    def drop(self, spec: BenchmarkRunSpec, cluster: Mapping[str, Any] | None) -> str:
+        raise NotImplementedError
+
+    def distribution(
+        self, spec: BenchmarkRunSpec, cluster: Mapping[str, Any] | None
+    ) -> dict[str, Any] | None:
+        """Documents and chunks per shard of the benchmark collection; None if not sharded."""
+        return None
+
+
+# (run, step entry, start, end) -> the step's resource profile {"cpu": ..., "resources": ...}
+# (benchmarkrun.cpu_status.cpu_for_step).
+CpuQuery = Callable[[Mapping[str, Any], Mapping[str, Any], str, str], dict[str, Any]]
+
+
+def result_configmaps(
+    kube: KubeApi, namespace: str, prefixes: Sequence[str], clients: int
+) -> list[dict[str, Any]]:
+    """The result ConfigMaps of these steps: one LIST by their result-set label. Every run's
+    results in the namespace would be megabytes to decode per step with 200 runs. When a client
+    is missing, read them all by the older label too: a runner image from before the result-set
+    label (an operator upgraded under a running Job) must not lose its result."""
+    found = kube.list("ConfigMap", namespace, results.set_selector(prefixes))
+    if results.complete(found, prefixes, clients):
+        return found
+    return kube.list("ConfigMap", namespace, results.RESULT_OF)
+
+
+def advance(
+    kube: KubeApi,
+    namespace: str,
+    name: str,
+    config: OperatorConfig,
+    data: DataOps,
+    *,
+    cpu: CpuQuery | None = None,
+    lock: AbstractContextManager[Any] | None = None,  # the run's (mongobench.state)
+) -> Outcome | None:
+    """One step of the run's state machine; None when it is gone, going or over. The Events
+    it decided are posted on the run, and returned with its phase."""
+    with lock or nullcontext():
+        run = kube.get(KIND, namespace, name)
+        if run is None or run["metadata"].get("deletionTimestamp"):
+            return None
+        status = dict(run.get("status") or {})
+        if status.get("phase") in TERMINAL:
+            return None
+        outcome = _Advance(kube, run, status, config, data, cpu=cpu).go()
+    for event in outcome.events:  # outside the run's lock: a slow apiserver holds no pass
+        kube.event(run, *event)
+    return outcome
+
+
+class _Advance:
+    def __init__(
+        self,
+        kube: KubeApi,
+        run: Mapping[str, Any],
+        status: dict[str, Any],
+        config: OperatorConfig,
+        data: DataOps,
+        *,
+        cpu: CpuQuery | None,
+    ) -> None:
+        self.kube = kube
+        self.run = run
+        self.meta = run["metadata"]
+        self.ns = self.meta["namespace"]
+        self.name = self.meta["name"]
+        self.generation = int(self.meta.get("generation") or 0)
+        self.status = status
+        self.new: dict[str, Any] = {}
+        self.config = config
+        self.data = data
+        self.cpu = cpu
+        self.outcome = Outcome(run=run)
+        self.spec = BenchmarkRunSpec.parse(dict(run["spec"]))
+        self.plan = make_plan(self.spec)
+
+    # -- status helpers ------------------------------------------------------------------------
+
+    def condition(self, type_: str, value: Any, reason: str, message: str) -> None:
+        current = self.new.get("conditions", self.status.get("conditions"))
+        self.new["conditions"] = set_condition(
+            current, type_, value, reason, message, generation=self.generation
+        )
+
+    def steps(self) -> list[dict[str, Any]]:
+        if "steps" not in self.new:
+            existing = {s["index"]: s for s in self.status.get("steps") or []}
+            self.new["steps"] = [
+                dict(
+                    existing.get(
+                        step.index,
+                        {
+                            "index": step.index,
+                            "kind": step.kind,
+                            "label": step.label,
+                            "workload": step.workload,
+                            "repetition": step.repetition,
+                            "phase": cond.STEP_PENDING,
+                        },
+                    )
+                )
+                for step in self.plan
+            ]
+        return list(self.new["steps"])
+
+    def publish(self) -> None:
+        steps = self.new.get("steps", self.status.get("steps") or [])
+        # The plan's length is known from the spec, also before the run starts.
+        self.new["progress"] = progress(len(self.plan), steps)
+        self.new["observedGeneration"] = self.generation
+        changed = {k: v for k, v in self.new.items() if self.status.get(k) != v}
+        if changed:
+            self.kube.patch_status(KIND, self.ns, self.name, changed)
+
+    # -- observe, decide, act -----------------------------------------------------------------
+
+    def observe(self) -> Observed:
+        """Read what the decision needs (decide says what): the referenced MongoCluster,
+        the current step's Job, and the scenario ConfigMaps."""
+        cluster = None
+        if self.spec.cluster_ref is not None:
+            cluster = self.kube.get("MongoCluster", self.ns, self.spec.cluster_ref.name)
+        seen = Observed(self.spec, self.plan, self.status, cluster)
+        job = None
+        if reads_job(seen):
+            assert seen.step is not None
+            job = self.kube.get("Job", self.ns, seen.step.job_name(self.name))
+        return replace(
+            seen,
+            job=job,
+            scenario_problem=self.scenario_problem(scenarios_to_check(seen, job is not None)),
+            age_seconds=age_seconds(self.meta.get("creationTimestamp")),
+        )
+
+    def scenario_problem(self, scenarios: Sequence[tuple[str, Scenario]]) -> tuple[str, str] | None:
+        """(reason, message) of the first scenario whose ConfigMap or key is missing."""
+        seen: dict[str, Mapping[str, Any] | None] = {}
+        for user, scenario in scenarios:
+            ref = scenario.config_map_ref
+            if ref.name not in seen:
+                seen[ref.name] = self.kube.get("ConfigMap", self.ns, ref.name)
+            configmap = seen[ref.name]
+            if configmap is None:
+                return (
+                    cond.SCENARIO_CONFIGMAP_NOT_FOUND,
+                    f"scenario of {user}: ConfigMap {self.ns}/{ref.name} does not exist",
+                )
+            keys = sorted({**(configmap.get("data") or {}), **(configmap.get("binaryData") or {})})
+            if ref.key not in keys:
+                return (
+                    cond.SCENARIO_KEY_NOT_FOUND,
+                    f"scenario of {user}: ConfigMap {self.ns}/{ref.name} has no key {ref.key} "
+                    f"(it has: {', '.join(keys) or 'none'})",
+                )
+        return None
+
+    def go(self) -> Outcome:
+        observed = self.observe()
+        action = decide(observed)
+        if action.cluster_condition is not None:
+            self.condition(*action.cluster_condition)
+        if action.scenario_condition is not None:
+            self.condition(*action.scenario_condition)
+        try:
+            self.act(action, observed)
+        except TransientMongoError as exc:  # not reachable yet, election: the timer retries
+            self.condition(cond.PROGRESSING, cond.FALSE, cond.MONGODB_UNAVAILABLE, str(exc))
+        except MongoAdminError as exc:
+            assert action.step is not None  # only the steps talk to MongoDB
+            self.fail(action.step, f"{action.step.label}: {exc}")
+        self.publish()
+        self.outcome.phase = self.new.get("phase", self.status.get("phase"))
+        return self.outcome
+
+    def act(self, action: Action, observed: Observed) -> None:
+        if action.phase is not None:
+            self.new["phase"] = action.phase
+        if action.fails is not None:
+            self.fail_as(action)
+            return
+        if action.kind in ("WaitForCluster", "WaitForScenario"):
+            return
+        target = self.target(observed.cluster)
+        if action.start:
+            self.new["startTime"] = now_rfc3339()
+            self.new["clusterSnapshot"] = snapshot(self.kube, target.cluster, self.ns)
+            self.new["resultsRef"] = f"{results.RESULT_OF} (ConfigMaps of run {self.name})"
+            self.outcome.info(cond.EVENT_STARTED, f"{len(self.plan)} steps")
+        self.steps()
+        step = action.step
+        if action.kind == "Finish" or step is None:
+            self.finish(cond.RUN_SUCCEEDED, action.message)
+            return
+        if action.adopt:  # the Job exists, created just before a restart
+            job = observed.job or {}
+            started = (job.get("metadata") or {}).get("creationTimestamp") or now_rfc3339()
+            self.mark(
+                step, phase=cond.STEP_RUNNING, job=step.job_name(self.name), startTime=started
+            )
+        carry_out = {
+            "Prepare": self.prepare,
+            "CleanUp": self.clean_up,
+            "RecoverLostJob": self.recover_lost_job,
+            "CreateJob": self.create_job,
+            "Collect": self.collect_step,
+            "CollectFailed": self.collect_failed,
+        }.get(action.kind)
+        if carry_out is not None:  # WaitForJob: nothing to do until the Job ends
+            carry_out(step, action, observed, target)
+
+    def fail_as(self, action: Action) -> None:
+        """A failure as decided: of the current step (then the run), or of the run alone."""
+        step = action.step
+        if action.fails == "step" and step is not None:
+            self.fail(step, f"{step.label}: {action.message}")
+            return
+        if action.kind == "ClusterGone":
+            for entry in self.steps():
+                if entry["phase"] == cond.STEP_RUNNING:
+                    self.mark(
+                        self.plan[entry["index"]],
+                        phase=cond.STEP_FAILED,
+                        message=f"{action.message} (deleted during this step)",
+                    )
+            self.cleanup(success=False)
+            self.finish(
+                cond.RUN_FAILED, f"{action.message} (deleted during the run); results so far kept"
+            )
+            return
+        self.finish(cond.RUN_FAILED, action.message)
+
+    def prepare(self, step: Step, _action: Action, _observed: Observed, target: Target) -> None:
+        skipped = self.spec.load.skip
+        message = "load skipped" if skipped else self.data.prepare(self.spec, target.cluster)
+        self.mark(step, phase=cond.STEP_SUCCEEDED, message=message, completionTime=now_rfc3339())
+        self.outcome.info(cond.EVENT_PREPARED, message)
+
+    def clean_up(self, step: Step, _action: Action, _observed: Observed, _target: Target) -> None:
+        self.cleanup(success=True)
+        self.mark(step, phase=cond.STEP_SUCCEEDED, completionTime=now_rfc3339())
+        self.finish(cond.RUN_SUCCEEDED, "all steps succeeded")
+
+    def recover_lost_job(
+        self, step: Step, _action: Action, _observed: Observed, target: Target
+    ) -> None:
+        # It existed and is gone (deleted by hand?): its results may still be there.
+        entry = self.steps()[step.index]
+        if self.collect(step, self.run_ref(target), entry) is not None:
+            job_name = step.job_name(self.name)
+            self.fail(step, f"{step.label}: Job {job_name} disappeared before finishing")
+
+    def create_job(self, step: Step, _action: Action, _observed: Observed, target: Target) -> None:
+        ref = self.run_ref(target)
+        if step.reset:
+            self.data.prepare(self.spec, target.cluster)
+        for obj in jobs.build_client_rbac(ref, [s for s in self.plan if s.runs_job]):
+            self.kube.apply(obj)
+        if jobs.uses_barrier(self.spec, ref):
+            self.kube.apply(jobs.build_barrier(self.spec, step, ref))
+        self.kube.apply(jobs.build_job(self.spec, step, ref))
+        job_name = step.job_name(self.name)
+        self.mark(step, phase=cond.STEP_RUNNING, job=job_name, startTime=now_rfc3339())
+        self.outcome.info(cond.EVENT_STEP_STARTED, f"{step.label}: Job {job_name}")
+
+    def collect_step(self, step: Step, _action: Action, observed: Observed, target: Target) -> None:
+        entry = self.steps()[step.index]
+        problem = self.collect(step, self.run_ref(target), entry, observed.job)
+        if problem is not None:
+            self.fail(step, f"{step.label}: {problem}")
+        elif step.kind == "load":
+            self.record_distribution(step, target)
+
+    def collect_failed(
+        self, step: Step, action: Action, observed: Observed, target: Target
+    ) -> None:
+        entry = self.steps()[step.index]
+        self.collect(step, self.run_ref(target), entry, observed.job, failed=True)
+        job_name = step.job_name(self.name)
+        self.fail(step, f"{step.label}: Job {job_name} failed: {action.message}")
+
+    def target(self, cluster: Mapping[str, Any] | None) -> Target:
+        ref = self.spec.cluster_ref
+        if ref is None:
+            secret = self.spec.uri_secret_ref
+            assert secret is not None
+            return Target(secret.name, secret.key, None)
+        connection = ((cluster or {}).get("status") or {}).get(
+            "connectionSecret"
+        ) or f"{ref.name}-connection"
+        return Target(connection, "uri", cluster)
+
+    def run_ref(self, target: Target) -> jobs.RunRef:
+        image = self.spec.image or (
+            self.config.locust_image if self.spec.driver == "locust" else self.config.ycsb_image
+        )
+        return jobs.RunRef(
+            self.name,
+            self.ns,
+            self.meta["uid"],
+            target.uri_secret,
+            target.uri_key,
+            self.spec.cluster_ref.name if self.spec.cluster_ref else None,
+            image,
+            self.config.result_part_bytes,
+            start_barrier=(self.meta.get("annotations") or {}).get(jobs.START_BARRIER_ANNOTATION)
+            != "disabled",
+        )
+
+    def mark(self, step: Step, **fields: Any) -> None:
+        steps = self.steps()
+        steps[step.index] = {**steps[step.index], **fields}
+        self.new["steps"] = steps
+
+    def collect(
+        self,
+        step: Step,
+        ref: jobs.RunRef,
+        entry: Mapping[str, Any],
+        job: Mapping[str, Any] | None = None,
+        failed: bool = False,
+    ) -> str | None:
+        """Merge the clients' documents into the step; None when it succeeded, else why not.
+        Whatever was reported is kept, also when the step failed."""
+        prefix, clients = jobs.result_prefix(ref, step), self.spec.clients.parallelism
+        found = result_configmaps(self.kube, self.ns, [prefix], clients)
+        got = assemble(found, prefix, clients)
+        if not got.documents:  # nothing to keep
+            return collection_problem(0, got.missing, {}, failed)
+        merged = merge_documents(got.documents)
+        job_status = (job or {}).get("status") or {}
+        end = job_status.get("completionTime") or now_rfc3339()
+        # A restart between creating the Job and recording it leaves no startTime in status:
+        # the Job itself knows when it started.
+        start = (
+            entry.get("startTime")
+            or job_status.get("startTime")
+            or (job or {}).get("metadata", {}).get("creationTimestamp")
+            or end
+        )
+        entry = {**entry, "startTime": start}
+        jobs_in_plan = sum(1 for s in self.plan if s.runs_job)
+        fields: dict[str, Any] = {
+            "result": summary.step_result(
+                merged,
+                per_client=jobs_in_plan * self.spec.clients.parallelism
+                <= summary.PER_CLIENT_BUDGET,
+            ),
+            "job": step.job_name(self.name),
+            "startTime": start,
+            "completionTime": end,
+            "clientsReported": len(got.documents),
+        }
+        fields.update(self.step_cpu(step, entry, end))
+        problem = collection_problem(len(got.documents), got.missing, merged, failed)
+        fields["phase"] = cond.STEP_FAILED if problem else cond.STEP_SUCCEEDED
+        if got.missing:
+            fields["missingClients"] = got.missing
+        self.mark(step, **fields)
+        if problem is None and step.kind == "run":
+            self.outcome.info(
+                cond.EVENT_STEP_SUCCEEDED, f"{step.label}: {fields['result']['throughput']} ops/s"
+            )
+        return problem
+
+    def record_distribution(self, step: Step, target: Target) -> None:
+        """After a (re)load of a sharded cluster: the per-shard balance, with the step and on
+        the MongoCluster. Best effort: a run does not fail for want of it."""
+        try:
+            dist = self.data.distribution(self.spec, target.cluster)
+        except MongoAdminError as exc:
+            self.outcome.warn(cond.EVENT_DISTRIBUTION_UNKNOWN, f"{step.label}: {exc}")
+            return
+        if dist is None:
+            return
+        self.mark(step, distribution=dist)
+        shares = ", ".join(f"{s['shard']} {s['percent']:.1f}%" for s in dist["shards"])
+        self.outcome.info(cond.EVENT_DISTRIBUTION, f"{step.label}: {dist['collection']} {shares}")
+        if self.spec.cluster_ref is not None:
+            try:
+                self.kube.patch_status(
+                    "MongoCluster", self.ns, self.spec.cluster_ref.name, {"distribution": dist}
+                )
+            except ApiError as exc:  # the cluster went away meanwhile: the step keeps it
+                self.outcome.warn(
+                    cond.EVENT_DISTRIBUTION_NOT_PUBLISHED, f"{step.label}: {exc.reason}"
+                )
+
+    def step_cpu(self, step: Step, entry: Mapping[str, Any], end: str) -> dict[str, Any]:
+        """CPU, disk, network and memory of the step's window ({"cpu", "resources"}); a run
+        without them still succeeds, with the CPUCollected and ResourcesComplete conditions."""
+        profile: dict[str, Any] | None = None
+        failure: tuple[str, str] | None = None
+        if self.cpu is not None:
+            job = {**entry, "job": step.job_name(self.name)}
+            try:
+                profile = self.cpu(self.run, job, str(entry.get("startTime")), end)
+            except CpuUnavailable as exc:
+                failure = (cond.PROMETHEUS_UNAVAILABLE, exc.reason)
+            except ValueError as exc:  # e.g. a window the timestamps cannot express: never stall
+                failure = (cond.WINDOW_INVALID, str(exc))
+        conditions = self.new.get("conditions", self.status.get("conditions"))
+        for update in cpu_conditions(profile, failure, conditions, step.label):
+            self.condition(*update)
+        if failure is not None:
+            self.outcome.warn(cond.EVENT_CPU_MISSING, f"{step.label}: {failure[1]}")
+        return profile if profile is not None else {"cpu": None}
+
+    def fail(self, step: Step, message: str) -> None:
+        """The step failed, and the run with it."""
+        self.mark(step, phase=cond.STEP_FAILED, message=message)
+        self.outcome.warn(cond.EVENT_STEP_FAILED, message)
+        self.cleanup(success=False)
+        self.finish(cond.RUN_FAILED, message)
+
+    def finish(self, phase: str, message: str) -> None:
+        self.new["phase"] = phase
+        self.new["completionTime"] = now_rfc3339()
+        steps = self.new.get("steps", self.status.get("steps") or [])
+        self.new["summary"] = summary.summarise(steps)
+        ok = phase == cond.RUN_SUCCEEDED
+        self.condition(cond.SUCCEEDED, cond.TRUE if ok else cond.FALSE, phase, message)
+        self.outcome.info(phase, message) if ok else self.outcome.warn(phase, message)
+
+    def cleanup(self, success: bool) -> None:
+        policy = self.spec.cleanup
+        delete_jobs, drop = cleanup_targets(policy.jobs, policy.data, success)
+        if delete_jobs:
+            for job in self.kube.list("Job", self.ns, f"{jobs.RUN_LABEL}={self.name}"):
+                self.kube.delete("Job", self.ns, job["metadata"]["name"])
+        if drop:
+            try:
+                dropped = drop_data(self.kube, self.data, self.spec, self.ns)
+                self.outcome.info(cond.EVENT_DATA_DROPPED, dropped)
+            except (MongoAdminError, ApiError) as exc:
+                self.outcome.warn(cond.EVENT_DATA_NOT_DROPPED, str(exc))
+
+
+def age_seconds(created: str | None) -> float:
+    """Seconds since an RFC 3339 creationTimestamp (0 when unknown)."""
+    if not created:
+        return 0.0
+    when = datetime.fromisoformat(created.replace("Z", "+00:00"))
+    return max((datetime.now(UTC) - when).total_seconds(), 0.0)
+
+
+def drop_data(kube: KubeApi, data: DataOps, spec: BenchmarkRunSpec, namespace: str) -> str:
+    """Drop the benchmark collection (cleanup.data); what happened, for an Event."""
+    if spec.cluster_ref is None:
+        return data.drop(spec, None)
+    cluster = kube.get("MongoCluster", namespace, spec.cluster_ref.name)
+    if cluster is None:
+        return f"MongoCluster {spec.cluster_ref.name} is gone: no data to drop"
+    return data.drop(spec, cluster)
+
+
+def snapshot(kube: KubeApi, cluster: Mapping[str, Any] | None, namespace: str) -> dict[str, Any]:
+    """The target as it was at the start: comparisons stay valid after the cluster changes."""
+    if cluster is None:
+        return {"external": True}
+    spec = cluster.get("spec") or {}
+    status = cluster.get("status") or {}
+    pods = kube.list("Pod", namespace, f"{jobs.CLUSTER_LABEL}={cluster['metadata']['name']}")
+    node_names = sorted({p["spec"].get("nodeName") for p in pods if p["spec"].get("nodeName")})
+    nodes = []
+    for node_name in node_names:
+        try:
+            node = kube.get("Node", None, node_name)
+        except ApiError:
+            continue
+        if node is None:
+            continue
+        labels = node["metadata"].get("labels") or {}
+        nodes.append(
+            {
+                "name": node_name,
+                "instanceType": labels.get("node.kubernetes.io/instance-type"),
+                "zone": labels.get("topology.kubernetes.io/zone"),
+            }
+        )
+    return {
+        "name": cluster["metadata"]["name"],
+        "version": spec.get("version"),
+        "topology": spec.get("topology"),
+        "storage": spec.get("storage"),
+        "platform": status.get("platform"),
+        "replicaSets": [
+            {"name": rs.get("name"), "role": rs.get("role"), "members": rs.get("members")}
+            for rs in status.get("replicaSets") or []
+        ],
+        "nodes": nodes,
+    }

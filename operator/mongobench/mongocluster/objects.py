@@ -1,0 +1,39 @@
+"""All desired objects of a MongoCluster, in apply order, and their canonical YAML."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from mongobench.api.mongocluster import MongoClusterSpec
+from mongobench.mongocluster.layout import ClusterLayout
+from mongobench.mongocluster.mongos import build_mongos_deployment
+from mongobench.mongocluster.pdb import build_pdbs
+from mongobench.mongocluster.platform import Preset
+from mongobench.mongocluster.podmonitor import build_pod_monitor
+from mongobench.mongocluster.service import build_headless_service, build_mongos_service
+from mongobench.mongocluster.statefulset import build_statefulset
+
+
+def build_workload_objects(
+    spec: MongoClusterSpec, layout: ClusterLayout, preset: Preset
+) -> list[dict[str, Any]]:
+    """Services before workloads (members resolve each other on start), config servers first."""
+    out: list[dict[str, Any]] = []
+    for rs in layout.replica_sets:
+        out.append(build_headless_service(layout, rs))
+        out.append(build_statefulset(spec, layout, rs, preset))
+    if layout.sharded:
+        out.append(build_mongos_service(layout))
+        out.append(build_mongos_deployment(spec, layout, preset))
+    out.extend(build_pdbs(layout))
+    monitor = build_pod_monitor(spec, layout)
+    if monitor is not None:
+        out.append(monitor)
+    return out
+
+
+def to_yaml(objects: list[dict[str, Any]]) -> str:
+    """One multi-document YAML; same objects, same bytes (keys sorted, no flow style)."""
+    return yaml.safe_dump_all(objects, sort_keys=True, default_flow_style=False, width=120)

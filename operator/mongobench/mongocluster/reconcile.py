@@ -1,0 +1,326 @@
+"""The MongoCluster reconcile loop's two halves, called by the thin handlers with the operator's
+KubeApi and MongoDB pool:
+
+provision(): make the Kubernetes objects exist as the spec says (spec changes, resume).
+sync():      observe workloads and MongoDB, take the next wiring step, hold or release a
+             scale-down, publish status when something visible changed and post the Events.
+             Called on child events (a StatefulSet's pods became ready) and by a timer until
+             the cluster is Ready. What to do with the observations is decided in sync_plan.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from mongobench.k8s.api import KubeApi
+from mongobench.k8s.conditions import FALSE, now_rfc3339
+from mongobench.k8s.locks import ResourceLocks
+from mongobench.mongo.admin import MongoAdmin
+from mongobench.mongo.connect import Connector
+from mongobench.mongo.errors import PermanentMongoError, TransientMongoError
+from mongobench.mongo.model import Credentials, internal_credentials
+from mongobench.mongo.pool import AdminPool, fingerprint
+from mongobench.mongocluster import labels as lbl
+from mongobench.mongocluster.layout import ClusterLayout, ReplicaSetLayout
+from mongobench.mongocluster.platform import PlatformFacts
+from mongobench.mongocluster.provision import (
+    Desired,
+    apply_workloads,
+    delete_shard_objects,
+    desired,
+    ensure_secrets,
+    platform_status,
+    read_secrets,
+)
+from mongobench.mongocluster.rolling import feature_compatibility, observe_mongos_upgrade, roll
+from mongobench.mongocluster.secrets import EXPORTER_USERNAME
+from mongobench.mongocluster.shards import retiring_shards
+from mongobench.mongocluster.status import Observed, Wiring, WorkloadState
+from mongobench.mongocluster.storage import grow_claims
+from mongobench.mongocluster.sync_plan import (
+    Outcome,
+    StatusInputs,
+    drained,
+    held_replicas,
+    ready_sets,
+    reapply,
+    shard_events,
+    sync_events,
+    sync_status,
+)
+from mongobench.mongocluster.wire import Passwords, wire
+
+log = logging.getLogger("mongobench.mongocluster")
+
+KIND = "MongoCluster"
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    phase: str
+    changed: bool
+    failure: str | None = None
+
+
+def provision(kube: KubeApi, body: Mapping[str, Any]) -> Desired:
+    """Secrets (once), then Services, StatefulSets, mongos, PDBs, PodMonitor (applied)."""
+    status = body.get("status") or {}
+    d = desired(kube, body, status)
+    ensure_secrets(kube, d, body)
+    replicas = held_replicas(d.layout, observe_workloads(kube, d.layout)[0], status)
+    skipped = apply_workloads(kube, d, body, replicas)
+    if skipped:
+        log.info("skipped %s: the Prometheus Operator CRDs are not installed", ", ".join(skipped))
+    return d
+
+
+def observe_workloads(
+    kube: KubeApi, layout: ClusterLayout
+) -> tuple[dict[str, WorkloadState], WorkloadState | None]:
+    selector = f"{lbl.CLUSTER}={layout.name}"
+    statefulsets = {
+        sts["metadata"]["name"]: WorkloadState.of_statefulset(sts)
+        for sts in kube.list("StatefulSet", layout.namespace, selector)
+    }
+    mongos = None
+    if layout.sharded:
+        dep = kube.get("Deployment", layout.namespace, layout.mongos)
+        if dep is not None:
+            mongos = WorkloadState(
+                int(dep["spec"].get("replicas", 0)),
+                int((dep.get("status") or {}).get("readyReplicas", 0)),
+            )
+    return statefulsets, mongos
+
+
+@contextmanager
+def administration(
+    kube: KubeApi, d: Desired, admins: AdminPool
+) -> Iterator[tuple[MongoAdmin, Passwords]]:
+    """The cluster's MongoDB administration handle, lent by `admins` for the block (the same
+    one while its credentials, the operator's password and the keyfile, stay the same), and the
+    users' passwords read now."""
+    layout = d.layout
+    exporting = d.spec.monitoring.exporter
+    secrets = read_secrets(
+        kube,
+        layout,
+        [
+            layout.admin_secret,
+            layout.benchmark_secret,
+            layout.operator_secret,
+            layout.keyfile_secret,
+            *([layout.exporter_secret] if exporting else []),
+        ],
+    )
+    admin_secret = secrets[layout.admin_secret]
+    bench = secrets[layout.benchmark_secret]
+    exporter = secrets[layout.exporter_secret] if exporting else {}
+    operator = secrets[layout.operator_secret]
+    passwords = Passwords(
+        operator_username=operator["username"],
+        operator=operator["password"],
+        admin_username=admin_secret["username"],
+        admin=admin_secret["password"],
+        benchmark=bench["password"],
+        exporter_username=exporter.get("username", EXPORTER_USERNAME),
+        exporter=exporter.get("password", ""),
+    )
+    keyfile = secrets[layout.keyfile_secret]["keyfile"]
+    tls = d.spec.tls.enabled
+
+    def build() -> MongoAdmin:
+        connector = Connector(
+            Credentials(passwords.operator_username, passwords.operator),
+            bootstrap_credentials=internal_credentials(keyfile),
+            resolver=admins.resolver,
+            tls=tls,
+        )
+        return MongoAdmin(connector)
+
+    credentials = fingerprint((passwords.operator_username, passwords.operator, keyfile, str(tls)))
+    with admins.lease(layout.namespace, layout.name, credentials, build) as admin:
+        yield admin, passwords
+
+
+def administer(
+    kube: KubeApi,
+    admin: MongoAdmin,
+    passwords: Passwords,
+    d: Desired,
+    *,
+    statefulsets: Mapping[str, WorkloadState],
+    ready_sets: frozenset[str],
+    retiring: tuple[ReplicaSetLayout, ...],
+    fcv: str | None,
+    mongos_waiting: str | None,
+) -> tuple[Wiring, str | None, str | None, str | None]:
+    """The MongoDB half of a sync: wire one step; once wired, roll one replica set and set the
+    featureCompatibilityVersion. Returns (wiring, rolling step, fcv, fcv set by this pass)."""
+    wiring = wire(admin, d.spec, d.layout, passwords, ready_sets, retiring=retiring)
+    if not wiring.complete:
+        return wiring, None, fcv, None
+    # One replica set at a time, in MongoDB's upgrade order: the config servers, then each
+    # shard (layout order); mongos last (mongos_step).
+    rolling = next(
+        (
+            step
+            for rs in d.layout.replica_sets
+            if rs.name in ready_sets and (step := roll(kube, admin, rs, statefulsets.get(rs.name)))
+        ),
+        None,
+    )
+    wanted = d.spec.feature_compatibility_version
+    if rolling is not None or mongos_waiting is not None or not wanted or wanted == fcv:
+        return wiring, rolling, fcv, None
+    try:
+        fcv, changed = feature_compatibility(admin, d.layout, wanted)
+    except TransientMongoError as exc:  # an election: Updated stays False
+        return wiring, f"setting featureCompatibilityVersion {wanted}: {exc}", fcv, None
+    return wiring, None, fcv, fcv if changed else None
+
+
+@dataclass(frozen=True)
+class MongoPass:
+    """What the MongoDB half of a sync saw and did."""
+
+    wiring: Wiring | None = None
+    rolling: str | None = None
+    fcv: str | None = None
+    fcv_set: str | None = None
+    failure: str | None = None
+
+
+def administer_safely(
+    kube: KubeApi,
+    admins: AdminPool,
+    d: Desired,
+    *,
+    statefulsets: Mapping[str, WorkloadState],
+    ready: frozenset[str],
+    retiring: tuple[ReplicaSetLayout, ...],
+    fcv: str | None,
+    mongos_waiting: str | None,
+) -> MongoPass:
+    """administer() on the cluster's handle: a permanent refusal becomes `failure`, a Secret
+    not created yet a wiring that waits."""
+    try:
+        with administration(kube, d, admins) as (admin, passwords):
+            wiring, rolling, fcv, fcv_set = administer(
+                kube,
+                admin,
+                passwords,
+                d,
+                statefulsets=statefulsets,
+                ready_sets=ready,
+                retiring=retiring,
+                fcv=fcv,
+                mongos_waiting=mongos_waiting,
+            )
+    except PermanentMongoError as exc:
+        return MongoPass(fcv=fcv, failure=str(exc))
+    except LookupError as exc:  # a Secret not created yet
+        return MongoPass(Wiring(False, str(exc)), fcv=fcv)
+    return MongoPass(wiring, rolling, fcv, fcv_set)
+
+
+def sync(
+    kube: KubeApi,
+    namespace: str,
+    name: str,
+    locks: ResourceLocks,
+    admins: AdminPool,
+    *,
+    detected: PlatformFacts | None = None,
+) -> SyncResult | None:
+    """Observe, wire one step, publish, post the Events. None when the MongoCluster no longer
+    exists. `detected`: the platform provision() just read (the first status records it)."""
+    with locks.lock(KIND, namespace, name):
+        body = kube.get(KIND, namespace, name)
+        if body is None:
+            return None
+        return _sync(kube, body, admins, detected)
+
+
+def _sync(
+    kube: KubeApi, body: Mapping[str, Any], admins: AdminPool, detected: PlatformFacts | None
+) -> SyncResult:
+    status = body.get("status") or {}
+    meta = body["metadata"]
+    d = desired(kube, body, status, detected)
+    statefulsets, mongos = observe_workloads(kube, d.layout)
+    ready = ready_sets(d.layout, statefulsets, mongos)
+    deleting = bool(meta.get("deletionTimestamp"))
+    resize = None if deleting else grow_claims(kube, d, statefulsets)
+    retiring = retiring_shards(d.layout, {n: s.replicas for n, s in statefulsets.items()})
+    mongos_step = (
+        observe_mongos_upgrade(kube, d.layout, d.spec.image_ref)
+        if d.layout.sharded and not deleting
+        else None
+    )
+    mongos_waiting = mongos_step.waiting if mongos_step else None
+    fcv = status.get("featureCompatibilityVersion")
+    mongo = (
+        administer_safely(
+            kube,
+            admins,
+            d,
+            statefulsets=statefulsets,
+            ready=ready,
+            retiring=retiring,
+            fcv=fcv,
+            mongos_waiting=mongos_waiting,
+        )
+        if ready and not deleting
+        else MongoPass(fcv=fcv)
+    )
+    gone = drained(retiring, mongo.wiring)
+    removed = [rs.name for rs in gone if delete_shard_objects(kube, d.layout, rs)]
+    for rs in gone:
+        statefulsets.pop(rs.name, None)
+    retiring = tuple(rs for rs in retiring if rs.name in statefulsets)
+    observed = Observed(
+        statefulsets,
+        mongos,
+        mongo.wiring,
+        deleting=deleting,
+        failure=mongo.failure,
+        rolling="; ".join(step for step in (mongo.rolling, mongos_waiting) if step) or None,
+        storage=(resize.status, resize.reason, resize.message) if resize else None,
+        retiring=tuple(rs.name for rs in retiring),
+    )
+    new, changed = sync_status(
+        d.layout,
+        observed,
+        StatusInputs(
+            status,
+            int(meta.get("generation") or 0),
+            meta["creationTimestamp"],
+            now_rfc3339(),
+            now_rfc3339(precise=True),
+            platform_status(d),
+            mongo.fcv,
+        ),
+    )
+    replicas = reapply(
+        d.layout, statefulsets, status, new, mongos_step is not None and mongos_step.changes
+    )
+    if replicas is not None:
+        apply_workloads(kube, d, body, replicas)
+    if changed:
+        kube.patch_status(KIND, meta["namespace"], meta["name"], new)
+    outcome = Outcome(
+        new["phase"],
+        changed,
+        mongo.failure,
+        resize.message if resize and resize.status == FALSE else None,
+        mongo.fcv_set,
+        tuple(shard_events(mongo.wiring, removed, d.spec.deletion_policy)),
+    )
+    for event in sync_events(outcome):
+        kube.event(body, *event)
+    return SyncResult(outcome.phase, changed, mongo.failure)

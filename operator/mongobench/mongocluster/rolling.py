@@ -1,0 +1,103 @@
+"""Rolling restarts after a version or resources change (StatefulSets use OnDelete), then the
+featureCompatibilityVersion when the spec asks for one.
+
+The StatefulSet controller only creates pods from the new template once the old pod is gone, so
+the operator decides the order: secondaries one at a time, each back and caught up, the primary
+stepped down and restarted last (mongobench.mongo.plan.next_rolling_step). One pod per pass;
+the next pass runs when that pod is ready again (the set is not "ready" in between).
+
+mongos comes last: its Deployment keeps the image it runs until every replica set's members run
+the new one (mongobench.mongocluster.mongos.mongos_upgrade), then rolls by itself.
+"""
+
+from __future__ import annotations
+
+from mongobench.k8s.api import KubeApi
+from mongobench.mongo.admin import MongoAdmin
+from mongobench.mongo.model import Mongos
+from mongobench.mongocluster import labels as lbl
+from mongobench.mongocluster.layout import ClusterLayout, ReplicaSetLayout
+from mongobench.mongocluster.mongos import CONTAINER as MONGOS
+from mongobench.mongocluster.mongos import MongosUpgrade, container_image, mongos_upgrade
+from mongobench.mongocluster.status import WorkloadState
+
+REVISION = "controller-revision-hash"
+
+
+def stale_members(kube: KubeApi, rs: ReplicaSetLayout) -> list[str]:
+    """Member hosts whose pod still runs an older StatefulSet revision."""
+    sts = kube.get("StatefulSet", rs.namespace, rs.name)
+    if sts is None:
+        return []
+    revision = (sts.get("status") or {}).get("updateRevision")
+    if not revision:
+        return []
+    pods = kube.list("Pod", rs.namespace, f"{lbl.REPLSET}={rs.name}")
+    stale = []
+    for pod in pods:
+        name = pod["metadata"]["name"]
+        index = int(name.rsplit("-", 1)[1])
+        if pod["metadata"].get("labels", {}).get(REVISION) != revision and index < rs.members:
+            stale.append(rs.member_host(index))
+    return sorted(stale)
+
+
+def roll(
+    kube: KubeApi, admin: MongoAdmin, rs: ReplicaSetLayout, observed: WorkloadState | None = None
+) -> str | None:
+    """Take the next step; None when no member needs a restart, else what is happening.
+
+    `observed`: the StatefulSet as the sync listed it; when settled, nothing is stale and the
+    pods are not listed (a Ready cluster's every sync would otherwise read them)."""
+    if observed is not None and observed.settled:
+        return None
+    stale = stale_members(kube, rs)
+    if not stale:
+        return None
+    step = admin.rolling_step(rs.to_spec(), stale)
+    if step.kind == "restart" and step.host:
+        pod = step.host.split(".", 1)[0]
+        kube.delete("Pod", rs.namespace, pod)
+        return f"{rs.name}: {step.reason}"
+    if step.kind == "done":
+        return None
+    return f"{rs.name}: {step.reason}"
+
+
+def runs_image(kube: KubeApi, rs: ReplicaSetLayout, image: str) -> bool:
+    """Whether every member's pod is ready and its mongod runs `image`: the set has rolled."""
+    pods = {
+        pod["metadata"]["name"]: pod
+        for pod in kube.list("Pod", rs.namespace, f"{lbl.REPLSET}={rs.name}")
+    }
+    for i in range(rs.members):
+        pod = pods.get(rs.pod_name(i))
+        if pod is None or pod["metadata"].get("deletionTimestamp"):
+            return False
+        if container_image(pod["spec"], "mongod") != image:
+            return False
+        conditions = (pod.get("status") or {}).get("conditions") or []
+        if not any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions):
+            return False
+    return True
+
+
+def observe_mongos_upgrade(kube: KubeApi, layout: ClusterLayout, wanted: str) -> MongosUpgrade:
+    """Where the mongos Deployment stands against the spec's image (sharded clusters only)."""
+    dep = kube.get("Deployment", layout.namespace, layout.mongos)
+    running = container_image(dep["spec"]["template"]["spec"], MONGOS) if dep else None
+    # Pods are listed only while the routers run another image than the spec's.
+    upgraded = running in (None, wanted) or all(
+        runs_image(kube, rs, wanted) for rs in layout.replica_sets
+    )
+    return mongos_upgrade(wanted, dep, upgraded)
+
+
+def feature_compatibility(
+    admin: MongoAdmin, layout: ClusterLayout, wanted: str
+) -> tuple[str, bool]:
+    """Set the cluster's FCV to `wanted` (through mongos, or the replica set's primary); call
+    only once no member runs an old binary. Returns (the FCV now, whether this call changed it)."""
+    target = Mongos((layout.mongos_host,)) if layout.sharded else layout.replica_sets[0].to_spec()
+    changed = admin.ensure_feature_compatibility_version(target, wanted)
+    return wanted, changed

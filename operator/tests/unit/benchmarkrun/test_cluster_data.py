@@ -1,0 +1,136 @@
+"""Unit tier: a BenchmarkRun's MongoDB side (benchmarkrun.data.ClusterData) on a MongoCluster whose
+Secrets are in an in-memory API (fake_kube) and whose MongoDB is an in-memory model
+(fake_mongo): what prepare, drop and the shard distribution do, and how a run records the
+distribution after its load on a sharded cluster."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fake_kube import FakeKube
+from fake_mongo import FakeMongo
+
+from mongobench.api.benchmarkrun import BenchmarkRunSpec
+from mongobench.benchmarkrun import orchestrate
+from mongobench.benchmarkrun.data import ClusterData
+from mongobench.config import OperatorConfig
+from mongobench.k8s import conditions as cond
+from mongobench.mongo.pool import AdminPool
+from mongobench.mongocluster import reconcile
+
+pytestmark = pytest.mark.unit
+
+NS = "ns"
+REPLICA_SET = {"version": "7.0.14", "topology": {"type": "ReplicaSet"}}
+SHARDED = {
+    "version": "8.0.4",
+    "topology": {"type": "Sharded", "sharded": {"shards": 2, "membersPerShard": 1}},
+}
+
+
+@pytest.fixture
+def mongo(monkeypatch: pytest.MonkeyPatch) -> FakeMongo:
+    fake = FakeMongo()
+    monkeypatch.setattr(reconcile, "MongoAdmin", lambda connector: fake)
+    return fake
+
+
+@pytest.fixture
+def admins() -> Iterator[AdminPool]:
+    pool = AdminPool()
+    yield pool
+    pool.close()
+
+
+def provisioned(kube: FakeKube, spec: dict[str, Any]) -> dict[str, Any]:
+    """A Ready MongoCluster whose objects (and Secrets) the operator created."""
+    cluster = kube.put(
+        {
+            "apiVersion": "mongobench.io/v1alpha1",
+            "kind": "MongoCluster",
+            "metadata": {"namespace": NS, "name": "c"},
+            "spec": copy.deepcopy(spec),
+            "status": {"phase": cond.PHASE_READY},
+        }
+    )
+    reconcile.provision(kube, cluster)
+    return cluster
+
+
+def run_spec(**spec: Any) -> BenchmarkRunSpec:
+    return BenchmarkRunSpec.parse(
+        {"clusterRef": {"name": "c"}, "workloads": [{"name": "a"}], **spec}
+    )
+
+
+def test_a_replica_sets_collection_is_recreated_and_dropped(
+    mongo: FakeMongo, admins: AdminPool
+) -> None:
+    kube = FakeKube()
+    cluster = provisioned(kube, REPLICA_SET)
+    data = ClusterData(kube, admins)
+    assert data.prepare(run_spec(), cluster) == "ycsb.usertable recreated"
+    assert mongo.calls == ["drop ycsb.usertable", "create ycsb.usertable"]
+    assert data.distribution(run_spec(), cluster) is None  # not sharded
+    assert data.drop(run_spec(), cluster) == "ycsb.usertable dropped"
+    assert data.drop(run_spec(), cluster) == "ycsb.usertable was already gone"
+
+
+def test_a_sharded_collection_is_sharded_as_the_spec_says(
+    mongo: FakeMongo, admins: AdminPool
+) -> None:
+    kube = FakeKube()
+    cluster = provisioned(kube, SHARDED)
+    mongo.shards = {"c-shard0": "c-shard0", "c-shard1": "c-shard1"}
+    data = ClusterData(kube, admins)
+    message = data.prepare(run_spec(sharding={"key": "_id", "hashed": True}), cluster)
+    assert message == "ycsb.usertable recreated, sharded on hashed _id"
+    assert mongo.calls[-1] == "shard ycsb.usertable on _id"
+    dist = data.distribution(run_spec(), cluster)
+    assert dist is not None and [s["shard"] for s in dist["shards"]] == ["c-shard0", "c-shard1"]
+
+
+def test_an_external_database_is_left_as_the_user_prepared_it(admins: AdminPool) -> None:
+    data = ClusterData(FakeKube(), admins)
+    spec = BenchmarkRunSpec.parse(
+        {"uriSecretRef": {"name": "uri", "key": "uri"}, "workloads": [{"name": "a"}]}
+    )
+    assert "used as it is" in data.prepare(spec, None)
+    assert "nothing dropped" in data.drop(spec, None)
+    assert data.distribution(spec, None) is None
+
+
+def test_a_load_on_a_sharded_cluster_records_the_distribution_on_the_step_and_the_cluster(
+    mongo: FakeMongo, admins: AdminPool
+) -> None:
+    from test_orchestrate import finish_job, report, status
+
+    kube = FakeKube()
+    provisioned(kube, SHARDED)
+    mongo.shards = {"c-shard0": "c-shard0", "c-shard1": "c-shard1"}
+    kube.put(
+        {
+            "apiVersion": "mongobench.io/v1alpha1",
+            "kind": "BenchmarkRun",
+            "metadata": {"namespace": NS, "name": "r"},
+            "spec": {"clusterRef": {"name": "c"}, "workloads": [{"name": "a"}]},
+        }
+    )
+    data = ClusterData(kube, admins)
+
+    def advance() -> None:
+        orchestrate.advance(kube, NS, "r", OperatorConfig(), data)
+
+    advance()  # prepare
+    advance()  # the load's Job
+    report(kube, 1)
+    finish_job(kube, 1)
+    advance()
+    load = status(kube)["steps"][1]
+    assert [s["shard"] for s in load["distribution"]["shards"]] == ["c-shard0", "c-shard1"]
+    cluster = kube.get("MongoCluster", NS, "c")
+    assert cluster is not None and cluster["status"]["distribution"] == load["distribution"]
+    assert cond.EVENT_DISTRIBUTION in kube.reasons()

@@ -1,0 +1,79 @@
+"""Shared inputs of the cluster-builder tests: fixed specs and fixed (fake) secret values."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mongobench.api.mongocluster import MongoClusterSpec
+from mongobench.mongocluster.generate import GeneratedSecrets
+from mongobench.mongocluster.layout import cluster_layout
+from mongobench.mongocluster.objects import build_workload_objects
+from mongobench.mongocluster.platform import PRESETS, Preset
+from mongobench.mongocluster.secrets import build_secrets
+
+# Distinctive values so a leak into any non-Secret object is easy to spot.
+FAKE = GeneratedSecrets(
+    keyfile="S2V5ZmlsZUZvclRlc3RzT25seUtleWZpbGVGb3JUZXN0c09ubHk=",
+    admin_password="admin-pw-Zq8LQ",
+    benchmark_password="bench-pw-Xy3/+@:",
+    exporter_password="exporter-pw-Kp2",
+    operator_password="operator-pw-Zq7",
+)
+
+REPLICA_SET: dict[str, Any] = {
+    "version": "7.0.14",
+    "topology": {"type": "ReplicaSet", "replicaSet": {"members": 3}},
+    "storage": {"size": "20Gi", "wiredTigerCacheSizeGB": 1.5},
+    "resources": {
+        "mongod": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "4Gi"}},
+        "exporter": {"requests": {"cpu": "50m", "memory": "64Mi"}},
+    },
+}
+
+SHARDED: dict[str, Any] = {
+    "version": "8.0.4",
+    "topology": {
+        "type": "Sharded",
+        "sharded": {"shards": 2, "membersPerShard": 3, "configServers": 3, "mongos": 2},
+    },
+    "storage": {"size": "50Gi", "storageClassName": "fast-ssd", "wiredTigerCacheSizeGB": 2},
+    "resources": {
+        "mongod": {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"memory": "8Gi"}},
+        "configServer": {"requests": {"cpu": "500m", "memory": "1Gi"}},
+        "mongos": {"requests": {"cpu": "1", "memory": "1Gi"}},
+    },
+    "placement": {
+        "antiAffinity": "Required",
+        "spreadAcrossZones": True,
+        "nodeSelector": {"workload": "mongodb"},
+        "tolerations": [
+            {"key": "dedicated", "operator": "Equal", "value": "mongodb", "effect": "NoSchedule"}
+        ],
+    },
+    "monitoring": {"podMonitorLabels": {"release": "kube-prometheus-stack"}},
+    "deletionPolicy": "Delete",
+}
+
+
+def build(
+    spec_dict: dict[str, Any],
+    preset: Preset = PRESETS["kind"],
+    name: str = "demo",
+    namespace: str = "bench",
+    *,
+    with_secrets: bool = True,
+) -> list[dict[str, Any]]:
+    spec = MongoClusterSpec.parse(spec_dict)
+    layout = cluster_layout(name, namespace, spec)
+    secrets = build_secrets(spec, layout, FAKE) if with_secrets else []
+    return secrets + build_workload_objects(spec, layout, preset)
+
+
+def pod_specs(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        o["spec"]["template"]["spec"] for o in objects if o["kind"] in ("StatefulSet", "Deployment")
+    ]
+
+
+def by_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [o for o in objects if o["kind"] == kind]

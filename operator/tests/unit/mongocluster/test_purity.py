@@ -1,0 +1,58 @@
+"""Unit tier: mongocluster/'s pure builders import nothing that talks to the API or to MongoDB.
+
+Each pure module is imported in a fresh interpreter (imports are transitive, and a test
+process has long imported everything), then the loaded modules are listed.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mongobench import mongocluster as cluster
+
+pytestmark = pytest.mark.unit
+
+# What talks to the Kubernetes API or to MongoDB, directly or through the operator's wrappers.
+FORBIDDEN = (
+    "kubernetes",
+    "kopf",
+    "pymongo",
+    "urllib3",
+    "mongobench.k8s.client",
+    "mongobench.mongo.admin",
+    "mongobench.mongo.connect",
+    "mongobench.state",
+)
+
+
+def test_every_cluster_module_is_classified_once() -> None:
+    modules = {p.stem for p in Path(cluster.__file__).parent.glob("*.py")} - {"__init__"}
+    assert set(cluster.PURE_MODULES) | set(cluster.IO_MODULES) == modules
+    assert not set(cluster.PURE_MODULES) & set(cluster.IO_MODULES)
+
+
+@pytest.mark.parametrize("module", cluster.PURE_MODULES)
+def test_pure_module_imports_no_api_or_mongodb_client(module: str) -> None:
+    code = (
+        "import importlib, json, sys\n"
+        f"importlib.import_module('mongobench.mongocluster.{module}')\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    loaded = json.loads(out)
+    talking = [m for m in loaded if any(m == f or m.startswith(f + ".") for f in FORBIDDEN)]
+    assert talking == [], f"mongobench.mongocluster.{module} imports {talking}"
+
+
+def test_the_check_would_see_an_io_module() -> None:
+    """The probe is not vacuous: an I/O module does load the clients."""
+    code = "import mongobench.mongocluster.reconcile, sys; print('pymongo' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True"
