@@ -17,7 +17,7 @@ import coverage
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "operator" / "mongobench"
-CONTROLLERS = ("bench", "cluster", "experiment")
+CONTROLLERS = ("benchmarkrun", "mongocluster", "experiment")
 FLOOR = 85.0
 
 
