@@ -115,11 +115,14 @@ async def child_changed(
     state = state_of(memo)
     kind = body.get("kind") or "StatefulSet"
     namespace, name = meta["namespace"], meta["name"]
+    # kopf's listing of a workload this operator has not seen: the first since it started (the
+    # resume handler covers it). A listing after peering resumed the operator shows workloads
+    # it has seen: one whose rollout changed while another replica was active wakes the sync.
+    first_listing = type is None and not state.rollouts.seen(kind, namespace, name)
     if type == "DELETED":
         state.rollouts.forget(kind, namespace, name)
-    elif not state.rollouts.changed(kind, body) or type is None:
-        # Nothing a sync reads changed; or kopf's initial listing (the resume handler covers
-        # it, and now knows the rollouts). Counted as skipped, not as a sync.
+    elif not state.rollouts.changed(kind, body) or first_listing:
+        # Nothing a sync reads changed, or the first listing. Counted as skipped, not a sync.
         _dropped()
         return
     cluster = meta["labels"][lbl.CLUSTER]

@@ -49,6 +49,11 @@ class SeenRollouts:
             self._seen[key] = now
         return before != now
 
+    def seen(self, kind: str, namespace: str, name: str) -> bool:
+        """Whether this operator has seen the workload's rollout since it started."""
+        with self._guard:
+            return (kind, namespace, name) in self._seen
+
     def forget(self, kind: str, namespace: str, name: str) -> None:
         with self._guard:
             self._seen.pop((kind, namespace, name), None)

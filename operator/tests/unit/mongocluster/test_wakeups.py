@@ -102,6 +102,7 @@ def test_a_dropped_child_event_counts_as_skipped_and_a_synced_one_as_ok(
         return {o: after[o] - before[o] for o in after if after[o] != before[o]}
 
     assert event(None, sts()) == {"skipped": 1}  # kopf's initial listing
+    assert event(None, sts()) == {"skipped": 1}  # listed again (peering resumed), unchanged
     bookkeeping = sts()
     bookkeeping["status"]["collisionCount"] = 0
     assert event("MODIFIED", bookkeeping) == {"skipped": 1}  # no rollout changed
@@ -109,6 +110,11 @@ def test_a_dropped_child_event_counts_as_skipped_and_a_synced_one_as_ok(
     assert event("MODIFIED", sts(readyReplicas=3)) == {"ok": 1}  # a pod became ready
     assert event("DELETED", sts(readyReplicas=3)) == {"ok": 1}
     assert synced == [("ns", "c"), ("ns", "c")]
+    # Listed again after peering resumed the operator: what changed while another replica was
+    # active wakes the sync; a workload first seen in a listing is the resume handler's.
+    assert event(None, sts(readyReplicas=2)) == {"skipped": 1}  # unseen: deleted above
+    assert event(None, sts(readyReplicas=3)) == {"ok": 1}
+    synced.clear()
 
     # A sync that fails is retried after a backoff, and forgets the rollout: the same rollout
     # wakes it again at once.
@@ -117,6 +123,7 @@ def test_a_dropped_child_event_counts_as_skipped_and_a_synced_one_as_ok(
     assert wakeups.retrying(("StatefulSet", "ns", "c-rs0")) is not None
     monkeypatch.setattr(mongocluster, "_sync", lambda memo, ns, name: synced.append((ns, name)))
     assert event("MODIFIED", sts(readyReplicas=1)) == {"ok": 1}
+    assert synced == [("ns", "c")]
     assert wakeups.retrying(("StatefulSet", "ns", "c-rs0")) is None
     wakeups.close()
     pool.shutdown()
