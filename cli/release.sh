@@ -14,7 +14,7 @@ repo=$(cd "$here/.." && pwd)
 UV_VERSION=0.13.8
 uv=${UV:-${MONGOBENCH_CACHE:-$HOME/.cache/mongobench}/uv-$UV_VERSION/bin/uv}
 command -v "$uv" >/dev/null || uv=uv
-python=${PYTHON:-python3.11}
+python=${PYTHON:-python3.11}  # an interpreter name or a version uv finds (or downloads: CI)
 usage() { sed -n '2,9p' "$0" >&2; exit 2; }
 
 wheels() {
@@ -34,6 +34,8 @@ archive() {
   ls "$out"/mongobench_cli-*.whl >/dev/null 2>&1 || wheels "$out" >/dev/null
   build=$(mktemp -d)
   trap 'rm -rf "$build"' RETURN
+  # Git Bash on Windows: a path the native tools (uv, PyInstaller) read, also in variables.
+  if command -v cygpath >/dev/null; then build=$(cygpath -m "$build"); fi
   venv=$build/venv
   "$uv" venv --quiet --python "$python" "$venv"
   bin=$venv/bin
@@ -55,7 +57,7 @@ case "${1:-}" in
   archive) [ $# -ge 2 ] || usage; archive "$2" "${3:-$repo/dist/cli}" ;;
   manifest)
     [ $# -ge 3 ] || usage
-    "$python" "$here/krew/krew.py" manifest "$2" "$3" "${4:-$repo/dist/cli}"
+    "$uv" run --quiet --no-project --python "$python" "$here/krew/krew.py" manifest "$2" "$3" "${4:-$repo/dist/cli}"
     ;;
   *) usage ;;
 esac

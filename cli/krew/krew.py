@@ -67,9 +67,9 @@ def write_archive(version: str, executable: Path, license_file: Path, out: Path)
     if os_name == "windows":
         with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
             for name, data, mode in members:
-                info = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
-                info.external_attr = (0o100000 | mode) << 16
-                z.writestr(info, data, zipfile.ZIP_DEFLATED)
+                entry = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
+                entry.external_attr = (0o100000 | mode) << 16
+                z.writestr(entry, data, zipfile.ZIP_DEFLATED)
     else:
         raw = io.BytesIO()
         with (
@@ -77,9 +77,9 @@ def write_archive(version: str, executable: Path, license_file: Path, out: Path)
             tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar,
         ):
             for name, data, mode in members:
-                info = tarfile.TarInfo(name)
-                info.size, info.mode, info.mtime = len(data), mode, _EPOCH
-                tar.addfile(info, io.BytesIO(data))
+                member = tarfile.TarInfo(name)
+                member.size, member.mode, member.mtime = len(data), mode, _EPOCH
+                tar.addfile(member, io.BytesIO(data))
         path.write_bytes(raw.getvalue())
     return path
 

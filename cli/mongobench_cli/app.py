@@ -566,6 +566,21 @@ def completion(shell: Annotated[Shell, typer.Argument(help="bash, zsh or fish")]
     sys.stdout.write(script + "\n")
 
 
+def kubectl_complete() -> None:
+    """`kubectl_complete-mongobench`: kubectl (1.26+) runs it to complete `kubectl mongobench
+    ...` with the words typed so far (the last one being completed) and reads cobra's format:
+    one candidate a line, then `:<directive>` (4: no file completion)."""
+    from typer._completion_classes import BashComplete, completion_init  # noqa: PLC0415
+
+    completion_init()
+    words = sys.argv[1:]
+    command = typer.main.get_command(app)
+    found = BashComplete(command, {}, "kubectl mongobench", COMPLETE_VAR).get_completions(
+        words[:-1], words[-1] if words else ""
+    )
+    sys.stdout.write("".join(f"{item.value}\n" for item in found) + ":4\n")
+
+
 def main() -> None:
     # typer's completion classes answer the scripts' callbacks (click's own would be used
     # otherwise, with another output format); registering them is a dictionary update.

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from localplane.tools import binary
+
 pytestmark = pytest.mark.unit
 BIN = Path(sys.executable).parent
 MONGOBENCH = BIN / "mongobench"
@@ -91,3 +93,18 @@ def test_an_unknown_shell_is_refused() -> None:
         env=ENV,
     )
     assert result.returncode == 2 and "tcsh" in result.stderr
+
+
+@pytest.mark.cluster
+def test_kubectl_completes_kubectl_mongobench_through_the_completion_plugin() -> None:
+    """Cluster tier for its tool: the real kubectl (v1.32.2, from the plane's build) finds
+    `kubectl_complete-mongobench` beside `kubectl-mongobench` on PATH, as after pip install."""
+    result = subprocess.run(
+        [str(binary("kubectl")), "__complete", "mongobench", "comp"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env={**ENV, "KUBECONFIG": "/nonexistent"},
+    )
+    assert result.stdout.splitlines() == ["compare", "completion", ":4"], result.stderr
