@@ -5,7 +5,8 @@ release runners of every OS need nothing more than Python).
     krew.py manifest VERSION URL OUT                 OUT/mongobench.yaml for the archives in OUT
 
 Archives are named kubectl-mongobench_<version>_<os>_<arch>.tar.gz (.zip on Windows), hold the
-executable and the LICENSE (krew's validation wants one), and are byte-for-byte reproducible.
+executable and the LICENSE (krew's validation wants one), and add nothing variable (fixed
+timestamps, owners and modes): the same executable always gives the same archive and sha256.
 The manifest has one platform per archive found, with its sha256.
 """
 
@@ -33,7 +34,7 @@ PLATFORMS = [
     ("windows", "amd64"),
 ]
 _SEMVER = re.compile(r"^v(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?$")
-_EPOCH = 1767225600  # 2026-01-01: fixed timestamps make the archives reproducible
+_EPOCH = 1767225600  # 2026-01-01: fixed timestamps, so the archive depends on its files only
 
 
 def krew_version(version: str) -> str:

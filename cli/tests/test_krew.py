@@ -1,12 +1,13 @@
 """`kubectl mongobench` installed as krew installs it.
 
 Unit tier: the archives and the manifest cli/krew/krew.py writes (krew's version spelling, one
-platform per archive with its sha256, reproducible archives). Cluster tier (the tools the local
-plane builds from pinned Go modules; no apiserver is needed, no network beyond loopback): the
-self-contained executable built with PyInstaller by cli/release.sh, the manifest checked by krew's
-own validator (which installs it through `kubectl krew` from a loopback HTTP server), then
-`kubectl krew install --manifest --archive` into a fresh KREW_ROOT, `kubectl plugin list` and
-`kubectl mongobench` found through kubectl's plugin discovery, comparing and reporting archives.
+platform per archive with its sha256, archives that depend on their files only). Cluster tier
+(the tools the local plane builds from pinned Go modules; no apiserver is needed, no network
+beyond loopback): the self-contained executable built with PyInstaller by cli/release.sh, the
+manifest checked by krew's own validator (which installs it through `kubectl krew` from a
+loopback HTTP server), then `kubectl krew install --manifest --archive` into a fresh KREW_ROOT,
+`kubectl plugin list` and `kubectl mongobench` found through kubectl's plugin discovery,
+comparing and reporting archives.
 """
 
 from __future__ import annotations
