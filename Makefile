@@ -15,7 +15,7 @@ CHART := charts/mongobench
 
 .PHONY: help setup lint test test-unit coverage test-protocol test-bench-jobs test-cluster demo dev dev-down \
         crds-check crds-sync chart-docs chart-lint manifests images kind-load test-rules test-e2e \
-        e2e-kind e2e-kind-down
+        e2e-kind e2e-kind-down cli-dist cli-krew
 
 help: ## list targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
@@ -29,7 +29,7 @@ lint: ## ruff, mypy (strict on the packages), yamllint, shellcheck, hadolint, ch
 	$(VENV)/bin/mypy
 	$(VENV)/bin/yamllint -s crds manifests .github e2e/kind
 	$(VENV)/bin/shellcheck -x hack/*.sh hack/image/*.sh manifests/platforms/magnum/cluster.sh .ci/run \
-	  cli/krew/package.sh cli/krew/kubectl-mongobench e2e/kind/*.sh
+	  cli/release.sh e2e/kind/*.sh
 	$(KIND_CONFIGCHECK) e2e/kind/kind-config.yaml manifests/platforms/kind/kind-config.yaml >/dev/null
 	$(VENV)/bin/hadolint Dockerfile bench-jobs/Dockerfile.ycsb bench-jobs/Dockerfile.locust
 	$(MAKE) --no-print-directory crds-check chart-lint
@@ -53,6 +53,17 @@ chart-lint: ## helm lint --strict, and the chart README's values table is curren
 
 manifests: ## regenerate the install base (chart rendered) and Argo CD's health-check ConfigMap
 	$(VENV)/bin/python hack/manifests.py $(HELM)
+
+cli-dist: ## the CLI's wheels and sdists (mongobench-cli, -results, -archive) in dist/cli (uv build)
+	bash cli/release.sh wheels dist/cli
+
+# The release tag's spelling (vX.Y.Z) of the CLI's version; the archives' URL prefix of a release.
+CLI_VERSION ?= v$(shell sed -n 's/^version = "\(.*\)"$$/\1/p' cli/pyproject.toml)
+CLI_URL ?= https://github.com/mongobench/mongobench/releases/download/$(CLI_VERSION)
+
+cli-krew: cli-dist ## this host's self-contained kubectl-mongobench (PyInstaller), krew archive and manifest in dist/cli
+	bash cli/release.sh archive $(CLI_VERSION) dist/cli
+	bash cli/release.sh manifest $(CLI_VERSION) $(CLI_URL) dist/cli
 
 images: ## build the operator, YCSB and Locust images (Docker or Podman), tagged with the chart's appVersion
 	bash hack/images.sh build

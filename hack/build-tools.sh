@@ -92,6 +92,13 @@ build_lint_tools() {
   build_kind_configcheck
 }
 
+# krew and its own manifest validator (cmd/validate-krew-manifest): the CLI's krew archive and
+# manifest are installed with them in cli/tests/test_krew.py. kubectl is built with the plane.
+build_krew() {
+  install_module "krew-$KREW_VERSION" "sigs.k8s.io/krew/cmd/krew@$KREW_VERSION"
+  install_module "validate-krew-manifest-$KREW_VERSION" "sigs.k8s.io/krew/cmd/validate-krew-manifest@$KREW_VERSION"
+}
+
 # kind's own config loader and validation, for e2e/kind/kind-config.yaml without Docker: the pinned
 # kind module copied, with e2e/kind/configcheck/main.go inside it (its loader is internal to kind).
 build_kind_configcheck() {
@@ -165,6 +172,7 @@ case "${1:-all}" in
   lint) build_lint_tools ;;
   kind-configcheck) build_kind_configcheck ;;
   mongodb-exporter) build_mongodb_exporter ;;
-  all) build_plane; fetch_promop_crds; build_ferretdb; build_lint_tools; build_mongodb_exporter ;;
-  *) echo "usage: $0 [plane|helm|ferretdb|lint|kind-configcheck|mongodb-exporter|all]" >&2; exit 2 ;;
+  krew) build_krew ;;
+  all) build_plane; fetch_promop_crds; build_ferretdb; build_lint_tools; build_mongodb_exporter; build_krew ;;
+  *) echo "usage: $0 [plane|helm|ferretdb|lint|kind-configcheck|mongodb-exporter|krew|all]" >&2; exit 2 ;;
 esac

@@ -19,7 +19,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 
-from mongobench_cli import render, sources
+from mongobench_cli import render, selector, sources
 from mongobench_results import compare, stats
 
 EXIT_BAD_INPUT = 2
@@ -133,8 +133,21 @@ def list_runs(
     ] = None,
     *,
     output: Annotated[ListFormat, typer.Option("--output", "-o")] = ListFormat.table,
-    selector: Annotated[
-        list[str] | None, typer.Option("--label", "-l", help="only runs with spec label KEY=VALUE")
+    label_selector: Annotated[
+        str | None,
+        typer.Option(
+            "--selector",
+            "-l",
+            help="label selector on the runs' labels, as kubectl: KEY=VALUE, KEY!=VALUE, "
+            "'KEY in (A,B)', 'KEY notin (A,B)', KEY, !KEY; comma-separated, all required",
+        ),
+    ] = None,
+    spec_labels: Annotated[
+        str | None,
+        typer.Option(
+            "--spec-label",
+            help="the same selector syntax on the runs' spec.labels (the comparison labels)",
+        ),
     ] = None,
     context: Context = None,
     namespace: Namespace = None,
@@ -152,17 +165,10 @@ def list_runs(
         endpoint=s3_endpoint,
         region=s3_region,
     )
-    runs = r.listing(refs or [])
-    wanted = dict(_label(s) for s in selector or [])
-    if wanted:
-        runs = [
-            x
-            for x in runs
-            if all(
-                ((x.run.get("spec") or {}).get("labels") or {}).get(k) == v
-                for k, v in wanted.items()
-            )
-        ]
+    labels, spec_selector = _selector(label_selector), _selector(spec_labels)
+    runs = r.listing(refs or [], labels)
+    if spec_selector is not None:
+        runs = [x for x in runs if spec_selector.matches((x.run.get("spec") or {}).get("labels"))]
     rows = render.list_rows(runs)
     if output == ListFormat.json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
@@ -176,11 +182,13 @@ def list_runs(
         console().print(render.list_table(rows, show_origin=bool(refs)))
 
 
-def _label(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise UserError(f"--label {text!r}: expected KEY=VALUE")
-    return key, value
+def _selector(text: str | None) -> selector.Selector | None:
+    if text is None:
+        return None
+    try:
+        return selector.parse(text)
+    except selector.SelectorError as exc:
+        raise UserError(str(exc)) from None
 
 
 # --- describe ----------------------------------------------------------------------------------
@@ -534,9 +542,56 @@ def report_runs(
     console().print(f"wrote {written.html} and {len(written.figures)} figures", markup=False)
 
 
+# --- completion --------------------------------------------------------------------------------
+
+# The shells' scripts call `mongobench` back with this variable set (typer's completion protocol).
+COMPLETE_VAR = "_MONGOBENCH_COMPLETE"
+
+
+class Shell(StrEnum):
+    bash = "bash"
+    zsh = "zsh"
+    fish = "fish"
+
+
+@app.command()
+def completion(shell: Annotated[Shell, typer.Argument(help="bash, zsh or fish")]) -> None:
+    """Print the shell completion script. bash: `source <(mongobench completion bash)` in
+    ~/.bashrc; zsh: `mongobench completion zsh > "${fpath[1]}/_mongobench"`; fish:
+    `mongobench completion fish > ~/.config/fish/completions/mongobench.fish`."""
+    # typer's own scripts (what its --show-completion prints), for the name `mongobench`.
+    from typer._completion_shared import get_completion_script  # noqa: PLC0415
+
+    script = get_completion_script(prog_name="mongobench", complete_var=COMPLETE_VAR, shell=shell)
+    sys.stdout.write(script + "\n")
+
+
+def kubectl_complete() -> None:
+    """`kubectl_complete-mongobench`: kubectl (1.26+) runs it to complete `kubectl mongobench
+    ...` with the words typed so far (the last one being completed) and reads cobra's format:
+    one candidate a line, then `:<directive>` (4: no file completion)."""
+    from typer._completion_classes import BashComplete, completion_init  # noqa: PLC0415
+
+    completion_init()
+    words = sys.argv[1:]
+    command = typer.main.get_command(app)
+    found = BashComplete(command, {}, "kubectl mongobench", COMPLETE_VAR).get_completions(
+        words[:-1], words[-1] if words else ""
+    )
+    sys.stdout.write("".join(f"{item.value}\n" for item in found) + ":4\n")
+
+
 def main() -> None:
+    # typer's completion classes answer the scripts' callbacks (click's own would be used
+    # otherwise, with another output format); registering them is a dictionary update.
+    from typer._completion_classes import completion_init  # noqa: PLC0415
+
+    completion_init()
     invoked = Path(sys.argv[0]).name
-    app(prog_name="kubectl mongobench" if invoked == "kubectl-mongobench" else "mongobench")
+    app(
+        prog_name="kubectl mongobench" if invoked == "kubectl-mongobench" else "mongobench",
+        complete_var=COMPLETE_VAR,
+    )
 
 
 if __name__ == "__main__":

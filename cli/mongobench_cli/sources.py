@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from mongobench_cli.selector import Selector
 from mongobench_results.configmaps import LABEL_RESULT, assemble
 from mongobench_results.merge import merge_documents
 
@@ -197,12 +198,19 @@ class KubeSource:
                 raise  # the caller says what was not found
             raise SourceError(_api_message(exc)) from exc
 
-    def list_objects(self, namespace: str | None = None) -> list[dict[str, Any]]:
+    def list_objects(
+        self, namespace: str | None = None, labels: Selector | None = None
+    ) -> list[dict[str, Any]]:
+        """The BenchmarkRuns of the namespace (or every namespace with -A); `labels` goes to the
+        API as labelSelector, so the server selects on the objects' labels as kubectl does."""
         from kubernetes.client.exceptions import ApiException  # noqa: PLC0415
 
+        selected = {"label_selector": str(labels)} if labels else {}
         try:
             if self.all_namespaces and namespace is None:
-                got = self._call(self.custom.list_cluster_custom_object, GROUP, VERSION, PLURAL)
+                got = self._call(
+                    self.custom.list_cluster_custom_object, GROUP, VERSION, PLURAL, **selected
+                )
             else:
                 got = self._call(
                     self.custom.list_namespaced_custom_object,
@@ -210,6 +218,7 @@ class KubeSource:
                     VERSION,
                     namespace or self.namespace,
                     PLURAL,
+                    **selected,
                 )
         except ApiException as exc:  # 404 on a list: the CRD is missing
             raise SourceError(
@@ -274,8 +283,8 @@ class KubeSource:
 
         return LoadedRun(obj, self.origin, documents_loader=documents, target_loader=target)
 
-    def runs(self) -> list[LoadedRun]:
-        return [self.loaded(o) for o in self.list_objects()]
+    def runs(self, labels: Selector | None = None) -> list[LoadedRun]:
+        return [self.loaded(o) for o in self.list_objects(labels=labels)]
 
     def experiment(self, name: str) -> dict[str, Any]:
         """A BenchmarkExperiment (namespace/NAME or NAME)."""
@@ -425,9 +434,17 @@ class Resolver:
         assign_keys(out)
         return out
 
-    def listing(self, refs: Sequence[str]) -> list[LoadedRun]:
-        """`list`: the runs of the context, or of the archives given."""
-        runs = self.resolve(refs) if refs else self.kube().runs()
+    def listing(self, refs: Sequence[str], labels: Selector | None = None) -> list[LoadedRun]:
+        """`list`: the runs of the context (selected by the API), or of the archives given
+        (selected here, on each stored run's metadata.labels)."""
+        if refs:
+            runs = [
+                r
+                for r in self.resolve(refs)
+                if labels is None or labels.matches(r.run.get("metadata", {}).get("labels"))
+            ]
+        else:
+            runs = self.kube().runs(labels)
         assign_keys(runs)
         return runs
 

@@ -40,6 +40,8 @@ _PINS = {
     "ferretdb": "FERRETDB_VERSION",
     "mongodb_exporter": "MONGODB_EXPORTER_VERSION",
     "kind-configcheck": "KIND_VERSION",
+    "krew": "KREW_VERSION",
+    "validate-krew-manifest": "KREW_VERSION",
 }
 
 

@@ -69,7 +69,10 @@ def put_run(api: k8s.ApiClient, namespace: str, run: LoadedRun, part_bytes: int 
         {
             "apiVersion": obj["apiVersion"],
             "kind": "BenchmarkRun",
-            "metadata": {"name": obj["metadata"]["name"]},
+            "metadata": {
+                "name": obj["metadata"]["name"],
+                "labels": obj["metadata"].get("labels") or {},
+            },
             "spec": obj["spec"],
         },
     )
@@ -137,6 +140,12 @@ def runs(plane: Plane, namespace: str, kube_api: k8s.ApiClient) -> dict[str, Loa
         ),
         "broken": benchmark_run("broken", seed=3, phase="Failed", workloads=("a",)),
     }
+    # The objects' own labels, as an experiment and a user put them (`-l` selects on these).
+    made["rs"].run["metadata"]["labels"] = {"mongobench.io/experiment": "study", "platform": "kind"}
+    made["sharded"].run["metadata"]["labels"] = {
+        "mongobench.io/experiment": "study",
+        "platform": "eks",
+    }
     for run in made.values():
         put_run(kube_api, namespace, run)
     return made
@@ -157,7 +166,7 @@ def test_list_describe_compare_export_against_the_api(
         "sharded",
         "broken",
     }
-    table = ok(cli(plane, "list", "-n", namespace, "-l", "layout=sharded"))
+    table = ok(cli(plane, "list", "-n", namespace, "--spec-label", "layout=sharded"))
     assert "sharded" in table and " rs " not in table
 
     described = ok(cli(plane, "describe", "sharded", "-n", namespace))
@@ -187,6 +196,26 @@ def test_list_describe_compare_export_against_the_api(
     report = ok(cli(plane, "report", "rs", "sharded", "-n", namespace, "-o", str(tmp_path / "r")))
     assert "report.html" in report
     assert (tmp_path / "r" / "figures" / "percentiles-a.png").stat().st_size > 10_000
+
+
+def test_label_selector_selects_on_the_objects_labels_through_the_api(
+    plane: Plane, namespace: str, runs: dict[str, LoadedRun]
+) -> None:
+    def names(*selector: str) -> set[str]:
+        rows = json.loads(ok(cli(plane, "list", "-n", namespace, *selector, "-o", "json")))
+        return {r["name"] for r in rows}
+
+    assert names("-l", "mongobench.io/experiment=study") == {"rs", "sharded"}
+    assert names("-l", "platform!=kind") == {"sharded", "broken"}
+    assert names("-l", "platform in (kind,magnum)") == {"rs"}
+    assert names("-l", "platform notin (kind)") == {"sharded", "broken"}
+    assert names("-l", "!mongobench.io/experiment") == {"broken"}
+    assert names("-l", "mongobench.io/experiment,platform=eks") == {"sharded"}
+    everywhere = json.loads(ok(cli(plane, "list", "-A", "-l", "platform=eks", "-o", "json")))
+    assert {(r["namespace"], r["name"]) for r in everywhere} >= {(namespace, "sharded")}
+    assert all(r["name"] != "rs" for r in everywhere)
+    line = one_line_error(cli(plane, "list", "-n", namespace, "-l", "platform in kind"))
+    assert "expected '(' after platform in" in line
 
 
 def test_bad_input_against_the_api_is_one_line(
