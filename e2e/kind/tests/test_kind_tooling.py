@@ -135,6 +135,15 @@ def test_the_chart_as_the_suite_installs_it_is_valid_and_wired_to_the_stack() ->
     monitors = [d for d in docs if d["kind"] in ("ServiceMonitor", "PodMonitor")]
     assert sorted(d["kind"] for d in monitors) == ["PodMonitor", "ServiceMonitor"]
     assert all(d["metadata"]["labels"]["release"] == "kube-prometheus-stack" for d in monitors)
+    # ... and the operator labels the MongoClusters' PodMonitors alike (chart defaults).
+    assert env["MONGOBENCH_MONITOR_LABELS"] == '{"release":"kube-prometheus-stack"}'
+
+
+@pytest.mark.unit
+def test_the_stack_selects_monitors_as_a_stock_install_does() -> None:
+    # No `*SelectorNilUsesHelmValues: false`: the suite proves the labels a user gets by default.
+    values = (KIND / "values" / "kube-prometheus-stack.yaml").read_text()
+    assert "NilUsesHelmValues" not in values
 
 
 @pytest.mark.unit

@@ -23,6 +23,7 @@ from mongobench.cluster.objects import build_workload_objects
 from mongobench.cluster.platform import PlatformFacts, Preset, detect, preset_for
 from mongobench.cluster.rolling import observe_mongos_upgrade
 from mongobench.cluster.secrets import build_secrets, connection_secret
+from mongobench.config import OperatorConfig
 from mongobench.k8s import client as kube
 from mongobench.k8s.client import ApiError
 
@@ -166,7 +167,8 @@ def apply_workloads(
     """
     ref = kube.owner_reference(owner)
     skipped: list[str] = []
-    for obj in build_workload_objects(d.spec, d.layout, d.preset):
+    monitor_labels = dict(OperatorConfig.current().monitor_labels)
+    for obj in build_workload_objects(d.spec, d.layout, d.preset, monitor_labels):
         if obj["kind"] == "PodMonitor" and not podmonitor_api_available():
             skipped.append("PodMonitor")
             continue
