@@ -221,8 +221,10 @@ REFUSED = [
     ("podSecurityContext.fsGrup=1000", "fsGrup"),
     ("podSecurityContext.seccompProfile.type=Default", "type"),
     ("affinity.nodeAfinity.x=1", "nodeAfinity"),
-    ("affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologykey=z",
-     "topologykey"),
+    (
+        "affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologykey=z",
+        "topologykey",
+    ),
     ("tolerations[0].efect=NoSchedule", "efect"),
     ("extraEnv[0].valueFrom.secretKeyRef.nme=x", "nme"),
     # New values, strict from the start.
@@ -261,7 +263,9 @@ def test_every_alert_threshold_the_rules_use_is_accepted_and_renders_as_a_valid_
 def test_every_monitor_and_rule_carries_the_monitor_labels_over_their_own() -> None:
     apis = [*MONITORING, "monitoring.coreos.com/v1/PrometheusRule"]
     defaults = docs(template("alerts.enabled=true", apis=apis))
-    monitors = [d for d in defaults if d["kind"] in ("ServiceMonitor", "PodMonitor", "PrometheusRule")]
+    monitors = [
+        d for d in defaults if d["kind"] in ("ServiceMonitor", "PodMonitor", "PrometheusRule")
+    ]
     assert len(monitors) == 3
     assert all(m["metadata"]["labels"]["release"] == "kube-prometheus-stack" for m in monitors)
     own = docs(template("alerts.enabled=true", "monitorLabels=null",
