@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -62,10 +63,16 @@ def test_kind_config_is_what_kinds_own_loader_makes_of_it() -> None:
     assert [n["role"] for n in e2e["nodes"]] == ["control-plane", "worker", "worker", "worker"]
     workers = [n["labels"] for n in e2e["nodes"] if n["role"] == "worker"]
     assert workers == [DATABASE_NODES, DATABASE_NODES, CLIENT_NODES]  # as the suite places pods
-    # Every node on the pinned image, by digest; kind's default for the pinned kind is the same
-    # (the platform recipe names none).
+    # Every node on the pinned image, by digest, named in both files: a kind of another version
+    # than the pinned one would otherwise pick its own default node image.
     assert {n["image"] for n in e2e["nodes"]} == {versions()["KIND_NODE_IMAGE"]}
     assert {n["image"] for n in recipe["nodes"]} == {versions()["KIND_NODE_IMAGE"]}
+    for path in (KIND / "kind-config.yaml", REPO / "manifests/platforms/kind/kind-config.yaml"):
+        nodes = yaml.safe_load(path.read_text())["nodes"]
+        assert {n.get("image") for n in nodes} == {versions()["KIND_NODE_IMAGE"]}, path
+    # ... a Kubernetes the chart accepts (kubeVersion >=1.30).
+    minor = re.match(r"kindest/node:v1\.(\d+)\.", versions()["KIND_NODE_IMAGE"])
+    assert minor and int(minor.group(1)) >= 30
 
 
 @pytest.mark.unit
