@@ -302,3 +302,33 @@ def test_adaptations_land_on_the_operator_pod_and_every_object() -> None:
     (pdb,) = [o for o in objects if o["kind"] == "PodDisruptionBudget"]
     assert pdb["spec"]["minAvailable"] == 1 and "maxUnavailable" not in pdb["spec"]
     assert not [o for o in docs(template()) if o["kind"] == "PodDisruptionBudget"]
+
+
+CRDS_CHART = REPO / "charts" / "mongobench-crds"
+
+
+def test_crd_chart_is_released_with_the_operator_chart_and_renders_valid_crds(
+    crds: list[dict[str, Any]],
+) -> None:
+    # One version for both (the release workflow tags appVersion; the README upgrades both).
+    operator, definitions = (
+        yaml.safe_load((c / "Chart.yaml").read_text()) for c in (CHART, CRDS_CHART)
+    )
+    assert (operator["version"], operator["appVersion"]) == (
+        definitions["version"],
+        definitions["appVersion"],
+    )
+    text = helm("template", "mb-crds", str(CRDS_CHART)).stdout
+    rendered = docs(text)
+    assert {d["metadata"]["name"] for d in rendered} == {
+        d["metadata"]["name"] for d in crds if d["spec"]["group"] != "monitoring.coreos.com"
+    }
+    assert all(d["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep" for d in rendered)
+    assert validate(text, crds, kubernetes="1.30.0") == []
+    # Keep can be turned off; the schemas are the repository's, byte for byte in meaning.
+    unkept = docs(helm("template", "mb-crds", str(CRDS_CHART), "--set=keep=false").stdout)
+    assert not any(
+        "helm.sh/resource-policy" in d["metadata"].get("annotations", {}) for d in unkept
+    )
+    source = {d["metadata"]["name"]: d["spec"] for d in crds}
+    assert all(d["spec"] == source[d["metadata"]["name"]] for d in rendered)

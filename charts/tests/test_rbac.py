@@ -74,9 +74,13 @@ def string_constants(tree: ast.Module) -> dict[str, str]:
 
 def kube_call(node: ast.AST) -> str | None:
     """`kube.<name>(...)`: the client function's name."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-        if isinstance(node.func.value, ast.Name) and node.func.value.id == "kube":
-            return node.func.attr
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "kube"
+    ):
+        return node.func.attr
     return None
 
 
@@ -195,9 +199,14 @@ def onward_rules(tree: ast.Module) -> set[Grant]:
 def kopf_grants(clusterwide: bool) -> set[Grant]:
     registry = kopf.get_default_registry()
     out: set[Grant] = set()
-    for registries, patched in ((registry._watching, False), (registry._changing, True),
-                                (registry._spawning, True), (registry._indexing, False)):  # fmt: skip
-        for handler in registries.get_all_handlers():
+    kinds: list[tuple[Any, bool]] = [
+        (registry._watching, False),
+        (registry._changing, True),
+        (registry._spawning, True),
+        (registry._indexing, False),
+    ]
+    for handlers, patched in kinds:
+        for handler in handlers.get_all_handlers():
             group, plural = handler.selector.group or "", handler.selector.any_name
             assert plural, handler.selector
             out |= {(group, plural, "list"), (group, plural, "watch")}
