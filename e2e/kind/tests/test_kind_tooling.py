@@ -113,7 +113,6 @@ def test_the_chart_as_the_suite_installs_it_is_valid_and_wired_to_the_stack() ->
         str(KIND / "values" / "mongobench.yaml"),
         "--api-versions=monitoring.coreos.com/v1/ServiceMonitor",
         "--api-versions=monitoring.coreos.com/v1/PodMonitor",
-        "--include-crds",
     )
     promop = prometheus_operator_crds()
     crds = load_crds(REPO_CRDS) + load_crds(

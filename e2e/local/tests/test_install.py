@@ -18,6 +18,9 @@ substituted line is no longer in the README (a stale substitution would hide a n
   its load step into its timed run step; the EKS samples: both reconciled, their volumes having
   no EBS CSI driver here).
 
+The Magnum block shares the kustomize commands of the kind block (its overlay only adds a
+StorageClass and a nodeSelector, rendered by manifests/tests) and is not run here.
+
 What stands in beyond that, as in test_chart.py: the wire model for mongod's replica-set state,
 FerretDB as the data path of the client pods the harness kubelet executes.
 """
@@ -62,7 +65,6 @@ SUBSTITUTED = {
     "make images kind-load": "the operator as a process (no container engine)",
     "eksctl create cluster": "a fresh plane with cluster.yaml's node groups",
     "helm install kube-prometheus-stack": "the Prometheus Operator CRDs and namespace monitoring",
-    "manifests/platforms/magnum/cluster.sh": "(the Magnum block is not run here)",
 }
 
 
