@@ -128,7 +128,10 @@ class Module:
             targets = {group_and_plural(k) for k in self.kinds(path.args[0], call)}
         else:
             text = self.path_text(path)
-            match = re.fullmatch(r"/(?:api/v1|apis/([^/]+)/[^/]+)/([a-z]+)(/\{\})?", text or "")
+            match = re.fullmatch(
+                r"/(?:api/v1|apis/([^/]+)/[^/]+)(?:/namespaces/[^/]+)?/([a-z]+)(/[^/]+)?",
+                text or "",
+            )
             if match is None:  # discovery (e.g. /apis/<group>/<version>): no resource
                 return set()
             targets, named = {(match[1] or "", match[2])}, match[3] is not None
@@ -280,6 +283,10 @@ def test_the_derivation_sees_calls_of_every_kind() -> None:
     assert ("", "persistentvolumeclaims", "patch") in found  # request PATCH resource_path
     assert ("storage.k8s.io", "storageclasses", "get") in found  # request GET f"/apis/..."
     assert ("", "nodes", "list") in found  # request GET "/api/v1/nodes"
+    namespaced = Module(
+        ast.parse('kube.request("PATCH", f"/api/v1/namespaces/{ns}/events/{n}")'), {}
+    )
+    assert namespaced.grants() == {("", "events", "patch")}
     assert ("batch", "jobs", "create") in found  # a built Job, applied
     assert ("batch", "jobs", "watch") in found  # kopf.on.event("batch", "v1", "jobs")
     assert ("", "configmaps", "update") in found  # granted onward to client pods
