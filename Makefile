@@ -12,6 +12,7 @@ HELM_DOCS := $(TOOLS)/helm-docs-$(HELM_DOCS_VERSION)
 ACTIONLINT := $(TOOLS)/actionlint-$(ACTIONLINT_VERSION)
 KIND_CONFIGCHECK := $(TOOLS)/kind-configcheck-$(KIND_VERSION)
 CHART := charts/mongobench
+CHARTS := charts/mongobench-crds charts/mongobench
 
 .PHONY: help setup lint test test-unit coverage test-protocol test-bench-jobs test-cluster demo dev dev-down \
         crds-check crds-sync chart-docs chart-lint manifests images kind-load test-rules test-e2e \
@@ -36,22 +37,24 @@ lint: ## ruff, mypy (strict on the packages), yamllint, shellcheck, hadolint, ch
 	$(VENV)/bin/python hack/manifests.py $(HELM) --check
 	$(ACTIONLINT) -shellcheck $(VENV)/bin/shellcheck .github/workflows/*.yaml
 
-crds-check: ## the chart's CRDs are real-file copies of crds/ (the one source); fix with crds-sync
+crds-check: ## the CRD chart's files are real-file copies of crds/ (the one source); fix with crds-sync
 	$(VENV)/bin/python hack/crds_check.py $(HELM)
 
-crds-sync: ## copy crds/ into the chart
+crds-sync: ## copy crds/ into the CRD chart (charts/mongobench-crds/files)
 	$(VENV)/bin/python hack/crds_check.py --sync
 
-chart-docs: ## regenerate the chart's README (values table) with helm-docs
+chart-docs: ## regenerate the charts' READMEs (values tables) with helm-docs
 	$(HELM_DOCS) --chart-search-root charts --skip-version-footer --log-level warning
 
-chart-lint: ## helm lint --strict, and the chart README's values table is current
-	$(HELM) lint --strict $(CHART)
-	@$(HELM_DOCS) --chart-search-root charts --skip-version-footer --log-level warning --dry-run \
-	  | diff -u $(CHART)/README.md - \
-	  || { echo "$(CHART)/README.md is stale: run make chart-docs" >&2; exit 1; }
+chart-lint: ## helm lint --strict, and each chart README's values table is current
+	@set -e; for chart in $(CHARTS); do \
+	  $(HELM) lint --strict $$chart; \
+	  $(HELM_DOCS) --chart-search-root $$chart --skip-version-footer --log-level warning --dry-run \
+	    | diff -u $$chart/README.md - \
+	    || { echo "$$chart/README.md is stale: run make chart-docs" >&2; exit 1; }; \
+	done
 
-manifests: ## regenerate the install base (chart rendered) and Argo CD's health-check ConfigMap
+manifests: ## regenerate the kustomize install (CRDs and base, the charts rendered) and Argo CD's health-check ConfigMap
 	$(VENV)/bin/python hack/manifests.py $(HELM)
 
 cli-dist: ## the CLI's wheels and sdists (mongobench-cli, -results, -archive) in dist/cli (uv build)

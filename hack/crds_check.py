@@ -1,6 +1,7 @@
-"""`make crds-check`: the chart's CRDs are byte-for-byte copies of crds/ (the one source), real
-files (no symlinks: `helm package` and Argo CD would follow or refuse them), and the chart's
-admission-warnings template renders the policy of crds/mongobench-admission-warnings.yaml.
+"""`make crds-check`: the CRD chart's files (charts/mongobench-crds/files, rendered by its
+templates) are byte-for-byte copies of crds/ (the one source), real files (no symlinks: `helm
+package` and Argo CD would follow or refuse them), and the operator chart's admission-warnings
+template renders the policy of crds/mongobench-admission-warnings.yaml.
 
 Fix a drift with `make crds-sync`. Exit 1 with one line per problem.
 """
@@ -17,7 +18,9 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 SOURCE = REPO / "crds"
 CHART = REPO / "charts" / "mongobench"
-COPIES = CHART / "crds"
+CRDS_CHART = REPO / "charts" / "mongobench-crds"
+COPIES = CRDS_CHART / "files"
+SHOWN = "charts/mongobench-crds/files"
 ADMISSION = SOURCE / "mongobench-admission-warnings.yaml"
 # crds/ files that are not CRDs and go to the chart as a template instead.
 NOT_CRDS = {ADMISSION.name}
@@ -29,18 +32,18 @@ def crd_sources() -> list[Path]:
 
 def copy_problems() -> list[str]:
     problems = []
-    for path in sorted(CHART.rglob("*")):
+    for path in sorted([*CHART.rglob("*"), *CRDS_CHART.rglob("*")]):
         if path.is_symlink():
             problems.append(f"{path.relative_to(REPO)} is a symlink: charts carry real files")
     sources = {p.name: p for p in crd_sources()}
     copies = {p.name: p for p in COPIES.glob("*.yaml")}
     for name in sorted(sources.keys() - copies.keys()):
-        problems.append(f"charts/mongobench/crds/{name} is missing (crds/{name} exists)")
+        problems.append(f"{SHOWN}/{name} is missing (crds/{name} exists)")
     for name in sorted(copies.keys() - sources.keys()):
-        problems.append(f"charts/mongobench/crds/{name} has no source in crds/")
+        problems.append(f"{SHOWN}/{name} has no source in crds/")
     for name in sorted(sources.keys() & copies.keys()):
         if sources[name].read_bytes() != copies[name].read_bytes():
-            problems.append(f"charts/mongobench/crds/{name} differs from crds/{name}")
+            problems.append(f"{SHOWN}/{name} differs from crds/{name}")
     return problems
 
 

@@ -28,12 +28,10 @@ def helm(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return proc
 
 
-def template(*sets: str, apis: list[str] | None = None, crds: bool = False) -> str:
+def template(*sets: str, apis: list[str] | None = None) -> str:
     args = ["template", "mb", str(CHART), "--namespace", "mongobench"]
     args += [f"--set={s}" for s in sets]
     args += [f"--api-versions={a}" for a in apis or []]
-    if crds:
-        args.append("--include-crds")
     return helm(*args).stdout
 
 
@@ -47,6 +45,7 @@ def crds() -> list[dict[str, Any]]:
     return load_crds(REPO_CRDS) + load_crds(
         promop / "monitoring.coreos.com_servicemonitors.yaml",
         promop / "monitoring.coreos.com_podmonitors.yaml",
+        promop / "monitoring.coreos.com_prometheusrules.yaml",
     )
 
 
@@ -84,6 +83,33 @@ VARIANTS = {
         ],
         MONITORING,
     ),
+    "adapted": (
+        [
+            "replicaCount=2",
+            "commonLabels.team=perf",
+            "commonAnnotations.owner=platform",
+            "monitorLabels.prometheus=team-a",
+            "alerts.enabled=true",
+            "alerts.thresholds.memberDownFor=1h30m",
+            "podDisruptionBudget.enabled=true",
+            "podDisruptionBudget.minAvailable=1",
+            "strategy.type=RollingUpdate",
+            "strategy.rollingUpdate.maxUnavailable=0",
+            "topologySpreadConstraints[0].maxSkew=1",
+            "topologySpreadConstraints[0].topologyKey=topology.kubernetes.io/zone",
+            "topologySpreadConstraints[0].whenUnsatisfiable=ScheduleAnyway",
+            "extraVolumes[0].name=ca",
+            "extraVolumes[0].configMap.name=corp-ca",
+            "extraVolumeMounts[0].name=ca",
+            "extraVolumeMounts[0].mountPath=/etc/ssl/corp",
+            "extraVolumeMounts[0].readOnly=true",
+            "extraEnv[0].name=SSL_CERT_DIR",
+            "extraEnv[0].value=/etc/ssl/corp",
+            "securityContext.seccompProfile.type=RuntimeDefault",
+            "podSecurityContext.fsGroup=10001",
+        ],
+        [*MONITORING, "monitoring.coreos.com/v1/PrometheusRule"],
+    ),
     "no-rbac-existing-sa": (["rbac.create=false", "serviceAccount.create=false",
                              "serviceAccount.name=mine", "dashboards.enabled=false",
                              "admissionWarnings.enabled=false"], None),
@@ -96,7 +122,7 @@ def test_rendered_chart_is_valid_for_kubeconform_strict(
 ) -> None:
     # Every variant in one kubeconform run (a problem names its variant's object).
     text = "\n---\n".join(
-        f"# variant {name}\n" + template(*sets, apis=apis, crds=True)
+        f"# variant {name}\n" + template(*sets, apis=apis)
         for name, (sets, apis) in VARIANTS.items()
     )
     assert validate(text, crds, kubernetes=kubernetes) == []
@@ -183,6 +209,32 @@ REFUSED = [
     ("dashboards.label.key=", "key"),
     ("retryBackoff=0", "retryBackoff"),
     ("alerts.enabled=maybe", "enabled"),
+    # Typos and wrong shapes where the schema used to be open.
+    ("alerts.thresholds.memberDownFor=5", "memberDownFor"),
+    ("alerts.thresholds.memberDownFor=5 minutes", "memberDownFor"),
+    ("alerts.thresholds.memberDwnFor=2m", "memberDwnFor"),
+    ("alerts.thresholds.diskFreePercent=120", "diskFreePercent"),
+    ("securityContext.runAsUsr=1000", "runAsUsr"),
+    ("securityContext.capabilities.dropp[0]=ALL", "dropp"),
+    ("podSecurityContext.fsGrup=1000", "fsGrup"),
+    ("podSecurityContext.seccompProfile.type=Default", "type"),
+    ("affinity.nodeAfinity.x=1", "nodeAfinity"),
+    (
+        "affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologykey=z",
+        "topologykey",
+    ),
+    ("tolerations[0].efect=NoSchedule", "efect"),
+    ("extraEnv[0].valueFrom.secretKeyRef.nme=x", "nme"),
+    # New values, strict from the start.
+    ("commonLabels.a.b=c", "commonLabels"),
+    ("monitorLabels.release.x=1", "monitorLabels"),
+    ("strategy.type=BlueGreen", "type"),
+    ("strategy.rollingupdate.maxSurge=1", "rollingupdate"),
+    ("podDisruptionBudget.minAvail=1", "minAvail"),
+    ("topologySpreadConstraints[0].maxSkew=1", "topologySpreadConstraints"),
+    ("extraVolumes[0].name=ca", "extraVolumes"),
+    ("extraVolumes[0].configmap.name=ca", "configmap"),
+    ("extraVolumeMounts[0].name=ca", "mountPath"),
 ]
 
 
@@ -194,5 +246,87 @@ def test_schema_refuses_wrong_values(value: str, named: str) -> None:
     assert named in proc.stderr
 
 
-def test_schema_accepts_the_alerts_key_the_alerting_rules_use() -> None:
-    template("alerts.enabled=true", "alerts.labels.release=kps", "alerts.thresholds.anything=3")
+def test_every_alert_threshold_the_rules_use_is_accepted_and_renders_as_a_valid_for() -> None:
+    thresholds = yaml.safe_load((CHART / "values.yaml").read_text())["alerts"]["thresholds"]
+    durations = [k for k in thresholds if k.endswith("For")]
+    text = template(
+        "alerts.enabled=true", *[f"alerts.thresholds.{k}=1h30m" for k in durations],
+        apis=["monitoring.coreos.com/v1/PrometheusRule"],
+    )  # fmt: skip
+    (rule,) = [d for d in docs(text) if d["kind"] == "PrometheusRule"]
+    fors = [r["for"] for g in rule["spec"]["groups"] for r in g["rules"] if "for" in r]
+    assert fors and set(fors) == {"1h30m"}
+
+
+def test_every_monitor_and_rule_carries_the_monitor_labels_over_their_own() -> None:
+    apis = [*MONITORING, "monitoring.coreos.com/v1/PrometheusRule"]
+    defaults = docs(template("alerts.enabled=true", apis=apis))
+    monitors = [
+        d for d in defaults if d["kind"] in ("ServiceMonitor", "PodMonitor", "PrometheusRule")
+    ]
+    assert len(monitors) == 3
+    assert all(m["metadata"]["labels"]["release"] == "kube-prometheus-stack" for m in monitors)
+    own = docs(template("alerts.enabled=true", "monitorLabels=null",
+                        "metrics.podMonitor.labels.prometheus=b", apis=apis))  # fmt: skip
+    labels = {d["kind"]: d["metadata"]["labels"] for d in own}
+    assert "release" not in labels["ServiceMonitor"] and "release" not in labels["PrometheusRule"]
+    assert labels["PodMonitor"]["prometheus"] == "b"
+
+
+def _deployment(*sets: str) -> dict[str, Any]:
+    return next(d for d in docs(template(*sets)) if d["kind"] == "Deployment")
+
+
+def test_update_strategy_is_recreate_with_one_replica_and_rolling_with_more() -> None:
+    assert _deployment()["spec"]["strategy"] == {"type": "Recreate"}
+    assert _deployment("replicaCount=2")["spec"]["strategy"] == {"type": "RollingUpdate"}
+    chosen = _deployment("strategy.type=RollingUpdate", "strategy.rollingUpdate.maxSurge=0")
+    assert chosen["spec"]["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0}}
+
+
+def test_adaptations_land_on_the_operator_pod_and_every_object() -> None:
+    sets = [s for s in VARIANTS["adapted"][0]]
+    objects = docs(template(*sets, apis=VARIANTS["adapted"][1]))
+    assert all(o["metadata"]["labels"]["team"] == "perf" for o in objects)
+    assert all(o["metadata"]["annotations"]["owner"] == "platform" for o in objects)
+    pod = next(o for o in objects if o["kind"] == "Deployment")["spec"]["template"]
+    assert pod["metadata"]["labels"]["team"] == "perf"
+    (spread,) = pod["spec"]["topologySpreadConstraints"]
+    # A constraint without a selector counts the operator's own pods.
+    assert spread["labelSelector"]["matchLabels"]["app.kubernetes.io/component"] == "operator"
+    assert pod["spec"]["volumes"] == [{"name": "ca", "configMap": {"name": "corp-ca"}}]
+    container = pod["spec"]["containers"][0]
+    assert container["volumeMounts"][0]["mountPath"] == "/etc/ssl/corp"
+    (pdb,) = [o for o in objects if o["kind"] == "PodDisruptionBudget"]
+    assert pdb["spec"]["minAvailable"] == 1 and "maxUnavailable" not in pdb["spec"]
+    assert not [o for o in docs(template()) if o["kind"] == "PodDisruptionBudget"]
+
+
+CRDS_CHART = REPO / "charts" / "mongobench-crds"
+
+
+def test_crd_chart_is_released_with_the_operator_chart_and_renders_valid_crds(
+    crds: list[dict[str, Any]],
+) -> None:
+    # One version for both (the release workflow tags appVersion; the README upgrades both).
+    operator, definitions = (
+        yaml.safe_load((c / "Chart.yaml").read_text()) for c in (CHART, CRDS_CHART)
+    )
+    assert (operator["version"], operator["appVersion"]) == (
+        definitions["version"],
+        definitions["appVersion"],
+    )
+    text = helm("template", "mb-crds", str(CRDS_CHART)).stdout
+    rendered = docs(text)
+    assert {d["metadata"]["name"] for d in rendered} == {
+        d["metadata"]["name"] for d in crds if d["spec"]["group"] != "monitoring.coreos.com"
+    }
+    assert all(d["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep" for d in rendered)
+    assert validate(text, crds, kubernetes="1.30.0") == []
+    # Keep can be turned off; the schemas are the repository's, byte for byte in meaning.
+    unkept = docs(helm("template", "mb-crds", str(CRDS_CHART), "--set=keep=false").stdout)
+    assert not any(
+        "helm.sh/resource-policy" in d["metadata"].get("annotations", {}) for d in unkept
+    )
+    source = {d["metadata"]["name"]: d["spec"] for d in crds}
+    assert all(d["spec"] == source[d["metadata"]["name"]] for d in rendered)

@@ -81,7 +81,9 @@ up() {
   "$HELM" --kubeconfig "$KUBECONFIG_FILE" upgrade --install kube-prometheus-stack "$KPS_CHART" \
     --version "$KUBE_PROMETHEUS_STACK_VERSION" -n monitoring --create-namespace \
     -f "$here/values/kube-prometheus-stack.yaml" --wait --timeout 10m
-  log "installing the mongobench chart"
+  log "installing the mongobench charts (CRDs, then the operator)"
+  "$HELM" --kubeconfig "$KUBECONFIG_FILE" upgrade --install mongobench-crds "$repo/charts/mongobench-crds" \
+    -n mongobench --create-namespace --wait --timeout 2m
   "$HELM" --kubeconfig "$KUBECONFIG_FILE" upgrade --install mongobench "$repo/charts/mongobench" \
     -n mongobench --create-namespace -f "$here/values/mongobench.yaml" --wait --timeout 5m
 }

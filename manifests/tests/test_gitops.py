@@ -58,7 +58,8 @@ def test_generated_files_are_current() -> None:
 
 
 def test_overlays_and_samples_are_valid_for_kubeconform_strict(crds: list[dict[str, Any]]) -> None:
-    texts = [kustomize(MANIFESTS / "install" / "overlays" / o) for o in OVERLAYS]
+    texts = [kustomize(MANIFESTS / "install" / "crds")]
+    texts += [kustomize(MANIFESTS / "install" / "overlays" / o) for o in OVERLAYS]
     texts += [p.read_text() for p in sorted(MANIFESTS.glob("platforms/*/samples/*.yaml"))]
     texts += [p.read_text() for p in sorted(MANIFESTS.glob("samples/*.yaml"))]
     texts.append(experiments(EXPERIMENTS / "examples" / "kind.yaml"))
@@ -70,7 +71,12 @@ def test_overlays_and_samples_are_valid_for_kubeconform_strict(crds: list[dict[s
 def test_overlay_installs_the_operator_with_its_platform_storage_class(overlay: str) -> None:
     objs = docs(kustomize(MANIFESTS / "install" / "overlays" / overlay))
     kinds = {d["kind"] for d in objs}
-    assert {"CustomResourceDefinition", "Deployment", "ServiceMonitor", "PodMonitor"} <= kinds
+    assert {"Deployment", "ServiceMonitor", "PodMonitor", "ClusterKopfPeering"} <= kinds
+    # The CRDs are applied before (manifests/install/crds): one `kubectl apply` cannot create a
+    # CRD and a custom resource of it.
+    assert "CustomResourceDefinition" not in kinds
+    crds = {d["kind"] for d in docs(kustomize(MANIFESTS / "install" / "crds"))}
+    assert crds == {"CustomResourceDefinition"}
     classes = [d["metadata"]["name"] for d in objs if d["kind"] == "StorageClass"]
     # kind ships its `standard` class itself; EKS and Magnum get the preset's from the overlay.
     assert classes == ([] if overlay == "kind" else [PRESETS[overlay].storage_class_name])
@@ -78,13 +84,17 @@ def test_overlay_installs_the_operator_with_its_platform_storage_class(overlay: 
 
 def test_argocd_sources_point_at_paths_that_exist() -> None:
     app = yaml.safe_load((ARGOCD / "application.yaml").read_text())
-    assert (REPO / app["spec"]["source"]["path"] / "kustomization.yaml").is_file()
+    paths = [source["path"] for source in app["spec"]["sources"]]
+    assert paths[0] == "manifests/install/crds"
+    assert all((REPO / p / "kustomization.yaml").is_file() for p in paths)
     appset = yaml.safe_load((ARGOCD / "applicationset.yaml").read_text())
     values = appset["spec"]["generators"][0]["clusters"]["selector"]["matchExpressions"][0][
         "values"
     ]
     assert sorted(values) == sorted(OVERLAYS)
-    path = appset["spec"]["template"]["spec"]["source"]["path"]
+    crds_source, overlay_source = appset["spec"]["template"]["spec"]["sources"]
+    assert crds_source["path"] == "manifests/install/crds"
+    path = overlay_source["path"]
     for platform in values:
         rendered = path.replace('{{ index .metadata.labels "mongobench.io/platform" }}', platform)
         assert (REPO / rendered / "kustomization.yaml").is_file(), rendered

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import zlib
@@ -37,6 +38,9 @@ class OperatorConfig:
     prometheus_node_mapping: str = "uname"
     prometheus_node_label: str = "instance"
     prometheus_scrape_interval: float = 15.0
+    # Labels of the PodMonitors the operator creates for MongoClusters whose spec names none
+    # (the chart's monitorLabels; kube-prometheus-stack selects on `release: <its release>`).
+    monitor_labels: tuple[tuple[str, str], ...] = ()
     # node=host pairs for nodes whose exporter reports another name (tests, odd setups).
     prometheus_node_aliases: tuple[tuple[str, str], ...] = ()
     # Largest ConfigMap part a client writes its result in (default: the runner's 900 KiB).
@@ -86,6 +90,7 @@ class OperatorConfig:
                 prometheus_node_mapping=get("PROMETHEUS_NODE_MAPPING", "uname"),
                 prometheus_node_label=get("PROMETHEUS_NODE_LABEL", "instance"),
                 prometheus_scrape_interval=float(get("PROMETHEUS_SCRAPE_INTERVAL", "15")),
+                monitor_labels=_monitor_labels(get("MONITOR_LABELS", "")),
                 prometheus_node_aliases=tuple(
                     tuple(pair.split("=", 1))  # type: ignore[misc]
                     for pair in get("PROMETHEUS_NODE_ALIASES", "").replace(",", " ").split()
@@ -116,6 +121,23 @@ def _archive_url(url: str) -> str | None:
     except ArchiveError as exc:
         raise ValueError(f"MONGOBENCH_ARCHIVE_URL: {exc}") from None
     return url.strip()
+
+
+def _monitor_labels(text: str) -> tuple[tuple[str, str], ...]:
+    """MONGOBENCH_MONITOR_LABELS: a JSON object of string labels (the chart's toJson), or empty."""
+    if not text.strip():
+        return ()
+    try:
+        labels = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"MONGOBENCH_MONITOR_LABELS is not JSON: {exc}") from None
+    if labels is None:
+        return ()
+    if not isinstance(labels, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
+    ):
+        raise ValueError("MONGOBENCH_MONITOR_LABELS must be a JSON object of string values")
+    return tuple(sorted(labels.items()))
 
 
 def _default_priority() -> int:

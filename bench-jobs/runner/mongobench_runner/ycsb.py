@@ -72,6 +72,23 @@ class YcsbOutcome:
         return None
 
 
+# Java's Integer.MAX_VALUE: YCSB parses operationcount as an int.
+UNBOUNDED_OPERATIONS = 2**31 - 1
+
+
+def bounded_by_time_only(props: dict[str, str], phase: str) -> dict[str, str]:
+    """A duration-only run (operationcount 0, maxexecutiontime set) as YCSB 0.17 can run it.
+
+    Its Client.initDb lowers the thread count to the operation count ("the threadcount is bigger
+    than recordcount"), so operationcount=0 starts no thread: 0 operations, a NaN throughput.
+    A count no run reaches keeps every thread, and maxexecutiontime still ends the run.
+    """
+    duration = int(props.get("maxexecutiontime", "0") or 0)
+    if phase != "run" or duration <= 0 or int(props.get("operationcount", "0") or 0) != 0:
+        return props
+    return {**props, "operationcount": str(UNBOUNDED_OPERATIONS)}
+
+
 def write_properties(path: Path, props: dict[str, str]) -> None:
     def esc(text: str) -> str:
         return (
@@ -297,7 +314,7 @@ class YcsbProcess:
             export_file = work / "export.json"
             prefix = "hdr-"
             props = {
-                **self.props,
+                **bounded_by_time_only(self.props, self.phase),
                 "exporter": EXPORTER,
                 "exportfile": str(export_file),
                 "measurementtype": "hdrhistogram",

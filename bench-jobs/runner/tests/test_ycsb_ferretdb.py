@@ -374,3 +374,20 @@ def test_a_slow_init_is_outside_the_measured_window(ferretdb, tmp_path):
     assert first_op - int(start.timestamp() * 1e6) >= 1_500_000
     assert doc["driverRuntimeSeconds"] - doc["window"]["seconds"] >= 1.4
     assert doc["throughput"] == pytest.approx(RECORDS / doc["window"]["seconds"], abs=1e-3)
+
+
+def test_a_duration_only_run_runs_for_its_duration(ferretdb, tmp_path):
+    """What the operator sends for `run.durationSeconds` alone: operationcount=0 (no limit) and
+    maxexecutiontime. YCSB 0.17 would start no thread for a count of 0; the runner keeps them."""
+    uri = f"{ferretdb.uri}ycsb_duration"
+    common = ["--workload", "a", "--uri", uri, "--threads", "2", "-p", f"recordcount={RECORDS}"]
+    assert run_runner(["ycsb", "--phase", "load", *common], tmp_path).returncode == 0
+    res = run_runner(
+        ["ycsb", "--phase", "run", *common, "-p", "operationcount=0", "-p", "maxexecutiontime=3"],
+        tmp_path,
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    doc = res.doc
+    assert doc["status"] == "Succeeded" and doc["operationsTotal"] > 0
+    assert 1.5 <= doc["runtimeSeconds"] <= 3.5  # ended by maxexecutiontime, not by the count
+    assert doc["properties"]["operationcount"] == "0"  # the document shows what was asked

@@ -41,6 +41,28 @@ app.kubernetes.io/part-of: mongobench
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/*
+`annotations:` with commonAnnotations and an object's own (dict "root" . "extra" map), or nothing.
+*/}}
+{{- define "mongobench.annotations" -}}
+{{- $all := merge (dict) (.extra | default dict) (.root.Values.commonAnnotations | default dict) -}}
+{{- if $all -}}
+annotations:
+  {{- toYaml $all | nindent 2 }}
+{{- end -}}
+{{- end -}}
+
+{{/* Labels a Prometheus selects monitors by: monitorLabels, then an object's own (the map given). */}}
+{{- define "mongobench.monitorLabels" -}}
+{{- $all := merge (dict) (.extra | default dict) (.root.Values.monitorLabels | default dict) -}}
+{{- if $all -}}
+{{ toYaml $all }}
+{{- end -}}
 {{- end -}}
 
 {{/* repository:tag (the tag defaults to the chart's appVersion) or repository@digest. */}}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -62,10 +63,16 @@ def test_kind_config_is_what_kinds_own_loader_makes_of_it() -> None:
     assert [n["role"] for n in e2e["nodes"]] == ["control-plane", "worker", "worker", "worker"]
     workers = [n["labels"] for n in e2e["nodes"] if n["role"] == "worker"]
     assert workers == [DATABASE_NODES, DATABASE_NODES, CLIENT_NODES]  # as the suite places pods
-    # Every node on the pinned image, by digest; kind's default for the pinned kind is the same
-    # (the platform recipe names none).
+    # Every node on the pinned image, by digest, named in both files: a kind of another version
+    # than the pinned one would otherwise pick its own default node image.
     assert {n["image"] for n in e2e["nodes"]} == {versions()["KIND_NODE_IMAGE"]}
     assert {n["image"] for n in recipe["nodes"]} == {versions()["KIND_NODE_IMAGE"]}
+    for path in (KIND / "kind-config.yaml", REPO / "manifests/platforms/kind/kind-config.yaml"):
+        nodes = yaml.safe_load(path.read_text())["nodes"]
+        assert {n.get("image") for n in nodes} == {versions()["KIND_NODE_IMAGE"]}, path
+    # ... a Kubernetes the chart accepts (kubeVersion >=1.30).
+    minor = re.match(r"kindest/node:v1\.(\d+)\.", versions()["KIND_NODE_IMAGE"])
+    assert minor and int(minor.group(1)) >= 30
 
 
 @pytest.mark.unit
@@ -106,7 +113,6 @@ def test_the_chart_as_the_suite_installs_it_is_valid_and_wired_to_the_stack() ->
         str(KIND / "values" / "mongobench.yaml"),
         "--api-versions=monitoring.coreos.com/v1/ServiceMonitor",
         "--api-versions=monitoring.coreos.com/v1/PodMonitor",
-        "--include-crds",
     )
     promop = prometheus_operator_crds()
     crds = load_crds(REPO_CRDS) + load_crds(
@@ -135,6 +141,15 @@ def test_the_chart_as_the_suite_installs_it_is_valid_and_wired_to_the_stack() ->
     monitors = [d for d in docs if d["kind"] in ("ServiceMonitor", "PodMonitor")]
     assert sorted(d["kind"] for d in monitors) == ["PodMonitor", "ServiceMonitor"]
     assert all(d["metadata"]["labels"]["release"] == "kube-prometheus-stack" for d in monitors)
+    # ... and the operator labels the MongoClusters' PodMonitors alike (chart defaults).
+    assert env["MONGOBENCH_MONITOR_LABELS"] == '{"release":"kube-prometheus-stack"}'
+
+
+@pytest.mark.unit
+def test_the_stack_selects_monitors_as_a_stock_install_does() -> None:
+    # No `*SelectorNilUsesHelmValues: false`: the suite proves the labels a user gets by default.
+    values = (KIND / "values" / "kube-prometheus-stack.yaml").read_text()
+    assert "NilUsesHelmValues" not in values
 
 
 @pytest.mark.unit

@@ -46,7 +46,9 @@ def start_ferretdb(workdir: Path) -> FerretDB:
     cmd = [
         str(binary("ferretdb")),
         "--handler=sqlite",
-        f"--sqlite-url=file:{state}/",
+        # BEGIN IMMEDIATE: concurrent updaters queue on SQLite's write lock (busy_timeout) instead
+        # of failing with SQLITE_BUSY when a read transaction cannot be upgraded to a write.
+        f"--sqlite-url=file:{state}/?_txlock=immediate",
         f"--listen-addr=127.0.0.1:{port}",
         "--debug-addr=-",
         "--telemetry=disable",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
@@ -17,9 +18,15 @@ from mongobench.mongocluster.statefulset import build_statefulset
 
 
 def build_workload_objects(
-    spec: MongoClusterSpec, layout: ClusterLayout, preset: Preset
+    spec: MongoClusterSpec,
+    layout: ClusterLayout,
+    preset: Preset,
+    monitor_labels: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Services before workloads (members resolve each other on start), config servers first."""
+    """Services before workloads (members resolve each other on start), config servers first.
+
+    `monitor_labels`: the PodMonitor's labels when the spec names none (see podmonitor.py).
+    """
     out: list[dict[str, Any]] = []
     for rs in layout.replica_sets:
         out.append(build_headless_service(layout, rs))
@@ -28,7 +35,7 @@ def build_workload_objects(
         out.append(build_mongos_service(layout))
         out.append(build_mongos_deployment(spec, layout, preset))
     out.extend(build_pdbs(layout))
-    monitor = build_pod_monitor(spec, layout)
+    monitor = build_pod_monitor(spec, layout, monitor_labels)
     if monitor is not None:
         out.append(monitor)
     return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from mongobench.api.mongocluster import MongoClusterSpec
@@ -16,12 +17,20 @@ SCRAPE_INTERVAL = "15s"
 TARGET_LABELS = [lbl.CLUSTER, lbl.REPLSET, lbl.COMPONENT]
 
 
-def build_pod_monitor(spec: MongoClusterSpec, layout: ClusterLayout) -> dict[str, Any] | None:
-    """None when there is nothing to scrape (no exporter) or none is wanted."""
+def build_pod_monitor(
+    spec: MongoClusterSpec, layout: ClusterLayout, default_labels: Mapping[str, str] | None = None
+) -> dict[str, Any] | None:
+    """None when there is nothing to scrape (no exporter) or none is wanted.
+
+    Labelled with the spec's `monitoring.podMonitorLabels` when it names any, else with
+    `default_labels` (the operator's MONGOBENCH_MONITOR_LABELS, from the chart's monitorLabels):
+    the labels a Prometheus selects monitors by, e.g. kube-prometheus-stack's `release`.
+    """
     if not (spec.monitoring.exporter and spec.monitoring.pod_monitor):
         return None
+    selected = spec.monitoring.pod_monitor_labels or default_labels or {}
     labels = {
-        **dict(sorted(spec.monitoring.pod_monitor_labels.items())),
+        **dict(sorted(selected.items())),
         **lbl.cluster_labels(layout.name),
     }
     return {

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mongobench.api.mongocluster import MongoClusterSpec
+from mongobench.config import OperatorConfig
 from mongobench.k8s.api import KubeApi
 from mongobench.k8s.client import ApiError, owner_reference
 from mongobench.mongocluster import labels as lbl
@@ -161,7 +162,8 @@ def apply_workloads(
     """
     ref = owner_reference(owner)
     skipped: list[str] = []
-    for obj in build_workload_objects(d.spec, d.layout, d.preset):
+    monitor_labels = dict(OperatorConfig.current().monitor_labels)
+    for obj in build_workload_objects(d.spec, d.layout, d.preset, monitor_labels):
         # The Prometheus Operator CRDs are detected on every apply, not assumed: they may be
         # installed after the operator started.
         if obj["kind"] == "PodMonitor" and not kube.served(*PODMONITOR_API):

@@ -14,6 +14,7 @@ from cluster_fixtures import FAKE, REPLICA_SET, SHARDED, build, by_kind, pod_spe
 from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.api.schema import SpecError
 from mongobench.mongocluster.layout import cluster_layout, connection_uri
+from mongobench.mongocluster.objects import build_workload_objects
 from mongobench.mongocluster.platform import GENERIC, PRESETS, PlatformFacts, preset_for
 
 pytestmark = pytest.mark.unit
@@ -321,3 +322,28 @@ def test_objects_validate_against_kubernetes_schemas(spec: dict[str, Any]) -> No
         if obj["kind"] == "PodMonitor":  # a CRD, not in the Kubernetes schemas
             continue
         kubernetes_validate.validate(obj, "1.33", strict=True)
+
+
+# --- PodMonitor labels: what a Prometheus selects monitors by ---------------------------------
+STACK = {"release": "kube-prometheus-stack"}
+
+
+def test_pod_monitor_carries_the_operators_monitor_labels_when_the_spec_names_none() -> None:
+    layout = cluster_layout("demo", "bench", MongoClusterSpec.parse(REPLICA_SET))
+    objects = build_workload_objects(
+        MongoClusterSpec.parse(REPLICA_SET), layout, PRESETS["kind"], STACK
+    )
+    (monitor,) = by_kind(objects, "PodMonitor")
+    assert monitor["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+    # The pod selector stays the cluster's own labels: the release label is for Prometheus only.
+    assert "release" not in monitor["spec"]["selector"]["matchLabels"]
+
+
+def test_spec_pod_monitor_labels_replace_the_operators_defaults() -> None:
+    spec = MongoClusterSpec.parse(
+        {**REPLICA_SET, "monitoring": {"podMonitorLabels": {"prometheus": "team-a"}}}
+    )
+    layout = cluster_layout("demo", "bench", spec)
+    (monitor,) = by_kind(build_workload_objects(spec, layout, PRESETS["kind"], STACK), "PodMonitor")
+    assert monitor["metadata"]["labels"]["prometheus"] == "team-a"
+    assert "release" not in monitor["metadata"]["labels"]

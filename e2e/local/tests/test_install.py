@@ -1,0 +1,368 @@
+"""Cluster tier: the README's "Install on a cluster" commands, as written, on a fresh plane.
+
+The commands are read from the README's `sh` blocks (and the chart README's upgrade block), so
+the documentation cannot drift from what runs here. Each line runs verbatim in bash with the
+real kubectl and helm on PATH, from the repository's root, except what cannot run on this
+machine; `SUBSTITUTED` names each of those and what stands in for it, and a test fails when a
+substituted line is no longer in the README (a stale substitution would hide a new command):
+
+- `kind create cluster` / `eksctl create cluster`: a fresh local plane (real apiserver, KWOK
+  nodes) with the nodes the recipe declares (roles and counts read from the recipe's file);
+- `make images kind-load`: no container engine; KWOK runs the operator's pod as a fake, so the
+  operator runs as a process with the installed ServiceAccount's token and the environment of the
+  installed Deployment (its Prometheus URL pointed at a local Prometheus);
+- `helm install kube-prometheus-stack`: its chart is not reachable here; the real Prometheus
+  Operator CRDs (the Go module's) and the `monitoring` namespace stand in;
+- `oci://ghcr.io/mongobench/charts/<chart>`: the chart folder of this checkout;
+- `kubectl get ... -w`: the test's own wait (the kind samples: until ycsb-a Succeeded, as the
+  README's comment says; the EKS samples: both reconciled, their volumes having no EBS CSI
+  driver here).
+
+The Magnum block shares the kustomize commands of the kind block (its overlay only adds a
+StorageClass and a nodeSelector, rendered by manifests/tests) and is not run here.
+
+What stands in beyond that, as in test_chart.py: the wire model for mongod's replica-set state,
+FerretDB as the data path of the client pods the harness kubelet executes.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client as k8s
+
+from localplane.executor import pod_executor, rewrite_hosts
+from localplane.ferretdb import running_ferretdb
+from localplane.keyfiles import keyfile_from_pods
+from localplane.mongomodel import MongoModel
+from localplane.nodes import NodeSet
+from localplane.operator import OperatorProcess, start_operator, wait_until
+from localplane.plane import Plane
+from localplane.tools import REPO, binary, prometheus_operator_crds
+
+pytestmark = pytest.mark.cluster
+
+README = REPO / "README.md"
+CHART_README = REPO / "charts" / "mongobench" / "README.md"
+OCI = "oci://ghcr.io/mongobench/charts/"
+GROUP, VERSION = "mongobench.io", "v1alpha1"
+STACK_LABELS = {"release": "kube-prometheus-stack"}
+
+# Line prefix -> what stands in for it (see the module docstring).
+SUBSTITUTED = {
+    "kind create cluster": "a fresh plane with kind-config.yaml's workers",
+    "make images kind-load": "the operator as a process (no container engine)",
+    "eksctl create cluster": "a fresh plane with cluster.yaml's node groups",
+    "helm install kube-prometheus-stack": "the Prometheus Operator CRDs and namespace monitoring",
+}
+
+
+# --- the README, read -------------------------------------------------------------------------
+def sh_blocks(text: str) -> list[str]:
+    return re.findall(r"^```sh\n(.*?)^```$", text, flags=re.S | re.M)
+
+
+def command_lines(block: str) -> list[str]:
+    """One string per command, backslash continuations joined."""
+    return [line for line in block.replace("\\\n", " ").splitlines() if line.strip()]
+
+
+def install_section() -> str:
+    text = README.read_text()
+    start = text.index("## Install on a cluster")
+    return text[start : text.index("\n## ", start + 1)]
+
+
+def block_after(section: str, marker: str) -> list[str]:
+    """The commands of the first `sh` block after `marker` in the section."""
+    return command_lines(sh_blocks(section[section.index(marker) :])[0])
+
+
+def substitution(line: str) -> str | None:
+    return next((k for k in SUBSTITUTED if line.startswith(k)), None)
+
+
+# --- running it -------------------------------------------------------------------------------
+class Shell:
+    """Runs README lines in bash with the pinned kubectl and helm, KUBECONFIG the plane's."""
+
+    def __init__(self, plane: Plane, tmp: Path, charts: dict[str, Path]) -> None:
+        bindir = tmp / "bin"
+        bindir.mkdir(exist_ok=True)
+        for tool in ("kubectl", "helm"):
+            link = bindir / tool
+            if not link.exists():
+                link.symlink_to(binary(tool))
+        self.env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}",
+                    "KUBECONFIG": str(plane.kubeconfig)}  # fmt: skip
+        self.charts = charts
+        self.ran: list[str] = []
+
+    def run(self, line: str, **replace: str) -> str:
+        command = line
+        for name, path in self.charts.items():
+            command = command.replace(f"{OCI}{name} ", f"{path} ")
+        for old, new in replace.items():
+            command = command.replace(old, new)
+        proc = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", command], cwd=REPO, env=self.env,
+            capture_output=True, text=True, timeout=180, check=False,
+        )  # fmt: skip
+        assert proc.returncode == 0, f"{line}\nexit {proc.returncode}\n{proc.stderr}"
+        self.ran.append(line)
+        return proc.stdout
+
+
+def run_block(shell: Shell, lines: list[str], stand_in: dict[str, Any]) -> list[str]:
+    """Run each line, or its stand-in; returns the `-w` lines left to the caller's wait."""
+    waits = []
+    for line in lines:
+        key = substitution(line)
+        if key is not None:
+            stand_in[key]()
+        elif re.search(r"\bkubectl get\b.* -w\b", line):
+            waits.append(line)
+        else:
+            shell.run(line)
+    return waits
+
+
+def monitoring_prerequisite(plane: Plane) -> None:
+    """What `helm install kube-prometheus-stack` gives the install: its CRDs and namespace."""
+    plane.apply(prometheus_operator_crds())
+    plane.kubectl("create", "namespace", "monitoring")
+
+
+def local_charts(root: Path = REPO / "charts") -> dict[str, Path]:
+    return {"mongobench-crds": root / "mongobench-crds", "mongobench": root / "mongobench"}
+
+
+# --- the operator, as the installed Deployment would run it -------------------------------------
+def service_account_kubeconfig(plane: Plane, namespace: str, sa: str, path: Path) -> Path:
+    token = plane.kubectl("create", "token", sa, "-n", namespace, "--duration=1h").stdout.strip()
+    ca = base64.b64encode(plane.pki.ca_crt.read_bytes()).decode()
+    config = {
+        "apiVersion": "v1", "kind": "Config", "current-context": "p",
+        "clusters": [{"name": "p", "cluster": {"server": plane.server,
+                                               "certificate-authority-data": ca}}],
+        "users": [{"name": sa, "user": {"token": token}}],
+        "contexts": [{"name": "p", "context": {"cluster": "p", "user": sa}}],
+    }  # fmt: skip
+    path.write_text(json.dumps(config))
+    return path
+
+
+def deployment_env(api: k8s.ApiClient, namespace: str, name: str) -> dict[str, str]:
+    deployment = k8s.AppsV1Api(api).read_namespaced_deployment(name, namespace)
+    (container,) = deployment.spec.template.spec.containers
+    # An empty value is omitted by the API: "" again (e.g. MONGOBENCH_NAMESPACES, all of them).
+    return {e.name: e.value or "" for e in container.env if e.value_from is None}
+
+
+def installed_operator(
+    plane: Plane, tmp: Path, namespace: str, name: str, **overrides: str
+) -> OperatorProcess:
+    """The operator with the installed Deployment's environment and ServiceAccount token."""
+    api = plane.api_client()
+    env = deployment_env(api, namespace, name)
+    env.pop("MONGOBENCH_METRICS_PORT")  # the process picks free ports
+    watched = [n for n in env.pop("MONGOBENCH_NAMESPACES").split(",") if n]
+    kubeconfig = service_account_kubeconfig(plane, namespace, name, tmp / "sa.kubeconfig")
+    return start_operator(kubeconfig, watched, tmp / "operator.log", **{**env, **overrides})
+
+
+def custom(api: k8s.ApiClient) -> Any:
+    return k8s.CustomObjectsApi(api)
+
+
+def phase(api: k8s.ApiClient, namespace: str, plural: str, name: str) -> str | None:
+    obj = custom(api).get_namespaced_custom_object(GROUP, VERSION, namespace, plural, name)
+    return (obj.get("status") or {}).get("phase")
+
+
+def pod_monitor_labels(api: k8s.ApiClient, namespace: str, name: str) -> dict[str, str]:
+    monitor = custom(api).get_namespaced_custom_object(
+        "monitoring.coreos.com", "v1", namespace, "podmonitors", name
+    )
+    return dict(monitor["metadata"]["labels"])
+
+
+# --- recipes' nodes ---------------------------------------------------------------------------
+def kind_nodes() -> list[NodeSet]:
+    config = yaml.safe_load((REPO / "manifests/platforms/kind/kind-config.yaml").read_text())
+    workers = [n.get("labels", {}) for n in config["nodes"] if n["role"] == "worker"]
+    return [NodeSet(profile="kind", count=1, start=i, extra_labels=labels)
+            for i, labels in enumerate(workers)]  # fmt: skip
+
+
+def eks_nodes() -> list[NodeSet]:
+    config = yaml.safe_load((REPO / "manifests/platforms/eks/cluster.yaml").read_text())
+    sets, start = [], 0
+    for group in config["managedNodeGroups"]:
+        count = group["desiredCapacity"]
+        sets.append(NodeSet(profile="eks", count=count, start=start, extra_labels=group["labels"],
+                            instance_type=group["instanceType"]))  # fmt: skip
+        start += count
+    return sets
+
+
+@contextmanager
+def data_path(
+    plane: Plane, namespace: str, members: list[str], pods: Path
+) -> Iterator[dict[str, str]]:
+    """FerretDB behind the client pods, the wire model behind the members: the operator's env.
+    The client pods' output stays in `pods` (the test's tmp folder) for a failure's reader."""
+    api = plane.api_client()
+    with (
+        running_ferretdb() as ferretdb,
+        MongoModel(keyfile=keyfile_from_pods(api), catch_up_seconds=0.1) as model,
+        pod_executor(
+            plane,
+            namespace,
+            workdir=pods,
+            uri_rewrite=rewrite_hosts(f"{ferretdb.host}:{ferretdb.port}"),
+        ),
+    ):
+        for member in members:
+            model.member(member)
+        yield {"MONGOBENCH_HOST_MAP": ",".join(f"{k}={v}" for k, v in model.host_map.items())}
+
+
+# --- the tests --------------------------------------------------------------------------------
+def test_readme_substitutions_all_name_lines_of_the_install_section() -> None:
+    """Unit-fast guard, run with the cluster tier: every substitution still matches a line."""
+    lines = [line for block in sh_blocks(install_section()) for line in command_lines(block)]
+    for prefix in SUBSTITUTED:
+        assert any(line.startswith(prefix) for line in lines), f"stale substitution: {prefix}"
+
+
+def test_readme_kustomize_install_on_kind_ends_with_the_sample_run_succeeded(
+    make_plane: Any, prometheus: str, tmp_path: Path
+) -> None:
+    section = install_section()
+    plane = make_plane(nodes=kind_nodes())
+    api = plane.api_client()
+    shell = Shell(plane, tmp_path, local_charts())
+    stand_in = {k: (lambda: None) for k in SUBSTITUTED}
+    stand_in["helm install kube-prometheus-stack"] = lambda: monitoring_prerequisite(plane)
+
+    run_block(shell, block_after(section, "Prerequisite: kube-prometheus-stack"), stand_in)
+    waits = run_block(shell, block_after(section, "**kind**"), stand_in)
+    assert waits == [next(x for x in block_after(section, "**kind**") if " -w" in x)]
+    # The CRDs were applied on their own before the operator, which needs them served.
+    assert shell.ran.index(next(x for x in shell.ran if "install/crds" in x)) < shell.ran.index(
+        next(x for x in shell.ran if "overlays/kind" in x)
+    )
+
+    members = [f"rs3-rs0-{i}.rs3-rs0-hl.bench.svc.cluster.local:27017" for i in range(3)]
+    aliases = ",".join(f"{n.metadata.name}={os.uname().nodename}"
+                       for n in k8s.CoreV1Api(api).list_node().items)  # fmt: skip
+    with data_path(plane, "bench", members, tmp_path / "pods") as env:
+        operator = installed_operator(
+            plane, tmp_path, "mongobench", "mongobench", MONGOBENCH_PROMETHEUS_URL=prometheus,
+            MONGOBENCH_PROMETHEUS_SCRAPE_INTERVAL="1", MONGOBENCH_PROMETHEUS_NODE_ALIASES=aliases,
+            **env,
+        )  # fmt: skip
+        try:
+            # `kubectl get -n bench mongoclusters,benchmarkruns -w  # until ycsb-a Succeeded`
+            wait_until(lambda: phase(api, "bench", "mongoclusters", "rs3") == "Ready", 120,
+                       what="rs3 Ready")  # fmt: skip
+            wait_until(
+                lambda: phase(api, "bench", "benchmarkruns", "ycsb-a") in ("Succeeded", "Failed"),
+                600, 1, what="ycsb-a finished",
+            )  # fmt: skip
+        finally:
+            operator.stop()
+    run = custom(api).get_namespaced_custom_object(GROUP, VERSION, "bench", "benchmarkruns",
+                                                   "ycsb-a")  # fmt: skip
+    assert run["status"]["phase"] == "Succeeded", (
+        run["status"].get("conditions"),
+        [step.get("message") for step in run["status"].get("steps", [])],
+    )
+    # A stock kube-prometheus-stack scrapes the cluster: its PodMonitor carries the release label.
+    assert pod_monitor_labels(api, "bench", "rs3").items() >= STACK_LABELS.items()
+    assert "Forbidden" not in (tmp_path / "operator.log").read_text()
+
+
+def newer_charts(tmp: Path) -> dict[str, Path]:
+    """This checkout's charts as a release 0.2.0 would change them: a CRD gains a printer column,
+    a default changes (workers), both versions bump."""
+    root = tmp / "charts-0.2.0"
+    shutil.copytree(REPO / "charts", root, ignore=shutil.ignore_patterns("tests"))
+    for chart in ("mongobench", "mongobench-crds"):
+        meta = root / chart / "Chart.yaml"
+        meta.write_text(meta.read_text().replace("version: 0.1.0", "version: 0.2.0"))
+    crd_file = root / "mongobench-crds" / "files" / "mongobench.io_mongoclusters.yaml"
+    crd = crd_file.read_text()
+    assert "additionalPrinterColumns:\n" in crd
+    column = "        - {name: Upgraded, type: string, jsonPath: .spec.version}\n"
+    crd_file.write_text(
+        crd.replace("additionalPrinterColumns:\n", f"additionalPrinterColumns:\n{column}", 1)
+    )
+    values = root / "mongobench" / "values.yaml"
+    values.write_text(values.read_text().replace("workers: 16", "workers: 12"))
+    return local_charts(root)
+
+
+def printer_columns(api: k8s.ApiClient) -> list[str]:
+    crd = k8s.ApiextensionsV1Api(api).read_custom_resource_definition(f"mongoclusters.{GROUP}")
+    return [c.name for v in crd.spec.versions for c in v.additional_printer_columns or []]
+
+
+def test_readme_helm_install_on_eks_then_chart_readme_upgrade_changes_the_crds(
+    make_plane: Any, tmp_path: Path
+) -> None:
+    section = install_section()
+    plane = make_plane(nodes=eks_nodes())
+    api = plane.api_client()
+    shell = Shell(plane, tmp_path, local_charts())
+    stand_in = {k: (lambda: None) for k in SUBSTITUTED}
+    stand_in["helm install kube-prometheus-stack"] = lambda: monitoring_prerequisite(plane)
+
+    run_block(shell, block_after(section, "Prerequisite: kube-prometheus-stack"), stand_in)
+    waits = run_block(shell, block_after(section, "**EKS**"), stand_in)
+    assert len(waits) == 1 and "ycsb-a" in waits[0]
+    operator = installed_operator(plane, tmp_path, "mongobench", "mongobench")
+    try:
+        # The operator reconciles the samples. Their gp3 volumes have no EBS CSI driver here, so
+        # the members stay Pending: the run waits for its cluster (what this test stops at).
+        wait_until(lambda: phase(api, "bench", "mongoclusters", "rs3"), 60, what="rs3 status")
+        wait_until(lambda: phase(api, "bench", "benchmarkruns", "ycsb-a"), 60, what="run status")
+        assert pod_monitor_labels(api, "bench", "rs3").items() >= STACK_LABELS.items()
+        k8s.AppsV1Api(api).read_namespaced_stateful_set("rs3-rs0", "bench")
+    finally:
+        operator.stop()
+    assert "Forbidden" not in (tmp_path / "operator.log").read_text()
+    assert "Upgraded" not in printer_columns(api)
+
+    # The chart README's upgrade, to a newer chart whose CRD changed.
+    upgrade = command_lines(sh_blocks(CHART_README.read_text().split("## CRDs and upgrades")[1])[0])
+    assert [line.split()[:3] for line in upgrade] == [
+        ["helm", "upgrade", "mongobench-crds"],
+        ["helm", "upgrade", "mongobench"],
+    ]
+    shell.charts = newer_charts(tmp_path)
+    for line in upgrade:
+        shell.run(line, **{"<new>": "0.2.0"})
+    assert "Upgraded" in printer_columns(api)
+    env = deployment_env(api, "mongobench", "mongobench")
+    assert env["MONGOBENCH_WORKERS"] == "12"  # the new chart's default, taken
+    assert env["MONGOBENCH_PROMETHEUS_URL"].startswith("http://kube-prometheus-stack")  # kept
+    releases = json.loads(shell.run("helm list -n mongobench -o json"))
+    assert {r["name"]: r["chart"] for r in releases} == {
+        "mongobench-crds": "mongobench-crds-0.2.0",
+        "mongobench": "mongobench-0.2.0",
+    }
+    # The user's resources went through the CRD upgrade untouched.
+    assert phase(api, "bench", "mongoclusters", "rs3")
