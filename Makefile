@@ -77,8 +77,16 @@ test-protocol: ## protocol tier: mockupdb, FerretDB and an S3 server (moto) on l
 test-bench-jobs: ## the YCSB binding's own tests (Maven, JUnit)
 	@if [ -x hack/build-java.sh ]; then bash hack/build-java.sh test; fi
 
+# The cluster tier mostly waits (on the apiserver, JVMs, timers): its files run on
+# CLUSTER_WORKERS pytest-xdist workers, each with its own plane and Prometheus on free ports
+# (--dist loadfile keeps a file's module fixtures on one worker). test_cpu_profile.py compares
+# this host's busy and idle CPU windows, so it runs alone afterwards.
+CLUSTER_WORKERS ?= 2
+CPU_PROFILE := e2e/local/tests/test_cpu_profile.py
 test-cluster: ## cluster tier: real control plane + KWOK on loopback, the operator running for real
-	$(PYTEST) -q -m cluster e2e/local/tests cli/tests e2e/suite e2e/kind/tests
+	$(PYTEST) -q -m cluster -n $(CLUSTER_WORKERS) --dist loadfile --ignore=$(CPU_PROFILE) \
+	  e2e/local/tests cli/tests e2e/suite e2e/kind/tests
+	$(PYTEST) -q -m cluster $(CPU_PROFILE)
 
 test-e2e: ## the e2e suite alone, on the local backend (part of test-cluster)
 	$(PYTEST) -q -m e2e e2e/suite
