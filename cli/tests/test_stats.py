@@ -187,5 +187,5 @@ def test_welch_interval_covers_the_true_difference_95_percent_of_the_time() -> N
     )
     half = st.t.ppf(0.975, n1 + n2 - 2) * pooled_sd * math.sqrt(1 / n1 + 1 / n2)
     delta = b.mean(axis=1) - a.mean(axis=1)
-    pooled_covered = int(np.sum((delta - half <= 2.0) & (2.0 <= delta + half)))
+    pooled_covered = int(np.sum((delta - half <= 2.0) & (delta + half >= 2.0)))
     assert pooled_covered / trials < 0.93  # why Welch: equal variances are not assumed
