@@ -350,6 +350,11 @@ class PodExecutor:
         with self._lock:
             return list(self._runs)
 
+    def taken(self) -> set[str]:
+        """Pods it has taken on: process running, queued for a slot, or ended."""
+        with self._lock:
+            return {p.name for p in self._pods.values()}
+
     def running(self) -> dict[str, int]:
         """Pods with a live process: pod name -> pid (the process group leader)."""
         with self._lock:
