@@ -74,6 +74,9 @@ images: ## build the operator, YCSB and Locust images (Docker or Podman), tagged
 kind-load: ## load the images into a kind cluster (KIND_CLUSTER, default mongobench)
 	bash hack/images.sh kind-load
 
+# pytest-xdist workers of the protocol and cluster tiers (TEST_WORKERS=0: one process).
+TEST_WORKERS ?= 2
+
 test: setup lint test-unit test-rules test-protocol test-bench-jobs test-cluster ## set up, lint, run every tier
 
 UNIT_TESTS := operator/tests bench-jobs/runner/tests archive/tests cli/tests results/tests dashboards/tests \
@@ -90,15 +93,23 @@ coverage: ## the unit tier under coverage.py: per package of operator/mongobench
 test-rules: ## the chart's alerts: promtool check rules + promtool test rules (alerts/tests)
 	$(PY) alerts/check.py
 
+# Its files wait on JVMs, Locust and servers too: the same workers (one FerretDB each).
 test-protocol: ## protocol tier: mockupdb, FerretDB and an S3 server (moto) on loopback
-	$(PYTEST) -q -m protocol operator/tests bench-jobs/runner/tests archive/tests cli/tests \
-	  e2e/local/tests hack/tests benchmarks/tests
+	$(PYTEST) -q -m protocol -n $(TEST_WORKERS) --dist loadfile operator/tests \
+	  bench-jobs/runner/tests archive/tests cli/tests e2e/local/tests hack/tests
 
 test-bench-jobs: ## the YCSB binding's own tests (Maven, JUnit)
 	@if [ -x hack/build-java.sh ]; then bash hack/build-java.sh test; fi
 
+# The cluster tier mostly waits (on the apiserver, JVMs, timers): its files run on
+# TEST_WORKERS pytest-xdist workers, each with its own plane and Prometheus on free ports
+# (--dist loadfile keeps a file's module fixtures on one worker). test_cpu_profile.py compares
+# this host's busy and idle CPU windows, so it runs alone afterwards.
+CPU_PROFILE := e2e/local/tests/test_cpu_profile.py
 test-cluster: ## cluster tier: real control plane + KWOK on loopback, the operator running for real
-	$(PYTEST) -q -m cluster e2e/local/tests cli/tests e2e/suite e2e/kind/tests
+	$(PYTEST) -q -m cluster -n $(TEST_WORKERS) --dist loadfile --ignore=$(CPU_PROFILE) \
+	  e2e/local/tests cli/tests e2e/suite e2e/kind/tests
+	$(PYTEST) -q -m cluster $(CPU_PROFILE)
 
 test-e2e: ## the e2e suite alone, on the local backend (part of test-cluster)
 	$(PYTEST) -q -m e2e e2e/suite

@@ -19,6 +19,11 @@ one, does a kubelet's share of the work on loopback:
   variable under their mountPath there (a missing ConfigMap or key waits, as a kubelet's
   FailedMount does: reported as CreateContainerConfigError here).
 
+`max_processes` caps the container processes running at once, as a node's capacity would: a
+pod past the cap stays Running (KWOK's doing) with its process queued until a slot frees. A
+benchmark that starts hundreds of clients on a small machine sets it, so the JVMs do not starve
+the apiserver and the operator it measures (make bench-scale); tests leave it unset.
+
 What it does not do: init containers (KWOK reports them completed), other volumes (Secret,
 emptyDir, ...), probes, resource limits, runAsUser; restartPolicy Always is run once like Never
 (the pods it is for are Job pods). Everything runs on loopback under the test's own user.
@@ -251,7 +256,8 @@ class PodExecutor:
 
     `uri_rewrite` maps each MongoDB URI found in env values and args (e.g. `rewrite_hosts(...)`).
     `image_commands` maps an image (exact, or without its tag) to its entrypoint, used when a
-    container has no `command`; default `mongobench-runner`. `timeout` bounds every process.
+    container has no `command`; default `mongobench-runner`. `timeout` bounds every process;
+    `max_processes` (default: no cap) is how many run at once.
     """
 
     def __init__(
@@ -264,6 +270,7 @@ class PodExecutor:
         timeout: float = 300.0,
         restart_backoff: float = 1.0,
         workdir: Path | None = None,
+        max_processes: int | None = None,
     ) -> None:
         self.plane = plane
         self.namespace = namespace
@@ -280,6 +287,10 @@ class PodExecutor:
         self._pods: dict[str, _PodState] = {}
         self._failing: list[tuple[PodPredicate, int, str]] = []
         self._delays: list[tuple[PodPredicate, float]] = []
+        self._slots = threading.Semaphore(max_processes) if max_processes else None
+        self._peak_lock = threading.Lock()
+        self._live = 0
+        self.peak_processes = 0  # the most container processes that ran at once
         self._stop = threading.Event()
         self._watch_conn: http.client.HTTPSConnection | None = None
         self._thread: threading.Thread | None = None
@@ -338,6 +349,11 @@ class PodExecutor:
     def runs(self) -> list[PodRun]:
         with self._lock:
             return list(self._runs)
+
+    def taken(self) -> set[str]:
+        """Pods it has taken on: process running, queued for a slot, or ended."""
+        with self._lock:
+            return {p.name for p in self._pods.values()}
 
     def running(self) -> dict[str, int]:
         """Pods with a live process: pod name -> pid (the process group leader)."""
@@ -611,7 +627,6 @@ class PodExecutor:
         sa_dir: Path,
         deadline: float | None,
     ) -> tuple[int, str]:
-        cstate = state.containers[container["name"]]
         cdir = podir / container["name"]
         cdir.mkdir(exist_ok=True)
         # Stands in for the file the kubelet mounts at terminationMessagePath: the runner writes
@@ -632,6 +647,42 @@ class PodExecutor:
             delay = max((d for p, d in self._delays if p(pod)), default=0.0)
         if delay and state.gone.wait(delay):
             return 137, "Error"
+        if not self._take_slot(state):
+            return 137, "Error"
+        try:
+            return self._exec_in_slot(pod, state, container, argv, env, cdir, term_file, deadline)
+        finally:
+            self._give_slot()
+
+    def _take_slot(self, state: _PodState) -> bool:
+        """Waits for a free process slot (max_processes); False if the pod went meanwhile."""
+        if self._slots is not None:
+            while not self._slots.acquire(timeout=0.2):
+                if state.gone.is_set() or self._stop.is_set():
+                    return False
+        with self._peak_lock:
+            self._live += 1
+            self.peak_processes = max(self.peak_processes, self._live)
+        return True
+
+    def _give_slot(self) -> None:
+        with self._peak_lock:
+            self._live -= 1
+        if self._slots is not None:
+            self._slots.release()
+
+    def _exec_in_slot(
+        self,
+        pod: Pod,
+        state: _PodState,
+        container: dict[str, Any],
+        argv: list[str],
+        env: dict[str, str],
+        cdir: Path,
+        term_file: Path,
+        deadline: float | None,
+    ) -> tuple[int, str]:
+        cstate = state.containers[container["name"]]
         started_at = _now()
         cstate.state = {"running": {"startedAt": started_at}}
         log = cdir / "output.log"

@@ -379,21 +379,23 @@ def test_missing_secret_waits_like_a_kubelet_then_runs(
     )
 
 
+def _sleeper(name: str) -> dict[str, Any]:
+    """A client pod whose process sleeps until it is killed."""
+    container = {"name": "main", "image": "busybox", "command": ["sleep", "300"]}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {"mongobench.io/component": "benchmark-client"}},
+        "spec": _restricted_pod_spec(container, terminationGracePeriodSeconds=1),
+    }
+
+
 @pytest.mark.cluster
 def test_deleted_pod_and_stop_kill_their_processes(
     plane: Plane, namespace: str, kube_api: k8s.ApiClient
 ) -> None:
-    def sleeper(name: str) -> dict[str, Any]:
-        container = {"name": "main", "image": "busybox", "command": ["sleep", "300"]}
-        return {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name, "labels": {"mongobench.io/component": "benchmark-client"}},
-            "spec": _restricted_pod_spec(container, terminationGracePeriodSeconds=1),
-        }
-
     with pod_executor(plane, namespace, uri_rewrite=rewrite_hosts("127.0.0.1:1")) as ex:
-        _create(kube_api, namespace, sleeper("doomed"), sleeper("kept"))
+        _create(kube_api, namespace, _sleeper("doomed"), _sleeper("kept"))
         pids = wait_until(lambda: len(ex.running()) == 2 and ex.running(), what="2 sleepers")
         k8s.CoreV1Api(kube_api).delete_namespaced_pod("doomed", namespace)
         (run,) = ex.wait_runs(1, timeout=30)
@@ -401,6 +403,29 @@ def test_deleted_pod_and_stop_kill_their_processes(
         assert not _alive(pids["doomed"])
         assert _alive(pids["kept"])
     assert not _alive(pids["kept"])  # stop() ended it
+    assert not ex.errors
+
+
+@pytest.mark.cluster
+def test_max_processes_queues_pods_past_the_cap_until_a_slot_frees(
+    plane: Plane, namespace: str, kube_api: k8s.ApiClient
+) -> None:
+    """As a full node would: with max_processes=1 the second Running pod's process starts only
+    after the first one's ended (make bench-scale caps its hundreds of clients this way)."""
+    core = k8s.CoreV1Api(kube_api)
+    with pod_executor(
+        plane, namespace, uri_rewrite=rewrite_hosts("127.0.0.1:1"), max_processes=1
+    ) as ex:
+        _create(kube_api, namespace, _sleeper("first"), _sleeper("second"))
+        running = wait_until(ex.running, what="one sleeper")
+        wait_until(lambda: ex.taken() == {"first", "second"}, what="both pods taken on")
+        # Both pods are Running and the executor's; the cap holds the other one's process back.
+        assert len(ex.running()) == 1, ex.running()
+        (held,) = {"first", "second"} - set(running)
+        core.delete_namespaced_pod(next(iter(running)), namespace)
+        started = wait_until(lambda: held in ex.running() and ex.running(), what="the queued one")
+        assert set(started) == {held}
+        assert ex.peak_processes == 1
     assert not ex.errors
 
 

@@ -195,8 +195,16 @@ def test_objects_stored_before_the_rules_fail_visibly_and_are_deleted_cleanly(
         before = {n: custom(api, ns, p, n) for p, n, _ in expected}
         operator.stop()
         operator = start_operator(private.kubeconfig, [ns], log)
-        time.sleep(1)  # resume handlers run
-        runs = handler_runs(operator.metrics())
+        # The resume handlers run (and are counted): waited for, not slept on.
+        runs = wait_until(
+            lambda: (
+                (counted := handler_runs(operator.metrics())).get("provision", 0) >= 4
+                and counted.get("start", 0) >= 1
+                and counted
+            ),
+            timeout=30,
+            what="the resume handlers",
+        )
         assert runs["provision"] >= 4 and runs["start"] >= 1  # they did run (and were counted)
         time.sleep(4)  # the timers (every 1-2 s) would have run twice
         later = handler_runs(operator.metrics())
