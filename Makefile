@@ -111,5 +111,8 @@ bench-step-window: setup ## a-d x 2 x 2 clients: reported throughput next to ope
 bench-scale: setup ## N MongoClusters + N BenchmarkRuns at once (BENCH_N, default 200): seconds, peak RSS, requests
 	PYTHONPATH=e2e/local $(VENV)/bin/python e2e/local/bench/scale.py
 
+bench-memory: setup ## the idle operator's RSS and its imports, this tree next to BENCH_BEFORE (default main)
+	PYTHONPATH=e2e/local $(VENV)/bin/python e2e/local/bench/memory.py
+
 bench-cli: setup ## seconds of `mongobench list` (200 runs) and `compare` (20 runs x 6 x 5), API and archives
 	PYTHONPATH=e2e/local $(VENV)/bin/python e2e/local/bench/cli.py
