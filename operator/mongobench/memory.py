@@ -43,8 +43,8 @@ def trim() -> bool:
 
 
 def trim_periodically(loop: asyncio.AbstractEventLoop, every: float = TRIM_SECONDS) -> bool:
-    """Trim soon and then every `every` seconds on `loop` (a callback, not a task: it ends
-    with the loop). False where there is nothing to call."""
+    """Trim every `every` seconds on `loop`, the first time once start-up is over (a callback,
+    not a task: it ends with the loop). False where there is nothing to call."""
     if _LIBC is None:
         return False
 
@@ -52,5 +52,5 @@ def trim_periodically(loop: asyncio.AbstractEventLoop, every: float = TRIM_SECON
         trim()
         loop.call_later(every, again)
 
-    loop.call_soon(again)
+    loop.call_later(every, again)
     return True

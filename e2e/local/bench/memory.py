@@ -13,6 +13,8 @@ Two parts, each printed for both trees with the ratio after / before:
     BENCH_BEFORE   a git ref of the code before (default main): its operator/, results/ and
                    archive/ folders go first on PYTHONPATH of the same virtualenv
     BENCH_ROUNDS   idle starts per tree, alternated; the median is printed (default 3)
+    BENCH_SETTLE   seconds idle before the figures are read (default 15: the operator gives
+                   freed memory back every 10 s, mongobench.memory)
 
 Targets (issue 23, a benchmark, not a test): idle operator RSS under 50 MiB.
 """
@@ -40,6 +42,7 @@ from localplane.tools import REPO
 NS = "idle"
 BEFORE = os.environ.get("BENCH_BEFORE", "main")
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
+SETTLE = float(os.environ.get("BENCH_SETTLE", "15"))
 PYTHON = REPO / ".venv" / "bin" / "python"
 # The folders whose code the operator process runs (the rest of the virtualenv is shared).
 SOURCES = ("operator", "results", "archive")
@@ -159,6 +162,7 @@ def idle_figures(plane: Plane, trees: dict[str, Path], work: Path) -> dict[str, 
         for name, tree in trees.items():
             with idle_operator(plane, tree, work / f"operator-{name}-{i}.log") as pid:
                 wait_idle(pid)
+                time.sleep(SETTLE)
                 samples[name].append(proc_status(pid))
     return {
         name: {k: int(statistics.median(s[k] for s in got)) for k in got[0]}
