@@ -180,6 +180,7 @@ def ratio(after: float, before: float) -> str:
 
 def print_imports(before: dict[str, Any], after: dict[str, Any]) -> None:
     print("imports, cumulative (a fresh interpreter)   before    after MiB   ratio   step MiB")
+    print("  (a step counts the standard-library modules it is the first to import)")
     prev_b = prev_a = 0
     for b, a in zip(before["steps"], after["steps"], strict=True):
         print(
