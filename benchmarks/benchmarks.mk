@@ -1,7 +1,7 @@
 # Benchmarks of the operator, the CLI and the benchmark clients (included by the root Makefile).
 # Each prints figures measured side by side in one run; none asserts a time.
-.PHONY: bench-reconcile bench-orchestration bench-step-window bench-scale bench-cli bench-clients \
-        build-wireserver lint-wireserver
+.PHONY: bench-reconcile bench-orchestration bench-step-window bench-scale bench-memory bench-cli \
+        bench-clients build-wireserver lint-wireserver
 
 bench-reconcile: setup ## time apply->children and count API requests of the MongoCluster reconciler
 	PYTHONPATH=e2e/local $(VENV)/bin/python benchmarks/reconcile.py
@@ -14,6 +14,9 @@ bench-step-window: setup ## a-d x 2 x 2 clients: reported throughput next to ope
 
 bench-scale: setup ## N MongoClusters + N BenchmarkRuns at once (BENCH_N, default 200): seconds, peak RSS, requests
 	PYTHONPATH=e2e/local $(VENV)/bin/python benchmarks/scale.py
+
+bench-memory: setup ## the idle operator's RSS and its imports, this tree next to BENCH_BEFORE (default main)
+	PYTHONPATH=e2e/local $(VENV)/bin/python benchmarks/memory.py
 
 bench-cli: setup ## seconds of `mongobench list` (200 runs) and `compare` (20 runs x 6 x 5), API and archives
 	PYTHONPATH=e2e/local $(VENV)/bin/python benchmarks/cli.py

@@ -19,10 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from bson import Timestamp
-from pymongo.errors import OperationFailure, PyMongoError
-
-from mongobench.mongo import plan
+from mongobench.mongo import driver, plan
 from mongobench.mongo.connect import Connector
 from mongobench.mongo.errors import (
     ALREADY_INITIALIZED,
@@ -101,10 +98,10 @@ class MongoAdmin:
         try:
             client = self.connector.client(host, authenticate=authenticate)
             return client[db].command(dict(cmd))
-        except OperationFailure as exc:
+        except driver.OperationFailure as exc:
             if not (bootstrap and authenticate and exc.code == AUTHENTICATION_FAILED):
                 raise classify(exc, operation, host) from None
-        except PyMongoError as exc:
+        except driver.PyMongoError as exc:
             raise classify(exc, operation, host) from None
         return self.bootstrap_command(host, cmd, db=db)
 
@@ -123,7 +120,7 @@ class MongoAdmin:
         )
         try:
             return self.connector.client(host, bootstrap=True)[db].command(dict(cmd))
-        except OperationFailure as exc:
+        except driver.OperationFailure as exc:
             if exc.code in (UNAUTHORIZED, AUTHENTICATION_FAILED):
                 hint = _KEYFILE_HINT if keyfile else _LOCALHOST_HINT
                 code_name = (exc.details or {}).get("codeName")
@@ -131,7 +128,7 @@ class MongoAdmin:
                     operation, host, hint, code=exc.code, code_name=code_name
                 ) from None
             raise classify(exc, operation, host) from None
-        except PyMongoError as exc:
+        except driver.PyMongoError as exc:
             raise classify(exc, operation, host) from None
 
     def hello(self, host: str) -> Hello:
@@ -231,7 +228,7 @@ class MongoAdmin:
                     healthy=bool(m.get("health", 1)),
                     votes=int(conf.get("votes", 1)),
                     priority=float(conf.get("priority", 1.0)),
-                    optime_seconds=ts.time if isinstance(ts, Timestamp) else None,
+                    optime_seconds=ts.time if isinstance(ts, driver.Timestamp) else None,
                     message=m.get("lastHeartbeatMessage") or m.get("infoMessage") or None,
                 )
             )

@@ -16,12 +16,14 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pymongo import MongoClient
-
+from mongobench.mongo import driver
 from mongobench.mongo.errors import HostUnresolvable
 from mongobench.mongo.model import Credentials
+
+if TYPE_CHECKING:
+    from mongobench.mongo.driver import MongoClient
 
 HOST_MAP_ENV = "MONGOBENCH_HOST_MAP"
 IN_CLUSTER_ENV = "KUBERNETES_SERVICE_HOST"
@@ -148,7 +150,7 @@ class Connector:
                 options["username"] = creds.username
                 options["password"] = creds.password
                 options["authSource"] = creds.source
-            client: MongoClient[dict[str, Any]] = MongoClient(name, port, **options)
+            client: MongoClient[dict[str, Any]] = driver.MongoClient(name, port, **options)
             self._clients[key] = client
             return client
 

@@ -9,19 +9,12 @@ Messages name the operation and the host, never a password or a URI with credent
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from pymongo.errors import (
-    AutoReconnect,
-    ConfigurationError,
-    ConnectionFailure,
-    ExecutionTimeout,
-    NetworkTimeout,
-    NotPrimaryError,
-    OperationFailure,
-    PyMongoError,
-    ServerSelectionTimeoutError,
-    WaitQueueTimeoutError,
-)
+from mongobench.mongo import driver
+
+if TYPE_CHECKING:
+    from mongobench.mongo.driver import PyMongoError
 
 # Server error codes the module refers to by name (src/mongo/base/error_codes.yml).
 AUTHENTICATION_FAILED = 18
@@ -121,18 +114,18 @@ def classify(exc: PyMongoError, operation: str, host: str) -> MongoAdminError:
     Only ``OperationFailure.details`` (the server's reply) and the exception text are used; the
     command document (which may hold a password) is never part of either.
     """
-    if isinstance(exc, OperationFailure):
+    if isinstance(exc, driver.OperationFailure):
         details = exc.details or {}
         message = str(details.get("errmsg") or exc)
         code = exc.code
         code_name = details.get("codeName")
         labels = details.get("errorLabels") or []
         transient = (code in TRANSIENT_CODES) or "RetryableWriteError" in labels
-        if isinstance(exc, ExecutionTimeout):
+        if isinstance(exc, driver.ExecutionTimeout):
             transient = True
         cls: type[MongoAdminError] = TransientMongoError if transient else PermanentMongoError
         return cls(operation, host, message, code=code, code_name=code_name)
-    if isinstance(exc, NotPrimaryError) and isinstance(exc.details, Mapping):
+    if isinstance(exc, driver.NotPrimaryError) and isinstance(exc.details, Mapping):
         # pymongo raises "not primary"/"node is recovering" replies as connection failures; the
         # server's code and message still matter to the condition.
         return TransientMongoError(
@@ -145,15 +138,15 @@ def classify(exc: PyMongoError, operation: str, host: str) -> MongoAdminError:
     if isinstance(
         exc,
         (
-            ServerSelectionTimeoutError,
-            AutoReconnect,
-            NetworkTimeout,
-            ConnectionFailure,
-            WaitQueueTimeoutError,
+            driver.ServerSelectionTimeoutError,
+            driver.AutoReconnect,
+            driver.NetworkTimeout,
+            driver.ConnectionFailure,
+            driver.WaitQueueTimeoutError,
         ),
     ):
         return TransientMongoError(operation, host, f"not reachable: {_first_line(exc)}")
-    if isinstance(exc, ConfigurationError):
+    if isinstance(exc, driver.ConfigurationError):
         return PermanentMongoError(operation, host, _first_line(exc))
     return PermanentMongoError(operation, host, _first_line(exc))
 

@@ -70,3 +70,31 @@ def test_an_experiments_comparison_leaves_no_numeric_package_resident() -> None:
         [sys.executable, "-c", control], capture_output=True, text=True, check=True
     )
     assert json.loads(out.stdout) == ["numpy", "scipy"]
+
+
+def loaded_after(code: str, packages: tuple[str, ...]) -> list[str]:
+    """Which of `packages` a fresh operator interpreter holds after running `code`."""
+    probe = (
+        "import json, sys\n"
+        "from mongobench.__main__ import without_kubernetes_package\n"
+        "without_kubernetes_package()\n"
+        f"{code}\n"
+        f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & {set(packages)!r})))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return list(json.loads(out.stdout))
+
+
+def test_an_idle_operator_has_not_loaded_the_mongodb_driver() -> None:
+    """pymongo and bson (~5.5 MiB resident, make bench-memory) load through
+    mongobench.mongo.driver when the first client is built, not with the operator."""
+    assert loaded_after("import mongobench.main", ("pymongo", "bson")) == []
+    # The probe is not vacuous: building a member's client (dialled in the background, to a
+    # loopback port nobody listens on, and closed) loads both.
+    build = (
+        "import mongobench.main\n"
+        "from mongobench.mongo.connect import Connector\n"
+        "with Connector(timeout_seconds=0.1) as c:\n"
+        "    c.client('127.0.0.1:9')"
+    )
+    assert loaded_after(build, ("pymongo", "bson")) == ["bson", "pymongo"]
