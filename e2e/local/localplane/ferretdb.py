@@ -47,8 +47,10 @@ def start_ferretdb(workdir: Path) -> FerretDB:
         str(binary("ferretdb")),
         "--handler=sqlite",
         # BEGIN IMMEDIATE: concurrent updaters queue on SQLite's write lock (busy_timeout) instead
-        # of failing with SQLITE_BUSY when a read transaction cannot be upgraded to a write.
-        f"--sqlite-url=file:{state}/?_txlock=immediate",
+        # of failing with SQLITE_BUSY when a read transaction cannot be upgraded to a write. They
+        # queue up to a minute (FerretDB's default, 10 s, ran out with 8 YCSB threads on a
+        # 2-core machine at load 20: "database is locked (5)", a failed step).
+        f"--sqlite-url=file:{state}/?_txlock=immediate&_pragma=busy_timeout(60000)",
         f"--listen-addr=127.0.0.1:{port}",
         "--debug-addr=-",
         "--telemetry=disable",
