@@ -47,7 +47,6 @@ BEYOND_THE_CODE: dict[Grant, str] = {}
 KUBE_CALLS = {
     "get": "get", "list": "list", "delete": "delete", "patch": "patch", "patch_status": "patch",
 }  # fmt: skip
-HTTP_VERBS = {"POST": "create", "PATCH": "patch", "PUT": "update", "DELETE": "delete"}
 
 
 def group_and_plural(kind: str) -> tuple[str, str]:
@@ -118,36 +117,7 @@ class Module:
                     group, plural = group_and_plural(kind)
                     resource = f"{plural}/status" if name == "patch_status" else plural
                     out.add((group, resource, KUBE_CALLS[name]))
-            elif name == "request" and isinstance(node.args[0], ast.Constant):
-                out |= self.request(str(node.args[0].value), node.args[1], node)
         return out
-
-    def request(self, method: str, path: ast.expr, call: ast.AST) -> set[Grant]:
-        if kube_call(path) == "resource_path" and isinstance(path, ast.Call):
-            named = len(path.args) >= 3
-            targets = {group_and_plural(k) for k in self.kinds(path.args[0], call)}
-        else:
-            text = self.path_text(path)
-            match = re.fullmatch(
-                r"/(?:api/v1|apis/([^/]+)/[^/]+)(?:/namespaces/[^/]+)?/([a-z]+)(/[^/]+)?",
-                text or "",
-            )
-            if match is None:  # discovery (e.g. /apis/<group>/<version>): no resource
-                return set()
-            targets, named = {(match[1] or "", match[2])}, match[3] is not None
-        verb = HTTP_VERBS.get(method) or ("get" if named else "list")
-        return {(group, plural, verb) for group, plural in targets}
-
-    def path_text(self, node: ast.expr) -> str | None:
-        if isinstance(node, ast.Constant):
-            return str(node.value)
-        if isinstance(node, ast.Name):
-            return self.consts.get(node.id)
-        if isinstance(node, ast.JoinedStr):
-            return "".join(
-                str(v.value) if isinstance(v, ast.Constant) else "{}" for v in node.values
-            )
-        return None
 
 
 def call_site_kinds(trees: list[ast.Module]) -> dict[str, set[str]]:
@@ -284,10 +254,6 @@ def test_the_derivation_sees_calls_of_every_kind() -> None:
     assert ("storage.k8s.io", "storageclasses", "get") in found  # kube.get("StorageClass", ...)
     assert ("", "nodes", "list") in found  # kube.list("Node", None)
     assert ("", "events", "create") in found  # kube.event(...)
-    namespaced = Module(
-        ast.parse('kube.request("PATCH", f"/api/v1/namespaces/{ns}/events/{n}")'), {}
-    )
-    assert namespaced.grants() == {("", "events", "patch")}
     assert ("batch", "jobs", "create") in found  # a built Job, applied
     assert ("batch", "jobs", "watch") in found  # kopf.on.event("batch", "v1", "jobs")
     assert ("", "configmaps", "update") in found  # granted onward to client pods
