@@ -1,5 +1,5 @@
 """The operator process's memory beyond its own objects: asyncio's TLS read buffers and the memory
-glibc keeps after it was freed. (glibc's arenas are capped before any thread starts: cli.py.)
+glibc keeps after it was freed. (glibc's arenas are capped before any thread starts: __main__.py.)
 Measured with make bench-memory (idle) and make bench-scale (peak)."""
 
 from __future__ import annotations
