@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from mongobench_results import validity as _validity
+
 TERMINAL = ("Succeeded", "Failed")
 
 # Spec fields that change what a workload measures: two runs that differ in any of them are
@@ -173,6 +175,7 @@ class StepView:
     end: datetime | None
     message: str | None
     resources: Mapping[str, Any] | None = None  # disk, network, memory (resource profile)
+    validity: _validity.Validity = _validity.UNJUDGED  # the operator's verdict on this trial
 
     @property
     def seconds(self) -> float | None:
@@ -198,6 +201,7 @@ def steps(run: Mapping[str, Any]) -> list[StepView]:
                 end=parse_time(s.get("completionTime")),
                 message=s.get("message"),
                 resources=s.get("resources"),
+                validity=_validity.parse(s.get("validity")),
             )
         )
     return out
