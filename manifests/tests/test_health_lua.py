@@ -7,7 +7,6 @@ application controller does for an argocd-cm customization (no `string` or `math
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import subprocess
@@ -17,26 +16,21 @@ from typing import Any
 import pytest
 import yaml
 
-from localplane.tools import REPO, cache_dir
+from localplane.tools import REPO, argocd_health
 
 pytestmark = pytest.mark.unit
 
 ROOT = REPO / "manifests" / "gitops" / "argocd" / "resource_customizations"
-ENGINE_SOURCE = REPO / "manifests" / "gitops" / "argocd" / "healthcheck"
 KINDS = sorted(p.parent for p in ROOT.glob("*/*/health.lua"))
 # What Argo CD accepts from a health script.
 STATUSES = {"Healthy", "Progressing", "Degraded", "Suspended", "Missing", "Unknown"}
 
 
 def engine() -> Path:
-    """The argocd-health binary hack/build-tools.sh built for these sources (same hash)."""
-    sources = [ENGINE_SOURCE / "go.mod", ENGINE_SOURCE / "go.sum"]
-    sources += sorted(ENGINE_SOURCE.glob("*.go"))
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()[:12]
-    path = cache_dir() / "bin" / f"argocd-health-{digest}"
-    if not path.is_file():
-        pytest.fail(f"{path} is missing: run `make setup` (hack/build-tools.sh builds it)")
-    return path
+    try:
+        return argocd_health()
+    except FileNotFoundError as err:
+        pytest.fail(str(err))
 
 
 def run_engine(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
