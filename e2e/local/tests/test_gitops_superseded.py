@@ -138,9 +138,26 @@ def test_a_run_replaced_in_git_is_marked_and_its_failure_stops_counting(
     assert health(live[new])["status"] == "Healthy"
 
 
-def test_the_hook_succeeds_when_no_run_is_superseded(
+def test_the_hook_succeeds_when_no_run_is_superseded_and_its_pod_is_admitted_as_restricted(
     plane: Plane, namespace: str, tmp_path: Path
 ) -> None:
     values = yaml.safe_load((EXPERIMENTS / "examples" / "kind.yaml").read_text())
-    sync(plane, namespace, render(namespace, values, tmp_path))  # raises when kubectl fails
+    objs = render(namespace, values, tmp_path)
+    sync(plane, namespace, objs)  # raises when kubectl fails
     assert not any(marked(r) for r in runs(plane, namespace).values())
+    # The experiments Application's namespace enforces the restricted Pod Security profile (as
+    # this test's namespace does): the hook's pod must pass it, or the sync would never finish.
+    job = next(d for d in objs if d["kind"] == "Job")
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "superseded-runs-dry-run"},
+        "spec": job["spec"]["template"]["spec"],
+    }
+    plane.kubectl("create", "--dry-run=server", "-n", namespace, "-f", "-", input=json.dumps(pod))
+    pod["spec"]["containers"][0]["securityContext"]["allowPrivilegeEscalation"] = True
+    refused = plane.kubectl(
+        "create", "--dry-run=server", "-n", namespace, "-f", "-", input=json.dumps(pod),
+        check=False,
+    )  # fmt: skip
+    assert refused.returncode != 0 and "restricted" in refused.stderr
