@@ -266,8 +266,14 @@ def test_the_superseded_hook_marks_exactly_the_runs_git_names_no_more(tmp_path: 
     assert role["rules"] == [
         {"apiGroups": ["mongobench.io"], "resources": ["benchmarkruns"], "verbs": ["list", "patch"]}
     ]
+    # The names are also in an object Argo CD compares (a hook is not compared), so removing a
+    # run from Git alone makes the Application OutOfSync and auto-sync runs the hook.
+    listing = next(d for d in objs if d["kind"] == "ConfigMap")
+    assert listing["data"]["runs"].split("\n") == names
+    assert "argocd.argoproj.io/hook" not in (listing["metadata"].get("annotations") or {})
     # No run in the values: every run of the release is superseded.
     empty = docs(experiments(EXAMPLE, "runs=null"))
+    assert next(d for d in empty if d["kind"] == "ConfigMap")["data"]["runs"] == ""
     job = next(d for d in empty if d["kind"] == "Job")
     args = job["spec"]["template"]["spec"]["containers"][0]["args"]
     assert "--selector=mongobench.io/gitops-release=exp,mongobench.io/gitops-run" in args

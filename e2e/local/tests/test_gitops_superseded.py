@@ -130,9 +130,16 @@ def test_a_run_replaced_in_git_is_marked_and_its_failure_stops_counting(
     plane.kubectl(*args, f"--as=system:serviceaccount:{namespace}:{RELEASE}-superseded-runs")
     assert not marked(runs(plane, namespace)[new])
 
-    # Revision 3: the run removed from Git: every run of the release is superseded.
+    # Revision 3: the run removed from Git: every run of the release is superseded. The live
+    # listing of current runs differs from the new render: Argo CD sees OutOfSync and syncs.
     values["runs"] = []
-    sync(plane, namespace, render(namespace, values, tmp_path))
+    third = render(namespace, values, tmp_path)
+    listing = next(d for d in third if d["kind"] == "ConfigMap")
+    live_listing = plane.kubectl(
+        "get", "configmap", listing["metadata"]["name"], "-n", namespace, "-o", "json"
+    ).stdout
+    assert json.loads(live_listing)["data"]["runs"] == new != listing["data"]["runs"]
+    sync(plane, namespace, third)
     live = runs(plane, namespace)
     assert marked(live[old]) and marked(live[new])
     assert health(live[new])["status"] == "Healthy"
