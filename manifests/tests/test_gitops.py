@@ -258,6 +258,14 @@ def test_the_superseded_hook_marks_exactly_the_runs_git_names_no_more(tmp_path: 
     )
     assert "argocd.argoproj.io/ignore-healthcheck=true" in container["args"]
     assert "mongobench.io/superseded=true" in container["args"]
+    # First, the runs Git names lose the marks (a run named again after a revert is current).
+    (unmark,) = job["spec"]["template"]["spec"]["initContainers"]
+    current = f"mongobench.io/gitops-run in ({','.join(names)})"
+    assert f"--selector=mongobench.io/gitops-release=exp,{current}" in unmark["args"]
+    assert unmark["args"][-2:] == [
+        "argocd.argoproj.io/ignore-healthcheck-",
+        "mongobench.io/superseded-",
+    ]
     for run in (d for d in objs if d["kind"] == "BenchmarkRun"):
         labels = run["metadata"]["labels"]
         assert labels["mongobench.io/gitops-release"] == "exp"
@@ -277,6 +285,7 @@ def test_the_superseded_hook_marks_exactly_the_runs_git_names_no_more(tmp_path: 
     job = next(d for d in empty if d["kind"] == "Job")
     args = job["spec"]["template"]["spec"]["containers"][0]["args"]
     assert "--selector=mongobench.io/gitops-release=exp,mongobench.io/gitops-run" in args
+    assert "initContainers" not in job["spec"]["template"]["spec"]  # no run is current
     assert not [
         d for d in docs(experiments(EXAMPLE, "superseded.enabled=false")) if d["kind"] == "Job"
     ]

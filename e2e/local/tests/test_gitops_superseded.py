@@ -53,11 +53,11 @@ def sync(plane: Plane, namespace: str, objs: list[dict[str, Any]]) -> list[str]:
     )  # fmt: skip
     job = next(d for d in objs if d["kind"] == "Job")
     pod = job["spec"]["template"]["spec"]
-    container = pod["containers"][0]
-    assert container["command"] == ["kubectl"]
     account = f"system:serviceaccount:{namespace}:{pod['serviceAccountName']}"
-    plane.kubectl(*container["args"], f"--as={account}")
-    args: list[str] = container["args"]
+    for container in [*pod.get("initContainers", []), *pod["containers"]]:  # in the pod's order
+        assert container["command"] == ["kubectl"]
+        plane.kubectl(*container["args"], f"--as={account}")
+    args: list[str] = pod["containers"][0]["args"]
     return args
 
 
@@ -129,6 +129,19 @@ def test_a_run_replaced_in_git_is_marked_and_its_failure_stops_counting(
     # The hook again at the next sync: idempotent, and nothing else is touched.
     plane.kubectl(*args, f"--as=system:serviceaccount:{namespace}:{RELEASE}-superseded-runs")
     assert not marked(runs(plane, namespace)[new])
+
+    # Revision 4 before 3: Git reverted to revision 1. Its run is current again: unmarked, and its
+    # failure counts again; the other one is superseded now.
+    first_values = yaml.safe_load((EXPERIMENTS / "examples" / "kind.yaml").read_text())
+    sync(plane, namespace, render(namespace, first_values, tmp_path))
+    live = runs(plane, namespace)
+    assert not marked(live[old]) and marked(live[new])
+    assert not SUPERSEDED.keys() & (live[old]["metadata"].get("annotations") or {}).keys()
+    assert health(live[old])["status"] == "Degraded"
+    values["runs"] = first_values["runs"]  # back to revision 2's cluster: `new` is current again
+    sync(plane, namespace, render(namespace, values, tmp_path))
+    live = runs(plane, namespace)
+    assert marked(live[old]) and not marked(live[new])
 
     # Revision 3: the run removed from Git: every run of the release is superseded. The live
     # listing of current runs differs from the new render: Argo CD sees OutOfSync and syncs.

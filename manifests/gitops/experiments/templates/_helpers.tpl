@@ -49,3 +49,36 @@ rendered names; none rendered: every run of the release). Context: dict "root" "
 ,mongobench.io/gitops-run
 {{- if .names }} notin ({{ join "," .names }}){{ end -}}
 {{- end -}}
+
+{{/* A container of the superseded-runs hook: kubectl annotate of this release's runs that match
+the selector. Context: dict "root" "name" "selector" "annotations" (the rest of the arguments). */}}
+{{- define "experiments.kubectl" -}}
+- name: {{ .name }}
+  image: {{ .root.Values.superseded.image | quote }}
+  command: [kubectl]
+  args:
+    - annotate
+    - benchmarkruns.mongobench.io
+    - --namespace={{ .root.Release.Namespace }}
+    - --selector={{ .selector }}
+    {{- range .annotations }}
+    - {{ . }}
+    {{- end }}
+  env:
+    - name: HOME  # kubectl's discovery cache, on a writable volume
+      value: /tmp
+  securityContext:
+    allowPrivilegeEscalation: false
+    readOnlyRootFilesystem: true
+    capabilities:
+      drop: [ALL]
+  resources:
+    requests:
+      cpu: 10m
+      memory: 32Mi
+    limits:
+      memory: 128Mi
+  volumeMounts:
+    - name: tmp
+      mountPath: /tmp
+{{- end -}}
