@@ -13,6 +13,8 @@ ACTIONLINT := $(TOOLS)/actionlint-$(ACTIONLINT_VERSION)
 KIND_CONFIGCHECK := $(TOOLS)/kind-configcheck-$(KIND_VERSION)
 CHART := charts/mongobench
 CHARTS := charts/mongobench-crds charts/mongobench
+# Argo CD's health-check engine (gopher-lua) for the Lua health checks, a Go module of its own.
+ARGOCD_HEALTH := manifests/gitops/argocd/healthcheck
 
 .PHONY: help setup lint test test-unit coverage test-protocol test-bench-jobs test-cluster demo dev dev-down \
         crds-check crds-sync chart-docs chart-lint manifests images kind-load test-rules test-e2e \
@@ -24,7 +26,7 @@ help: ## list targets
 setup: ## install everything the tests need (idempotent; seconds when warm)
 	@bash hack/setup.sh all
 
-lint: ## ruff, mypy (strict on the packages), yamllint, shellcheck, hadolint, chart, CRD copies, workflows
+lint: ## ruff, mypy (strict on the packages), yamllint, shellcheck, hadolint, chart, CRD copies, workflows, Go
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
@@ -36,6 +38,8 @@ lint: ## ruff, mypy (strict on the packages), yamllint, shellcheck, hadolint, ch
 	$(MAKE) --no-print-directory crds-check chart-lint
 	$(VENV)/bin/python hack/manifests.py $(HELM) --check
 	$(ACTIONLINT) -shellcheck $(VENV)/bin/shellcheck .github/workflows/*.yaml
+	@out=$$(gofmt -l $(ARGOCD_HEALTH)); if [ -n "$$out" ]; then gofmt -d $(ARGOCD_HEALTH); exit 1; fi
+	cd $(ARGOCD_HEALTH) && go vet -mod=readonly ./...
 
 crds-check: ## the CRD chart's files are real-file copies of crds/ (the one source); fix with crds-sync
 	$(VENV)/bin/python hack/crds_check.py $(HELM)

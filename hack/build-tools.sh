@@ -90,6 +90,7 @@ build_lint_tools() {
   install_module "helm-docs-$HELM_DOCS_VERSION" "github.com/norwoodj/helm-docs/cmd/helm-docs@$HELM_DOCS_VERSION"
   install_module "actionlint-$ACTIONLINT_VERSION" "github.com/rhysd/actionlint/cmd/actionlint@$ACTIONLINT_VERSION"
   build_kind_configcheck
+  build_argocd_health
 }
 
 # krew and its own manifest validator (cmd/validate-krew-manifest): the CLI's krew archive and
@@ -115,6 +116,19 @@ build_kind_configcheck() {
   (cd "$src" && go build -trimpath -o "$bin/.$out.tmp" ./pkg/mongobenchconfigcheck)
   mv "$bin/.$out.tmp" "$bin/$out"
   rm -rf "$src"
+}
+
+# Argo CD's health-check engine (gopher-lua) running manifests/gitops/argocd/resource_customizations
+# (manifests/gitops/argocd/healthcheck, its own module pinned by go.mod/go.sum), keyed by a hash of
+# its sources: manifests/tests/test_health_lua.py computes the same name.
+build_argocd_health() {
+  local src=$repo/manifests/gitops/argocd/healthcheck
+  local out
+  out=argocd-health-$(cd "$src" && LC_ALL=C cat go.mod go.sum ./*.go | sha256sum | cut -c1-12)
+  need "$out" || return 0
+  log "building $out"
+  (cd "$src" && go build -mod=readonly -buildvcs=false -trimpath -o "$bin/.$out.tmp" .)
+  mv "$bin/.$out.tmp" "$bin/$out"
 }
 
 # The real Prometheus Operator CRDs (ServiceMonitor, PodMonitor, PrometheusRule) from its module.
@@ -171,8 +185,9 @@ case "${1:-all}" in
   helm) build_helm ;;
   lint) build_lint_tools ;;
   kind-configcheck) build_kind_configcheck ;;
+  argocd-health) build_argocd_health ;;
   mongodb-exporter) build_mongodb_exporter ;;
   krew) build_krew ;;
   all) build_plane; fetch_promop_crds; build_ferretdb; build_lint_tools; build_mongodb_exporter; build_krew ;;
-  *) echo "usage: $0 [plane|helm|ferretdb|lint|kind-configcheck|mongodb-exporter|krew|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [plane|helm|ferretdb|lint|kind-configcheck|argocd-health|mongodb-exporter|krew|all]" >&2; exit 2 ;;
 esac

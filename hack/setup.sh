@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # Idempotent setup of everything the tests need on a fresh machine of this kind; seconds when warm.
 #   python   : uv (pinned, from PyPI), the locked virtualenv .venv, the S3 test server (moto)
-#   tools    : control plane, KWOK, helm, FerretDB, mongodb_exporter from pinned Go modules
-#              (hack/build-tools.sh)
-#   system   : Prometheus, node-exporter and Lua 5.1 (Argo CD health checks) from Debian (only
-#              when missing)
+#   tools    : control plane, KWOK, helm, FerretDB, mongodb_exporter, Argo CD's health-check
+#              engine (gopher-lua) from pinned Go modules (hack/build-tools.sh)
+#   system   : Prometheus and node-exporter from Debian (only when missing)
 #   java     : the YCSB binding (bench-jobs/ycsb-binding), built when its sources changed
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -38,7 +37,6 @@ setup_system() {
   command -v prometheus >/dev/null || missing+=(prometheus)
   command -v prometheus-node-exporter >/dev/null || missing+=(prometheus-node-exporter)
   command -v openssl >/dev/null || missing+=(openssl)
-  command -v lua5.1 >/dev/null || missing+=(lua5.1)
   if [ ${#missing[@]} -gt 0 ]; then
     echo "setup: apt-get install ${missing[*]}" >&2
     export DEBIAN_FRONTEND=noninteractive

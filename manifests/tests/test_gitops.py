@@ -15,6 +15,11 @@ import yaml
 from localplane.plane import kubectl_path
 from localplane.schemas import REPO_CRDS, load_crds, validate
 from localplane.tools import REPO, binary, prometheus_operator_crds
+from mongobench.api.names import (
+    MAX_BENCHMARKRUN_NAME,
+    MAX_MONGOCLUSTER_NAME,
+    check_benchmarkrun_name,
+)
 from mongobench.mongocluster.platform import PRESETS
 
 pytestmark = pytest.mark.unit
@@ -105,43 +110,185 @@ def test_argocd_sources_point_at_paths_that_exist() -> None:
 
 
 def experiments(values: Path, *sets: str) -> str:
+    return run(*helm_experiments(values, *sets))
+
+
+def helm_experiments(values: Path, *sets: str) -> list[str]:
     args = [str(binary("helm")), "template", "exp", str(EXPERIMENTS), "-f", str(values)]
-    return run(*args, *[f"--set={s}" for s in sets])
+    return args + [f"--set={s}" for s in sets]
 
 
 def run_names(text: str) -> list[str]:
     return [d["metadata"]["name"] for d in docs(text) if d["kind"] == "BenchmarkRun"]
 
 
+EXAMPLE = EXPERIMENTS / "examples" / "kind.yaml"
+
+
+def example_with(tmp_path: Path, change: Any) -> Path:
+    """The kind example's values after `change(values)`, as a values file."""
+    values = yaml.safe_load(EXAMPLE.read_text())
+    change(values)
+    path = tmp_path / f"values-{len(list(tmp_path.iterdir()))}.yaml"
+    path.write_text(yaml.safe_dump(values, sort_keys=False))
+    return path
+
+
 def test_a_changed_run_spec_renders_as_a_new_run_and_the_old_one_is_kept(tmp_path: Path) -> None:
-    example = EXPERIMENTS / "examples" / "kind.yaml"
-    first = run_names(experiments(example))
-    assert first == run_names(experiments(example))  # stable across renders
+    first = run_names(experiments(EXAMPLE))
+    assert first == run_names(experiments(EXAMPLE))  # stable across renders
     assert first[0].startswith("ycsb-a-") and len(first[0]) == len("ycsb-a-") + 8
+
     # The same spec written with its keys in another order is the same run.
-    values = yaml.safe_load(example.read_text())
-    spec = values["runs"][0]["spec"]
-    values["runs"][0]["spec"] = dict(reversed(list(spec.items())))
-    reordered = tmp_path / "reordered.yaml"
-    reordered.write_text(yaml.safe_dump(values, sort_keys=False))
-    assert run_names(experiments(reordered)) == first
+    def reorder(values: dict[str, Any]) -> None:
+        spec = values["runs"][0]["spec"]
+        values["runs"][0]["spec"] = dict(reversed(list(spec.items())))
+
+    assert run_names(experiments(example_with(tmp_path, reorder))) == first
     # One changed field: another name, so Argo CD creates it instead of patching an immutable spec.
-    changed = run_names(experiments(example, "runs[0].spec.repetitions=2"))
+    changed = run_names(experiments(EXAMPLE, "runs[0].spec.repetitions=2"))
     assert changed != first
-    run = next(d for d in docs(experiments(example)) if d["kind"] == "BenchmarkRun")
+    run = next(d for d in docs(experiments(EXAMPLE)) if d["kind"] == "BenchmarkRun")
     annotations = run["metadata"]["annotations"]
     assert annotations["argocd.argoproj.io/sync-options"] == "Prune=false"
     assert annotations["argocd.argoproj.io/compare-options"] == "IgnoreExtraneous"
     assert run["metadata"]["labels"]["mongobench.io/experiment"] == "ycsb-a"
 
 
-def test_experiments_schema_refuses_a_run_name_too_long_for_its_hash() -> None:
+@pytest.mark.parametrize(
+    ("what", "path", "value", "new_run"),
+    [
+        # The target's shape is what users compare: another shape is another measurement.
+        ("cluster members", "clusters[0].spec.topology.replicaSet.members", "5", True),
+        ("cluster version", "clusters[0].spec.version", "8.0.4", True),
+        ("cluster cache", "clusters[0].spec.storage.wiredTigerCacheSizeGB", "1", True),
+        # The run's spec is immutable: every field of it, its labels too, is a new run.
+        ("run spec.labels", "runs[0].spec.labels.platform", "kind-2", True),
+        # What only keeps, watches or labels the cluster, and the objects' labels, is not.
+        ("cluster deletionPolicy", "clusters[0].spec.deletionPolicy", "Delete", False),
+        ("PodMonitor labels", "clusters[0].spec.monitoring.podMonitorLabels.release", "kps", False),
+        ("cluster object labels", "clusters[0].labels.team", "perf", False),
+        ("run object labels", "runs[0].labels.team", "perf", False),
+    ],
+)
+def test_the_run_hash_covers_what_defines_the_measurement(
+    what: str, path: str, value: str, new_run: bool
+) -> None:
+    first = run_names(experiments(EXAMPLE))
+    again = run_names(experiments(EXAMPLE, f"{path}={value}"))
+    assert (again != first) is new_run, what
+
+
+def test_a_run_whose_cluster_is_not_in_the_values_is_named_by_its_spec_alone() -> None:
+    other = "runs[0].spec.clusterRef.name=elsewhere"
+    first = run_names(experiments(EXAMPLE, other))
+    assert first == run_names(experiments(EXAMPLE, other, "clusters[0].spec.version=8.0.4"))
+
+
+@pytest.mark.parametrize("length", [46, 48, 55, 63])
+def test_a_long_run_name_is_cut_before_the_hash_to_what_the_operator_accepts(length: int) -> None:
+    name = ("a" * 46 + "-" + "b" * 20)[:length]
+    rendered = run_names(experiments(EXAMPLE, f"runs[0].name={name}"))[0]
+    human, _, digest = rendered.rpartition("-")
+    assert len(digest) == 8 and all(c in "0123456789abcdef" for c in digest)
+    # Cut to leave room for "-<hash>", without a dangling "-" (the 47th character here).
+    assert human == name[: MAX_BENCHMARKRUN_NAME - 9].rstrip("-")
+    assert len(rendered) <= MAX_BENCHMARKRUN_NAME
+    check_benchmarkrun_name(rendered)  # the operator's own rule, as the CRD's CEL rule says
+    # The label keeps the name as written (a label value may have 63 characters).
+    run = next(
+        d for d in docs(experiments(EXAMPLE, f"runs[0].name={name}")) if d["kind"] == "BenchmarkRun"
+    )
+    assert run["metadata"]["labels"]["mongobench.io/experiment"] == name
+
+
+def test_two_runs_cut_to_the_same_name_are_refused_with_both_names(tmp_path: Path) -> None:
+    prefix = "x" * 50
+
+    def twins(values: dict[str, Any]) -> None:
+        first = values["runs"][0]
+        values["runs"] = [{**first, "name": prefix + "0"}, {**first, "name": prefix + "1"}]
+
     proc = subprocess.run(
-        [str(binary("helm")), "template", "exp", str(EXPERIMENTS),
-         "--set=runs[0].name=" + "a" * 55, "--set=runs[0].spec.clusterRef.name=x"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    assert proc.returncode != 0 and "name" in proc.stderr
+        helm_experiments(example_with(tmp_path, twins)), capture_output=True, text=True, check=False
+    )
+    assert proc.returncode != 0
+    assert f"{prefix}0" in proc.stderr and f"{prefix}1" in proc.stderr
+    assert "render as the same BenchmarkRun" in proc.stderr
+
+
+def test_experiments_schema_refuses_names_no_object_could_carry() -> None:
+    def refused(*sets: str) -> bool:
+        args = [str(binary("helm")), "template", "exp", str(EXPERIMENTS)]
+        proc = subprocess.run(
+            [*args, *[f"--set={s}" for s in sets]], capture_output=True, text=True, check=False
+        )
+        return proc.returncode != 0 and "name" in proc.stderr
+
+    run = "runs[0].spec.clusterRef.name=x"
+    assert not refused("runs[0].name=" + "a" * 63, run)
+    assert refused("runs[0].name=" + "a" * 64, run)  # the label mongobench.io/experiment
+    # Clusters are not renamed: the shortest limit of any topology (a Sharded one's).
+    longest = min(MAX_MONGOCLUSTER_NAME.values())
+    assert not refused(f"clusters[0].name={'c' * longest}", "clusters[0].spec.version=7.0.14")
+    assert refused(f"clusters[0].name={'c' * (longest + 1)}", "clusters[0].spec.version=7.0.14")
+
+
+def test_the_superseded_hook_marks_exactly_the_runs_git_names_no_more(tmp_path: Path) -> None:
+    def two_runs(values: dict[str, Any]) -> None:
+        second = yaml.safe_load(yaml.safe_dump(values["runs"][0]))
+        second["name"] = "ycsb-b"
+        second["spec"]["workloads"] = [{"name": "b"}]
+        values["runs"].append(second)
+
+    text = experiments(example_with(tmp_path, two_runs))
+    objs = docs(text)
+    names = run_names(text)
+    assert len(names) == 2
+    job = next(d for d in objs if d["kind"] == "Job")
+    annotations = job["metadata"]["annotations"]
+    # A Sync hook: PostSync would wait for a Healthy application, which an old failure prevents.
+    assert annotations["argocd.argoproj.io/hook"] == "Sync"
+    assert annotations["argocd.argoproj.io/hook-delete-policy"] == "BeforeHookCreation"
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    selector = next(a for a in container["args"] if a.startswith("--selector="))
+    assert selector == (
+        "--selector=mongobench.io/gitops-release=exp,"
+        f"mongobench.io/gitops-run notin ({','.join(names)})"
+    )
+    assert "argocd.argoproj.io/ignore-healthcheck=true" in container["args"]
+    assert "mongobench.io/superseded=true" in container["args"]
+    # First, the runs Git names lose the marks (a run named again after a revert is current).
+    (unmark,) = job["spec"]["template"]["spec"]["initContainers"]
+    current = f"mongobench.io/gitops-run in ({','.join(names)})"
+    assert f"--selector=mongobench.io/gitops-release=exp,{current}" in unmark["args"]
+    assert unmark["args"][-2:] == [
+        "argocd.argoproj.io/ignore-healthcheck-",
+        "mongobench.io/superseded-",
+    ]
+    for run in (d for d in objs if d["kind"] == "BenchmarkRun"):
+        labels = run["metadata"]["labels"]
+        assert labels["mongobench.io/gitops-release"] == "exp"
+        assert labels["mongobench.io/gitops-run"] == run["metadata"]["name"]
+    role = next(d for d in objs if d["kind"] == "Role")
+    assert role["rules"] == [
+        {"apiGroups": ["mongobench.io"], "resources": ["benchmarkruns"], "verbs": ["list", "patch"]}
+    ]
+    # The names are also in an object Argo CD compares (a hook is not compared), so removing a
+    # run from Git alone makes the Application OutOfSync and auto-sync runs the hook.
+    listing = next(d for d in objs if d["kind"] == "ConfigMap")
+    assert listing["data"]["runs"].split("\n") == names
+    assert "argocd.argoproj.io/hook" not in (listing["metadata"].get("annotations") or {})
+    # No run in the values: every run of the release is superseded.
+    empty = docs(experiments(EXAMPLE, "runs=null"))
+    assert next(d for d in empty if d["kind"] == "ConfigMap")["data"]["runs"] == ""
+    job = next(d for d in empty if d["kind"] == "Job")
+    args = job["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--selector=mongobench.io/gitops-release=exp,mongobench.io/gitops-run" in args
+    assert "initContainers" not in job["spec"]["template"]["spec"]  # no run is current
+    assert not [
+        d for d in docs(experiments(EXAMPLE, "superseded.enabled=false")) if d["kind"] == "Job"
+    ]
 
 
 # --- platform recipes vs the operator's presets ------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from functools import cache
 from pathlib import Path
@@ -57,3 +58,17 @@ def binary(name: str) -> Path:
 
 def prometheus_operator_crds() -> Path:
     return cache_dir() / f"prometheus-operator-crds-{versions()['PROMETHEUS_OPERATOR_VERSION']}"
+
+
+def argocd_health() -> Path:
+    """Argo CD's health-check engine (manifests/gitops/argocd/healthcheck, gopher-lua), built by
+    hack/build-tools.sh under a name keyed by the same hash of its sources."""
+    src = REPO / "manifests" / "gitops" / "argocd" / "healthcheck"
+    sources = [src / "go.mod", src / "go.sum", *sorted(src.glob("*.go"))]
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()[:12]
+    path = cache_dir() / "bin" / f"argocd-health-{digest}"
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path} is missing: run `make setup` (hack/build-tools.sh builds it)"
+        )
+    return path

@@ -6,6 +6,9 @@
 --   or its scenario ConfigMap is missing        -> Suspended (waits for something outside it)
 --   Pending otherwise, Preparing, Loading,
 --   Running, Collecting                         -> Progressing (with step i/n and percent)
+-- A finished run annotated mongobench.io/superseded=true (Git names it no more: the experiments
+-- chart's hook marks it, with argocd.argoproj.io/ignore-healthcheck) is Healthy whatever its
+-- outcome, which the message keeps: an old failure must not hold the Application Degraded.
 local hs = {}
 
 local function condition(status, type_)
@@ -28,14 +31,14 @@ if status == nil or status.phase == nil then
 end
 
 local phase = status.phase
+local annotations = obj.metadata.annotations
+local superseded = annotations ~= nil and annotations["mongobench.io/superseded"] == "true"
+
 if phase == "Succeeded" then
   hs.status = "Healthy"
   local done = condition(status, "Succeeded")
   hs.message = (done ~= nil and done.message ~= nil and done.message ~= "") and done.message or "Succeeded"
-  return hs
-end
-
-if phase == "Failed" then
+elseif phase == "Failed" then
   hs.status = "Degraded"
   local done = condition(status, "Succeeded")
   local cluster = condition(status, "ClusterReady")
@@ -45,6 +48,12 @@ if phase == "Failed" then
     hs.message = "Failed: " .. (cluster.message or cluster.reason or "")
   else
     hs.message = "Failed"
+  end
+end
+if hs.status ~= nil then
+  if superseded then
+    hs.status = "Healthy"
+    hs.message = "Superseded, kept for its results: " .. hs.message
   end
   return hs
 end
