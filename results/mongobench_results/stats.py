@@ -473,7 +473,7 @@ def adjust(p_values: Sequence[float | None], method: str) -> list[float | None]:
         running = 1.0
         for rank in range(m - 1, -1, -1):
             p, i = present[rank]
-            running = min(running, min(1.0, m / (rank + 1) * p))
+            running = min(running, 1.0, m / (rank + 1) * p)
             out[i] = running
     return out
 

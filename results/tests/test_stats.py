@@ -410,7 +410,7 @@ def test_the_bootstrap_is_reproducible_and_names_its_resamples_and_seed() -> Non
         stats.difference(base, new, ci="bca")
 
 
-# --- multiple comparisons ---------------------------------------------------------------------------
+# --- multiple comparisons ------------------------------------------------------------------------
 
 
 def test_holm_and_bh_of_a_textbook_family() -> None:
