@@ -139,13 +139,20 @@ def comparison_heading(result: compare.Comparison) -> str:
     )
 
 
-def comparison_legend(result: compare.Comparison) -> list[str]:
-    """The lines that say how to read the table (terminal, markdown and the HTML report)."""
-    p = "p(t)" if result.test == "welch" else "p(U)"
+def comparison_legend(result: compare.Comparison, short: bool = True) -> list[str]:
+    """The lines that say how to read the table: the terminal's short column names, or the
+    long ones of markdown and the HTML report."""
+    names = (
+        ("p(t)", "p(U)", "p(adj)", "g")
+        if short
+        else ("p Welch", "p rank", "p adjusted", "Hedges g")
+    )
+    t, u, adj, g = names
+    p = t if result.test == "welch" else u
     lines = [
-        "p(t): Welch's t-test, p(U): Mann-Whitney U test, p(adj): "
-        f"{p} adjusted ({stats.ADJUSTMENT_NAMES[result.adjust]}) across the {result.family} "
-        "comparisons of this table, the verdict's p; g: Hedges' g",
+        f"{t}: Welch's t-test, {u}: Mann-Whitney U test, {adj}: {p} adjusted "
+        f"({stats.ADJUSTMENT_NAMES[result.adjust]}) across the {result.family} comparisons of "
+        f"this table, the verdict's p; {g}: Hedges' g",
         "change interval: "
         + (
             "Fieller's for the relative change (the ratio of two uncertain means, Welch df), "
@@ -293,7 +300,7 @@ def compare_markdown(result: compare.Comparison) -> str:
         f"{result.alpha}, {result.adjustment_text()} (a change is shown only where significant "
         f"after adjustment, else ~); intervals {conf}.",
         "",
-        *(f"{_md(line)}  " for line in comparison_legend(result)),
+        *(f"{_md(line)}  " for line in comparison_legend(result, short=False)),
         "",
         "| " + " | ".join(c.replace("95%", conf) for c in COLUMNS) + " |",
         "|" + "|".join("---:" if i in NUMERIC else "---" for i in range(len(COLUMNS))) + "|",

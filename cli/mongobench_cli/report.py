@@ -515,6 +515,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr.first td { border-top: 2px solid #ccc; }
 .better { color: #0a7d32; font-weight: 600; } .worse { color: #b3261e; font-weight: 600; }
 .flag { color: #8a5a00; }
+.nowrap { white-space: nowrap; }
 .legend { font-size: 0.85em; color: #555; margin: 0.2em 0; }
 .note { background: #fff7e0; padding: 0.5em 1em; border-left: 4px solid #e0a800; }
 figure { display: inline-block; margin: 0.5em 1em 1em 0; }
@@ -551,8 +552,12 @@ def _compare_html(result: compare.Comparison) -> str:
             kind = "better" if "better" in r.verdict else "worse"
             cells[V] = f'<span class="{kind}">{cells[V]}</span>'
         if r.validity.valid < r.validity.trials:
-            cells[VALID] = f'<span class="flag">{cells[VALID]}</span>'
-        cells[F] = f'<span class="flag">{cells[F]}</span>'
+            # The count on a line, the reasons under it: the column stays narrow.
+            cells[VALID] = f'<span class="flag">{cells[VALID].replace(" (", "<br>(", 1)}</span>'
+        # One flag a line, never broken inside ("CV 20% > 10%" read as four lines).
+        cells[F] = "<br>".join(
+            f'<span class="flag nowrap">{html.escape(f)}</span>' for f in r.flags
+        )
         key = (r.workload, r.metric.id)
         classes.append("first" if key != previous else "")
         if key == previous:
@@ -562,7 +567,8 @@ def _compare_html(result: compare.Comparison) -> str:
     conf = f"{100 * result.confidence:.0f}%"
     headers = [c.replace("95%", conf) for c in render.COLUMNS]
     legend = "".join(
-        f"<p class='legend'>{html.escape(line)}</p>" for line in render.comparison_legend(result)
+        f"<p class='legend'>{html.escape(line)}</p>"
+        for line in render.comparison_legend(result, short=False)
     )
     return _table(headers, rows, numeric=render.NUMERIC, classes=classes) + legend
 

@@ -53,7 +53,7 @@ BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 25
 
 FIELLER = "Fieller (Welch df)"
-PARAMETRIC = "Welch-Satterthwaite (delta), " + FIELLER + " (relative change)"
+PARAMETRIC = f"Welch-Satterthwaite for the difference, {FIELLER} for the relative change"
 ADJUSTMENTS = ("holm", "bh", "none")
 ADJUSTMENT_NAMES = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no adjustment"}
 
