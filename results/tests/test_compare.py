@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from finished_runs import FinishedRun, benchmark_run
 
-from mongobench_results import compare
+from mongobench_results import compare, summary
 
 pytestmark = pytest.mark.unit
 
@@ -254,3 +254,16 @@ def test_the_bootstrap_interval_is_named_and_the_verdict_does_not_depend_on_it()
     assert booted.to_dict()["intervalMethod"] == b.to_dict()["intervalMethod"]
     assert p.difference is not None and b.difference is not None
     assert p.difference.relative_ci != b.difference.relative_ci
+
+
+def test_the_experiments_status_rows_keep_the_adjusted_p_and_the_validity() -> None:
+    base = benchmark_run("base", workloads=("a",), repetitions=4, seed=50, invalid={})
+    new = benchmark_run(
+        "new", workloads=("a",), repetitions=4, throughput=1300, seed=51, invalid={}
+    )
+    doc = compare.compare(inputs(base, new), metrics=("throughput",)).to_dict()
+    assert (doc["adjust"], doc["family"]) == ("holm", 1)
+    kept = summary.compact_rows(doc["rows"])
+    changed = next(r for r in kept if not r["baseline"])
+    assert changed["pAdjusted"] == pytest.approx(changed["p"])  # a family of one
+    assert changed["validity"]["valid"] == 4 and changed["verdict"].endswith("better")
