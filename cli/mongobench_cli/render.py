@@ -159,7 +159,8 @@ def comparison_legend(result: compare.Comparison, short: bool = True) -> list[st
             "Welch-Satterthwaite's for pp"
             if result.ci == "parametric"
             else result.interval_method
-        ),
+        )
+        + "; each interval on its own, not adjusted for the table's comparisons",
     ]
     if any(r.validity.judged for r in result.rows):
         lines.append(
