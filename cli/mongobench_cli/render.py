@@ -151,8 +151,8 @@ def comparison_legend(result: compare.Comparison, short: bool = True) -> list[st
     p = t if result.test == "welch" else u
     lines = [
         f"{t}: Welch's t-test, {u}: Mann-Whitney U test, {adj}: {p} adjusted "
-        f"({stats.ADJUSTMENT_NAMES[result.adjust]}) across the {result.family} comparisons of "
-        f"this table, the verdict's p; {g}: Hedges' g",
+        f"({stats.ADJUSTMENT_NAMES[result.adjust]}) across {result.family_text()}, the "
+        f"verdict's p; {g}: Hedges' g",
         "change interval: "
         + (
             "Fieller's for the relative change (the ratio of two uncertain means, Welch df), "
@@ -213,7 +213,12 @@ def compare_table(result: compare.Comparison) -> Group:
         elif previous is not None:
             table.add_section()
         previous = (row.workload, row.metric.id)
-        table.add_row(*cells[:VERDICT], _verdict_text(row, cells[VERDICT]), _notes_text(row, notes))
+        table.add_row(
+            # Text, not markup: "[unbounded]" or a configuration's name is no style tag.
+            *(Text(c) for c in cells[:VERDICT]),
+            _verdict_text(row, cells[VERDICT]),
+            _notes_text(row, notes),
+        )
     return Group(table, *_compare_footer(result, notes))
 
 

@@ -13,7 +13,7 @@ from builders import benchmark_run
 from rich.console import Console
 from typer.testing import CliRunner
 
-from mongobench_cli import experiment, export
+from mongobench_cli import experiment, export, render
 from mongobench_cli.app import app
 from mongobench_results import compare
 
@@ -124,3 +124,21 @@ def test_the_experiment_view_names_the_adjustment_and_the_valid_trials() -> None
     text = out.getvalue()
     assert "verdicts after Holm across 1 comparisons" in text
     assert "3/4" in text and "4/4" in text
+
+
+def test_an_unbounded_change_interval_is_said_not_printed() -> None:
+    """A baseline whose mean is not significantly different from 0 (three trials, SD as large
+    as the mean): Fieller's interval of the change has no bounds, and the table says so."""
+    base = benchmark_run("base", workloads=("a",), throughput=60, sd=60, seed=60, operations=40)
+    new = benchmark_run("new", workloads=("a",), throughput=200, sd=10, seed=61, operations=40)
+    result = compare.compare(
+        [compare.RunInput(r.key, r.run) for r in (base, new)], metrics=("throughput",)
+    )
+    out = io.StringIO()
+    Console(file=out, width=250).print(render.compare_table(result))
+    text = out.getvalue()
+    new_line = next(ln for ln in text.splitlines() if " new " in ln)
+    assert "% [unbounded]" in new_line
+    assert "change interval unbounded: the baseline's mean is not significantly different" in text
+    row = next(r for r in result.rows if not r.baseline).to_dict()
+    assert row["relativeCiUnbounded"] is True and row["relativeCiLow"] is None

@@ -266,12 +266,15 @@ class Comparison:
     def interval_method(self) -> str:
         return stats.PARAMETRIC if self.ci == "parametric" else stats.bootstrap_method()
 
+    def family_text(self) -> str:
+        """ "the 12 comparisons of this table" (or "the 1 comparison")."""
+        return f"the {self.family} comparison{'' if self.family == 1 else 's'} of this table"
+
     def adjustment_text(self) -> str:
         """For legends: "Holm across the 12 comparisons of this table"."""
         if self.adjust == "none":
-            return f"no adjustment for the {self.family} comparisons of this table"
-        name = stats.ADJUSTMENT_NAMES[self.adjust]
-        return f"{name} across the {self.family} comparisons of this table"
+            return f"no adjustment for {self.family_text()}"
+        return f"{stats.ADJUSTMENT_NAMES[self.adjust]} across {self.family_text()}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
