@@ -83,7 +83,7 @@ TEST_WORKERS ?= 2
 
 test: setup lint test-unit test-rules test-protocol test-bench-jobs test-cluster ## set up, lint, run every tier
 
-UNIT_TESTS := operator/tests bench-jobs/runner/tests archive/tests cli/tests results/tests dashboards/tests \
+UNIT_TESTS := operator/tests bench-jobs/runner/tests archive/tests cli/tests results/tests benchmarks/tests dashboards/tests \
   alerts/tests e2e/local/tests e2e/suite e2e/kind/tests charts/tests manifests/tests
 
 test-unit: ## unit tier: pure builders, parsers, statistics

@@ -121,6 +121,17 @@ class Test(StrEnum):
     utest = "utest"
 
 
+class Adjust(StrEnum):
+    holm = "holm"
+    bh = "bh"
+    none = "none"
+
+
+class Interval(StrEnum):
+    parametric = "parametric"
+    bootstrap = "bootstrap"
+
+
 # --- list --------------------------------------------------------------------------------------
 
 
@@ -329,6 +340,9 @@ def _comparison(
     alpha: float,
     confidence: float,
     allow_incomparable: bool,
+    adjust: Adjust = Adjust.holm,
+    ci: Interval = Interval.parametric,
+    include_invalid: bool = False,
 ) -> compare.Comparison:
     if not 0 < alpha < 1 or not 0 < confidence < 1:
         raise UserError("--alpha and --confidence must lie between 0 and 1")
@@ -341,6 +355,9 @@ def _comparison(
         alpha=alpha,
         confidence=confidence,
         test="utest" if test == Test.utest else "welch",
+        adjust="holm" if adjust == Adjust.holm else "bh" if adjust == Adjust.bh else "none",
+        ci="bootstrap" if ci == Interval.bootstrap else "parametric",
+        include_invalid=include_invalid,
     )
     if result.incomparable and not allow_incomparable:
         more = f" (and {len(result.incomparable) - 1} more)" if len(result.incomparable) > 1 else ""
@@ -396,6 +413,27 @@ AllowIncomparable = Annotated[
     bool,
     typer.Option(help="compare runs whose workload parameters differ (rows flagged)"),
 ]
+AdjustOpt = Annotated[
+    Adjust,
+    typer.Option(
+        "--adjust",
+        help="multiple comparisons: the table's p-values adjusted together before the verdicts "
+        "(holm: family-wise error, bh: Benjamini-Hochberg false discovery rate, none)",
+    ),
+]
+IntervalOpt = Annotated[
+    Interval,
+    typer.Option(
+        "--ci",
+        help="interval of the change: parametric (Welch; Fieller for the relative change) or "
+        f"bootstrap (percentile, {stats.BOOTSTRAP_RESAMPLES} resamples, seed "
+        f"{stats.BOOTSTRAP_SEED})",
+    ),
+]
+IncludeInvalid = Annotated[
+    bool,
+    typer.Option(help="keep the trials the operator judged invalid in the statistics (flagged)"),
+]
 
 
 @app.command("compare")
@@ -410,6 +448,9 @@ def compare_runs(
     alpha: Alpha = stats.DEFAULT_ALPHA,
     confidence: Confidence = stats.DEFAULT_CONFIDENCE,
     allow_incomparable: AllowIncomparable = False,
+    adjust: AdjustOpt = Adjust.holm,
+    ci: IntervalOpt = Interval.parametric,
+    include_invalid: IncludeInvalid = False,
     output: Annotated[ListFormat, typer.Option("--output", "-o")] = ListFormat.table,
     context: Context = None,
     namespace: Namespace = None,
@@ -417,9 +458,11 @@ def compare_runs(
     s3_endpoint: Endpoint = None,
     s3_region: Region = None,
 ) -> None:
-    """Per workload and metric: mean, SD, n, CI, the change against the baseline with its
-    interval, Welch and rank-test p-values, Hedges' g and a benchstat-style verdict ("~" where
-    the change is not significant). An experiment (experiment/NAME) brings its runs, grouped
+    """Per workload and metric: mean, SD, n, valid trials, CI, the change against the baseline
+    with its interval, Welch and rank-test p-values, the p-value adjusted for the table's
+    comparisons (Holm by default), Hedges' g and a benchstat-style verdict ("~" where the change
+    is not significant after adjustment). Trials judged invalid are left out unless
+    --include-invalid. An experiment (experiment/NAME) brings its runs, grouped
     by cell, against its baseline cell."""
     r = resolver(
         context=context,
@@ -441,6 +484,9 @@ def compare_runs(
         alpha=alpha,
         confidence=confidence,
         allow_incomparable=allow_incomparable,
+        adjust=adjust,
+        ci=ci,
+        include_invalid=include_invalid,
     )
     if output == ListFormat.json:
         sys.stdout.write(render.compare_json(result))
@@ -503,6 +549,9 @@ def report_runs(
     alpha: Alpha = stats.DEFAULT_ALPHA,
     confidence: Confidence = stats.DEFAULT_CONFIDENCE,
     allow_incomparable: AllowIncomparable = False,
+    adjust: AdjustOpt = Adjust.holm,
+    ci: IntervalOpt = Interval.parametric,
+    include_invalid: IncludeInvalid = False,
     context: Context = None,
     namespace: Namespace = None,
     kubeconfig: Kubeconfig = None,
@@ -534,6 +583,9 @@ def report_runs(
         alpha=alpha,
         confidence=confidence,
         allow_incomparable=allow_incomparable,
+        adjust=adjust,
+        ci=ci,
+        include_invalid=include_invalid,
     )
     experiments = [
         r.kube().experiment(n) for n in map(sources.experiment_name, refs) if n is not None

@@ -15,6 +15,8 @@ from rich import box
 from rich.console import Console, Group
 from rich.table import Table
 
+from mongobench_results import stats
+
 CELL_LABEL = "experiment.cell"  # the runs' spec label (operator: experiment.objects)
 RUN_LABEL = "mongobench.io/experiment"  # the runs' metadata label
 
@@ -107,13 +109,22 @@ def describe(obj: Mapping[str, Any]) -> Group:
     if comparison.get("error"):
         parts.append(f"Comparison: {comparison['error']}")
     elif comparison.get("rows"):
-        parts.append(comparison_table(comparison["rows"], str(comparison.get("baseline"))))
+        parts.append(
+            comparison_table(comparison["rows"], str(comparison.get("baseline")), comparison)
+        )
     return Group(*parts)
 
 
-def comparison_table(rows: Sequence[Mapping[str, Any]], base: str) -> Table:
-    table = Table(title=f"Against {base}", title_justify="left", box=box.SIMPLE_HEAD)
-    for c in ("workload", "metric", "cell", "n", "mean", "interval", "change", "verdict"):
+def comparison_table(
+    rows: Sequence[Mapping[str, Any]], base: str, comparison: Mapping[str, Any] | None = None
+) -> Table:
+    title = f"Against {base}"
+    comparison = comparison or {}
+    if comparison.get("adjust"):  # status written before adjustment existed has none
+        name = stats.ADJUSTMENT_NAMES.get(str(comparison["adjust"]), str(comparison["adjust"]))
+        title += f"; verdicts after {name} across {comparison.get('family')} comparisons"
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
+    for c in ("workload", "metric", "cell", "n", "valid", "mean", "interval", "change", "verdict"):
         table.add_column(c)
     for r in rows:
         change = "-"
@@ -124,12 +135,19 @@ def comparison_table(rows: Sequence[Mapping[str, Any]], base: str) -> Table:
             str(r.get("metric")),
             str(r.get("configuration")),
             str(r.get("n")),
+            _valid_cell(r.get("validity")),
             f"{r.get('mean', 0):.4g}",
             f"[{r.get('ciLow', 0):.4g}, {r.get('ciHigh', 0):.4g}]" if "ciLow" in r else "-",
             change,
             str(r.get("verdict", "")),
         )
     return table
+
+
+def _valid_cell(value: Any) -> str:
+    if not isinstance(value, Mapping) or not value.get("judged"):
+        return "-"
+    return f"{value.get('valid')}/{value.get('trials')}"
 
 
 def progress_line(obj: Mapping[str, Any]) -> str:

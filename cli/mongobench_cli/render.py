@@ -78,6 +78,8 @@ def _change(row: compare.Row) -> str:
     if rel is None:
         return f"{d.delta:+.3g}"
     ci = f" [{100 * rel_ci[0]:+.1f}, {100 * rel_ci[1]:+.1f}]" if rel_ci else ""
+    if d.relative_unbounded:
+        ci = " [unbounded]"  # Fieller: the baseline's mean is not known to differ from 0
     return f"{100 * rel:+.1f}%{ci}"
 
 
@@ -93,15 +95,19 @@ COLUMNS = (
     "metric",
     "configuration",
     "n",
+    "validity",
     "mean ± SD",
     "95% CI",
     "change [95% CI]",
     "p Welch",
     "p rank",
+    "p adjusted",
     "Hedges g",
     "verdict",
     "flags",
 )
+NUMERIC = tuple(COLUMNS.index(c) for c in ("n", "p Welch", "p rank", "p adjusted", "Hedges g"))
+VERDICT, FLAGS = COLUMNS.index("verdict"), COLUMNS.index("flags")
 
 
 def compare_cells(row: compare.Row) -> list[str]:
@@ -111,15 +117,61 @@ def compare_cells(row: compare.Row) -> list[str]:
         f"{row.metric.id} ({row.metric.unit})",
         row.configuration,
         str(row.summary.n),
+        row.validity.text(),
         _mean_sd(row),
         _ci(row),
         _change(row),
         pval(d.welch_p) if d else "",
         pval(d.rank_p) if d else "",
+        pval(row.p_adjusted) if d else "",
         _g(row),
         row.verdict,
         "; ".join(row.flags),
     ]
+
+
+def comparison_heading(result: compare.Comparison) -> str:
+    """What decides the verdicts and what the intervals are, in one sentence."""
+    conf = f"{100 * result.confidence:.0f}%"
+    return (
+        f"baseline {result.baseline}; verdict by {_test_name(result.test)}, alpha "
+        f"{result.alpha}, {result.adjustment_text()}; intervals {conf}"
+    )
+
+
+def comparison_legend(result: compare.Comparison, short: bool = True) -> list[str]:
+    """The lines that say how to read the table: the terminal's short column names, or the
+    long ones of markdown and the HTML report."""
+    names = (
+        ("p(t)", "p(U)", "p(adj)", "g")
+        if short
+        else ("p Welch", "p rank", "p adjusted", "Hedges g")
+    )
+    t, u, adj, g = names
+    p = t if result.test == "welch" else u
+    lines = [
+        f"{t}: Welch's t-test, {u}: Mann-Whitney U test, {adj}: {p} adjusted "
+        f"({stats.ADJUSTMENT_NAMES[result.adjust]}) across {result.family_text()}, the "
+        f"verdict's p; {g}: Hedges' g",
+        "change interval: "
+        + (
+            "Fieller's for the relative change (the ratio of two uncertain means, Welch df), "
+            "Welch-Satterthwaite's for pp"
+            if result.ci == "parametric"
+            else result.interval_method
+        )
+        + "; each interval on its own, not adjusted for the table's comparisons",
+    ]
+    if any(r.validity.judged for r in result.rows):
+        lines.append(
+            "validity: trials judged valid of those measured, the reasons of the others; "
+            + (
+                "invalid trials are in the figures (--include-invalid)"
+                if result.include_invalid
+                else "invalid trials are left out (--include-invalid keeps them)"
+            )
+        )
+    return lines
 
 
 def compare_table(result: compare.Comparison) -> Group:
@@ -128,14 +180,20 @@ def compare_table(result: compare.Comparison) -> Group:
     conf = f"{100 * result.confidence:.0f}%"
     table = Table(
         box=box.SIMPLE_HEAD,
-        title=f"baseline {result.baseline}; verdict by {_test_name(result.test)}, "
-        f"alpha {result.alpha}; intervals {conf}",
+        title=comparison_heading(result),
         title_justify="left",
         padding=(0, 1),
     )
-    short = {"configuration": "config", "p Welch": "p(t)", "p rank": "p(U)", "Hedges g": "g"}
-    for col in (*COLUMNS[:-1], "notes"):
-        right = col in ("n", "p Welch", "p rank", "Hedges g")
+    short = {
+        "configuration": "config",
+        "validity": "valid",
+        "p Welch": "p(t)",
+        "p rank": "p(U)",
+        "p adjusted": "p(adj)",
+        "Hedges g": "g",
+    }
+    for i, col in enumerate((*COLUMNS[:-1], "notes")):
+        right = i in NUMERIC
         # On a narrow terminal cells wrap at spaces, never inside a number.
         table.add_column(
             short.get(col, col).replace("95%", conf),
@@ -155,7 +213,12 @@ def compare_table(result: compare.Comparison) -> Group:
         elif previous is not None:
             table.add_section()
         previous = (row.workload, row.metric.id)
-        table.add_row(*cells[:10], _verdict_text(row, cells[10]), _notes_text(row, notes))
+        table.add_row(
+            # Text, not markup: "[unbounded]" or a configuration's name is no style tag.
+            *(Text(c) for c in cells[:VERDICT]),
+            _verdict_text(row, cells[VERDICT]),
+            _notes_text(row, notes),
+        )
     return Group(table, *_compare_footer(result, notes))
 
 
@@ -180,9 +243,7 @@ def _compare_footer(result: compare.Comparison, notes: Mapping[str, int]) -> lis
     """The legend, the numbered notes and what could not be compared, under the table."""
     parts: list[Text] = []
     if len(result.rows) > 1:
-        parts.append(
-            Text("p(t): Welch's t-test, p(U): Mann-Whitney U test, g: Hedges' g", style="dim")
-        )
+        parts.extend(Text(line, style="dim") for line in comparison_legend(result))
     if any(f.startswith("CV ") for r in result.rows for f in r.flags):
         parts.append(
             Text(
@@ -242,14 +303,13 @@ def compare_markdown(result: compare.Comparison) -> str:
     conf = f"{100 * result.confidence:.0f}%"
     lines = [
         f"Baseline **{_md(result.baseline)}**; verdict by {_test_name(result.test)} at alpha "
-        f"{result.alpha} (a change is shown only where significant, else ~); intervals {conf}.",
+        f"{result.alpha}, {result.adjustment_text()} (a change is shown only where significant "
+        f"after adjustment, else ~); intervals {conf}.",
+        "",
+        *(f"{_md(line)}  " for line in comparison_legend(result, short=False)),
         "",
         "| " + " | ".join(c.replace("95%", conf) for c in COLUMNS) + " |",
-        "|"
-        + "|".join(
-            "---:" if c in ("n", "p Welch", "p rank", "Hedges g") else "---" for c in COLUMNS
-        )
-        + "|",
+        "|" + "|".join("---:" if i in NUMERIC else "---" for i in range(len(COLUMNS))) + "|",
     ]
     for row in result.rows:
         lines.append("| " + " | ".join(_md(c) for c in compare_cells(row)) + " |")
@@ -292,15 +352,26 @@ def list_rows(runs: Sequence[LoadedRun], now: datetime | None = None) -> list[di
                 "labels": dict(o.labels),
                 "started": o.started.isoformat() if o.started else None,
                 "durationSeconds": o.duration(now),
+                "validity": validity_count(r.run),
             }
         )
     return out
 
 
+def validity_count(run: Mapping[str, Any]) -> str:
+    """Of a run's measured steps: "5/6 valid", "unjudged" (no verdicts), "-" (none measured)."""
+    measured = records.measured(run)
+    if not measured:
+        return "-"
+    if not any(s.validity.judged for s in measured):
+        return "unjudged"
+    return f"{sum(1 for s in measured if s.validity.valid)}/{len(measured)} valid"
+
+
 def list_table(rows: Sequence[Mapping[str, Any]], show_origin: bool) -> Table:
     table = Table(box=box.SIMPLE_HEAD)
     columns = ["NAMESPACE", "NAME", "PHASE", "PROGRESS", "TARGET", "TOPOLOGY", "VERSION"]
-    columns += ["PLATFORM", "LABELS", "STARTED", "DURATION"]
+    columns += ["PLATFORM", "LABELS", "VALID", "STARTED", "DURATION"]
     if show_origin:
         columns.append("ORIGIN")
     for c in columns:
@@ -317,6 +388,7 @@ def list_table(rows: Sequence[Mapping[str, Any]], show_origin: bool) -> Table:
             r["version"],
             r["platform"],
             ",".join(f"{k}={v}" for k, v in sorted(r["labels"].items())) or "-",
+            r["validity"],
             when(started),
             duration(r["durationSeconds"]),
         ]
@@ -427,6 +499,7 @@ def _plan_table(obj: Mapping[str, Any]) -> Table:
             "clients (ops/s, start skew)",
             "operations (avg / p99 us)",
             "Little",
+            "validity",
             "message",
         ),
     )
@@ -443,6 +516,7 @@ def _plan_table(obj: Mapping[str, Any]) -> Table:
             _clients_cell(res),
             _operations_cell(res),
             _little_cell(res),
+            s.validity.text() if s.kind == "run" and s.result else "",
             s.message or "",
         )
     return plan

@@ -515,6 +515,8 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr.first td { border-top: 2px solid #ccc; }
 .better { color: #0a7d32; font-weight: 600; } .worse { color: #b3261e; font-weight: 600; }
 .flag { color: #8a5a00; }
+.nowrap { white-space: nowrap; }
+.legend { font-size: 0.85em; color: #555; margin: 0.2em 0; }
 .note { background: #fff7e0; padding: 0.5em 1em; border-left: 4px solid #e0a800; }
 figure { display: inline-block; margin: 0.5em 1em 1em 0; }
 figcaption { font-size: 0.8em; color: #555; max-width: 700px; }
@@ -543,12 +545,19 @@ def _table(
 def _compare_html(result: compare.Comparison) -> str:
     rows, classes = [], []
     previous = None
+    V, F, VALID = render.VERDICT, render.FLAGS, render.COLUMNS.index("validity")
     for r in result.rows:
         cells = [html.escape(c) for c in render.compare_cells(r)]
         if r.significant:
             kind = "better" if "better" in r.verdict else "worse"
-            cells[10] = f'<span class="{kind}">{cells[10]}</span>'
-        cells[11] = f'<span class="flag">{cells[11]}</span>'
+            cells[V] = f'<span class="{kind}">{cells[V]}</span>'
+        if r.validity.valid < r.validity.trials:
+            # The count on a line, the reasons under it: the column stays narrow.
+            cells[VALID] = f'<span class="flag">{cells[VALID].replace(" (", "<br>(", 1)}</span>'
+        # One flag a line, never broken inside ("CV 20% > 10%" read as four lines).
+        cells[F] = "<br>".join(
+            f'<span class="flag nowrap">{html.escape(f)}</span>' for f in r.flags
+        )
         key = (r.workload, r.metric.id)
         classes.append("first" if key != previous else "")
         if key == previous:
@@ -557,7 +566,11 @@ def _compare_html(result: compare.Comparison) -> str:
         rows.append(cells)
     conf = f"{100 * result.confidence:.0f}%"
     headers = [c.replace("95%", conf) for c in render.COLUMNS]
-    return _table(headers, rows, numeric=(3, 7, 8, 9), classes=classes)
+    legend = "".join(
+        f"<p class='legend'>{html.escape(line)}</p>"
+        for line in render.comparison_legend(result, short=False)
+    )
+    return _table(headers, rows, numeric=render.NUMERIC, classes=classes) + legend
 
 
 def _runs_html(runs: Sequence[LoadedRun], result: compare.Comparison) -> str:
@@ -631,9 +644,15 @@ def write(
         f"<p>{len(runs)} runs in {len(result.configurations)} configurations; baseline "
         f"<b>{html.escape(result.baseline)}</b>. A change is shown only where "
         f"{'Welch&#39;s t-test' if result.test == 'welch' else 'the Mann-Whitney U test'} "
-        f"finds it significant at alpha {result.alpha}, otherwise ~. Intervals are "
-        f"{100 * result.confidence:.0f}% (t distribution; Welch-Satterthwaite for changes). "
-        "CPU changes are in percentage points.</p>",
+        f"finds it significant at alpha {result.alpha} after adjusting for the table's "
+        f"comparisons ({html.escape(result.adjustment_text())}), otherwise ~. Intervals are "
+        f"{100 * result.confidence:.0f}% (t distribution for means; for changes: "
+        f"{html.escape(result.interval_method)}). CPU changes are in percentage points. "
+        + (
+            "Trials judged invalid are included and flagged.</p>"
+            if result.include_invalid
+            else "Trials judged invalid are left out; the validity column counts them.</p>"
+        ),
     ]
     for line in [*(f"not comparable: {r}" for r in result.incomparable), *result.notes]:
         parts.append(f"<p class='note'>{html.escape(line)}</p>")

@@ -15,14 +15,24 @@ so it imports no CLI, terminal, plotting or numeric package.
   (benchstat's default), which cannot reach p < 0.05 with fewer than 4 repetitions a side.
 - Throughput and latency changes are relative to the baseline (percent); CPU changes are in
   percentage points (a share of the node's CPUs already).
+- The relative change's interval is Fieller's, from the ratio of the two uncertain means
+  (`ci="parametric"`), or the percentile bootstrap's (`ci="bootstrap"`, seed and resamples
+  named); see stats.py.
+- One table is one family of comparisons: its p-values are adjusted together (Holm by default,
+  or Benjamini-Hochberg, or none) and the verdicts come from the adjusted p-values.
+- Validity: each measured step (trial) carries the operator's verdict (validity.py). Invalid
+  trials stay out of the statistics unless `include_invalid` (then the row is flagged); every row
+  says how many of its trials were valid and why the others were not. No verdict from a cell
+  with fewer trials than the test needs (MIN_N): "too few valid trials (2 < 3)".
 - Flags: fewer than 3 repetitions, a coefficient of variation over 10 %, steps failing
   Little's law, and configurations whose workload parameters differ (not comparable, and why).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from mongobench_results import records, stats
@@ -35,6 +45,9 @@ DEFAULT_METRICS = ("throughput", "avg", "p99", "cpu")
 METRIC_CHOICES = ("throughput", *LATENCY_STATS, "cpu")
 
 Test = Literal["welch", "utest"]
+Adjust = Literal["holm", "bh", "none"]
+IntervalKind = Literal["parametric", "bootstrap"]
+DEFAULT_ADJUST: Adjust = "holm"
 
 
 class ComparisonError(ValueError):
@@ -115,7 +128,8 @@ class Configuration:
         return [r.key for r in self.runs]
 
     def steps(self, workload: str) -> list[records.StepView]:
-        """The measured steps of this workload (parsed once: every metric asks again)."""
+        """The measured steps of this workload, valid or not (parsed once: every metric asks
+        again)."""
         if not self._steps:
             for r in self.runs:
                 for s in records.measured(r.run):
@@ -123,8 +137,52 @@ class Configuration:
             self._steps.setdefault("", [])
         return self._steps.get(workload, [])
 
+    def trials(self, workload: str, include_invalid: bool = False) -> list[records.StepView]:
+        """The steps the statistics use: the valid ones (unjudged count as valid), or all."""
+        steps = self.steps(workload)
+        return steps if include_invalid else [s for s in steps if s.validity.valid]
+
     def shape(self) -> records.Shape:
         return records.shape(self.runs[0].run)
+
+
+@dataclass(frozen=True)
+class CellValidity:
+    """How many of a cell's trials (measured steps of one workload) were valid, and why not."""
+
+    valid: int
+    trials: int
+    judged: int  # trials the operator judged (older runs have none)
+    reasons: tuple[tuple[str, int], ...]  # reason name -> invalid trials with it
+    included_invalid: bool  # the invalid trials are in the statistics (--include-invalid)
+
+    @classmethod
+    def of(cls, steps: Sequence[records.StepView], include_invalid: bool) -> CellValidity:
+        counts = Counter(r for s in steps if not s.validity.valid for r in s.validity.reason_names)
+        valid = sum(1 for s in steps if s.validity.valid)
+        return cls(
+            valid=valid,
+            trials=len(steps),
+            judged=sum(1 for s in steps if s.validity.judged),
+            reasons=tuple(sorted(counts.items())),
+            included_invalid=include_invalid and valid < len(steps),
+        )
+
+    def text(self) -> str:
+        """One cell: "3/4 valid (NoisyNode 1)", "3/3 valid" or "unjudged"."""
+        if not self.judged:
+            return "unjudged"
+        why = ", ".join(f"{name} {n}" for name, n in self.reasons)
+        return f"{self.valid}/{self.trials} valid" + (f" ({why})" if why else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "valid": self.valid,
+            "trials": self.trials,
+            "judged": self.judged,
+            "reasons": dict(self.reasons),
+            "includedInvalid": self.included_invalid,
+        }
 
 
 @dataclass(frozen=True)
@@ -135,11 +193,13 @@ class Row:
     baseline: bool
     summary: stats.Summary
     difference: stats.Difference | None
-    p: float | None  # of the test that decides the verdict
+    p: float | None  # of the test that decides the verdict, before adjustment
     significant: bool | None
     verdict: str
     flags: tuple[str, ...]
     values: tuple[float, ...]
+    validity: CellValidity = CellValidity(0, 0, 0, (), False)
+    p_adjusted: float | None = None  # p adjusted for the table's family of comparisons
 
     def to_dict(self) -> dict[str, Any]:
         s, d = self.summary, self.difference
@@ -160,7 +220,9 @@ class Row:
             "verdict": self.verdict,
             "significant": self.significant,
             "p": self.p,
+            "pAdjusted": self.p_adjusted,
             "flags": list(self.flags),
+            "validity": self.validity.to_dict(),
         }
         if d is not None and not self.baseline:
             rel_ci = d.relative_ci
@@ -171,6 +233,8 @@ class Row:
                 "relative": d.relative,
                 "relativeCiLow": rel_ci[0] if rel_ci else None,
                 "relativeCiHigh": rel_ci[1] if rel_ci else None,
+                "relativeCiUnbounded": d.relative_unbounded,
+                "intervalMethod": d.interval_method,
                 "welchDf": d.df,
                 "welchP": d.welch_p,
                 "rankP": d.rank_p,
@@ -189,6 +253,28 @@ class Comparison:
     alpha: float
     confidence: float
     test: Test
+    adjust: Adjust = DEFAULT_ADJUST
+    ci: IntervalKind = "parametric"
+    include_invalid: bool = False
+
+    @property
+    def family(self) -> int:
+        """How many comparisons the adjustment counted (rows with a p-value and a verdict)."""
+        return sum(1 for r in self.rows if r.p_adjusted is not None)
+
+    @property
+    def interval_method(self) -> str:
+        return stats.PARAMETRIC if self.ci == "parametric" else stats.bootstrap_method()
+
+    def family_text(self) -> str:
+        """ "the 12 comparisons of this table" (or "the 1 comparison")."""
+        return f"the {self.family} comparison{'' if self.family == 1 else 's'} of this table"
+
+    def adjustment_text(self) -> str:
+        """For legends: "Holm across the 12 comparisons of this table"."""
+        if self.adjust == "none":
+            return f"no adjustment for {self.family_text()}"
+        return f"{stats.ADJUSTMENT_NAMES[self.adjust]} across {self.family_text()}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -196,6 +282,10 @@ class Comparison:
             "alpha": self.alpha,
             "confidence": self.confidence,
             "test": self.test,
+            "adjust": self.adjust,
+            "family": self.family,
+            "intervalMethod": self.interval_method,
+            "includeInvalid": self.include_invalid,
             "configurations": [
                 {
                     "name": c.name,
@@ -291,7 +381,12 @@ def compare(
     alpha: float = stats.DEFAULT_ALPHA,
     confidence: float = stats.DEFAULT_CONFIDENCE,
     test: Test = "welch",
+    adjust: Adjust = DEFAULT_ADJUST,
+    ci: IntervalKind = "parametric",
+    include_invalid: bool = False,
 ) -> Comparison:
+    if adjust not in stats.ADJUSTMENTS:
+        raise ComparisonError(f"unknown adjustment {adjust!r}: choose from holm, bh, none")
     configs = configurations(runs, group_by)
     base = _pick_baseline(configs, baseline)
     workloads = records.workloads([r.run for c in configs for r in c.runs])
@@ -300,13 +395,7 @@ def compare(
     blocked = comparability(configs, base, workloads)
     ordered = [base, *[c for c in configs if c is not base]]
     rows: list[Row] = []
-    notes: list[str] = []
-    reference = records.concurrency(base.runs[0].run) if base.runs else {}
-    for c in ordered[1:]:
-        for r in c.runs[:1]:
-            diffs = _parameter_differences(reference, records.concurrency(r.run))
-            if diffs:
-                notes.append(f"{c.name} differs from {base.name} in " + "; ".join(diffs))
+    notes = _concurrency_notes(base, ordered[1:])
     min_rank = stats.rank_test_min_samples(alpha)
     for w in workloads:
         ops = sorted(
@@ -318,9 +407,9 @@ def compare(
             }
         )
         for metric in metrics_for(ops, metrics):
-            base_values = _values(base, w, metric)
+            base_values = _values(base, w, metric, include_invalid)
             for c in ordered:
-                values = _values(c, w, metric)
+                values = _values(c, w, metric, include_invalid)
                 if not values and (c is base or not base_values):
                     continue
                 rows.append(
@@ -336,8 +425,11 @@ def compare(
                         confidence=confidence,
                         test=test,
                         min_rank=min_rank,
+                        ci=ci,
+                        include_invalid=include_invalid,
                     )
                 )
+    rows = _decide(rows, alpha, adjust)
     if test == "utest" and any("rank test needs" in f for r in rows for f in r.flags):
         notes.append(
             f"the rank test cannot find a difference at alpha {alpha} with fewer than "
@@ -352,7 +444,65 @@ def compare(
         alpha=alpha,
         confidence=confidence,
         test=test,
+        adjust=adjust,
+        ci=ci,
+        include_invalid=include_invalid,
     )
+
+
+def _concurrency_notes(base: Configuration, others: Sequence[Configuration]) -> list[str]:
+    """The clients' concurrency is a dimension users compare on purpose: said, not refused."""
+    notes = []
+    reference = records.concurrency(base.runs[0].run) if base.runs else {}
+    for c in others:
+        for r in c.runs[:1]:
+            diffs = _parameter_differences(reference, records.concurrency(r.run))
+            if diffs:
+                notes.append(f"{c.name} differs from {base.name} in " + "; ".join(diffs))
+    return notes
+
+
+def _decide(rows: Sequence[Row], alpha: float, adjust: Adjust) -> list[Row]:
+    """The verdicts of one table: its p-values adjusted together (the family is every row with
+    a p-value that may give a verdict), significant where the adjusted p < alpha."""
+    adjusted = stats.adjust([r.p for r in rows], adjust)
+    out = []
+    for row, p_adj in zip(rows, adjusted, strict=True):
+        if p_adj is None or row.difference is None:
+            out.append(row)
+            continue
+        significant = p_adj < alpha
+        verdict = (
+            f"{_format_change(row.difference, row.metric)} "
+            f"{_direction(row.difference, row.metric)}".strip()
+            if significant
+            else "~"
+        )
+        out.append(replace(row, p_adjusted=p_adj, significant=significant, verdict=verdict))
+    return out
+
+
+def significance(
+    pairs: Sequence[tuple[Sequence[float], Sequence[float]]],
+    *,
+    alpha: float = stats.DEFAULT_ALPHA,
+    test: Test = "welch",
+    adjust: Adjust = DEFAULT_ADJUST,
+) -> list[bool | None]:
+    """The verdicts `compare` gives one table's rows from their samples alone (baseline, new):
+    significant after the family's adjustment, or None where there is no verdict (fewer than
+    MIN_N trials a side). For simulations of the method (benchmarks/method.py)."""
+    ps = [
+        _p_value(stats.difference(a, b), test) if min(len(a), len(b)) >= MIN_N else None
+        for a, b in pairs
+    ]
+    return [None if p is None else p < alpha for p in stats.adjust(ps, adjust)]
+
+
+def _p_value(diff: stats.Difference | None, test: Test) -> float | None:
+    if diff is None:
+        return None
+    return diff.welch_p if test == "welch" else diff.rank_p
 
 
 def _pick_baseline(configs: Sequence[Configuration], baseline: str | None) -> Configuration:
@@ -368,8 +518,22 @@ def _pick_baseline(configs: Sequence[Configuration], baseline: str | None) -> Co
     raise ComparisonError(f"baseline {baseline!r} is none of the configurations ({names})")
 
 
-def _values(config: Configuration, workload: str, metric: Metric) -> list[float]:
-    return [v for s in config.steps(workload) if (v := metric.extract(s)) is not None]
+def _values(
+    config: Configuration, workload: str, metric: Metric, include_invalid: bool
+) -> list[float]:
+    return [
+        v for s in config.trials(workload, include_invalid) if (v := metric.extract(s)) is not None
+    ]
+
+
+def cv_text(cv: float, limit: float = CV_LIMIT) -> str:
+    """A CV with the fewest decimals that still show it above the limit ("10.5%" for 0.1048
+    against 10%, never "10% > 10%")."""
+    for digits in range(4):
+        shown = f"{100 * cv:.{digits}f}"
+        if float(shown) > 100 * limit or cv <= limit:
+            return shown + "%"
+    return f"{100 * cv:.4f}%"
 
 
 def _data_flags(
@@ -380,7 +544,7 @@ def _data_flags(
     if summary.n < MIN_N:
         flags.append(f"n={summary.n} < {MIN_N}")
     if summary.cv is not None and summary.cv > CV_LIMIT:
-        flags.append(f"CV {100 * summary.cv:.0f}% > {100 * CV_LIMIT:.0f}%")
+        flags.append(f"CV {cv_text(summary.cv)} > {100 * CV_LIMIT:.0f}%")
     if metric.id == "throughput":
         steps = config.steps(workload)
         bad = [s for s in steps if records.littles_law(s.result or {}).get("ok") is False]
@@ -404,33 +568,36 @@ def _row(
     confidence: float,
     test: Test,
     min_rank: int,
+    ci: IntervalKind,
+    include_invalid: bool,
 ) -> Row:
     summary = stats.summarise(values, confidence)
     reason = blocked.get((config.name, workload))
+    cell = CellValidity.of(config.steps(workload), include_invalid)
     flags = _data_flags(summary, metric, config, workload, reason)
-    diff = None if is_base else stats.difference(base_values, values, confidence)
+    if cell.included_invalid:
+        flags.append(f"includes {cell.trials - cell.valid} invalid trials")
+    diff = None if is_base else stats.difference(base_values, values, confidence, ci)
     p: float | None = None
-    significant: bool | None = None
     if is_base:
         verdict = "baseline"
     elif reason:
         verdict = "not comparable"
     elif diff is None:
         verdict = "no data" if not values else "no baseline"
+    elif min(diff.n_base, diff.n_new) < MIN_N:
+        # No verdict from fewer trials than the test needs; the figures stay for reading.
+        verdict = f"too few valid trials ({min(diff.n_base, diff.n_new)} < {MIN_N})"
     else:
-        p = diff.welch_p if test == "welch" else diff.rank_p
+        p = _p_value(diff, test)
         if test == "utest" and diff.n_base < min_rank and diff.n_new < min_rank:
             flags.append(f"rank test needs n >= {min_rank}")
-        if p is None:
-            verdict = "?"
-            flags.append("no test: n < 2")
-        else:
-            significant = p < alpha
-            verdict = (
-                f"{_format_change(diff, metric)} {_direction(diff, metric)}".strip()
-                if significant
-                else "~"
-            )
+        verdict = "?"  # decided with the table's family (_decide)
+    if diff is not None and diff.relative_unbounded and not metric.points:
+        flags.append(
+            "change interval unbounded: the baseline's mean is not significantly different "
+            "from 0 (Fieller)"
+        )
     return Row(
         workload=workload,
         metric=metric,
@@ -439,8 +606,9 @@ def _row(
         summary=summary,
         difference=diff,
         p=p,
-        significant=significant,
+        significant=None,
         verdict=verdict,
         flags=tuple(flags),
         values=tuple(values),
+        validity=cell,
     )

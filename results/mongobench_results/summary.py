@@ -160,7 +160,9 @@ def compact_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         "relativeCiHigh",
         "delta",
         "p",
+        "pAdjusted",
         "verdict",
         "flags",
+        "validity",
     )
     return [{k: r[k] for k in keep if k in r and r[k] is not None} for r in rows]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from mongobench_results import hdr, summary
+from mongobench_results import hdr, summary, validity
 from mongobench_results.document import OpResult, Window, build_document
 from mongobench_results.merge import merge_documents
 
@@ -145,8 +145,11 @@ def benchmark_run(
     seed: int = 1,
     little_broken: Sequence[str] = (),
     phase: str = "Succeeded",
+    invalid: Mapping[str, Sequence[str]] | None = None,
 ) -> FinishedRun:
-    """A finished run with its status as the operator writes it, and its client documents."""
+    """A finished run with its status as the operator writes it, and its client documents.
+    `invalid`: when given, every measured step carries a validity verdict, the ones named
+    ("a#2") invalid for the reasons listed (validity.REASONS)."""
     rng = random.Random(seed)
     cpu_rng = random.Random(-seed)  # apart, so the series do not shift the measurements
     steps: list[dict[str, Any]] = [
@@ -204,6 +207,11 @@ def benchmark_run(
                     },
                 }
             )
+            if invalid is not None:
+                reasons = [
+                    validity.Reason(r, f"{r} in {w}#{rep}") for r in invalid.get(f"{w}#{rep}", ())
+                ]
+                steps[-1]["validity"] = validity.judge(reasons).to_dict()
             documents[index] = docs
             series[index] = cpu_resources(steps[-1], [node, "client-0"], cpu, cpu_rng)
             t = end + timedelta(seconds=1)

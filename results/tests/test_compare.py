@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from finished_runs import FinishedRun, benchmark_run
 
-from mongobench_results import compare
+from mongobench_results import compare, summary
 
 pytestmark = pytest.mark.unit
 
@@ -157,3 +157,113 @@ def test_json_shape_carries_every_figure() -> None:
     ):
         assert key in r
     assert len(r["values"]) == 3
+
+
+def test_one_table_is_one_family_and_holm_keeps_a_chance_finding_out() -> None:
+    """Four workloads, only A really changed (+4.5%). Workload B differs by chance at p = 0.023;
+    unadjusted that is a verdict, with Holm across the table's four comparisons it is not."""
+    four = ("a", "b", "c", "d")
+    base = benchmark_run("base", workloads=four, seed=5)
+    new = benchmark_run(
+        "new", workloads=four, throughput={"a": 1045, "b": 1000, "c": 1000, "d": 1000}, seed=105
+    )
+    runs = inputs(base, new)
+    raw = compare.compare(runs, metrics=("throughput",), adjust="none")
+    holm = compare.compare(runs, metrics=("throughput",))
+    assert holm.adjust == "holm" and holm.family == 4
+    chance = row(raw, "b", "throughput", "new")
+    assert chance.p is not None and chance.p < 0.05 and chance.verdict.endswith("better")
+    held = row(holm, "b", "throughput", "new")
+    assert held.p == chance.p and held.verdict == "~" and held.significant is False
+    # Holm by hand: sorted p-values times 4, 3, 2, 1, made monotone.
+    ps = sorted((r.p, r.workload) for r in holm.rows if r.p is not None)
+    running = 0.0
+    for k, (p, w) in enumerate(ps):
+        running = max(running, min(1.0, (4 - k) * p))
+        assert row(holm, w, "throughput", "new").p_adjusted == pytest.approx(running)
+    for r in holm.rows:
+        if r.p_adjusted is not None:
+            assert r.significant == (r.p_adjusted < 0.05)
+    assert holm.adjustment_text() == "Holm across the 4 comparisons of this table"
+    bh = compare.compare(runs, metrics=("throughput",), adjust="bh")
+    assert bh.adjustment_text().startswith("Benjamini-Hochberg across the 4")
+    assert compare.significance(
+        [(row(raw, w, "throughput", "base").values, row(raw, w, "throughput", "new").values)
+         for w in four]
+    ) == [r.significant for r in holm.rows if not r.baseline]  # fmt: skip
+    with pytest.raises(compare.ComparisonError, match="unknown adjustment 'bonf'"):
+        compare.compare(runs, adjust="bonf")  # type: ignore[arg-type]
+
+
+def test_invalid_trials_are_left_out_and_counted_with_their_reasons() -> None:
+    base = benchmark_run("base", workloads=("a",), repetitions=4, seed=20, invalid={})
+    new = benchmark_run(
+        "new",
+        workloads=("a",),
+        repetitions=4,
+        throughput=1200,
+        seed=21,
+        invalid={"a#2": ("NoisyNode",), "a#4": ("NoisyNode", "ClientBound")},
+    )
+    result = compare.compare(inputs(base, new), metrics=("throughput",))
+    r = row(result, "a", "throughput", "new")
+    valid = [s for s in new.run["status"]["steps"] if s.get("label") in ("run a #1", "run a #3")]
+    assert r.values == pytest.approx([s["result"]["throughput"] for s in valid], abs=1e-3)
+    assert r.validity.text() == "2/4 valid (ClientBound 1, NoisyNode 2)"
+    # Two valid trials are fewer than the test needs: the figures stay, no verdict.
+    assert r.verdict == "too few valid trials (2 < 3)" and r.significant is None and r.p is None
+    assert row(result, "a", "throughput", "base").validity.text() == "4/4 valid"
+    kept = compare.compare(inputs(base, new), metrics=("throughput",), include_invalid=True)
+    k = row(kept, "a", "throughput", "new")
+    assert k.summary.n == 4 and k.verdict.endswith("better")
+    assert "includes 2 invalid trials" in k.flags
+    assert k.to_dict()["validity"] == {
+        "valid": 2,
+        "trials": 4,
+        "judged": 4,
+        "reasons": {"ClientBound": 1, "NoisyNode": 2},
+        "includedInvalid": True,
+    }
+    # Runs from before validity existed were never judged: they count, and say so.
+    old = compare.compare(inputs(benchmark_run("x"), benchmark_run("y", seed=2)))
+    assert row(old, "a", "throughput", "y").validity.text() == "unjudged"
+
+
+def test_the_cv_flag_prints_the_value_it_tests() -> None:
+    assert compare.cv_text(0.1048) == "10.5%"
+    assert compare.cv_text(0.1004) == "10.04%"
+    assert compare.cv_text(0.29) == "29%"
+    base = benchmark_run("base", workloads=("a",), sd=105, seed=30)
+    r = row(compare.compare(inputs(base), metrics=("throughput",)), "a", "throughput", "base")
+    cv = r.summary.cv
+    assert cv is not None and cv > 0.1
+    flag = next(f for f in r.flags if f.startswith("CV "))
+    shown = float(flag.split()[1].rstrip("%"))
+    assert shown > 10 and flag == f"CV {compare.cv_text(cv)} > 10%"
+
+
+def test_the_bootstrap_interval_is_named_and_the_verdict_does_not_depend_on_it() -> None:
+    base = benchmark_run("base", workloads=("a",), repetitions=6, seed=40)
+    new = benchmark_run("new", workloads=("a",), repetitions=6, throughput=1100, seed=41)
+    parametric = compare.compare(inputs(base, new), metrics=("throughput",))
+    booted = compare.compare(inputs(base, new), metrics=("throughput",), ci="bootstrap")
+    p, b = row(parametric, "a", "throughput", "new"), row(booted, "a", "throughput", "new")
+    assert p.verdict == b.verdict and p.p == b.p
+    assert p.to_dict()["intervalMethod"].startswith("Welch-Satterthwaite")
+    assert b.to_dict()["intervalMethod"] == "percentile bootstrap (2000 resamples, seed 25)"
+    assert booted.to_dict()["intervalMethod"] == b.to_dict()["intervalMethod"]
+    assert p.difference is not None and b.difference is not None
+    assert p.difference.relative_ci != b.difference.relative_ci
+
+
+def test_the_experiments_status_rows_keep_the_adjusted_p_and_the_validity() -> None:
+    base = benchmark_run("base", workloads=("a",), repetitions=4, seed=50, invalid={})
+    new = benchmark_run(
+        "new", workloads=("a",), repetitions=4, throughput=1300, seed=51, invalid={}
+    )
+    doc = compare.compare(inputs(base, new), metrics=("throughput",)).to_dict()
+    assert (doc["adjust"], doc["family"]) == ("holm", 1)
+    kept = summary.compact_rows(doc["rows"])
+    changed = next(r for r in kept if not r["baseline"])
+    assert changed["pAdjusted"] == pytest.approx(changed["p"])  # a family of one
+    assert changed["validity"]["valid"] == 4 and changed["verdict"].endswith("better")

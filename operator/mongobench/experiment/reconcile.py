@@ -430,6 +430,10 @@ def _comparison(
             "alpha": out["alpha"],
             "confidence": out["confidence"],
             "test": out["test"],
+            # The verdicts are from p-values adjusted across the table (Holm by default).
+            "adjust": out["adjust"],
+            "family": out["family"],
+            "intervalMethod": out["intervalMethod"],
             "incomparable": out["incomparable"],
             "notes": out["notes"],
             "rows": summary.compact_rows(out["rows"]),

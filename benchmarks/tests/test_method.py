@@ -1,0 +1,57 @@
+"""Unit tier: the method benchmark's own parts (benchmarks/method.py): its noise has the mean and
+CV asked for, and its last line joins the figures' short forms in FIGURES' order, so a figure
+added by another part of the method lands in it."""
+
+from __future__ import annotations
+
+import random
+import re
+import statistics
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import method
+
+pytestmark = pytest.mark.unit
+
+
+def test_trials_have_the_mean_and_cv_asked_for_and_a_right_skew() -> None:
+    values = method.trials(random.Random(1), 1000.0, 0.2, 20_000)
+    mean, sd = statistics.fmean(values), statistics.stdev(values)
+    assert mean == pytest.approx(1000.0, rel=0.01)
+    assert sd / mean == pytest.approx(0.2, abs=0.01)
+    assert statistics.median(values) < mean  # log-normal: a longer right tail
+
+
+def test_the_last_line_joins_the_figures_in_order(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(method, "TABLES", 10)
+    method.main()
+    lines = capsys.readouterr().out.splitlines()
+    assert re.fullmatch(
+        r"bench-method: A/A no-difference \d+\.\d%, 5% change detected \d+\.\d%, "
+        r"adaptive same verdict \d+\.\d% with -?\d+% fewer trials",
+        lines[-1],
+    ), lines[-1]
+    assert lines[0].startswith("A/A: 60 comparisons in 10 tables")
+
+
+def test_a_figure_appended_to_the_list_ends_the_last_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(method, "TABLES", 5)
+    extra = method.Figure("warm-up found 100%", ["warm-up: 5 steps with a known warm-up"])
+    monkeypatch.setattr(method, "FIGURES", [*method.FIGURES, lambda: extra])
+    method.main()
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1].endswith(" fewer trials, warm-up found 100%")
+    assert "warm-up: 5 steps with a known warm-up" in lines
+
+
+def test_the_t_tests_power_is_the_textbook_figure() -> None:
+    # Two groups of 10, a difference of one SD: power 0.56 at alpha 0.05 (Cohen's tables).
+    assert method._power(10, 0.05, 0.05) == pytest.approx(0.56, abs=0.01)
