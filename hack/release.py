@@ -138,9 +138,11 @@ def stage_chart(version: str, out: Path, digests: dict[str, str], repo: Path = R
         text = path.read_text()
         if "\nannotations:\n" not in text or "\n  artifacthub.io/changes:" in text:
             raise ReleaseError(f"{chart}: Chart.yaml needs annotations without changes")
-        text = text.replace("\nannotations:\n", "\nannotations:\n" + _annotation_block("changes", items))
+        text = text.replace(
+            "\nannotations:\n", "\nannotations:\n" + _annotation_block("changes", items)
+        )
 
-        def pin(m: re.Match[str]) -> str:
+        def pin(m: re.Match[str], chart: str = chart) -> str:
             name = m.group("repo").rsplit("/", 1)[-1]
             if name not in digests:
                 raise ReleaseError(f"{chart}: no digest given for image {m.group('repo')}")

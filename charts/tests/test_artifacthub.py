@@ -34,7 +34,13 @@ KNOWN = {
     "screenshots",
     "signKey",
 }
-CAPABILITIES = {"Basic Install", "Seamless Upgrades", "Full Lifecycle", "Deep Insights", "Auto Pilot"}
+CAPABILITIES = {
+    "Basic Install",
+    "Seamless Upgrades",
+    "Full Lifecycle",
+    "Deep Insights",
+    "Auto Pilot",
+}
 
 
 def chart(name: str) -> dict[str, Any]:
@@ -102,14 +108,19 @@ def test_crds_named_are_the_repositorys(name: str, crds: list[dict[str, Any]]) -
     assert {(c["kind"], c["version"], c["name"]) for c in listed} == expected
     assert all(c["displayName"] and c["description"] for c in listed)
     # Both charts show the same CRDs (the operator's page is where users look for them).
-    assert annotations(name)["artifacthub.io/crds"] == annotations("mongobench")["artifacthub.io/crds"]
+    assert (
+        annotations(name)["artifacthub.io/crds"] == annotations("mongobench")["artifacthub.io/crds"]
+    )
 
 
 @pytest.mark.parametrize("name", CHARTS)
-def test_crd_examples_are_valid_samples_of_every_kind(name: str, crds: list[dict[str, Any]]) -> None:
+def test_crd_examples_are_valid_samples_of_every_kind(
+    name: str, crds: list[dict[str, Any]]
+) -> None:
     examples = yaml.safe_load(annotations(name)["artifacthub.io/crdsExamples"])
     samples = [
-        yaml.safe_load(p.read_text()) for p in sorted((REPO / "manifests" / "samples").glob("*.yaml"))
+        yaml.safe_load(p.read_text())
+        for p in sorted((REPO / "manifests" / "samples").glob("*.yaml"))
     ]
     for example in examples:
         assert example in samples, example["metadata"]["name"]  # a sample, kept the same

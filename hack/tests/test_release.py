@@ -23,9 +23,14 @@ VERSIONED = [
     "CHANGELOG.md",
     "charts/mongobench/Chart.yaml",
     "charts/mongobench-crds/Chart.yaml",
-    *(f"{p}/pyproject.toml" for p in ["operator", "bench-jobs/runner", "archive", "results", "cli"]),
+    *(
+        f"{p}/pyproject.toml"
+        for p in ["operator", "bench-jobs/runner", "archive", "results", "cli"]
+    ),
 ]
-DIGESTS = {name: "sha256:" + f"{i:x}" * 64 for i, name in enumerate(["operator", "ycsb", "locust"], 1)}
+DIGESTS = {
+    name: "sha256:" + f"{i:x}" * 64 for i, name in enumerate(["operator", "ycsb", "locust"], 1)
+}
 
 
 def release(*args: str, repo: Path = REPO) -> subprocess.CompletedProcess[str]:
@@ -49,7 +54,9 @@ def checkout(tmp_path: Path) -> Path:
 
 def date_section(repo: Path, version: str = "0.1.0") -> None:
     path = repo / "CHANGELOG.md"
-    path.write_text(path.read_text().replace(f"## [{version}] - Unreleased", f"## [{version}] - 2027-01-15"))
+    path.write_text(
+        path.read_text().replace(f"## [{version}] - Unreleased", f"## [{version}] - 2027-01-15")
+    )
 
 
 def test_an_undated_changelog_section_stops_the_release() -> None:

@@ -45,9 +45,10 @@ def needs(job: str) -> set[str]:
 
 def can_publish(job: dict[str, Any]) -> bool:
     perms = job.get("permissions", {})
-    return any(
-        perms.get(p) == "write" for p in ("packages", "id-token", "contents")
-    ) or "environment" in job
+    return (
+        any(perms.get(p) == "write" for p in ("packages", "id-token", "contents"))
+        or "environment" in job
+    )
 
 
 def test_every_publishing_job_waits_for_the_tests_and_the_kind_e2e() -> None:
