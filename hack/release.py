@@ -8,9 +8,10 @@ the release runners need nothing but Python.
     release.py chart VERSION OUT [NAME=DIGEST...]
                                              both charts copied to OUT/<chart>, their Chart.yaml
                                              given the section as `artifacthub.io/changes` and the
-                                             images of `artifacthub.io/images` pinned to the
-                                             digests the release pushed (one per image: all or
-                                             it fails)
+                                             images of `artifacthub.io/images` and the
+                                             defaults of values.yaml pinned to the digests the
+                                             release pushed and signed (one per image: all or
+                                             it fails), so an install runs what was signed
 
 CHANGELOG.md follows Keep a Changelog: `## [X.Y.Z] - YYYY-MM-DD` sections of `### Added`,
 `### Changed`, ... each a list of `- ` items; those headings are Artifact Hub's change kinds.
@@ -119,6 +120,19 @@ def _annotation_block(name: str, items: list[str]) -> str:
     return f"  artifacthub.io/{name}: |\n" + "".join(f"    {i}\n" for i in items)
 
 
+def _pin_value(text: str, repository: str, digest: str) -> str:
+    """values.yaml with the first `digest: ""` after `repository: <repository>` set."""
+    m = re.search(
+        rf'^( +)repository: {re.escape(repository)}\n(?:\1(?!digest:).*\n)*?\1digest: ""\n',
+        text,
+        re.MULTILINE,
+    )
+    if not m:
+        raise ReleaseError(f'values.yaml: no `digest: ""` beside repository {repository}')
+    pinned = m.group(0).replace('digest: ""', f'digest: "{digest}"')
+    return text[: m.start()] + pinned + text[m.end() :]
+
+
 def stage_chart(version: str, out: Path, digests: dict[str, str], repo: Path = REPO) -> list[Path]:
     """The charts as the release packages them (see the module's docstring)."""
     for name, digest in digests.items():
@@ -151,6 +165,12 @@ def stage_chart(version: str, out: Path, digests: dict[str, str], repo: Path = R
 
         text = re.sub(r"(?<=image: )(?P<repo>[^\s:@]+):(?P<tag>[^\s@]+)(?=\n)", pin, text)
         path.write_text(text)
+        values = dest / "values.yaml"
+        for repository in re.findall(r"^ +repository: (\S+)$", values.read_text(), re.MULTILINE):
+            name = repository.rsplit("/", 1)[-1]
+            if name not in digests:
+                raise ReleaseError(f"{chart}: no digest given for image {repository}")
+            values.write_text(_pin_value(values.read_text(), repository, digests[name]))
         staged.append(dest)
     if set(digests) - pinned:
         raise ReleaseError(f"digests of images no chart names: {sorted(set(digests) - pinned)}")

@@ -1,7 +1,7 @@
 """Unit tier: hack/release.py, run as the release workflow runs it (`python3 hack/release.py ...`)
 on this checkout or a copy of its versioned files: which tags it refuses and why, the GitHub
 Release's notes, and the charts as released (Artifact Hub changes from CHANGELOG.md, images
-pinned by digest), linted by the real helm."""
+pinned by digest in the annotations and the values), linted and rendered by the real helm."""
 
 from __future__ import annotations
 
@@ -132,8 +132,20 @@ def test_released_charts_carry_the_changelog_and_the_pushed_digests(tmp_path: Pa
     assert {i["name"]: i["image"] for i in images} == {
         n: f"ghcr.io/mongobench/{n}:0.1.0@{d}" for n, d in DIGESTS.items()
     }
+    # What an install of the released chart runs: the signed digests.
+    rendered = subprocess.run(
+        [str(binary("helm")), "template", "mb", str(out / "mongobench")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    assert sorted(set(re.findall(r"ghcr\.io/mongobench/[\w@:]+", rendered))) == sorted(
+        f"ghcr.io/mongobench/{n}@{d}" for n, d in DIGESTS.items()
+    )
     # The checkout's own charts are left as they were.
     assert "@sha256:" not in (REPO / "charts" / "mongobench" / "Chart.yaml").read_text()
+    assert 'digest: "sha' not in (REPO / "charts" / "mongobench" / "values.yaml").read_text()
 
 
 @pytest.mark.parametrize(
