@@ -133,6 +133,32 @@ def _pin_value(text: str, repository: str, digest: str) -> str:
     return text[: m.start()] + pinned + text[m.end() :]
 
 
+def _digest_of(chart: str, repository: str, digests: dict[str, str]) -> str:
+    name = repository.rsplit("/", 1)[-1]
+    if name not in digests:
+        raise ReleaseError(f"{chart}: no digest given for image {repository}")
+    return digests[name]
+
+
+def _release_chart_yaml(chart: str, text: str, changes_block: str, digests: dict[str, str]) -> str:
+    """Chart.yaml with the changes annotation and the annotated images pinned."""
+    if "\nannotations:\n" not in text or "\n  artifacthub.io/changes:" in text:
+        raise ReleaseError(f"{chart}: Chart.yaml needs annotations without changes")
+    text = text.replace("\nannotations:\n", "\nannotations:\n" + changes_block)
+    return re.sub(
+        r"(?<=image: )(?P<repo>[^\s:@]+):[^\s@]+(?=\n)",
+        lambda m: f"{m.group(0)}@{_digest_of(chart, m.group('repo'), digests)}",
+        text,
+    )
+
+
+def _release_values(chart: str, text: str, digests: dict[str, str]) -> str:
+    """values.yaml with every image's default digest set."""
+    for repository in re.findall(r"^ +repository: (\S+)$", text, re.MULTILINE):
+        text = _pin_value(text, repository, _digest_of(chart, repository, digests))
+    return text
+
+
 def stage_chart(version: str, out: Path, digests: dict[str, str], repo: Path = REPO) -> list[Path]:
     """The charts as the release packages them (see the module's docstring)."""
     for name, digest in digests.items():
@@ -142,38 +168,25 @@ def stage_chart(version: str, out: Path, digests: dict[str, str], repo: Path = R
     items = []
     for kind, description in changes(body):
         items += [f"- kind: {kind}", f"  description: {json.dumps(description)}"]
-    pinned: set[str] = set()
+    changes_block = _annotation_block("changes", items)
     staged = []
+    named: set[str] = set()
     for chart in CHARTS:
         dest = out / chart
         shutil.rmtree(dest, ignore_errors=True)
         shutil.copytree(repo / "charts" / chart, dest)
-        path = dest / "Chart.yaml"
-        text = path.read_text()
-        if "\nannotations:\n" not in text or "\n  artifacthub.io/changes:" in text:
-            raise ReleaseError(f"{chart}: Chart.yaml needs annotations without changes")
-        text = text.replace(
-            "\nannotations:\n", "\nannotations:\n" + _annotation_block("changes", items)
+        chart_yaml, values = dest / "Chart.yaml", dest / "values.yaml"
+        chart_yaml.write_text(
+            _release_chart_yaml(chart, chart_yaml.read_text(), changes_block, digests)
         )
-
-        def pin(m: re.Match[str], chart: str = chart) -> str:
-            name = m.group("repo").rsplit("/", 1)[-1]
-            if name not in digests:
-                raise ReleaseError(f"{chart}: no digest given for image {m.group('repo')}")
-            pinned.add(name)
-            return f"{m.group(0)}@{digests[name]}"
-
-        text = re.sub(r"(?<=image: )(?P<repo>[^\s:@]+):(?P<tag>[^\s@]+)(?=\n)", pin, text)
-        path.write_text(text)
-        values = dest / "values.yaml"
-        for repository in re.findall(r"^ +repository: (\S+)$", values.read_text(), re.MULTILINE):
-            name = repository.rsplit("/", 1)[-1]
-            if name not in digests:
-                raise ReleaseError(f"{chart}: no digest given for image {repository}")
-            values.write_text(_pin_value(values.read_text(), repository, digests[name]))
+        values.write_text(_release_values(chart, values.read_text(), digests))
+        named |= {
+            m.rsplit("/", 1)[-1]
+            for m in re.findall(r"^ +repository: (\S+)$", values.read_text(), re.MULTILINE)
+        }
         staged.append(dest)
-    if set(digests) - pinned:
-        raise ReleaseError(f"digests of images no chart names: {sorted(set(digests) - pinned)}")
+    if set(digests) - named:
+        raise ReleaseError(f"digests of images no chart names: {sorted(set(digests) - named)}")
     return staged
 
 
