@@ -13,7 +13,7 @@
 # UV_OFFLINE=1 from the uv cache only (the tests do that: `make setup` fills it).
 # The executable is cached by a hash of what goes into it (the wheels, uv.lock, the entry point,
 # this script, the interpreter, the host) under MONGOBENCH_CACHE/cli-exe: an unchanged CLI is not
-# bundled again (PyInstaller takes 1.5-4 minutes here). CLI_EXE_CACHE=0 always builds.
+# bundled again (PyInstaller takes 1.5-6 minutes here). CLI_EXE_CACHE=0 always builds.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -23,6 +23,8 @@ command -v "$uv" >/dev/null || uv=uv
 python=${PYTHON:-python3.11}  # an interpreter name or a version uv finds (or downloads: CI)
 usage() { sed -n '2,16p' "$0" >&2; exit 2; }
 cache=${MONGOBENCH_CACHE:-$HOME/.cache/mongobench}/cli-exe
+# Git Bash on Windows: a path the native tools (uv, Python) read too.
+if command -v cygpath >/dev/null; then cache=$(cygpath -m "$cache"); fi
 
 wheels() {
   local out=$1
