@@ -73,10 +73,12 @@ bundle() {
   "$uv" pip install --quiet --python "$venv" --no-deps "$out"/mongobench_*-py3-none-any.whl
   "$bin/pyinstaller" --onefile --noconfirm --log-level WARN --name kubectl-mongobench \
     --distpath "$build/exe" --workpath "$build/work" --specpath "$build" "$here/krew/entry.py"
-  mkdir -p "$dest.tmp"
-  cp "$build"/exe/kubectl-mongobench* "$dest.tmp/"
+  # Whole or absent: an interrupted build is not a cache entry; two builds at once each write
+  # their own folder and the last one stays.
+  mkdir -p "$dest.$$.tmp"
+  cp "$build"/exe/kubectl-mongobench* "$dest.$$.tmp/"
   rm -rf "$dest"
-  mv "$dest.tmp" "$dest"  # whole or absent: an interrupted build is not a cache entry
+  mv "$dest.$$.tmp" "$dest"
 }
 
 archive() {
