@@ -19,10 +19,17 @@ COPY archive ./archive
 RUN sh hack/image/install-python.sh /opt/mongobench "--package mongobench" ./results ./archive ./operator
 
 FROM python:3.11.11-slim-bookworm@sha256:081075da77b2b55c23c088251026fb69a7b2bf92471e491ff5fd75c192fd38e5
+# OCI labels (GHCR links a package to its repository by .source); the release workflow and
+# hack/images.sh pass VERSION, REVISION (the commit) and SOURCE (hack/project.env's PROJECT_URL).
 ARG VERSION=dev
+ARG REVISION=unknown
+ARG SOURCE=https://github.com/mongobench/mongobench
 LABEL org.opencontainers.image.title="mongobench-operator" \
       org.opencontainers.image.description="Kubernetes operator for MongoDB performance experiments" \
-      org.opencontainers.image.version="${VERSION}"
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.source="${SOURCE}" \
+      org.opencontainers.image.licenses="Apache-2.0"
 COPY --from=build /opt/mongobench /opt/mongobench
 ENV PATH=/opt/mongobench/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \

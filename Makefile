@@ -6,6 +6,7 @@ PY := PYTHONPATH=e2e/local $(VENV)/bin/python
 PYTEST := $(VENV)/bin/pytest
 # Pinned tools built by hack/build-tools.sh into the cache, keyed by version.
 include hack/versions.env
+include hack/project.env
 TOOLS := $(or $(MONGOBENCH_CACHE),$(HOME)/.cache/mongobench)/bin
 HELM := $(TOOLS)/helm-$(HELM_VERSION)
 HELM_DOCS := $(TOOLS)/helm-docs-$(HELM_DOCS_VERSION)
@@ -66,7 +67,7 @@ cli-dist: ## the CLI's wheels and sdists (mongobench-cli, -results, -archive) in
 
 # The release tag's spelling (vX.Y.Z) of the CLI's version; the archives' URL prefix of a release.
 CLI_VERSION ?= v$(shell sed -n 's/^version = "\(.*\)"$$/\1/p' cli/pyproject.toml)
-CLI_URL ?= https://github.com/mongobench/mongobench/releases/download/$(CLI_VERSION)
+CLI_URL ?= $(PROJECT_URL)/releases/download/$(CLI_VERSION)
 
 cli-krew: cli-dist ## this host's self-contained kubectl-mongobench (PyInstaller), krew archive and manifest in dist/cli
 	bash cli/release.sh archive $(CLI_VERSION) dist/cli
@@ -84,7 +85,7 @@ TEST_WORKERS ?= 2
 test: setup lint test-unit test-rules test-protocol test-bench-jobs test-cluster ## set up, lint, run every tier
 
 UNIT_TESTS := operator/tests bench-jobs/runner/tests archive/tests cli/tests results/tests benchmarks/tests dashboards/tests \
-  alerts/tests e2e/local/tests e2e/suite e2e/kind/tests charts/tests manifests/tests
+  alerts/tests e2e/local/tests e2e/suite e2e/kind/tests charts/tests manifests/tests hack/tests
 
 test-unit: ## unit tier: pure builders, parsers, statistics
 	$(PYTEST) -q -m unit $(UNIT_TESTS)

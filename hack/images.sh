@@ -5,13 +5,18 @@
 #   hack/images.sh kind-load  load them into a kind cluster (KIND_CLUSTER, default mongobench)
 #   hack/images.sh digests    print the registry's current digests of the pinned base images
 #   hack/images.sh list       print the image references
-# REGISTRY (default ghcr.io/mongobench) and VERSION (default the chart's appVersion) override.
+# REGISTRY (default IMAGE_REGISTRY of hack/project.env) and VERSION (default the chart's
+# appVersion) override. The OCI labels' revision and source are this checkout's commit and
+# PROJECT_URL, as the release workflow passes them.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
+# shellcheck source=hack/project.env
+source "$here/project.env"
 chart_version=$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$repo/charts/mongobench/Chart.yaml")
 VERSION=${VERSION:-$chart_version}
-REGISTRY=${REGISTRY:-ghcr.io/mongobench}
+REGISTRY=${REGISTRY:-$IMAGE_REGISTRY}
+REVISION=$(git -C "$repo" rev-parse HEAD 2>/dev/null || echo unknown)
 KIND_CLUSTER=${KIND_CLUSTER:-mongobench}
 
 # name dockerfile (the build context is the repository root for all three)
@@ -41,7 +46,8 @@ build() {
   for entry in "${IMAGES[@]}"; do
     read -r name file <<<"$entry"
     echo "images: $e build $(ref "$name")" >&2
-    "$e" build --build-arg "VERSION=$VERSION" -f "$repo/$file" -t "$(ref "$name")" "$repo"
+    "$e" build --build-arg "VERSION=$VERSION" --build-arg "REVISION=$REVISION" \
+      --build-arg "SOURCE=$PROJECT_URL" -f "$repo/$file" -t "$(ref "$name")" "$repo"
   done
 }
 

@@ -24,7 +24,18 @@ from pathlib import Path
 
 NAME = "mongobench"
 BIN = f"kubectl-{NAME}"
-HOMEPAGE = "https://github.com/mongobench/mongobench"
+
+
+def _project(key: str) -> str:
+    """A value of hack/project.env (the project's public home, named once)."""
+    env = Path(__file__).resolve().parents[2] / "hack" / "project.env"
+    for line in env.read_text().splitlines():
+        if line.startswith(f"{key}="):
+            return line.split("=", 1)[1]
+    raise SystemExit(f"krew.py: {env} names no {key}")
+
+
+HOMEPAGE = _project("PROJECT_URL")
 # The platforms the release workflow builds on native runners.
 PLATFORMS = [
     ("linux", "amd64"),

@@ -1,0 +1,130 @@
+"""Unit tier: what the release workflow promises, read from .github/workflows/release.yaml as
+GitHub reads it (actionlint, in `make lint`, checks the syntax; these check the intent).
+
+- No job that can publish (registry writes, an OIDC token, repository writes) starts unless
+  `make test` and the kind e2e passed: both are among its transitive `needs`.
+- The OIDC token (cosign keyless, PyPI trusted publishing) only where it is used.
+- Every action pinned by a full commit SHA, the tag named in a comment.
+- The images built are those of hack/images.sh, from Dockerfiles carrying the OCI labels.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.unit
+
+REPO = Path(__file__).resolve().parents[2]
+WORKFLOWS = REPO / ".github" / "workflows"
+
+
+def workflow(name: str) -> dict[str, Any]:
+    # PyYAML reads the key `on` as True (YAML 1.1); GitHub reads it as "on".
+    doc: dict[Any, Any] = yaml.safe_load((WORKFLOWS / name).read_text())
+    doc["on"] = doc.pop(True, doc.get("on"))
+    return doc
+
+
+RELEASE = workflow("release.yaml")
+JOBS: dict[str, dict[str, Any]] = RELEASE["jobs"]
+
+
+def needs(job: str) -> set[str]:
+    direct = JOBS[job].get("needs", [])
+    direct = [direct] if isinstance(direct, str) else direct
+    found = set(direct)
+    for parent in direct:
+        found |= needs(parent)
+    return found
+
+
+def can_publish(job: dict[str, Any]) -> bool:
+    perms = job.get("permissions", {})
+    return (
+        any(perms.get(p) == "write" for p in ("packages", "id-token", "contents"))
+        or "environment" in job
+    )
+
+
+def test_every_publishing_job_waits_for_the_tests_and_the_kind_e2e() -> None:
+    publishing = {name for name, job in JOBS.items() if can_publish(job)}
+    assert publishing == {"images", "chart", "pypi", "github-release"}
+    for name in publishing:
+        assert {"test", "e2e-kind"} <= needs(name), name
+    # The gates themselves: the README's test command, and e2e-kind.yaml called as it runs alone.
+    assert any(step.get("run") == "make test" for step in JOBS["test"]["steps"])
+    assert JOBS["e2e-kind"]["uses"] == "./.github/workflows/e2e-kind.yaml"
+    assert "workflow_call" in workflow("e2e-kind.yaml")["on"]
+    # The Release comes last: every artifact it names is published before it.
+    assert {"images", "chart", "pypi", "cli-archives"} <= needs("github-release")
+    # The workflow's default grants nothing beyond reading.
+    assert RELEASE["permissions"] == {"contents": "read"}
+
+
+def test_the_oidc_token_only_where_it_signs_or_publishes() -> None:
+    with_token = {n for n, j in JOBS.items() if j.get("permissions", {}).get("id-token")}
+    assert with_token == {"images", "chart", "pypi"}
+    for name in ("images", "chart"):
+        runs = " ".join(s.get("run", "") for s in JOBS[name]["steps"])
+        assert "cosign sign --yes" in runs
+        assert "@$DIGEST" in runs or "@$digest" in runs  # by digest, never by tag
+
+
+@pytest.mark.parametrize("path", sorted(WORKFLOWS.glob("*.yaml")), ids=lambda p: p.name)
+def test_actions_are_pinned_by_commit_with_the_tag_named(path: Path) -> None:
+    uses = re.findall(r"uses: *([^\s#]+)(.*)", path.read_text())
+    assert uses
+    for ref, comment in uses:
+        if ref.startswith("./"):
+            continue
+        assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", ref), ref
+        assert re.fullmatch(r" +# v\d+(\.\d+)*", comment), (ref, comment)
+
+
+def test_images_are_signed_with_sbom_and_provenance() -> None:
+    steps = JOBS["images"]["steps"]
+    build = next(s for s in steps if s.get("id") == "build")["with"]
+    assert build["sbom"] is True and build["provenance"] == "mode=max" and build["push"] is True
+    installer = next(s for s in steps if "cosign-installer" in s.get("uses", ""))
+    assert re.fullmatch(r"v\d+\.\d+\.\d+", installer["with"]["cosign-release"])  # cosign pinned
+    sign = next(s for s in steps if "cosign sign" in s.get("run", ""))
+    assert sign["env"]["DIGEST"] == "${{ steps.build.outputs.digest }}"
+
+
+def dockerfile_labels(path: Path) -> dict[str, str]:
+    """The LABELs of the final stage (continuation lines joined)."""
+    final = path.read_text().replace("\\\n", " ").rsplit("\nFROM ", 1)[1]
+    labels: dict[str, str] = {}
+    for line in final.splitlines():
+        if line.startswith("LABEL "):
+            labels |= dict(re.findall(r'(\S+?)="([^"]*)"', line))
+    return labels
+
+
+def test_three_images_with_the_oci_labels_from_build_args() -> None:
+    matrix = JOBS["images"]["strategy"]["matrix"]["include"]
+    script = (REPO / "hack" / "images.sh").read_text()
+    listed = re.findall(r'^  "(\w+) (\S+)"$', script, re.MULTILINE)
+    assert sorted((m["image"], m["file"]) for m in matrix) == sorted(listed)
+    build = next(s for s in JOBS["images"]["steps"] if s.get("id") == "build")["with"]
+    build_args, annotations = build["build-args"], build["annotations"]
+    for entry in matrix:
+        labels = dockerfile_labels(REPO / entry["file"])
+        assert labels == {
+            "org.opencontainers.image.title": f"mongobench-{entry['image']}",
+            "org.opencontainers.image.description": entry["description"],
+            "org.opencontainers.image.version": "${VERSION}",
+            "org.opencontainers.image.revision": "${REVISION}",
+            "org.opencontainers.image.source": "${SOURCE}",
+            "org.opencontainers.image.licenses": "Apache-2.0",
+        }, entry["file"]
+        for arg in ("VERSION", "REVISION", "SOURCE"):
+            assert re.search(rf"^{arg}=\$\{{\{{", build_args, re.MULTILINE), arg
+            assert f'--build-arg "{arg}=' in script, arg
+    for key in labels:
+        assert f"index:{key}=" in annotations, key
