@@ -257,6 +257,10 @@ class _Advance:
             return
         steps = self.new.get("steps", self.status.get("steps") or [])
         outcomes = repetitions.run_outcomes(self.policy, self.plan, steps)
+        if self.new.get("phase") in TERMINAL:  # a failed run repeats nothing more
+            outcomes = [
+                repetitions.Outcome(o.name, repetitions.finished(o.decision)) for o in outcomes
+            ]
         self.new["repetitions"] = repetitions.status(self.policy, outcomes, "workloads")
         self.condition(*repetitions.target_condition(outcomes, "workload"))
 

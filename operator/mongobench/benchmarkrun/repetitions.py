@@ -206,8 +206,9 @@ def target_condition(
         return (
             cond.TARGET_MET,
             cond.FALSE,
-            cond.TARGET_MAX_REACHED,
-            f"maxRepetitions reached before the interval was narrow enough: {', '.join(missed)}",
+            cond.TARGET_NOT_REACHED,
+            f"no more trials and the interval still too wide (maxRepetitions reached or "
+            f"failed): {', '.join(missed)}",
         )
     counts = ", ".join(f"{o.name} {o.decision.n}" for o in outcomes)
     return (

@@ -92,7 +92,7 @@ ARCHIVE_UPLOAD_FAILED = "UploadFailed"
 ARCHIVE_NOT_CONFIGURED = "NotConfigured"
 # TargetMet (adaptive repetitions: spec.repeatUntil), BenchmarkRun and BenchmarkExperiment.
 TARGET_REACHED = "Reached"
-TARGET_MAX_REACHED = "MaxRepetitionsReached"
+TARGET_NOT_REACHED = "NotReached"
 TARGET_MEASURING = "Measuring"
 
 # --- phases (status.phase) of a BenchmarkRun (and a BenchmarkExperiment: Pending, Running and the
@@ -277,8 +277,9 @@ CONDITIONS: tuple[ConditionDoc, ...] = (
         {
             TARGET_REACHED: "every interval is narrow enough; the message counts the valid "
             "trials each needed",
-            TARGET_MAX_REACHED: "maxRepetitions ran out first (False): the message names the "
-            "workloads or cells whose interval stayed wider than asked",
+            TARGET_NOT_REACHED: "no more trials come and some interval stayed wider than asked "
+            "(False): maxRepetitions ran out, or the run (a cell) failed first; the message "
+            "names the workloads or cells",
             TARGET_MEASURING: "still repeating (Unknown): the message names what is not done",
         },
     ),

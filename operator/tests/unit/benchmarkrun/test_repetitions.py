@@ -159,7 +159,7 @@ def test_the_target_condition_says_measuring_reached_or_max_reached() -> None:
     )
     assert reps.target_condition([met, missed], "cell")[1:3] == (
         cond.FALSE,
-        cond.TARGET_MAX_REACHED,
+        cond.TARGET_NOT_REACHED,
     )
     assert reps.status(policy, [met], "workloads")["workloads"] == [
         {"name": "b", "valid": 2, "done": True, "met": True, "relativeHalfWidth": 0.0063}
@@ -192,3 +192,21 @@ def test_an_adaptive_run_stops_its_workload_once_the_target_is_met() -> None:
     assert now["progress"]["percent"] == 100
     run = kube.get(RUN_KIND, "ns", "r")
     assert run is not None and len(run["status"]["summary"]) == 1
+
+
+def test_a_failed_adaptive_run_says_the_target_was_not_met() -> None:
+    kube = FakeKube(mongocluster(), benchmarkrun(repetitions=2, repeatUntil=UNTIL))
+    advance(kube)  # prepared
+    advance(kube)  # the load Job is created
+    finish_job(kube, 1, "Failed", "BackoffLimitExceeded")
+    advance(kube)
+    now = status(kube)
+    assert now["phase"] == cond.RUN_FAILED
+    target = get_condition(now["conditions"], cond.TARGET_MET)
+    assert target is not None and (target["status"], target["reason"]) == (
+        cond.FALSE,
+        cond.TARGET_NOT_REACHED,
+    )
+    assert now["repetitions"]["workloads"] == [
+        {"name": "a", "valid": 0, "done": True, "met": False}
+    ]

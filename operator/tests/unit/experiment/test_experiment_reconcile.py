@@ -213,7 +213,7 @@ def test_a_wide_interval_adds_rounds_up_to_the_maximum_and_says_the_target_was_m
     target = get_condition(final["conditions"], cond.TARGET_MET)
     assert target is not None and (target["status"], target["reason"]) == (
         cond.FALSE,
-        cond.TARGET_MAX_REACHED,
+        cond.TARGET_NOT_REACHED,
     )
     assert "threads=4" in target["message"]
     # One cluster for both cells (run dimensions): kept between rounds, deleted once at the end.
