@@ -1,5 +1,6 @@
 """`mongobench` (also `kubectl mongobench`): list, describe, watch, compare, export and report
-BenchmarkRuns from the current kube context or from archives (S3 URLs, folders).
+BenchmarkRuns from the current kube context or from archives (S3 URLs, folders); calibrate
+reads an A/A calibration experiment.
 
 Bad input (an unknown run, an unreadable archive, runs that are not comparable) is one line on
 stderr and exit code 2; `watch` exits 0 when the run Succeeded, 1 when it Failed.
@@ -20,7 +21,7 @@ import typer
 from rich.console import Console
 
 from mongobench_cli import render, selector, sources
-from mongobench_results import compare, stats
+from mongobench_results import calibration, compare, stats
 
 EXIT_BAD_INPUT = 2
 
@@ -53,7 +54,12 @@ def one_line_errors(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except (sources.SourceError, compare.ComparisonError, UserError) as exc:
+        except (
+            sources.SourceError,
+            compare.ComparisonError,
+            calibration.CalibrationError,
+            UserError,
+        ) as exc:
             message = " ".join(str(exc).split())
             console(stderr=True).print(
                 f"error: {message}", style="red", markup=False, soft_wrap=True
@@ -552,6 +558,14 @@ def report_runs(
     adjust: AdjustOpt = Adjust.holm,
     ci: IntervalOpt = Interval.parametric,
     include_invalid: IncludeInvalid = False,
+    calibration_ref: Annotated[
+        str | None,
+        typer.Option(
+            "--calibration",
+            help="the A/A calibration the study ran under (experiment/NAME); default: the one "
+            f"its experiment's annotation {calibration.ANNOTATION} names",
+        ),
+    ] = None,
     context: Context = None,
     namespace: Namespace = None,
     kubeconfig: Kubeconfig = None,
@@ -560,7 +574,8 @@ def report_runs(
 ) -> None:
     """One self-contained HTML file (report.html) plus PNG figures: throughput and latency with
     CI error bars, latency percentile curves from the merged HDR histograms, CPU per node and
-    step, scaling plots when the runs differ in one dimension."""
+    step, scaling plots when the runs differ in one dimension, and the A/A calibration the
+    study ran under (false-positive rate, minimum detectable effect) when there is one."""
     from mongobench_cli import report  # noqa: PLC0415 - matplotlib loads only here
 
     r = resolver(
@@ -590,8 +605,101 @@ def report_runs(
     experiments = [
         r.kube().experiment(n) for n in map(sources.experiment_name, refs) if n is not None
     ]
-    written = report.write(runs, result, out, experiments)
+    from mongobench_cli import calibration as rendering  # noqa: PLC0415
+
+    if calibration_ref is None:
+        found = rendering.named(experiments)
+        calibration_ref = f"experiment/{found}" if found else None
+    calibrated = None
+    if calibration_ref is not None:
+        cal = _calibration(r, [calibration_ref], window=3, metric=None, test=test, alpha=alpha)
+        calibrated = (calibration_ref, cal)
+    written = report.write(runs, result, out, experiments, calibrated)
     console().print(f"wrote {written.html} and {len(written.figures)} figures", markup=False)
+
+
+# --- calibrate ---------------------------------------------------------------------------------
+
+
+Window = Annotated[
+    int,
+    typer.Option(
+        help="rounds per A/A comparison: the n a side a study would use (false-positive rate "
+        "and the MDE at that n)"
+    ),
+]
+CalibrationMetrics = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--metric",
+        help=f"repeatable; from {', '.join(compare.METRIC_CHOICES)} "
+        f"(default: {', '.join(calibration.DEFAULT_METRICS)})",
+    ),
+]
+
+
+def _calibration(
+    r: sources.Resolver,
+    refs: list[str],
+    *,
+    window: int,
+    metric: list[str] | None,
+    test: Test,
+    alpha: float,
+) -> calibration.Calibration:
+    if not 0 < alpha < 1:
+        raise UserError("--alpha must lie between 0 and 1")
+    runs = r.resolve(refs)
+    return calibration.calibrate(
+        [compare.RunInput(x.key, x.run) for x in runs],
+        window=window,
+        metrics=tuple(metric or calibration.DEFAULT_METRICS),
+        alpha=alpha,
+        test="utest" if test == Test.utest else "welch",
+    )
+
+
+@app.command("calibrate")
+@one_line_errors
+def calibrate(
+    refs: Annotated[
+        list[str],
+        typer.Argument(help="the A/A calibration experiment (experiment/NAME), or its runs"),
+    ],
+    *,
+    window: Window = calibration.DEFAULT_WINDOW,
+    metric: CalibrationMetrics = None,
+    test: TestOpt = Test.welch,
+    alpha: Alpha = stats.DEFAULT_ALPHA,
+    output: Annotated[ListFormat, typer.Option("--output", "-o")] = ListFormat.table,
+    context: Context = None,
+    namespace: Namespace = None,
+    kubeconfig: Kubeconfig = None,
+    s3_endpoint: Endpoint = None,
+    s3_region: Region = None,
+) -> None:
+    """A/A calibration: from an experiment with `calibration: true` (the same configuration as
+    cells calibration=a and calibration=b, on two clusters), per workload and metric: the
+    false-positive rate of compare's verdicts over windows of rounds, and the minimum
+    detectable effect at the observed noise (80% power, compare's alpha)."""
+    r = resolver(
+        context=context,
+        namespace=namespace,
+        all_namespaces=False,
+        kubeconfig=kubeconfig,
+        endpoint=s3_endpoint,
+        region=s3_region,
+    )
+    result = _calibration(r, refs, window=window, metric=metric, test=test, alpha=alpha)
+    from mongobench_cli import calibration as rendering  # noqa: PLC0415
+
+    name = " ".join(refs)
+    if output == ListFormat.json:
+        sys.stdout.write(rendering.as_json(result, name))
+    elif output == ListFormat.table:
+        console().print(rendering.table(result, name))
+    else:  # markdown (csv: the JSON has every figure)
+        sys.stdout.write(rendering.markdown(result, name))
 
 
 # --- completion --------------------------------------------------------------------------------

@@ -52,6 +52,22 @@ def deploy_rows(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def rounds_text(obj: Mapping[str, Any]) -> str:
+    """Rounds so far, and with adaptive repetitions the target and whether each cell met it."""
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    rounds = status.get("rounds", spec.get("repetitions", 3))
+    reps = status.get("repetitions")
+    if not reps:
+        return str(rounds)
+    target = f"{reps.get('metric')} +-{100 * float(reps.get('relativeHalfWidth') or 0):g}%"
+    cells = ", ".join(
+        f"{c['name']} {'met' if c.get('met') else 'not met' if c.get('done') else 'going on'}"
+        f" (n={c.get('valid')})"
+        for c in reps.get("cells") or ()
+    )
+    return f"{rounds} of {reps.get('min')}-{reps.get('max')} until {target}: {cells}"
+
+
 def describe(obj: Mapping[str, Any]) -> Group:
     meta, status = obj["metadata"], obj.get("status") or {}
     progress = status.get("progress") or {}
@@ -68,6 +84,7 @@ def describe(obj: Mapping[str, Any]) -> Group:
             + (f" (seed {status['seed']})" if "seed" in status else ""),
         ),
         ("Baseline", baseline(obj) or "-"),
+        ("Rounds", rounds_text(obj)),
         ("Started", status.get("startTime", "-")),
         ("Ended", status.get("completionTime", "-")),
     ):

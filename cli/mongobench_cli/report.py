@@ -29,8 +29,9 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from mongobench_cli import render
+from mongobench_cli.calibration import html_section as calibration_html
 from mongobench_cli.sources import LoadedRun, SourceError
-from mongobench_results import compare, hdr, records
+from mongobench_results import calibration, compare, hdr, records
 
 SCALING_DIMENSIONS = ("shards", "members", "mongos", "version")
 # From the median out to 99.999: evenly spaced on the 1 / (1 - q) axis (8 points a decade).
@@ -615,11 +616,19 @@ def _figure_html(caption: str, path: Path) -> str:
     )
 
 
+def _calibration_parts(calibrated: tuple[str, calibration.Calibration] | None) -> list[str]:
+    """The calibration the study ran under, when there is one."""
+    if calibrated is None:
+        return []
+    return ["<h2>Calibration</h2>", calibration_html(calibrated[1], calibrated[0])]
+
+
 def write(
     runs: Sequence[LoadedRun],
     result: compare.Comparison,
     out: Path,
     experiments: Sequence[Mapping[str, Any]] = (),
+    calibrated: tuple[str, calibration.Calibration] | None = None,
 ) -> Written:
     try:
         figures_dir = out / "figures"
@@ -669,6 +678,7 @@ def write(
             "no latency percentile curves: report from an archive or a live cluster that still "
             "has the runs' result ConfigMaps.</p>"
         )
+    parts += _calibration_parts(calibrated)
     parts += [
         "<h2>Runs</h2>",
         _runs_html(runs, result),

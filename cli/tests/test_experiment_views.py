@@ -98,6 +98,30 @@ def test_describe_shows_cells_deploy_times_and_comparison() -> None:
     assert "r1:Failed" in text and "Against shards=1" in text
 
 
+def test_describe_says_how_many_rounds_adaptive_repetitions_took() -> None:
+    adaptive = copy.deepcopy(EXPERIMENT)
+    adaptive["spec"] |= {"order": "RandomizedRounds", "repetitions": 2}
+    adaptive["status"] |= {
+        "rounds": 4,
+        "repetitions": {
+            "min": 2,
+            "max": 6,
+            "metric": "throughput",
+            "relativeHalfWidth": 0.05,
+            "cells": [
+                {"name": "shards=1", "valid": 4, "done": True, "met": True},
+                {"name": "shards=2", "valid": 3, "done": False},
+            ],
+        },
+    }
+    out = io.StringIO()
+    Console(file=out, width=200).print(experiment.describe(adaptive))
+    text = " ".join(out.getvalue().split())
+    assert "RandomizedRounds (seed 7)" in text
+    assert "4 of 2-6 until throughput +-5%: shards=1 met (n=4), shards=2 going on (n=3)" in text
+    assert experiment.rounds_text(EXPERIMENT) == "3"  # no status.rounds: the spec's default
+
+
 def test_follow_prints_changes_and_exits_with_the_phase() -> None:
     running = {
         "metadata": {"name": "mx"},

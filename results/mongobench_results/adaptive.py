@@ -1,9 +1,10 @@
 """Adaptive repetitions: when a cell has had enough trials.
 
-`repetitions: {min, max, until: {metric, relativeHalfWidth}}` keeps adding trials (rounds, in an
-experiment) until the confidence interval of the named metric's mean is narrow enough in every
-cell, or `max` is reached. The rule is one pure function, used by the operator (BenchmarkRun and
-BenchmarkExperiment), the CLI and the method benchmark alike:
+`repetitions: N` with `repeatUntil: {metric, relativeHalfWidth, maxRepetitions}` (min N, max
+maxRepetitions) keeps adding trials (rounds, in an experiment) until the confidence interval of
+the named metric's mean is narrow enough in every cell, or `max` is reached. The rule is one pure
+function, used by the operator (BenchmarkRun and BenchmarkExperiment), the CLI and the method
+benchmark alike:
 
 - fewer than `min` valid trials: go on;
 - the interval's half-width relative to the mean at or below the target: stop, target met;

@@ -141,7 +141,7 @@ def contains(stored: Any, applied: Any, path: str = "spec") -> list[str]:
 
 
 def test_corpus_is_big_distinct_and_documented() -> None:
-    """At least 30 invalid manifests, each rejected for its own reason, both kinds covered."""
+    """At least 30 invalid manifests, each rejected for its own reason, every kind covered."""
     assert len(INVALID) >= 30
     expects = [c.expect for c in INVALID]
     duplicated = sorted({e for e in expects if expects.count(e) > 1})
@@ -154,7 +154,7 @@ def test_corpus_is_big_distinct_and_documented() -> None:
             named = "spec" in case.expect or "metadata.name" in case.expect
             assert named, f"{case.path.name}: expect names no field"
     kinds = {yaml.safe_load(c.docs[0])["kind"] for c in INVALID}
-    assert kinds == {"MongoCluster", "BenchmarkRun"}
+    assert kinds == {"MongoCluster", "BenchmarkRun", "BenchmarkExperiment"}
     assert all(len(c.docs) == 1 for c in INVALID)
     assert all(len(c.docs) == 2 for c in UPDATES)
     assert any(c.accepted for c in UPDATES) and any(not c.accepted for c in UPDATES)

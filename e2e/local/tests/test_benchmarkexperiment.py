@@ -419,3 +419,97 @@ def test_a_cell_whose_cluster_fails_goes_as_the_policy_says(
     }
     assert "shards=2: its cluster failed" in events["CellFailed"]
     assert "fx-k1" in events["CellClusterKept"]
+
+
+# An A/A pair (two clusters from one template) in randomized rounds with a loose adaptive
+# target: 3 rounds at least, 6 at most. 6 runs and as many deployments (maxClusters 1: the
+# cells share one FerretDB, so no two runs at once): about 2 minutes on an idle machine.
+@pytest.mark.timeout(1500)
+def test_an_aa_calibration_in_randomized_rounds_stops_when_the_target_is_met(
+    plane: Plane,
+    namespace: str,
+    kube_api: k8s.ApiClient,
+    model: MongoModel,
+    ferretdb: FerretDB,
+    executor: PodExecutor,
+    prometheus: str,
+    tmp_path: Path,
+) -> None:
+    for g in range(2):
+        cluster = f"aa-k{g}"
+        model.member(f"{cluster}-rs0-0.{cluster}-rs0-hl.{namespace}.svc.cluster.local:27017")
+    manifest = experiment(
+        "aa",
+        cluster={
+            "version": "7.0.14",
+            "topology": {"type": "ReplicaSet", "replicaSet": {"members": 1}},
+        },
+        run=RUN | {"workloads": [{"name": "c"}]},
+        calibration=True,
+        repetitions=3,
+        # Loose on purpose (the interval within +-100% of the mean: a CV under ~40% at n = 3).
+        repeatUntil={"metric": "throughput", "relativeHalfWidth": 1.0, "maxRepetitions": 6},
+        order="RandomizedRounds",
+        seed=11,
+    )
+    with Watch(kube_api, namespace, ferretdb.uri, model) as watch:
+        operator = start(plane, namespace, model, tmp_path / "operator.log", prometheus, kube_api)
+        try:
+            apply(plane, namespace, manifest)
+            body = wait_until(
+                lambda: (
+                    (o := get(kube_api, namespace, "benchmarkexperiments", "aa"))
+                    .get("status", {})
+                    .get("phase")
+                    in ("Succeeded", "Failed")
+                    and o
+                ),
+                timeout=1200,
+                interval=1,
+                what="experiment ended",
+            )
+            runs = {
+                r["metadata"]["name"]: r
+                for r in k8s.CustomObjectsApi(kube_api).list_namespaced_custom_object(
+                    GROUP, VERSION, namespace, "benchmarkruns"
+                )["items"]
+            }
+            calibrated = cli(plane, "calibrate", "experiment/aa", "-n", namespace, "-o", "json")
+            table = cli(plane, "calibrate", "experiment/aa", "-n", namespace)
+            described = cli(plane, "describe", "experiment/aa", "-n", namespace)
+        finally:
+            operator.stop()
+    status = body["status"]
+    assert status["phase"] == "Succeeded", why(status, runs)
+    # Stopped early: the minimum of 3 rounds met the target, no round was added.
+    rounds = status["rounds"]
+    assert rounds < 6, status["repetitions"]
+    assert status["seed"] == 11
+    target = next(c for c in status["conditions"] if c["type"] == "TargetMet")
+    assert (target["status"], target["reason"]) == ("True", "Reached"), target
+    cells = status["repetitions"]["cells"]
+    assert [c["name"] for c in cells] == ["calibration=a", "calibration=b"]
+    assert all(c["met"] and c["valid"] == rounds for c in cells), cells
+    # Randomized rounds: every round ran each cell once, round after round.
+    assert sorted(watch.runs.values()) == sorted(
+        f"aa-c{c}-r{r}" for c in range(2) for r in range(1, rounds + 1)
+    )
+    starts = {n: r["status"]["startTime"] for n, r in runs.items()}
+    started = sorted(starts, key=lambda n: (starts[n], status["order"].index(n)))
+    assert [int(n.rsplit("-r", 1)[1]) for n in started] == sorted(
+        int(n.rsplit("-r", 1)[1]) for n in started
+    )
+    assert started == status["order"]
+    # Two clusters from one template: the same spec under two names.
+    assert {n for n, _ in watch.clusters.values()} == {"aa-k0", "aa-k1"}
+    # mongobench calibrate: the false-positive rate and the detectable effect, from the runs.
+    assert calibrated.returncode == 0, calibrated.stderr[-500:]
+    report = json.loads(calibrated.stdout)
+    assert report["rounds"] == rounds and report["window"] == 3
+    rows = {(r["workload"], r["metric"]): r for r in report["rows"]}
+    throughput = rows[("c", "throughput")]
+    assert throughput["rounds"] == rounds and throughput["windows"] == rounds - 2
+    assert throughput["falsePositiveRate"] is not None and throughput["mde"] > 0
+    assert ("c", "READ p99") in rows
+    assert table.returncode == 0 and "A/A calibration experiment/aa" in table.stdout
+    assert "until throughput +-100%" in described.stdout

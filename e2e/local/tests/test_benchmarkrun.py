@@ -341,3 +341,48 @@ def test_database_the_cluster_user_cannot_write_fails_before_any_job(
     assert "may write only to ycsb" in condition["message"]
     assert not k8s.BatchV1Api(kube_api).list_namespaced_job(namespace).items
     assert not model.dropped  # not even prepared
+
+
+def test_adaptive_repetitions_skip_what_a_met_target_no_longer_needs(
+    plane: Plane,
+    namespace: str,
+    kube_api: k8s.ApiClient,
+    model: MongoModel,
+    executor: PodExecutor,
+    prometheus: str,
+    tmp_path: Path,
+) -> None:
+    """repeatUntil with a loose target (the interval within +-100% of the mean: a CV under
+    ~40% at n = 3): 3 repetitions, then the other 3 the maximum allows are skipped."""
+    operator = start(plane, namespace, model, tmp_path / "operator.log", prometheus, kube_api)
+    try:
+        cluster(plane, namespace, kube_api)
+        until = {"metric": "throughput", "relativeHalfWidth": 1.0, "maxRepetitions": 6}
+        manifest = run_manifest(
+            "adaptive", workloads=[{"name": "c"}], repetitions=3, repeatUntil=until
+        )
+        apply(plane, namespace, manifest)
+        run = wait_run(kube_api, namespace, "adaptive", ("Succeeded", "Failed"))
+    finally:
+        operator.stop()
+    status = run["status"]
+    assert status["phase"] == "Succeeded", status.get("conditions")
+    runs = [s for s in status["steps"] if s["kind"] == "run"]
+    assert [s["phase"] for s in runs] == ["Succeeded"] * 3 + ["Skipped"] * 3, status
+    assert runs[3]["message"] == "repeatUntil met after 3 valid repetitions"
+    assert status["repetitions"]["workloads"][0] | {"relativeHalfWidth": None} == {
+        "name": "c",
+        "valid": 3,
+        "done": True,
+        "met": True,
+        "relativeHalfWidth": None,
+    }
+    target = {c["type"]: c for c in status["conditions"]}["TargetMet"]
+    assert (target["status"], target["reason"]) == ("True", "Reached")
+    assert status["summary"][0]["n"] == 3 and status["progress"]["percent"] == 100
+    events = [
+        e.reason
+        for e in k8s.CoreV1Api(kube_api).list_namespaced_event(namespace).items
+        if e.involved_object.name == "adaptive"
+    ]
+    assert "RepetitionsSkipped" in events

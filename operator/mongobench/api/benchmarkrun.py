@@ -83,6 +83,16 @@ class Warmup:
 
 
 @dataclass(frozen=True)
+class RepeatUntil:
+    """Adaptive repetitions: more than `repetitions` (up to max_repetitions) until the interval
+    of `metric`'s mean is within +-relative_half_width of it (benchmarkrun.repetitions)."""
+
+    metric: str
+    relative_half_width: float
+    max_repetitions: int
+
+
+@dataclass(frozen=True)
 class DataReset:
     between: Literal["None", "Workloads", "Repetitions"] = "None"
     inserting_workloads: Literal["RunLast", "Reload", "AsWritten"] = "RunLast"
@@ -147,7 +157,8 @@ class BenchmarkRunSpec:
     load: Load = field(default_factory=Load)
     run: Run = field(default_factory=lambda: Run(operation_count=100000))
     warmup: Warmup | None = None
-    repetitions: int = 3
+    repetitions: int = 3  # the minimum when repeat_until is set
+    repeat_until: RepeatUntil | None = None
     data_reset: DataReset = field(default_factory=DataReset)
     mongo: MongoOptions = field(default_factory=MongoOptions)
     sharding: Sharding = field(default_factory=Sharding)
@@ -159,6 +170,13 @@ class BenchmarkRunSpec:
     @classmethod
     def parse(cls, spec: dict[str, Any]) -> BenchmarkRunSpec:
         return from_dict(cls, spec)
+
+    @property
+    def max_repetitions(self) -> int:
+        """The run steps planned per workload: repetitions, or repeatUntil's maximum."""
+        if self.repeat_until is None:
+            return self.repetitions
+        return max(self.repetitions, self.repeat_until.max_repetitions)
 
     def scenarios(self) -> list[tuple[str, Scenario]]:
         """Every user scenario the run uses, with what uses it ("load" or the workload)."""

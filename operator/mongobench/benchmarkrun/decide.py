@@ -159,9 +159,13 @@ def scenarios_to_check(observed: Observed, job_found: bool) -> list[tuple[str, S
     return [(step.label, scenario)]
 
 
+# Step phases that let the run go past the step (Skipped: adaptive repetitions no longer need it).
+STEP_DONE = (cond.STEP_SUCCEEDED, cond.STEP_SKIPPED)
+
+
 def current_step(plan: Sequence[Step], status: Mapping[str, Any]) -> Step | None:
-    """The first step not Succeeded; None when all are."""
-    done = {s["index"] for s in status.get("steps") or () if s.get("phase") == cond.STEP_SUCCEEDED}
+    """The first step not Succeeded (or Skipped); None when all are."""
+    done = {s["index"] for s in status.get("steps") or () if s.get("phase") in STEP_DONE}
     return next((step for step in plan if step.index not in done), None)
 
 
@@ -295,8 +299,8 @@ def job_outcome(job: Mapping[str, Any]) -> tuple[ActionKind, str]:
 def progress(total: int, steps: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """status.progress from the plan's length and the steps as recorded: step i of n (the
     first not Succeeded), the percent done, the last run step's throughput."""
-    done = sum(1 for s in steps if s.get("phase") == cond.STEP_SUCCEEDED)
-    current = next((s for s in steps if s.get("phase") != cond.STEP_SUCCEEDED), None)
+    done = sum(1 for s in steps if s.get("phase") in STEP_DONE)
+    current = next((s for s in steps if s.get("phase") not in STEP_DONE), None)
     last = next((s for s in reversed(steps) if s.get("result") and s.get("kind") == "run"), None)
     label = current["label"] if current else ("done" if steps else "waiting to start")
     number = min(done + 1, total) if steps else 0

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec, Scenario
-from mongobench.benchmarkrun import jobs, results
+from mongobench.benchmarkrun import jobs, repetitions, results
 from mongobench.benchmarkrun.cpu import CpuUnavailable
 from mongobench.benchmarkrun.decide import (
     TERMINAL,
@@ -156,6 +156,7 @@ class _Advance:
         self.outcome = Outcome(run=run)
         self.spec = BenchmarkRunSpec.parse(dict(run["spec"]))
         self.plan = make_plan(self.spec)
+        self.policy = repetitions.run_policy(self.spec)
 
     # -- status helpers ------------------------------------------------------------------------
 
@@ -203,7 +204,8 @@ class _Advance:
         cluster = None
         if self.spec.cluster_ref is not None:
             cluster = self.kube.get("MongoCluster", self.ns, self.spec.cluster_ref.name)
-        seen = Observed(self.spec, self.plan, self.status, cluster)
+        steps = {"steps": self.new["steps"]} if "steps" in self.new else {}
+        seen = Observed(self.spec, self.plan, {**self.status, **steps}, cluster)
         job = None
         if reads_job(seen):
             assert seen.step is not None
@@ -237,7 +239,33 @@ class _Advance:
                 )
         return None
 
+    def skip_unneeded(self) -> None:
+        """Adaptive repetitions: skip what a done workload no longer needs (every pass, so a
+        restart between collecting a step and skipping loses nothing)."""
+        if not self.policy.adaptive or not self.status.get("steps"):
+            return
+        skips = repetitions.skipped(self.policy, self.plan, self.steps())
+        for step, why in skips:
+            self.mark(step, phase=cond.STEP_SKIPPED, message=why)
+        for why in dict.fromkeys(why for _, why in skips):
+            names = sorted({s.workload or "" for s, w in skips if w == why and s.kind == "run"})
+            self.outcome.info(cond.EVENT_REPETITIONS_SKIPPED, f"{', '.join(names)}: {why}")
+
+    def report_repetitions(self) -> None:
+        """status.repetitions and TargetMet: how many valid trials each workload needed."""
+        if not self.policy.adaptive:
+            return
+        steps = self.new.get("steps", self.status.get("steps") or [])
+        outcomes = repetitions.run_outcomes(self.policy, self.plan, steps)
+        if self.new.get("phase") in TERMINAL:  # a failed run repeats nothing more
+            outcomes = [
+                repetitions.Outcome(o.name, repetitions.finished(o.decision)) for o in outcomes
+            ]
+        self.new["repetitions"] = repetitions.status(self.policy, outcomes, "workloads")
+        self.condition(*repetitions.target_condition(outcomes, "workload"))
+
     def go(self) -> Outcome:
+        self.skip_unneeded()
         observed = self.observe()
         action = decide(observed)
         if action.cluster_condition is not None:
@@ -251,6 +279,7 @@ class _Advance:
         except MongoAdminError as exc:
             assert action.step is not None  # only the steps talk to MongoDB
             self.fail(action.step, f"{action.step.label}: {exc}")
+        self.report_repetitions()
         self.publish()
         self.outcome.phase = self.new.get("phase", self.status.get("phase"))
         return self.outcome

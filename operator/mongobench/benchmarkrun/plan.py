@@ -3,7 +3,9 @@
     prepare                      drop the old data, create (and shard) the collection
     load                         insert recordCount records (skipped with load.skip)
     warmup <w>                   unrecorded run before the first repetition of each workload
-    run <w> #r                   the measured runs, `repetitions` times each
+    run <w> #r                   the measured runs, `repetitions` times each (with repeatUntil:
+                                 up to its maxRepetitions, those a workload no longer needs
+                                 are skipped: benchmarkrun.repetitions)
     reset + load                 reload the data where dataReset asks (the reset is the load
                                  step's `reset` flag: drop and recreate before inserting)
     cleanup                      drop the collection when cleanup.data asks; delete Jobs
@@ -102,7 +104,7 @@ def make_plan(spec: BenchmarkRunSpec) -> list[Step]:
         if spec.warmup is not None:
             steps.append(("warmup", workload.name, None, False))
             dirty = dirty or inserts(workload)
-        for rep in range(1, spec.repetitions + 1):
+        for rep in range(1, spec.max_repetitions + 1):
             if rep > 1 and loaded and policy.between == "Repetitions":
                 steps.append(("load", None, None, True))
                 dirty = False

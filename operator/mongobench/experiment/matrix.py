@@ -7,10 +7,16 @@ specs, and the order of their repetitions.
   matrix: an include that matches no cell is a cell of its own).
 - Cells whose cluster specs are equal share one *cluster group*: only run fields differ, so the
   cluster is reused between them.
-- Every (cell, repetition) is one *slot*, one BenchmarkRun with repetitions 1. `Interleaved`
-  orders slots repetition-major (round 1 of every cell, then round 2: ABAB, not AABB);
-  `Random` shuffles them with a seed the status records, so slow drift on a shared cloud does
-  not bias one configuration.
+- Every (cell, repetition) is one *slot*, one BenchmarkRun with repetitions 1. A *round* is
+  repetition r of every cell. `Interleaved` orders slots round by round, cells in matrix order
+  (ABAB, not AABB); `RandomizedRounds` also runs round by round, each round in a fresh random
+  order of the cells (randomized multiple interleaved trials: drift and position effects
+  average out, and every round stays complete); `Random` shuffles all slots at once. Both
+  random orders use a seed the status records, so slow drift on a shared cloud does not bias
+  one configuration and the order can be replayed.
+- An A/A calibration (`calibration: true`) has no dimensions: its two cells `calibration=a` and
+  `calibration=b` take the same templates, and each gets a cluster of its own (two clusters
+  from one template), so their comparison shows what the setup reports when nothing differs.
 """
 
 from __future__ import annotations
@@ -28,6 +34,10 @@ from mongobench.api import SpecError
 
 MAX_CELLS = 200
 Target = Literal["cluster", "run"]
+ORDERS = ("Interleaved", "RandomizedRounds", "Random")
+# The dimension of an A/A calibration: two cells, identical but for their clusters.
+CALIBRATION = "calibration"
+CALIBRATION_CELLS = ("a", "b")
 
 
 @dataclass(frozen=True)
@@ -131,6 +141,8 @@ def _combinations(
 
 def expand(spec: Mapping[str, Any]) -> Matrix:
     """The experiment spec's cells (SpecError for a matrix the operator cannot use)."""
+    if spec.get("calibration"):
+        return _calibration(spec)
     dims = dimensions_of(spec)
     combos = _combinations(dims, spec.get("include") or (), spec.get("exclude") or ())
     if not combos:
@@ -164,14 +176,45 @@ def expand(spec: Mapping[str, Any]) -> Matrix:
     return Matrix(dims, tuple(cells), tuple(groups), baseline)
 
 
-def slots(matrix: Matrix, repetitions: int, order: str, seed: int | None) -> list[Slot]:
-    """Every (cell, repetition) in the order they run."""
-    out = [Slot(c.index, r) for r in range(1, repetitions + 1) for c in matrix.cells]
+def _calibration(spec: Mapping[str, Any]) -> Matrix:
+    """The A/A matrix: two cells from the same templates, one cluster (group) each."""
+    if spec.get("dimensions") or spec.get("include") or spec.get("exclude"):
+        raise SpecError("a calibration has no dimensions, include or exclude: it runs A against A")
+    cluster = dict(spec.get("cluster") or {})
+    run = dict(spec.get("run") or {})
+    dim = Dimension(CALIBRATION, "cluster", "", CALIBRATION_CELLS)
+    cells = tuple(
+        Cell(i, f"c{i}", {CALIBRATION: v}, cluster, run, i) for i, v in enumerate(CALIBRATION_CELLS)
+    )
+    return Matrix((dim,), cells, (cluster, cluster), 0)
+
+
+def slots(
+    matrix: Matrix, repetitions: int, order: str, seed: int | None, first: int = 1
+) -> list[Slot]:
+    """Every (cell, repetition) of rounds `first`..`repetitions` in the order they run.
+
+    RandomizedRounds draws round r's order from its own generator (seed and r), so adding a
+    round (adaptive repetitions) never changes the order of the rounds before it."""
+    rounds = range(first, repetitions + 1)
+    if order == "RandomizedRounds":
+        out = []
+        for r in rounds:
+            cells = [c.index for c in matrix.cells]
+            random.Random(f"{seed}:{r}").shuffle(cells)
+            out += [Slot(c, r) for c in cells]
+        return out
+    out = [Slot(c.index, r) for r in rounds for c in matrix.cells]
     if order == "Random":
         random.Random(seed).shuffle(out)
     return out
 
 
+def seeded(order: str) -> bool:
+    """Whether the order draws from a seed (recorded in status)."""
+    return order in ("Random", "RandomizedRounds")
+
+
 def default_seed(uid: str) -> int:
-    """The seed of a Random order when the spec gives none: from the object's uid (recorded)."""
+    """The seed of a random order when the spec gives none: from the object's uid (recorded)."""
     return int(hashlib.sha256(uid.encode()).hexdigest()[:8], 16)

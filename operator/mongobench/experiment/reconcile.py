@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from mongobench.api import SpecError
 from mongobench.api.mongocluster import MongoClusterSpec
+from mongobench.benchmarkrun import repetitions as reps
 from mongobench.experiment import matrix as mx
 from mongobench.experiment import objects
 from mongobench.experiment import schedule as sched
@@ -20,7 +21,8 @@ from mongobench.k8s import conditions as cond
 from mongobench.k8s.api import KubeApi
 from mongobench.k8s.client import ApiError
 from mongobench.mongocluster.layout import cluster_layout
-from mongobench_results import compare, summary
+from mongobench_results import compare, records, summary
+from mongobench_results.adaptive import Policy
 
 KIND = "BenchmarkExperiment"
 TERMINAL = (cond.RUN_SUCCEEDED, cond.RUN_FAILED)
@@ -41,14 +43,27 @@ def policy_of(spec: Mapping[str, Any]) -> sched.Policy:
     )
 
 
-def plan(body: Mapping[str, Any]) -> tuple[mx.Matrix, list[mx.Slot], int | None]:
+def plan(
+    body: Mapping[str, Any], rounds: int | None = None
+) -> tuple[mx.Matrix, list[mx.Slot], int | None]:
+    """The matrix, the slots of `rounds` rounds (default: as many as status.rounds says, else
+    spec.repetitions) in their order, and the seed of a random order."""
     spec = body["spec"]
+    status = body.get("status") or {}
     matrix = mx.expand(spec)
     order = spec.get("order", "Interleaved")
-    seed = (body.get("status") or {}).get("seed")
-    if order == "Random" and seed is None:
+    seed = status.get("seed")
+    if mx.seeded(order) and seed is None:
         seed = spec.get("seed", mx.default_seed(body["metadata"]["uid"]))
-    return matrix, mx.slots(matrix, int(spec.get("repetitions", 3)), order, seed), seed
+    first = int(spec.get("repetitions", 3))
+    rounds = rounds or int(status.get("rounds") or first)
+    slots = mx.slots(matrix, min(first, rounds), order, seed)
+    # Rounds that adaptive repetitions added: each in its own order (a random order draws a
+    # fresh one per round), so adding one never reorders what ran.
+    extra = order if order == "Interleaved" else "RandomizedRounds"
+    for r in range(first + 1, rounds + 1):
+        slots += mx.slots(matrix, r, extra, seed, first=r)
+    return matrix, slots, seed
 
 
 def validate(kube: KubeApi, body: Mapping[str, Any], matrix: mx.Matrix) -> None:
@@ -105,13 +120,15 @@ def advance(
         for f in status.get("failedSlots") or ()
     }
     kept = set(status.get("keptGroups") or ())
-    decision = sched.decide(
-        order,
-        {c.index: c.group for c in matrix.cells},
-        _observed(clusters, runs, failed, kept, now),
-        policy_of(body["spec"]),
+    policy = policy_of(body["spec"])
+    adaptive = reps.policy_of(body["spec"])
+    observed = _observed(clusters, runs, failed, kept, now)
+    matrix, order, seed, observed, events = _rounds(
+        body, (matrix, order, seed), runs=runs, failed=failed, observed=observed, policy=policy
     )
-    outcome = Outcome(decision.phase)
+    rounds = len(order) // len(matrix.cells)
+    decision = sched.decide(order, {c.index: c.group for c in matrix.cells}, observed, policy)
+    outcome = Outcome(decision.phase, events)
     deployments = {int(k): list(v) for k, v in (status.get("deployments") or {}).items()}
     _record_deployments(clusters, deployments)
     for action in decision.actions:
@@ -127,9 +144,12 @@ def advance(
         "keptGroups": sorted(kept),
         "deployments": {str(g): d for g, d in sorted(deployments.items())},
         "order": [objects.run_name(name, s) for s in order],
+        "rounds": rounds,
         **({"seed": seed} if seed is not None else {}),
     }
     status |= _cells_status(body, matrix, order, runs, failed, deployments, decision, now)
+    if adaptive.adaptive:
+        status |= _target(adaptive, matrix, order, runs, failed, status, over=not running)
     if not running:
         status |= _finished(
             status, matrix, runs, failed, phase=decision.phase, generation=generation
@@ -146,6 +166,127 @@ def advance(
     for event in outcome.events:
         kube.event(body, *event)
     return outcome
+
+
+def cell_outcomes(
+    policy: Policy,
+    matrix: mx.Matrix,
+    order: Sequence[mx.Slot],
+    runs: Mapping[mx.Slot, Mapping[str, Any]],
+    failed: Mapping[mx.Slot, str],
+) -> list[reps.Outcome]:
+    """Per cell: adaptive repetitions' decision over its runs' valid trials, every workload
+    and metric at once (a cell is done when each of its workloads is). A cell with a failed
+    slot is done: more rounds would not mend it."""
+    out = []
+    for cell in matrix.cells:
+        mine = [s for s in order if s.cell == cell.index]
+        views = [
+            v
+            for s in mine
+            if s in runs and (runs[s].get("status") or {}).get("phase") == cond.RUN_SUCCEEDED
+            for v in records.steps(runs[s])
+        ]
+        values = {
+            f"{w} {metric}": v
+            for w in dict.fromkeys(str(v.workload) for v in views if v.kind == "run")
+            for metric, v in reps.valid_values(
+                [x for x in views if x.workload == w], str(policy.metric or "throughput")
+            ).items()
+        }
+        decision = reps.decide(policy, values)
+        if any(s in failed or _run_phase(runs.get(s)) == cond.RUN_FAILED for s in mine):
+            decision = reps.finished(decision)
+        out.append(reps.Outcome(matrix.label(cell.index), decision))
+    return out
+
+
+def _run_phase(run: Mapping[str, Any] | None) -> str | None:
+    return None if run is None else (run.get("status") or {}).get("phase")
+
+
+def _stopping(order: Sequence[mx.Slot], observed: sched.Observed, policy: sched.Policy) -> bool:
+    """A slot failed and onCellFailure is Stop: no round is added, no cluster reserved."""
+    return policy.on_cell_failure == "Stop" and any(
+        sched.slot_phase(s, observed) == cond.RUN_FAILED for s in order
+    )
+
+
+def _target(  # noqa: PLR0917 - one reconcile's working set
+    adaptive: Policy,
+    matrix: mx.Matrix,
+    order: Sequence[mx.Slot],
+    runs: Mapping[mx.Slot, Mapping[str, Any]],
+    failed: Mapping[mx.Slot, str],
+    status: Mapping[str, Any],
+    *,
+    over: bool,
+) -> dict[str, Any]:
+    """status.repetitions and TargetMet: how many valid trials each cell needed, whether its
+    target was met (`over`: no round comes any more, what is not done ran out of rounds)."""
+    outcomes = cell_outcomes(adaptive, matrix, order, runs, failed)
+    if over:
+        outcomes = [reps.Outcome(o.name, reps.finished(o.decision)) for o in outcomes]
+    rounds = max(s.repetition for s in order)
+    return {
+        "repetitions": reps.status(adaptive, outcomes, "cells") | {"rounds": rounds},
+        "conditions": cond.set_condition(
+            status.get("conditions"),
+            *reps.target_condition(outcomes, "cell"),
+            generation=int(status.get("observedGeneration") or 0),
+        ),
+    }
+
+
+def more_rounds(
+    policy: Policy,
+    order: Sequence[mx.Slot],
+    observed: sched.Observed,
+    outcomes: Sequence[reps.Outcome],
+    schedule: sched.Policy,
+) -> bool:
+    """Adaptive repetitions add a round when every slot so far ended, a cell is not done and
+    maxRepetitions allows one more (never after a failure that stops the experiment)."""
+    rounds = max((s.repetition for s in order), default=0)
+    if not policy.adaptive or rounds >= policy.max or _stopping(order, observed, schedule):
+        return False
+    if any(sched.slot_phase(s, observed) not in sched.DONE for s in order):
+        return False
+    return not all(o.decision.done for o in outcomes)
+
+
+Planned = tuple[mx.Matrix, list[mx.Slot], int | None]
+
+
+def _rounds(
+    body: Mapping[str, Any],
+    planned: Planned,
+    *,
+    runs: Mapping[mx.Slot, Mapping[str, Any]],
+    failed: Mapping[mx.Slot, str],
+    observed: sched.Observed,
+    policy: sched.Policy,
+) -> tuple[mx.Matrix, list[mx.Slot], int | None, sched.Observed, list[cond.Event]]:
+    """Adaptive repetitions before the schedule decides: add a round when one is due (with
+    its Event), and while one may still come keep every cluster (`reserved`)."""
+    adaptive = reps.policy_of(body["spec"])
+    matrix, order, seed = planned
+    if not adaptive.adaptive:
+        return matrix, order, seed, observed, []
+    outcomes = cell_outcomes(adaptive, matrix, order, runs, failed)
+    rounds = max(s.repetition for s in order)
+    if more_rounds(adaptive, order, observed, outcomes, policy):
+        matrix, order, seed = plan(body, rounds + 1)
+        going = ", ".join(o.name for o in outcomes if not o.decision.done)
+        event = (cond.NORMAL, cond.EVENT_ROUND_ADDED, f"round {rounds + 1}: {going} not done")
+        return matrix, order, seed, observed, [event]
+    if (
+        rounds < adaptive.max
+        and not _stopping(order, observed, policy)
+        and not all(o.decision.done for o in outcomes)
+    ):
+        observed = replace(observed, reserved=frozenset(range(len(matrix.groups))))
+    return matrix, order, seed, observed, []
 
 
 def _children(
@@ -351,7 +492,7 @@ def _cells_status(  # noqa: PLR0917 - one reconcile's working set
     now: datetime,
 ) -> dict[str, Any]:
     name = body["metadata"]["name"]
-    repetitions = int(body["spec"].get("repetitions", 3))
+    repetitions = len(order) // max(len(matrix.cells), 1)  # the rounds planned so far
     cells = []
     done_cells = 0
     for cell in matrix.cells:

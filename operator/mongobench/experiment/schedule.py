@@ -15,7 +15,9 @@ Rules, in order:
 - onCellFailure Stop: after a failure no slot starts; the experiment ends Failed when nothing
   runs. Continue: the other cells go on; the experiment ends Succeeded, its failed cells say so.
 - After a group's last slot its cluster is deleted (Delete), kept (Keep) or kept when one of the
-  group's slots failed (KeepOnFailure). Kept clusters do not count against maxClusters.
+  group's slots failed (KeepOnFailure). Kept clusters do not count against maxClusters. While
+  adaptive repetitions may still add a round, every cluster stays (`reserved`): a round added
+  reuses it rather than deploying it again.
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ class Observed:
     runs: Mapping[Slot, str | None]  # slot -> run phase (absent: no run)
     failed: frozenset[Slot] = frozenset()  # slots failed without a run (their cluster failed)
     kept: frozenset[int] = frozenset()  # groups whose cluster the policy already kept
+    # groups whose cluster stays while more rounds may come (adaptive repetitions): not deleted
+    # as "done", though deleted to make room like any idle cluster
+    reserved: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -173,7 +178,7 @@ def _after_policy(
             live.add(g)
         elif g in observed.kept:
             continue
-        elif g in wanted:
+        elif g in wanted or g in observed.reserved:
             live.add(g)
         elif policy.clusters_after == "Keep" or (
             policy.clusters_after == "KeepOnFailure" and g in failed_groups

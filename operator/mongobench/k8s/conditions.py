@@ -40,6 +40,7 @@ PROGRESSING = "Progressing"
 CPU_COLLECTED = "CPUCollected"
 RESOURCES_COMPLETE = "ResourcesComplete"
 ARCHIVED = "Archived"
+TARGET_MET = "TargetMet"
 
 # --- reasons shared by both kinds ---------------------------------------------------------------
 INVALID_SPEC = "InvalidSpec"
@@ -89,6 +90,10 @@ ARCHIVE_COMPLETE = "Complete"
 ARCHIVE_IN_PROGRESS = "InProgress"
 ARCHIVE_UPLOAD_FAILED = "UploadFailed"
 ARCHIVE_NOT_CONFIGURED = "NotConfigured"
+# TargetMet (adaptive repetitions: spec.repeatUntil), BenchmarkRun and BenchmarkExperiment.
+TARGET_REACHED = "Reached"
+TARGET_NOT_REACHED = "NotReached"
+TARGET_MEASURING = "Measuring"
 
 # --- phases (status.phase) of a BenchmarkRun (and a BenchmarkExperiment: Pending, Running and the
 # RUN_SUCCEEDED/RUN_FAILED above), and of a run's steps (status.steps[].phase) -------------------
@@ -100,6 +105,7 @@ STEP_PENDING = "Pending"
 STEP_RUNNING = "Running"
 STEP_SUCCEEDED = "Succeeded"
 STEP_FAILED = "Failed"
+STEP_SKIPPED = "Skipped"
 
 
 @dataclass(frozen=True)
@@ -261,6 +267,22 @@ CONDITIONS: tuple[ConditionDoc, ...] = (
             ),
         },
     ),
+    ConditionDoc(
+        TARGET_MET,
+        ("BenchmarkRun", "BenchmarkExperiment"),
+        "adaptive repetitions (spec.repeatUntil): the confidence interval of the named metric's "
+        "mean is narrow enough in every workload (an experiment: every cell's workloads), "
+        "counting valid trials only; absent without repeatUntil. status.repetitions has the "
+        "figures per workload or cell",
+        {
+            TARGET_REACHED: "every interval is narrow enough; the message counts the valid "
+            "trials each needed",
+            TARGET_NOT_REACHED: "no more trials come and some interval stayed wider than asked "
+            "(False): maxRepetitions ran out, or the run (a cell) failed first; the message "
+            "names the workloads or cells",
+            TARGET_MEASURING: "still repeating (Unknown): the message names what is not done",
+        },
+    ),
 )
 
 # What each phase means, by the kind (or part) whose status.phase it is.
@@ -289,6 +311,7 @@ PHASES: Mapping[str, Mapping[str, str]] = {
         STEP_RUNNING: "its Job runs",
         STEP_SUCCEEDED: "done, its results collected",
         STEP_FAILED: "failed; the run fails with it",
+        STEP_SKIPPED: "not run: repeatUntil's target was met for its workload before it",
     },
     "BenchmarkExperiment": {
         PHASE_PENDING: "nothing created yet (also a cell none of whose runs started)",
@@ -329,6 +352,8 @@ EVENT_CELL_CLUSTER_KEPT = "CellClusterKept"
 EVENT_CELL_RUN_CREATED = "CellRunCreated"
 EVENT_CELL_FAILED = "CellFailed"
 EVENT_EXPERIMENT_FINISHED = "ExperimentFinished"
+EVENT_REPETITIONS_SKIPPED = "RepetitionsSkipped"
+EVENT_ROUND_ADDED = "RoundAdded"
 
 EVENT_REASONS: Mapping[str, str] = {
     INVALID_SPEC: "Warning, once per distinct message: see the InvalidSpec condition reason",
@@ -367,6 +392,12 @@ EVENT_REASONS: Mapping[str, str] = {
     EVENT_CELL_RUN_CREATED: "BenchmarkExperiment: it created a (cell, repetition)'s BenchmarkRun",
     EVENT_CELL_FAILED: "Warning: BenchmarkExperiment: a cell's cluster failed (message: how)",
     EVENT_EXPERIMENT_FINISHED: "BenchmarkExperiment: every cell done (or stopped at a failure)",
+    EVENT_REPETITIONS_SKIPPED: (
+        "BenchmarkRun: a workload is done (repeatUntil): its remaining repetitions are skipped"
+    ),
+    EVENT_ROUND_ADDED: (
+        "BenchmarkExperiment: repeatUntil added a round (a cell's interval is still too wide)"
+    ),
 }
 
 

@@ -145,6 +145,43 @@ def test_random_order_is_reproducible_from_its_seed() -> None:
     assert mx.default_seed("uid-1") == mx.default_seed("uid-1") != mx.default_seed("uid-2")
 
 
+def test_randomized_rounds_run_every_cell_once_per_round_in_a_fresh_order() -> None:
+    m = mx.expand(spec())
+    order = mx.slots(m, 6, "RandomizedRounds", 7)
+    rounds = [[s.cell for s in order if s.repetition == r] for r in range(1, 7)]
+    # Round by round: every slot of round r before any of round r + 1.
+    assert [s.repetition for s in order] == sorted(s.repetition for s in order)
+    assert all(sorted(r) == [0, 1, 2, 3] for r in rounds)  # each cell once per round
+    assert len({tuple(r) for r in rounds}) > 1  # a fresh order per round, not one reused
+    assert rounds != [[0, 1, 2, 3]] * 6  # not Interleaved
+    assert order == mx.slots(m, 6, "RandomizedRounds", 7)  # replayable from the seed
+    assert order != mx.slots(m, 6, "RandomizedRounds", 8)
+    # A round added later (adaptive repetitions) leaves the earlier ones as they were.
+    assert mx.slots(m, 7, "RandomizedRounds", 7)[: len(order)] == order
+    assert (
+        mx.slots(m, 7, "RandomizedRounds", 7, first=7)
+        == mx.slots(m, 7, "RandomizedRounds", 7)[len(order) :]
+    )
+    assert mx.seeded("RandomizedRounds") and mx.seeded("Random")
+    assert not mx.seeded("Interleaved")
+
+
+def test_a_calibration_is_two_identical_cells_on_two_clusters() -> None:
+    body = spec(calibration=True)
+    del body["dimensions"]
+    m = mx.expand(body)
+    assert [m.label(c.index) for c in m.cells] == ["calibration=a", "calibration=b"]
+    assert [c.group for c in m.cells] == [0, 1]  # a cluster each, from one template
+    assert m.groups[0] == m.groups[1] == body["cluster"]
+    assert m.cells[0].run_spec == m.cells[1].run_spec == body["run"]
+    assert m.baseline == 0
+    meta = {"name": "aa", "namespace": "ns", "uid": "u"}
+    names = {objects.cluster(body | {"metadata": meta}, m, g)["metadata"]["name"] for g in (0, 1)}
+    assert names == {"aa-k0", "aa-k1"}
+    with pytest.raises(SpecError, match="a calibration has no dimensions"):
+        mx.expand(spec(calibration=True))
+
+
 def test_runs_are_single_repetitions_with_cell_labels_and_the_archive_prefix() -> None:
     body = {
         "metadata": {"name": "study", "namespace": "ns", "uid": "u1"},
@@ -278,6 +315,17 @@ def test_a_failed_run_stops_new_work_but_waits_for_running_ones() -> None:
     d = decide({0: READY, 1: READY}, {Slot(0, 1): "Failed", Slot(1, 1): "Running"}, policy)
     assert not any(isinstance(a, sched.CreateRun) for a in d.actions)
     assert d.phase == "Running"
+
+
+def test_clusters_reserved_for_a_round_to_come_stay_until_room_is_needed() -> None:
+    runs = {s: "Succeeded" for s in ORDER if s.cell == 0}
+    runs[Slot(1, 1)] = "Succeeded"
+    two = sched.Policy(max_clusters=2)
+    d = decide({0: READY, 1: READY}, runs, two, reserved=frozenset({0, 1}))
+    assert d.actions == [sched.CreateRun(Slot(1, 2))]  # cluster 0 kept for the next round
+    # With room for one cluster only, a reserved idle cluster still makes room.
+    d = decide({0: READY}, {Slot(0, 1): "Succeeded"}, reserved=frozenset({0, 1}))
+    assert d.actions == [sched.DeleteCluster(0, "room for the next cell's cluster")]
 
 
 def test_everything_done_and_deleted_succeeds() -> None:

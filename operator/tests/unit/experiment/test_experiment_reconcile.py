@@ -138,3 +138,95 @@ def test_a_deleted_or_absent_experiment_is_left_alone() -> None:
     kube.objects[(KIND, NS, "x")]["metadata"]["deletionTimestamp"] = "2026-11-26T10:00:00Z"
     assert advance(kube) is None
     assert kube.writes == []
+
+
+# --- adaptive repetitions (repeatUntil) in rounds ------------------------------------------------
+
+UNTIL = {"metric": "throughput", "relativeHalfWidth": 0.05, "maxRepetitions": 4}
+
+
+def finish_run(kube: FakeKube, name: str, throughput: float, valid: bool = True) -> None:
+    """The run succeeded with one measured step of workload a."""
+    kube.objects[("BenchmarkRun", NS, name)]["status"] = {
+        "phase": cond.RUN_SUCCEEDED,
+        "steps": [
+            {
+                "index": 2,
+                "kind": "run",
+                "workload": "a",
+                "repetition": 1,
+                "phase": cond.STEP_SUCCEEDED,
+                "result": {"throughput": throughput, "operations": {}},
+                "validity": {"valid": valid, "reasons": [], "attempt": 1},
+            }
+        ],
+    }
+
+
+def run_rounds(kube: FakeKube, throughputs: dict[str, list[float]], valid: bool = True) -> None:
+    """Advance, finishing each run created with the next value of its cell."""
+    left = {k: list(v) for k, v in throughputs.items()}
+    for _ in range(40):
+        outcome = advance(kube)
+        if outcome is None or outcome.phase != cond.RUN_RUNNING:
+            return
+        for (kind, _, name), obj in list(kube.objects.items()):
+            if kind == "MongoCluster" and not obj.get("status"):
+                set_phase(kube, kind, name, cond.PHASE_READY)
+            if kind == "BenchmarkRun" and not obj.get("status"):
+                cell = obj["metadata"]["labels"][objects.CELL_LABEL]
+                finish_run(kube, name, left[cell].pop(0), valid)
+
+
+def test_randomized_rounds_with_a_met_target_stop_after_the_minimum() -> None:
+    kube = FakeKube(experiment(repetitions=2, repeatUntil=UNTIL, order="RandomizedRounds", seed=5))
+    run_rounds(kube, {"0": [1000.0, 1001.0], "1": [2000.0, 2002.0]})
+    final = status(kube)
+    assert final["phase"] == cond.RUN_SUCCEEDED
+    assert final["seed"] == 5 and final["rounds"] == 2
+    assert final["repetitions"]["rounds"] == 2
+    assert [(c["name"], c["valid"], c["met"]) for c in final["repetitions"]["cells"]] == [
+        ("threads=1", 2, True),
+        ("threads=4", 2, True),
+    ]
+    target = get_condition(final["conditions"], cond.TARGET_MET)
+    assert target is not None and (target["status"], target["reason"]) == (
+        cond.TRUE,
+        cond.TARGET_REACHED,
+    )
+    assert cond.EVENT_ROUND_ADDED not in kube.reasons()
+    assert len(final["order"]) == 4
+
+
+def test_a_wide_interval_adds_rounds_up_to_the_maximum_and_says_the_target_was_missed() -> None:
+    kube = FakeKube(experiment(repetitions=2, repeatUntil=UNTIL, order="RandomizedRounds", seed=5))
+    noisy = [1000.0, 1400.0, 800.0, 1300.0]
+    run_rounds(kube, {"0": [1000.0, 1001.0, 1000.5, 1000.0], "1": noisy})
+    final = status(kube)
+    assert final["phase"] == cond.RUN_SUCCEEDED and final["rounds"] == 4
+    assert kube.reasons().count(cond.EVENT_ROUND_ADDED) == 2
+    # Cell 0 was done after 2 rounds but runs every round: a round runs every cell.
+    assert [(c["valid"], c["met"]) for c in final["repetitions"]["cells"]] == [
+        (4, True),
+        (4, False),
+    ]
+    target = get_condition(final["conditions"], cond.TARGET_MET)
+    assert target is not None and (target["status"], target["reason"]) == (
+        cond.FALSE,
+        cond.TARGET_NOT_REACHED,
+    )
+    assert "threads=4" in target["message"]
+    # One cluster for both cells (run dimensions): kept between rounds, deleted once at the end.
+    assert kube.verbs("create", "MongoCluster") == [CLUSTER]
+    assert kube.verbs("delete") == [CLUSTER]
+
+
+def test_invalid_trials_do_not_count_toward_the_target() -> None:
+    kube = FakeKube(experiment(repetitions=2, repeatUntil=UNTIL))
+    run_rounds(kube, {"0": [1000.0] * 4, "1": [1000.0] * 4}, valid=False)
+    final = status(kube)
+    assert final["rounds"] == 4  # no valid trial ever: every round the maximum allows
+    assert [(c["valid"], c["met"]) for c in final["repetitions"]["cells"]] == [
+        (0, False),
+        (0, False),
+    ]
