@@ -144,6 +144,7 @@ def _scheduling(
     component: Component,
     selector: dict[str, str],
     sched: Scheduling,
+    *,
     zone_spread: bool,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
@@ -194,7 +195,7 @@ def pod_template(
             "enableServiceLinks": False,
             "terminationGracePeriodSeconds": termination_grace_seconds,
             "securityContext": pod_security_context(),
-            **_scheduling(spec, layout, component, labels, scheduling, zone_spread),
+            **_scheduling(spec, layout, component, labels, scheduling, zone_spread=zone_spread),
             "containers": containers,
             "volumes": [
                 {
