@@ -1,7 +1,7 @@
 """Unit tier: placement and sizing per role (mongocluster.placement and the builders using it),
 the CoLocated and Dedicated presets' scheduling terms, and the PlacementFeasible judgement of
 the Nodes. That the real kube-scheduler lays the presets out as intended is proven at cluster
-tier (e2e/local/tests/test_placement.py)."""
+tier (e2e/local/tests/test_placement_presets.py)."""
 
 from __future__ import annotations
 
