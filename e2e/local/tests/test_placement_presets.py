@@ -152,6 +152,34 @@ def test_colocated_puts_one_member_of_every_role_on_each_of_n_nodes(
     placed = condition(status, cond.PLACEMENT_FEASIBLE)
     assert (placed.get("status"), placed.get("reason")) == (cond.TRUE, cond.PODS_PLACED)
 
+    # A shard member rescheduled (as by a rolling restart) returns beside its config server and
+    # mongos, not to one of the three spare nodes: each time, for every shard.
+    core = k8s.CoreV1Api(api)
+    for shard in ("co-shard0", "co-shard1", "co-shard2"):
+        before = core.read_namespaced_pod(f"{shard}-0", ns)
+        core.delete_namespaced_pod(f"{shard}-0", ns, grace_period_seconds=0)
+        again = wait_until(
+            lambda s=shard, uid=before.metadata.uid: (
+                (p := _pod(core, ns, f"{s}-0")) is not None
+                and p.metadata.uid != uid
+                and p.spec.node_name
+                and p
+            ),
+            timeout=60,
+            what=f"{shard}-0 rescheduled",
+        )
+        assert again.spec.node_name == before.spec.node_name
+    assert roles_by_node(api, ns, "co") == layout
+
+
+def _pod(core: k8s.CoreV1Api, ns: str, name: str) -> Any:
+    try:
+        return core.read_namespaced_pod(name, ns)
+    except k8s.ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+
 
 def test_dedicated_waits_for_enough_nodes_says_why_then_gives_each_pod_its_own(
     six_nodes: Plane, api: k8s.ApiClient, model: MongoModel, tmp_path: Path

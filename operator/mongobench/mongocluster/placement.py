@@ -14,7 +14,9 @@ kubernetes.io/hostname):
   nodes, one each, and every config server and mongos joins one of those nodes, at most one of
   each kind per node: with configServers = mongos = shards x membersPerShard every node holds
   one member of every role, the layout of a cluster of N VMs each running a shard mongod, a
-  config server and a mongos.
+  config server and a mongos. A shard member scheduled later (a rolling restart, a lost node)
+  prefers a node holding a config server or a mongos, so it returns beside them rather than to
+  a spare node of the pool.
 - Dedicated: every database pod of the cluster repels every other (its cluster label): one
   process per node.
 
@@ -154,6 +156,20 @@ def affinity(
         if component in ("configsvr", "mongos"):
             shard_members = {lbl.CLUSTER: cluster, lbl.COMPONENT: "shard"}
             out["podAffinity"] = _required(_on_host(shard_members))
+        else:
+            # A shard member rescheduled later (a rolling restart, a lost node) prefers the
+            # node its config server and mongos stayed on over a spare node of the pool. The
+            # scheduler's symmetric weight for their required terms pulls the same way, but a
+            # scheduler may set it to 0 (hardPodAffinityWeight).
+            out["podAffinity"] = {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": 50,
+                        "podAffinityTerm": _on_host({lbl.CLUSTER: cluster, lbl.COMPONENT: c}),
+                    }
+                    for c in ("configsvr", "mongos")
+                ]
+            }
     elif sched.anti_affinity == "Required":
         out["podAntiAffinity"] = _required(_on_host(own))
     elif sched.anti_affinity == "Preferred":

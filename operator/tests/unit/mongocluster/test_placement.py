@@ -171,8 +171,14 @@ def test_colocated_keeps_each_role_apart_and_joins_config_and_mongos_to_shard_me
         role = labels[name]["app.kubernetes.io/component"]
         same_role = {n for n, lab in labels.items() if lab["app.kubernetes.io/component"] == role}
         assert repelled == same_role
-        if role == "shard":
-            assert "podAffinity" not in aff
+        if role == "shard":  # only a preference: the first shard members start anywhere
+            assert set(aff["podAffinity"]) == {"preferredDuringSchedulingIgnoredDuringExecution"}
+            terms = aff["podAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+            near = {
+                n for t in terms for n, lab in labels.items()
+                if selector_matches(t["podAffinityTerm"], lab)
+            }  # fmt: skip
+            assert near == {"demo-cfg", "demo-mongos"}
         else:
             (join,) = aff["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
             joined = {n for n, lab in labels.items() if selector_matches(join, lab)}
