@@ -294,6 +294,19 @@ def build_job(spec: BenchmarkRunSpec, step: Step, run: RunRef) -> dict[str, Any]
                 ]
             }
         }
+    if clients.anti_affinity in ("Required", "Preferred"):
+        # A step's own pods, by the labels only its Job's pods carry.
+        own = {
+            "topologyKey": "kubernetes.io/hostname",
+            "labelSelector": {"matchLabels": {RUN_LABEL: run.name, STEP_LABEL: str(step.index)}},
+        }
+        anti = affinity.setdefault("podAntiAffinity", {})
+        if clients.anti_affinity == "Required":
+            anti["requiredDuringSchedulingIgnoredDuringExecution"] = [own]
+        else:
+            anti.setdefault("preferredDuringSchedulingIgnoredDuringExecution", []).append(
+                {"weight": 100, "podAffinityTerm": own}
+            )
     if affinity:
         pod_spec["affinity"] = affinity
     return {

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from mongobench.api import BenchmarkRunSpec
-from mongobench.benchmarkrun.jobs import CLUSTER_LABEL, RunRef, build_job
+from mongobench.benchmarkrun.jobs import CLUSTER_LABEL, RUN_LABEL, STEP_LABEL, RunRef, build_job
 from mongobench.benchmarkrun.plan import make_plan
 
 pytestmark = pytest.mark.unit
@@ -23,12 +23,16 @@ POOL = {
 }
 
 
-def client_pod(clients: dict[str, Any], ref: RunRef = REF) -> dict[str, Any]:
+def client_job(clients: dict[str, Any], ref: RunRef = REF) -> dict[str, Any]:
     spec = BenchmarkRunSpec.parse(
         {"clusterRef": {"name": "c"}, "workloads": [{"name": "a"}], "clients": clients}
     )
     step = next(s for s in make_plan(spec) if s.kind == "run")
-    return dict(build_job(spec, step, ref)["spec"]["template"]["spec"])
+    return build_job(spec, step, ref)
+
+
+def client_pod(clients: dict[str, Any], ref: RunRef = REF) -> dict[str, Any]:
+    return dict(client_job(clients, ref)["spec"]["template"]["spec"])
 
 
 def test_clients_go_to_their_own_tainted_pool_and_stay_off_the_database_nodes() -> None:
@@ -61,3 +65,24 @@ def test_no_placement_asked_means_only_the_separation_from_the_database() -> Non
     assert client_pod({"separateFromDatabase": False, "nodeAffinity": POOL})["affinity"] == {
         "nodeAffinity": POOL
     }
+
+
+def test_parallel_clients_can_be_kept_on_nodes_of_their_own() -> None:
+    spec = {"parallelism": 4, "separateFromDatabase": False}
+    template = client_job({**spec, "antiAffinity": "Required"})["spec"]["template"]
+    required = template["spec"]["affinity"]["podAntiAffinity"]
+    (term,) = required["requiredDuringSchedulingIgnoredDuringExecution"]
+    # The step's own pods only: its run and step, as the Job's pods are labelled.
+    step = template["metadata"]["labels"][STEP_LABEL]
+    assert term == {
+        "topologyKey": "kubernetes.io/hostname",
+        "labelSelector": {"matchLabels": {RUN_LABEL: "r1", STEP_LABEL: step}},
+    }
+    # Preferred sits beside the separation from the database.
+    preferred = client_pod({"antiAffinity": "Preferred"})["affinity"]["podAntiAffinity"]
+    terms = preferred["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert [t["podAffinityTerm"]["labelSelector"]["matchLabels"] for t in terms] == [
+        {CLUSTER_LABEL: "c"},
+        {RUN_LABEL: "r1", STEP_LABEL: step},
+    ]
+    assert "affinity" not in client_pod({**spec, "antiAffinity": "None"})
