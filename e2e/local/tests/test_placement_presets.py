@@ -14,6 +14,9 @@ and counting them disturbs no other test.
   labelled nodes: the operator says 5 nodes are needed and 3 qualify (condition and Warning
   Event) while pods wait; with 2 more nodes labelled into the pool every pod is placed, no node
   holds two of them, and the cluster is Ready with PlacementFeasible Placed.
+- Benchmark clients with `clients.antiAffinity: Required`: a step's Job, as the operator builds
+  it, puts its 6 client pods on the 6 nodes, one each, though their node affinity prefers the
+  first node (applied without the operator: the scheduling is the point, not the run).
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ from localplane.nodes import NodeSet
 from localplane.operator import start_operator, wait_until
 from localplane.plane import Plane
 from localplane.pytest_plugin import apply_repo_crds
+from mongobench.api import BenchmarkRunSpec
+from mongobench.benchmarkrun.jobs import RUN_LABEL, RunRef, build_client_rbac, build_job
+from mongobench.benchmarkrun.plan import make_plan
 from mongobench.k8s import conditions as cond
 
 pytestmark = pytest.mark.cluster
@@ -238,3 +244,41 @@ def test_dedicated_waits_for_enough_nodes_says_why_then_gives_each_pod_its_own(
     assert set(layout) == set(nodes[:5])  # the pool only: the sixth node holds none
     placed = condition(status, cond.PLACEMENT_FEASIBLE)
     assert (placed.get("status"), placed.get("reason")) == (cond.TRUE, cond.PODS_PLACED)
+
+
+def test_parallel_clients_asked_apart_take_a_node_each(
+    six_nodes: Plane, api: k8s.ApiClient
+) -> None:
+    ns = "clients"
+    six_nodes.kubectl("create", "namespace", ns)
+    # Every client would rather run on the first node (preferred node affinity): only the
+    # anti-affinity among them spreads them out.
+    first = {"key": "kubernetes.io/hostname", "operator": "In", "values": [six_nodes.node_names[0]]}
+    pull = [{"weight": 100, "preference": {"matchExpressions": [first]}}]
+    spec = BenchmarkRunSpec.parse(
+        {
+            "uriSecretRef": {"name": "external"},
+            "workloads": [{"name": "a"}],
+            "clients": {
+                "parallelism": 6,
+                "antiAffinity": "Required",
+                "nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": pull},
+            },
+        }
+    )
+    run = RunRef("apart", ns, "uid-apart", "external", "uri", None, "mongobench/ycsb:test")
+    step = next(s for s in make_plan(spec) if s.kind == "run")
+    # No BenchmarkRun owns them here: without owner references the collector leaves them be.
+    objects = [*build_client_rbac(run, [step]), build_job(spec, step, run)]
+    for obj in objects:
+        obj["metadata"].pop("ownerReferences", None)
+        six_nodes.kubectl("apply", "-n", ns, "-f", "-", input=yaml.safe_dump(obj))
+    core = k8s.CoreV1Api(api)
+
+    def nodes() -> list[str] | None:
+        pods = core.list_namespaced_pod(ns, label_selector=f"{RUN_LABEL}=apart").items
+        placed = [p.spec.node_name for p in pods if p.spec.node_name]
+        return placed if len(placed) == 6 else None
+
+    placed = wait_until(nodes, timeout=60, what="6 client pods placed")
+    assert sorted(placed) == sorted(six_nodes.node_names)  # one on each node
