@@ -36,7 +36,7 @@ FailedScheduling events on the pods say the rest.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from itertools import combinations
 from typing import Any, Literal
@@ -61,8 +61,6 @@ from mongobench.mongocluster.layout import ClusterLayout, ReplicaSetLayout
 
 HOSTNAME_KEY = "kubernetes.io/hostname"
 PlacementRole = Literal["mongod", "configServer", "mongos"]
-# Hall's condition is checked over every subset of distinct node sets up to this many sets.
-MAX_EXACT_SETS = 10
 UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
 
 
@@ -93,7 +91,8 @@ def _role_block(spec: MongoClusterSpec, role: PlacementRole) -> RolePlacement | 
 def scheduling(
     spec: MongoClusterSpec, role: PlacementRole, shard_index: int | None = None
 ) -> Scheduling:
-    """The defaults, replaced by the role's block, then (shard members) by the shard's."""
+    """The defaults, replaced by the role's block, then (shard members) by the shard's: a
+    block's fields are named as Scheduling's, and each one set replaces the value whole."""
     p = spec.placement
     out = Scheduling(
         p.node_selector, p.node_affinity, p.tolerations, p.anti_affinity, p.spread_across_zones
@@ -263,24 +262,20 @@ def _demands(
 
 def _hall(demands: Sequence[Demand]) -> tuple[int, int, str] | None:
     """The first set of demands whose pods outnumber the nodes they may share (Hall's
-    condition: each pod its own node): (pods, nodes, what); None when every set fits. Exact up
-    to MAX_EXACT_SETS distinct node sets, else per demand and all together."""
+    condition: each pod its own node): (pods, nodes, what); None when every set fits. Demands
+    with the same nodes count as one; there are at most 7 distinct sets (the defaults, three
+    roles, four shard blocks), so every combination is checked."""
     by_nodes: dict[frozenset[str], list[Demand]] = {}
     for d in demands:
         by_nodes.setdefault(d.nodes, []).append(d)
     groups = list(by_nodes.items())
-    if len(groups) <= MAX_EXACT_SETS:
-        subsets: Iterable[tuple[tuple[frozenset[str], list[Demand]], ...]] = (
-            combo for size in range(1, len(groups) + 1) for combo in combinations(groups, size)
-        )
-    else:
-        subsets = [*((g,) for g in groups), tuple(groups)]
-    for combo in subsets:
-        pods = sum(d.pods for _, ds in combo for d in ds)
-        union = frozenset().union(*(n for n, _ in combo))
-        if pods > len(union):
-            names = ", ".join(d.what for _, ds in combo for d in ds)
-            return pods, len(union), names
+    for size in range(1, len(groups) + 1):
+        for combo in combinations(groups, size):
+            pods = sum(d.pods for _, ds in combo for d in ds)
+            union = frozenset().union(*(n for n, _ in combo))
+            if pods > len(union):
+                names = ", ".join(d.what for _, ds in combo for d in ds)
+                return pods, len(union), names
     return None
 
 
