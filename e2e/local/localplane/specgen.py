@@ -39,6 +39,7 @@ KEYS: dict[str, st.SearchStrategy[str]] = {
     "spec.resources": st.sampled_from(["mongod", "configServer", "mongos", "exporter"]),
     "spec.topology.replicaSet.memberPriorities": st.sampled_from("0123456"),
     "spec.topology.sharded.memberPriorities": st.sampled_from("0123456"),
+    "spec.placement.shards": st.sampled_from("0123"),
 }
 LABEL_KEY = (
     r"([a-z0-9]([-a-z0-9]{0,8}[a-z0-9])?(\.[a-z]{2,5})?/)?"
@@ -183,6 +184,7 @@ def _mend_run(spec: dict[str, Any]) -> None:
         load.pop("scenario", None)
     if "scenario" in load or any("scenario" in w for w in spec["workloads"]):
         spec["driver"] = "locust"  # scenarios are Locust files
+    _mend_scheduling(spec.get("clients") or {})
 
 
 def _mend_workload(workload: dict[str, Any]) -> None:
@@ -204,6 +206,49 @@ def _mend_cluster(spec: dict[str, Any]) -> None:
     else:
         topology.pop("sharded", None)
     spec.get("tls", {}).pop("enabled", None)
+    _mend_placement(spec.get("placement") or {}, topology.get("sharded"))
+
+
+def _mend_placement(placement: dict[str, Any], sharded: dict[str, Any] | None) -> None:
+    """Shard blocks for shards that exist; presets without the roles' antiAffinity, CoLocated
+    only for a shape it fits (config servers and routers at most one per shard member)."""
+    shards = (sharded or {}).get("shards", 0)
+    blocks = placement.get("shards") or {}
+    for key in [k for k in blocks if int(k) >= shards]:
+        del blocks[key]
+    if placement.get("preset") == "CoLocated":
+        nodes = shards * (sharded or {}).get("membersPerShard", 3)
+        cfg, mongos = (sharded or {}).get("configServers", 3), (sharded or {}).get("mongos", 2)
+        if not sharded or cfg > nodes or mongos > nodes:
+            placement["preset"] = "Dedicated"
+    roles = [placement.get(r) or {} for r in ("mongod", "configServer", "mongos")]
+    for block in [placement, *roles, *blocks.values()]:
+        _mend_scheduling(block)
+        if placement.get("preset") in ("CoLocated", "Dedicated") and block is not placement:
+            block.pop("antiAffinity", None)
+
+
+def _mend_scheduling(block: dict[str, Any]) -> None:
+    """Tolerations and node affinity expressions as Kubernetes' rules have them."""
+    for t in block.get("tolerations") or []:
+        if not t.get("key"):
+            t["operator"] = "Exists"
+        if t.get("operator") == "Exists":
+            t.pop("value", None)
+        if "tolerationSeconds" in t:
+            t["effect"] = "NoExecute"
+    affinity = block.get("nodeAffinity") or {}
+    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    preferred = affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or []
+    terms = [*required.get("nodeSelectorTerms", []), *(p["preference"] for p in preferred)]
+    for term in terms:
+        for req in term.get("matchExpressions", []):
+            if req["operator"] in ("Exists", "DoesNotExist"):
+                req.pop("values", None)
+            elif req["operator"] in ("Gt", "Lt"):
+                req["values"] = ["1"]
+            elif not req.get("values"):
+                req["values"] = ["a"]
 
 
 def specs(kind: str) -> st.SearchStrategy[dict[str, Any]]:

@@ -5,7 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from mongobench.api.mongocluster import ResourceRequirements
+from mongobench.api.mongocluster import (
+    AntiAffinity,
+    NodeAffinity,
+    ResourceRequirements,
+    Toleration,
+)
 from mongobench.api.schema import from_dict
 
 Driver = Literal["ycsb", "locust"]
@@ -121,7 +126,11 @@ class Clients:
     parallelism: int = 1
     resources: ResourceRequirements = field(default_factory=ResourceRequirements)
     node_selector: dict[str, str] = field(default_factory=dict)
+    node_affinity: NodeAffinity | None = None
+    tolerations: tuple[Toleration, ...] = ()
     separate_from_database: bool = True
+    # Among a step's own client pods; None: as "None".
+    anti_affinity: AntiAffinity | None = None
     backoff_limit: int = 0
     deadline_seconds: int = 7200
     start_timeout_seconds: int = 300

@@ -10,6 +10,9 @@ from mongobench.api.schema import SpecError, from_dict, renamed
 TopologyType = Literal["ReplicaSet", "Sharded"]
 Platform = Literal["auto", "eks", "magnum", "kind"]
 AntiAffinity = Literal["Required", "Preferred", "None"]
+# Named layouts of the database pods over nodes (see mongocluster/placement.py).
+PlacementPreset = Literal["None", "CoLocated", "Dedicated"]
+NodeSelectorOperator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
 DeletionPolicy = Literal["Retain", "Delete"]
 ResourceComponent = Literal["mongod", "configServer", "mongos", "exporter"]
 
@@ -79,13 +82,107 @@ class Toleration:
     effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
     toleration_seconds: int | None = None
 
+    def to_k8s(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "key": self.key,
+            "operator": self.operator,
+            "value": self.value,
+            "effect": self.effect,
+            "tolerationSeconds": self.toleration_seconds,
+        }
+        return {k: v for k, v in out.items() if v is not None}
+
+
+@dataclass(frozen=True)
+class NodeSelectorRequirement:
+    key: str
+    operator: NodeSelectorOperator
+    values: tuple[str, ...] = ()
+
+    def to_k8s(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"key": self.key, "operator": self.operator}
+        if self.values:
+            out["values"] = list(self.values)
+        return out
+
+
+@dataclass(frozen=True)
+class NodeSelectorTerm:
+    """Kubernetes' NodeSelectorTerm, by node labels only (matchFields is left out)."""
+
+    match_expressions: tuple[NodeSelectorRequirement, ...]
+
+    def to_k8s(self) -> dict[str, Any]:
+        return {"matchExpressions": [r.to_k8s() for r in self.match_expressions]}
+
+
+@dataclass(frozen=True)
+class NodeSelector:
+    node_selector_terms: tuple[NodeSelectorTerm, ...]
+
+
+@dataclass(frozen=True)
+class PreferredSchedulingTerm:
+    weight: int
+    preference: NodeSelectorTerm
+
+
+@dataclass(frozen=True)
+class NodeAffinity:
+    """Kubernetes' NodeAffinity (required terms are ORed, a term's expressions ANDed)."""
+
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    preferred_during_scheduling_ignored_during_execution: tuple[PreferredSchedulingTerm, ...] = ()
+
+    def to_k8s(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        required = self.required_during_scheduling_ignored_during_execution
+        if required is not None:
+            out["requiredDuringSchedulingIgnoredDuringExecution"] = {
+                "nodeSelectorTerms": [t.to_k8s() for t in required.node_selector_terms]
+            }
+        if self.preferred_during_scheduling_ignored_during_execution:
+            out["preferredDuringSchedulingIgnoredDuringExecution"] = [
+                {"weight": p.weight, "preference": p.preference.to_k8s()}
+                for p in self.preferred_during_scheduling_ignored_during_execution
+            ]
+        return out
+
+
+@dataclass(frozen=True)
+class RolePlacement:
+    """Where one role's pods run. An unset field (None) keeps spec.placement's value."""
+
+    node_selector: dict[str, str] | None = None
+    node_affinity: NodeAffinity | None = None
+    tolerations: tuple[Toleration, ...] | None = None
+    anti_affinity: AntiAffinity | None = None
+    spread_across_zones: bool | None = None
+
+
+@dataclass(frozen=True)
+class ShardPlacement(RolePlacement):
+    """One shard's members: placement.mongod's fields overridden again, and their size
+    (overrides resources.mongod for this shard's mongod containers)."""
+
+    resources: ResourceRequirements | None = None
+
 
 @dataclass(frozen=True)
 class Placement:
+    """Defaults for every database pod; `mongod`, `configServer`, `mongos` and `shards` (by
+    shard index) override them field by field. `preset` lays the roles out over nodes."""
+
     node_selector: dict[str, str] = field(default_factory=dict)
+    node_affinity: NodeAffinity | None = None
     tolerations: tuple[Toleration, ...] = ()
     anti_affinity: AntiAffinity = "Preferred"
     spread_across_zones: bool | None = None
+    preset: PlacementPreset | None = None
+    mongod: RolePlacement | None = None
+    config_server: RolePlacement | None = None
+    mongos: RolePlacement | None = None
+    shards: dict[str, ShardPlacement] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -273,10 +273,15 @@ def build_job(spec: BenchmarkRunSpec, step: Step, run: RunRef) -> dict[str, Any]
         ]
     if clients.node_selector:
         pod_spec["nodeSelector"] = dict(sorted(clients.node_selector.items()))
+    if clients.tolerations:
+        pod_spec["tolerations"] = [t.to_k8s() for t in clients.tolerations]
+    affinity: dict[str, Any] = {}
+    if clients.node_affinity is not None and (node := clients.node_affinity.to_k8s()):
+        affinity["nodeAffinity"] = node
     if clients.separate_from_database and run.cluster:
         # Preferred, not required: a small cluster whose every node holds a member would
         # otherwise leave the clients Pending forever. Where nodes allow, CPU stays apart.
-        pod_spec["affinity"] = {
+        affinity |= {
             "podAntiAffinity": {
                 "preferredDuringSchedulingIgnoredDuringExecution": [
                     {
@@ -289,6 +294,21 @@ def build_job(spec: BenchmarkRunSpec, step: Step, run: RunRef) -> dict[str, Any]
                 ]
             }
         }
+    if clients.anti_affinity in ("Required", "Preferred"):
+        # A step's own pods, by the labels only its Job's pods carry.
+        own = {
+            "topologyKey": "kubernetes.io/hostname",
+            "labelSelector": {"matchLabels": {RUN_LABEL: run.name, STEP_LABEL: str(step.index)}},
+        }
+        anti = affinity.setdefault("podAntiAffinity", {})
+        if clients.anti_affinity == "Required":
+            anti["requiredDuringSchedulingIgnoredDuringExecution"] = [own]
+        else:
+            anti.setdefault("preferredDuringSchedulingIgnoredDuringExecution", []).append(
+                {"weight": 100, "podAffinityTerm": own}
+            )
+    if affinity:
+        pod_spec["affinity"] = affinity
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",

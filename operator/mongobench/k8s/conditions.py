@@ -33,6 +33,7 @@ PROVISIONED = "Provisioned"
 CONFIGURED = "Configured"
 UPDATED = "Updated"
 STORAGE_RESIZED = "StorageResized"
+PLACEMENT_FEASIBLE = "PlacementFeasible"
 SUCCEEDED = "Succeeded"
 CLUSTER_READY = "ClusterReady"
 SCENARIO_READY = "ScenarioReady"
@@ -67,6 +68,9 @@ CURRENT = "Current"
 SIZE_MATCHES = "SizeMatches"
 EXPANDING = "Expanding"
 NOT_EXPANDABLE = "NotExpandable"
+ENOUGH_NODES = "EnoughNodes"
+NOT_ENOUGH_NODES = "NotEnoughNodes"
+PODS_PLACED = "Placed"
 
 # --- BenchmarkRun reasons -----------------------------------------------------------------------
 RUN_SUCCEEDED = "Succeeded"
@@ -178,6 +182,19 @@ CONDITIONS: tuple[ConditionDoc, ...] = (
             SIZE_MATCHES: "every claim requests spec.storage.size",
             EXPANDING: "claims asked to grow",
             NOT_EXPANDABLE: "the StorageClass forbids expansion; claims keep their size",
+        },
+    ),
+    ConditionDoc(
+        PLACEMENT_FEASIBLE,
+        ("MongoCluster",),
+        "the nodes can hold the pods the hard placement rules (spec.placement.preset, an "
+        "antiAffinity Required) keep apart or together; absent without such rules",
+        {
+            PODS_PLACED: "every database pod is ready: placed as the rules say",
+            ENOUGH_NODES: "enough nodes qualify (by labels, taints, cordons; capacity is the "
+            "scheduler's to judge)",
+            NOT_ENOUGH_NODES: "fewer nodes qualify than the rules need: the message says how "
+            "many of each; the pods stay Pending until nodes are added or the rules relaxed",
         },
     ),
     ConditionDoc(
@@ -326,6 +343,7 @@ EVENT_PROVISIONING = "Provisioning"
 EVENT_READY = "Ready"
 EVENT_MONGODB_ERROR = "MongoDBError"
 EVENT_NOT_EXPANDABLE = "NotExpandable"
+EVENT_NOT_ENOUGH_NODES = "NotEnoughNodes"
 EVENT_FCV_SET = "FeatureCompatibilityVersionSet"
 EVENT_SHARD_DRAINING = "ShardDraining"
 EVENT_SHARD_REMOVED = "ShardRemoved"
@@ -362,6 +380,7 @@ EVENT_REASONS: Mapping[str, str] = {
     EVENT_READY: "MongoCluster: all members ready and wired",
     EVENT_MONGODB_ERROR: "Warning: MongoDB refused a configuration step",
     EVENT_NOT_EXPANDABLE: "Warning: volume claims cannot grow (StorageClass)",
+    EVENT_NOT_ENOUGH_NODES: "Warning: fewer nodes qualify than the placement rules need",
     EVENT_FCV_SET: "featureCompatibilityVersion was set",
     EVENT_SHARD_DRAINING: "removeShard started draining a shard",
     EVENT_SHARD_REMOVED: "a drained shard's objects were deleted",

@@ -2,8 +2,8 @@
 
 Pure (a spec or observations in; manifests, names or decisions out; no API calls, no MongoDB,
 no clock; a unit test proves none of them imports the Kubernetes client, kopf or pymongo):
-``labels``, ``layout``, ``podspec``, ``statefulset``, ``service``, ``mongos``, ``pdb``,
-``podmonitor``, ``secrets``, ``objects``, ``platform``, ``shards``, ``status``,
+``labels``, ``layout``, ``placement``, ``podspec``, ``statefulset``, ``service``, ``mongos``,
+``pdb``, ``podmonitor``, ``secrets``, ``objects``, ``platform``, ``shards``, ``status``,
 ``sync_plan`` (what a sync does with its observations), and
 ``generate`` (fresh secret values: random, so only ``provision`` calls it, once per Secret).
 Owner references are the I/O side's to add.
@@ -21,6 +21,7 @@ PURE_MODULES = (
     "mongos",
     "objects",
     "pdb",
+    "placement",
     "platform",
     "podmonitor",
     "podspec",

@@ -30,6 +30,8 @@ class ReplicaSetLayout:
     namespace: str
     # (pod ordinal, MongoDB priority) of members whose priority is not the default 1.
     priorities: tuple[tuple[int, float], ...] = ()
+    # The shard's index (spec.placement.shards keys); None for config servers and a replica set.
+    shard_index: int | None = None
 
     @property
     def headless_service(self) -> str:
@@ -142,6 +144,7 @@ def cluster_layout(name: str, namespace: str, spec: MongoClusterSpec) -> Cluster
                 "shard",
                 namespace,
                 priorities,
+                shard_index=i,
             )
             for i in range(shape.shards)
         )

@@ -9,6 +9,8 @@ from typing import Any
 from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.mongocluster import labels as lbl
 from mongobench.mongocluster.layout import ClusterLayout
+from mongobench.mongocluster.placement import preset as placement_preset
+from mongobench.mongocluster.placement import role_resources, scheduling
 from mongobench.mongocluster.platform import Preset, spread_across_zones
 from mongobench.mongocluster.podspec import common_args, mongo_container, object_meta, pod_template
 
@@ -27,7 +29,13 @@ def build_mongos_deployment(
     spec: MongoClusterSpec, layout: ClusterLayout, preset: Preset
 ) -> dict[str, Any]:
     labels = lbl.component_labels(layout.name, "mongos")
-    main = mongo_container(CONTAINER, spec, "mongos", mongos_args(layout), [])
+    sched = scheduling(spec, "mongos")
+    requirements = role_resources(spec, "mongos")
+    main = mongo_container(CONTAINER, spec, requirements, mongos_args(layout), [])
+    # Never fewer routers than asked while rolling: benchmarks may be running. Under a preset
+    # a surge router would need a node no router holds (Dedicated: a free node), which the
+    # cluster may not have: the rollout would stall, so one router is replaced at a time.
+    surge, unavailable = (1, 0) if placement_preset(spec) == "None" else (0, 1)
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -35,17 +43,18 @@ def build_mongos_deployment(
         "spec": {
             "replicas": layout.mongos_replicas,
             "selector": {"matchLabels": dict(labels)},
-            # Never fewer routers than asked while rolling: benchmarks may be running.
             "strategy": {
                 "type": "RollingUpdate",
-                "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0},
+                "rollingUpdate": {"maxSurge": surge, "maxUnavailable": unavailable},
             },
             "template": pod_template(
                 spec,
                 layout,
                 labels,
                 main,
-                zone_spread=spread_across_zones(spec, preset),
+                component="mongos",
+                scheduling=sched,
+                zone_spread=spread_across_zones(sched, preset),
                 termination_grace_seconds=TERMINATION_GRACE_SECONDS,
             ),
         },

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mongobench.api.mongocluster import MongoClusterSpec, Platform
+from mongobench.mongocluster.placement import Scheduling
 
 Provider = str  # "eks" | "magnum" | "kind" | "unknown"
 
@@ -102,6 +103,7 @@ def storage_class(spec: MongoClusterSpec, preset: Preset) -> str | None:
     return spec.storage.storage_class_name or preset.storage_class_name
 
 
-def spread_across_zones(spec: MongoClusterSpec, preset: Preset) -> bool:
-    explicit = spec.placement.spread_across_zones
+def spread_across_zones(role: Scheduling, preset: Preset) -> bool:
+    """The role's spreadAcrossZones (resolved from spec.placement), else the preset's."""
+    explicit = role.spread_across_zones
     return preset.spread_across_zones if explicit is None else explicit

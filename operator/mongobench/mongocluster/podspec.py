@@ -20,15 +20,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from mongobench.api.mongocluster import MongoClusterSpec, ResourceComponent, Toleration
+from mongobench.api.mongocluster import MongoClusterSpec, ResourceRequirements
+from mongobench.mongocluster.labels import Component
 from mongobench.mongocluster.layout import PORT, ClusterLayout
+from mongobench.mongocluster.placement import Scheduling, affinity
 
 MONGODB_UID = 999
 KEYFILE_DIR = "/etc/mongodb-keyfile"
 KEYFILE_PATH = f"{KEYFILE_DIR}/keyfile"
 KEYFILE_MODE = 0o400
 EXPORTER_PORT = 9216
-HOSTNAME_KEY = "kubernetes.io/hostname"
 ZONE_KEY = "topology.kubernetes.io/zone"
 
 
@@ -55,9 +56,9 @@ def pod_security_context() -> dict[str, Any]:
     }
 
 
-def resources(spec: MongoClusterSpec, component: ResourceComponent) -> dict[str, Any]:
+def resources(requirements: ResourceRequirements) -> dict[str, Any]:
     """The container's resources key (absent when the spec sets none)."""
-    out = spec.resources_for(component).to_k8s()
+    out = requirements.to_k8s()
     return {"resources": out} if out else {}
 
 
@@ -73,7 +74,7 @@ def _tcp_probe(period: int, failures: int) -> dict[str, Any]:
 def mongo_container(
     name: str,
     spec: MongoClusterSpec,
-    component: ResourceComponent,
+    requirements: ResourceRequirements,
     args: list[str],
     extra_mounts: list[dict[str, Any]],
 ) -> dict[str, Any]:
@@ -90,7 +91,7 @@ def mongo_container(
         "startupProbe": _tcp_probe(10, 60),
         "livenessProbe": _tcp_probe(10, 6),
         "readinessProbe": _tcp_probe(5, 3),
-        **resources(spec, component),
+        **resources(requirements),
         "securityContext": container_security_context(),
         "volumeMounts": [
             *extra_mounts,
@@ -132,40 +133,27 @@ def exporter_container(spec: MongoClusterSpec, layout: ClusterLayout) -> dict[st
             from_secret("MONGODB_PASSWORD", "password"),
         ],
         "ports": [{"name": "metrics", "containerPort": EXPORTER_PORT, "protocol": "TCP"}],
-        **resources(spec, "exporter"),
+        **resources(spec.resources_for("exporter")),
         "securityContext": container_security_context(),
     }
 
 
-def _toleration(t: Toleration) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "key": t.key,
-        "operator": t.operator,
-        "value": t.value,
-        "effect": t.effect,
-        "tolerationSeconds": t.toleration_seconds,
-    }
-    return {k: v for k, v in out.items() if v is not None}
-
-
 def _scheduling(
-    spec: MongoClusterSpec, selector: dict[str, str], zone_spread: bool
+    spec: MongoClusterSpec,
+    layout: ClusterLayout,
+    component: Component,
+    selector: dict[str, str],
+    sched: Scheduling,
+    *,
+    zone_spread: bool,
 ) -> dict[str, Any]:
-    placement = spec.placement
     out: dict[str, Any] = {}
-    if placement.node_selector:
-        out["nodeSelector"] = dict(sorted(placement.node_selector.items()))
-    if placement.tolerations:
-        out["tolerations"] = [_toleration(t) for t in placement.tolerations]
-    term = {"labelSelector": {"matchLabels": dict(selector)}, "topologyKey": HOSTNAME_KEY}
-    if placement.anti_affinity == "Required":
-        anti = {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
-        out["affinity"] = {"podAntiAffinity": anti}
-    elif placement.anti_affinity == "Preferred":
-        preferred = [{"weight": 100, "podAffinityTerm": term}]
-        out["affinity"] = {
-            "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": preferred}
-        }
+    if sched.node_selector:
+        out["nodeSelector"] = dict(sorted(sched.node_selector.items()))
+    if sched.tolerations:
+        out["tolerations"] = [t.to_k8s() for t in sched.tolerations]
+    if pod_affinity := affinity(spec, layout.name, component, selector, sched):
+        out["affinity"] = pod_affinity
     if zone_spread:
         out["topologySpreadConstraints"] = [
             {
@@ -184,13 +172,16 @@ def pod_template(
     labels: dict[str, str],
     main: dict[str, Any],
     *,
+    component: Component,
+    scheduling: Scheduling,
     zone_spread: bool,
     termination_grace_seconds: int,
 ) -> dict[str, Any]:
     """The pod template around ``main``: exporter sidecar, scheduling, security, volumes.
 
     ``labels`` are also the anti-affinity / spread selector, so pods of one replica set (or
-    the mongos routers) keep apart from each other, not from the rest of the cluster.
+    the mongos routers) keep apart from each other, not from the rest of the cluster, unless a
+    placement preset relates the roles (placement.affinity).
     """
     containers = [main]
     if spec.monitoring.exporter:
@@ -204,7 +195,7 @@ def pod_template(
             "enableServiceLinks": False,
             "terminationGracePeriodSeconds": termination_grace_seconds,
             "securityContext": pod_security_context(),
-            **_scheduling(spec, labels, zone_spread),
+            **_scheduling(spec, layout, component, labels, scheduling, zone_spread=zone_spread),
             "containers": containers,
             "volumes": [
                 {

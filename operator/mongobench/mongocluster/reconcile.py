@@ -26,6 +26,7 @@ from mongobench.mongo.model import Credentials, internal_credentials
 from mongobench.mongo.pool import AdminPool, fingerprint
 from mongobench.mongocluster import labels as lbl
 from mongobench.mongocluster.layout import ClusterLayout, ReplicaSetLayout
+from mongobench.mongocluster.placement import PLACED, Feasibility, feasibility, has_hard_rules
 from mongobench.mongocluster.platform import PlatformFacts
 from mongobench.mongocluster.provision import (
     Desired,
@@ -46,6 +47,7 @@ from mongobench.mongocluster.sync_plan import (
     StatusInputs,
     drained,
     held_replicas,
+    placement_warning,
     ready_sets,
     reapply,
     shard_events,
@@ -95,6 +97,17 @@ def observe_workloads(
                 int((dep.get("status") or {}).get("readyReplicas", 0)),
             )
     return statefulsets, mongos
+
+
+def observe_placement(kube: KubeApi, d: Desired, ready: frozenset[str]) -> Feasibility | None:
+    """PlacementFeasible for clusters with hard placement rules (None without): placed once
+    every pod is ready, else judged against the Nodes (one LIST, only while pods wait)."""
+    if not has_hard_rules(d.spec, d.layout):
+        return None
+    wanted = {rs.name for rs in d.layout.replica_sets} | ({"mongos"} if d.layout.sharded else set())
+    if wanted <= ready:
+        return PLACED
+    return feasibility(d.spec, d.layout, kube.list("Node", None))
 
 
 @contextmanager
@@ -278,6 +291,7 @@ def _sync(
         if ready and not deleting
         else MongoPass(fcv=fcv)
     )
+    placement = None if deleting else observe_placement(kube, d, ready)
     gone = drained(retiring, mongo.wiring)
     removed = [rs.name for rs in gone if delete_shard_objects(kube, d.layout, rs)]
     for rs in gone:
@@ -292,6 +306,7 @@ def _sync(
         rolling="; ".join(step for step in (mongo.rolling, mongos_waiting) if step) or None,
         storage=(resize.status, resize.reason, resize.message) if resize else None,
         retiring=tuple(rs.name for rs in retiring),
+        placement=placement,
     )
     new, changed = sync_status(
         d.layout,
@@ -320,6 +335,7 @@ def _sync(
         resize.message if resize and resize.status == FALSE else None,
         mongo.fcv_set,
         tuple(shard_events(mongo.wiring, removed, d.spec.deletion_policy)),
+        placement_warning(status, placement),
     )
     for event in sync_events(outcome):
         kube.event(body, *event)

@@ -8,6 +8,7 @@ from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.mongo.model import Role
 from mongobench.mongocluster import labels as lbl
 from mongobench.mongocluster.layout import ClusterLayout, ReplicaSetLayout
+from mongobench.mongocluster.placement import role_of, role_resources, scheduling
 from mongobench.mongocluster.platform import Preset, spread_across_zones, storage_class
 from mongobench.mongocluster.podspec import common_args, mongo_container, object_meta, pod_template
 
@@ -47,9 +48,9 @@ def build_statefulset(
 ) -> dict[str, Any]:
     labels = lbl.component_labels(layout.name, rs.component, rs.name)
     data_mount = {"name": "data", "mountPath": DATA_DIR}
-    main = mongo_container(
-        "mongod", spec, rs.resource_component, mongod_args(spec, rs), [data_mount]
-    )
+    sched = scheduling(spec, role_of(rs), rs.shard_index)
+    requirements = role_resources(spec, rs.resource_component, rs.shard_index)
+    main = mongo_container("mongod", spec, requirements, mongod_args(spec, rs), [data_mount])
     when_deleted = "Delete" if spec.deletion_policy == "Delete" else "Retain"
     return {
         "apiVersion": "apps/v1",
@@ -73,7 +74,9 @@ def build_statefulset(
                 layout,
                 labels,
                 main,
-                zone_spread=spread_across_zones(spec, preset),
+                component=rs.component,
+                scheduling=sched,
+                zone_spread=spread_across_zones(sched, preset),
                 termination_grace_seconds=TERMINATION_GRACE_SECONDS,
             ),
             "volumeClaimTemplates": [_volume_claim(spec, preset, labels)],

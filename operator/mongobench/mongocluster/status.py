@@ -90,6 +90,9 @@ class Observed:
     storage: tuple[ConditionStatus, str, str] | None = None
     # Shard StatefulSets the spec dropped, kept until MongoDB has drained them (shards.py).
     retiring: tuple[str, ...] = ()
+    # PlacementFeasible condition (status, reason, message), from placement.feasibility; None:
+    # no hard placement rule, the condition is left out.
+    placement: tuple[ConditionStatus, str, str] | None = None
 
 
 def seconds_since(created: str, now: str) -> float:
@@ -251,8 +254,8 @@ def compute_conditions(
     generation: int,
     now: str,
 ) -> list[dict[str, Any]]:
-    """Provisioned, Configured, Ready, Updated and (when observed) StorageResized. `removing`:
-    what the shard removal under way does, None when none is."""
+    """Provisioned, Configured, Ready, Updated and (when observed) StorageResized and
+    PlacementFeasible. `removing`: what the shard removal under way does, None when none is."""
     wiring = observed.wiring
     wired = wiring is not None and wiring.complete
     pods_ready = readiness.pods_ready
@@ -294,6 +297,10 @@ def compute_conditions(
         updates.append((c.UPDATED, c.TRUE, c.CURRENT, "every member runs the current template"))
     if observed.storage is not None:
         updates.append((c.STORAGE_RESIZED, *observed.storage))
+    if observed.placement is not None:
+        updates.append((c.PLACEMENT_FEASIBLE, *observed.placement))
+    else:  # the rules were dropped from the spec: so is what was said about them
+        previous = [k for k in previous or () if k.get("type") != c.PLACEMENT_FEASIBLE]
     conditions = previous
     for type_, value, reason, message in updates:
         conditions = set_condition(

@@ -161,6 +161,22 @@ class Outcome:
     storage_warning: str | None = None  # claims cannot grow
     fcv_set: str | None = None  # featureCompatibilityVersion this pass set
     shard_events: tuple[Event, ...] = ()
+    placement_warning: str | None = None  # PlacementFeasible turned False this pass
+
+
+def placement_warning(
+    previous: Mapping[str, Any], placement: tuple[str, str, str] | None
+) -> str | None:
+    """The message of a PlacementFeasible that turns False now (not again on every pass)."""
+    if placement is None or placement[0] != c.FALSE:
+        return None
+    before = next(
+        (k for k in previous.get("conditions") or () if k.get("type") == c.PLACEMENT_FEASIBLE),
+        None,
+    )
+    if before is not None and before.get("status") == c.FALSE:
+        return None
+    return placement[2]
 
 
 def sync_events(outcome: Outcome) -> list[Event]:
@@ -171,6 +187,8 @@ def sync_events(outcome: Outcome) -> list[Event]:
         events.append((c.WARNING, c.EVENT_MONGODB_ERROR, outcome.failure))
     if outcome.changed and outcome.storage_warning:
         events.append((c.WARNING, c.EVENT_NOT_EXPANDABLE, outcome.storage_warning))
+    if outcome.placement_warning:
+        events.append((c.WARNING, c.EVENT_NOT_ENOUGH_NODES, outcome.placement_warning))
     events += outcome.shard_events
     if outcome.fcv_set:
         events.append(

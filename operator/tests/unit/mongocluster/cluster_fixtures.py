@@ -54,6 +54,61 @@ SHARDED: dict[str, Any] = {
     "deletionPolicy": "Delete",
 }
 
+# The first study's 3-node cluster: each node runs a shard mongod, a config server and a mongos.
+COLOCATED: dict[str, Any] = {
+    "version": "7.0.14",
+    "topology": {
+        "type": "Sharded",
+        "sharded": {"shards": 3, "membersPerShard": 1, "configServers": 3, "mongos": 3},
+    },
+    "resources": {
+        "mongod": {"requests": {"cpu": "500m", "memory": "1Gi"}},
+        "configServer": {"requests": {"cpu": "250m", "memory": "512Mi"}},
+        "mongos": {"requests": {"cpu": "250m", "memory": "256Mi"}},
+    },
+    "placement": {"preset": "CoLocated", "nodeSelector": {"mongobench.io/pool": "database"}},
+}
+
+ROUTERS_POOL = {"key": "mongobench.io/pool", "operator": "In", "values": ["routers"]}
+# Every process on its own node, each role on its own pool, one shard bigger than the other.
+DEDICATED: dict[str, Any] = {
+    "version": "8.0.4",
+    "topology": {
+        "type": "Sharded",
+        "sharded": {"shards": 2, "membersPerShard": 3, "configServers": 3, "mongos": 2},
+    },
+    "resources": {"mongod": {"requests": {"cpu": "2", "memory": "4Gi"}}},
+    "placement": {
+        "preset": "Dedicated",
+        "tolerations": [{"key": "mongobench.io/dedicated", "operator": "Exists"}],
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchExpressions": [
+                            {"key": "mongobench.io/pool", "operator": "In", "values": ["db"]}
+                        ]
+                    }
+                ]
+            }
+        },
+        "configServer": {"nodeSelector": {"node.kubernetes.io/instance-type": "m5.large"}},
+        "mongos": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [ROUTERS_POOL]}]
+                }
+            }
+        },
+        "shards": {
+            "1": {
+                "nodeSelector": {"node.kubernetes.io/instance-type": "m5.4xlarge"},
+                "resources": {"requests": {"cpu": "8", "memory": "16Gi"}},
+            }
+        },
+    },
+}
+
 
 def build(
     spec_dict: dict[str, Any],

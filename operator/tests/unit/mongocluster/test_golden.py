@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cluster_fixtures import REPLICA_SET, SHARDED, build
+from cluster_fixtures import COLOCATED, DEDICATED, REPLICA_SET, SHARDED, build
 
 from mongobench.mongocluster.objects import to_yaml
 from mongobench.mongocluster.platform import PRESETS
@@ -23,6 +23,8 @@ GOLDEN = Path(__file__).parent / "golden"
 CASES: dict[str, tuple[dict[str, Any], str]] = {
     "replicaset-3.yaml": (REPLICA_SET, "kind"),
     "sharded-2x3-cfg3-mongos2.yaml": (SHARDED, "eks"),
+    "sharded-3x1-colocated.yaml": (COLOCATED, "kind"),
+    "sharded-2x3-dedicated-per-role.yaml": (DEDICATED, "eks"),
 }
 
 
