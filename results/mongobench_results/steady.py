@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from statistics import median
 from typing import Any
 
@@ -84,7 +85,7 @@ class Steadiness:
 
 def noise_scale(values: Sequence[float]) -> float:
     """The series' noise SD, robust to level changes: MAD of first differences / sqrt(2)."""
-    diffs = [b - a for a, b in zip(values, values[1:], strict=False)]
+    diffs = [b - a for a, b in pairwise(values)]
     if not diffs:
         return 0.0
     mid = median(diffs)
@@ -118,7 +119,7 @@ def _merge_small(values: Sequence[float], breaks: list[int]) -> list[int]:
     while changed and kept:
         changed = False
         bounds = [0, *kept, len(values)]
-        means = [_mean(values[a:b]) for a, b in zip(bounds, bounds[1:], strict=False)]
+        means = [_mean(values[a:b]) for a, b in pairwise(bounds)]
         smallest, at = math.inf, -1
         for i in range(len(kept)):
             ref = max(abs(means[i]), abs(means[i + 1]), 1e-9)
@@ -171,7 +172,7 @@ def judge_series(values: Sequence[float], interval_seconds: float = 1.0) -> Stea
     breaks = [b for b in change_points(values) if b > EDGE_POINTS]
     breaks = _merge_small(values, breaks)
     bounds = [0, *breaks, n]
-    levels = tuple(_mean(values[a:b]) for a, b in zip(bounds, bounds[1:], strict=False))
+    levels = tuple(_mean(values[a:b]) for a, b in pairwise(bounds))
     # The changes early in the series end a warm-up (a ramp is found as a few steps: the last
     # of them is where the series settled); later ones are level shifts.
     early = [b for b in breaks if b <= n * WARMUP_MAX_SHARE]
