@@ -252,8 +252,12 @@ def build_document(
     driver_runtime_s: float | None = None,
     start_gate: dict[str, Any] | None = None,
     extra_warnings: list[str] | None = None,
+    series: dict[str, Any] | None = None,
+    steadiness: dict[str, Any] | None = None,
 ) -> Document:
-    """`start`/`end`: the runner process; `window`: the measured operations (see the module)."""
+    """`start`/`end`: the runner process; `window`: the measured operations (see the module).
+    `series`: the throughput of every status interval; `steadiness`: mongobench_results.steady's
+    verdict on it (the runner computes both; documents without them stay valid)."""
     ops = {
         name: operation_entry(name, op)
         for name, op in sorted(operations.items())
@@ -271,6 +275,11 @@ def build_document(
         transactions=transactions,
     )
     check["warnings"].extend(extra_warnings or [])
+    extra: dict[str, Any] = {}
+    if series is not None:
+        extra["series"] = series
+    if steadiness is not None:
+        extra["steadiness"] = steadiness
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
@@ -306,6 +315,7 @@ def build_document(
             else None,
         },
         "sanity": check,
+        **extra,
     }
 
 

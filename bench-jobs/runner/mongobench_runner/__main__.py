@@ -17,7 +17,7 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import FrameType
@@ -39,6 +39,7 @@ from mongobench_runner.barrier import ClientGate, parse_barrier
 from mongobench_runner.failures import error_ratio_problem
 from mongobench_runner.locust_driver import run_locust, run_worker
 from mongobench_runner.metrics import LiveMetrics
+from mongobench_runner.series import series_fields
 from mongobench_runner.sinks import SinkError, parse_output, write_termination_log
 from mongobench_runner.ycsb import YcsbOutcome, YcsbProcess, cross_check
 
@@ -230,7 +231,14 @@ def run_ycsb(args: argparse.Namespace, install: Callable[[Callable[[], None]], N
     finally:
         metrics.running.set(0)
     return ycsb_document(
-        args, props=props, shown=shown, outcome=outcome, start=start, end=utc_now(), labels=labels
+        args,
+        props=props,
+        shown=shown,
+        outcome=outcome,
+        start=start,
+        end=utc_now(),
+        labels=labels,
+        points=metrics.throughput_points,
     )
 
 
@@ -243,8 +251,10 @@ def ycsb_document(
     start: datetime,
     end: datetime,
     labels: dict[str, str],
+    points: Sequence[tuple[int, float]] = (),
 ) -> Document:
-    """The client's document from a finished YCSB process (pure)."""
+    """The client's document from a finished YCSB process (pure); `points`: its status lines'
+    (seconds, ops/s)."""
     label = wl.workload_label(args.workload)
     threads = int(props.get("threadcount", "1"))
     runtime_ms = outcome.overall("RunTime(ms)")
@@ -306,6 +316,7 @@ def ycsb_document(
         driver_runtime_s=runtime_s,
         start_gate=gate,
         extra_warnings=warnings,
+        **series_fields(points),
     )
 
 

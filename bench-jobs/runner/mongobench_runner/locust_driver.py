@@ -34,6 +34,7 @@ from mongobench_runner.barrier import BarrierError, ClientGate, describe, parse_
 from mongobench_runner.client_options import client_options
 from mongobench_runner.failures import error_ratio_problem
 from mongobench_runner.metrics import LiveMetrics, StatusFollower
+from mongobench_runner.series import series_fields
 from mongobench_runner.ycsbgen import check_distribution
 
 LOCUST_VERSION = "2.47.0"
@@ -211,6 +212,7 @@ def run_locust(args: argparse.Namespace, install: Callable[[Callable[[], None]],
         error="; ".join(problems) if problems else None,
         expected_ops=_expected_ops(props, args.phase),
         throttled=float(props.get("target", "0") or 0) > 0,
+        **series_fields(metrics.throughput_points),
     )
 
 

@@ -72,7 +72,7 @@ class Run:
     ) = None
     field_count: int = 10
     field_length: int = 100
-    status_interval_seconds: int = 10
+    status_interval_seconds: int = 1  # the steadiness check's resolution
     properties: dict[str, str] = field(default_factory=dict)
 
 
