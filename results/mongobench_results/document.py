@@ -254,10 +254,13 @@ def build_document(
     extra_warnings: list[str] | None = None,
     series: dict[str, Any] | None = None,
     steadiness: dict[str, Any] | None = None,
+    cfs: tuple[int, int] | None = None,
 ) -> Document:
     """`start`/`end`: the runner process; `window`: the measured operations (see the module).
     `series`: the throughput of every status interval; `steadiness`: mongobench_results.steady's
-    verdict on it (the runner computes both; documents without them stay valid)."""
+    verdict on it (the runner computes both; documents without them stay valid). `cfs`: (CFS
+    periods, throttled periods) of the client's CPU cgroup during the run, where a limit is
+    enforced."""
     ops = {
         name: operation_entry(name, op)
         for name, op in sorted(operations.items())
@@ -313,6 +316,7 @@ def build_document(
             "secondsPer1000Ops": round(cpu_total / transactions * 1000, 4)
             if transactions
             else None,
+            **({"cfsPeriods": cfs[0], "cfsThrottledPeriods": cfs[1]} if cfs else {}),
         },
         "sanity": check,
         **extra,

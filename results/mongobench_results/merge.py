@@ -188,10 +188,22 @@ def merge_documents(documents: list[Document]) -> Document:
             "secondsPer1000Ops": round((user + system) / total_ops * 1000, 4)
             if total_ops
             else None,
+            **_merged_cfs(documents),
         },
         "sanity": check,
         "clients": clients,
         **_merged_series(documents),
+    }
+
+
+def _merged_cfs(documents: list[Document]) -> dict[str, int]:
+    """The clients' CFS periods and throttled periods added up, when every client has them."""
+    cpus = [d["clientCpu"] for d in documents]
+    if not all("cfsPeriods" in c for c in cpus):
+        return {}
+    return {
+        "cfsPeriods": sum(c["cfsPeriods"] for c in cpus),
+        "cfsThrottledPeriods": sum(c["cfsThrottledPeriods"] for c in cpus),
     }
 
 

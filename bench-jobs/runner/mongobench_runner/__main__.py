@@ -34,6 +34,7 @@ from mongobench_results.document import (
     utc_now,
 )
 from mongobench_results.merge import merge_documents
+from mongobench_runner import cgroup
 from mongobench_runner import workload as wl
 from mongobench_runner.barrier import ClientGate, parse_barrier
 from mongobench_runner.failures import error_ratio_problem
@@ -226,10 +227,12 @@ def run_ycsb(args: argparse.Namespace, install: Callable[[Callable[[], None]], N
     )
     install(proc.interrupt)
     metrics.running.set(1)
+    cfs_before = cgroup.cfs_periods()
     try:
         outcome = proc.run()
     finally:
         metrics.running.set(0)
+    cfs = cgroup.during(cfs_before, cgroup.cfs_periods())
     return ycsb_document(
         args,
         props=props,
@@ -239,6 +242,7 @@ def run_ycsb(args: argparse.Namespace, install: Callable[[Callable[[], None]], N
         end=utc_now(),
         labels=labels,
         points=metrics.throughput_points,
+        cfs=cfs,
     )
 
 
@@ -252,6 +256,7 @@ def ycsb_document(
     end: datetime,
     labels: dict[str, str],
     points: Sequence[tuple[int, float]] = (),
+    cfs: tuple[int, int] | None = None,
 ) -> Document:
     """The client's document from a finished YCSB process (pure); `points`: its status lines'
     (seconds, ops/s)."""
@@ -316,6 +321,7 @@ def ycsb_document(
         driver_runtime_s=runtime_s,
         start_gate=gate,
         extra_warnings=warnings,
+        cfs=cfs,
         **series_fields(points),
     )
 

@@ -29,6 +29,7 @@ from typing import IO, Any
 
 from mongobench_results import hdr
 from mongobench_results.document import Document, OpResult, Window, build_document, iso_us, utc_now
+from mongobench_runner import cgroup
 from mongobench_runner import workload as wl
 from mongobench_runner.barrier import BarrierError, ClientGate, describe, parse_barrier
 from mongobench_runner.client_options import client_options
@@ -169,7 +170,9 @@ def run_locust(args: argparse.Namespace, install: Callable[[Callable[[], None]],
     )
     if args.metrics_port is not None:
         metrics.serve(args.metrics_port, args.metrics_addr)
+    cfs_before = cgroup.cfs_periods()
     ran = _run_processes(args, props, procs, metrics, threads=threads, workers=workers)
+    cfs = cgroup.during(cfs_before, cgroup.cfs_periods())
     end = utc_now()
 
     reports = ran.data["reports"] if ran.data is not None else []
@@ -212,6 +215,7 @@ def run_locust(args: argparse.Namespace, install: Callable[[Callable[[], None]],
         error="; ".join(problems) if problems else None,
         expected_ops=_expected_ops(props, args.phase),
         throttled=float(props.get("target", "0") or 0) > 0,
+        cfs=cfs,
         **series_fields(metrics.throughput_points),
     )
 

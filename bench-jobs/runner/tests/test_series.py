@@ -100,3 +100,23 @@ def test_documents_with_series_pass_the_schema_and_merge_adds_them_up() -> None:
         a["series"]["throughput"][-1] + b["series"]["throughput"][-1]
     )
     assert [c.get("steadiness", {}).get("steady") for c in merged["clients"]] == [True, False]
+
+
+def test_the_client_reads_its_cgroup_throttling_v1_and_v2(tmp_path: Any) -> None:
+    from mongobench_runner import cgroup
+
+    v2 = tmp_path / "v2"
+    (v2 / "kubepods" / "pod1").mkdir(parents=True)
+    (v2 / "kubepods" / "pod1" / "cpu.stat").write_text(
+        "usage_usec 5\nnr_periods 200\nnr_throttled 150\nthrottled_usec 9\n"
+    )
+    proc = tmp_path / "cgroup"
+    proc.write_text("0::/kubepods/pod1\n")
+    assert cgroup.cfs_periods(v2, proc) == (200, 150)
+    v1 = tmp_path / "v1"
+    (v1 / "cpu" / "mb").mkdir(parents=True)
+    (v1 / "cpu" / "mb" / "cpu.stat").write_text("nr_periods 10\nnr_throttled 1\n")
+    proc.write_text("4:memory:/x\n1:cpu:/mb\n0::/\n")
+    assert cgroup.cfs_periods(v1, proc) == (10, 1)
+    assert cgroup.during((10, 1), (110, 81)) == (100, 80)
+    assert cgroup.during((10, 1), (10, 1)) is None  # no quota: no period passes

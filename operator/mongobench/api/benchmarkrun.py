@@ -136,6 +136,30 @@ class Archive:
 
 
 @dataclass(frozen=True)
+class ValidityPolicy:
+    """When a measured step (a trial) counts as invalid, and how often one is re-run
+    (benchmarkrun.validity applies it; results/mongobench_results/validity.py is the verdict)."""
+
+    # Client CPU used / its CPU limit (or its node's CPUs when it has no limit) at or above
+    # which the step measured the client, not MongoDB.
+    client_cpu_fraction: float = 0.9
+    # CPU steal of any node of the step (percent of its CPUs) above which the node was noisy.
+    steal_percent: float = 5.0
+    # Share of CFS periods in which a benchmark client was throttled above which it was starved.
+    throttled_fraction: float = 0.1
+    # Failed operations / all operations above which the step is invalid.
+    error_rate: float = 0.001
+    # A warm-up longer than this share of the measured window makes the step not steady (a
+    # shorter one is reported only). The window cannot be trimmed: the latency histograms
+    # cover all of it.
+    max_warmup_fraction: float = 0.1
+    # Little's law disagreeing with the client threads makes the step invalid.
+    littles_law: bool = True
+    # How often an invalid trial is run again (a new step; the invalid one stays in status).
+    rerun_invalid: int = 0
+
+
+@dataclass(frozen=True)
 class BenchmarkRunSpec:
     workloads: tuple[Workload, ...]
     cluster_ref: ClusterRef | None = None
@@ -155,6 +179,7 @@ class BenchmarkRunSpec:
     cleanup: Cleanup = field(default_factory=Cleanup)
     labels: dict[str, str] = field(default_factory=dict)
     archive: Archive | None = None
+    validity: ValidityPolicy = field(default_factory=ValidityPolicy)
 
     @classmethod
     def parse(cls, spec: dict[str, Any]) -> BenchmarkRunSpec:
