@@ -147,6 +147,8 @@ class ValidityPolicy:
     steal_percent: float = 5.0
     # Share of CFS periods in which a benchmark client was throttled above which it was starved.
     throttled_fraction: float = 0.1
+    # CPU of other pods' containers on the step's nodes (cAdvisor), share of their CPUs.
+    neighbour_cpu_fraction: float = 0.25
     # Failed operations / all operations above which the step is invalid.
     error_rate: float = 0.001
     # A warm-up longer than this share of the measured window makes the step not steady (a

@@ -2,7 +2,8 @@
 
 Inputs: the step's merged result document (the clients' CPU time, their own steadiness
 verdicts and cgroup throttling, errors, Little's law) and the step's resource profile from
-Prometheus (status `cpu`: per node CPU with steal, the client nodes' busy share). The thresholds are
+Prometheus (status `cpu`: per node CPU with steal, the client nodes' busy share; `neighbours`:
+CPU of containers that are not the benchmark's on its nodes, from cAdvisor). The thresholds are
 the spec's `validity:` policy. The verdict's shape is mongobench_results.validity (the contract
 with the CLI and compare).
 
@@ -12,8 +13,10 @@ Which checks are real where:
   executor, which puts each client container in a CPU cgroup with its limit as a kubelet does);
 - steal and the client node's busy share: node-exporter, real on any node (steal is 0 on bare
   metal and on the local plane's host);
-Not checked yet: CPU of other pods on the step's nodes (cAdvisor's per-container series; the
-local plane exposes none) and the throttling of the database's containers.
+- neighbours: cAdvisor's per-container CPU on the step's nodes (a kubelet's; on the local plane,
+  the harness kubelet's for the pods it runs); without any cAdvisor series the check is not
+  made (status `neighbours.cadvisor` false).
+Not checked: the throttling of the database's containers.
 """
 
 from __future__ import annotations
@@ -150,6 +153,19 @@ def noisy_node(policy: ValidityPolicy, profile: Mapping[str, Any] | None) -> lis
                 policy.steal_percent,
             )
         )
+    for n in (profile.get("neighbours") or {}).get("nodes") or ():
+        share = n.get("share")
+        if share is not None and share > policy.neighbour_cpu_fraction:
+            pods = ", ".join(n.get("pods") or ()) or "containers of other pods"
+            out.append(
+                v.Reason(
+                    v.NOISY_NODE,
+                    f"node {n['node']}: {n['cores']:.2f} cores ({share:.0%} of its CPUs) used "
+                    f"by {pods}",
+                    share,
+                    policy.neighbour_cpu_fraction,
+                )
+            )
     return out
 
 

@@ -178,3 +178,35 @@ def test_the_run_counts_its_trials_and_replaced_attempts_count_nowhere() -> None
     assert validity.condition_message(steps) == (False, "2 of 3 trials invalid; 1 re-run")
     assert validity.superseded(steps) == {2}
     assert validity.condition_message([entry(2, 1, True)]) == (True, "all 1 trials valid")
+
+
+def test_neighbours_are_the_containers_that_are_not_the_benchmarks() -> None:
+    from mongobench.benchmarkrun import neighbours
+
+    def series(node: str, ns: str, pod: str, cores: float) -> dict[str, Any]:
+        metric = {"node": node, "namespace": ns, "pod": pod}
+        return {"metric": metric, "values": [[0, str(cores)], [1, str(cores)]]}
+
+    result = [
+        series("db1", "bench", "mc-rs0-0", 1.5),  # the database: its own
+        series("db1", "bench", "run-02-run-a-r1-0-xyz", 0.5),  # the step's client
+        series("db1", "other", "hog", 1.0),
+        series("c1", "bench", "run-02-run-a-r1-1-abc", 0.9),
+    ]
+    own = [
+        ("bench", "mc-rs0-0"),
+        ("bench", "run-02-run-a-r1-0-xyz"),
+        ("bench", "run-02-run-a-r1-1-abc"),
+    ]
+    found = neighbours.summarise(result, own, {"db1": 2.0, "c1": 4.0})
+    assert found["cadvisor"] is True
+    assert found["nodes"] == [
+        {"node": "c1", "cores": 0.0, "share": 0.0, "pods": []},
+        {"node": "db1", "cores": 1.0, "share": 0.5, "pods": ["other/hog"]},
+    ]
+    verdict = validity.judge_step(
+        POLICY, merged(), {"cpu": None, "neighbours": found}, limit_cores=1.0
+    )
+    assert reasons(verdict) == [v.NOISY_NODE]
+    assert "other/hog" in verdict.reasons[0].message
+    assert neighbours.summarise([], own, {})["cadvisor"] is False
