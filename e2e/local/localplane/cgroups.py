@@ -15,9 +15,13 @@ it can, and the executor runs containers unconfined (and says so) when it cannot
 from __future__ import annotations
 
 import contextlib
+import http.server
 import os
+import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path("/sys/fs/cgroup")
 PARENT = "mongobench-localplane"
@@ -106,3 +110,48 @@ class ContainerCgroup:
         for d in self.dirs:
             with contextlib.suppress(OSError):
                 d.rmdir()
+
+
+# (namespace, pod, container, node) of a running container, as cAdvisor labels it.
+ContainerKey = tuple[str, str, str, str]
+
+
+def cadvisor_text(containers: Iterable[tuple[ContainerKey, ContainerCgroup]]) -> str:
+    """Containers' CPU time and throttling in cAdvisor's metric names and labels (with the
+    `node` label kube-prometheus-stack's kubelet ServiceMonitor adds), as Prometheus text."""
+    rows = [
+        "# TYPE container_cpu_usage_seconds_total counter",
+        "# TYPE container_cpu_cfs_periods_total counter",
+        "# TYPE container_cpu_cfs_throttled_periods_total counter",
+    ]
+    for (namespace, pod, container, node), group in containers:
+        labels = f'namespace="{namespace}",pod="{pod}",container="{container}",node="{node}"'
+        try:
+            usage, (periods, throttled) = group.usage_seconds(), group.periods()
+        except (OSError, ValueError):
+            continue  # gone between the listing and the read
+        rows.append(f"container_cpu_usage_seconds_total{{{labels}}} {usage}")
+        rows.append(f"container_cpu_cfs_periods_total{{{labels}}} {periods}")
+        rows.append(f"container_cpu_cfs_throttled_periods_total{{{labels}}} {throttled}")
+    return "\n".join(rows) + "\n"
+
+
+def serve(text: Callable[[], str]) -> http.server.ThreadingHTTPServer:
+    """An HTTP endpoint on loopback answering every GET with `text()` (a scrape target);
+    its port is `server.server_address[1]`, stop it with shutdown() and server_close()."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = text().encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, name="cadvisor", daemon=True).start()
+    return server

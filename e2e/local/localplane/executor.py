@@ -303,7 +303,7 @@ class PodExecutor:
         self.cgroups = cgroups.available() if cpu_limits else None
         # (namespace, pod, container, node) -> the running container's cgroup: what the
         # harness's cAdvisor endpoint (cadvisor_text) reports.
-        self.containers: dict[tuple[str, str, str, str], cgroups.ContainerCgroup] = {}
+        self.containers: dict[cgroups.ContainerKey, cgroups.ContainerCgroup] = {}
         self._stop = threading.Event()
         self._metrics_server: http.server.ThreadingHTTPServer | None = None
         self._watch_conn: http.client.HTTPSConnection | None = None
@@ -673,7 +673,7 @@ class PodExecutor:
 
     def _cgroup(
         self, pod: Pod, state: _PodState, container: dict[str, Any]
-    ) -> tuple[tuple[str, str, str, str], cgroups.ContainerCgroup] | None:
+    ) -> tuple[cgroups.ContainerKey, cgroups.ContainerCgroup] | None:
         """The container's cgroup, created, with its CPU limit as the CFS quota."""
         if self.cgroups is None:
             return None
@@ -685,46 +685,15 @@ class PodExecutor:
         return (self.namespace, state.name, container["name"], node), group
 
     def cadvisor_text(self) -> str:
-        """The running containers' CPU in cAdvisor's metric names and labels (with the `node`
-        label kube-prometheus-stack's kubelet ServiceMonitor adds), as Prometheus text."""
-        rows = [
-            "# TYPE container_cpu_usage_seconds_total counter",
-            "# TYPE container_cpu_cfs_periods_total counter",
-            "# TYPE container_cpu_cfs_throttled_periods_total counter",
-        ]
+        """The running containers' CPU as the kubelet's cAdvisor endpoint serves it."""
         with self._lock:
             running = list(self.containers.items())
-        for (namespace, pod, container, node), group in running:
-            labels = f'namespace="{namespace}",pod="{pod}",container="{container}",node="{node}"'
-            try:
-                usage, (periods, throttled) = group.usage_seconds(), group.periods()
-            except (OSError, ValueError):
-                continue  # gone between the listing and the read
-            rows.append(f"container_cpu_usage_seconds_total{{{labels}}} {usage}")
-            rows.append(f"container_cpu_cfs_periods_total{{{labels}}} {periods}")
-            rows.append(f"container_cpu_cfs_throttled_periods_total{{{labels}}} {throttled}")
-        return "\n".join(rows) + "\n"
+        return cgroups.cadvisor_text(running)
 
     def serve_cadvisor(self) -> int:
         """Serves cadvisor_text() on a loopback port (stopped with the executor)."""
-        executor = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                body = executor.cadvisor_text().encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain; version=0.0.4")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=server.serve_forever, name="cadvisor", daemon=True).start()
-        self._metrics_server = server
-        return int(server.server_address[1])
+        self._metrics_server = cgroups.serve(self.cadvisor_text)
+        return int(self._metrics_server.server_address[1])
 
     def _take_slot(self, state: _PodState) -> bool:
         """Waits for a free process slot (max_processes); False if the pod went meanwhile."""
