@@ -158,8 +158,6 @@ def noisy_neighbour_rate(steps: int = 10, step_seconds: float = 6.0) -> Neighbou
             verdict = validity.judge_step(
                 policy, {}, {"cpu": cpu.to_status(), "neighbours": found}, limit_cores=None
             )
-            if os.environ.get("METHOD_VALIDITY_DEBUG"):
-                print(hog, found, cpu.to_status()["nodes"], file=sys.stderr)
             noisy = validity.v.NOISY_NODE in verdict.reason_names
             flagged += hog and noisy
             false_flags += (not hog) and noisy
