@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from mongobench.api.mongocluster import ResourceRequirements
-from mongobench.api.schema import from_dict
+from mongobench.api.schema import SpecError, from_dict
 
 Driver = Literal["ycsb", "locust"]
 StandardWorkload = Literal["a", "b", "c", "d", "e", "f"]
@@ -135,6 +135,9 @@ class Archive:
     credentials_secret: str | None = None
 
 
+MAX_RERUNS = 5  # spec.validity.rerunInvalid's maximum (the CRD's too)
+
+
 @dataclass(frozen=True)
 class ValidityPolicy:
     """When a measured step (a trial) counts as invalid, and how often one is re-run
@@ -158,7 +161,32 @@ class ValidityPolicy:
     # Little's law disagreeing with the client threads makes the step invalid.
     littles_law: bool = True
     # How often an invalid trial is run again (a new step; the invalid one stays in status).
+    # 0 by default: a re-run doubles a trial's cost, and where every trial is invalid for the
+    # same standing reason (a client node at capacity, a shared host) it only repeats it;
+    # the verdict is reported either way and compare leaves invalid trials out.
     rerun_invalid: int = 0
+
+    def __post_init__(self) -> None:
+        """The CRD's rules again (an apiserver without them, a spec stored before them): the
+        handler turns this into the InvalidSpec condition."""
+        shares = {
+            "clientCpuFraction": self.client_cpu_fraction,
+            "throttledFraction": self.throttled_fraction,
+            "neighbourCpuFraction": self.neighbour_cpu_fraction,
+            "errorRate": self.error_rate,
+            "maxWarmupFraction": self.max_warmup_fraction,
+        }
+        for name, value in shares.items():
+            if not 0 <= value <= 1:
+                raise SpecError(f"spec.validity.{name}: {value} is not a share between 0 and 1")
+        if not 0 <= self.steal_percent <= 100:
+            raise SpecError(f"spec.validity.stealPercent: {self.steal_percent} is not a percent")
+        if self.max_warmup_fraction >= 1:
+            raise SpecError("spec.validity.maxWarmupFraction must be below 1")
+        if self.neighbour_cpu_fraction >= self.client_cpu_fraction:
+            raise SpecError("spec.validity.neighbourCpuFraction must be below clientCpuFraction")
+        if not 0 <= self.rerun_invalid <= MAX_RERUNS:
+            raise SpecError(f"spec.validity.rerunInvalid: {self.rerun_invalid} is not 0..5")
 
 
 @dataclass(frozen=True)

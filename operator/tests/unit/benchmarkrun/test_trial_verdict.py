@@ -210,3 +210,22 @@ def test_neighbours_are_the_containers_that_are_not_the_benchmarks() -> None:
     assert reasons(verdict) == [v.NOISY_NODE]
     assert "other/hog" in verdict.reasons[0].message
     assert neighbours.summarise([], own, {})["cadvisor"] is False
+
+
+@pytest.mark.parametrize(
+    ("validity", "message"),
+    [
+        ({"clientCpuFraction": 1.5}, "clientCpuFraction: 1.5 is not a share"),
+        ({"maxWarmupFraction": 1.0}, "maxWarmupFraction must be below 1"),
+        ({"neighbourCpuFraction": 0.95}, "neighbourCpuFraction must be below clientCpuFraction"),
+        ({"rerunInvalid": 9}, "rerunInvalid: 9 is not 0..5"),
+        ({"stealPercent": -1}, "stealPercent: -1.0 is not a percent"),
+    ],
+)
+def test_a_policy_the_crd_would_refuse_is_an_invalid_spec(
+    validity: dict[str, Any], message: str
+) -> None:
+    from mongobench.api import SpecError
+
+    with pytest.raises(SpecError, match=message):
+        BenchmarkRunSpec.parse({"workloads": [{"name": "a"}], "validity": validity})
