@@ -38,6 +38,7 @@ from pathlib import Path
 
 from localplane import cgroups
 from mongobench_results import steady
+from mongobench_results.validity import NOISY_NODE
 
 CV_LEVELS = (0.03, 0.05, 0.10)
 LENGTHS = (30, 60, 120, 300)
@@ -158,7 +159,7 @@ def noisy_neighbour_rate(steps: int = 10, step_seconds: float = 6.0) -> Neighbou
             verdict = validity.judge_step(
                 policy, {}, {"cpu": cpu.to_status(), "neighbours": found}, limit_cores=None
             )
-            noisy = validity.v.NOISY_NODE in verdict.reason_names
+            noisy = NOISY_NODE in verdict.reason_names
             flagged += hog and noisy
             false_flags += (not hog) and noisy
     finally:
