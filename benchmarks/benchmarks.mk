@@ -1,7 +1,7 @@
 # Benchmarks of the operator, the CLI and the benchmark clients (included by the root Makefile).
 # Each prints figures measured side by side in one run; none asserts a time.
 .PHONY: bench-reconcile bench-orchestration bench-step-window bench-scale bench-memory bench-cli \
-        bench-clients bench-method build-wireserver lint-wireserver
+        bench-clients bench-method bench-validity build-wireserver lint-wireserver
 
 bench-reconcile: setup ## time apply->children and count API requests of the MongoCluster reconciler
 	PYTHONPATH=e2e/local $(VENV)/bin/python benchmarks/reconcile.py
@@ -23,6 +23,8 @@ bench-cli: setup ## seconds of `mongobench list` (200 runs) and `compare` (20 ru
 
 bench-method: setup ## compare's verdicts on simulated trials with a known truth: A/A, a 5% change, adaptive vs fixed repetitions
 	$(VENV)/bin/python benchmarks/method.py
+bench-validity: setup ## warm-up found within 2 s (simulated series) and a CPU hog on the database node flagged (real cgroups + Prometheus, ~3 min)
+	PYTHONPATH=e2e/local $(VENV)/bin/python benchmarks/method_validity.py
 
 build-wireserver: ## build mongobench-wireserver (benchmarks/wireserver) into the tool cache (skipped when unchanged)
 	@$(VENV)/bin/python benchmarks/wireserver/wireserver.py build >/dev/null

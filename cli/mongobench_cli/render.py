@@ -18,6 +18,7 @@ from rich.text import Text
 
 from mongobench_cli.sources import LoadedRun
 from mongobench_results import compare, records, stats
+from mongobench_results import validity as _validity
 
 
 def num(value: float | None, unit: str = "") -> str:
@@ -516,10 +517,24 @@ def _plan_table(obj: Mapping[str, Any]) -> Table:
             _clients_cell(res),
             _operations_cell(res),
             _little_cell(res),
-            s.validity.text() if s.kind == "run" and s.result else "",
+            _validity_cell(s.validity) if s.kind == "run" and s.result else "",
             s.message or "",
         )
     return plan
+
+
+def _validity_cell(verdict: _validity.Validity) -> Text:
+    """`valid`, `unjudged`, or `invalid: ...` with each reason's message (the operator's
+    verdict, spec.validity); the attempt when it is a re-run."""
+    text = verdict.text()
+    if verdict.reasons:
+        text += "".join(f"\n- {r.reason}: {r.message}" for r in verdict.reasons)
+    if verdict.warmup_seconds is not None and verdict.valid:
+        text += f" (warm-up {verdict.warmup_seconds:g} s)"
+    if verdict.attempt > 1:
+        text += f" [attempt {verdict.attempt}]"
+    style = "" if not verdict.judged else ("green" if verdict.valid else "red")
+    return Text(text, style=style)
 
 
 def _operations_cell(res: Mapping[str, Any]) -> str:

@@ -187,6 +187,28 @@ def test_describe_shows_the_steps_disk_network_and_memory() -> None:
     assert "mongod containers (no cAdvisor series)" in text
 
 
+def test_describe_shows_each_steps_validity_with_its_reasons() -> None:
+    from rich.console import Console
+
+    loaded = benchmark_run("judged", workloads=("a",), repetitions=2)
+    first, second = [s for s in loaded.run["status"]["steps"] if s["kind"] == "run"]
+    first["validity"] = {
+        "valid": False,
+        "reasons": [
+            {"reason": "ClientBound", "message": "client CPU 97% of its limit", "value": 0.97}
+        ],
+        "attempt": 1,
+    }
+    second["validity"] = {"valid": True, "reasons": [], "attempt": 2, "warmupSeconds": 3.0}
+    console = Console(width=250, record=True)
+    console.print(render.describe(loaded))
+    text = console.export_text()
+    assert "validity" in text
+    assert "invalid: ClientBound" in text
+    assert "- ClientBound: client CPU 97% of its limit" in text
+    assert "valid (warm-up 3 s) [attempt 2]" in text
+
+
 def _running(name: str) -> dict[str, Any]:
     import copy
 

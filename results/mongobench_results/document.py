@@ -252,8 +252,15 @@ def build_document(
     driver_runtime_s: float | None = None,
     start_gate: dict[str, Any] | None = None,
     extra_warnings: list[str] | None = None,
+    series: dict[str, Any] | None = None,
+    steadiness: dict[str, Any] | None = None,
+    cfs: tuple[int, int] | None = None,
 ) -> Document:
-    """`start`/`end`: the runner process; `window`: the measured operations (see the module)."""
+    """`start`/`end`: the runner process; `window`: the measured operations (see the module).
+    `series`: the throughput of every status interval; `steadiness`: mongobench_results.steady's
+    verdict on it (the runner computes both; documents without them stay valid). `cfs`: (CFS
+    periods, throttled periods) of the client's CPU cgroup during the run, where a limit is
+    enforced."""
     ops = {
         name: operation_entry(name, op)
         for name, op in sorted(operations.items())
@@ -271,6 +278,11 @@ def build_document(
         transactions=transactions,
     )
     check["warnings"].extend(extra_warnings or [])
+    extra: dict[str, Any] = {}
+    if series is not None:
+        extra["series"] = series
+    if steadiness is not None:
+        extra["steadiness"] = steadiness
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
@@ -304,8 +316,10 @@ def build_document(
             "secondsPer1000Ops": round(cpu_total / transactions * 1000, 4)
             if transactions
             else None,
+            **({"cfsPeriods": cfs[0], "cfsThrottledPeriods": cfs[1]} if cfs else {}),
         },
         "sanity": check,
+        **extra,
     }
 
 

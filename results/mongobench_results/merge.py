@@ -137,6 +137,7 @@ def merge_documents(documents: list[Document]) -> Document:
                 "startSkewSeconds": round((w.start_us - window.start_us) / 1e6, 6),
                 "endSkewSeconds": round((window.end_us - w.end_us) / 1e6, 6),
                 "readyAt": (d.get("startGate") or {}).get("readyAt"),
+                **({"steadiness": d["steadiness"]} if d.get("steadiness") else {}),
             }
         )
     counted = [c for c in clients if c["operationsTotal"] > 0]
@@ -187,9 +188,47 @@ def merge_documents(documents: list[Document]) -> Document:
             "secondsPer1000Ops": round((user + system) / total_ops * 1000, 4)
             if total_ops
             else None,
+            **_merged_cfs(documents),
         },
         "sanity": check,
         "clients": clients,
+        **_merged_series(documents),
+    }
+
+
+def _merged_cfs(documents: list[Document]) -> dict[str, int]:
+    """The clients' CFS periods and throttled periods added up, when every client has them."""
+    cpus = [d["clientCpu"] for d in documents]
+    if not all("cfsPeriods" in c for c in cpus):
+        return {}
+    return {
+        "cfsPeriods": sum(c["cfsPeriods"] for c in cpus),
+        "cfsThrottledPeriods": sum(c["cfsThrottledPeriods"] for c in cpus),
+    }
+
+
+def _merged_series(documents: list[Document]) -> dict[str, Any]:
+    """The step's throughput per interval: the clients' series added point by point (they
+    start together at the start barrier; a client with fewer points adds nothing after its
+    end). Only when every client has one, at one interval."""
+    series = [d.get("series") for d in documents]
+    if not series or any(s is None for s in series):
+        return {}
+    intervals = {s["intervalSeconds"] for s in series if s is not None}
+    if len(intervals) != 1:
+        return {}
+    longest = max(len(s["throughput"]) for s in series if s is not None)
+    total = [0.0] * longest
+    for s in series:
+        assert s is not None
+        for i, value in enumerate(s["throughput"]):
+            total[i] += value
+    return {
+        "series": {
+            "intervalSeconds": intervals.pop(),
+            "startSeconds": min(s["startSeconds"] for s in series if s is not None),
+            "throughput": [round(v, 1) for v in total],
+        }
     }
 
 

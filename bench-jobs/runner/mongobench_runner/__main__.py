@@ -17,7 +17,7 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import FrameType
@@ -34,11 +34,13 @@ from mongobench_results.document import (
     utc_now,
 )
 from mongobench_results.merge import merge_documents
+from mongobench_runner import cgroup
 from mongobench_runner import workload as wl
 from mongobench_runner.barrier import ClientGate, parse_barrier
 from mongobench_runner.failures import error_ratio_problem
 from mongobench_runner.locust_driver import run_locust, run_worker
 from mongobench_runner.metrics import LiveMetrics
+from mongobench_runner.series import series_fields
 from mongobench_runner.sinks import SinkError, parse_output, write_termination_log
 from mongobench_runner.ycsb import YcsbOutcome, YcsbProcess, cross_check
 
@@ -225,12 +227,22 @@ def run_ycsb(args: argparse.Namespace, install: Callable[[Callable[[], None]], N
     )
     install(proc.interrupt)
     metrics.running.set(1)
+    cfs_before = cgroup.cfs_periods()
     try:
         outcome = proc.run()
     finally:
         metrics.running.set(0)
+    cfs = cgroup.during(cfs_before, cgroup.cfs_periods())
     return ycsb_document(
-        args, props=props, shown=shown, outcome=outcome, start=start, end=utc_now(), labels=labels
+        args,
+        props=props,
+        shown=shown,
+        outcome=outcome,
+        start=start,
+        end=utc_now(),
+        labels=labels,
+        points=metrics.throughput_points,
+        cfs=cfs,
     )
 
 
@@ -243,8 +255,11 @@ def ycsb_document(
     start: datetime,
     end: datetime,
     labels: dict[str, str],
+    points: Sequence[tuple[int, float]] = (),
+    cfs: tuple[int, int] | None = None,
 ) -> Document:
-    """The client's document from a finished YCSB process (pure)."""
+    """The client's document from a finished YCSB process (pure); `points`: its status lines'
+    (seconds, ops/s)."""
     label = wl.workload_label(args.workload)
     threads = int(props.get("threadcount", "1"))
     runtime_ms = outcome.overall("RunTime(ms)")
@@ -306,6 +321,8 @@ def ycsb_document(
         driver_runtime_s=runtime_s,
         start_gate=gate,
         extra_warnings=warnings,
+        cfs=cfs,
+        **series_fields(points),
     )
 
 

@@ -29,11 +29,13 @@ from typing import IO, Any
 
 from mongobench_results import hdr
 from mongobench_results.document import Document, OpResult, Window, build_document, iso_us, utc_now
+from mongobench_runner import cgroup
 from mongobench_runner import workload as wl
 from mongobench_runner.barrier import BarrierError, ClientGate, describe, parse_barrier
 from mongobench_runner.client_options import client_options
 from mongobench_runner.failures import error_ratio_problem
 from mongobench_runner.metrics import LiveMetrics, StatusFollower
+from mongobench_runner.series import series_fields
 from mongobench_runner.ycsbgen import check_distribution
 
 LOCUST_VERSION = "2.47.0"
@@ -168,7 +170,9 @@ def run_locust(args: argparse.Namespace, install: Callable[[Callable[[], None]],
     )
     if args.metrics_port is not None:
         metrics.serve(args.metrics_port, args.metrics_addr)
+    cfs_before = cgroup.cfs_periods()
     ran = _run_processes(args, props, procs, metrics, threads=threads, workers=workers)
+    cfs = cgroup.during(cfs_before, cgroup.cfs_periods())
     end = utc_now()
 
     reports = ran.data["reports"] if ran.data is not None else []
@@ -211,6 +215,8 @@ def run_locust(args: argparse.Namespace, install: Callable[[Callable[[], None]],
         error="; ".join(problems) if problems else None,
         expected_ops=_expected_ops(props, args.phase),
         throttled=float(props.get("target", "0") or 0) > 0,
+        cfs=cfs,
+        **series_fields(metrics.throughput_points),
     )
 
 

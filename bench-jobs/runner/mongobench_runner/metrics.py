@@ -60,6 +60,9 @@ class LiveMetrics:
             ["operation", "quantile"],
             registry=r,
         )
+        # (seconds since the start, ops/s over the interval ending then), one per status line:
+        # the result document keeps it and the runner judges its steadiness (series.py).
+        self.throughput_points: list[tuple[int, float]] = []
         self._lock = threading.Lock()
         self._sum: dict[str, float] = {}
         self._count: dict[str, int] = {}
@@ -74,6 +77,7 @@ class LiveMetrics:
             self.ops.set(line.total_ops)
             if line.current_ops_per_s is not None:
                 self.throughput.set(line.current_ops_per_s)
+                self.throughput_points.append((line.elapsed_s, line.current_ops_per_s))
             for name, s in line.operations.items():
                 if s.count <= 0:
                     continue

@@ -24,8 +24,12 @@ pod past the cap stays Running (KWOK's doing) with its process queued until a sl
 benchmark that starts hundreds of clients on a small machine sets it, so the JVMs do not starve
 the apiserver and the operator it measures (make bench-scale); tests leave it unset.
 
+- runs each container in a CPU cgroup whose CFS quota is its CPU limit, as a kubelet does
+  (localplane.cgroups; where this user may create cgroups), and serves the running containers'
+  CPU time and throttling in cAdvisor's names (`serve_cadvisor`).
+
 What it does not do: init containers (KWOK reports them completed), other volumes (Secret,
-emptyDir, ...), probes, resource limits, runAsUser; restartPolicy Always is run once like Never
+emptyDir, ...), probes, memory limits, runAsUser; restartPolicy Always is run once like Never
 (the pods it is for are Job pods). Everything runs on loopback under the test's own user.
 """
 
@@ -34,6 +38,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import http.client
+import http.server
 import json
 import math
 import os
@@ -56,6 +61,7 @@ from typing import Any
 
 from kubernetes.utils import parse_quantity
 
+from localplane import cgroups
 from localplane.net import free_port
 from localplane.plane import Plane
 from localplane.stages import BENCHMARK_CLIENT_LABEL
@@ -271,6 +277,7 @@ class PodExecutor:
         restart_backoff: float = 1.0,
         workdir: Path | None = None,
         max_processes: int | None = None,
+        cpu_limits: bool = True,
     ) -> None:
         self.plane = plane
         self.namespace = namespace
@@ -291,7 +298,14 @@ class PodExecutor:
         self._peak_lock = threading.Lock()
         self._live = 0
         self.peak_processes = 0  # the most container processes that ran at once
+        # CPU limits enforced through cgroups as a kubelet does (localplane.cgroups); None:
+        # this user cannot create cgroups here, containers run unconfined.
+        self.cgroups = cgroups.available() if cpu_limits else None
+        # (namespace, pod, container, node) -> the running container's cgroup: what the
+        # harness's cAdvisor endpoint (cadvisor_text) reports.
+        self.containers: dict[cgroups.ContainerKey, cgroups.ContainerCgroup] = {}
         self._stop = threading.Event()
+        self._metrics_server: http.server.ThreadingHTTPServer | None = None
         self._watch_conn: http.client.HTTPSConnection | None = None
         self._thread: threading.Thread | None = None
 
@@ -304,6 +318,9 @@ class PodExecutor:
     def stop(self) -> None:
         """Stops watching and kills every process it started (no status is written then)."""
         self._stop.set()
+        if self._metrics_server is not None:
+            self._metrics_server.shutdown()
+            self._metrics_server.server_close()
         with self._lock:
             conn = self._watch_conn
             pods = list(self._pods.values())
@@ -654,6 +671,30 @@ class PodExecutor:
         finally:
             self._give_slot()
 
+    def _cgroup(
+        self, pod: Pod, state: _PodState, container: dict[str, Any]
+    ) -> tuple[cgroups.ContainerKey, cgroups.ContainerCgroup] | None:
+        """The container's cgroup, created, with its CPU limit as the CFS quota."""
+        if self.cgroups is None:
+            return None
+        limit = ((container.get("resources") or {}).get("limits") or {}).get("cpu")
+        cores = float(parse_quantity(limit)) if limit is not None else None  # type: ignore[no-untyped-call]
+        group = cgroups.ContainerCgroup(f"{state.uid}-{container['name']}", cores, self.cgroups)
+        group.create()
+        node = pod["spec"].get("nodeName") or ""
+        return (self.namespace, state.name, container["name"], node), group
+
+    def cadvisor_text(self) -> str:
+        """The running containers' CPU as the kubelet's cAdvisor endpoint serves it."""
+        with self._lock:
+            running = list(self.containers.items())
+        return cgroups.cadvisor_text(running)
+
+    def serve_cadvisor(self) -> int:
+        """Serves cadvisor_text() on a loopback port (stopped with the executor)."""
+        self._metrics_server = cgroups.serve(self.cadvisor_text)
+        return int(self._metrics_server.server_address[1])
+
     def _take_slot(self, state: _PodState) -> bool:
         """Waits for a free process slot (max_processes); False if the pod went meanwhile."""
         if self._slots is not None:
@@ -694,7 +735,7 @@ class PodExecutor:
             log.write_text(message + "\n")
         else:
             code, reason, message = self._run_process(
-                state, container, argv, env, log, term_file, deadline, t0
+                state, container, argv, env, log, term_file, deadline, t0, pod
             )
         finished_at = _now()
         duration = time.monotonic() - t0
@@ -742,11 +783,14 @@ class PodExecutor:
         term_file: Path,
         deadline: float | None,
         t0: float,
+        pod: Pod,
     ) -> tuple[int, str, str]:
         """The container's program as a local process group in the log's folder, its output
-        into the log; (exit code, reason, termination message)."""
+        into the log, in a CPU cgroup with the container's limit; (exit code, reason,
+        termination message)."""
         cstate = state.containers[container["name"]]
         reason = "Completed"
+        group = self._cgroup(pod, state, container)
         with log.open("ab") as out:
             proc = subprocess.Popen(
                 argv,
@@ -757,6 +801,13 @@ class PodExecutor:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # one group: the runner's JVM goes with it
             )
+        if group is not None:
+            # Before it starts anything (the runner takes a second to start its JVM): what
+            # it starts stays inside.
+            key, cgroup = group
+            cgroup.add(proc.pid)
+            with self._lock:
+                self.containers[key] = cgroup
         cstate.proc = proc
         if state.gone.is_set() or self._stop.is_set():
             _signal_group(proc, signal.SIGKILL)
@@ -773,6 +824,10 @@ class PodExecutor:
                     "(PodExecutor timeout)"
                 )
         cstate.proc = None
+        if group is not None:
+            with self._lock:
+                self.containers.pop(group[0], None)
+            group[1].remove()
         if code < 0:  # killed by a signal: what a container runtime reports
             code = 128 - code
         message = term_file.read_text(errors="replace")[:TERMINATION_LIMIT]

@@ -31,6 +31,9 @@ INSTALL_HINT = "apt-get install -y prometheus prometheus-node-exporter"
 # writes the ports its operator serves /metrics on, Prometheus picks them up within a second.
 OPERATOR_JOB = "mongobench-operator"
 OPERATOR_TARGETS = "operator-targets.json"
+# The harness kubelet's cAdvisor series (PodExecutor.serve_cadvisor), found the same way.
+CADVISOR_JOB = "kubelet"
+CADVISOR_TARGETS = "cadvisor-targets.json"
 
 
 def _which(name: str) -> str:
@@ -85,7 +88,17 @@ def start_prometheus(
     workdir.mkdir(parents=True, exist_ok=True)
     if operator_sd:
         (workdir / OPERATOR_TARGETS).write_text("[]")
+        (workdir / CADVISOR_TARGETS).write_text("[]")
         extra_scrape_configs = [
+            {
+                # As kube-prometheus-stack's kubelet ServiceMonitor (its cAdvisor endpoint):
+                # the containers' own namespace and pod labels are kept.
+                "job_name": CADVISOR_JOB,
+                "honor_labels": True,
+                "file_sd_configs": [
+                    {"files": [str(workdir / CADVISOR_TARGETS)], "refresh_interval": "1s"}
+                ],
+            },
             {
                 # As the chart's ServiceMonitor: honor_labels keeps the run gauges' own
                 # `namespace` (the run's) instead of renaming it exported_namespace.
@@ -145,6 +158,15 @@ def start_prometheus(
         server.stop()
         raise
     return server
+
+
+def set_cadvisor_targets(server: Prometheus, ports: Sequence[int]) -> None:
+    """The harness kubelets' cAdvisor endpoints Prometheus scrapes (start_prometheus(
+    operator_sd=True))."""
+    targets = [{"targets": [f"127.0.0.1:{port}" for port in ports]}] if ports else []
+    tmp = server.workdir / f".{CADVISOR_TARGETS}.tmp"
+    tmp.write_text(json.dumps(targets))
+    tmp.replace(server.workdir / CADVISOR_TARGETS)
 
 
 def set_operator_targets(server: Prometheus, ports: Sequence[int]) -> None:

@@ -11,7 +11,7 @@ from mongobench.api.mongocluster import (
     ResourceRequirements,
     Toleration,
 )
-from mongobench.api.schema import from_dict
+from mongobench.api.schema import SpecError, from_dict
 
 Driver = Literal["ycsb", "locust"]
 StandardWorkload = Literal["a", "b", "c", "d", "e", "f"]
@@ -77,7 +77,7 @@ class Run:
     ) = None
     field_count: int = 10
     field_length: int = 100
-    status_interval_seconds: int = 10
+    status_interval_seconds: int = 1  # the steadiness check's resolution
     properties: dict[str, str] = field(default_factory=dict)
 
 
@@ -154,6 +154,60 @@ class Archive:
     credentials_secret: str | None = None
 
 
+MAX_RERUNS = 5  # spec.validity.rerunInvalid's maximum (the CRD's too)
+
+
+@dataclass(frozen=True)
+class ValidityPolicy:
+    """When a measured step (a trial) counts as invalid, and how often one is re-run
+    (benchmarkrun.validity applies it; results/mongobench_results/validity.py is the verdict)."""
+
+    # Client CPU used / its CPU limit (or its node's CPUs when it has no limit) at or above
+    # which the step measured the client, not MongoDB.
+    client_cpu_fraction: float = 0.9
+    # CPU steal of any node of the step (percent of its CPUs) above which the node was noisy.
+    steal_percent: float = 5.0
+    # Share of CFS periods in which a benchmark client was throttled above which it was starved.
+    throttled_fraction: float = 0.1
+    # CPU of other pods' containers on the step's nodes (cAdvisor), share of their CPUs.
+    neighbour_cpu_fraction: float = 0.25
+    # Failed operations / all operations above which the step is invalid.
+    error_rate: float = 0.001
+    # A warm-up longer than this share of the measured window makes the step not steady (a
+    # shorter one is reported only). The window cannot be trimmed: the latency histograms
+    # cover all of it.
+    max_warmup_fraction: float = 0.1
+    # Little's law disagreeing with the client threads makes the step invalid.
+    littles_law: bool = True
+    # How often an invalid trial is run again (a new step; the invalid one stays in status).
+    # 0 by default: a re-run doubles a trial's cost, and where every trial is invalid for the
+    # same standing reason (a client node at capacity, a shared host) it only repeats it;
+    # the verdict is reported either way and compare leaves invalid trials out.
+    rerun_invalid: int = 0
+
+    def __post_init__(self) -> None:
+        """The CRD's rules again (an apiserver without them, a spec stored before them): the
+        handler turns this into the InvalidSpec condition."""
+        shares = {
+            "clientCpuFraction": self.client_cpu_fraction,
+            "throttledFraction": self.throttled_fraction,
+            "neighbourCpuFraction": self.neighbour_cpu_fraction,
+            "errorRate": self.error_rate,
+            "maxWarmupFraction": self.max_warmup_fraction,
+        }
+        for name, value in shares.items():
+            if not 0 <= value <= 1:
+                raise SpecError(f"spec.validity.{name}: {value} is not a share between 0 and 1")
+        if not 0 <= self.steal_percent <= 100:
+            raise SpecError(f"spec.validity.stealPercent: {self.steal_percent} is not a percent")
+        if self.max_warmup_fraction >= 1:
+            raise SpecError("spec.validity.maxWarmupFraction must be below 1")
+        if self.neighbour_cpu_fraction >= self.client_cpu_fraction:
+            raise SpecError("spec.validity.neighbourCpuFraction must be below clientCpuFraction")
+        if not 0 <= self.rerun_invalid <= MAX_RERUNS:
+            raise SpecError(f"spec.validity.rerunInvalid: {self.rerun_invalid} is not 0..5")
+
+
 @dataclass(frozen=True)
 class BenchmarkRunSpec:
     workloads: tuple[Workload, ...]
@@ -175,6 +229,7 @@ class BenchmarkRunSpec:
     cleanup: Cleanup = field(default_factory=Cleanup)
     labels: dict[str, str] = field(default_factory=dict)
     archive: Archive | None = None
+    validity: ValidityPolicy = field(default_factory=ValidityPolicy)
 
     @classmethod
     def parse(cls, spec: dict[str, Any]) -> BenchmarkRunSpec:

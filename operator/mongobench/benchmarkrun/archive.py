@@ -30,6 +30,7 @@ from mongobench.benchmarkrun.cpu import CpuUnavailable, node_series
 from mongobench.benchmarkrun.cpu_status import node_mapping
 from mongobench.benchmarkrun.decide import TERMINAL
 from mongobench.benchmarkrun.plan import make_plan
+from mongobench.benchmarkrun.reruns import with_reruns
 from mongobench.config import OperatorConfig
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.api import KubeApi
@@ -43,10 +44,11 @@ log = logging.getLogger("mongobench.archive")
 
 ARCHIVED_KINDS = ("load", "warmup", "run")  # steps with client documents
 FINISHED = (cond.STEP_SUCCEEDED, cond.STEP_FAILED)
-# Step fields that describe the resources it used: cpu, and disk, network and memory (resources).
-RESOURCE_KEYS = ("cpu", "resources")
+# Step fields that describe the resources it used: cpu, and disk, network and memory (resources),
+# the CPU of its nodes' other pods (neighbours); and the verdict on the trial they support.
+RESOURCE_KEYS = ("cpu", "resources", "neighbours", "validity")
 STEP_FIELDS = (
-    *("index", "kind", "label", "workload", "repetition", "phase", "job"),
+    *("index", "kind", "label", "workload", "repetition", "attempt", "phase", "job"),
     *("startTime", "completionTime"),
 )
 CREDENTIAL_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
@@ -370,7 +372,9 @@ def step_prefix(spec: BenchmarkRunSpec, run: Mapping[str, Any], index: int) -> s
     """The result prefix of the run's step `index` (its clients' ConfigMaps)."""
     meta = run["metadata"]
     ref = jobs.RunRef(meta["name"], meta["namespace"], meta["uid"], "", "", None, "")
-    return jobs.result_prefix(ref, make_plan(spec)[index])
+    # The plan as the run has it: re-runs of invalid trials (reruns.py) are steps too.
+    plan = with_reruns(spec, make_plan(spec), run.get("status") or {})
+    return jobs.result_prefix(ref, plan[index])
 
 
 def _upload_step(

@@ -143,6 +143,7 @@ class ResourceProfile:
         namespace: str = "",
         pods: Iterable[str] = (),
         range_seconds: float,
+        node_names: Iterable[str] = (),
     ) -> str:
         """The PromQL of query ``name`` (or figure ``group.name``) with every placeholder filled
         in (pure)."""
@@ -156,6 +157,7 @@ class ResourceProfile:
             "node_join": m["join"],
             "label": mapping.label,
             "nodes": regex_alternation(mapping.identity(n) for n in nodes),
+            "node_names": regex_alternation(node_names),
             "namespace": _string_literal_body(namespace),
             "pods": regex_alternation(pods),
             "range": _duration(range_seconds),

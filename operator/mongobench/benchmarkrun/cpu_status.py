@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal, cast
 
-from mongobench.benchmarkrun import jobs
+from mongobench.benchmarkrun import jobs, neighbours
 from mongobench.benchmarkrun.cpu import NodeMapping, ResourceProfile, query_window
 from mongobench.benchmarkrun.orchestrate import CpuQuery
 from mongobench.benchmarkrun.resources import query_resources
@@ -51,7 +51,7 @@ def cpu_for_step(kube: KubeApi, config: OperatorConfig) -> CpuQuery | None:
             if cluster
             else ([], [])
         )
-        client_nodes, _ = _nodes_and_pods(kube, namespace, f"job-name={step['job']}")
+        client_nodes, client_pods = _nodes_and_pods(kube, namespace, f"job-name={step['job']}")
         window: dict[str, Any] = {
             "cluster_nodes": cluster_nodes,
             "client_nodes": client_nodes,
@@ -62,9 +62,22 @@ def cpu_for_step(kube: KubeApi, config: OperatorConfig) -> CpuQuery | None:
             "profile": profile,
         }
         interval = config.prometheus_scrape_interval
+        cpu = query_window(url, start, end, interval, **window)
         return {
-            "cpu": query_window(url, start, end, interval, **window).to_status(),
+            "cpu": cpu.to_status(),
             "resources": query_resources(url, start, end, interval, **window).to_status(),
+            "neighbours": neighbours.query(
+                url,
+                start,
+                end,
+                interval,
+                nodes=list(dict.fromkeys((*cluster_nodes, *client_nodes))),
+                own=[(namespace, p) for p in (*mongod_pods, *client_pods)],
+                node_cpus={n: c.cpus for n, c in cpu.nodes.items()},
+                scrape_interval=interval,
+                mapping=mapping,
+                profile=profile,
+            ),
         }
 
     return query

@@ -367,7 +367,12 @@ def cpu_conditions(
         out.append(
             (cond.CPU_COLLECTED, cond.TRUE, cond.CPU_COLLECTED_ALL, "CPU collected for every step")
         )
-    missing = [m for part in profile.values() if part for m in part.get("missing") or ()]
+    missing = [
+        m
+        for part in profile.values()
+        if isinstance(part, Mapping)
+        for m in part.get("missing") or ()
+    ]
     if missing:
         message = f"{label}: {'; '.join(missing)}"
         out.append((cond.RESOURCES_COMPLETE, cond.FALSE, cond.METRICS_MISSING, message))

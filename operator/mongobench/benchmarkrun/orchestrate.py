@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec, Scenario
-from mongobench.benchmarkrun import jobs, repetitions, results
+from mongobench.benchmarkrun import jobs, repetitions, results, validity
 from mongobench.benchmarkrun.cpu import CpuUnavailable
 from mongobench.benchmarkrun.decide import (
     TERMINAL,
@@ -32,6 +32,7 @@ from mongobench.benchmarkrun.decide import (
     scenarios_to_check,
 )
 from mongobench.benchmarkrun.plan import Step, make_plan
+from mongobench.benchmarkrun.reruns import with_reruns
 from mongobench.config import OperatorConfig
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.api import KubeApi
@@ -155,7 +156,7 @@ class _Advance:
         self.cpu = cpu
         self.outcome = Outcome(run=run)
         self.spec = BenchmarkRunSpec.parse(dict(run["spec"]))
-        self.plan = make_plan(self.spec)
+        self.plan = with_reruns(self.spec, make_plan(self.spec), status)
         self.policy = repetitions.run_policy(self.spec)
 
     # -- status helpers ------------------------------------------------------------------------
@@ -171,17 +172,18 @@ class _Advance:
             existing = {s["index"]: s for s in self.status.get("steps") or []}
             self.new["steps"] = [
                 dict(
-                    existing.get(
-                        step.index,
-                        {
-                            "index": step.index,
-                            "kind": step.kind,
-                            "label": step.label,
-                            "workload": step.workload,
-                            "repetition": step.repetition,
-                            "phase": cond.STEP_PENDING,
-                        },
-                    )
+                    existing[step.index]
+                    # A re-run inserted into the plan moves the Pending steps after it down.
+                    if existing.get(step.index, {}).get("label") == step.label
+                    else {
+                        "index": step.index,
+                        "kind": step.kind,
+                        "label": step.label,
+                        "workload": step.workload,
+                        "repetition": step.repetition,
+                        "phase": cond.STEP_PENDING,
+                        **({"attempt": step.attempt} if step.attempt > 1 else {}),
+                    }
                 )
                 for step in self.plan
             ]
@@ -464,15 +466,51 @@ class _Advance:
         }
         fields.update(self.step_cpu(step, entry, end))
         problem = collection_problem(len(got.documents), got.missing, merged, failed)
+        if problem is None and step.kind == "run":
+            fields.update(self.judge(step, merged, fields))
         fields["phase"] = cond.STEP_FAILED if problem else cond.STEP_SUCCEEDED
         if got.missing:
             fields["missingClients"] = got.missing
         self.mark(step, **fields)
+        self.trials_condition()
         if problem is None and step.kind == "run":
             self.outcome.info(
                 cond.EVENT_STEP_SUCCEEDED, f"{step.label}: {fields['result']['throughput']} ops/s"
             )
         return problem
+
+    def judge(
+        self, step: Step, merged: Mapping[str, Any], fields: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """The trial's verdict (benchmarkrun.validity) for its status entry; an Event when it
+        is invalid, saying whether it is run again."""
+        policy = self.spec.validity
+        profile = fields if fields.get("cpu") is not None else None
+        verdict = validity.judge_step(
+            policy,
+            merged,
+            profile,
+            limit_cores=validity.client_limit_cores(self.spec),
+            attempt=step.attempt,
+        )
+        if not verdict.valid:
+            why = "; ".join(f"{r.reason}: {r.message}" for r in verdict.reasons)
+            if step.attempt <= policy.rerun_invalid:
+                then = f"re-running (attempt {step.attempt + 1} of {policy.rerun_invalid + 1})"
+            elif policy.rerun_invalid:
+                then = f"no re-run left ({step.attempt} attempts)"
+            else:
+                then = "kept (validity.rerunInvalid is 0)"
+            self.outcome.warn(cond.EVENT_TRIAL_INVALID, f"{step.label}: {why}; {then}")
+        return {"validity": verdict.to_dict(), "attempt": step.attempt}
+
+    def trials_condition(self) -> None:
+        steps = self.new.get("steps", self.status.get("steps") or [])
+        if not any(s.get("validity") for s in steps):
+            return
+        ok, message = validity.condition_message(steps)
+        reason = cond.TRIALS_ALL_VALID if ok else cond.TRIALS_SOME_INVALID
+        self.condition(cond.TRIALS_VALID, cond.TRUE if ok else cond.FALSE, reason, message)
 
     def record_distribution(self, step: Step, target: Target) -> None:
         """After a (re)load of a sharded cluster: the per-shard balance, with the step and on
@@ -528,7 +566,8 @@ class _Advance:
         self.new["phase"] = phase
         self.new["completionTime"] = now_rfc3339()
         steps = self.new.get("steps", self.status.get("steps") or [])
-        self.new["summary"] = summary.summarise(steps)
+        replaced = validity.superseded(steps)  # invalid attempts a re-run replaced
+        self.new["summary"] = summary.summarise(s for s in steps if s.get("index") not in replaced)
         ok = phase == cond.RUN_SUCCEEDED
         self.condition(cond.SUCCEEDED, cond.TRUE if ok else cond.FALSE, phase, message)
         self.outcome.info(phase, message) if ok else self.outcome.warn(phase, message)

@@ -37,6 +37,7 @@ class Step:
     workload: str | None = None
     repetition: int | None = None  # 1-based
     reset: bool = False  # load: drop and recreate the collection first
+    attempt: int = 1  # run: 2, 3, ... re-run an invalid trial (reruns.py)
 
     @property
     def runs_job(self) -> bool:
@@ -46,7 +47,8 @@ class Step:
     def label(self) -> str:
         """How progress and events name the step, e.g. 'run b #2'."""
         if self.kind == "run":
-            return f"run {self.workload} #{self.repetition}"
+            again = f" (attempt {self.attempt})" if self.attempt > 1 else ""
+            return f"run {self.workload} #{self.repetition}{again}"
         if self.kind == "warmup":
             return f"warmup {self.workload}"
         if self.kind == "load" and self.reset:
@@ -59,6 +61,8 @@ class Step:
             suffix += f"-{self.workload}"
         if self.repetition:
             suffix += f"-r{self.repetition}"
+        if self.attempt > 1:
+            suffix += f"-a{self.attempt}"
         name = f"{run}-{suffix}"
         if len(name) <= MAX_JOB_NAME:
             return name

@@ -42,6 +42,7 @@ CPU_COLLECTED = "CPUCollected"
 RESOURCES_COMPLETE = "ResourcesComplete"
 ARCHIVED = "Archived"
 TARGET_MET = "TargetMet"
+TRIALS_VALID = "TrialsValid"
 
 # --- reasons shared by both kinds ---------------------------------------------------------------
 INVALID_SPEC = "InvalidSpec"
@@ -90,6 +91,8 @@ PROMETHEUS_UNAVAILABLE = "PrometheusUnavailable"
 WINDOW_INVALID = "WindowInvalid"
 METRICS_COMPLETE = "Complete"
 METRICS_MISSING = "MetricsMissing"
+TRIALS_ALL_VALID = "AllValid"
+TRIALS_SOME_INVALID = "SomeInvalid"
 ARCHIVE_COMPLETE = "Complete"
 ARCHIVE_IN_PROGRESS = "InProgress"
 ARCHIVE_UPLOAD_FAILED = "UploadFailed"
@@ -256,6 +259,17 @@ CONDITIONS: tuple[ConditionDoc, ...] = (
         },
     ),
     ConditionDoc(
+        TRIALS_VALID,
+        ("BenchmarkRun",),
+        "every measured step judged so far is a valid trial (spec.validity): not client-bound, "
+        "no noisy node, steady, errors under the threshold, consistent with Little's law; the "
+        "message counts the invalid ones and the re-runs; never fails a run",
+        {
+            TRIALS_ALL_VALID: "every trial judged so far is valid",
+            TRIALS_SOME_INVALID: "some trials are invalid (status.steps[].validity says why)",
+        },
+    ),
+    ConditionDoc(
         RESOURCES_COMPLETE,
         ("BenchmarkRun",),
         "every metric of the resource profile (CPU, disk, network, memory, per node and per "
@@ -361,6 +375,7 @@ EVENT_DISTRIBUTION = "Distribution"
 EVENT_DISTRIBUTION_UNKNOWN = "DistributionUnknown"
 EVENT_DISTRIBUTION_NOT_PUBLISHED = "DistributionNotPublished"
 EVENT_CPU_MISSING = "CPUMissing"
+EVENT_TRIAL_INVALID = "TrialInvalid"
 EVENT_ARCHIVED = "Archived"
 EVENT_ARCHIVE_FAILED = "ArchiveFailed"
 EVENT_ARCHIVE_NOT_CONFIGURED = "ArchiveNotConfigured"
@@ -400,6 +415,7 @@ EVENT_REASONS: Mapping[str, str] = {
     EVENT_DISTRIBUTION_UNKNOWN: "Warning: the shard distribution could not be measured",
     EVENT_DISTRIBUTION_NOT_PUBLISHED: "Warning: the distribution could not be written",
     EVENT_CPU_MISSING: "Warning: a step's CPU could not be collected",
+    EVENT_TRIAL_INVALID: "Warning: a measured step is an invalid trial (why; re-run or not)",
     EVENT_ARCHIVED: "BenchmarkRun: every step and the final manifest are in the archive",
     EVENT_ARCHIVE_FAILED: "Warning: an upload to the archive failed (first failure only)",
     EVENT_ARCHIVE_NOT_CONFIGURED: "Warning: the run asks for an archive nobody configured",

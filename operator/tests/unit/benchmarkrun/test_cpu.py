@@ -162,7 +162,7 @@ def test_status_is_small_json_with_roles_and_missing_mongod_cpu_not_zero() -> No
 
 def test_packaged_profile_renders_every_query_without_leftover_placeholders() -> None:
     profile = ResourceProfile.load()
-    assert set(profile.queries) == {"nodeCpuByMode", "mongodContainerCpu"}
+    assert set(profile.queries) == {"nodeCpuByMode", "mongodContainerCpu", "containerCpuByPod"}
     for mapping in (NodeMapping(), NodeMapping(mode="label", label="instance")):
         for name in profile.queries:
             promql = profile.render(
@@ -172,6 +172,7 @@ def test_packaged_profile_renders_every_query_without_leftover_placeholders() ->
                 namespace="bench",
                 pods=["mc-rs0-0", "mc-rs0-1"],
                 range_seconds=rate_range(1, 1),
+                node_names=["ip-10-0-1-5.ec2.internal"],
             )
             assert "{{" not in promql and "}}" not in promql
 

@@ -474,3 +474,45 @@ def test_a_step_whose_cpu_cannot_be_read_still_succeeds_and_says_why(
     assert load["phase"] == cond.STEP_SUCCEEDED and load["cpu"] is None
     assert condition(kube, cond.CPU_COLLECTED) == (cond.FALSE, reason)
     assert cond.EVENT_CPU_MISSING in kube.reasons()
+
+
+def test_an_invalid_trial_is_judged_said_and_re_run_as_a_new_step() -> None:
+    from mongobench.benchmarkrun.reruns import with_reruns
+
+    kube = FakeKube(mongocluster(), benchmarkrun(repetitions=1, validity={"rerunInvalid": 1}))
+    started(kube)
+    advance(kube)  # the load's Job
+    report(kube, 1)
+    finish_job(kube, 1)
+    advance(kube)
+    advance(kube)  # run a #1's Job
+    report(kube, 2, phase="run")  # 3 operations in 10 s on 1 thread: Little's law fails
+    finish_job(kube, 2)
+    outcome = advance(kube)
+    assert outcome is not None
+    trial = status(kube)["steps"][2]
+    assert trial["phase"] == cond.STEP_SUCCEEDED and trial["attempt"] == 1
+    assert trial["validity"]["valid"] is False
+    assert [r["reason"] for r in trial["validity"]["reasons"]] == ["LittlesLaw"]
+    assert condition(kube, cond.TRIALS_VALID) == (cond.FALSE, cond.TRIALS_SOME_INVALID)
+    warned = [m for _, reason, m in outcome.events if reason == cond.EVENT_TRIAL_INVALID]
+    assert warned == [
+        f"run a #1: LittlesLaw: {trial['validity']['reasons'][0]['message']}; "
+        "re-running (attempt 2 of 2)"
+    ]
+    advance(kube)  # the re-run is the next step: its own Job
+    steps = status(kube)["steps"]
+    assert [s["label"] for s in steps] == [
+        "prepare", "load", "run a #1", "run a #1 (attempt 2)", "cleanup",
+    ]  # fmt: skip
+    assert steps[3]["phase"] == cond.STEP_RUNNING and steps[3]["attempt"] == 2
+    run = kube.get(RUN_KIND, NS, "r")
+    assert run is not None
+    plan = with_reruns(
+        BenchmarkRunSpec.parse(run["spec"]),
+        make_plan(BenchmarkRunSpec.parse(run["spec"])),
+        run["status"],
+    )
+    assert ("Job", NS, plan[3].job_name("r")) in kube.objects
+    assert plan[3].job_name("r").endswith("-run-a-r1-a2")
+    assert status(kube)["progress"]["steps"] == 5

@@ -1,0 +1,231 @@
+"""Unit tier: the operator's verdict on a trial, the re-runs it asks for, the run's tally."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mongobench.api.benchmarkrun import BenchmarkRunSpec, ValidityPolicy
+from mongobench.benchmarkrun import validity
+from mongobench.benchmarkrun.plan import make_plan
+from mongobench.benchmarkrun.reruns import with_reruns
+from mongobench_results import validity as v
+
+pytestmark = pytest.mark.unit
+POLICY = ValidityPolicy()
+
+
+def merged(**over: Any) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "runtimeSeconds": 60.0,
+        "throughput": 1000.0,
+        "operationsTotal": 60000,
+        "client": {"index": None, "count": 2, "threads": 4},
+        "clientCpu": {"totalSeconds": 30.0},
+        "properties": {},
+        "operations": {"READ": {"count": 60000, "errors": 0}},
+        "sanity": {"littlesLaw": {"ok": True, "ratio": 1.0}},
+        "clients": [
+            {"index": 0, "steadiness": {"steady": True, "judged": True, "points": 60}},
+            {"index": 1, "steadiness": {"steady": True, "judged": True, "points": 60}},
+        ],
+    }
+    doc.update(over)
+    return doc
+
+
+def reasons(verdict: v.Validity) -> list[str]:
+    return verdict.reason_names
+
+
+def test_a_clean_trial_is_valid() -> None:
+    verdict = validity.judge_step(POLICY, merged(), None, limit_cores=1.0)
+    assert verdict.valid and verdict.text() == "valid"
+
+
+def test_a_client_at_its_cpu_limit_is_client_bound() -> None:
+    # 2 clients x 60 s x 0.5 cores = 60 core-seconds allowed; 58 used.
+    verdict = validity.judge_step(
+        POLICY, merged(clientCpu={"totalSeconds": 58.0}), None, limit_cores=0.5
+    )
+    assert reasons(verdict) == [v.CLIENT_BOUND]
+    assert verdict.reasons[0].value == pytest.approx(0.967, abs=1e-3)
+    assert "limit" in verdict.reasons[0].message
+
+
+def test_a_throttled_client_is_client_bound() -> None:
+    cpu = {"totalSeconds": 1.0, "cfsPeriods": 1000, "cfsThrottledPeriods": 600}
+    verdict = validity.judge_step(POLICY, merged(clientCpu=cpu), None, limit_cores=4.0)
+    assert reasons(verdict) == [v.CLIENT_BOUND]
+    assert "throttled" in verdict.reasons[0].message
+
+
+def test_a_client_that_misses_its_target_rate_is_client_bound() -> None:
+    doc = merged(properties={"target": "1000"}, throughput=1200.0)  # 2 clients x 1000 targeted
+    assert reasons(validity.judge_step(POLICY, doc, None, limit_cores=None)) == [v.CLIENT_BOUND]
+
+
+def test_without_a_limit_a_client_only_node_near_capacity_is_client_bound() -> None:
+    profile = {"cpu": {"nodes": [{"name": "c1", "role": "client", "avg": 97.0, "steal": 0.0}]}}
+    verdict = validity.judge_step(POLICY, merged(), profile, limit_cores=None)
+    assert reasons(verdict) == [v.CLIENT_BOUND]
+    shared = {"cpu": {"nodes": [{"name": "n1", "role": "both", "avg": 97.0, "steal": 0.0}]}}
+    assert validity.judge_step(POLICY, merged(), shared, limit_cores=None).valid
+
+
+def test_steal_makes_a_noisy_node() -> None:
+    profile = {"cpu": {"nodes": [{"name": "db1", "role": "cluster", "avg": 50, "steal": 12.5}]}}
+    verdict = validity.judge_step(POLICY, merged(), profile, limit_cores=1.0)
+    assert reasons(verdict) == [v.NOISY_NODE]
+    assert verdict.reasons[0].threshold == POLICY.steal_percent
+
+
+def test_a_long_warm_up_or_a_shift_is_not_steady_and_a_short_warm_up_is_reported() -> None:
+    short = merged()
+    short["clients"][0]["steadiness"] = {"steady": False, "warmupSeconds": 3.0}
+    verdict = validity.judge_step(POLICY, short, None, limit_cores=1.0)
+    assert verdict.valid and verdict.warmup_seconds == 3.0  # 5% of 60 s: reported only
+    long = merged()
+    long["clients"][1]["steadiness"] = {"steady": False, "warmupSeconds": 12.0}
+    assert reasons(validity.judge_step(POLICY, long, None, limit_cores=1.0)) == [v.NOT_STEADY]
+    shifted = merged()
+    shifted["clients"][0]["steadiness"] = {"steady": False, "shiftsSeconds": [41.0]}
+    verdict = validity.judge_step(POLICY, shifted, None, limit_cores=1.0)
+    assert reasons(verdict) == [v.NOT_STEADY] and "41 s" in verdict.reasons[0].message
+
+
+def test_errors_and_littles_law() -> None:
+    doc = merged(
+        operations={"READ": {"count": 9900, "errors": 100}},
+        sanity={"littlesLaw": {"ok": False, "ratio": 0.4, "diagnosis": "0.4 of 1 busy"}},
+    )
+    assert reasons(validity.judge_step(POLICY, doc, None, limit_cores=1.0)) == [
+        v.ERRORS,
+        v.LITTLES_LAW,
+    ]
+    lenient = ValidityPolicy(error_rate=0.05, littles_law=False)
+    assert validity.judge_step(lenient, doc, None, limit_cores=1.0).valid
+
+
+def spec(rerun: int, between: str = "None") -> BenchmarkRunSpec:
+    return BenchmarkRunSpec.parse(
+        {
+            "workloads": [{"name": "a"}],
+            "repetitions": 2,
+            "dataReset": {"between": between},
+            "validity": {"rerunInvalid": rerun},
+        }
+    )
+
+
+def entry(index: int, rep: int, valid: bool, attempt: int = 1) -> dict[str, Any]:
+    return {
+        "index": index,
+        "kind": "run",
+        "workload": "a",
+        "repetition": rep,
+        "attempt": attempt,
+        "phase": "Succeeded",
+        "validity": {"valid": valid, "reasons": [], "attempt": attempt},
+    }
+
+
+def labels(steps: list[Any]) -> list[str]:
+    return [s.label for s in steps]
+
+
+def test_an_invalid_trial_is_re_run_right_after_it_up_to_the_policy() -> None:
+    s = spec(rerun=2)
+    base = make_plan(s)
+    assert labels(base) == ["prepare", "load", "run a #1", "run a #2", "cleanup"]
+    status = {"steps": [entry(2, 1, valid=False)]}
+    plan = with_reruns(s, base, status)
+    assert labels(plan) == [
+        "prepare",
+        "load",
+        "run a #1",
+        "run a #1 (attempt 2)",
+        "run a #2",
+        "cleanup",
+    ]
+    assert [p.index for p in plan] == list(range(6))
+    assert plan[3].job_name("r") != plan[2].job_name("r")
+    status["steps"].append(entry(3, 1, valid=False, attempt=2))
+    assert labels(with_reruns(s, base, status))[3:6] == [
+        "run a #1 (attempt 2)",
+        "run a #1 (attempt 3)",
+        "run a #2",
+    ]
+    status["steps"].append(entry(4, 1, valid=False, attempt=3))
+    assert len(with_reruns(s, base, status)) == 7  # two re-runs at most
+    assert with_reruns(spec(rerun=0), base, status) == base
+
+
+def test_a_valid_trial_or_a_reload_policy() -> None:
+    s = spec(rerun=1)
+    base = make_plan(s)
+    assert with_reruns(s, base, {"steps": [entry(2, 1, valid=True)]}) == base
+    r = spec(rerun=1, between="Repetitions")
+    base = make_plan(r)
+    invalid = next(p.index for p in base if p.label == "run a #1")
+    plan = with_reruns(r, base, {"steps": [entry(invalid, 1, valid=False)]})
+    assert labels(plan)[invalid + 1 : invalid + 3] == ["reload", "run a #1 (attempt 2)"]
+
+
+def test_the_run_counts_its_trials_and_replaced_attempts_count_nowhere() -> None:
+    steps = [entry(2, 1, False), entry(3, 1, True, attempt=2), entry(4, 2, False)]
+    assert validity.condition_message(steps) == (False, "2 of 3 trials invalid; 1 re-run")
+    assert validity.superseded(steps) == {2}
+    assert validity.condition_message([entry(2, 1, True)]) == (True, "all 1 trials valid")
+
+
+def test_neighbours_are_the_containers_that_are_not_the_benchmarks() -> None:
+    from mongobench.benchmarkrun import neighbours
+
+    def series(node: str, ns: str, pod: str, cores: float) -> dict[str, Any]:
+        metric = {"node": node, "namespace": ns, "pod": pod}
+        return {"metric": metric, "values": [[0, str(cores)], [1, str(cores)]]}
+
+    result = [
+        series("db1", "bench", "mc-rs0-0", 1.5),  # the database: its own
+        series("db1", "bench", "run-02-run-a-r1-0-xyz", 0.5),  # the step's client
+        series("db1", "other", "hog", 1.0),
+        series("c1", "bench", "run-02-run-a-r1-1-abc", 0.9),
+    ]
+    own = [
+        ("bench", "mc-rs0-0"),
+        ("bench", "run-02-run-a-r1-0-xyz"),
+        ("bench", "run-02-run-a-r1-1-abc"),
+    ]
+    found = neighbours.summarise(result, own, {"db1": 2.0, "c1": 4.0})
+    assert found["cadvisor"] is True
+    assert found["nodes"] == [
+        {"node": "c1", "cores": 0.0, "share": 0.0, "pods": []},
+        {"node": "db1", "cores": 1.0, "share": 0.5, "pods": ["other/hog"]},
+    ]
+    verdict = validity.judge_step(
+        POLICY, merged(), {"cpu": None, "neighbours": found}, limit_cores=1.0
+    )
+    assert reasons(verdict) == [v.NOISY_NODE]
+    assert "other/hog" in verdict.reasons[0].message
+    assert neighbours.summarise([], own, {})["cadvisor"] is False
+
+
+@pytest.mark.parametrize(
+    ("validity", "message"),
+    [
+        ({"clientCpuFraction": 1.5}, "clientCpuFraction: 1.5 is not a share"),
+        ({"maxWarmupFraction": 1.0}, "maxWarmupFraction must be below 1"),
+        ({"neighbourCpuFraction": 0.95}, "neighbourCpuFraction must be below clientCpuFraction"),
+        ({"rerunInvalid": 9}, "rerunInvalid: 9 is not 0..5"),
+        ({"stealPercent": -1}, "stealPercent: -1.0 is not a percent"),
+    ],
+)
+def test_a_policy_the_crd_would_refuse_is_an_invalid_spec(
+    validity: dict[str, Any], message: str
+) -> None:
+    from mongobench.api import SpecError
+
+    with pytest.raises(SpecError, match=message):
+        BenchmarkRunSpec.parse({"workloads": [{"name": "a"}], "validity": validity})
