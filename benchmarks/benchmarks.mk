@@ -21,8 +21,8 @@ bench-memory: setup ## the idle operator's RSS and its imports, this tree next t
 bench-cli: setup ## seconds of `mongobench list` (200 runs) and `compare` (20 runs x 6 x 5), API and archives
 	PYTHONPATH=e2e/local $(VENV)/bin/python benchmarks/cli.py
 
-bench-method: setup ## compare's verdicts on simulated trials with a known truth: A/A, a 5% change, adaptive vs fixed repetitions
-	$(VENV)/bin/python benchmarks/method.py
+bench-method: setup ## the method on a known truth: A/A, a 5% change, adaptive vs fixed repetitions, warm-ups found, a CPU hog flagged (BENCH_NOISY_STEPS=0: simulated only)
+	PYTHONPATH=e2e/local:benchmarks $(VENV)/bin/python benchmarks/method.py
 bench-validity: setup ## warm-up found within 2 s (simulated series) and a CPU hog on the database node flagged (real cgroups + Prometheus, ~3 min)
 	PYTHONPATH=e2e/local $(VENV)/bin/python benchmarks/method_validity.py
 

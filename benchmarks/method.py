@@ -17,12 +17,15 @@ Figures, in the order printed; the last line joins their short forms:
 - adaptive repetitions (adaptive.decide, the operator's rule, every cell of the table until its
   interval is narrow enough or max is reached) against 20 fixed rounds: the same verdict in how
   many comparisons, with how many fewer trials.
-Another part of the method adds its figure by appending a function to FIGURES.
+- the validity checks (benchmarks/method_validity.py): warm-ups of known length found within 2 s
+  in simulated per-second series, and steps with a CPU hog on the database's node flagged
+  NoisyNode on this machine (real cgroups and Prometheus: minutes; BENCH_NOISY_STEPS=0 skips it).
 """
 
 from __future__ import annotations
 
 import math
+import os
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -256,8 +259,45 @@ def _verdicts(
     return out
 
 
+def warmup_found() -> Figure:
+    import method_validity  # lazily: it needs the local plane's modules on the path
+
+    w = method_validity.warmup_found_rate()
+    return Figure(
+        f"warm-up found {100 * w.found:.1f}%",
+        [
+            f"warm-up found within {method_validity.TOLERANCE_S:g} s: {w.found:.1%} of {w.trials} "
+            f"simulated series; steady series judged not steady: {w.false_alarms:.1%}"
+        ],
+    )
+
+
+def noisy_neighbour_flagged() -> Figure:
+    import method_validity
+
+    steps = int(os.environ.get("BENCH_NOISY_STEPS", "10"))
+    if steps <= 0:
+        return Figure(
+            "noisy neighbour not measured", ["noisy neighbour: skipped (BENCH_NOISY_STEPS=0)"]
+        )
+    n = method_validity.noisy_neighbour_rate(steps)
+    return Figure(
+        f"noisy neighbour flagged {100 * n.flagged:.1f}%",
+        [
+            f"noisy neighbour flagged: {n.flagged:.0%} of {n.steps} steps with a CPU hog on the "
+            f"database's node; {n.false_flags:.0%} of {n.steps} steps without it"
+        ],
+    )
+
+
 # The figures in the order printed; their short forms make the last line, in this order.
-FIGURES: list[Callable[[], Figure]] = [aa_no_difference, change_detected, adaptive_same_verdict]
+FIGURES: list[Callable[[], Figure]] = [
+    aa_no_difference,
+    change_detected,
+    adaptive_same_verdict,
+    warmup_found,
+    noisy_neighbour_flagged,
+]
 
 
 def main() -> None:

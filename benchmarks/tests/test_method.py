@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(1, str(Path(__file__).resolve().parents[2] / "e2e" / "local"))
 import method
+import method_validity
 
 pytestmark = pytest.mark.unit
 
@@ -30,11 +32,15 @@ def test_the_last_line_joins_the_figures_in_order(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(method, "TABLES", 10)
+    monkeypatch.setenv("BENCH_NOISY_STEPS", "0")  # the hog's figure needs minutes of this machine
+    real = method_validity.warmup_found_rate
+    monkeypatch.setattr(method_validity, "warmup_found_rate", lambda: real(trials=30))
     method.main()
     lines = capsys.readouterr().out.splitlines()
     assert re.fullmatch(
         r"bench-method: A/A no-difference \d+\.\d%, 5% change detected \d+\.\d%, "
-        r"adaptive same verdict \d+\.\d% with -?\d+% fewer trials",
+        r"adaptive same verdict \d+\.\d% with -?\d+% fewer trials, "
+        r"warm-up found \d+\.\d%, noisy neighbour not measured",
         lines[-1],
     ), lines[-1]
     assert lines[0].startswith("A/A: 60 comparisons in 10 tables")
@@ -44,12 +50,12 @@ def test_a_figure_appended_to_the_list_ends_the_last_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(method, "TABLES", 5)
-    extra = method.Figure("warm-up found 100%", ["warm-up: 5 steps with a known warm-up"])
-    monkeypatch.setattr(method, "FIGURES", [*method.FIGURES, lambda: extra])
+    extra = method.Figure("something found 100%", ["something: 5 steps with a known truth"])
+    monkeypatch.setattr(method, "FIGURES", [*method.FIGURES[:3], lambda: extra])
     method.main()
     lines = capsys.readouterr().out.splitlines()
-    assert lines[-1].endswith(" fewer trials, warm-up found 100%")
-    assert "warm-up: 5 steps with a known warm-up" in lines
+    assert lines[-1].endswith(" fewer trials, something found 100%")
+    assert "something: 5 steps with a known truth" in lines
 
 
 def test_the_t_tests_power_is_the_textbook_figure() -> None:
