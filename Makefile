@@ -126,7 +126,7 @@ e2e-kind-down: ## delete the kind cluster of e2e-kind
 	bash e2e/kind/e2e.sh down
 
 demo: setup ## the main job on the embedded default: plane, operator, Prometheus, FerretDB; two runs compared (KEEP=1 keeps it up)
-	$(PY) -m localplane.demo $(if $(KEEP),--keep,)
+	$(PY) -m localplane.demo $(if $(KEEP),--keep,) $(DEMO_ARGS)
 
 dev: setup ## start the local control plane with CRDs and the operator; prints the kubeconfig path
 	$(PY) -m localplane.dev up

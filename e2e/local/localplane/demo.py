@@ -1,21 +1,27 @@
 """`make demo`: the main job on the embedded default, with no cluster and no Docker.
 
-    python -m localplane.demo [--keep] [--workloads abcdef] [--repetitions 3] [--records 500]
+    python -m localplane.demo [--keep] [--workloads abcdef] [--repetitions 3] [--max-repetitions 5]
+                              [--records 500]
 
 Starts the local control plane (real kube-apiserver, etcd, controller-manager, scheduler; KWOK
 nodes), the CRDs and the operator, a real Prometheus scraping a real node-exporter, FerretDB as
 the database (it speaks MongoDB's wire protocol; no mongod can be installed here, so FerretDB
 stands in for MongoDB and its numbers are FerretDB's), and the harness kubelet that really runs
-the benchmark pods (the runner and YCSB with the project's binding). Then it runs two
-BenchmarkRuns that differ in one thing, 1 client against 2 clients, each workloads A-F x 3
-repetitions against FerretDB through `spec.uriSecretRef`, shows `mongobench watch` for each,
-prints `mongobench compare` of the two and writes the HTML report. Everything stops at the end;
-`--keep` (make demo KEEP=1) keeps it all running for kubectl until Ctrl-C.
+the benchmark pods (the runner and YCSB with the project's binding). Then it runs three
+BenchmarkRuns against FerretDB through `spec.uriSecretRef`: 1 client, the same again (an A/A
+pair: any "difference" between those two is noise), and 2 clients, each workloads A-F with
+adaptive repetitions (at least 3, more until the throughput's interval is within +-10% of its
+mean or 5 are done: status says whether the target was met). The operator judges every trial
+(validity: on this plane the clients share the database's host, so trials are often
+client-bound, and the comparison leaves invalid trials out and says so). It shows `mongobench
+watch` for each, prints `mongobench compare` of the three and writes the HTML report. Everything
+stops at the end; `--keep` (make demo KEEP=1) keeps it all running for kubectl until Ctrl-C.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import signal
@@ -70,7 +76,14 @@ def check_pieces() -> None:
         raise Missing("missing: " + "; ".join(problems))
 
 
-def run_manifest(name: str, clients: int, workloads: str, repetitions: int, records: int) -> Any:
+# Adaptive repetitions: at least --repetitions trials a workload, then more until the throughput's
+# 95% interval is within +-10% of its mean, or --max-repetitions.
+TARGET_HALF_WIDTH = 0.10
+
+
+def run_manifest(
+    name: str, clients: int, workloads: str, repetitions: int, records: int, max_repetitions: int
+) -> Any:
     return {
         "apiVersion": "mongobench.io/v1alpha1",
         "kind": "BenchmarkRun",
@@ -83,10 +96,28 @@ def run_manifest(name: str, clients: int, workloads: str, repetitions: int, reco
             "load": {"recordCount": records, "threads": 2},
             "run": {"operationCount": records, "threads": 2, "statusIntervalSeconds": 1},
             "repetitions": repetitions,
+            "repeatUntil": {
+                "metric": "throughput",
+                "relativeHalfWidth": TARGET_HALF_WIDTH,
+                "maxRepetitions": max(max_repetitions, repetitions),
+            },
             "clients": {"parallelism": clients},
             "labels": {"demo": "clients", "clients": str(clients)},
         },
     }
+
+
+def judged(plane: Plane, name: str) -> list[str]:
+    """What the operator concluded of a finished run's trials: the TrialsValid and TargetMet
+    conditions (how many trials were valid; whether adaptive repetitions met their target)."""
+    out = plane.kubectl("get", "benchmarkrun", name, "-n", NS, "-o", "json")
+    conditions = json.loads(out.stdout).get("status", {}).get("conditions", [])
+    wanted = ("TrialsValid", "TargetMet")
+    return [
+        f"{c['type']} {c.get('status')} ({c.get('reason')}): {c.get('message', '')}"
+        for c in conditions
+        if c.get("type") in wanted
+    ]
 
 
 def cli(kubeconfig: Path, *args: str, check: bool = True) -> int:
@@ -152,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m localplane.demo", description=__doc__)
     parser.add_argument("--keep", action="store_true", help="keep everything up until Ctrl-C")
     parser.add_argument("--workloads", default="abcdef")
-    parser.add_argument("--repetitions", type=int, default=3)
+    parser.add_argument("--repetitions", type=int, default=3, help="the minimum per workload")
+    parser.add_argument("--max-repetitions", type=int, default=5)
     parser.add_argument("--records", type=int, default=500)
     args = parser.parse_args(argv)
     # A stopped demo (SIGTERM, Ctrl-C) unwinds its ExitStack: nothing is left running.
@@ -169,22 +201,36 @@ def main(argv: list[str] | None = None) -> int:
     work = DEMO / "work"
     report = DEMO / "report"
     export = DEMO / "export"
-    runs = [("demo-1client", 1), ("demo-2clients", 2)]
+    # demo-1client-again is demo-1client's A/A twin: the same spec, run after it.
+    runs = [("demo-1client", 1), ("demo-1client-again", 1), ("demo-2clients", 2)]
     try:
         with embedded(work, args.keep) as (plane, _):
             for name, clients in runs:
                 manifest = run_manifest(
-                    name, clients, args.workloads, args.repetitions, args.records
+                    name,
+                    clients,
+                    args.workloads,
+                    args.repetitions,
+                    args.records,
+                    args.max_repetitions,
                 )
                 plane.kubectl("apply", "-n", NS, "-f", "-", input=yaml.safe_dump(manifest))
                 say(
                     f"BenchmarkRun {name}: workloads {args.workloads.upper()} x "
-                    f"{args.repetitions} repetitions, {clients} client(s) x 2 threads"
+                    f"{args.repetitions} to {max(args.max_repetitions, args.repetitions)} "
+                    f"repetitions (until +-{TARGET_HALF_WIDTH:.0%}), "
+                    f"{clients} client(s) x 2 threads"
                 )
                 if cli(plane.kubeconfig, "watch", name, check=False) != 0:
                     cli(plane.kubeconfig, "describe", name, check=False)
                     raise RuntimeError(f"BenchmarkRun {name} did not succeed (described above)")
-            say("comparison (benchstat style: a change only where the data shows one):")
+                for line in judged(plane, name):
+                    say(f"  {line}")
+            say(
+                "comparison (benchstat style: a change only where the data shows one; "
+                "demo-1client-again is an A/A twin of the baseline, so any verdict it gets is "
+                "noise; invalid trials are left out and counted in the validity column):"
+            )
             cli(plane.kubeconfig, "compare", *(n for n, _ in runs), "--baseline", runs[0][0])
             cli(plane.kubeconfig, "report", *(n for n, _ in runs), "-o", str(report))
             cli(plane.kubeconfig, "export", *(n for n, _ in runs), "-o", str(export))

@@ -116,8 +116,11 @@ def finish_job(kube: FakeKube, index: int, outcome: str = "Complete", message: s
     }
 
 
-def report(kube: FakeKube, index: int, phase: str = "load", workload: str = "a") -> None:
-    """The step's only client writes its result document, as the runner does."""
+def report(
+    kube: FakeKube, index: int, phase: str = "load", workload: str = "a", window_us: int = 3_000
+) -> None:
+    """The step's only client writes its result document, as the runner does: 3 operations of
+    ~1 ms by one thread in `window_us` (the default 3 ms keeps Little's law: a valid trial)."""
     histogram = hdr.new_histogram()
     for value in (900, 1000, 1100):
         histogram.record_value(value)
@@ -134,7 +137,7 @@ def report(kube: FakeKube, index: int, phase: str = "load", workload: str = "a")
         threads=1,
         start=start,
         end=start,
-        window=Window(1_700_000_000_000_000, 1_700_000_010_000_000),
+        window=Window(1_700_000_000_000_000, 1_700_000_000_000_000 + window_us),
         operations={"INSERT": OpResult(histogram, {"OK": 3})},
         transactions=3,
         cpu_user_s=1.0,
@@ -486,7 +489,8 @@ def test_an_invalid_trial_is_judged_said_and_re_run_as_a_new_step() -> None:
     finish_job(kube, 1)
     advance(kube)
     advance(kube)  # run a #1's Job
-    report(kube, 2, phase="run")  # 3 operations in 10 s on 1 thread: Little's law fails
+    # 3 operations in 10 s on 1 thread: Little's law fails
+    report(kube, 2, phase="run", window_us=10_000_000)
     finish_job(kube, 2)
     outcome = advance(kube)
     assert outcome is not None
