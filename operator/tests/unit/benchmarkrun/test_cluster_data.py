@@ -88,9 +88,45 @@ def test_a_sharded_collection_is_sharded_as_the_spec_says(
     data = ClusterData(kube, admins)
     message = data.prepare(run_spec(sharding={"key": "_id", "hashed": True}), cluster)
     assert message == "ycsb.usertable recreated, sharded on hashed _id"
-    assert mongo.calls[-1] == "shard ycsb.usertable on _id"
+    assert mongo.calls[-1] == "shard ycsb.usertable on {'_id': 'hashed'}"
     dist = data.distribution(run_spec(), cluster)
     assert dist is not None and [s["shard"] for s in dist["shards"]] == ["c-shard0", "c-shard1"]
+
+
+def test_a_compound_key_is_sharded_in_order_and_indexes_follow_on_both_topologies(
+    mongo: FakeMongo, admins: AdminPool
+) -> None:
+    kube = FakeKube()
+    data = ClusterData(kube, admins)
+    spec = run_spec(
+        sharding={"fields": [{"field": "field0"}, {"field": "_id", "type": "Hashed"}]},
+        indexes=[
+            {"name": "by-f1", "keys": [{"field": "field1"}, {"field": "field2", "type": "Descending"}]},
+            {"name": "f3", "keys": [{"field": "field3", "type": "Hashed"}], "unique": False},
+        ],
+    )
+    sharded = provisioned(kube, SHARDED)
+    message = data.prepare(spec, sharded)
+    assert message == (
+        "ycsb.usertable recreated, sharded on compound {field0: 1, _id: hashed}, indexes by-f1, f3"
+    )
+    # the key's field order is kept; indexes come after sharding
+    assert mongo.calls[-4:] == [
+        "shard ycsb.usertable on {'field0': 1, '_id': 'hashed'}",
+        "create ycsb.usertable",
+        "index by-f1 {'name': 'by-f1', 'key': {'field1': 1, 'field2': -1}}",
+        "index f3 {'name': 'f3', 'key': {'field3': 'hashed'}}",
+    ]
+    kube2 = FakeKube()
+    replica = provisioned(kube2, REPLICA_SET)
+    mongo.calls.clear()
+    assert ClusterData(kube2, admins).prepare(spec, replica) == (
+        "ycsb.usertable recreated, indexes by-f1, f3"
+    )
+    assert mongo.calls[-2:] == [
+        "index by-f1 {'name': 'by-f1', 'key': {'field1': 1, 'field2': -1}}",
+        "index f3 {'name': 'f3', 'key': {'field3': 'hashed'}}",
+    ]
 
 
 def test_an_external_database_is_left_as_the_user_prepared_it(admins: AdminPool) -> None:
