@@ -114,8 +114,8 @@ class ShardKeyField:
 class Zone:
     name: str
     shards: tuple[str, ...]
-    min: KeyValues
-    max: KeyValues
+    min: KeyValues = field(default_factory=dict)  # empty: MinKey
+    max: KeyValues = field(default_factory=dict)  # empty: MaxKey
 
 
 @dataclass(frozen=True)

@@ -101,7 +101,13 @@ def sharding_spec(spec: BenchmarkRunSpec) -> ShardingSpec:
         split_points=tuple(_key_value(s, p) for p in s.split_points),
         fields=tuple(KeyField(f.field, f.type == "Hashed") for f in s.fields),
         zones=tuple(
-            Zone(z.name, z.shards, _key_value(s, z.min), _key_value(s, z.max)) for z in s.zones
+            Zone(
+                z.name,
+                z.shards,
+                _key_value(s, z.min) or (Bound.MIN,),
+                _key_value(s, z.max) or (Bound.MAX,),
+            )
+            for z in s.zones
         ),
     )
 

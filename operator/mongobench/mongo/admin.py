@@ -576,7 +576,10 @@ class MongoAdmin:
         return chunks.chunks_from(spec, docs)
 
     def _place_chunks(self, host: str, spec: ShardingSpec) -> int:
-        """Zones, splits and moves of a ranged key (see chunks.py); returns the chunks moved."""
+        """A ranged key's splits, the zones, then chunk moves (see chunks.py); returns the
+        number of chunks moved. Every step is a no-op when an earlier pass did it."""
+        for cmd in chunks.split_commands(spec):
+            self._split(host, cmd)
         shards = [s.id for s in self.list_shards(Mongos((host,))) if not s.draining]
         unknown = sorted({s for z in spec.zones for s in z.shards} - set(shards))
         if unknown:
@@ -587,8 +590,6 @@ class MongoAdmin:
             )
         for cmd in chunks.zone_commands(spec):
             self.command(host, _to_bson(cmd))
-        for cmd in chunks.split_commands(spec):
-            self._split(host, cmd)
         entry = self._collection_entry(host, spec.namespace)
         moves = chunks.move_commands(spec, self._chunks(host, spec, entry or {}), shards)
         for cmd in moves:
@@ -630,7 +631,7 @@ class MongoAdmin:
                 host,
                 {
                     "aggregate": collection,
-                    "pipeline": [{"$collStats": {"count": {}}}],
+                    "pipeline": [{"$collStats": {"count": {}, "storageStats": {}}}],
                     "cursor": {},
                 },
                 db=database,
@@ -640,9 +641,13 @@ class MongoAdmin:
                 return Distribution(namespace, sharded=False)
             raise
         counts: dict[str, int] = {}
+        sizes: dict[str, int] = {}
         for d in _all_batches(self, host, database, reply):
             shard = str(d.get("shard", "(unsharded)"))
             counts[shard] = counts.get(shard, 0) + int(d.get("count", 0))
+            size = _int((d.get("storageStats") or {}).get("size"))
+            if size is not None:  # uncompressed data size on that shard
+                sizes[shard] = sizes.get(shard, 0) + size
         chunks: dict[str, int] = {}
         if entry is not None:
             match = {"uuid": entry["uuid"]} if "uuid" in entry else {"ns": namespace}
@@ -667,6 +672,7 @@ class MongoAdmin:
                 counts.get(shard, 0),
                 chunks.get(shard, 0),
                 round(100.0 * counts.get(shard, 0) / total, 1) if total else 0.0,
+                sizes.get(shard),
             )
             for shard in sorted(set(counts) | set(chunks))
         )

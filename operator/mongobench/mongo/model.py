@@ -308,9 +308,11 @@ class ShardingSpec:
         return f"compound {{{parts}}}"
 
     def value(self, point: Any) -> KeyValue:
-        """A split point or bound as a full key value: MinKey for the fields not given."""
+        """A split point or bound as a full key value: MinKey for the fields not given (MaxKey
+        after a MaxKey)."""
         values = tuple(point) if isinstance(point, tuple) else (point,)
-        return values + (Bound.MIN,) * (len(self.key_fields) - len(values))
+        pad = Bound.MAX if values and values[-1] is Bound.MAX else Bound.MIN
+        return values + (pad,) * (len(self.key_fields) - len(values))
 
 
 @dataclass(frozen=True)
@@ -319,6 +321,7 @@ class ShardShare:
     documents: int
     chunks: int
     percent: float
+    data_bytes: int | None = None  # $collStats storageStats.size (uncompressed)
 
 
 @dataclass(frozen=True)
@@ -343,6 +346,7 @@ class Distribution:
                     "documents": s.documents,
                     "percent": s.percent,
                     "chunks": s.chunks,
+                    **({} if s.data_bytes is None else {"dataBytes": s.data_bytes}),
                 }
                 for s in self.shards
             ],
