@@ -666,7 +666,14 @@ class MongoModel:
 
     def _find_chunks(self, request: Any) -> bool:
         uuid = request.doc.get("filter", {}).get("uuid")
-        ns = next((n for n, c in self.sharded.collections.items() if bytes(c["uuid"]) == bytes(uuid or b"")), "")
+        ns = next(
+            (
+                n
+                for n, c in self.sharded.collections.items()
+                if bytes(c["uuid"]) == bytes(uuid or b"")
+            ),
+            "",
+        )
         batch = [dict(c) for c in self.sharded.chunks.get(ns, [])]
         return bool(request.ok(cursor={"id": 0, "ns": "config.chunks", "firstBatch": batch}))
 
@@ -701,7 +708,11 @@ class MongoModel:
         if db == "config" and coll == "chunks":
             match = (doc.get("pipeline") or [{}])[0].get("$match", {})
             ns = next(
-                (n for n, c in self.sharded.collections.items() if bytes(c["uuid"]) == bytes(match.get("uuid") or b"")),
+                (
+                    n
+                    for n, c in self.sharded.collections.items()
+                    if bytes(c["uuid"]) == bytes(match.get("uuid") or b"")
+                ),
                 "",
             )
             if ns in self.sharded.chunks:

@@ -101,7 +101,7 @@ class MongoOptions:
 
 # A shard key value, a split point or a zone bound: field -> value, in the key's order
 # (fields left out are MinKey).
-KeyValues = dict[str, int | str]
+KeyValues = dict[str, Any]
 
 
 @dataclass(frozen=True)

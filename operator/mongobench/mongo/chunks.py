@@ -111,9 +111,7 @@ def zone_commands(spec: ShardingSpec) -> list[dict[str, Any]]:
 
 
 def split_commands(spec: ShardingSpec) -> list[dict[str, Any]]:
-    return [
-        {"split": spec.namespace, "middle": key_document(spec, p)} for p in split_points(spec)
-    ]
+    return [{"split": spec.namespace, "middle": key_document(spec, p)} for p in split_points(spec)]
 
 
 @dataclass(frozen=True)

@@ -229,7 +229,10 @@ def test_compound_ranged_key_splits_zones_and_moves_chunks_with_min_and_max_keys
         split.ok()
     assert middles == [{"_id": "user1", "field0": MinKey()}, {"_id": "user5", "field0": MinKey()}]
     router.receives().ok(
-        shards=[{"_id": "sh0", "host": SEED, "state": 1}, {"_id": "sh1", "host": "sh1/x", "state": 1}]
+        shards=[
+            {"_id": "sh0", "host": SEED, "state": 1},
+            {"_id": "sh1", "host": "sh1/x", "state": 1},
+        ]
     )
     zone = router.receives()
     assert body(zone) == {"addShardToZone": "sh1", "zone": "low"}

@@ -101,7 +101,10 @@ def test_a_compound_key_is_sharded_in_order_and_indexes_follow_on_both_topologie
     spec = run_spec(
         sharding={"fields": [{"field": "field0"}, {"field": "_id", "type": "Hashed"}]},
         indexes=[
-            {"name": "by-f1", "keys": [{"field": "field1"}, {"field": "field2", "type": "Descending"}]},
+            {
+                "name": "by-f1",
+                "keys": [{"field": "field1"}, {"field": "field2", "type": "Descending"}],
+            },
             {"name": "f3", "keys": [{"field": "field3", "type": "Hashed"}], "unique": False},
         ],
     )

@@ -5,6 +5,7 @@ how evenly the YCSB split points divide YCSB's real key names."""
 from __future__ import annotations
 
 import bisect
+import itertools
 
 import pytest
 
@@ -88,7 +89,7 @@ def test_chunks_move_round_robin_a_zones_chunk_to_its_shard_and_a_rerun_moves_no
     )
     bounds = [(MIN,), ("user3",), ("user6",), (MAX,)]
     # after the splits every chunk is still on the primary shard s0
-    on_primary = [Chunk(lo, hi, "s0") for lo, hi in zip(bounds, bounds[1:], strict=False)]
+    on_primary = [Chunk(lo, hi, "s0") for lo, hi in itertools.pairwise(bounds)]
     moves = chunks.move_commands(spec, on_primary, SHARDS)
     assert moves == [
         {
