@@ -373,6 +373,9 @@ def describe(run: LoadedRun, confidence: float = stats.DEFAULT_CONFIDENCE) -> Gr
     profiled = [s for s in measured if s.resources]
     if profiled:
         parts.append(_profile_table(profiled))
+    loads = [s for s in records.steps(obj) if s.distribution]
+    if loads:
+        parts.append(_distribution_table(loads))
     snapshot = (obj.get("status") or {}).get("clusterSnapshot")
     if snapshot:
         parts.append(Text("Cluster snapshot", style="bold italic"))
@@ -527,6 +530,25 @@ def _profile_table(profiled: Sequence[records.StepView]) -> Table:
             ", ".join(figures.get("missing") or []) or "-",
         )
     return profile
+
+
+def _distribution_table(loads: Sequence[records.StepView]) -> Table:
+    table = _titled(
+        "Shard distribution after each load", ("step", "shard", "documents", "%", "data", "chunks")
+    )
+    for step in loads:
+        dist = step.distribution or {}
+        for i, share in enumerate(dist.get("shards") or []):
+            size = share.get("dataBytes")
+            table.add_row(
+                step.label if i == 0 else "",
+                str(share.get("shard")),
+                str(share.get("documents")),
+                f"{share.get('percent', 0):.1f}",
+                "-" if size is None else f"{size / 2**20:.1f} MiB",
+                str(share.get("chunks")),
+            )
+    return table
 
 
 def _conditions_table(obj: Mapping[str, Any]) -> Table:
