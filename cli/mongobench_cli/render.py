@@ -532,6 +532,35 @@ def _profile_table(profiled: Sequence[records.StepView]) -> Table:
     return profile
 
 
+DISTRIBUTION_COLUMNS = ("run", "shard key", "documents", "per shard: % of documents (chunks)")
+
+
+def distribution_rows(runs: Sequence[LoadedRun]) -> list[list[str]]:
+    """One compact row per sharded run: its key and the shards after its last load."""
+    rows = []
+    for run in runs:
+        dist = records.distribution(run.run)
+        if not dist:
+            continue
+        shares = ", ".join(
+            f"{s.get('shard')} {s.get('percent', 0):.1f}% ({s.get('chunks')})"
+            for s in dist.get("shards") or []
+        )
+        key = records.shard_key(run.run)
+        rows.append([run.key or run.name, key, str(dist.get("documents", "")), shares])
+    return rows
+
+
+def distribution_summary(runs: Sequence[LoadedRun]) -> Table | None:
+    rows = distribution_rows(runs)
+    if not rows:
+        return None
+    table = _titled("Shard distribution after the last load", DISTRIBUTION_COLUMNS)
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
 def _distribution_table(loads: Sequence[records.StepView]) -> Table:
     table = _titled(
         "Shard distribution after each load", ("step", "shard", "documents", "%", "data", "chunks")

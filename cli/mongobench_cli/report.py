@@ -650,12 +650,15 @@ def write(
             "no latency percentile curves: report from an archive or a live cluster that still "
             "has the runs' result ConfigMaps.</p>"
         )
-    parts += [
-        "<h2>Runs</h2>",
-        _runs_html(runs, result),
-        "<h2>Comparison</h2>",
-        _compare_html(result),
-    ]
+    parts += ["<h2>Runs</h2>", _runs_html(runs, result)]
+    shard_rows = render.distribution_rows(runs)
+    if shard_rows:
+        escaped = [[html.escape(c) for c in row] for row in shard_rows]
+        parts += [
+            "<h2>Shard distribution</h2>",
+            _table(render.DISTRIBUTION_COLUMNS, escaped, numeric=(2,)),
+        ]
+    parts += ["<h2>Comparison</h2>", _compare_html(result)]
     if experiments:
         parts += ["<h2>Deploy times</h2>", deploy_html(experiments)]
         parts += [_figure_html(c, p) for sec, c, p in figs.items if sec == "Deploy times"]

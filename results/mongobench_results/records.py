@@ -209,6 +209,19 @@ def steps(run: Mapping[str, Any]) -> list[StepView]:
     return out
 
 
+def shard_key(run: Mapping[str, Any]) -> str:
+    """The run's shard key as MongoDB writes it: ``{_id: hashed}``, ``{field0: 1, _id: 1}``."""
+    sharding = _dig(run, "spec", "sharding") or {}
+    fields = sharding.get("fields") or [
+        {
+            "field": sharding.get("key", "_id"),
+            "type": "Hashed" if sharding.get("hashed", True) else "Ranged",
+        }
+    ]
+    parts = (f"{f['field']}: {'hashed' if f.get('type') == 'Hashed' else 1}" for f in fields)
+    return "{" + ", ".join(parts) + "}"
+
+
 def distribution(run: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The shard distribution measured after the run's last (re)load: documents, data size and
     chunks per shard; None for a replica set or before the first load."""
