@@ -15,9 +15,10 @@ from fake_mongo import FakeMongo
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec
 from mongobench.benchmarkrun import orchestrate
-from mongobench.benchmarkrun.data import ClusterData
+from mongobench.benchmarkrun.data import ClusterData, sharding_spec
 from mongobench.config import OperatorConfig
 from mongobench.k8s import conditions as cond
+from mongobench.mongo.model import Bound, KeyField, Zone
 from mongobench.mongo.pool import AdminPool
 from mongobench.mongocluster import reconcile
 
@@ -173,3 +174,26 @@ def test_a_load_on_a_sharded_cluster_records_the_distribution_on_the_step_and_th
     cluster = kube.get("MongoCluster", NS, "c")
     assert cluster is not None and cluster["status"]["distribution"] == load["distribution"]
     assert cond.EVENT_DISTRIBUTION in kube.reasons()
+
+
+def test_split_points_and_zone_bounds_become_key_values_in_key_order() -> None:
+    spec = run_spec(
+        sharding={
+            "fields": [{"field": "field0"}, {"field": "_id"}],
+            "splitPoints": [{"field0": "m"}, {"_id": "user5", "field0": "m"}],
+            "zones": [
+                {"name": "top", "shards": ["c-shard1"], "min": {"field0": "t"}},
+                {"name": "low", "shards": ["c-shard0"], "max": {"field0": "c"}},
+            ],
+        }
+    )
+    sharding = sharding_spec(spec)
+    assert sharding.fields == (KeyField("field0"), KeyField("_id"))
+    # a point names a prefix of the key or all of it, whatever order the user wrote it in
+    assert sharding.split_points == (("m",), ("m", "user5"))
+    assert sharding.zones == (
+        Zone("top", ("c-shard1",), ("t",), (Bound.MAX,)),  # no max: MaxKey
+        Zone("low", ("c-shard0",), (Bound.MIN,), ("c",)),  # no min: MinKey
+    )
+    assert sharding.value((Bound.MAX,)) == (Bound.MAX, Bound.MAX)
+    assert sharding.value(("t",)) == ("t", Bound.MIN)
