@@ -205,9 +205,15 @@ def test_compound_ranged_key_presplit_with_a_zone_and_indexes(
     # 4 YCSB chunks + the zone's lower bound: 5 chunks; round-robin over sh0..sh2 outside the
     # zone, the zone's chunk on sh2: 3 chunks move off the primary shard sh0
     assert admin.shard_collection(mongos, sharding) == "sharded, 3 chunk(s) moved"
+    # a re-run (or a pass interrupted after shardCollection) splits and moves nothing more
     assert admin.shard_collection(mongos, sharding) == "already sharded"
     held = [c["shard"] for c in model.sharded.chunks["ycsb.usertable"]]
     assert held == ["sh0", "sh1", "sh2", "sh0", "sh2"]
+    # interrupted right after shardCollection: the next pass splits and moves
+    admin.drop_collection(mongos, "ycsb", "usertable")
+    admin.command(router, {"shardCollection": "ycsb.usertable", "key": sharding.key_doc})
+    assert admin.shard_collection(mongos, sharding) == "already sharded, 3 chunk(s) moved"
+    assert [c["shard"] for c in model.sharded.chunks["ycsb.usertable"]] == held
     assert model.sharded.zones == {"sh2": {"top"}}
     index = IndexSpec("by-f1", (("field1", 1), ("field2", -1)), unique=True)
     done = admin.ensure_collection(mongos, "ycsb", "usertable", [index])

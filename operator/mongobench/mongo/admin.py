@@ -610,16 +610,20 @@ class MongoAdmin:
                     f"{spec.namespace} is already sharded on {dict(entry['key'])}, "
                     f"not {spec.key_doc}",
                 )
-            return "already sharded"
-        # "already enabled" on servers before 6.0
-        self._command_unless_done(host, {"enableSharding": spec.database}, ALREADY_INITIALIZED)
-        log.info("shardCollection %s on %s", spec.namespace, spec.key_doc)
-        self._command_unless_done(host, chunks.shard_collection_command(spec), ALREADY_INITIALIZED)
+            done = "already sharded"
+        else:
+            # "already enabled" on servers before 6.0
+            self._command_unless_done(host, {"enableSharding": spec.database}, ALREADY_INITIALIZED)
+            log.info("shardCollection %s on %s", spec.namespace, spec.key_doc)
+            cmd = chunks.shard_collection_command(spec)
+            self._command_unless_done(host, cmd, ALREADY_INITIALIZED)
+            done = "sharded"
+        # Also when already sharded: a pass interrupted after shardCollection finishes here.
         if spec.zones or chunks.split_points(spec):
             moved = self._place_chunks(host, spec)
             if moved:
-                return f"sharded, {moved} chunk(s) moved"
-        return "sharded"
+                return f"{done}, {moved} chunk(s) moved"
+        return done
 
     def distribution(self, mongos: Mongos, database: str, collection: str) -> Distribution:
         """Documents and chunks per shard for status ($collStats count; config.chunks)."""
