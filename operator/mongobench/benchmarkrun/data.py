@@ -109,6 +109,8 @@ def sharding_spec(spec: BenchmarkRunSpec) -> ShardingSpec:
             )
             for z in s.zones
         ),
+        ycsb_hashed_keys=spec.load.insert_order == "hashed",
+        ycsb_records=spec.load.record_count,
     )
 
 

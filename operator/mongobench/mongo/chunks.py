@@ -5,11 +5,11 @@ chunks are (config.chunks) to decide the moves.
 What is supported:
 - a hashed key (one field or a compound key with one hashed field): ``shardCollection`` with
   ``numInitialChunks`` when the hashed field comes first; the balancer spreads them;
-- a ranged key: ``split`` at explicit points, or at points spread evenly over YCSB's key names
-  (``user<number>``, compared as strings: ``user1...`` to ``user9...``) when the first field is
-  ``_id``; then the chunks are moved round-robin across the shards with ``moveChunk`` (by exact
-  bounds; accepted by every server from 4.4 to 8.0, where ``moveRange`` also exists), each chunk
-  inside a zone round-robin across that zone's shards;
+- a ranged key: ``split`` at explicit points, or where YCSB's key names (``user<number>``,
+  compared as strings) divide evenly for the run's insert order and record count, when the
+  first field is ``_id``; then the chunks are moved round-robin across the shards with
+  ``moveChunk`` by exact bounds (a command 4.4 to 8.0 all have; ``moveRange`` exists from 6.0),
+  each chunk inside a zone round-robin across that zone's shards;
 - zones: ``addShardToZone`` per shard, ``updateZoneKeyRange`` per range; zone bounds are split
   points too, so no chunk straddles a zone.
 """
@@ -18,27 +18,62 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 from mongobench.mongo.model import Bound, KeyValue, ShardingSpec
 
-# YCSB's key names are "user" + a decimal number (hashed insert order: a 64-bit FNV hash, mostly
-# 19 digits; ordered: 0..n-1). Compared as strings, their first digits 1-9 are filled about
-# evenly, so points spread over [0.1, 1.0) as decimal fractions split them about evenly.
+# YCSB's key names are "user" + a decimal number, compared as strings. Read as a decimal
+# fraction 0.d1d2..., ordered keys (0..n-1) fill [0.1, 1) about evenly; hashed keys (the absolute
+# value of a 64-bit FNV hash, uniform below 2**63) are mostly 19 digits long, filling
+# [0.1, 0.922...) (2**63 / 10**19), while the shorter ones fill [0.1, 1).
 YCSB_PREFIX = "user"
+_HASHED_TOP = 2**63 / 10**19
+_HASHED_LONG = (2**63 - 10**18) / 2**63  # share of 19-digit hashes
 
 
-def ycsb_split_points(chunks: int) -> tuple[str, ...]:
-    """``chunks - 1`` key names splitting YCSB's key space into ``chunks`` near-even ranges."""
+def _uniform(f: float, low: float, high: float) -> float:
+    return min(max((f - low) / (high - low), 0.0), 1.0)
+
+
+def _hashed_share_below(f: float) -> float:
+    """The share of hashed key names below the fraction ``f``."""
+    long = _uniform(f, 0.1, _HASHED_TOP)
+    return _HASHED_LONG * long + (1 - _HASHED_LONG) * _uniform(f, 0.1, 1.0)
+
+
+def _ordered_below(digits: str, records: int) -> int:
+    """How many of the names user0..user<records-1> sort before "user" + ``digits``."""
+    below = 0
+    for length in range(1, len(str(max(records - 1, 0))) + 1):
+        lo, hi = (0 if length == 1 else 10 ** (length - 1)), min(10**length, records)
+        if lo >= hi:
+            continue
+        head = int(digits[:length].ljust(length, "0"))
+        below += min(max(head - lo, 0), hi - lo)
+        if len(digits) > length and lo <= int(digits[:length]) < hi:
+            below += 1  # a proper prefix of the point sorts before it
+    return below
+
+
+def ycsb_split_points(
+    chunks: int, *, hashed: bool = True, records: int = 100_000
+) -> tuple[str, ...]:
+    """``chunks - 1`` key names splitting YCSB's ``records`` key names (hashed or ordered
+    insert order) into ``chunks`` near-even ranges."""
     if chunks <= 1:
         return ()
-    digits = len(str(chunks)) + 1
+    digits = len(str(max(chunks, records))) + 1
     points: list[str] = []
     for k in range(1, chunks):
-        fraction = Fraction(1, 10) + Fraction(9, 10) * Fraction(k, chunks)
-        scaled = int(fraction * 10**digits)
-        text = str(scaled).rjust(digits, "0").rstrip("0")
+        low, high = 10 ** (digits - 1), 10**digits - 1  # the point's digits, as an integer
+        while low < high:  # the smallest point with k/chunks of the names below it
+            mid = (low + high) // 2
+            if hashed:
+                enough = _hashed_share_below(mid / 10**digits) >= k / chunks
+            else:
+                enough = _ordered_below(str(mid), records) >= k * records / chunks
+            low, high = (low, mid) if enough else (mid + 1, high)
+        text = str(low).rstrip("0")
         if not points or points[-1] != text:
             points.append(text)
     return tuple(YCSB_PREFIX + p for p in points)
@@ -78,7 +113,10 @@ def split_points(spec: ShardingSpec) -> tuple[KeyValue, ...]:
         return ()
     points = [spec.value(p) for p in spec.split_points]
     if spec.initial_chunks and not spec.split_points and spec.key_fields[0].field == "_id":
-        points.extend(spec.value(p) for p in ycsb_split_points(spec.initial_chunks))
+        ycsb = ycsb_split_points(
+            spec.initial_chunks, hashed=spec.ycsb_hashed_keys, records=spec.ycsb_records
+        )
+        points.extend(spec.value(p) for p in ycsb)
     for zone in spec.zones:
         points.extend((spec.value(zone.min), spec.value(zone.max)))
     lowest, highest = spec.value(Bound.MIN), (Bound.MAX,) * len(spec.key_fields)

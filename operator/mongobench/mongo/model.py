@@ -281,6 +281,8 @@ class ShardingSpec:
     split_points: tuple[Any, ...] = ()
     fields: tuple[KeyField, ...] = ()
     zones: tuple[Zone, ...] = ()
+    ycsb_hashed_keys: bool = True  # YCSB's insert order: hashed or ordered key names
+    ycsb_records: int = 100_000  # YCSB's recordCount: ordered names are user0..user<n-1>
 
     @property
     def namespace(self) -> str:
