@@ -502,6 +502,9 @@ def compare_runs(
         sys.stdout.write(render.compare_markdown(result))
     else:
         console().print(render.compare_table(result))
+        shards = render.distribution_summary(runs)
+        if shards is not None:
+            console().print(shards)
 
 
 # --- export ------------------------------------------------------------------------------------

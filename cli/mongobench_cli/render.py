@@ -446,6 +446,9 @@ def describe(run: LoadedRun, confidence: float = stats.DEFAULT_CONFIDENCE) -> Gr
     profiled = [s for s in measured if s.resources]
     if profiled:
         parts.append(_profile_table(profiled))
+    loads = [s for s in records.steps(obj) if s.distribution]
+    if loads:
+        parts.append(_distribution_table(loads))
     snapshot = (obj.get("status") or {}).get("clusterSnapshot")
     if snapshot:
         parts.append(Text("Cluster snapshot", style="bold italic"))
@@ -616,6 +619,54 @@ def _profile_table(profiled: Sequence[records.StepView]) -> Table:
             ", ".join(figures.get("missing") or []) or "-",
         )
     return profile
+
+
+DISTRIBUTION_COLUMNS = ("run", "shard key", "documents", "per shard: % of documents (chunks)")
+
+
+def distribution_rows(runs: Sequence[LoadedRun]) -> list[list[str]]:
+    """One compact row per sharded run: its key and the shards after its last load."""
+    rows = []
+    for run in runs:
+        dist = records.distribution(run.run)
+        if not dist:
+            continue
+        shares = ", ".join(
+            f"{s.get('shard')} {s.get('percent', 0):.1f}% ({s.get('chunks')})"
+            for s in dist.get("shards") or []
+        )
+        key = records.shard_key(run.run)
+        rows.append([run.key or run.name, key, str(dist.get("documents", "")), shares])
+    return rows
+
+
+def distribution_summary(runs: Sequence[LoadedRun]) -> Table | None:
+    rows = distribution_rows(runs)
+    if not rows:
+        return None
+    table = _titled("Shard distribution after the last load", DISTRIBUTION_COLUMNS)
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def _distribution_table(loads: Sequence[records.StepView]) -> Table:
+    table = _titled(
+        "Shard distribution after each load", ("step", "shard", "documents", "%", "data", "chunks")
+    )
+    for step in loads:
+        dist = step.distribution or {}
+        for i, share in enumerate(dist.get("shards") or []):
+            size = share.get("dataBytes")
+            table.add_row(
+                step.label if i == 0 else "",
+                str(share.get("shard")),
+                str(share.get("documents")),
+                f"{share.get('percent', 0):.1f}",
+                "-" if size is None else f"{size / 2**20:.1f} MiB",
+                str(share.get("chunks")),
+            )
+    return table
 
 
 def _conditions_table(obj: Mapping[str, Any]) -> Table:

@@ -599,6 +599,14 @@ def _runs_html(runs: Sequence[LoadedRun], result: compare.Comparison) -> str:
     return _table(headers, rows, numeric=(9,))
 
 
+def _distribution_html(runs: Sequence[LoadedRun]) -> list[str]:
+    """Each sharded run's key and shares per shard after its last load; nothing otherwise."""
+    rows = [[html.escape(c) for c in row] for row in render.distribution_rows(runs)]
+    if not rows:
+        return []
+    return ["<h2>Shard distribution</h2>", _table(render.DISTRIBUTION_COLUMNS, rows, numeric=(2,))]
+
+
 def _warnings_html(runs: Sequence[LoadedRun]) -> str:
     items = [
         f"<li><b>{html.escape(r.key)}</b>: {html.escape(w)}</li>"
@@ -679,12 +687,8 @@ def write(
             "has the runs' result ConfigMaps.</p>"
         )
     parts += _calibration_parts(calibrated)
-    parts += [
-        "<h2>Runs</h2>",
-        _runs_html(runs, result),
-        "<h2>Comparison</h2>",
-        _compare_html(result),
-    ]
+    parts += ["<h2>Runs</h2>", _runs_html(runs, result), *_distribution_html(runs)]
+    parts += ["<h2>Comparison</h2>", _compare_html(result)]
     if experiments:
         parts += ["<h2>Deploy times</h2>", deploy_html(experiments)]
         parts += [_figure_html(c, p) for sec, c, p in figs.items if sec == "Deploy times"]

@@ -139,6 +139,45 @@ def test_report_is_one_self_contained_html_with_figures(
     assert "differ only in <b>shards</b>" in page
 
 
+def test_compare_and_report_show_each_runs_shard_distribution(tmp_path: Path) -> None:
+    """Two candidate shard keys: compare's table and the report name each run's key and the
+    documents and chunks per shard after its last load."""
+    keys = {
+        "hashed-id": ({"key": "_id", "hashed": True}, [50.0, 50.0], [2, 2]),
+        "field0-id": (
+            {"fields": [{"field": "field0", "type": "Ranged"}, {"field": "_id", "type": "Ranged"}]},
+            [66.7, 33.3],
+            [2, 1],
+        ),
+    }
+    folders = []
+    for i, (name, (sharding, percents, chunks)) in enumerate(keys.items()):
+        loaded = benchmark_run(name, shards=2, seed=i + 1, spec={"sharding": sharding})
+        load = next(s for s in loaded.run["status"]["steps"] if s["kind"] == "load")
+        load["distribution"] = {
+            "collection": "ycsb.usertable",
+            "sharded": True,
+            "documents": 3000,
+            "shards": [
+                {"shard": f"c-shard{j}", "documents": int(30 * p), "percent": p, "chunks": c}
+                for j, (p, c) in enumerate(zip(percents, chunks, strict=True))
+            ],
+        }
+        export.export([loaded], str(tmp_path / name))
+        folders.append(str(tmp_path / name))
+    table = invoke("compare", *folders, "--allow-incomparable")
+    assert "Shard distribution after the last load" in table
+    lines = [" ".join(line.split()) for line in table.splitlines()]
+    assert any("{_id: hashed} 3000 c-shard0 50.0% (2), c-shard1 50.0% (2)" in x for x in lines)
+    assert any(
+        "{field0: 1, _id: 1} 3000 c-shard0 66.7% (2), c-shard1 33.3% (1)" in x for x in lines
+    )
+    invoke("report", *folders, "--allow-incomparable", "-o", str(tmp_path / "report"))
+    page = (tmp_path / "report" / "report.html").read_text()
+    assert "<h2>Shard distribution</h2>" in page
+    assert "{field0: 1, _id: 1}" in page and "c-shard1 33.3% (1)" in page
+
+
 # --- bad input: one line on stderr, exit code 2, never a traceback ---------------------------
 
 

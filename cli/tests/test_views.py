@@ -209,6 +209,37 @@ def test_describe_shows_each_steps_validity_with_its_reasons() -> None:
     assert "valid (warm-up 3 s) [attempt 2]" in text
 
 
+def test_describe_shows_documents_data_and_chunks_per_shard_after_each_load() -> None:
+    from rich.console import Console
+
+    loaded = benchmark_run("sharded", workloads=("a",), repetitions=1)
+    load = next(s for s in loaded.run["status"]["steps"] if s["kind"] == "load")
+    load["distribution"] = {
+        "collection": "ycsb.usertable",
+        "sharded": True,
+        "documents": 1000,
+        "shards": [
+            {
+                "shard": "c-shard0",
+                "documents": 600,
+                "percent": 60.0,
+                "chunks": 3,
+                "dataBytes": 660 * 2**10,
+            },
+            {"shard": "c-shard1", "documents": 400, "percent": 40.0, "chunks": 2},
+        ],
+    }
+    console = Console(width=200, record=True)
+    console.print(render.describe(loaded))
+    text = console.export_text()
+    assert "Shard distribution after each load" in text
+    rows = [" ".join(line.split()) for line in text.splitlines()]
+    assert f"{load['label']} c-shard0 600 60.0 0.6 MiB 3" in rows
+    assert "c-shard1 400 40.0 - 2" in rows  # no data size reported: a dash, not a zero
+    assert records.distribution(loaded.run) == load["distribution"]
+    assert records.distribution(benchmark_run("replica", workloads=("a",)).run) is None
+
+
 def _running(name: str) -> dict[str, Any]:
     import copy
 

@@ -176,6 +176,7 @@ class StepView:
     message: str | None
     resources: Mapping[str, Any] | None = None  # disk, network, memory (resource profile)
     validity: _validity.Validity = _validity.UNJUDGED  # the operator's verdict on this trial
+    distribution: Mapping[str, Any] | None = None  # shards after a load (sharded clusters)
 
     @property
     def seconds(self) -> float | None:
@@ -202,9 +203,30 @@ def steps(run: Mapping[str, Any]) -> list[StepView]:
                 message=s.get("message"),
                 resources=s.get("resources"),
                 validity=_validity.parse(s.get("validity")),
+                distribution=s.get("distribution"),
             )
         )
     return out
+
+
+def shard_key(run: Mapping[str, Any]) -> str:
+    """The run's shard key as MongoDB writes it: ``{_id: hashed}``, ``{field0: 1, _id: 1}``."""
+    sharding = _dig(run, "spec", "sharding") or {}
+    fields = sharding.get("fields") or [
+        {
+            "field": sharding.get("key", "_id"),
+            "type": "Hashed" if sharding.get("hashed", True) else "Ranged",
+        }
+    ]
+    parts = (f"{f['field']}: {'hashed' if f.get('type') == 'Hashed' else 1}" for f in fields)
+    return "{" + ", ".join(parts) + "}"
+
+
+def distribution(run: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The shard distribution measured after the run's last (re)load: documents, data size and
+    chunks per shard; None for a replica set or before the first load."""
+    loaded = [s.distribution for s in steps(run) if s.distribution]
+    return loaded[-1] if loaded else None
 
 
 def measured(run: Mapping[str, Any]) -> list[StepView]:

@@ -22,6 +22,15 @@ they agree on config, primary and users. Rules of the model (not of MongoDB in f
   waits while the shard is still a database's primary: ``sharded.primaries``, set by
   enableSharding or by hand, moved by movePrimary), enableSharding/shardCollection,
   config.collections/config.chunks and $collStats counts;
+- a ranged (or compound ranged) collection has real chunks: one [MinKey, MaxKey) chunk on the
+  database's primary shard after shardCollection, ``split`` at a full shard key value (a
+  boundary already there is refused with the server's "boundary" message), ``moveChunk`` by
+  exact bounds to an active shard, refused when the chunk lies in a zone the target shard is
+  not in; ``addShardToZone``/``updateZoneKeyRange`` record zones (a range needs a zone with a
+  shard); ``createIndexes``/``listIndexes`` record indexes per collection (``create`` of a sharded
+  one is NamespaceExists 48). A hashed key has no
+  chunk records (two per active shard are reported). Documents (``sharded.documents``, set by
+  the test as the load) spread over a ranged collection's chunks evenly, over shards otherwise;
 - serverStatus on members and mongos reports ``server_version`` and, on members, the
   wiredTiger engine with ``cache_bytes`` configured, plus uptime/connections/opcounters that
   change on every call (as a real server's do);
@@ -38,12 +47,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from bson import Binary
+from bson import Binary, MaxKey, MinKey
 from mockupdb import MockupDB
 
 from localplane.scram import ScramServer
 
 WIRE: dict[str, Any] = {"minWireVersion": 0, "maxWireVersion": 21, "maxBsonObjectSize": 16777216}
+# What $collStats reports as storageStats.size per document (YCSB's 10 fields of 100 bytes).
+DOCUMENT_BYTES = 1100
 # Commands that change cluster state: the steps of the operator's wiring.
 WRITE_COMMANDS = frozenset(
     {
@@ -58,6 +69,11 @@ WRITE_COMMANDS = frozenset(
         "enablesharding",
         "shardcollection",
         "setfeaturecompatibilityversion",
+        "split",
+        "movechunk",
+        "addshardtozone",
+        "updatezonekeyrange",
+        "createindexes",
     }
 )
 # What a mongod with --keyFile answers before authentication.
@@ -89,6 +105,12 @@ class Sharded:
     drain_left: dict[str, int] = field(default_factory=dict)
     users: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     primaries: dict[str, str] = field(default_factory=dict)  # database -> its primary shard
+    # namespace -> its chunks {min, max, shard} (ranged keys only), in key order
+    chunks: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    zones: dict[str, set[str]] = field(default_factory=dict)  # shard -> its zones
+    zone_ranges: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # ns -> ranges
+    indexes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # ns -> createIndexes
+    moves: list[tuple[str, str]] = field(default_factory=list)  # (ns, to) of every moveChunk
 
 
 class MongoModel:
@@ -429,6 +451,8 @@ class MongoModel:
         handler = self._ROUTER_COMMANDS.get(cmd)
         if handler is not None:
             return handler(self, request)
+        if cmd == "find" and doc.get("$db") == "config" and doc["find"] == "chunks":
+            return self._find_chunks(request)
         if cmd == "find" and doc.get("$db") == "config" and doc["find"] == "collections":
             entry = self.sharded.collections.get(doc.get("filter", {}).get("_id", ""))
             batch = [entry] if entry else []
@@ -515,7 +539,9 @@ class MongoModel:
     def _router_drop(self, request: Any) -> bool:
         ns = f"{request.doc.get('$db', 'test')}.{request.doc['drop']}"
         self.dropped.append(ns)
-        self.sharded.collections.pop(ns, None)
+        sh = self.sharded
+        for kept in (sh.collections, sh.chunks, sh.indexes, sh.zone_ranges):
+            kept.pop(ns, None)
         return bool(request.ok())
 
     def _shard_collection(self, request: Any) -> bool:
@@ -523,9 +549,133 @@ class MongoModel:
         ns = doc["shardCollection"]
         if ns in sh.collections:
             return _err(request, 23, "AlreadyInitialized", "already sharded")
-        sh.collections[ns] = {"_id": ns, "key": dict(doc["key"]), "uuid": Binary(ns.encode())}
-        self.sharded_history.append((ns, dict(doc["key"])))
+        key = dict(doc["key"])
+        hashed = [f for f, kind in key.items() if kind == "hashed"]
+        if len(hashed) > 1:
+            return _err(
+                request, 2, "BadValue", "A compound shard key may contain at most one hashed field"
+            )
+        sh.collections[ns] = {"_id": ns, "key": key, "uuid": Binary(ns.encode())}
+        if not hashed:
+            primary = sh.primaries.get(ns.split(".", 1)[0]) or (self._active_shards() or [""])[0]
+            sh.chunks[ns] = [
+                {
+                    "min": {f: MinKey() for f in key},
+                    "max": {f: MaxKey() for f in key},
+                    "shard": primary,
+                }
+            ]
+        self.sharded_history.append((ns, key))
         return bool(request.ok(collectionsharded=ns))
+
+    def _full_key(self, ns: str, value: Any) -> tuple[Any, ...] | None:
+        """A shard key value in key order, or None unless it names exactly the key's fields."""
+        key = list(self.sharded.collections[ns]["key"])
+        if not isinstance(value, dict) or list(value) != key:
+            return None
+        return _order(tuple(value[f] for f in key))
+
+    def _split(self, request: Any) -> bool:
+        ns, sh = request.doc["split"], self.sharded
+        if ns not in sh.chunks:
+            return _err(request, 20, "IllegalOperation", f"{ns} has no ranged chunks to split")
+        middle = request.doc.get("middle")
+        at = self._full_key(ns, middle)
+        if at is None:
+            return _err(request, 2, "BadValue", f"split key {middle} is not a full shard key")
+        key = list(sh.collections[ns]["key"])
+        for i, chunk in enumerate(sh.chunks[ns]):
+            lo = _order(tuple(chunk["min"][f] for f in key))
+            hi = _order(tuple(chunk["max"][f] for f in key))
+            if lo == at:
+                return _err(
+                    request, 2, "BadValue", f"new split key {middle} is a boundary key of a chunk"
+                )
+            if lo < at < hi:
+                upper = {**chunk, "min": dict(middle)}
+                sh.chunks[ns][i : i + 1] = [{**chunk, "max": dict(middle)}, upper]
+                return bool(request.ok())
+        return _err(request, 2, "BadValue", f"no chunk holds {middle}")
+
+    def _move_chunk(self, request: Any) -> bool:
+        doc, sh = request.doc, self.sharded
+        ns, to = doc["moveChunk"], str(doc.get("to", ""))
+        if ns not in sh.chunks:
+            return _err(request, 20, "IllegalOperation", f"{ns} has no ranged chunks to move")
+        if to not in self._active_shards():
+            return _err(request, 70, "ShardNotFound", f"Shard {to} not found")
+        lo, hi = (self._full_key(ns, b) for b in doc.get("bounds", [None, None]))
+        key = list(sh.collections.get(ns, {}).get("key", {}))
+        for chunk in sh.chunks.get(ns, []):
+            if (
+                _order(tuple(chunk["min"][f] for f in key)),
+                _order(tuple(chunk["max"][f] for f in key)),
+            ) != (lo, hi):
+                continue
+            for zone in sh.zone_ranges.get(ns, []):
+                zlo, zhi = self._full_key(ns, zone["min"]), self._full_key(ns, zone["max"])
+                inside = None not in (zlo, zhi, lo, hi) and zlo <= lo and hi <= zhi  # type: ignore[operator]
+                if inside and zone["zone"] not in sh.zones.get(to, set()):
+                    return _err(
+                        request,
+                        20,
+                        "IllegalOperation",
+                        f"chunk is in zone {zone['zone']}, which shard {to} is not in",
+                    )
+            chunk["shard"] = to
+            sh.moves.append((ns, to))
+            return bool(request.ok())
+        return _err(request, 2, "BadValue", f"no chunk with bounds {doc.get('bounds')}")
+
+    def _add_shard_to_zone(self, request: Any) -> bool:
+        shard, zone = str(request.doc["addShardToZone"]), str(request.doc["zone"])
+        if shard not in self.sharded.shards:
+            return _err(request, 70, "ShardNotFound", f"Shard {shard} not found")
+        self.sharded.zones.setdefault(shard, set()).add(zone)
+        return bool(request.ok())
+
+    def _update_zone_key_range(self, request: Any) -> bool:
+        doc, sh = request.doc, self.sharded
+        ns, zone = doc["updateZoneKeyRange"], str(doc["zone"])
+        if not any(zone in zs for zs in sh.zones.values()):
+            return _err(request, 2, "BadValue", f"zone {zone} does not exist")
+        ranges = [r for r in sh.zone_ranges.get(ns, []) if r["min"] != doc["min"]]
+        sh.zone_ranges[ns] = [
+            *ranges,
+            {"min": dict(doc["min"]), "max": dict(doc["max"]), "zone": zone},
+        ]
+        return bool(request.ok())
+
+    def _create_indexes(self, request: Any) -> bool:
+        ns = f"{request.doc['$db']}.{request.doc['createIndexes']}"
+        known = self.sharded.indexes.setdefault(ns, [])
+        names = {ix["name"] for ix in known}
+        known.extend(dict(ix) for ix in request.doc["indexes"] if ix["name"] not in names)
+        return bool(request.ok(numIndexesAfter=len(known) + 1))
+
+    def _router_create(self, request: Any) -> bool:
+        ns = f"{request.doc['$db']}.{request.doc['create']}"
+        if ns in self.sharded.collections:  # shardCollection created it
+            return _err(request, 48, "NamespaceExists", f"Collection {ns} already exists.")
+        return bool(request.ok())
+
+    def _list_indexes(self, request: Any) -> bool:
+        ns = f"{request.doc['$db']}.{request.doc['listIndexes']}"
+        batch = [{"v": 2, "key": {"_id": 1}, "name": "_id_"}, *self.sharded.indexes.get(ns, [])]
+        return bool(request.ok(cursor={"id": 0, "ns": ns, "firstBatch": batch}))
+
+    def _find_chunks(self, request: Any) -> bool:
+        uuid = request.doc.get("filter", {}).get("uuid")
+        ns = next(
+            (
+                n
+                for n, c in self.sharded.collections.items()
+                if bytes(c["uuid"]) == bytes(uuid or b"")
+            ),
+            "",
+        )
+        batch = [dict(c) for c in self.sharded.chunks.get(ns, [])]
+        return bool(request.ok(cursor={"id": 0, "ns": "config.chunks", "firstBatch": batch}))
 
     def _server_status(self, request: Any, process: str) -> bool:
         self.server_status_calls += 1
@@ -556,17 +706,36 @@ class MongoModel:
         db, coll = doc["$db"], doc["aggregate"]
         shards = self._active_shards() or ["(none)"]
         if db == "config" and coll == "chunks":
-            # two chunks per active shard, whatever the collection
-            batch = [{"_id": s, "n": 2} for s in shards]
+            match = (doc.get("pipeline") or [{}])[0].get("$match", {})
+            ns = next(
+                (
+                    n
+                    for n, c in self.sharded.collections.items()
+                    if bytes(c["uuid"]) == bytes(match.get("uuid") or b"")
+                ),
+                "",
+            )
+            if ns in self.sharded.chunks:
+                held = [c["shard"] for c in self.sharded.chunks[ns]]
+                batch = [{"_id": s, "n": held.count(s)} for s in sorted(set(held))]
+            else:  # two chunks per active shard, whatever the collection
+                batch = [{"_id": s, "n": 2} for s in shards]
             return bool(request.ok(cursor={"id": 0, "ns": "config.chunks", "firstBatch": batch}))
         ns = f"{db}.{coll}"
         if ns not in self.sharded.documents:
             return _err(request, 26, "NamespaceNotFound", f"ns {ns} does not exist")
         total = self.sharded.documents[ns]
-        # documents spread evenly, remainder on the first shard
-        per = [total // len(shards)] * len(shards)
+        # documents spread evenly over the chunks (ranged) or the shards, remainder on the first
+        owners = [c["shard"] for c in self.sharded.chunks.get(ns, [])] or shards
+        per = [total // len(owners)] * len(owners)
         per[0] += total - sum(per)
-        batch = [{"ns": ns, "shard": s, "count": n} for s, n in zip(shards, per, strict=True)]
+        counts: dict[str, int] = {}
+        for owner, n in zip(owners, per, strict=True):
+            counts[owner] = counts.get(owner, 0) + n
+        batch = [
+            {"ns": ns, "shard": s, "count": n, "storageStats": {"size": n * DOCUMENT_BYTES}}
+            for s, n in sorted(counts.items())
+        ]
         return bool(request.ok(cursor={"id": 0, "ns": ns, "firstBatch": batch}))
 
     _ROUTER_COMMANDS: ClassVar[dict[str, Callable[[MongoModel, Any], bool]]] = {
@@ -581,4 +750,26 @@ class MongoModel:
         "drop": _router_drop,
         "shardcollection": _shard_collection,
         "aggregate": _aggregate,
+        "split": _split,
+        "movechunk": _move_chunk,
+        "addshardtozone": _add_shard_to_zone,
+        "updatezonekeyrange": _update_zone_key_range,
+        "create": _router_create,
+        "createindexes": _create_indexes,
+        "listindexes": _list_indexes,
     }
+
+
+def _rank(value: Any) -> tuple[int, Any]:
+    """BSON order of the values a shard key takes here: MinKey < numbers < strings < MaxKey."""
+    if isinstance(value, MinKey):
+        return (0, 0)
+    if isinstance(value, MaxKey):
+        return (9, 0)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return (1, value)
+    return (2, str(value))
+
+
+def _order(values: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(_rank(v) for v in values)

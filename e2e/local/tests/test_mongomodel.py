@@ -27,6 +27,7 @@ from mongobench.mongo import (
     benchmark_user,
     internal_credentials,
 )
+from mongobench.mongo.model import Bound, IndexSpec, KeyField, Zone
 
 pytestmark = pytest.mark.protocol
 
@@ -176,6 +177,67 @@ def test_sharded_cluster_end_to_end(model: MongoModel, admin: MongoAdmin) -> Non
     assert admin.drop_collection(mongos, "ycsb", "usertable") is True
     assert model.dropped == ["ycsb.usertable"]
     assert admin.shard_collection(mongos, spec) == "sharded"
+
+
+def test_compound_ranged_key_presplit_with_a_zone_and_indexes(
+    model: MongoModel, admin: MongoAdmin
+) -> None:
+    """A compound ranged key pre-split over YCSB's key names, a zone and a unique index, through
+    the product's MongoAdmin against the model's chunk, zone and index rules."""
+    cfg = ReplicaSetSpec("cfg", Role.CONFIG, _hosts("cfg", 1, 27019))
+    shards = [ReplicaSetSpec(f"sh{i}", Role.SHARD, _hosts(f"sh{i}", 1, 27018)) for i in range(3)]
+    router = "mongos-0.mongos-hl.bench.svc.cluster.local:27017"
+    for spec in (cfg, *shards):
+        model.member(spec.members[0])
+    model.mongos(router)
+    mongos = Mongos((router,))
+    for spec in (cfg, *shards):
+        _converge(admin, spec)
+        if spec.role is Role.SHARD:
+            admin.ensure_shard(mongos, spec)
+    sharding = ShardingSpec(
+        "ycsb",
+        "usertable",
+        initial_chunks=4,
+        fields=(KeyField("_id"), KeyField("field0")),
+        zones=(Zone("top", ("sh2",), ("user8",), (Bound.MAX,)),),
+    )
+    # 4 YCSB chunks + the zone's lower bound: 5 chunks; round-robin over sh0..sh2 outside the
+    # zone, the zone's chunk on sh2: 3 chunks move off the primary shard sh0
+    assert admin.shard_collection(mongos, sharding) == "sharded, 3 chunk(s) moved"
+    # a re-run (or a pass interrupted after shardCollection) splits and moves nothing more
+    assert admin.shard_collection(mongos, sharding) == "already sharded"
+    held = [c["shard"] for c in model.sharded.chunks["ycsb.usertable"]]
+    assert held == ["sh0", "sh1", "sh2", "sh0", "sh2"]
+    # interrupted right after shardCollection: the next pass splits and moves
+    admin.drop_collection(mongos, "ycsb", "usertable")
+    admin.command(router, {"shardCollection": "ycsb.usertable", "key": sharding.key_doc})
+    assert admin.shard_collection(mongos, sharding) == "already sharded, 3 chunk(s) moved"
+    assert [c["shard"] for c in model.sharded.chunks["ycsb.usertable"]] == held
+    assert model.sharded.zones == {"sh2": {"top"}}
+    index = IndexSpec("by-f1", (("field1", 1), ("field2", -1)), unique=True)
+    done = admin.ensure_collection(mongos, "ycsb", "usertable", [index])
+    assert done == ("created index by-f1",)
+    assert admin.ensure_collection(mongos, "ycsb", "usertable", [index]) == ()
+    model.sharded.documents["ycsb.usertable"] = 1000
+    dist = admin.distribution(mongos, "ycsb", "usertable")
+    assert [(s.shard, s.documents, s.chunks) for s in dist.shards] == [
+        ("sh0", 400, 2),
+        ("sh1", 200, 1),
+        ("sh2", 400, 2),
+    ]
+    assert [s.data_bytes for s in dist.shards] == [440_000, 220_000, 440_000]
+    # a zone naming a shard the cluster does not have is refused before any zone command
+    admin.drop_collection(mongos, "ycsb", "usertable")
+    wrong = ShardingSpec(
+        "ycsb",
+        "usertable",
+        key="_id",
+        hashed=False,
+        zones=(Zone("top", ("sh9",), ("user8",), (Bound.MAX,)),),
+    )
+    with pytest.raises(PermanentMongoError, match="zone shard\\(s\\) sh9 not in the cluster"):
+        admin.shard_collection(mongos, wrong)
 
 
 def test_rolling_restart_steps_down_the_primary_last(model: MongoModel, admin: MongoAdmin) -> None:

@@ -114,11 +114,54 @@ class MongoOptions:
     upsert: bool = False
 
 
+# A shard key value, a split point or a zone bound: field -> value, in the key's order
+# (fields left out are MinKey).
+KeyValues = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ShardKeyField:
+    field: str
+    type: Literal["Ranged", "Hashed"] = "Ranged"
+
+
+@dataclass(frozen=True)
+class Zone:
+    name: str
+    shards: tuple[str, ...]
+    min: KeyValues = field(default_factory=dict)  # empty: MinKey
+    max: KeyValues = field(default_factory=dict)  # empty: MaxKey
+
+
 @dataclass(frozen=True)
 class Sharding:
+    """The single-field form (``key``, ``hashed``) or a compound key (``fields``)."""
+
     key: str = "_id"
     hashed: bool = True
     pre_split_chunks: int | None = None
+    fields: tuple[ShardKeyField, ...] = ()
+    split_points: tuple[KeyValues, ...] = ()
+    zones: tuple[Zone, ...] = ()
+
+    @property
+    def key_fields(self) -> tuple[ShardKeyField, ...]:
+        return self.fields or (ShardKeyField(self.key, "Hashed" if self.hashed else "Ranged"),)
+
+
+@dataclass(frozen=True)
+class IndexKey:
+    field: str
+    type: Literal["Ascending", "Descending", "Hashed", "Text"] = "Ascending"
+
+
+@dataclass(frozen=True)
+class Index:
+    """A secondary index on the benchmark collection, created before every (re)load."""
+
+    name: str
+    keys: tuple[IndexKey, ...]
+    unique: bool = False
 
 
 @dataclass(frozen=True)
@@ -225,6 +268,7 @@ class BenchmarkRunSpec:
     data_reset: DataReset = field(default_factory=DataReset)
     mongo: MongoOptions = field(default_factory=MongoOptions)
     sharding: Sharding = field(default_factory=Sharding)
+    indexes: tuple[Index, ...] = ()
     clients: Clients = field(default_factory=Clients)
     cleanup: Cleanup = field(default_factory=Cleanup)
     labels: dict[str, str] = field(default_factory=dict)

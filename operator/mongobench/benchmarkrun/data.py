@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mongobench.api.benchmarkrun import BenchmarkRunSpec
+from mongobench.api.benchmarkrun import BenchmarkRunSpec, KeyValues, Sharding
 from mongobench.benchmarkrun.orchestrate import DataOps
 from mongobench.k8s.api import KubeApi
-from mongobench.mongo.model import Mongos, ShardingSpec
+from mongobench.mongo.model import Bound, IndexSpec, KeyField, Mongos, ShardingSpec, Zone
 from mongobench.mongo.pool import AdminPool
 from mongobench.mongocluster.provision import desired
 from mongobench.mongocluster.reconcile import administration
@@ -28,29 +28,24 @@ class ClusterData(DataOps):
         if cluster is None:
             return "external database: the collection is used as it is"
         d = desired(self.kube, cluster, cluster.get("status") or {})
+        indexes = index_specs(spec)
         with administration(self.kube, d, self.admins) as (admin, _):
             if d.layout.sharded:
                 mongos = Mongos((d.layout.mongos_host,))
                 admin.drop_collection(mongos, spec.database, spec.collection)
-                sharding = spec.sharding
-                admin.shard_collection(
-                    mongos,
-                    ShardingSpec(
-                        spec.database,
-                        spec.collection,
-                        key=sharding.key,
-                        hashed=sharding.hashed,
-                        initial_chunks=sharding.pre_split_chunks,
-                    ),
-                )
-                kind = "hashed" if sharding.hashed else "ranged"
+                sharding = sharding_spec(spec)
+                done = admin.shard_collection(mongos, sharding)
+                if indexes:  # after sharding: a unique index must start with the shard key
+                    admin.ensure_collection(mongos, spec.database, spec.collection, indexes)
+                moved = done.partition(", ")[2]  # "N chunk(s) moved" after a pre-split
                 return (
-                    f"{spec.database}.{spec.collection} recreated, sharded on {kind} {sharding.key}"
+                    f"{spec.database}.{spec.collection} recreated, sharded on "
+                    f"{sharding.description}{', ' + moved if moved else ''}{_indexes_note(indexes)}"
                 )
             (rs,) = d.layout.replica_sets
             admin.drop_collection(rs.to_spec(), spec.database, spec.collection)
-            admin.ensure_collection(rs.to_spec(), spec.database, spec.collection)
-            return f"{spec.database}.{spec.collection} recreated"
+            admin.ensure_collection(rs.to_spec(), spec.database, spec.collection, indexes)
+            return f"{spec.database}.{spec.collection} recreated{_indexes_note(indexes)}"
 
     def distribution(
         self, spec: BenchmarkRunSpec, cluster: Mapping[str, Any] | None
@@ -76,3 +71,55 @@ class ClusterData(DataOps):
         with administration(self.kube, d, self.admins) as (admin, _):
             dropped = admin.drop_collection(target, spec.database, spec.collection)
         return f"{spec.database}.{spec.collection} {'dropped' if dropped else 'was already gone'}"
+
+
+_INDEX_ORDER: dict[str, int | str] = {
+    "Ascending": 1,
+    "Descending": -1,
+    "Hashed": "hashed",
+    "Text": "text",
+}
+
+
+def _key_value(sharding: Sharding, values: KeyValues) -> tuple[Any, ...]:
+    """A split point or zone bound in key order, up to the last field given."""
+    fields = [f.field for f in sharding.key_fields]
+    given = [i for i, f in enumerate(fields) if f in values]
+    last = max(given, default=-1)
+    return tuple(values.get(f, Bound.MIN) for f in fields[: last + 1])
+
+
+def sharding_spec(spec: BenchmarkRunSpec) -> ShardingSpec:
+    """The run's sharding (single-field or compound form) as the mongo module's spec."""
+    s = spec.sharding
+    return ShardingSpec(
+        spec.database,
+        spec.collection,
+        key=s.key,
+        hashed=s.hashed,
+        initial_chunks=s.pre_split_chunks,
+        split_points=tuple(_key_value(s, p) for p in s.split_points),
+        fields=tuple(KeyField(f.field, f.type == "Hashed") for f in s.fields),
+        zones=tuple(
+            Zone(
+                z.name,
+                z.shards,
+                _key_value(s, z.min) or (Bound.MIN,),
+                _key_value(s, z.max) or (Bound.MAX,),
+            )
+            for z in s.zones
+        ),
+        ycsb_hashed_keys=spec.load.insert_order == "hashed",
+        ycsb_records=spec.load.record_count,
+    )
+
+
+def index_specs(spec: BenchmarkRunSpec) -> tuple[IndexSpec, ...]:
+    return tuple(
+        IndexSpec(ix.name, tuple((k.field, _INDEX_ORDER[k.type]) for k in ix.keys), ix.unique)
+        for ix in spec.indexes
+    )
+
+
+def _indexes_note(indexes: tuple[IndexSpec, ...]) -> str:
+    return f", indexes {', '.join(ix.name for ix in indexes)}" if indexes else ""

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from mongobench.mongo import driver, plan
+from mongobench.mongo import chunks, driver, plan
 from mongobench.mongo.connect import Connector
 from mongobench.mongo.errors import (
     ALREADY_INITIALIZED,
@@ -39,9 +39,11 @@ from mongobench.mongo.errors import (
 )
 from mongobench.mongo.model import (
     MEMBER_STATES,
+    Bound,
     Distribution,
     DrainingProgress,
     Hello,
+    IndexSpec,
     MemberStatus,
     Mongos,
     ReplicaSetSpec,
@@ -440,7 +442,7 @@ class MongoAdmin:
         target: ReplicaSetSpec | Mongos | str,
         database: str,
         collection: str,
-        indexes: Sequence[tuple[str, Mapping[str, Any]]] = (),
+        indexes: Sequence[IndexSpec] = (),
     ) -> tuple[str, ...]:
         """Create the collection and its named indexes unless they exist; returns what it did."""
         host = self._target(target)
@@ -455,9 +457,7 @@ class MongoAdmin:
             return tuple(done)
         reply = self.command(host, {"listIndexes": collection, "cursor": {}}, db=database)
         existing = {str(ix["name"]) for ix in _all_batches(self, host, database, reply)}
-        missing = [
-            {"name": name, "key": dict(key)} for name, key in indexes if name not in existing
-        ]
+        missing = [ix.document() for ix in indexes if ix.name not in existing]
         if missing:
             self.command(host, {"createIndexes": collection, "indexes": missing}, db=database)
             done.extend(f"created index {ix['name']}" for ix in missing)
@@ -557,16 +557,49 @@ class MongoAdmin:
             if exc.code != done_code:
                 raise
 
-    def _presplit(self, host: str, spec: ShardingSpec) -> None:
-        for point in spec.split_points:
-            try:
-                self.command(host, {"split": spec.namespace, "middle": {spec.key: point}})
-            except PermanentMongoError as exc:
-                if "boundary" not in exc.message:  # already split there: fine
-                    raise
+    def _split(self, host: str, cmd: Doc) -> None:
+        try:
+            self.command(host, _to_bson(cmd))
+        except PermanentMongoError as exc:
+            if "boundary" not in exc.message:  # already split there (an earlier pass): fine
+                raise
+
+    def _chunks(self, host: str, spec: ShardingSpec, entry: Doc) -> list[chunks.Chunk]:
+        match = {"uuid": entry["uuid"]} if "uuid" in entry else {"ns": spec.namespace}
+        reply = self.command(
+            host, {"find": "chunks", "filter": match, "sort": {"min": 1}}, db="config"
+        )
+        docs = [
+            {"min": _from_bson(d["min"]), "max": _from_bson(d["max"]), "shard": d["shard"]}
+            for d in _all_batches(self, host, "config", reply)
+        ]
+        return chunks.chunks_from(spec, docs)
+
+    def _place_chunks(self, host: str, spec: ShardingSpec) -> int:
+        """A ranged key's splits, the zones, then chunk moves (see chunks.py); returns the
+        number of chunks moved. Every step is a no-op when an earlier pass did it."""
+        for cmd in chunks.split_commands(spec):
+            self._split(host, cmd)
+        shards = [s.id for s in self.list_shards(Mongos((host,))) if not s.draining]
+        unknown = sorted({s for z in spec.zones for s in z.shards} - set(shards))
+        if unknown:
+            raise PermanentMongoError(
+                "addShardToZone",
+                host,
+                f"zone shard(s) {', '.join(unknown)} not in the cluster ({', '.join(shards)})",
+            )
+        for cmd in chunks.zone_commands(spec):
+            self.command(host, _to_bson(cmd))
+        entry = self._collection_entry(host, spec.namespace)
+        moves = chunks.move_commands(spec, self._chunks(host, spec, entry or {}), shards)
+        for cmd in moves:
+            log.info("moveChunk %s %s to %s", spec.namespace, cmd["bounds"][0], cmd["to"])
+            self.command(host, _to_bson(cmd))
+        return len(moves)
 
     def shard_collection(self, mongos: Mongos, spec: ShardingSpec) -> str:
-        """enableSharding + shardCollection (+ pre-split); says what it did or that it matched."""
+        """enableSharding + shardCollection, then zones and a ranged key's pre-split and chunk
+        moves (chunks.py); says what it did or that it matched."""
         host = self._mongos(mongos)
         entry = self._collection_entry(host, spec.namespace)
         if entry is not None:
@@ -577,17 +610,20 @@ class MongoAdmin:
                     f"{spec.namespace} is already sharded on {dict(entry['key'])}, "
                     f"not {spec.key_doc}",
                 )
-            return "already sharded"
-        # "already enabled" on servers before 6.0
-        self._command_unless_done(host, {"enableSharding": spec.database}, ALREADY_INITIALIZED)
-        cmd: Doc = {"shardCollection": spec.namespace, "key": spec.key_doc}
-        if spec.hashed and spec.initial_chunks:
-            cmd["numInitialChunks"] = spec.initial_chunks
-        log.info("shardCollection %s on %s", spec.namespace, spec.key_doc)
-        self._command_unless_done(host, cmd, ALREADY_INITIALIZED)
-        if not spec.hashed:
-            self._presplit(host, spec)
-        return "sharded"
+            done = "already sharded"
+        else:
+            # "already enabled" on servers before 6.0
+            self._command_unless_done(host, {"enableSharding": spec.database}, ALREADY_INITIALIZED)
+            log.info("shardCollection %s on %s", spec.namespace, spec.key_doc)
+            cmd = chunks.shard_collection_command(spec)
+            self._command_unless_done(host, cmd, ALREADY_INITIALIZED)
+            done = "sharded"
+        # Also when already sharded: a pass interrupted after shardCollection finishes here.
+        if spec.zones or chunks.split_points(spec):
+            moved = self._place_chunks(host, spec)
+            if moved:
+                return f"{done}, {moved} chunk(s) moved"
+        return done
 
     def distribution(self, mongos: Mongos, database: str, collection: str) -> Distribution:
         """Documents and chunks per shard for status ($collStats count; config.chunks)."""
@@ -599,7 +635,7 @@ class MongoAdmin:
                 host,
                 {
                     "aggregate": collection,
-                    "pipeline": [{"$collStats": {"count": {}}}],
+                    "pipeline": [{"$collStats": {"count": {}, "storageStats": {}}}],
                     "cursor": {},
                 },
                 db=database,
@@ -609,9 +645,13 @@ class MongoAdmin:
                 return Distribution(namespace, sharded=False)
             raise
         counts: dict[str, int] = {}
+        sizes: dict[str, int] = {}
         for d in _all_batches(self, host, database, reply):
             shard = str(d.get("shard", "(unsharded)"))
             counts[shard] = counts.get(shard, 0) + int(d.get("count", 0))
+            size = _int((d.get("storageStats") or {}).get("size"))
+            if size is not None:  # uncompressed data size on that shard
+                sizes[shard] = sizes.get(shard, 0) + size
         chunks: dict[str, int] = {}
         if entry is not None:
             match = {"uuid": entry["uuid"]} if "uuid" in entry else {"ns": namespace}
@@ -636,6 +676,7 @@ class MongoAdmin:
                 counts.get(shard, 0),
                 chunks.get(shard, 0),
                 round(100.0 * counts.get(shard, 0) / total, 1) if total else 0.0,
+                sizes.get(shard),
             )
             for shard in sorted(set(counts) | set(chunks))
         )
@@ -652,6 +693,31 @@ def _all_batches(admin: MongoAdmin, host: str, db: str, reply: Doc) -> list[Doc]
         docs.extend(more.get("nextBatch", []))
         cursor_id = more.get("id", 0)
     return docs
+
+
+def _to_bson(value: Any) -> Any:
+    """A planned command with the driver's MinKey/MaxKey where the plan holds Bound values."""
+    if value is Bound.MIN:
+        return driver.MinKey()
+    if value is Bound.MAX:
+        return driver.MaxKey()
+    if isinstance(value, Mapping):
+        return {k: _to_bson(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_to_bson(v) for v in value]
+    return value
+
+
+def _from_bson(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """A bound read from config.chunks, MinKey/MaxKey as Bound values."""
+    return {
+        k: Bound.MIN
+        if isinstance(v, driver.MinKey)
+        else Bound.MAX
+        if isinstance(v, driver.MaxKey)
+        else v
+        for k, v in doc.items()
+    }
 
 
 def _find_shard(shards: Sequence[ShardInfo], set_name: str) -> ShardInfo | None:

@@ -13,7 +13,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from bson import Timestamp
+    from bson import MaxKey, MinKey, Timestamp
     from pymongo import MongoClient
     from pymongo.errors import (
         AutoReconnect,
@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 _NAMES = {
     "MongoClient": "pymongo",
     "Timestamp": "bson",
+    "MinKey": "bson",
+    "MaxKey": "bson",
     "AutoReconnect": "pymongo.errors",
     "ConfigurationError": "pymongo.errors",
     "ConnectionFailure": "pymongo.errors",
@@ -58,6 +60,8 @@ __all__ = [
     "ConfigurationError",
     "ConnectionFailure",
     "ExecutionTimeout",
+    "MaxKey",
+    "MinKey",
     "MongoClient",
     "NetworkTimeout",
     "NotPrimaryError",

@@ -7,7 +7,7 @@ never leaks them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
+from enum import Enum, StrEnum
 from typing import Any
 
 
@@ -221,12 +221,56 @@ class DrainingProgress:
         return self.state == "completed"
 
 
+class Bound(Enum):
+    """MinKey/MaxKey as plain values (the driver's types are read and written in admin.py)."""
+
+    MIN = "MinKey"
+    MAX = "MaxKey"
+
+
+@dataclass(frozen=True)
+class KeyField:
+    field: str
+    hashed: bool = False
+
+
+# A shard key value (split point, chunk or zone bound): one value per key field, in key order.
+KeyValue = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Zone:
+    """Key range [min, max) kept on ``shards`` (addShardToZone + updateZoneKeyRange)."""
+
+    name: str
+    shards: tuple[str, ...]
+    min: KeyValue
+    max: KeyValue
+
+
+@dataclass(frozen=True)
+class IndexSpec:
+    """A secondary index: (field, 1 | -1 | "hashed" | "text") in order."""
+
+    name: str
+    keys: tuple[tuple[str, int | str], ...]
+    unique: bool = False
+
+    def document(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"name": self.name, "key": dict(self.keys)}
+        if self.unique:
+            doc["unique"] = True
+        return doc
+
+
 @dataclass(frozen=True)
 class ShardingSpec:
-    """How the benchmark collection is sharded: hashed (with initial chunks) or ranged.
+    """How the benchmark collection is sharded: one field (``key``, ``hashed``) or a compound
+    key (``fields``), hashed (with initial chunks) or ranged.
 
-    ``split_points`` pre-split a ranged key at those values; ``initial_chunks`` asks a hashed key
-    for that many chunks up front (ignored by servers that no longer support it).
+    ``split_points`` pre-split a ranged key at those values (a scalar for a one-field key, else
+    a tuple in key order, shorter tuples padded with MinKey); ``initial_chunks`` asks a hashed
+    key for that many chunks up front (ignored by servers that no longer support it).
     """
 
     database: str
@@ -235,14 +279,42 @@ class ShardingSpec:
     hashed: bool = True
     initial_chunks: int | None = None
     split_points: tuple[Any, ...] = ()
+    fields: tuple[KeyField, ...] = ()
+    zones: tuple[Zone, ...] = ()
+    ycsb_hashed_keys: bool = True  # YCSB's insert order: hashed or ordered key names
+    ycsb_records: int = 100_000  # YCSB's recordCount: ordered names are user0..user<n-1>
 
     @property
     def namespace(self) -> str:
         return f"{self.database}.{self.collection}"
 
     @property
+    def key_fields(self) -> tuple[KeyField, ...]:
+        return self.fields or (KeyField(self.key, self.hashed),)
+
+    @property
+    def any_hashed(self) -> bool:
+        return any(f.hashed for f in self.key_fields)
+
+    @property
     def key_doc(self) -> dict[str, Any]:
-        return {self.key: "hashed" if self.hashed else 1}
+        return {f.field: "hashed" if f.hashed else 1 for f in self.key_fields}
+
+    @property
+    def description(self) -> str:
+        """``hashed _id`` / ``ranged field0`` / ``compound {_id: 1, field0: hashed}``."""
+        if len(self.key_fields) == 1:
+            (f,) = self.key_fields
+            return f"{'hashed' if f.hashed else 'ranged'} {f.field}"
+        parts = ", ".join(f"{f.field}: {'hashed' if f.hashed else 1}" for f in self.key_fields)
+        return f"compound {{{parts}}}"
+
+    def value(self, point: Any) -> KeyValue:
+        """A split point or bound as a full key value: MinKey for the fields not given (MaxKey
+        after a MaxKey)."""
+        values = tuple(point) if isinstance(point, tuple) else (point,)
+        pad = Bound.MAX if values and values[-1] is Bound.MAX else Bound.MIN
+        return values + (pad,) * (len(self.key_fields) - len(values))
 
 
 @dataclass(frozen=True)
@@ -251,6 +323,7 @@ class ShardShare:
     documents: int
     chunks: int
     percent: float
+    data_bytes: int | None = None  # $collStats storageStats.size (uncompressed)
 
 
 @dataclass(frozen=True)
@@ -275,6 +348,7 @@ class Distribution:
                     "documents": s.documents,
                     "percent": s.percent,
                     "chunks": s.chunks,
+                    **({} if s.data_bytes is None else {"dataBytes": s.data_bytes}),
                 }
                 for s in self.shards
             ],

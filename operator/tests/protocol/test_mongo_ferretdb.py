@@ -22,6 +22,7 @@ from mongobench.mongo import (
     ReplicaSetSpec,
     Role,
 )
+from mongobench.mongo.model import IndexSpec
 
 pytestmark = pytest.mark.protocol
 
@@ -56,15 +57,25 @@ def test_server_facts_from_a_real_server_status(admin: MongoAdmin) -> None:
 
 
 def test_collection_and_index_creation_is_idempotent(admin: MongoAdmin, ferret: FerretDB) -> None:
-    indexes = [("field0_1", {"field0": 1})]
+    indexes = [
+        IndexSpec("field0_1", (("field0", 1),)),
+        # a run's declared index: compound, descending, unique (spec.indexes)
+        IndexSpec("by-f1-f2", (("field1", 1), ("field2", -1)), unique=True),
+    ]
     first = admin.ensure_collection(NAME, "ycsb_idem", "usertable", indexes)
-    assert first == ("created ycsb_idem.usertable", "created index field0_1")
-    # the second call meets the server's own NamespaceExists (48) and an existing index
+    assert first == (
+        "created ycsb_idem.usertable",
+        "created index field0_1",
+        "created index by-f1-f2",
+    )
+    # the second call meets the server's own NamespaceExists (48) and existing indexes
     assert admin.ensure_collection(NAME, "ycsb_idem", "usertable", indexes) == ()
     with MongoClient(ferret.uri, directConnection=True, serverSelectionTimeoutMS=3000) as c:
-        names = {ix["name"] for ix in c["ycsb_idem"]["usertable"].list_indexes()}
+        found = {ix["name"]: ix for ix in c["ycsb_idem"]["usertable"].list_indexes()}
         assert "ycsb_idem" in c.list_database_names()
-    assert {"_id_", "field0_1"} <= names
+    assert {"_id_", "field0_1", "by-f1-f2"} <= set(found)
+    assert dict(found["by-f1-f2"]["key"]) == {"field1": 1, "field2": -1}
+    assert found["by-f1-f2"].get("unique") is True
 
 
 def test_feature_compatibility_version_is_read_and_left_alone(admin: MongoAdmin) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from bson import Binary
+from bson import Binary, MaxKey, MinKey
 from mongo_wirepeer import Cluster, body, run
 
 from mongobench.mongo import (
@@ -21,6 +21,7 @@ from mongobench.mongo import (
     ShardingSpec,
     TransientMongoError,
 )
+from mongobench.mongo.model import KeyField, Zone
 
 pytestmark = pytest.mark.protocol
 
@@ -184,6 +185,7 @@ def test_ranged_shard_collection_presplits_and_tolerates_existing_boundaries(
 ) -> None:
     admin, router = _mongos(cluster)
     router.canned["find"] = {"cursor": {"id": 0, "ns": "config.collections", "firstBatch": []}}
+    router.canned["listshards"] = {"shards": [{"_id": "sh0", "host": SEED, "state": 1}]}
     spec = ShardingSpec("ycsb", "usertable", "_id", hashed=False, split_points=("user3", "user6"))
     result = run(admin.shard_collection, MONGOS, spec)
     router.receives().command_err(23, "already enabled", codeName="AlreadyInitialized")
@@ -199,6 +201,83 @@ def test_ranged_shard_collection_presplits_and_tolerates_existing_boundaries(
     assert body(second) == {"split": "ycsb.usertable", "middle": {"_id": "user6"}}
     second.ok()
     assert result() == "sharded"
+
+
+def test_compound_ranged_key_splits_zones_and_moves_chunks_with_min_and_max_keys(
+    cluster: Cluster,
+) -> None:
+    """What goes over the wire for a compound ranged key with a zone: MinKey/MaxKey as BSON."""
+    admin, router = _mongos(cluster)
+    spec = ShardingSpec(
+        "ycsb",
+        "usertable",
+        split_points=(("user5",),),
+        fields=(KeyField("_id"), KeyField("field0")),
+        zones=(Zone("low", ("sh1",), ("user1",), ("user5",)),),
+    )
+    empty = {"id": 0, "ns": "config.collections", "firstBatch": []}
+    result = run(admin.shard_collection, MONGOS, spec)
+    router.receives().ok(cursor=empty)
+    router.receives().ok()  # enableSharding
+    shard = router.receives()
+    assert body(shard) == {"shardCollection": "ycsb.usertable", "key": {"_id": 1, "field0": 1}}
+    shard.ok()
+    middles = []
+    for _ in range(2):
+        split = router.receives()
+        middles.append(body(split)["middle"])
+        split.ok()
+    assert middles == [{"_id": "user1", "field0": MinKey()}, {"_id": "user5", "field0": MinKey()}]
+    router.receives().ok(
+        shards=[
+            {"_id": "sh0", "host": SEED, "state": 1},
+            {"_id": "sh1", "host": "sh1/x", "state": 1},
+        ]
+    )
+    zone = router.receives()
+    assert body(zone) == {"addShardToZone": "sh1", "zone": "low"}
+    zone.ok()
+    zone_range = router.receives()
+    assert body(zone_range) == {
+        "updateZoneKeyRange": "ycsb.usertable",
+        "min": {"_id": "user1", "field0": MinKey()},
+        "max": {"_id": "user5", "field0": MinKey()},
+        "zone": "low",
+    }
+    zone_range.ok()
+    uuid = Binary(b"0123456789abcdef", 4)
+    entry = {"_id": "ycsb.usertable", "key": {"_id": 1, "field0": 1}, "uuid": uuid}
+    router.receives().ok(cursor={**empty, "firstBatch": [entry]})
+    find_chunks = router.receives()
+    assert body(find_chunks)["filter"] == {"uuid": uuid} and find_chunks.doc["$db"] == "config"
+    lo, b1, b5 = (
+        {"_id": MinKey(), "field0": MinKey()},
+        {"_id": "user1", "field0": MinKey()},
+        {"_id": "user5", "field0": MinKey()},
+    )
+    hi = {"_id": MaxKey(), "field0": MaxKey()}
+    find_chunks.ok(
+        cursor={
+            "id": 0,
+            "ns": "config.chunks",
+            "firstBatch": [
+                {"min": lo, "max": b1, "shard": "sh0"},
+                {"min": b1, "max": b5, "shard": "sh0"},
+                {"min": b5, "max": hi, "shard": "sh0"},
+            ],
+        }
+    )
+    # round-robin outside the zone (sh0, then sh1), the zone's chunk on its shard sh1
+    moves = []
+    for _ in range(2):
+        move = router.receives()
+        moves.append(body(move))
+        move.ok()
+    assert moves == [
+        {"moveChunk": "ycsb.usertable", "bounds": [b1, b5], "to": "sh1"},
+        {"moveChunk": "ycsb.usertable", "bounds": [b5, hi], "to": "sh1"},
+    ]
+    assert result() == "sharded, 2 chunk(s) moved"
 
 
 def test_already_sharded_with_the_same_key_sends_nothing(cluster: Cluster) -> None:
@@ -231,7 +310,7 @@ def test_distribution_counts_documents_and_chunks_per_shard(cluster: Cluster) ->
     stats = router.receives()
     assert body(stats) == {
         "aggregate": "usertable",
-        "pipeline": [{"$collStats": {"count": {}}}],
+        "pipeline": [{"$collStats": {"count": {}, "storageStats": {}}}],
         "cursor": {},
     }
     assert stats.doc["$db"] == "ycsb"
@@ -240,7 +319,12 @@ def test_distribution_counts_documents_and_chunks_per_shard(cluster: Cluster) ->
             "id": 0,
             "ns": "ycsb.usertable",
             "firstBatch": [
-                {"ns": "ycsb.usertable", "shard": "sh0", "count": 750},
+                {
+                    "ns": "ycsb.usertable",
+                    "shard": "sh0",
+                    "count": 750,
+                    "storageStats": {"size": 825000, "count": 750},
+                },
                 {"ns": "ycsb.usertable", "shard": "sh1", "count": 250},
             ],
         }
@@ -263,6 +347,8 @@ def test_distribution_counts_documents_and_chunks_per_shard(cluster: Cluster) ->
         ("sh0", 750, 3, 75.0),
         ("sh1", 250, 1, 25.0),
     ]
+    # storageStats.size where the server reports it, None where it does not
+    assert [s.data_bytes for s in dist.shards] == [825000, None]
 
 
 def test_distribution_of_a_missing_collection_is_empty(cluster: Cluster) -> None:

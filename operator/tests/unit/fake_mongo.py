@@ -111,12 +111,15 @@ class FakeMongo:
         self.collections.discard(f"{database}.{collection}")
         return existed
 
-    def ensure_collection(self, target: Any, database: str, collection: str) -> None:
+    def ensure_collection(
+        self, target: Any, database: str, collection: str, indexes: Any = ()
+    ) -> None:
         self.calls.append(f"create {database}.{collection}")
+        self.calls.extend(f"index {ix.name} {ix.document()}" for ix in indexes)
         self.collections.add(f"{database}.{collection}")
 
     def shard_collection(self, mongos: Mongos, spec: ShardingSpec) -> str:
-        self.calls.append(f"shard {spec.namespace} on {spec.key}")
+        self.calls.append(f"shard {spec.namespace} on {spec.key_doc}")
         self.collections.add(spec.namespace)
         return f"sharded {spec.namespace}"
 

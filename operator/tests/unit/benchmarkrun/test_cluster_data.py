@@ -15,9 +15,10 @@ from fake_mongo import FakeMongo
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec
 from mongobench.benchmarkrun import orchestrate
-from mongobench.benchmarkrun.data import ClusterData
+from mongobench.benchmarkrun.data import ClusterData, sharding_spec
 from mongobench.config import OperatorConfig
 from mongobench.k8s import conditions as cond
+from mongobench.mongo.model import Bound, KeyField, Zone
 from mongobench.mongo.pool import AdminPool
 from mongobench.mongocluster import reconcile
 
@@ -88,9 +89,48 @@ def test_a_sharded_collection_is_sharded_as_the_spec_says(
     data = ClusterData(kube, admins)
     message = data.prepare(run_spec(sharding={"key": "_id", "hashed": True}), cluster)
     assert message == "ycsb.usertable recreated, sharded on hashed _id"
-    assert mongo.calls[-1] == "shard ycsb.usertable on _id"
+    assert mongo.calls[-1] == "shard ycsb.usertable on {'_id': 'hashed'}"
     dist = data.distribution(run_spec(), cluster)
     assert dist is not None and [s["shard"] for s in dist["shards"]] == ["c-shard0", "c-shard1"]
+
+
+def test_a_compound_key_is_sharded_in_order_and_indexes_follow_on_both_topologies(
+    mongo: FakeMongo, admins: AdminPool
+) -> None:
+    kube = FakeKube()
+    data = ClusterData(kube, admins)
+    spec = run_spec(
+        sharding={"fields": [{"field": "field0"}, {"field": "_id", "type": "Hashed"}]},
+        indexes=[
+            {
+                "name": "by-f1",
+                "keys": [{"field": "field1"}, {"field": "field2", "type": "Descending"}],
+            },
+            {"name": "f3", "keys": [{"field": "field3", "type": "Hashed"}], "unique": False},
+        ],
+    )
+    sharded = provisioned(kube, SHARDED)
+    message = data.prepare(spec, sharded)
+    assert message == (
+        "ycsb.usertable recreated, sharded on compound {field0: 1, _id: hashed}, indexes by-f1, f3"
+    )
+    # the key's field order is kept; indexes come after sharding
+    assert mongo.calls[-4:] == [
+        "shard ycsb.usertable on {'field0': 1, '_id': 'hashed'}",
+        "create ycsb.usertable",
+        "index by-f1 {'name': 'by-f1', 'key': {'field1': 1, 'field2': -1}}",
+        "index f3 {'name': 'f3', 'key': {'field3': 'hashed'}}",
+    ]
+    kube2 = FakeKube()
+    replica = provisioned(kube2, REPLICA_SET)
+    mongo.calls.clear()
+    assert ClusterData(kube2, admins).prepare(spec, replica) == (
+        "ycsb.usertable recreated, indexes by-f1, f3"
+    )
+    assert mongo.calls[-2:] == [
+        "index by-f1 {'name': 'by-f1', 'key': {'field1': 1, 'field2': -1}}",
+        "index f3 {'name': 'f3', 'key': {'field3': 'hashed'}}",
+    ]
 
 
 def test_an_external_database_is_left_as_the_user_prepared_it(admins: AdminPool) -> None:
@@ -134,3 +174,26 @@ def test_a_load_on_a_sharded_cluster_records_the_distribution_on_the_step_and_th
     cluster = kube.get("MongoCluster", NS, "c")
     assert cluster is not None and cluster["status"]["distribution"] == load["distribution"]
     assert cond.EVENT_DISTRIBUTION in kube.reasons()
+
+
+def test_split_points_and_zone_bounds_become_key_values_in_key_order() -> None:
+    spec = run_spec(
+        sharding={
+            "fields": [{"field": "field0"}, {"field": "_id"}],
+            "splitPoints": [{"field0": "m"}, {"_id": "user5", "field0": "m"}],
+            "zones": [
+                {"name": "top", "shards": ["c-shard1"], "min": {"field0": "t"}},
+                {"name": "low", "shards": ["c-shard0"], "max": {"field0": "c"}},
+            ],
+        }
+    )
+    sharding = sharding_spec(spec)
+    assert sharding.fields == (KeyField("field0"), KeyField("_id"))
+    # a point names a prefix of the key or all of it, whatever order the user wrote it in
+    assert sharding.split_points == (("m",), ("m", "user5"))
+    assert sharding.zones == (
+        Zone("top", ("c-shard1",), ("t",), (Bound.MAX,)),  # no max: MaxKey
+        Zone("low", ("c-shard0",), (Bound.MIN,), ("c",)),  # no min: MinKey
+    )
+    assert sharding.value((Bound.MAX,)) == (Bound.MAX, Bound.MAX)
+    assert sharding.value(("t",)) == ("t", Bound.MIN)

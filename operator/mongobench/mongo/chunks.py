@@ -1,0 +1,213 @@
+"""Pure planning of a sharded collection's layout: the commands that shard it, zone it, split
+it and move its chunks. No I/O: admin.py sends what these return, reading back only where the
+chunks are (config.chunks) to decide the moves.
+
+What is supported:
+- a hashed key (one field or a compound key with one hashed field): ``shardCollection`` with
+  ``numInitialChunks`` when the hashed field comes first; the balancer spreads them;
+- a ranged key: ``split`` at explicit points, or where YCSB's key names (``user<number>``,
+  compared as strings) divide evenly for the run's insert order and record count, when the
+  first field is ``_id``; then the chunks are moved round-robin across the shards with
+  ``moveChunk`` by exact bounds (a command 4.4 to 8.0 all have; ``moveRange`` exists from 6.0),
+  each chunk inside a zone round-robin across that zone's shards;
+- zones: ``addShardToZone`` per shard, ``updateZoneKeyRange`` per range; zone bounds are split
+  points too, so no chunk straddles a zone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mongobench.mongo.model import Bound, KeyValue, ShardingSpec
+
+# YCSB's key names are "user" + a decimal number, compared as strings. Read as a decimal
+# fraction 0.d1d2..., ordered keys (0..n-1) fill [0.1, 1) about evenly; hashed keys (the absolute
+# value of a 64-bit FNV hash, uniform below 2**63) are mostly 19 digits long, filling
+# [0.1, 0.922...) (2**63 / 10**19), while the shorter ones fill [0.1, 1).
+YCSB_PREFIX = "user"
+_HASHED_TOP = 2**63 / 10**19
+_HASHED_LONG = (2**63 - 10**18) / 2**63  # share of 19-digit hashes
+
+
+def _uniform(f: float, low: float, high: float) -> float:
+    return min(max((f - low) / (high - low), 0.0), 1.0)
+
+
+def _hashed_share_below(f: float) -> float:
+    """The share of hashed key names below the fraction ``f``."""
+    long = _uniform(f, 0.1, _HASHED_TOP)
+    return _HASHED_LONG * long + (1 - _HASHED_LONG) * _uniform(f, 0.1, 1.0)
+
+
+def _ordered_below(digits: str, records: int) -> int:
+    """How many of the names user0..user<records-1> sort before "user" + ``digits``."""
+    below = 0
+    for length in range(1, len(str(max(records - 1, 0))) + 1):
+        lo, hi = (0 if length == 1 else 10 ** (length - 1)), min(10**length, records)
+        if lo >= hi:
+            continue
+        head = int(digits[:length].ljust(length, "0"))
+        below += min(max(head - lo, 0), hi - lo)
+        if len(digits) > length and lo <= int(digits[:length]) < hi:
+            below += 1  # a proper prefix of the point sorts before it
+    return below
+
+
+def ycsb_split_points(
+    chunks: int, *, hashed: bool = True, records: int = 100_000
+) -> tuple[str, ...]:
+    """``chunks - 1`` key names splitting YCSB's ``records`` key names (hashed or ordered
+    insert order) into ``chunks`` near-even ranges."""
+    if chunks <= 1:
+        return ()
+    digits = len(str(max(chunks, records))) + 1
+    points: list[str] = []
+    for k in range(1, chunks):
+        low, high = 10 ** (digits - 1), 10**digits - 1  # the point's digits, as an integer
+        while low < high:  # the smallest point with k/chunks of the names below it
+            mid = (low + high) // 2
+            if hashed:
+                enough = _hashed_share_below(mid / 10**digits) >= k / chunks
+            else:
+                enough = _ordered_below(str(mid), records) >= k * records / chunks
+            low, high = (low, mid) if enough else (mid + 1, high)
+        text = str(low).rstrip("0")
+        if not points or points[-1] != text:
+            points.append(text)
+    return tuple(YCSB_PREFIX + p for p in points)
+
+
+def _rank(value: Any) -> tuple[int, Any]:
+    """BSON comparison order for the values a spec can hold: MinKey < numbers < strings < MaxKey."""
+    if value is Bound.MIN:
+        return (0, 0)
+    if value is Bound.MAX:
+        return (9, 0)
+    if isinstance(value, bool):
+        return (5, value)
+    if isinstance(value, int | float):
+        return (1, value)
+    if isinstance(value, str):
+        return (2, value)
+    return (3, repr(value))
+
+
+def order(value: KeyValue) -> tuple[tuple[int, Any], ...]:
+    """Sort key of a full key value (compound keys compare field by field)."""
+    return tuple(_rank(v) for v in value)
+
+
+def key_document(spec: ShardingSpec, value: KeyValue) -> dict[str, Any]:
+    return {f.field: v for f, v in zip(spec.key_fields, value, strict=True)}
+
+
+def ranged(spec: ShardingSpec) -> bool:
+    return not spec.any_hashed
+
+
+def split_points(spec: ShardingSpec) -> tuple[KeyValue, ...]:
+    """Every point a ranged key is split at (explicit or YCSB-even, and zone bounds), sorted."""
+    if not ranged(spec):
+        return ()
+    points = [spec.value(p) for p in spec.split_points]
+    if spec.initial_chunks and not spec.split_points and spec.key_fields[0].field == "_id":
+        ycsb = ycsb_split_points(
+            spec.initial_chunks, hashed=spec.ycsb_hashed_keys, records=spec.ycsb_records
+        )
+        points.extend(spec.value(p) for p in ycsb)
+    for zone in spec.zones:
+        points.extend((spec.value(zone.min), spec.value(zone.max)))
+    lowest, highest = spec.value(Bound.MIN), (Bound.MAX,) * len(spec.key_fields)
+    unique = {order(p): p for p in points if p not in (lowest, highest)}
+    return tuple(unique[k] for k in sorted(unique))
+
+
+def shard_collection_command(spec: ShardingSpec) -> dict[str, Any]:
+    cmd: dict[str, Any] = {"shardCollection": spec.namespace, "key": spec.key_doc}
+    if spec.initial_chunks and spec.key_fields[0].hashed:
+        cmd["numInitialChunks"] = spec.initial_chunks
+    return cmd
+
+
+def zone_commands(spec: ShardingSpec) -> list[dict[str, Any]]:
+    """addShardToZone for every (shard, zone), then updateZoneKeyRange per zone (idempotent)."""
+    cmds: list[dict[str, Any]] = []
+    for zone in spec.zones:
+        cmds.extend({"addShardToZone": shard, "zone": zone.name} for shard in zone.shards)
+    for zone in spec.zones:
+        cmds.append(
+            {
+                "updateZoneKeyRange": spec.namespace,
+                "min": key_document(spec, spec.value(zone.min)),
+                "max": key_document(spec, spec.value(zone.max)),
+                "zone": zone.name,
+            }
+        )
+    return cmds
+
+
+def split_commands(spec: ShardingSpec) -> list[dict[str, Any]]:
+    return [{"split": spec.namespace, "middle": key_document(spec, p)} for p in split_points(spec)]
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A chunk as config.chunks shows it: [min, max) on ``shard``."""
+
+    min: KeyValue
+    max: KeyValue
+    shard: str
+
+
+def _zone_of(spec: ShardingSpec, chunk: Chunk) -> tuple[str, ...] | None:
+    for zone in spec.zones:
+        lo, hi = order(spec.value(zone.min)), order(spec.value(zone.max))
+        if lo <= order(chunk.min) and order(chunk.max) <= hi:
+            return zone.shards
+    return None
+
+
+def placement(spec: ShardingSpec, chunks: Sequence[Chunk], shards: Sequence[str]) -> list[str]:
+    """Where each chunk (sorted by min) should be: round-robin across all shards, or across its
+    zone's shards for a chunk inside a zone."""
+    turn: dict[tuple[str, ...], int] = {}
+    wanted: list[str] = []
+    for chunk in sorted(chunks, key=lambda c: order(c.min)):
+        targets = _zone_of(spec, chunk) or tuple(shards)
+        i = turn.get(targets, 0)
+        turn[targets] = i + 1
+        wanted.append(targets[i % len(targets)])
+    return wanted
+
+
+def move_commands(
+    spec: ShardingSpec, chunks: Sequence[Chunk], shards: Sequence[str]
+) -> list[dict[str, Any]]:
+    """moveChunk for every chunk not yet where ``placement`` wants it (none on a re-run)."""
+    if not shards or not split_points(spec):  # hashed keys, or one chunk: the balancer's
+        return []
+    ordered = sorted(chunks, key=lambda c: order(c.min))
+    return [
+        {
+            "moveChunk": spec.namespace,
+            "bounds": [key_document(spec, chunk.min), key_document(spec, chunk.max)],
+            "to": target,
+        }
+        for chunk, target in zip(ordered, placement(spec, ordered, shards), strict=True)
+        if chunk.shard != target
+    ]
+
+
+def chunks_from(spec: ShardingSpec, docs: Sequence[Mapping[str, Any]]) -> list[Chunk]:
+    """config.chunks documents (bounds already read into Bound values) as Chunks."""
+    fields = [f.field for f in spec.key_fields]
+    return [
+        Chunk(
+            tuple(d["min"].get(f, Bound.MIN) for f in fields),
+            tuple(d["max"].get(f, Bound.MAX) for f in fields),
+            str(d["shard"]),
+        )
+        for d in docs
+    ]
