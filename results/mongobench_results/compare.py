@@ -5,7 +5,8 @@ so it imports no CLI, terminal, plotting or numeric package.
 
 - A *configuration* is what is being compared: one run, or every run sharing the value of a
   label (`group_by`) or of a target dimension (shards, members, mongos, version, platform,
-  topology). Its samples are the measured repetitions of all its runs, per workload.
+  topology). Its samples are the measured repetitions of all its runs, per workload; the
+  loads are workload `load` (time to load, throughput, insert latency).
 - Each configuration is compared with the baseline for every workload and metric: mean, SD, n,
   confidence interval, the change with its Welch-Satterthwaite interval, Welch's and the
   Mann-Whitney p-values and Hedges' g (see stats.py).
@@ -76,12 +77,26 @@ def _latency_of(op: str, stat: str) -> Callable[[records.StepView], float | None
     return extract
 
 
-def metrics_for(workload_ops: Sequence[str], wanted: Sequence[str]) -> list[Metric]:
+def metrics_for(
+    workload_ops: Sequence[str], wanted: Sequence[str], load: bool = False
+) -> list[Metric]:
+    """The metrics of one workload; a load's come after its time to load (seconds), which
+    comes with the throughput metric (one figure seen two ways: records over seconds)."""
     out: list[Metric] = []
     unknown = [w for w in wanted if w not in METRIC_CHOICES]
     if unknown:
         raise ComparisonError(
             f"unknown metric {unknown[0]!r}: choose from {', '.join(METRIC_CHOICES)}"
+        )
+    if load and "throughput" in wanted:
+        out.append(
+            Metric(
+                "time to load",
+                "s",
+                False,
+                False,
+                lambda s: records.load_seconds(s.result) if s.result else None,
+            )
         )
     if "throughput" in wanted:
         out.append(
@@ -132,7 +147,7 @@ class Configuration:
         again)."""
         if not self._steps:
             for r in self.runs:
-                for s in records.measured(r.run):
+                for s in records.results(r.run):
                     self._steps.setdefault(str(s.workload), []).append(s)
             self._steps.setdefault("", [])
         return self._steps.get(workload, [])
@@ -339,14 +354,14 @@ def comparability(
     out: dict[tuple[str, str], str] = {}
     for w in workloads:
         base_runs = [
-            r for r in baseline.runs if any(s.workload == w for s in records.measured(r.run))
+            r for r in baseline.runs if any(s.workload == w for s in records.results(r.run))
         ]
         if not base_runs:
             continue
         reference = records.workload_parameters(base_runs[0].run, w)
         for c in configs:
             for r in c.runs:
-                if not any(s.workload == w for s in records.measured(r.run)):
+                if not any(s.workload == w for s in records.results(r.run)):
                     continue
                 diffs = _parameter_differences(reference, records.workload_parameters(r.run, w))
                 if diffs:
@@ -406,7 +421,7 @@ def compare(
                 for op in (s.result or {}).get("operations", {})
             }
         )
-        for metric in metrics_for(ops, metrics):
+        for metric in metrics_for(ops, metrics, load=w == records.LOAD):
             base_values = _values(base, w, metric, include_invalid)
             for c in ordered:
                 values = _values(c, w, metric, include_invalid)

@@ -267,3 +267,36 @@ def test_the_experiments_status_rows_keep_the_adjusted_p_and_the_validity() -> N
     changed = next(r for r in kept if not r["baseline"])
     assert changed["pAdjusted"] == pytest.approx(changed["p"])  # a family of one
     assert changed["validity"]["valid"] == 4 and changed["verdict"].endswith("better")
+
+
+def test_loads_are_a_workload_of_their_own_with_time_to_load_first() -> None:
+    """Unit tier: every measured load (load.repetitions) is a trial of workload `load`."""
+    slow = benchmark_run("slow", loads=3, load_throughput=1000, sd=10, seed=40)
+    fast = benchmark_run("fast", loads=3, load_throughput=2000, sd=10, seed=41)
+    result = compare.compare(inputs(slow, fast), baseline="slow", metrics=("throughput", "p99"))
+    load_rows = [r for r in result.rows if r.workload == "load"]
+    assert [r.metric.id for r in load_rows if r.configuration == "fast"] == [
+        "time to load",
+        "throughput",
+        "INSERT p99",
+    ]
+    seconds = row(result, "load", "time to load", "fast")
+    assert seconds.summary.n == 3 and seconds.metric.unit == "s"
+    # 1000 records at ~2000/s load in ~0.5 s, against ~1 s: faster is better.
+    assert 0.4 < seconds.summary.mean < 0.6
+    assert seconds.verdict.endswith("better") and seconds.verdict.startswith("-")
+    assert row(result, "load", "throughput", "fast").verdict.endswith("better")
+    # The run phase's workloads keep their rows, after the load.
+    assert result.rows[0].workload == "load" and {"a", "c"} <= {r.workload for r in result.rows}
+
+
+def test_loads_differing_in_what_they_insert_are_not_comparable() -> None:
+    """Unit tier: a load's parameters are its own (record count, batch, write concern)."""
+    small = benchmark_run("small", loads=3, seed=42)
+    batched = benchmark_run("batched", loads=3, seed=43, spec={"load": {"batchSize": 100}})
+    result = compare.compare(inputs(small, batched), baseline="small", metrics=("throughput",))
+    assert any("workload load" in i and "load.batchSize 1 vs 100" in i for i in result.incomparable)
+    # A run-phase parameter does not make the loads incomparable.
+    longer = benchmark_run("longer", loads=3, seed=44, spec={"run": {"operationCount": 800}})
+    result = compare.compare(inputs(small, longer), baseline="small", metrics=("throughput",))
+    assert not any("workload load" in i for i in result.incomparable)
