@@ -134,6 +134,7 @@ def metrics_for(
 class Configuration:
     name: str
     runs: tuple[RunInput, ...]
+    group: tuple[tuple[str, str], ...] = ()  # (key, value) of each --group-by key
     _steps: dict[str, list[records.StepView]] = field(
         default_factory=dict, compare=False, repr=False
     )
@@ -271,6 +272,7 @@ class Comparison:
     adjust: Adjust = DEFAULT_ADJUST
     ci: IntervalKind = "parametric"
     include_invalid: bool = False
+    group_by: tuple[str, ...] = ()  # the keys configurations were pooled by, in order
 
     @property
     def family(self) -> int:
@@ -304,11 +306,13 @@ class Comparison:
             "configurations": [
                 {
                     "name": c.name,
+                    "group": dict(c.group),
                     "runs": c.run_keys,
                     "shape": c.shape().dimensions(),
                 }
                 for c in self.configurations
             ],
+            "groupBy": list(self.group_by),
             "incomparable": self.incomparable,
             "notes": self.notes,
             "rows": [r.to_dict() for r in self.rows],
@@ -319,27 +323,54 @@ def _dimension(run: Mapping[str, Any], name: str) -> Any:
     return records.shape(run).dimensions().get(name)
 
 
-def configurations(runs: Sequence[RunInput], group_by: str | None = None) -> list[Configuration]:
-    """Runs grouped into configurations, in the order first seen."""
-    if not runs:
-        raise ComparisonError("nothing to compare: no runs given")
+def group_keys(group_by: str | None) -> tuple[str, ...]:
+    """`--group-by cloud,shards` as its keys, in order."""
     if group_by is None:
-        return [Configuration(r.key, (r,)) for r in runs]
-    has_label = [group_by in ((r.run.get("spec") or {}).get("labels") or {}) for r in runs]
-    groups: dict[str, list[RunInput]] = {}
+        return ()
+    keys = tuple(k.strip() for k in group_by.split(","))
+    if not all(keys) or len(set(keys)) != len(keys):
+        raise ComparisonError(f"--group-by {group_by!r}: name each key once, separated by commas")
+    return keys
+
+
+def _group_values(runs: Sequence[RunInput], key: str) -> list[str]:
+    """Each run's value of one grouping key: its spec label, else a target dimension."""
+    has_label = [key in ((r.run.get("spec") or {}).get("labels") or {}) for r in runs]
     if any(has_label):
         for r, has in zip(runs, has_label, strict=True):
             if not has:
-                raise ComparisonError(f"run {r.key} has no label {group_by!r} to group by")
-            groups.setdefault(str(r.run["spec"]["labels"][group_by]), []).append(r)
-    elif group_by in DIMENSIONS:
-        for r in runs:
-            groups.setdefault(f"{group_by}={_dimension(r.run, group_by)}", []).append(r)
-    else:
-        raise ComparisonError(
-            f"no run has a label {group_by!r} (nor is it one of {', '.join(DIMENSIONS)})"
-        )
-    return [Configuration(name, tuple(rs)) for name, rs in groups.items()]
+                raise ComparisonError(f"run {r.key} has no label {key!r} to group by")
+        return [str(r.run["spec"]["labels"][key]) for r in runs]
+    if key in DIMENSIONS:
+        return [str(_dimension(r.run, key)) for r in runs]
+    raise ComparisonError(f"no run has a label {key!r} (nor is it one of {', '.join(DIMENSIONS)})")
+
+
+def configurations(runs: Sequence[RunInput], group_by: str | None = None) -> list[Configuration]:
+    """Runs grouped into configurations, in the order first seen: by one key (a label's value
+    names the configuration, a dimension's `key=value`) or by the tuple of several keys
+    (`cloud=aws,shards=3`)."""
+    if not runs:
+        raise ComparisonError("nothing to compare: no runs given")
+    keys = group_keys(group_by)
+    if not keys:
+        return [Configuration(r.key, (r,)) for r in runs]
+    columns = [_group_values(runs, k) for k in keys]
+    labelled = {
+        k for k in keys if any(k in ((r.run.get("spec") or {}).get("labels") or {}) for r in runs)
+    }
+    groups: dict[tuple[tuple[str, str], ...], list[RunInput]] = {}
+    for i, r in enumerate(runs):
+        groups.setdefault(
+            tuple((k, col[i]) for k, col in zip(keys, columns, strict=True)), []
+        ).append(r)
+
+    def name(group: tuple[tuple[str, str], ...]) -> str:
+        if len(group) == 1 and group[0][0] in labelled:
+            return group[0][1]
+        return ",".join(f"{k}={v}" for k, v in group)
+
+    return [Configuration(name(g), tuple(rs), g) for g, rs in groups.items()]
 
 
 def _parameter_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
@@ -462,6 +493,7 @@ def compare(
         adjust=adjust,
         ci=ci,
         include_invalid=include_invalid,
+        group_by=group_keys(group_by),
     )
 
 
