@@ -293,6 +293,18 @@ class Comparison:
             return f"no adjustment for {self.family_text()}"
         return f"{stats.ADJUSTMENT_NAMES[self.adjust]} across {self.family_text()}"
 
+    def row_dicts(self) -> list[dict[str, Any]]:
+        """Every row as a dict; grouped by keys, each row also says its configuration's values
+        of them (`group`: {"cloud": "aws", "shards": "3"})."""
+        if not self.group_by:
+            return [r.to_dict() for r in self.rows]
+        groups = {c.name: dict(c.group) for c in self.configurations}
+        return [{**r.to_dict(), "group": groups.get(r.configuration, {})} for r in self.rows]
+
+    def configuration_header(self) -> str:
+        """What the configuration column holds: the --group-by keys, or runs."""
+        return ",".join(self.group_by) if self.group_by else "configuration"
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "baseline": self.baseline,
@@ -315,7 +327,7 @@ class Comparison:
             "groupBy": list(self.group_by),
             "incomparable": self.incomparable,
             "notes": self.notes,
-            "rows": [r.to_dict() for r in self.rows],
+            "rows": self.row_dicts(),
         }
 
 

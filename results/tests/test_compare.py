@@ -300,3 +300,22 @@ def test_loads_differing_in_what_they_insert_are_not_comparable() -> None:
     longer = benchmark_run("longer", loads=3, seed=44, spec={"run": {"operationCount": 800}})
     result = compare.compare(inputs(small, longer), baseline="small", metrics=("throughput",))
     assert not any("workload load" in i for i in result.incomparable)
+
+
+def test_group_by_two_keys_pools_by_their_combination() -> None:
+    """Unit tier: a label and a target dimension together; one-key naming is unchanged."""
+    runs = [
+        benchmark_run("aws-3", labels={"cloud": "aws"}, shards=3, seed=50),
+        benchmark_run("aws-5", labels={"cloud": "aws"}, shards=5, throughput=1500, seed=51),
+        benchmark_run("os-3", labels={"cloud": "os"}, shards=3, throughput=800, seed=52),
+        benchmark_run("os-3b", labels={"cloud": "os"}, shards=3, throughput=800, seed=53),
+    ]
+    result = compare.compare(inputs(*runs), group_by="cloud,shards", baseline="cloud=os,shards=3")
+    names = [c.name for c in result.configurations]
+    assert names == ["cloud=os,shards=3", "cloud=aws,shards=3", "cloud=aws,shards=5"]
+    assert result.configurations[0].group == (("cloud", "os"), ("shards", "3"))
+    assert row(result, "a", "throughput", "cloud=os,shards=3").summary.n == 6
+    assert result.to_dict()["groupBy"] == ["cloud", "shards"]
+    assert compare.compare(inputs(*runs), group_by="cloud").configurations[0].name == "aws"
+    with pytest.raises(compare.ComparisonError, match="no run has a label 'region'"):
+        compare.compare(inputs(*runs), group_by="cloud,region")
