@@ -175,4 +175,4 @@ def test_one_experiment_in_two_contexts_archived_to_one_bucket_compared_in_one_c
     assert ("c", "throughput", "site=west,topology=ReplicaSet") in rows
     # The live runs, through each context, say the same of the loads.
     live = mongobench("describe", "bulk", "--context", "west", kubeconfig=kubeconfig, env={})
-    assert "load #3" in live
+    assert "load #3" in live and "time to load (s)" in live
