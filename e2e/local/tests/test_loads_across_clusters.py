@@ -173,6 +173,6 @@ def test_one_experiment_in_two_contexts_archived_to_one_bucket_compared_in_one_c
     west = rows[("load", "time to load", "site=west,topology=ReplicaSet")]
     assert west["n"] == 3 and west["unit"] == "s" and west["group"]["site"] == "west"
     assert ("c", "throughput", "site=west,topology=ReplicaSet") in rows
-    # The live runs, through each context, say the same of the loads.
+    # The live run, read through its context (that site's namespace), shows its loads too.
     live = mongobench("describe", "bulk", "--context", "west", kubeconfig=kubeconfig, env={})
     assert "load #3" in live and "time to load (s)" in live
