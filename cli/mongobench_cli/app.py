@@ -398,8 +398,9 @@ GroupBy = Annotated[
     str | None,
     typer.Option(
         "--group-by",
-        help="pool runs into configurations by this spec label, or by a target dimension "
-        f"({', '.join(compare.DIMENSIONS)})",
+        help="pool runs into configurations by a spec label or a target dimension "
+        f"({', '.join(compare.DIMENSIONS)}); several keys separated by commas (cloud,shards) "
+        "pool by their combination",
     ),
 ]
 Metrics = Annotated[

@@ -186,7 +186,7 @@ def compare_table(result: compare.Comparison) -> Group:
         padding=(0, 1),
     )
     short = {
-        "configuration": "config",
+        "configuration": "config" if not result.group_by else result.configuration_header(),
         "validity": "valid",
         "p Welch": "p(t)",
         "p rank": "p(U)",
@@ -274,7 +274,15 @@ def _test_name(test: str) -> str:
 
 
 def compare_records(result: compare.Comparison) -> list[dict[str, Any]]:
-    return [r.to_dict() for r in result.rows]
+    """Rows as flat records: grouped by keys, each key is a column of its own after the
+    configuration's name."""
+    out = []
+    for r in result.row_dicts():
+        group = r.pop("group", {})
+        at = list(r).index("configuration") + 1
+        items = list(r.items())
+        out.append(dict([*items[:at], *group.items(), *items[at:]]))
+    return out
 
 
 def compare_csv(result: compare.Comparison) -> str:
@@ -309,7 +317,12 @@ def compare_markdown(result: compare.Comparison) -> str:
         "",
         *(f"{_md(line)}  " for line in comparison_legend(result, short=False)),
         "",
-        "| " + " | ".join(c.replace("95%", conf) for c in COLUMNS) + " |",
+        "| "
+        + " | ".join(
+            result.configuration_header() if c == "configuration" else c.replace("95%", conf)
+            for c in COLUMNS
+        )
+        + " |",
         "|" + "|".join("---:" if i in NUMERIC else "---" for i in range(len(COLUMNS))) + "|",
     ]
     for row in result.rows:

@@ -8,7 +8,10 @@ Figures (matplotlib, Agg backend, no display needed):
 - CPU per node for each step (busy % over each step's window; a time series where the
   archive's resources carry one);
 - scaling: a metric against shards, members, mongos or version when the configurations differ
-  in exactly that one dimension.
+  in exactly that one dimension;
+- loads: the time to load per configuration, and against each numeric dimension in which the
+  configurations differ (experiment cells, `--group-by a,b`, or the target's shape), one line
+  per value of the others.
 """
 
 from __future__ import annotations
@@ -438,6 +441,74 @@ def experiment_scaling_figures(figs: _Figures, result: compare.Comparison) -> li
     return numeric
 
 
+def _configuration_dimensions(result: compare.Comparison) -> dict[str, dict[str, str]]:
+    """Each configuration's dimension values: from its name where it names them (experiment
+    cells, `--group-by a,b`), else the target's shape dimensions that differ between them."""
+    cells = {c.name: cell_values(c.name) for c in result.configurations}
+    if all(v is not None for v in cells.values()):
+        return {n: v for n, v in cells.items() if v is not None}
+    shapes = {c.name: c.shape().dimensions() for c in result.configurations}
+    differing = [k for k in SCALING_DIMENSIONS if len({str(d.get(k)) for d in shapes.values()}) > 1]
+    return {n: {k: str(d.get(k)) for k in differing} for n, d in shapes.items()}
+
+
+def load_figures(figs: _Figures, result: compare.Comparison) -> list[str]:
+    """Time to load per configuration, then against each numeric dimension (seconds, as the
+    studies plot an import against shards and replicas). The dimensions plotted."""
+    rows = {
+        r.configuration: r
+        for r in _rows(result, "time to load")
+        if r.workload == records.LOAD and r.summary.mean is not None
+    }
+    if not rows:
+        return []
+    conf = f"{100 * result.confidence:.0f}%"
+    _bars(
+        figs,
+        result=result,
+        metric_ids=[(records.LOAD, "time to load")],
+        name="time-to-load",
+        section="Loads",
+        title=f"Time to load (mean, {conf} CI)",
+        ylabel="seconds",
+    )
+    values = {n: v for n, v in _configuration_dimensions(result).items() if n in rows}
+    dims = list(dict.fromkeys(k for v in values.values() for k in v))
+    numeric = [
+        d
+        for d in dims
+        if len({v.get(d) for v in values.values()}) > 1
+        and all(_number(v.get(d, "")) is not None for v in values.values())
+    ]
+    for dim in numeric:
+        lines: dict[str, list[tuple[float, compare.Row]]] = {}
+        for name, vals in values.items():
+            rest = ",".join(f"{k}={v}" for k, v in vals.items() if k != dim) or "all"
+            lines.setdefault(rest, []).append((float(vals[dim]), rows[name]))
+        fig, ax = plt.subplots(figsize=(6.5, 4))
+        for rest, points in sorted(lines.items()):
+            points.sort(key=lambda p: p[0])
+            ys = [float(r.summary.mean or 0.0) for _, r in points]
+            err = [
+                [y - (r.summary.ci_low if r.summary.ci_low is not None else y)
+                 for y, (_, r) in zip(ys, points, strict=True)],
+                [(r.summary.ci_high if r.summary.ci_high is not None else y) - y
+                 for y, (_, r) in zip(ys, points, strict=True)],
+            ]  # fmt: skip
+            ax.errorbar([x for x, _ in points], ys, yerr=err, marker="o", capsize=3, label=rest)
+        ax.set_xticks(sorted({float(v[dim]) for v in values.values()}))
+        ax.set_xlabel(dim)
+        ax.set_ylabel("seconds to load")
+        ax.set_title(f"Time to load against {dim} (mean, {conf} CI)", fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        figs.save(
+            fig, f"time-to-load-{_safe(dim)}", "Loads",
+            f"Time to load against {dim}, one line per other dimensions",
+        )  # fmt: skip
+    return numeric
+
+
 def deploy_html(experiments: Sequence[Mapping[str, Any]]) -> str:
     """The deploy-time table: every cluster deployment of the experiments' cells."""
     from mongobench_cli import experiment  # noqa: PLC0415
@@ -631,6 +702,23 @@ def _calibration_parts(calibrated: tuple[str, calibration.Calibration] | None) -
     return ["<h2>Calibration</h2>", calibration_html(calibrated[1], calibrated[0])]
 
 
+def _plotted_html(dim: str | None, cell_dims: Sequence[str], load_dims: Sequence[str]) -> list[str]:
+    """Where the figures against dimensions are."""
+    parts = []
+    if dim:
+        parts.append(f"<p>The configurations differ only in <b>{dim}</b>: see Scaling.</p>")
+    if cell_dims:
+        parts.append(
+            f"<p>Experiment cells plotted against {html.escape(', '.join(cell_dims))}: "
+            "see Scaling.</p>"
+        )
+    if load_dims:
+        parts.append(
+            f"<p>Time to load plotted against {html.escape(', '.join(load_dims))}: see Loads.</p>"
+        )
+    return parts
+
+
 def write(
     runs: Sequence[LoadedRun],
     result: compare.Comparison,
@@ -649,6 +737,7 @@ def write(
     latency_figures(figs, result)
     dim = scaling_figure(figs, result)
     cell_dims = experiment_scaling_figures(figs, result)
+    load_dims = load_figures(figs, result)
     curves = percentile_figures(figs, result, by_key)
     cpu_figures(figs, result, by_key)
     deploy_figure(figs, experiments)
@@ -673,13 +762,7 @@ def write(
     ]
     for line in [*(f"not comparable: {r}" for r in result.incomparable), *result.notes]:
         parts.append(f"<p class='note'>{html.escape(line)}</p>")
-    if dim:
-        parts.append(f"<p>The configurations differ only in <b>{dim}</b>: see Scaling.</p>")
-    if cell_dims:
-        parts.append(
-            f"<p>Experiment cells plotted against {html.escape(', '.join(cell_dims))}: "
-            "see Scaling.</p>"
-        )
+    parts += _plotted_html(dim, cell_dims, load_dims)
     if not curves:
         parts.append(
             "<p class='note'>No full result documents were found (HDR histograms), so there are "

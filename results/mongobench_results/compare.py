@@ -5,7 +5,8 @@ so it imports no CLI, terminal, plotting or numeric package.
 
 - A *configuration* is what is being compared: one run, or every run sharing the value of a
   label (`group_by`) or of a target dimension (shards, members, mongos, version, platform,
-  topology). Its samples are the measured repetitions of all its runs, per workload.
+  topology). Its samples are the measured repetitions of all its runs, per workload; the
+  loads are workload `load` (time to load, throughput, insert latency).
 - Each configuration is compared with the baseline for every workload and metric: mean, SD, n,
   confidence interval, the change with its Welch-Satterthwaite interval, Welch's and the
   Mann-Whitney p-values and Hedges' g (see stats.py).
@@ -76,12 +77,26 @@ def _latency_of(op: str, stat: str) -> Callable[[records.StepView], float | None
     return extract
 
 
-def metrics_for(workload_ops: Sequence[str], wanted: Sequence[str]) -> list[Metric]:
+def metrics_for(
+    workload_ops: Sequence[str], wanted: Sequence[str], load: bool = False
+) -> list[Metric]:
+    """The metrics of one workload; a load's come after its time to load (seconds), which
+    comes with the throughput metric (one figure seen two ways: records over seconds)."""
     out: list[Metric] = []
     unknown = [w for w in wanted if w not in METRIC_CHOICES]
     if unknown:
         raise ComparisonError(
             f"unknown metric {unknown[0]!r}: choose from {', '.join(METRIC_CHOICES)}"
+        )
+    if load and "throughput" in wanted:
+        out.append(
+            Metric(
+                "time to load",
+                "s",
+                False,
+                False,
+                lambda s: records.load_seconds(s.result) if s.result else None,
+            )
         )
     if "throughput" in wanted:
         out.append(
@@ -119,6 +134,7 @@ def metrics_for(workload_ops: Sequence[str], wanted: Sequence[str]) -> list[Metr
 class Configuration:
     name: str
     runs: tuple[RunInput, ...]
+    group: tuple[tuple[str, str], ...] = ()  # (key, value) of each --group-by key
     _steps: dict[str, list[records.StepView]] = field(
         default_factory=dict, compare=False, repr=False
     )
@@ -132,7 +148,7 @@ class Configuration:
         again)."""
         if not self._steps:
             for r in self.runs:
-                for s in records.measured(r.run):
+                for s in records.results(r.run):
                     self._steps.setdefault(str(s.workload), []).append(s)
             self._steps.setdefault("", [])
         return self._steps.get(workload, [])
@@ -256,6 +272,7 @@ class Comparison:
     adjust: Adjust = DEFAULT_ADJUST
     ci: IntervalKind = "parametric"
     include_invalid: bool = False
+    group_by: tuple[str, ...] = ()  # the keys configurations were pooled by, in order
 
     @property
     def family(self) -> int:
@@ -276,6 +293,18 @@ class Comparison:
             return f"no adjustment for {self.family_text()}"
         return f"{stats.ADJUSTMENT_NAMES[self.adjust]} across {self.family_text()}"
 
+    def row_dicts(self) -> list[dict[str, Any]]:
+        """Every row as a dict; grouped by keys, each row also says its configuration's values
+        of them (`group`: {"cloud": "aws", "shards": "3"})."""
+        if not self.group_by:
+            return [r.to_dict() for r in self.rows]
+        groups = {c.name: dict(c.group) for c in self.configurations}
+        return [{**r.to_dict(), "group": groups.get(r.configuration, {})} for r in self.rows]
+
+    def configuration_header(self) -> str:
+        """What the configuration column holds: the --group-by keys, or runs."""
+        return ",".join(self.group_by) if self.group_by else "configuration"
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "baseline": self.baseline,
@@ -289,14 +318,16 @@ class Comparison:
             "configurations": [
                 {
                     "name": c.name,
+                    "group": dict(c.group),
                     "runs": c.run_keys,
                     "shape": c.shape().dimensions(),
                 }
                 for c in self.configurations
             ],
+            "groupBy": list(self.group_by),
             "incomparable": self.incomparable,
             "notes": self.notes,
-            "rows": [r.to_dict() for r in self.rows],
+            "rows": self.row_dicts(),
         }
 
 
@@ -304,27 +335,54 @@ def _dimension(run: Mapping[str, Any], name: str) -> Any:
     return records.shape(run).dimensions().get(name)
 
 
-def configurations(runs: Sequence[RunInput], group_by: str | None = None) -> list[Configuration]:
-    """Runs grouped into configurations, in the order first seen."""
-    if not runs:
-        raise ComparisonError("nothing to compare: no runs given")
+def group_keys(group_by: str | None) -> tuple[str, ...]:
+    """`--group-by cloud,shards` as its keys, in order."""
     if group_by is None:
-        return [Configuration(r.key, (r,)) for r in runs]
-    has_label = [group_by in ((r.run.get("spec") or {}).get("labels") or {}) for r in runs]
-    groups: dict[str, list[RunInput]] = {}
+        return ()
+    keys = tuple(k.strip() for k in group_by.split(","))
+    if not all(keys) or len(set(keys)) != len(keys):
+        raise ComparisonError(f"--group-by {group_by!r}: name each key once, separated by commas")
+    return keys
+
+
+def _group_values(runs: Sequence[RunInput], key: str) -> list[str]:
+    """Each run's value of one grouping key: its spec label, else a target dimension."""
+    has_label = [key in ((r.run.get("spec") or {}).get("labels") or {}) for r in runs]
     if any(has_label):
         for r, has in zip(runs, has_label, strict=True):
             if not has:
-                raise ComparisonError(f"run {r.key} has no label {group_by!r} to group by")
-            groups.setdefault(str(r.run["spec"]["labels"][group_by]), []).append(r)
-    elif group_by in DIMENSIONS:
-        for r in runs:
-            groups.setdefault(f"{group_by}={_dimension(r.run, group_by)}", []).append(r)
-    else:
-        raise ComparisonError(
-            f"no run has a label {group_by!r} (nor is it one of {', '.join(DIMENSIONS)})"
-        )
-    return [Configuration(name, tuple(rs)) for name, rs in groups.items()]
+                raise ComparisonError(f"run {r.key} has no label {key!r} to group by")
+        return [str(r.run["spec"]["labels"][key]) for r in runs]
+    if key in DIMENSIONS:
+        return [str(_dimension(r.run, key)) for r in runs]
+    raise ComparisonError(f"no run has a label {key!r} (nor is it one of {', '.join(DIMENSIONS)})")
+
+
+def configurations(runs: Sequence[RunInput], group_by: str | None = None) -> list[Configuration]:
+    """Runs grouped into configurations, in the order first seen: by one key (a label's value
+    names the configuration, a dimension's `key=value`) or by the tuple of several keys
+    (`cloud=aws,shards=3`)."""
+    if not runs:
+        raise ComparisonError("nothing to compare: no runs given")
+    keys = group_keys(group_by)
+    if not keys:
+        return [Configuration(r.key, (r,)) for r in runs]
+    columns = [_group_values(runs, k) for k in keys]
+    labelled = {
+        k for k in keys if any(k in ((r.run.get("spec") or {}).get("labels") or {}) for r in runs)
+    }
+    groups: dict[tuple[tuple[str, str], ...], list[RunInput]] = {}
+    for i, r in enumerate(runs):
+        groups.setdefault(
+            tuple((k, col[i]) for k, col in zip(keys, columns, strict=True)), []
+        ).append(r)
+
+    def name(group: tuple[tuple[str, str], ...]) -> str:
+        if len(group) == 1 and group[0][0] in labelled:
+            return group[0][1]
+        return ",".join(f"{k}={v}" for k, v in group)
+
+    return [Configuration(name(g), tuple(rs), g) for g, rs in groups.items()]
 
 
 def _parameter_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
@@ -339,14 +397,14 @@ def comparability(
     out: dict[tuple[str, str], str] = {}
     for w in workloads:
         base_runs = [
-            r for r in baseline.runs if any(s.workload == w for s in records.measured(r.run))
+            r for r in baseline.runs if any(s.workload == w for s in records.results(r.run))
         ]
         if not base_runs:
             continue
         reference = records.workload_parameters(base_runs[0].run, w)
         for c in configs:
             for r in c.runs:
-                if not any(s.workload == w for s in records.measured(r.run)):
+                if not any(s.workload == w for s in records.results(r.run)):
                     continue
                 diffs = _parameter_differences(reference, records.workload_parameters(r.run, w))
                 if diffs:
@@ -406,7 +464,7 @@ def compare(
                 for op in (s.result or {}).get("operations", {})
             }
         )
-        for metric in metrics_for(ops, metrics):
+        for metric in metrics_for(ops, metrics, load=w == records.LOAD):
             base_values = _values(base, w, metric, include_invalid)
             for c in ordered:
                 values = _values(c, w, metric, include_invalid)
@@ -447,6 +505,7 @@ def compare(
         adjust=adjust,
         ci=ci,
         include_invalid=include_invalid,
+        group_by=group_keys(group_by),
     )
 
 

@@ -8,7 +8,7 @@ with a diagnosis); older runs without them fall back to the fields they have.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -41,6 +41,19 @@ RUN_PARAMETERS = (
     ("mongo", "upsert"),
     ("dataReset", "between"),
     ("dataReset", "insertingWorkloads"),
+    ("sharding",),
+)
+LOAD_PARAMETERS = (
+    ("driver",),
+    ("load", "recordCount"),
+    ("load", "batchSize"),
+    ("load", "insertOrder"),
+    ("load", "properties"),
+    ("load", "scenario"),
+    ("run", "fieldCount"),
+    ("run", "fieldLength"),
+    ("mongo", "writeConcern"),
+    ("mongo", "upsert"),
     ("sharding",),
 )
 CONCURRENCY_PARAMETERS = (("clients", "parallelism"), ("run", "threads"), ("load", "threads"))
@@ -234,6 +247,33 @@ def measured(run: Mapping[str, Any]) -> list[StepView]:
     return [s for s in steps(run) if s.kind == "run" and s.phase == "Succeeded" and s.result]
 
 
+# The workload name a load is a result under: in summaries, `mongobench compare` and reports.
+LOAD = "load"
+
+
+def loads(run: Mapping[str, Any]) -> list[StepView]:
+    """The measured loads: every load step (the first, load.repetitions, and reloads from empty
+    that dataReset asks for) that succeeded with a result, as workload `load`."""
+    return [
+        replace(s, workload=LOAD, repetition=n)
+        for n, s in enumerate(
+            (s for s in steps(run) if s.kind == "load" and s.phase == "Succeeded" and s.result),
+            start=1,
+        )
+    ]
+
+
+def results(run: Mapping[str, Any]) -> list[StepView]:
+    """Everything measured: the loads (workload `load`), then the run phase's repetitions."""
+    return [*loads(run), *measured(run)]
+
+
+def load_seconds(result: Mapping[str, Any]) -> float | None:
+    """Time to load: the clients' window (first to last insert), else the step's runtime."""
+    seconds = window_seconds(result) or result.get("runtimeSeconds")
+    return float(seconds) if seconds else None
+
+
 def window_seconds(result: Mapping[str, Any]) -> float | None:
     seconds = _dig(result, "window", "seconds")
     return float(seconds) if seconds else None
@@ -295,10 +335,11 @@ def concurrency(run: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def workload_parameters(run: Mapping[str, Any], workload: str) -> dict[str, Any]:
-    """Flat {'run.threads': 16, ...} of everything that defines what `workload` measures."""
+    """Flat {'run.threads': 16, ...} of everything that defines what `workload` measures (for
+    the load: the load's own fields, the record's size, and how it is written)."""
     spec = run.get("spec") or {}
     out: dict[str, Any] = {}
-    for path in RUN_PARAMETERS:
+    for path in LOAD_PARAMETERS if workload == LOAD else RUN_PARAMETERS:
         key = ".".join(path)
         value = _dig(spec, *path)
         if value is None:
@@ -398,7 +439,7 @@ def plan_rows(run: Mapping[str, Any]) -> list[StepView]:
 def workloads(runs: Sequence[Mapping[str, Any]]) -> list[str]:
     seen: dict[str, None] = {}
     for run in runs:
-        for s in measured(run):
+        for s in results(run):
             if s.workload:
                 seen.setdefault(str(s.workload), None)
     return list(seen)

@@ -84,8 +84,14 @@ def step_result(doc: Mapping[str, Any], per_client: bool = True) -> dict[str, An
 
 def summarise(steps: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Per workload over its measured repetitions: mean, SD and n of throughput and of each
-    operation's mean and p99 latency (SD is the sample SD; n=1 has none)."""
+    operation's mean and p99 latency (SD is the sample SD; n=1 has none). The loads come first,
+    as workload `load`, with their time to load (`seconds`)."""
     by_workload: dict[str, list[Mapping[str, Any]]] = {}
+    for step in steps:
+        if step.get("phase") != "Succeeded" or not step.get("result"):
+            continue
+        if step.get("kind") == "load":
+            by_workload.setdefault(records.LOAD, []).append(step["result"])
     for step in steps:
         if step.get("kind") == "run" and step.get("phase") == "Succeeded" and step.get("result"):
             by_workload.setdefault(str(step["workload"]), []).append(step["result"])
@@ -97,6 +103,9 @@ def summarise(steps: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
             "throughput": _stats([r["throughput"] for r in results]),
             "operations": {},
         }
+        if workload == records.LOAD:
+            seconds = [records.load_seconds(r) for r in results]
+            entry["seconds"] = _stats([s for s in seconds if s is not None])
         names = sorted({op for r in results for op in r["operations"]})
         for op in names:
             present = [r["operations"][op] for r in results if op in r["operations"]]
@@ -122,24 +131,29 @@ def _round(value: Any) -> Any:
 def workload_summary(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Per workload over the cell's runs: n, mean throughput and mean of the operations' worst
     p99 (microseconds), from the measured steps as `mongobench compare` reads them."""
-    acc: dict[str, list[tuple[float, float | None]]] = {}
+    acc: dict[str, list[tuple[float, float | None, float | None]]] = {}
     for r in runs:
-        for step in records.measured(r):
+        for step in records.results(r):
             result = step.result or {}
             value = records.throughput(result)
             if value is None:
                 continue
             lat = [records.latency(result, op, "p99") for op in result.get("operations") or {}]
             p99 = max((p for p in lat if p is not None), default=None)
-            acc.setdefault(str(step.workload), []).append((value, p99))
+            acc.setdefault(str(step.workload), []).append(
+                (value, p99, records.load_seconds(result))
+            )
     out = {}
     for w, vals in sorted(acc.items()):
-        p99s: list[float] = [p for _, p in vals if p is not None]
+        p99s: list[float] = [p for _, p, _ in vals if p is not None]
         out[w] = {
             "n": len(vals),
-            "throughput": round(sum(t for t, _ in vals) / len(vals), 1),
+            "throughput": round(sum(t for t, _, _ in vals) / len(vals), 1),
             "p99Micros": round(sum(p99s) / len(p99s), 1) if p99s else None,
         }
+        seconds = [s for _, _, s in vals if s is not None]
+        if w == records.LOAD and seconds:
+            out[w]["seconds"] = round(sum(seconds) / len(seconds), 3)
     return out
 
 

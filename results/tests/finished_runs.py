@@ -29,6 +29,7 @@ MIXES = {  # operation shares of YCSB's standard workloads
     "e": {"SCAN": 0.95, "INSERT": 0.05},
     # f: a read-modify-write is a READ and an UPDATE measured together (composite).
     "f": {"READ": 0.75, "UPDATE": 0.25, "READ-MODIFY-WRITE": 0.25},
+    "load": {"INSERT": 1.0},
 }
 T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
@@ -146,19 +147,49 @@ def benchmark_run(
     little_broken: Sequence[str] = (),
     phase: str = "Succeeded",
     invalid: Mapping[str, Sequence[str]] | None = None,
+    loads: int = 0,
+    load_throughput: float = 2000.0,
+    records: int = 1000,
 ) -> FinishedRun:
     """A finished run with its status as the operator writes it, and its client documents.
     `invalid`: when given, every measured step carries a validity verdict, the ones named
-    ("a#2") invalid for the reasons listed (validity.REASONS)."""
+    ("a#2") invalid for the reasons listed (validity.REASONS). `loads`: that many measured loads
+    of `records` records (load.repetitions), each at about `load_throughput` records/s; without
+    them the load step has no result, as in a run whose load was not collected."""
     rng = random.Random(seed)
     cpu_rng = random.Random(-seed)  # apart, so the series do not shift the measurements
     steps: list[dict[str, Any]] = [
         {"index": 0, "kind": "prepare", "label": "prepare", "phase": "Succeeded"},
-        {"index": 1, "kind": "load", "label": "load", "phase": "Succeeded"},
     ]
     documents: dict[int, list[dict[str, Any]]] = {}
     series: dict[int, dict[str, Any]] = {}
     t = T0 + timedelta(seconds=5)
+    if not loads:
+        steps.append({"index": 1, "kind": "load", "label": "load", "phase": "Succeeded"})
+    for rep in range(1, loads + 1):
+        index = len(steps)
+        tp = max(1.0, rng.gauss(load_throughput, sd))
+        docs = [
+            client_document("load", c, clients, threads, tp / clients, records // clients, t, rng)
+            for c in range(clients)
+        ]
+        end = t + timedelta(seconds=records / tp + 1)
+        steps.append(
+            {
+                "index": index,
+                "kind": "load",
+                "label": "load" if loads == 1 else f"load #{rep}",
+                "repetition": rep if loads > 1 else None,
+                "phase": "Succeeded",
+                "job": f"{name}-{index:02d}-load" + (f"-r{rep}" if loads > 1 else ""),
+                "startTime": _iso(t),
+                "completionTime": _iso(end),
+                "clientsReported": clients,
+                "result": summary.step_result(merge_documents(docs)),
+            }
+        )
+        documents[index] = docs
+        t = end + timedelta(seconds=1)
     for w in workloads:
         mean = throughput[w] if isinstance(throughput, Mapping) else throughput
         for rep in range(1, repetitions + 1):
@@ -224,6 +255,8 @@ def benchmark_run(
         "clients": {"parallelism": clients},
         "labels": dict(labels or {}),
     }
+    if loads:
+        run_spec["load"] = {"recordCount": records, "repetitions": loads}
     for key, value in (spec or {}).items():
         if isinstance(value, Mapping) and isinstance(run_spec.get(key), dict):
             run_spec[key] = {**run_spec[key], **value}

@@ -267,3 +267,55 @@ def test_the_experiments_status_rows_keep_the_adjusted_p_and_the_validity() -> N
     changed = next(r for r in kept if not r["baseline"])
     assert changed["pAdjusted"] == pytest.approx(changed["p"])  # a family of one
     assert changed["validity"]["valid"] == 4 and changed["verdict"].endswith("better")
+
+
+def test_loads_are_a_workload_of_their_own_with_time_to_load_first() -> None:
+    """Unit tier: every measured load (load.repetitions) is a trial of workload `load`."""
+    slow = benchmark_run("slow", loads=3, load_throughput=1000, sd=10, seed=40)
+    fast = benchmark_run("fast", loads=3, load_throughput=2000, sd=10, seed=41)
+    result = compare.compare(inputs(slow, fast), baseline="slow", metrics=("throughput", "p99"))
+    load_rows = [r for r in result.rows if r.workload == "load"]
+    assert [r.metric.id for r in load_rows if r.configuration == "fast"] == [
+        "time to load",
+        "throughput",
+        "INSERT p99",
+    ]
+    seconds = row(result, "load", "time to load", "fast")
+    assert seconds.summary.n == 3 and seconds.metric.unit == "s"
+    # 1000 records at ~2000/s load in ~0.5 s, against ~1 s: faster is better.
+    assert 0.4 < seconds.summary.mean < 0.6
+    assert seconds.verdict.endswith("better") and seconds.verdict.startswith("-")
+    assert row(result, "load", "throughput", "fast").verdict.endswith("better")
+    # The run phase's workloads keep their rows, after the load.
+    assert result.rows[0].workload == "load" and {"a", "c"} <= {r.workload for r in result.rows}
+
+
+def test_loads_differing_in_what_they_insert_are_not_comparable() -> None:
+    """Unit tier: a load's parameters are its own (record count, batch, write concern)."""
+    small = benchmark_run("small", loads=3, seed=42)
+    batched = benchmark_run("batched", loads=3, seed=43, spec={"load": {"batchSize": 100}})
+    result = compare.compare(inputs(small, batched), baseline="small", metrics=("throughput",))
+    assert any("workload load" in i and "load.batchSize 1 vs 100" in i for i in result.incomparable)
+    # A run-phase parameter does not make the loads incomparable.
+    longer = benchmark_run("longer", loads=3, seed=44, spec={"run": {"operationCount": 800}})
+    result = compare.compare(inputs(small, longer), baseline="small", metrics=("throughput",))
+    assert not any("workload load" in i for i in result.incomparable)
+
+
+def test_group_by_two_keys_pools_by_their_combination() -> None:
+    """Unit tier: a label and a target dimension together; one-key naming is unchanged."""
+    runs = [
+        benchmark_run("aws-3", labels={"cloud": "aws"}, shards=3, seed=50),
+        benchmark_run("aws-5", labels={"cloud": "aws"}, shards=5, throughput=1500, seed=51),
+        benchmark_run("os-3", labels={"cloud": "os"}, shards=3, throughput=800, seed=52),
+        benchmark_run("os-3b", labels={"cloud": "os"}, shards=3, throughput=800, seed=53),
+    ]
+    result = compare.compare(inputs(*runs), group_by="cloud,shards", baseline="cloud=os,shards=3")
+    names = [c.name for c in result.configurations]
+    assert names == ["cloud=os,shards=3", "cloud=aws,shards=3", "cloud=aws,shards=5"]
+    assert result.configurations[0].group == (("cloud", "os"), ("shards", "3"))
+    assert row(result, "a", "throughput", "cloud=os,shards=3").summary.n == 6
+    assert result.to_dict()["groupBy"] == ["cloud", "shards"]
+    assert compare.compare(inputs(*runs), group_by="cloud").configurations[0].name == "aws"
+    with pytest.raises(compare.ComparisonError, match="no run has a label 'region'"):
+        compare.compare(inputs(*runs), group_by="cloud,region")

@@ -6,10 +6,16 @@ import json
 from typing import Any
 
 import pytest
+from finished_runs import benchmark_run
 
 from mongobench_results.configmaps import assemble
 from mongobench_results.merge import merge_documents as merge
-from mongobench_results.summary import STATUS_WARNINGS, step_result, summarise
+from mongobench_results.summary import (
+    STATUS_WARNINGS,
+    step_result,
+    summarise,
+    workload_summary,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -216,3 +222,18 @@ def test_status_keeps_every_warning_or_says_how_many_are_elsewhere() -> None:
     assert len(kept) == STATUS_WARNINGS
     assert kept[-1] == "16 more warnings in the step's result documents"
     assert step_result(doc, per_client=False)["perClient"].startswith("in the result documents")
+
+
+def test_loads_are_summarised_first_as_workload_load_with_time_to_load() -> None:
+    """Unit tier: the run's summary in status carries the measured loads."""
+    run = benchmark_run("loaded", loads=3, load_throughput=2000, sd=10, workloads=("a",))
+    steps = run.run["status"]["steps"]
+    out = summarise(steps)
+    assert [e["workload"] for e in out] == ["load", "a"]
+    load = out[0]
+    assert load["n"] == 3 and load["seconds"]["n"] == 3
+    assert 0.4 < load["seconds"]["mean"] < 0.6  # 1000 records at ~2000/s
+    assert "INSERT" in load["operations"] and "seconds" not in out[1]
+    cell = workload_summary([run.run])
+    assert cell["load"]["n"] == 3 and 0.4 < cell["load"]["seconds"] < 0.6
+    assert "seconds" not in cell["a"]

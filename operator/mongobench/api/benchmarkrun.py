@@ -51,6 +51,8 @@ class Load:
     insert_order: Literal["hashed", "ordered"] = "hashed"
     skip: bool = False
     scenario: Scenario | None = None
+    repetitions: int = 1  # measured loads, each from empty; the run phase follows the last
+    properties: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -133,6 +133,7 @@ def ycsb_properties(spec: BenchmarkRunSpec, step: Step) -> list[tuple[str, str]]
     ]
     if step.kind == "load":
         props.append(("batchsize", str(spec.load.batch_size)))
+        props.extend(sorted(spec.load.properties.items()))
         return props
     run = spec.run
     count = spec.warmup.operation_count if step.kind == "warmup" and spec.warmup else None

@@ -1,7 +1,8 @@
 """Pure: a BenchmarkRun's deterministic list of steps.
 
     prepare                      drop the old data, create (and shard) the collection
-    load                         insert recordCount records (skipped with load.skip)
+    load [#r]                    insert recordCount records (skipped with load.skip);
+                                 load.repetitions times, each after the first from empty
     warmup <w>                   unrecorded run before the first repetition of each workload
     run <w> #r                   the measured runs, `repetitions` times each (with repeatUntil:
                                  up to its maxRepetitions, those a workload no longer needs
@@ -51,6 +52,8 @@ class Step:
             return f"run {self.workload} #{self.repetition}{again}"
         if self.kind == "warmup":
             return f"warmup {self.workload}"
+        if self.kind == "load" and self.repetition:
+            return f"load #{self.repetition}"
         if self.kind == "load" and self.reset:
             return "reload"
         return self.kind
@@ -88,11 +91,22 @@ def ordered_workloads(spec: BenchmarkRunSpec) -> list[Workload]:
     return workloads
 
 
+def measured_loads(
+    spec: BenchmarkRunSpec,
+) -> list[tuple[StepKind, str | None, int | None, bool]]:
+    """The load steps before the first workload: one, or load.repetitions numbered ones, each
+    after the first reloading from empty (its `reset` drops and recreates the collection)."""
+    n = spec.load.repetitions
+    if n <= 1:
+        return [("load", None, None, False)]
+    return [("load", None, rep, rep > 1) for rep in range(1, n + 1)]
+
+
 def make_plan(spec: BenchmarkRunSpec) -> list[Step]:
     steps: list[tuple[StepKind, str | None, int | None, bool]] = [("prepare", None, None, False)]
     loaded = not spec.load.skip
     if loaded:
-        steps.append(("load", None, None, False))
+        steps.extend(measured_loads(spec))
     dirty = False  # the data set differs from what the load produced
     policy = spec.data_reset
     for n, workload in enumerate(ordered_workloads(spec)):

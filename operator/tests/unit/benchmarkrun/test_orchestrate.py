@@ -301,7 +301,27 @@ def test_the_last_step_cleans_up_and_the_run_succeeds() -> None:
     assert condition(kube, cond.SUCCEEDED) == (cond.TRUE, cond.RUN_SUCCEEDED)
     assert cond.EVENT_STEP_SUCCEEDED in kube.reasons()
     assert kube.reasons()[-2:] == [cond.EVENT_DATA_DROPPED, cond.RUN_SUCCEEDED]
-    assert status(kube)["summary"][0]["workload"] == "a"
+    # The load is a result too: summarised first, as workload `load`.
+    assert [e["workload"] for e in status(kube)["summary"]] == ["load", "a"]
+
+
+def test_load_repetitions_reload_from_empty_and_each_load_is_a_result() -> None:
+    kube = FakeKube(mongocluster(), benchmarkrun(repetitions=1, load={"repetitions": 2}))
+    data = Data()
+    advance(kube, data)  # prepare
+    for index, phase in ((1, "load"), (2, "load"), (3, "run")):
+        advance(kube, data)
+        report(kube, index, phase)
+        finish_job(kube, index)
+        advance(kube, data)
+    outcome = advance(kube, data)
+    assert outcome is not None and outcome.phase == cond.RUN_SUCCEEDED
+    # prepare's drop, then the second load's own drop and recreate before its inserts.
+    assert data.calls == ["prepare", "prepare"]
+    labels = [s["label"] for s in status(kube)["steps"]]
+    assert labels == ["prepare", "load #1", "load #2", "run a #1", "cleanup"]
+    load = status(kube)["summary"][0]
+    assert load["workload"] == "load" and load["n"] == 2 and load["seconds"]["n"] == 2
 
 
 # --- failures: the step or the run -------------------------------------------------------------

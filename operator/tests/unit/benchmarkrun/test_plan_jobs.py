@@ -64,6 +64,35 @@ def test_reload_between_repetitions_and_as_written_order() -> None:
     ]  # fmt: skip
 
 
+def test_load_repetitions_reload_from_empty_and_the_run_phase_follows_the_last() -> None:
+    s = spec(workloads=[{"name": "a"}], repetitions=1, load={"repetitions": 3})
+    plan = make_plan(s)
+    assert labels(s) == ["prepare", "load #1", "load #2", "load #3", "run a #1", "cleanup"]
+    loads = [st for st in plan if st.kind == "load"]
+    # The first load follows prepare's drop; each later one drops and recreates first.
+    assert [st.reset for st in loads] == [False, True, True]
+    assert len({st.job_name("r") for st in plan}) == len(plan)
+
+
+def test_load_properties_reach_the_load_step_only() -> None:
+    s = spec(
+        driver="locust",
+        workloads=[{"name": "c"}],
+        load={
+            "batchSize": 1,
+            "scenario": {"configMapRef": {"name": STUDY, "key": "bulk_insert.py"}},
+            "properties": {"processes": "128", "batchsize": "1000"},
+        },
+    )
+    plan = make_plan(s)
+    load = runner_args(s, next(st for st in plan if st.kind == "load"), REF)
+    assert "processes=128" in load and "batchsize=1000" in load
+    # The spec's batchSize comes first; the user's property overrides it (last -p wins).
+    assert load.index("batchsize=1000") > load.index("batchsize=1")
+    run = runner_args(s, next(st for st in plan if st.kind == "run"), REF)
+    assert "processes=128" not in run
+
+
 def test_reload_policy_reloads_around_inserting_workloads_only() -> None:
     s = spec(
         workloads=[{"name": "a"}, {"name": "e"}, {"name": "b"}],

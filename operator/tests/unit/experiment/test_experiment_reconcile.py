@@ -230,3 +230,63 @@ def test_invalid_trials_do_not_count_toward_the_target() -> None:
         (0, False),
         (0, False),
     ]
+
+
+def finished_with_loads(kube: FakeKube, name: str, load_seconds: float) -> None:
+    """A run that succeeded with two measured loads of 200 records and one run of workload a,
+    as the operator records them in the run's status."""
+
+    def result(seconds: float, op: str) -> dict[str, Any]:
+        return {
+            "status": "Succeeded",
+            "throughput": 200 / seconds,
+            "operationsTotal": 200,
+            "runtimeSeconds": seconds,
+            "window": {"seconds": seconds},
+            "operations": {op: {"count": 200, "errors": 0, "avg": 900.0, "p99": 2000.0}},
+        }
+
+    steps = [
+        {"index": 0, "kind": "prepare", "label": "prepare", "phase": cond.STEP_SUCCEEDED},
+        *(
+            {
+                "index": i,
+                "kind": "load",
+                "label": f"load #{i}",
+                "repetition": i,
+                "phase": cond.STEP_SUCCEEDED,
+                "result": result(load_seconds + i / 100, "INSERT"),
+            }
+            for i in (1, 2)
+        ),
+        {
+            "index": 3,
+            "kind": "run",
+            "label": "run a #1",
+            "workload": "a",
+            "repetition": 1,
+            "phase": cond.STEP_SUCCEEDED,
+            "result": result(1.0, "READ"),
+        },
+    ]
+    kube.objects[("BenchmarkRun", NS, name)]["status"] = {
+        "phase": cond.RUN_SUCCEEDED,
+        "steps": steps,
+    }
+
+
+def test_the_cells_summaries_and_the_comparison_carry_the_loads() -> None:
+    kube = FakeKube(experiment(clusterPolicy="Keep"))
+    advance(kube)
+    set_phase(kube, "MongoCluster", CLUSTER, cond.PHASE_READY)
+    advance(kube)
+    finished_with_loads(kube, RUNS[0], 2.0)
+    advance(kube)
+    finished_with_loads(kube, RUNS[1], 1.0)
+    advance(kube)
+    advance(kube)
+    final = status(kube)
+    loads = [c["summary"]["load"] for c in final["cells"]]
+    assert [(s["n"], s["seconds"]) for s in loads] == [(2, 2.015), (2, 1.015)]
+    rows = [r for r in final["comparison"]["rows"] if r["workload"] == "load"]
+    assert {r["metric"] for r in rows} >= {"time to load", "throughput"}

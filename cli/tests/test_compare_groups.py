@@ -1,0 +1,102 @@
+"""Unit tier (local files only): `mongobench compare --group-by` over several keys, and the
+loads as rows of their own. Runs are made by builders.py (status as the operator writes it),
+exported to archive folders and read back by the real command."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+from builders import benchmark_run
+from typer.testing import CliRunner
+
+from mongobench_cli import export
+from mongobench_cli.app import app
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.fixture(scope="module")
+def cloud_by_shards(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """Two clouds x two shard counts, two runs a cell (pooled), each run with three loads:
+    aws loads twice as fast, and five shards serve workload a 50% faster."""
+    root = tmp_path_factory.mktemp("groups")
+    folders = []
+    seed = 100
+    for cloud, load_tp in (("openstack", 1000.0), ("aws", 2000.0)):
+        for shards, tp in ((3, 1000.0), (5, 1500.0)):
+            for i in range(2):
+                seed += 1
+                name = f"{cloud}-{shards}-{i}"
+                run = benchmark_run(
+                    name,
+                    labels={"cloud": cloud},
+                    shards=shards,
+                    workloads=("a",),
+                    repetitions=2,
+                    throughput=tp,
+                    loads=2,
+                    load_throughput=load_tp,
+                    sd=10,
+                    seed=seed,
+                )
+                export.export([run], str(root / name))
+                folders.append(str(root / name))
+    return folders
+
+
+def invoke(*args: str, code: int = 0) -> str:
+    result = CliRunner().invoke(app, list(args), env={"COLUMNS": "250"})
+    assert result.exit_code == code, (result.output, result.exception)
+    return result.output
+
+
+def test_two_keys_pool_runs_by_their_combination(cloud_by_shards: list[str]) -> None:
+    args = ["compare", *cloud_by_shards, "--group-by", "cloud,shards", "--metric", "throughput"]
+    doc = json.loads(invoke(*args, "-o", "json"))
+    assert doc["groupBy"] == ["cloud", "shards"]
+    assert [c["name"] for c in doc["configurations"]] == [
+        "cloud=openstack,shards=3",
+        "cloud=openstack,shards=5",
+        "cloud=aws,shards=3",
+        "cloud=aws,shards=5",
+    ]
+    assert doc["configurations"][3]["group"] == {"cloud": "aws", "shards": "5"}
+    assert len(doc["configurations"][3]["runs"]) == 2
+    by = {(r["workload"], r["metric"], r["configuration"]): r for r in doc["rows"]}
+    five = by[("a", "throughput", "cloud=openstack,shards=5")]
+    assert five["group"] == {"cloud": "openstack", "shards": "5"}
+    assert five["n"] == 4 and five["verdict"].endswith("better")  # two runs x two reps
+    # The loads are rows of their own: aws loads in about half the time.
+    aws = by[("load", "time to load", "cloud=aws,shards=3")]
+    assert aws["unit"] == "s" and aws["n"] == 4 and aws["verdict"].endswith("better")
+    assert by[("load", "throughput", "cloud=aws,shards=5")]["verdict"].endswith("better")
+
+    table = invoke(*args)
+    assert "cloud,shards" in table  # the configuration column's header names both keys
+    assert "time to load" in table
+    rows = list(csv.DictReader(io.StringIO(invoke(*args, "-o", "csv"))))
+    assert {"cloud", "shards"} <= set(rows[0]) and rows[0]["cloud"] == "openstack"
+    assert "| cloud,shards |" in invoke(*args, "-o", "markdown")
+
+
+def test_an_unknown_key_is_one_line_and_a_failure(cloud_by_shards: list[str]) -> None:
+    # Exit status 2: the CLI's usage errors (one_line_errors).
+    out = invoke("compare", *cloud_by_shards, "--group-by", "cloud,nope", code=2)
+    assert out.strip().count("\n") == 0 and "'nope'" in out
+    out = invoke("compare", *cloud_by_shards, "--group-by", "cloud,cloud", code=2)
+    assert "each key once" in out
+
+
+def test_the_report_plots_time_to_load_against_the_dimensions(
+    cloud_by_shards: list[str], tmp_path: Path
+) -> None:
+    invoke("report", *cloud_by_shards, "--group-by", "cloud,shards", "-o", str(tmp_path))
+    figures = {p.name for p in (tmp_path / "figures").iterdir()}
+    assert {"time-to-load.png", "time-to-load-shards.png"} <= figures
+    page = (tmp_path / "report.html").read_text()
+    assert "Time to load against shards, one line per other dimensions" in page
+    assert "Time to load plotted against shards" in page
