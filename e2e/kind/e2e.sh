@@ -20,7 +20,9 @@ KUBECONFIG_FILE=$STATE/kubeconfig
 ARTIFACTS=${E2E_ARTIFACTS:-$repo/e2e-artifacts/$(date -u +%Y%m%dT%H%M%SZ)}
 KPS_CHART=oci://ghcr.io/prometheus-community/charts/kube-prometheus-stack
 EXPORTER_IMAGE=percona/mongodb_exporter:${MONGODB_EXPORTER_VERSION#v}
-MONGO_IMAGES=("mongo:$MONGO_OLD_VERSION" "mongo:$MONGO_NEW_VERSION" "$EXPORTER_IMAGE")
+# One image per supported series (the upgrade scenario's pair is among them).
+MONGO_IMAGES=("mongo:$MONGO_5_0_VERSION" "mongo:$MONGO_6_0_VERSION" "mongo:$MONGO_7_0_VERSION"
+  "mongo:$MONGO_8_0_VERSION" "$EXPORTER_IMAGE")
 HELM=${HELM:-${MONGOBENCH_CACHE:-$HOME/.cache/mongobench}/bin/helm-$HELM_VERSION}
 
 log() { echo "e2e-kind: $*" >&2; }
