@@ -6,6 +6,7 @@
 #   e2e/kind/e2e.sh test           the suite against that cluster (pytest -m e2e e2e/suite)
 #   e2e/kind/e2e.sh collect [DIR]  objects, events and logs of every namespace it uses, into DIR
 #   e2e/kind/e2e.sh down           delete the cluster (what `make e2e-kind-down` runs)
+#   e2e/kind/e2e.sh images         the mongod and exporter images `up` loads, one a line
 # Environment: KIND_CLUSTER (default mongobench-e2e), E2E_ARTIFACTS (default
 # e2e-artifacts/<UTC time>), PYTEST_ARGS (extra pytest arguments, e.g. `-k upgrade`).
 # Pinned: kind, its node image, kube-prometheus-stack, the mongo images (hack/versions.env).
@@ -132,8 +133,9 @@ case "${1:-}" in
   test) run_suite ;;
   collect) collect "${2:-}" ;;
   down) down ;;
+  images) printf '%s\n' "${MONGO_IMAGES[@]}" ;;
   *)
-    echo "usage: $0 all|check|up|test|collect [DIR]|down" >&2
+    echo "usage: $0 all|check|up|test|collect [DIR]|down|images" >&2
     exit 2
     ;;
 esac

@@ -9,7 +9,7 @@ from collections.abc import Generator, Iterator
 import pytest
 
 from backends.base import Backend
-from backends.manifests import NEW_VERSION, OLD_VERSION
+from backends.manifests import OLD_VERSION, SUPPORTED_VERSIONS
 
 BACKENDS = ("local", "kind")
 
@@ -19,11 +19,15 @@ def _backend_name() -> str:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """`version`: each MongoDB release on kind, where real mongod 7.0 and 8.0 must accept what
-    the operator sends; once on local, whose wire model answers alike for any version."""
+    """`version`: each supported MongoDB release series (5.0 to 8.0) on kind, where real mongod
+    must accept what the operator sends; once on local, whose wire model answers alike for any
+    version in those scenarios. `release`: every series on both backends (a scenario whose
+    commands differ per release, which the model answers as binaries of that release do)."""
     if "version" in metafunc.fixturenames:
-        versions = [OLD_VERSION, NEW_VERSION] if _backend_name() == "kind" else [OLD_VERSION]
-        metafunc.parametrize("version", versions)
+        kind = _backend_name() == "kind"
+        metafunc.parametrize("version", list(SUPPORTED_VERSIONS) if kind else [OLD_VERSION])
+    if "release" in metafunc.fixturenames:
+        metafunc.parametrize("release", list(SUPPORTED_VERSIONS))
 
 
 @pytest.hookimpl(wrapper=True)

@@ -1,12 +1,13 @@
 """E2E scenarios, MongoCluster: written once, run on the local backend (`make test`) and on kind
 (`make e2e-kind`).
 
-Scenarios taking `version` run once per MongoDB release on kind (7.0 and 8.0) and once on local,
-where the model answers alike for every version (see conftest.py).
+Scenarios taking `version` run once per supported MongoDB release series on kind (5.0, 6.0, 7.0,
+8.0) and once on local, where the model answers alike for every version; scenarios taking
+`release` run per series on both (see conftest.py).
 
 What each backend proves: on `local`, the operator against a real kube-apiserver, with the
 in-memory wire model (localplane.mongomodel, its own rules) answering for every mongod and mongos;
-on `kind`, the same bodies against real mongod 7.0 and 8.0: every command document the operator
+on `kind`, the same bodies against real mongod 5.0 to 8.0: every command document the operator
 builds is accepted (no `MongoDBError` Event), its user's roles cover every command (nothing
 refused), the keyfile bootstrap as `__system` works from the operator pod (off the members'
 loopback), real elections, a real drain of a shard holding chunks.
@@ -192,6 +193,45 @@ def test_sharded_cluster_is_ready_with_real_wiring_and_scales_its_routers(
             assert (
                 apps.read_namespaced_deployment("sh-mongos", env.namespace).spec.replicas == routers
             )
+        assert_mongodb_happy(env)
+
+
+def previous_series(version: str) -> str:
+    """The FCV a release's binaries also run: the release series before it (4.4 before 5.0)."""
+    major = int(version.split(".", 1)[0])
+    return "4.4" if major == 5 else f"{major - 1}.0"
+
+
+def test_fcv_is_lowered_then_raised_in_the_form_each_release_takes(
+    backend: Backend, release: str
+) -> None:
+    # Per release series on both backends: setFeatureCompatibilityVersion takes `confirm: true`
+    # from 7.0 and refuses it as an unknown field before, in either direction. Lowering the FCV
+    # is the first step of MongoDB's downgrade; the binaries themselves are never rolled back.
+    series, lowered = ".".join(release.split(".")[:2]), previous_series(release)
+    low = mongocluster("fcv", replica_set(1), release, featureCompatibilityVersion=lowered)
+    high = mongocluster("fcv", replica_set(1), release, featureCompatibilityVersion=series)
+    with backend.env(f"fcv-{series.replace('.', '-')}", clusters=[low]) as env:
+        env.apply(low)
+        env.wait_phase("fcv", "Ready", timeout=60)
+
+        def status_fcv(wanted: str) -> bool:
+            return (
+                env.get("mongoclusters", "fcv")["status"].get("featureCompatibilityVersion")
+                == wanted
+            )
+
+        env.wait(lambda: status_fcv(lowered), 30, f"featureCompatibilityVersion {lowered}")
+        assert env.mongo.fcv("fcv", "fcv-rs0") == lowered
+        env.apply(high)
+        env.wait(lambda: status_fcv(series), 30, f"featureCompatibilityVersion {series}")
+        assert env.mongo.fcv("fcv", "fcv-rs0") == series
+        told = [
+            e.message for e in env.events("fcv") if e.reason == "FeatureCompatibilityVersionSet"
+        ]
+        assert sorted(told) == sorted(
+            f"featureCompatibilityVersion set to {v}" for v in (lowered, series)
+        )
         assert_mongodb_happy(env)
 
 

@@ -37,7 +37,6 @@ from mongobench.mongo.errors import (
     TransientMongoError,
     classify,
 )
-from mongobench.mongo.versions import capabilities
 from mongobench.mongo.model import (
     MEMBER_STATES,
     Distribution,
@@ -55,6 +54,7 @@ from mongobench.mongo.model import (
     ShardShare,
     UserSpec,
 )
+from mongobench.mongo.versions import capabilities
 
 log = logging.getLogger("mongobench.mongo")
 
