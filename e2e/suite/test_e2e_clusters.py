@@ -24,8 +24,6 @@ from kubernetes import client as k8s
 from backends.base import Backend, Env, event_time
 from backends.manifests import (
     CACHE_GB,
-    NEW_VERSION,
-    OLD_VERSION,
     mongocluster,
     replica_set,
     sharded,
@@ -343,20 +341,23 @@ def test_a_shard_added_then_removed_holding_data_drains_before_its_statefulset_g
         assert_mongodb_happy(env)
 
 
-def test_rolling_upgrade_7_0_to_8_0_restarts_the_primary_last_then_sets_fcv(
-    backend: Backend,
+def test_rolling_upgrade_by_one_major_restarts_the_primary_last_then_sets_fcv(
+    backend: Backend, upgrade: tuple[str, str]
 ) -> None:
-    new_fcv = ".".join(NEW_VERSION.split(".")[:2])
-    old = mongocluster("up", replica_set(3), OLD_VERSION)
+    # kind: every step of the range (5.0 -> 6.0, 6.0 -> 7.0 where `confirm` starts, 7.0 -> 8.0);
+    # local: 7.0 -> 8.0 (the model answers as one release throughout, see conftest.py).
+    old_version, new_version = upgrade
+    new_fcv = ".".join(new_version.split(".")[:2])
+    old = mongocluster("up", replica_set(3), old_version)
     # Asked for in the same apply: set once every member runs the new version, never before.
-    new = mongocluster("up", replica_set(3), NEW_VERSION, featureCompatibilityVersion=new_fcv)
+    new = mongocluster("up", replica_set(3), new_version, featureCompatibilityVersion=new_fcv)
     with backend.env("upgrade", clusters=[old]) as env:
         core = k8s.CoreV1Api(env.api)
         env.apply(old)
         obj = env.wait_phase("up", "Ready")
         assert "featureCompatibilityVersion" not in obj["status"]
         old_fcv = env.mongo.fcv("up", "up-rs0")
-        assert old_fcv == ".".join(OLD_VERSION.split(".")[:2])
+        assert old_fcv == ".".join(old_version.split(".")[:2])
         primary_before = env.mongo.primary("up", "up-rs0")
         assert primary_before
         uids = {
@@ -364,7 +365,7 @@ def test_rolling_upgrade_7_0_to_8_0_restarts_the_primary_last_then_sets_fcv(
         }
 
         env.apply(new)
-        new_image = f"mongo:{NEW_VERSION}"
+        new_image = f"mongo:{new_version}"
         restart_order: list[str] = []
         # (FCV, then the mongod images): read in this order, a new FCV in a sample means every
         # pod read after it must already run the new image.
