@@ -6,6 +6,7 @@
 #   e2e/kind/e2e.sh test           the suite against that cluster (pytest -m e2e e2e/suite)
 #   e2e/kind/e2e.sh collect [DIR]  objects, events and logs of every namespace it uses, into DIR
 #   e2e/kind/e2e.sh down           delete the cluster (what `make e2e-kind-down` runs)
+#   e2e/kind/e2e.sh images         the mongod and exporter images `up` loads, one a line
 # Environment: KIND_CLUSTER (default mongobench-e2e), E2E_ARTIFACTS (default
 # e2e-artifacts/<UTC time>), PYTEST_ARGS (extra pytest arguments, e.g. `-k upgrade`).
 # Pinned: kind, its node image, kube-prometheus-stack, the mongo images (hack/versions.env).
@@ -20,7 +21,9 @@ KUBECONFIG_FILE=$STATE/kubeconfig
 ARTIFACTS=${E2E_ARTIFACTS:-$repo/e2e-artifacts/$(date -u +%Y%m%dT%H%M%SZ)}
 KPS_CHART=oci://ghcr.io/prometheus-community/charts/kube-prometheus-stack
 EXPORTER_IMAGE=percona/mongodb_exporter:${MONGODB_EXPORTER_VERSION#v}
-MONGO_IMAGES=("mongo:$MONGO_OLD_VERSION" "mongo:$MONGO_NEW_VERSION" "$EXPORTER_IMAGE")
+# One image per supported series (the upgrade scenario's pair is among them).
+MONGO_IMAGES=("mongo:$MONGO_5_0_VERSION" "mongo:$MONGO_6_0_VERSION" "mongo:$MONGO_7_0_VERSION"
+  "mongo:$MONGO_8_0_VERSION" "$EXPORTER_IMAGE")
 HELM=${HELM:-${MONGOBENCH_CACHE:-$HOME/.cache/mongobench}/bin/helm-$HELM_VERSION}
 
 log() { echo "e2e-kind: $*" >&2; }
@@ -130,8 +133,9 @@ case "${1:-}" in
   test) run_suite ;;
   collect) collect "${2:-}" ;;
   down) down ;;
+  images) printf '%s\n' "${MONGO_IMAGES[@]}" ;;
   *)
-    echo "usage: $0 all|check|up|test|collect [DIR]|down" >&2
+    echo "usage: $0 all|check|up|test|collect [DIR]|down|images" >&2
     exit 2
     ;;
 esac

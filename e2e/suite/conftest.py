@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Generator, Iterator
 
 import pytest
 
 from backends.base import Backend
-from backends.manifests import NEW_VERSION, OLD_VERSION
+from backends.manifests import NEW_VERSION, OLD_VERSION, SUPPORTED_VERSIONS
 
 BACKENDS = ("local", "kind")
 
@@ -19,11 +20,22 @@ def _backend_name() -> str:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """`version`: each MongoDB release on kind, where real mongod 7.0 and 8.0 must accept what
-    the operator sends; once on local, whose wire model answers alike for any version."""
+    """`version`: each supported MongoDB release series (5.0 to 8.0) on kind, where real mongod
+    must accept what the operator sends; once on local, whose wire model answers alike for any
+    version in those scenarios. `release`: every series on both backends (a scenario whose
+    commands differ per release, which the model answers as binaries of that release do).
+    `upgrade`: (old, new) release pairs."""
+    kind = _backend_name() == "kind"
     if "version" in metafunc.fixturenames:
-        versions = [OLD_VERSION, NEW_VERSION] if _backend_name() == "kind" else [OLD_VERSION]
-        metafunc.parametrize("version", versions)
+        metafunc.parametrize("version", list(SUPPORTED_VERSIONS) if kind else [OLD_VERSION])
+    if "release" in metafunc.fixturenames:
+        metafunc.parametrize("release", list(SUPPORTED_VERSIONS))
+    if "upgrade" in metafunc.fixturenames:
+        # kind: each one-major step of the range. local: the 7.0 -> 8.0 pair only, as the model
+        # answers as one release (the old) throughout an upgrade, and confirm starts at 7.0.
+        steps = list(itertools.pairwise(SUPPORTED_VERSIONS))
+        pairs = steps if kind else [(OLD_VERSION, NEW_VERSION)]
+        metafunc.parametrize("upgrade", pairs, ids=[f"{a}-{b}" for a, b in pairs])
 
 
 @pytest.hookimpl(wrapper=True)

@@ -1,12 +1,13 @@
 """E2E scenarios, MongoCluster: written once, run on the local backend (`make test`) and on kind
 (`make e2e-kind`).
 
-Scenarios taking `version` run once per MongoDB release on kind (7.0 and 8.0) and once on local,
-where the model answers alike for every version (see conftest.py).
+Scenarios taking `version` run once per supported MongoDB release series on kind (5.0, 6.0, 7.0,
+8.0) and once on local, where the model answers alike for every version; scenarios taking
+`release` run per series on both (see conftest.py).
 
 What each backend proves: on `local`, the operator against a real kube-apiserver, with the
 in-memory wire model (localplane.mongomodel, its own rules) answering for every mongod and mongos;
-on `kind`, the same bodies against real mongod 7.0 and 8.0: every command document the operator
+on `kind`, the same bodies against real mongod 5.0 to 8.0: every command document the operator
 builds is accepted (no `MongoDBError` Event), its user's roles cover every command (nothing
 refused), the keyfile bootstrap as `__system` works from the operator pod (off the members'
 loopback), real elections, a real drain of a shard holding chunks.
@@ -23,8 +24,6 @@ from kubernetes import client as k8s
 from backends.base import Backend, Env, event_time
 from backends.manifests import (
     CACHE_GB,
-    NEW_VERSION,
-    OLD_VERSION,
     mongocluster,
     replica_set,
     sharded,
@@ -195,6 +194,45 @@ def test_sharded_cluster_is_ready_with_real_wiring_and_scales_its_routers(
         assert_mongodb_happy(env)
 
 
+def previous_series(version: str) -> str:
+    """The FCV a release's binaries also run: the release series before it (4.4 before 5.0)."""
+    major = int(version.split(".", 1)[0])
+    return "4.4" if major == 5 else f"{major - 1}.0"
+
+
+def test_fcv_is_lowered_then_raised_in_the_form_each_release_takes(
+    backend: Backend, release: str
+) -> None:
+    # Per release series on both backends: setFeatureCompatibilityVersion takes `confirm: true`
+    # from 7.0 and refuses it as an unknown field before, in either direction. Lowering the FCV
+    # is the first step of MongoDB's downgrade; the binaries themselves are never rolled back.
+    series, lowered = ".".join(release.split(".")[:2]), previous_series(release)
+    low = mongocluster("fcv", replica_set(1), release, featureCompatibilityVersion=lowered)
+    high = mongocluster("fcv", replica_set(1), release, featureCompatibilityVersion=series)
+    with backend.env(f"fcv-{series.replace('.', '-')}", clusters=[low]) as env:
+        env.apply(low)
+        env.wait_phase("fcv", "Ready", timeout=60)
+
+        def status_fcv(wanted: str) -> bool:
+            return (
+                env.get("mongoclusters", "fcv")["status"].get("featureCompatibilityVersion")
+                == wanted
+            )
+
+        env.wait(lambda: status_fcv(lowered), 30, f"featureCompatibilityVersion {lowered}")
+        assert env.mongo.fcv("fcv", "fcv-rs0") == lowered
+        env.apply(high)
+        env.wait(lambda: status_fcv(series), 30, f"featureCompatibilityVersion {series}")
+        assert env.mongo.fcv("fcv", "fcv-rs0") == series
+        told = [
+            e.message for e in env.events("fcv") if e.reason == "FeatureCompatibilityVersionSet"
+        ]
+        assert sorted(told) == sorted(
+            f"featureCompatibilityVersion set to {v}" for v in (lowered, series)
+        )
+        assert_mongodb_happy(env)
+
+
 def test_members_scale_up_then_down_leaving_the_set_before_their_pods_go(
     backend: Backend, version: str
 ) -> None:
@@ -303,20 +341,23 @@ def test_a_shard_added_then_removed_holding_data_drains_before_its_statefulset_g
         assert_mongodb_happy(env)
 
 
-def test_rolling_upgrade_7_0_to_8_0_restarts_the_primary_last_then_sets_fcv(
-    backend: Backend,
+def test_rolling_upgrade_by_one_major_restarts_the_primary_last_then_sets_fcv(
+    backend: Backend, upgrade: tuple[str, str]
 ) -> None:
-    new_fcv = ".".join(NEW_VERSION.split(".")[:2])
-    old = mongocluster("up", replica_set(3), OLD_VERSION)
+    # kind: every step of the range (5.0 -> 6.0, 6.0 -> 7.0 where `confirm` starts, 7.0 -> 8.0);
+    # local: 7.0 -> 8.0 (the model answers as one release throughout, see conftest.py).
+    old_version, new_version = upgrade
+    new_fcv = ".".join(new_version.split(".")[:2])
+    old = mongocluster("up", replica_set(3), old_version)
     # Asked for in the same apply: set once every member runs the new version, never before.
-    new = mongocluster("up", replica_set(3), NEW_VERSION, featureCompatibilityVersion=new_fcv)
+    new = mongocluster("up", replica_set(3), new_version, featureCompatibilityVersion=new_fcv)
     with backend.env("upgrade", clusters=[old]) as env:
         core = k8s.CoreV1Api(env.api)
         env.apply(old)
         obj = env.wait_phase("up", "Ready")
         assert "featureCompatibilityVersion" not in obj["status"]
         old_fcv = env.mongo.fcv("up", "up-rs0")
-        assert old_fcv == ".".join(OLD_VERSION.split(".")[:2])
+        assert old_fcv == ".".join(old_version.split(".")[:2])
         primary_before = env.mongo.primary("up", "up-rs0")
         assert primary_before
         uids = {
@@ -324,7 +365,7 @@ def test_rolling_upgrade_7_0_to_8_0_restarts_the_primary_last_then_sets_fcv(
         }
 
         env.apply(new)
-        new_image = f"mongo:{NEW_VERSION}"
+        new_image = f"mongo:{new_version}"
         restart_order: list[str] = []
         # (FCV, then the mongod images): read in this order, a new FCV in a sample means every
         # pod read after it must already run the new image.

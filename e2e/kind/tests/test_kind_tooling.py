@@ -28,6 +28,7 @@ from backends.manifests import (
     NEW_VERSION,
     OLD_VERSION,
     RESULT_PART_BYTES,
+    SUPPORTED_VERSIONS,
     benchmarkrun,
     mongocluster,
     replica_set,
@@ -173,6 +174,24 @@ def fake_tool(bindir: Path, name: str, script: str) -> None:
     path = bindir / name
     path.write_text(f"#!/bin/sh\n{script}\n")
     path.chmod(0o755)
+
+
+@pytest.mark.unit
+def test_kind_loads_a_mongo_image_for_every_release_the_suite_runs() -> None:
+    # The suite parametrises `version` over SUPPORTED_VERSIONS on kind; an image it does not load
+    # onto the database nodes would be pulled mid-scenario (or not at all offline).
+    proc = subprocess.run(
+        ["bash", str(E2E_SH), "images"], capture_output=True, text=True, check=True, timeout=30
+    )
+    mongo = [i for i in proc.stdout.split() if i.startswith("mongo:")]
+    assert mongo == [f"mongo:{v}" for v in SUPPORTED_VERSIONS]
+    assert [v.split(".")[:2] for v in SUPPORTED_VERSIONS] == [
+        ["5", "0"],
+        ["6", "0"],
+        ["7", "0"],
+        ["8", "0"],
+    ]
+    assert {OLD_VERSION, NEW_VERSION} <= set(SUPPORTED_VERSIONS)  # the upgrade scenario's pair
 
 
 @pytest.mark.unit

@@ -35,8 +35,9 @@ they agree on config, primary and users. Rules of the model (not of MongoDB in f
   wiredTiger engine with ``cache_bytes`` configured, plus uptime/connections/opcounters that
   change on every call (as a real server's do);
 - one featureCompatibilityVersion for the whole model (``fcv``): getParameter reads it,
-  setFeatureCompatibilityVersion (with ``confirm: true`` from 7.0, as mongod 7+ requires) sets it
-  and is recorded in ``fcv_history``.
+  setFeatureCompatibilityVersion sets it and is recorded in ``fcv_history``; as binaries of
+  ``server_version`` answer: ``confirm: true`` required from 7.0, an unknown field (40415) before.
+  A new model's FCV is its ``server_version``'s MAJOR.MINOR.
 """
 
 from __future__ import annotations
@@ -401,9 +402,20 @@ class MongoModel:
         return bool(request.ok(featureCompatibilityVersion={"version": self.fcv}))
 
     def _set_fcv(self, users: _Users, request: Any) -> bool:
+        # As mongod of `server_version` answers: the binaries decide whether `confirm` is
+        # required (7.0+) or an unknown field (before). One server_version for every host: an
+        # upgrade across 7.0 (6.0 binaries to 7.0) is not modelled.
         doc = request.doc
         version = str(doc["setFeatureCompatibilityVersion"])
-        if int(version.split(".", maxsplit=1)[0]) >= 7 and doc.get("confirm") is not True:
+        major = int(self.server_version.split(".", maxsplit=1)[0])
+        if major < 7 and "confirm" in doc:
+            return _err(
+                request,
+                40415,
+                "Location40415",
+                "BSON field 'setFeatureCompatibilityVersion.confirm' is an unknown field.",
+            )
+        if major >= 7 and doc.get("confirm") is not True:
             return _err(
                 request,
                 7369100,

@@ -199,6 +199,9 @@ def _mend_workload(workload: dict[str, Any]) -> None:
 
 
 def _mend_cluster(spec: dict[str, Any]) -> None:
+    if "version" in spec:  # the pattern's MAJOR.MINOR.PATCH, moved into the supported range
+        major, _, patch = spec["version"].split(".")
+        spec["version"] = f"{5 + int(major) % 4}.0.{patch}"
     topology = spec.get("topology") or {}
     if topology.get("type") == "Sharded":
         topology.pop("replicaSet", None)

@@ -114,13 +114,37 @@ def test_scale_up_then_down_one_voting_change_at_a_time(
     )
 
 
+@pytest.mark.parametrize(
+    ("binaries", "lowered"),
+    [("5.0.31", "4.4"), ("6.0.20", "5.0"), ("7.0.14", "6.0"), ("8.0.4", "7.0")],
+)
+def test_fcv_lowered_and_raised_again_on_each_release(
+    model: MongoModel, admin: MongoAdmin, binaries: str, lowered: str
+) -> None:
+    # A downgrade's first step and its undo, as binaries of each series take the command:
+    # the model refuses `confirm` before 7.0 and requires it from 7.0, as mongod does.
+    model.server_version, series = binaries, binaries.rsplit(".", 1)[0]
+    model.fcv = series
+    spec = ReplicaSetSpec("rs0", Role.REPLICA, _hosts("rs0", 1))
+    model.member(spec.members[0])
+    _converge(admin, spec)
+    assert admin.ensure_feature_compatibility_version(spec, lowered, binaries=binaries) is True
+    assert admin.ensure_feature_compatibility_version(spec, series, binaries=binaries) is True
+    assert model.fcv_history == [lowered, series]
+    other = "7.0.14" if binaries < "7" else "6.0.20"  # the other form: refused
+    with pytest.raises(PermanentMongoError, match="confirm"):
+        admin.ensure_feature_compatibility_version(spec, lowered, binaries=other)
+    assert admin.feature_compatibility_version(spec) == series
+
+
 def test_fcv_and_collections_on_a_set(model: MongoModel, admin: MongoAdmin) -> None:
     spec = ReplicaSetSpec("rs0", Role.REPLICA, _hosts("rs0", 1))
     model.member(spec.members[0])
     _converge(admin, spec)
     assert admin.feature_compatibility_version(spec) == "7.0"
-    assert admin.ensure_feature_compatibility_version(spec, "7.0") is False
-    assert admin.ensure_feature_compatibility_version(spec, "8.0") is True  # sends confirm
+    assert admin.ensure_feature_compatibility_version(spec, "7.0", binaries="7.0.14") is False
+    # sends confirm (the model's one server_version stands for binaries already on 8.0)
+    assert admin.ensure_feature_compatibility_version(spec, "8.0", binaries="8.0.4") is True
     assert (admin.feature_compatibility_version(spec), model.fcv_history) == ("8.0", ["8.0"])
     with pytest.raises(PermanentMongoError, match="confirm: true"):
         admin.command(spec.members[0], {"setFeatureCompatibilityVersion": "7.0"})

@@ -261,7 +261,8 @@ class LocalBackend(Backend):
     @staticmethod
     def _serve(model: MongoModel, namespace: str, clusters: Sequence[Manifest]) -> None:
         """A model peer for every member and mongos the clusters have at their largest; the
-        model answers serverStatus with the first cluster's version and cache size."""
+        model answers as binaries of the first cluster's version (serverStatus, the FCV and its
+        command's form) with its cache size."""
         for manifest in clusters:
             spec = MongoClusterSpec.parse(manifest["spec"])
             layout = cluster_layout(manifest["metadata"]["name"], namespace, spec)
@@ -273,5 +274,6 @@ class LocalBackend(Backend):
         if clusters:
             spec = MongoClusterSpec.parse(clusters[0]["spec"])
             model.server_version = spec.version
+            model.fcv = ".".join(spec.version.split(".")[:2])  # a new deployment's FCV
             if spec.storage.wired_tiger_cache_size_gb:
                 model.cache_bytes = int(spec.storage.wired_tiger_cache_size_gb * 2**30)

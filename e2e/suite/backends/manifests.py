@@ -16,7 +16,9 @@ Manifest = dict[str, Any]
 
 GROUP, VERSION = "mongobench.io", "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
-# The two MongoDB releases the suite runs (images mongo:<version>, pinned in hack/versions.env).
+# The MongoDB releases the suite runs (images mongo:<version>, pinned in hack/versions.env): one
+# per supported release series, oldest first, and the pair the upgrade scenario goes between.
+SUPPORTED_VERSIONS = tuple(versions()[f"MONGO_{s}_0_VERSION"] for s in (5, 6, 7, 8))
 OLD_VERSION, NEW_VERSION = versions()["MONGO_OLD_VERSION"], versions()["MONGO_NEW_VERSION"]
 ROLE_LABEL = "mongobench.io/role"
 DATABASE_NODES = {ROLE_LABEL: "database"}

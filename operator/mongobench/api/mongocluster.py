@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from mongobench.api.schema import SpecError, from_dict, renamed
+from mongobench.mongo import versions
 
 TopologyType = Literal["ReplicaSet", "Sharded"]
 Platform = Literal["auto", "eks", "magnum", "kind"]
@@ -234,7 +235,11 @@ class MongoClusterSpec:
 
     @classmethod
     def parse(cls, spec: dict[str, Any]) -> MongoClusterSpec:
-        return from_dict(cls, spec)
+        parsed = from_dict(cls, spec)
+        # The CRD refuses it at admission; an object stored before the range was stated is not.
+        if not versions.is_supported(parsed.version):
+            raise SpecError(f"spec.version: {versions.unsupported_message(parsed.version)}")
+        return parsed
 
     @property
     def image_ref(self) -> str:

@@ -56,6 +56,7 @@ from mongobench.mongo.model import (
     ShardShare,
     UserSpec,
 )
+from mongobench.mongo.versions import capabilities
 
 log = logging.getLogger("mongobench.mongo")
 
@@ -352,17 +353,16 @@ class MongoAdmin:
         return str(doc["featureCompatibilityVersion"]["version"])
 
     def ensure_feature_compatibility_version(
-        self, target: ReplicaSetSpec | Mongos | str, version: str
+        self, target: ReplicaSetSpec | Mongos | str, version: str, *, binaries: str
     ) -> bool:
-        """Set FCV after a major upgrade; True when it changed something."""
+        """Set FCV (raised after an upgrade, or lowered before a downgrade) on servers running
+        `binaries` (MAJOR.MINOR.PATCH: the command's form depends on them, not on the FCV);
+        True when it changed something."""
         host = self._target(target)
         doc = self.command(host, {"getParameter": 1, "featureCompatibilityVersion": 1})
         if doc["featureCompatibilityVersion"].get("version") == version:
             return False
-        cmd: Doc = {"setFeatureCompatibilityVersion": version}
-        if int(version.split(".", maxsplit=1)[0]) >= 7:
-            cmd["confirm"] = True  # required from 7.0 on, rejected as unknown before
-        self.command(host, cmd)
+        self.command(host, capabilities(binaries).fcv_command(version))
         return True
 
     # ---- users ------------------------------------------------------------------------------

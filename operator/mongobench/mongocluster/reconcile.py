@@ -191,7 +191,7 @@ def administer(
     if rolling is not None or mongos_waiting is not None or not wanted or wanted == fcv:
         return wiring, rolling, fcv, None
     try:
-        fcv, changed = feature_compatibility(admin, d.layout, wanted)
+        fcv, changed = feature_compatibility(admin, d.layout, wanted, d.spec.version)
     except TransientMongoError as exc:  # an election: Updated stays False
         return wiring, f"setting featureCompatibilityVersion {wanted}: {exc}", fcv, None
     return wiring, None, fcv, fcv if changed else None

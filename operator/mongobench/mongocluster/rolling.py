@@ -94,10 +94,11 @@ def observe_mongos_upgrade(kube: KubeApi, layout: ClusterLayout, wanted: str) ->
 
 
 def feature_compatibility(
-    admin: MongoAdmin, layout: ClusterLayout, wanted: str
+    admin: MongoAdmin, layout: ClusterLayout, wanted: str, binaries: str
 ) -> tuple[str, bool]:
     """Set the cluster's FCV to `wanted` (through mongos, or the replica set's primary); call
-    only once no member runs an old binary. Returns (the FCV now, whether this call changed it)."""
+    only once every member runs `binaries` (spec.version). Returns (the FCV now, whether this
+    call changed it)."""
     target = Mongos((layout.mongos_host,)) if layout.sharded else layout.replica_sets[0].to_spec()
-    changed = admin.ensure_feature_compatibility_version(target, wanted)
+    changed = admin.ensure_feature_compatibility_version(target, wanted, binaries=binaries)
     return wanted, changed

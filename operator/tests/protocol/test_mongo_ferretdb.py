@@ -81,7 +81,7 @@ def test_collection_and_index_creation_is_idempotent(admin: MongoAdmin, ferret: 
 def test_feature_compatibility_version_is_read_and_left_alone(admin: MongoAdmin) -> None:
     current = admin.feature_compatibility_version(NAME)
     assert current.count(".") == 1
-    assert admin.ensure_feature_compatibility_version(NAME, current) is False
+    assert admin.ensure_feature_compatibility_version(NAME, current, binaries="7.0.14") is False
 
 
 def test_a_server_without_replica_sets_refuses_initiate_permanently(admin: MongoAdmin) -> None:

@@ -190,12 +190,28 @@ def test_server_facts_from_server_status(cluster: Cluster) -> None:
     assert dict(facts.opcounters)["insert"] == 5
 
 
-def test_fcv_is_set_with_confirm_after_a_major_upgrade(cluster: Cluster) -> None:
+@pytest.mark.parametrize(
+    ("binaries", "current", "wanted", "sent"),
+    [
+        # Raised after an upgrade, per release series: `confirm` from 7.0 on, absent before.
+        ("5.0.31", "4.4", "5.0", {"setFeatureCompatibilityVersion": "5.0"}),
+        ("6.0.20", "5.0", "6.0", {"setFeatureCompatibilityVersion": "6.0"}),
+        ("7.0.14", "6.0", "7.0", {"setFeatureCompatibilityVersion": "7.0", "confirm": True}),
+        ("8.0.4", "7.0", "8.0", {"setFeatureCompatibilityVersion": "8.0", "confirm": True}),
+        # Lowered before a downgrade: the binaries decide, not the (older) target.
+        ("7.0.14", "7.0", "6.0", {"setFeatureCompatibilityVersion": "6.0", "confirm": True}),
+        ("6.0.20", "6.0", "5.0", {"setFeatureCompatibilityVersion": "5.0"}),
+    ],
+)
+def test_fcv_is_sent_in_the_form_the_running_binaries_accept(
+    cluster: Cluster, binaries: str, current: str, wanted: str, sent: dict[str, object]
+) -> None:
     peer = cluster.peer(HOST, PRIMARY)
-    peer.canned["getparameter"] = {"featureCompatibilityVersion": {"version": "6.0"}}
-    result = run(cluster.admin().ensure_feature_compatibility_version, RS, "7.0")
+    peer.canned["getparameter"] = {"featureCompatibilityVersion": {"version": current}}
+    admin = cluster.admin()
+    result = run(admin.ensure_feature_compatibility_version, RS, wanted, binaries=binaries)
     request = peer.receives()
-    assert body(request) == {"setFeatureCompatibilityVersion": "7.0", "confirm": True}
+    assert body(request) == sent
     request.ok()
     assert result() is True
 
@@ -203,15 +219,6 @@ def test_fcv_is_set_with_confirm_after_a_major_upgrade(cluster: Cluster) -> None
 def test_fcv_already_current_sends_nothing(cluster: Cluster) -> None:
     peer = cluster.peer(HOST, PRIMARY)
     peer.canned["getparameter"] = {"featureCompatibilityVersion": {"version": "7.0"}}
-    assert cluster.admin().ensure_feature_compatibility_version(RS, "7.0") is False
+    admin = cluster.admin()
+    assert admin.ensure_feature_compatibility_version(RS, "7.0", binaries="7.0.14") is False
     peer.assert_silent()
-
-
-def test_fcv_before_7_has_no_confirm_field(cluster: Cluster) -> None:
-    peer = cluster.peer(HOST, PRIMARY)
-    peer.canned["getparameter"] = {"featureCompatibilityVersion": {"version": "5.0"}}
-    result = run(cluster.admin().ensure_feature_compatibility_version, RS, "6.0")
-    request = peer.receives()
-    assert body(request) == {"setFeatureCompatibilityVersion": "6.0"}
-    request.ok()
-    result()

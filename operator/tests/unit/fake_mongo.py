@@ -35,6 +35,7 @@ class FakeMongo:
         self.drain_calls = drain_calls
         self.users: dict[str, list[str]] = {}  # replSet or "mongos" -> usernames
         self.fcv: str | None = None
+        self.fcv_binaries: str | None = None
         self.calls: list[str] = []
         self.collections: set[str] = set()  # "db.collection"
         self.connector = self  # what the pool closes at shutdown (close() below)
@@ -98,8 +99,9 @@ class FakeMongo:
         return next_rolling_step(self.replica_set_status(spec), needs_restart)
 
     def ensure_feature_compatibility_version(
-        self, target: ReplicaSetSpec | Mongos, version: str
+        self, target: ReplicaSetSpec | Mongos, version: str, *, binaries: str
     ) -> bool:
+        self.fcv_binaries = binaries  # the version the caller says every member runs
         changed, self.fcv = self.fcv != version, version
         return changed
 

@@ -359,3 +359,15 @@ def test_a_deletion_policy_that_cannot_be_read_keeps_the_data_and_warns() -> Non
     deletion.finalize(kube, cluster)
     assert "ownerReferences" not in kube.objects[("Secret", NS, "c-admin")]["metadata"]
     assert kube.events[0][2:4] == (cond.WARNING, cond.EVENT_RETAINED)
+
+
+def test_fcv_is_set_for_the_binaries_the_spec_runs(admins: AdminPool, mongo: FakeMongo) -> None:
+    # Lowering the FCV on 8.0 binaries (a downgrade's first step): the command's form follows
+    # the binaries (confirm from 7.0 on), so the administration is told which ones run.
+    spec = copy.deepcopy(REPLICA_SET) | {"version": "8.0.4", "featureCompatibilityVersion": "7.0"}
+    kube = FakeKube(mongocluster(spec))
+    reconcile.provision(kube, body(kube))
+    pods_ready(kube)
+    sync(kube, admins)
+    assert (mongo.fcv, mongo.fcv_binaries) == ("7.0", "8.0.4")
+    assert body(kube)["status"]["featureCompatibilityVersion"] == "7.0"
