@@ -86,6 +86,7 @@ def summarise(steps: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Per workload over its measured repetitions: mean, SD and n of throughput and of each
     operation's mean and p99 latency (SD is the sample SD; n=1 has none). The loads come first,
     as workload `load`, with their time to load (`seconds`)."""
+    steps = list(steps)  # read twice below (loads first): a generator would be spent
     by_workload: dict[str, list[Mapping[str, Any]]] = {}
     for step in steps:
         if step.get("phase") != "Succeeded" or not step.get("result"):

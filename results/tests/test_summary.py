@@ -237,3 +237,19 @@ def test_loads_are_summarised_first_as_workload_load_with_time_to_load() -> None
     cell = workload_summary([run.run])
     assert cell["load"]["n"] == 3 and 0.4 < cell["load"]["seconds"] < 0.6
     assert "seconds" not in cell["a"]
+
+
+def test_summarise_reads_steps_given_as_a_generator() -> None:
+    """The operator passes a generator (steps a re-run replaced left out): loads and workloads
+    both come out of it."""
+    from mongobench_results import summary as summary_module
+
+    def result() -> dict[str, object]:
+        return {"throughput": 10.0, "operations": {}}
+
+    steps = [
+        {"kind": "load", "phase": "Succeeded", "result": result()},
+        {"kind": "run", "workload": "a", "phase": "Succeeded", "result": result()},
+    ]
+    out = summary_module.summarise(s for s in steps)
+    assert [e["workload"] for e in out] == ["load", "a"]
