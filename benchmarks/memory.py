@@ -26,13 +26,14 @@ import os
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
+
+from trees import export_tree, pythonpath
 
 from localplane.nodes import NodeSet
 from localplane.operator import start_operator
@@ -44,8 +45,6 @@ BEFORE = os.environ.get("BENCH_BEFORE", "main")
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 SETTLE = float(os.environ.get("BENCH_SETTLE", "15"))
 PYTHON = REPO / ".venv" / "bin" / "python"
-# The folders whose code the operator process runs (the rest of the virtualenv is shared).
-SOURCES = ("operator", "results", "archive")
 
 # Import steps in the order the operator's process meets them (its entry point, then
 # mongobench.main). "a|b": the first that exists (the entry point was mongobench.cli before).
@@ -88,25 +87,6 @@ for label, names in json.loads(sys.argv[1]):
 lazy = sorted(m for m in json.loads(sys.argv[2]) if m in sys.modules)
 print(json.dumps({"steps": steps, "loaded": lazy}))
 """
-
-
-def export_tree(ref: str, into: Path) -> Path:
-    """The operator's sources at `ref`, extracted into `into` (git archive: no worktree)."""
-    archive = subprocess.run(
-        ["git", "-C", str(REPO), "archive", "--format=tar", ref, *SOURCES],
-        capture_output=True,
-        check=True,
-    ).stdout
-    into.mkdir(parents=True, exist_ok=True)
-    tar = into / "tree.tar"
-    tar.write_bytes(archive)
-    with tarfile.open(tar) as t:
-        t.extractall(into, filter="data")
-    return into
-
-
-def pythonpath(tree: Path) -> str:
-    return os.pathsep.join(str(tree / folder) for folder in SOURCES)
 
 
 def import_steps(tree: Path) -> dict[str, Any]:

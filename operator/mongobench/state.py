@@ -10,7 +10,9 @@ call, so nothing of the kind lives in module globals:
 - the wake-ups a child's event queues for its MongoCluster or BenchmarkRun (by key, coalesced,
   failed work retried with a per-key backoff);
 - the ticker: which resources tick, how often, and their work (the timers, without bodies);
-  with the wake-ups, the operator's only trigger besides kopf's handlers, so `pause` and
+- the dependents: which BenchmarkRun waits on which MongoCluster, and what it saw of it, so the
+  cluster's events wake the run;
+  with the wake-ups, the operator's only triggers besides kopf's handlers, so `pause` and
   `resume` (kopf's peering, relayed by k8s.peering) stop and start all of the operator's own
   work, as kopf stops and starts its watches;
 - the MongoDB administration handles, one per cluster, replaced when the cluster's credentials
@@ -27,6 +29,7 @@ from typing import Any
 from mongobench.benchmarkrun.data import ClusterData
 from mongobench.k8s.api import KubeApi, KubeClient
 from mongobench.k8s.client import ApiClient, new_api_client
+from mongobench.k8s.dependents import Dependents
 from mongobench.k8s.locks import ResourceLocks
 from mongobench.k8s.rollout import SeenRollouts
 from mongobench.k8s.ticker import Ticker
@@ -45,6 +48,7 @@ class OperatorState:
     rollouts: SeenRollouts
     wakeups: Wakeups
     ticker: Ticker
+    dependents: Dependents
     own_pool: ThreadPoolExecutor | None = field(default=None, repr=False)
 
     @classmethod
@@ -72,13 +76,15 @@ class OperatorState:
             SeenRollouts(),
             wakeups,
             Ticker(wakeups),
+            Dependents(wakeups),
             own,
         )
 
     def forget(self, kind: str, namespace: str, name: str) -> None:
-        """A resource is gone: stop its ticks and its queued or retried work, drop its lock and
-        close its MongoDB clients."""
+        """A resource is gone: stop its ticks, its queued or retried work and what it follows,
+        drop its lock and close its MongoDB clients."""
         self.ticker.stop((kind, namespace, name))
+        self.dependents.forget((kind, namespace, name))
         self.wakeups.forget((kind, namespace, name))
         self.locks.forget(kind, namespace, name)
         if kind == "MongoCluster":
@@ -87,6 +93,7 @@ class OperatorState:
     def pause(self) -> None:
         """Peering paused the operator: drop every tick and all queued work; start none."""
         self.ticker.pause()
+        self.dependents.pause()
         self.wakeups.pause()
 
     def resume(self) -> None:
@@ -94,6 +101,7 @@ class OperatorState:
         their ticks and wake their work again."""
         self.wakeups.resume()
         self.ticker.resume()
+        self.dependents.resume()
 
     def busy(self) -> bool:
         """Whether work started before a pause still runs."""

@@ -17,16 +17,18 @@ from mongobench.api import BenchmarkRunSpec, SpecError
 from mongobench.api.names import check_benchmarkrun_name
 from mongobench.benchmarkrun import archive, jobs, orchestrate
 from mongobench.benchmarkrun.cpu_status import cpu_for_step
+from mongobench.benchmarkrun.decide import job_outcome
 from mongobench.config import OperatorConfig
-from mongobench.handlers.common import BENCHMARKRUN, refusals, settled
+from mongobench.handlers.common import BENCHMARKRUN, cluster_as_run_saw_it, refusals, settled
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.client import ApiError
 from mongobench.mongo.errors import MongoAdminError
 from mongobench.observability import metrics
-from mongobench.observability.metrics import instrumented
+from mongobench.observability.metrics import SKIPPED, Skipped, instrumented
 from mongobench.state import state_of
 
 KIND = "BenchmarkRun"
+MONGOCLUSTER_KIND = "MongoCluster"  # the key its cluster's events report under
 ARCHIVE_UPLOAD = "BenchmarkRun/archive"  # one upload of a run at a time (not its state machine)
 
 
@@ -79,13 +81,18 @@ def start(
         _advance(memo, meta["namespace"], meta["name"])
 
 
-# Steps are driven by their Jobs' events; ticks cover waits nothing else wakes up for (the
-# cluster becoming Ready, MongoDB reachable again) and stop with the run, which includes a run
-# refused for its spec (phase Failed). Uploads to the run's archive tick while steps finish, and
-# after the run ended until the final manifest is written; a failed upload waits out its backoff
-# (status.archive.nextAttempt). The run's events decide (k8s.ticker: kopf's timers kept every
-# run's body); its ticks and its Jobs' events share one wake-up key.
-TICK_SECONDS = 1.0
+# A run ticks only as fast as nothing else wakes it. Its Jobs' events wake it when a Job ends or
+# goes away (job_changed), and its MongoCluster's events when the cluster becomes Ready, not
+# Ready or absent (k8s.dependents, followed from here): while a step's Job runs, or before the
+# start while the cluster is awaited, a tick every 30 s only covers an event that never arrives
+# (FALLBACK). Otherwise it ticks every second (NEXT): the next step to start, a scenario
+# ConfigMap applied late, MongoDB not reachable yet. Ticks stop with the run, which includes a
+# run refused for its spec (phase Failed). Uploads to the run's archive tick while steps finish,
+# and after the run ended until the final manifest is written; a failed upload waits out its
+# backoff (status.archive.nextAttempt). The run's events decide (k8s.ticker: kopf's timers kept
+# every run's body); its ticks, its Jobs' and its cluster's events share one wake-up key.
+NEXT = (1.0, 1.0)  # (interval, first tick) in seconds
+FALLBACK = (30.0, 30.0)
 ARCHIVE_SECONDS = 2.0
 
 
@@ -96,6 +103,36 @@ def advancing(body: Mapping[str, Any]) -> bool:
     )
 
 
+def ticks(body: Mapping[str, Any]) -> tuple[float, float] | None:
+    """How often the run ticks now, if at all: NEXT, FALLBACK or None."""
+    if not advancing(body):
+        return None
+    status = body.get("status") or {}
+    return FALLBACK if _job_runs(status) or _awaits_cluster(status) else NEXT
+
+
+def _job_runs(status: Mapping[str, Any]) -> bool:
+    """The current step (the first not Succeeded) is Running: its Job's end wakes the run."""
+    current = next(
+        (s for s in status.get("steps") or () if s.get("phase") != cond.STEP_SUCCEEDED), None
+    )
+    return current is not None and current.get("phase") == cond.STEP_RUNNING
+
+
+def _awaits_cluster(status: Mapping[str, Any]) -> bool:
+    """Not started for want of a cluster (absent or not Ready): its events wake the run."""
+    return status.get("phase") == cond.PHASE_PENDING and cluster_as_run_saw_it(status) in (
+        cond.CLUSTER_NOT_FOUND,
+        cond.CLUSTER_NOT_READY,
+    )
+
+
+def _cluster_of(body: Mapping[str, Any]) -> str | None:
+    ref = (body.get("spec") or {}).get("clusterRef")
+    name = ref.get("name") if isinstance(ref, Mapping) else None
+    return name if isinstance(name, str) else None
+
+
 @kopf.on.event(*BENCHMARKRUN)
 async def run_changed(
     body: kopf.Body, meta: kopf.Meta, type: str | None, memo: kopf.Memo, **_: Any
@@ -104,13 +141,23 @@ async def run_changed(
     namespace, name = meta["namespace"], meta["name"]
     live = type != "DELETED" and not meta.get("deletionTimestamp")
     raw = dict(body)
+    every = ticks(raw) if live else None
+    interval, first = every or NEXT
+    key = (KIND, namespace, name)
     state.ticker.schedule(
-        (KIND, namespace, name),
-        live and advancing(raw),
-        TICK_SECONDS,
-        lambda: _ticked(memo, namespace, name),
+        key, every is not None, interval, lambda: _ticked(memo, namespace, name), first=first
     )
     status = raw.get("status") or {}
+    cluster = _cluster_of(raw)
+    if every is not None and cluster is not None:
+        state.dependents.follow(
+            key,
+            (MONGOCLUSTER_KIND, namespace, cluster),
+            cluster_as_run_saw_it(status),
+            lambda: _cluster_advance(memo, namespace, name),
+        )
+    else:
+        state.dependents.unfollow(key)
     uploading = live and archive.pending(raw.get("spec") or {}, status, OperatorConfig.current())
     record = {"archive": dict(status.get("archive") or {})}  # its backoff, not the body
     state.ticker.schedule(
@@ -123,6 +170,11 @@ async def run_changed(
 
 @instrumented("BenchmarkRun", "tick")
 def _ticked(memo: kopf.Memo, namespace: str, name: str) -> None:
+    _advance(memo, namespace, name)
+
+
+@instrumented("BenchmarkRun", "cluster-event")
+def _cluster_advance(memo: kopf.Memo, namespace: str, name: str) -> None:
     _advance(memo, namespace, name)
 
 
@@ -143,13 +195,24 @@ def _archive_ticked(memo: kopf.Memo, namespace: str, name: str, record: Mapping[
 
 
 @kopf.on.event("batch", "v1", "jobs", labels={jobs.RUN_LABEL: kopf.PRESENT})
-async def job_changed(meta: kopf.Meta, type: str | None, memo: kopf.Memo, **_: Any) -> None:
-    """A step's Job changed: advance its run. Queued by the run's name (k8s.wakeups): the Job's
-    body is not kept, and the run's Jobs' events while it waits wake it once."""
+async def job_changed(
+    body: kopf.Body, meta: kopf.Meta, type: str | None, memo: kopf.Memo, **_: Any
+) -> None:
+    """A step's Job ended or went away: advance its run. Queued by the run's name (k8s.wakeups):
+    the Job's body is not kept, and the run's Jobs' events while it waits wake it once. Its
+    other events (pods started, ready, counted) change nothing the run decides on."""
     if type is None:  # the initial listing: resume handlers cover it
+        return
+    if type != "DELETED" and job_outcome(body)[0] == "WaitForJob":
+        _job_dropped()
         return
     namespace, run = meta["namespace"], meta["labels"][jobs.RUN_LABEL]
     state_of(memo).wakeups.wake((KIND, namespace, run), lambda: _job_advance(memo, namespace, run))
+
+
+@instrumented("BenchmarkRun", "job-event")
+def _job_dropped() -> Skipped:
+    return SKIPPED
 
 
 @instrumented("BenchmarkRun", "job-event")

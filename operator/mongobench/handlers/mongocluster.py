@@ -13,7 +13,12 @@ from typing import Any
 
 import kopf
 
-from mongobench.handlers.common import MONGOCLUSTER, refusals, settled
+from mongobench.handlers.common import (
+    MONGOCLUSTER,
+    cluster_as_runs_see_it,
+    refusals,
+    settled,
+)
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.conditions import is_true
 from mongobench.mongocluster import deletion, reconcile
@@ -83,15 +88,21 @@ async def cluster_changed(
     body: kopf.Body, meta: kopf.Meta, type: str | None, memo: kopf.Memo, **_: Any
 ) -> None:
     namespace, name = meta["namespace"], meta["name"]
-    every = None if type == "DELETED" or meta.get("deletionTimestamp") else ticks(dict(body))
+    state = state_of(memo)
+    raw = dict(body)
+    every = None if type == "DELETED" or meta.get("deletionTimestamp") else ticks(raw)
     interval, first = every or WIRING
-    state_of(memo).ticker.schedule(
+    state.ticker.schedule(
         (KIND, namespace, name),
         every is not None,
         interval,
         lambda: timed_sync(memo, namespace, name),
         first=first,
     )
+    # Runs waiting on this cluster (Ready, not Ready, gone) wake when that changes.
+    deleted = type == "DELETED"
+    seen = cluster_as_runs_see_it(raw, deleted)
+    state.dependents.changed((KIND, namespace, name), seen, gone=deleted)
 
 
 @instrumented("MongoCluster", "sync")
