@@ -24,9 +24,8 @@ from __future__ import annotations
 import os
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mongobench.benchmarkrun.data import ClusterData
 from mongobench.k8s.api import KubeApi, KubeClient
 from mongobench.k8s.client import ApiClient, new_api_client
 from mongobench.k8s.dependents import Dependents
@@ -37,6 +36,9 @@ from mongobench.k8s.wakeups import Backoff, Wakeups
 from mongobench.mongo.connect import resolver_from_env
 from mongobench.mongo.pool import AdminPool
 
+if TYPE_CHECKING:
+    from mongobench.benchmarkrun.data import ClusterData
+
 
 @dataclass
 class OperatorState:
@@ -44,7 +46,6 @@ class OperatorState:
     kube: KubeApi
     locks: ResourceLocks
     admins: AdminPool
-    cluster_data: ClusterData
     rollouts: SeenRollouts
     wakeups: Wakeups
     ticker: Ticker
@@ -72,13 +73,20 @@ class OperatorState:
             client,
             ResourceLocks(),
             admins,
-            ClusterData(client, admins),
             SeenRollouts(),
             wakeups,
             Ticker(wakeups),
             Dependents(wakeups),
             own,
         )
+
+    @property
+    def cluster_data(self) -> ClusterData:
+        """The MongoDB side of runs, through the clusters' handles (loaded with the first run:
+        handlers/__init__.py)."""
+        from mongobench.benchmarkrun.data import ClusterData  # noqa: PLC0415
+
+        return ClusterData(self.kube, self.admins)
 
     def forget(self, kind: str, namespace: str, name: str) -> None:
         """A resource is gone: stop its ticks, its queued or retried work and what it follows,

@@ -3,6 +3,9 @@
 Each one runs under handlers.common.refusals: a spec (or name) the operator cannot use, or a
 Job the apiserver refuses, ends the run as Failed with the Succeeded condition and one Event;
 a Failed run stops ticking. Deletion works whatever the spec says.
+
+The state machine (orchestrate), the archive and the Prometheus queries load with the first run
+the operator handles (handlers/__init__.py says why).
 """
 
 from __future__ import annotations
@@ -15,9 +18,8 @@ import kopf
 
 from mongobench.api import BenchmarkRunSpec, SpecError
 from mongobench.api.names import check_benchmarkrun_name
-from mongobench.benchmarkrun import archive, jobs, orchestrate
-from mongobench.benchmarkrun.cpu_status import cpu_for_step
-from mongobench.benchmarkrun.decide import job_outcome
+from mongobench.benchmarkrun import jobs
+from mongobench.benchmarkrun.decide import TERMINAL, job_outcome
 from mongobench.config import OperatorConfig
 from mongobench.handlers.common import BENCHMARKRUN, cluster_as_run_saw_it, refusals, settled
 from mongobench.k8s import conditions as cond
@@ -33,6 +35,9 @@ ARCHIVE_UPLOAD = "BenchmarkRun/archive"  # one upload of a run at a time (not it
 
 
 def _advance(memo: kopf.Memo, namespace: str, name: str) -> None:
+    from mongobench.benchmarkrun import orchestrate
+    from mongobench.benchmarkrun.cpu_status import cpu_for_step
+
     config = OperatorConfig.current()
     state = state_of(memo)
     with refusals(state.kube, KIND, namespace, name, cond.SUCCEEDED, locks=state.locks):
@@ -52,7 +57,7 @@ def _advance(memo: kopf.Memo, namespace: str, name: str) -> None:
         metrics.set_running_steps(
             namespace, name, (outcome.run.get("status") or {}).get("steps") or ()
         )
-        if outcome.phase in orchestrate.TERMINAL:
+        if outcome.phase in TERMINAL:
             run = state.kube.get(KIND, namespace, name)
             if run is not None:
                 metrics.export_run(run)
@@ -75,7 +80,7 @@ def start(
     ):
         check_benchmarkrun_name(meta["name"])
         BenchmarkRunSpec.parse(dict(spec))
-        if status.get("phase") in orchestrate.TERMINAL:
+        if status.get("phase") in TERMINAL:
             metrics.export_run(dict(body))  # results of finished runs stay exported after restarts
             return
         _advance(memo, meta["namespace"], meta["name"])
@@ -98,9 +103,7 @@ ARCHIVE_SECONDS = 2.0
 
 def advancing(body: Mapping[str, Any]) -> bool:
     status = body.get("status") or {}
-    return status.get("phase") not in (*orchestrate.TERMINAL, None) and not settled(
-        body, cond.SUCCEEDED
-    )
+    return status.get("phase") not in (*TERMINAL, None) and not settled(body, cond.SUCCEEDED)
 
 
 def ticks(body: Mapping[str, Any]) -> tuple[float, float] | None:
@@ -158,6 +161,8 @@ async def run_changed(
         )
     else:
         state.dependents.unfollow(key)
+    from mongobench.benchmarkrun import archive
+
     uploading = live and archive.pending(raw.get("spec") or {}, status, OperatorConfig.current())
     record = {"archive": dict(status.get("archive") or {})}  # its backoff, not the body
     state.ticker.schedule(
@@ -181,6 +186,8 @@ def _cluster_advance(memo: kopf.Memo, namespace: str, name: str) -> None:
 @instrumented("BenchmarkRun", "archive")
 def _archive_ticked(memo: kopf.Memo, namespace: str, name: str, record: Mapping[str, Any]) -> None:
     """`record`: the run's status.archive when this was scheduled (its backoff)."""
+    from mongobench.benchmarkrun import archive
+
     if not archive.due(record, datetime.now(UTC)):
         return
     state = state_of(memo)
@@ -248,6 +255,8 @@ def delete(
     if parsed.cleanup.data == "Always" and not succeeded:
         # Best effort: an unreachable MongoDB (or a cluster whose own spec is refused) must not
         # hold the run's deletion forever.
+        from mongobench.benchmarkrun import orchestrate
+
         try:
             message = orchestrate.drop_data(
                 state.kube, state.cluster_data, parsed, body["metadata"]["namespace"]

@@ -16,9 +16,12 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from mongobench.mongo.admin import MongoAdmin
 from mongobench.mongo.connect import HostResolver, identity_resolver
+
+if TYPE_CHECKING:  # the pool only keeps what its callers build (the idle operator loads none)
+    from mongobench.mongo.admin import MongoAdmin
 
 # Idle handles kept open: enough that a few dozen clusters reconcile without reconnecting, few
 # enough that hundreds of clusters do not hold hundreds of clients (threads, sockets, memory).
