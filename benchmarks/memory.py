@@ -5,7 +5,7 @@ Two parts, each printed for both trees with the ratio after / before:
   imports  a fresh interpreter imports the operator's dependencies one after the other, as
            `mongobench-operator run` loads them, then `mongobench.main`: resident MiB after each
            step, the modules it added, and which of the lazily loaded packages (pymongo, bson,
-           hdrh, the archive client) an idle operator has loaded
+           hdrh, the archive client, the controllers) an idle operator has loaded
   idle     `mongobench-operator run` against a local plane (a namespace with no objects), as
            localplane.operator starts it: VmRSS, RssAnon, RssFile, threads once its CPU time
            stands still (kopf's watches open, the metrics and probe servers up)
@@ -58,7 +58,17 @@ STEPS = (
     ("prometheus_client", "prometheus_client"),
     ("mongobench.main", "mongobench.main"),
 )
-LAZY = ("pymongo", "bson", "hdrh", "mongobench_archive", "mongobench_results")
+LAZY = (
+    "pymongo",
+    "bson",
+    "hdrh",
+    "mongobench_archive",
+    "mongobench_results",
+    "mongobench.mongo.admin",
+    "mongobench.mongocluster.reconcile",
+    "mongobench.benchmarkrun.orchestrate",
+    "mongobench.experiment.reconcile",
+)
 
 PROBE = """
 import importlib, json, sys

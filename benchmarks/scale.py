@@ -397,7 +397,7 @@ def _print_requests(requests: list[dict[str, Any]], metrics: str, total: int) ->
             f"/{ref['subresource']}" if ref.get("subresource") else ""
         )
         kinds[f"{e['verb']} {what}"] = kinds.get(f"{e['verb']} {what}", 0) + 1
-    top = sorted(kinds.items(), key=lambda kv: -kv[1])[:10]
+    top = sorted(kinds.items(), key=lambda kv: -kv[1])[:16]
     print(
         "    most frequent requests per object: "
         + ", ".join(f"{k} {v / total:.1f}" for k, v in top)

@@ -88,16 +88,17 @@ def start(
 
 # A run ticks only as fast as nothing else wakes it. Its Jobs' events wake it when a Job ends or
 # goes away (job_changed), and its MongoCluster's events when the cluster becomes Ready, not
-# Ready or absent (k8s.dependents, followed from here): while a step's Job runs, or before the
-# start while the cluster is awaited, a tick every 30 s only covers an event that never arrives
-# (FALLBACK). Otherwise it ticks every second (NEXT): the next step to start, a scenario
-# ConfigMap applied late, MongoDB not reachable yet. Ticks stop with the run, which includes a
-# run refused for its spec (phase Failed). Uploads to the run's archive tick while steps finish,
-# and after the run ended until the final manifest is written; a failed upload waits out its
-# backoff (status.archive.nextAttempt). The run's events decide (k8s.ticker: kopf's timers kept
-# every run's body); its ticks, its Jobs' and its cluster's events share one wake-up key.
+# Ready or absent (k8s.dependents, followed from here), also when kopf lists them again after a
+# watch expired: while a step's Job runs, or before the start while the cluster is awaited, a
+# tick every 2 minutes only covers an event that never arrives (FALLBACK). Otherwise it ticks
+# every second (NEXT): the next step to start, a scenario ConfigMap applied late, MongoDB not
+# reachable yet. Ticks stop with the run, which includes a run refused for its spec (phase
+# Failed). Uploads to the run's archive tick while steps finish, and after the run ended until
+# the final manifest is written; a failed upload waits out its backoff
+# (status.archive.nextAttempt). The run's events decide (k8s.ticker: kopf's timers kept every
+# run's body); its ticks, its Jobs' and its cluster's events share one wake-up key.
 NEXT = (1.0, 1.0)  # (interval, first tick) in seconds
-FALLBACK = (30.0, 30.0)
+FALLBACK = (120.0, 120.0)
 ARCHIVE_SECONDS = 2.0
 
 
@@ -205,16 +206,19 @@ def _archive_ticked(memo: kopf.Memo, namespace: str, name: str, record: Mapping[
 async def job_changed(
     body: kopf.Body, meta: kopf.Meta, type: str | None, memo: kopf.Memo, **_: Any
 ) -> None:
-    """A step's Job ended or went away: advance its run. Queued by the run's name (k8s.wakeups):
-    the Job's body is not kept, and the run's Jobs' events while it waits wake it once. Its
-    other events (pods started, ready, counted) change nothing the run decides on."""
-    if type is None:  # the initial listing: resume handlers cover it
-        return
-    if type != "DELETED" and job_outcome(body)[0] == "WaitForJob":
+    """A step's Job ended or went away: advance its run, if the run still advances (it ticks).
+    Queued by the run's name (k8s.wakeups): the Job's body is not kept, and the run's Jobs'
+    events while it waits wake it once. Its other events (pods started, ready, counted) change
+    nothing the run decides on. A listing (type None: the start, or kopf listing again after its
+    watch expired) shows an ended Job whose events may have been missed."""
+    state = state_of(memo)
+    namespace, run = meta["namespace"], meta["labels"][jobs.RUN_LABEL]
+    key = (KIND, namespace, run)
+    ended = type == "DELETED" or job_outcome(body)[0] != "WaitForJob"
+    if not ended or state.ticker.interval(key) is None:
         _job_dropped()
         return
-    namespace, run = meta["namespace"], meta["labels"][jobs.RUN_LABEL]
-    state_of(memo).wakeups.wake((KIND, namespace, run), lambda: _job_advance(memo, namespace, run))
+    state.wakeups.wake(key, lambda: _job_advance(memo, namespace, run))
 
 
 @instrumented("BenchmarkRun", "job-event")

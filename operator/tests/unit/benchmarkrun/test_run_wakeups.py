@@ -1,7 +1,8 @@
 """Unit tier: what wakes a BenchmarkRun. Its Job's events wake it only when the Job ended or went
-away (the others count as skipped); its MongoCluster's events wake it when the cluster became
-Ready, not Ready or absent, as the run did not see it yet; and it ticks every second only where
-nothing else would wake it, every 30 s while a Job runs or the cluster is awaited.
+away and the run still advances (the others count as skipped); its MongoCluster's events wake it
+when the cluster became Ready, not Ready or absent, as the run did not see it yet; and it ticks
+every second only where nothing else would wake it, every 2 minutes while a Job runs or the
+cluster is awaited.
 
 The queue, the ticker and the dependents are the product's own; the run's advance is recorded
 instead of reading an API."""
@@ -192,7 +193,6 @@ def job(*conditions: dict[str, Any], **status: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("type_", "body", "wakes"),
     [
-        (None, job(condition("Complete", cond.TRUE, "")), False),  # listed: resume covers it
         ("ADDED", job(), False),  # the run created it and recorded the step Running
         ("MODIFIED", job(active=1, ready=1), False),  # its pods started: nothing to decide
         (  # its success criteria are met, not yet Complete
@@ -203,16 +203,33 @@ def job(*conditions: dict[str, Any], **status: Any) -> dict[str, Any]:
         ("MODIFIED", job(condition("Complete", cond.TRUE, ""), succeeded=1), True),
         ("MODIFIED", job(condition("Failed", cond.TRUE, "BackoffLimitExceeded")), True),
         ("DELETED", job(active=1), True),  # lost while running: the run keeps what it can
+        (None, job(active=1), False),  # listed, running
+        # Listed after kopf's watch expired (or at the start): its end may have been missed.
+        (None, job(condition("Complete", cond.TRUE, ""), succeeded=1), True),
     ],
 )
 def test_only_a_job_that_ended_or_went_away_wakes_its_run(
     state: SimpleNamespace, type_: str | None, body: dict[str, Any], wakes: bool
 ) -> None:
+    run_event(run(cond.RUN_LOADING, CLUSTER_READY, steps=[step(0, SUCCEEDED), step(1, RUNNING)]))
+    assert job_event(type_, body) == ({"ok": 1} if wakes else {"skipped": 1})
+    assert state.advanced == ([("ns", "r")] if wakes else [])
+
+
+def test_a_job_of_a_run_that_no_longer_advances_wakes_nothing(state: SimpleNamespace) -> None:
+    """The run ended (it stopped ticking) and deletes its Jobs (cleanup.jobs), or was deleted."""
+    run_event(run(cond.RUN_SUCCEEDED, CLUSTER_READY))
+    assert job_event("DELETED", job(condition("Complete", cond.TRUE, ""))) == {"skipped": 1}
+    assert job_event("MODIFIED", job(condition("Complete", cond.TRUE, ""))) == {"skipped": 1}
+    assert state.advanced == []
+
+
+def job_event(type_: str | None, body: dict[str, Any]) -> dict[str, float]:
+    """Deliver the Job's event as kopf would; what it added to each outcome's count, once the
+    work it queued ran."""
     before = job_events()
     kwargs: dict[str, Any] = {"body": body, "meta": body["metadata"], "memo": kopf.Memo()}
     assert asyncio.run(benchmarkrun.job_changed(type=type_, **kwargs)) is None
-    assert state.wakeups.idle(timeout=5)
-    assert state.advanced == ([("ns", "r")] if wakes else [])
+    assert benchmarkrun.state_of(None).wakeups.idle(timeout=5)
     after = job_events()
-    counted = {o: after[o] - before[o] for o in after if after[o] != before[o]}
-    assert counted == ({"ok": 1} if wakes else {} if type_ is None else {"skipped": 1})
+    return {o: after[o] - before[o] for o in after if after[o] != before[o]}
