@@ -5,7 +5,7 @@ Two parts, each printed for both trees with the ratio after / before:
   imports  a fresh interpreter imports the operator's dependencies one after the other, as
            `mongobench-operator run` loads them, then `mongobench.main`: resident MiB after each
            step, the modules it added, and which of the lazily loaded packages (pymongo, bson,
-           hdrh, the archive client) an idle operator has loaded
+           hdrh, the archive client, the controllers) an idle operator has loaded
   idle     `mongobench-operator run` against a local plane (a namespace with no objects), as
            localplane.operator starts it: VmRSS, RssAnon, RssFile, threads once its CPU time
            stands still (kopf's watches open, the metrics and probe servers up)
@@ -26,13 +26,14 @@ import os
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
+
+from trees import export_tree, pythonpath
 
 from localplane.nodes import NodeSet
 from localplane.operator import start_operator
@@ -44,8 +45,6 @@ BEFORE = os.environ.get("BENCH_BEFORE", "main")
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 SETTLE = float(os.environ.get("BENCH_SETTLE", "15"))
 PYTHON = REPO / ".venv" / "bin" / "python"
-# The folders whose code the operator process runs (the rest of the virtualenv is shared).
-SOURCES = ("operator", "results", "archive")
 
 # Import steps in the order the operator's process meets them (its entry point, then
 # mongobench.main). "a|b": the first that exists (the entry point was mongobench.cli before).
@@ -59,7 +58,17 @@ STEPS = (
     ("prometheus_client", "prometheus_client"),
     ("mongobench.main", "mongobench.main"),
 )
-LAZY = ("pymongo", "bson", "hdrh", "mongobench_archive", "mongobench_results")
+LAZY = (
+    "pymongo",
+    "bson",
+    "hdrh",
+    "mongobench_archive",
+    "mongobench_results",
+    "mongobench.mongo.admin",
+    "mongobench.mongocluster.reconcile",
+    "mongobench.benchmarkrun.orchestrate",
+    "mongobench.experiment.reconcile",
+)
 
 PROBE = """
 import importlib, json, sys
@@ -88,25 +97,6 @@ for label, names in json.loads(sys.argv[1]):
 lazy = sorted(m for m in json.loads(sys.argv[2]) if m in sys.modules)
 print(json.dumps({"steps": steps, "loaded": lazy}))
 """
-
-
-def export_tree(ref: str, into: Path) -> Path:
-    """The operator's sources at `ref`, extracted into `into` (git archive: no worktree)."""
-    archive = subprocess.run(
-        ["git", "-C", str(REPO), "archive", "--format=tar", ref, *SOURCES],
-        capture_output=True,
-        check=True,
-    ).stdout
-    into.mkdir(parents=True, exist_ok=True)
-    tar = into / "tree.tar"
-    tar.write_bytes(archive)
-    with tarfile.open(tar) as t:
-        t.extractall(into, filter="data")
-    return into
-
-
-def pythonpath(tree: Path) -> str:
-    return os.pathsep.join(str(tree / folder) for folder in SOURCES)
 
 
 def import_steps(tree: Path) -> dict[str, Any]:

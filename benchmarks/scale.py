@@ -6,7 +6,8 @@ cluster's children created, every cluster Ready, every run Succeeded; the operat
 (VmHWM of its process); and the API requests the operator issued per object (the apiserver's
 audit log, filtered by the operator's user agents).
 
-Targets (a benchmark, not a test): 200 + 200 within 60 s, peak RSS under 100 MiB.
+Targets (a benchmark, not a test; issue 23): 200 + 200 within 60 s, peak RSS under 75 MiB, API
+requests per object at most 35.
 
 It finishes on a busy 2-core machine too. One `kubectl apply` of all 400 objects once timed
 out after 300 s (load average 13): runs whose clusters were already Ready started their clients,
@@ -27,6 +28,10 @@ So "apply returned" and the clusters' milestones measure the apiserver and the o
     BENCH_BATCH          objects per server-side apply (default 50)
     BENCH_APPLY_TIMEOUT  seconds for each batch's apply (default 300)
     BENCH_CLIENTS        client processes at once (default twice the cores)
+    BENCH_BEFORE         a git ref of the code before (default main; empty: this tree alone):
+                         measured first, on a plane of its own, with its operator/, results/ and
+                         archive/ first on PYTHONPATH of the same virtualenv; each figure is
+                         printed for both, with after / before
 
 What is real: apiserver, controller-manager, KWOK nodes, the operator process, the runs' YCSB
 clients (executed by the harness kubelet against FerretDB). MongoDB's replica-set state is the
@@ -43,12 +48,14 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 from kubernetes import client as k8s
 from prometheus_client.parser import text_string_to_metric_families
+from trees import export_tree, pythonpath
 
 from localplane.executor import pod_executor, rewrite_hosts
 from localplane.ferretdb import running_ferretdb
@@ -67,6 +74,7 @@ TIMEOUT = float(os.environ.get("BENCH_TIMEOUT", "900"))
 BATCH = int(os.environ.get("BENCH_BATCH", "50"))
 APPLY_TIMEOUT = float(os.environ.get("BENCH_APPLY_TIMEOUT", "300"))
 CLIENTS = int(os.environ.get("BENCH_CLIENTS", str(2 * (os.cpu_count() or 1))))
+BEFORE = os.environ.get("BENCH_BEFORE", "main")
 GROUP = "mongobench.io"
 
 
@@ -168,9 +176,34 @@ def apply_in_batches(plane: Plane, objects: list[dict[str, Any]]) -> None:
         )  # fmt: skip
 
 
-def main() -> int:
-    with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp, ExitStack() as stack:
-        plane, operator, uri = _start(Path(tmp), stack)
+@dataclass
+class Figures:
+    """What one tree's operator did under the N + RUNS objects."""
+
+    applied: float  # seconds of the apply
+    marks: dict[str, float]  # seconds from the apply to each milestone reached
+    failed: int
+    clients: int  # client processes at once, most
+    peak_rss: int
+    threads: int
+    cpu: dict[str, float]  # CPU seconds per process of the plane and the operator
+    machine: float  # busy CPU seconds of the whole machine
+    elapsed: float
+    requests: list[dict[str, Any]]  # the operator's API requests (audit events)
+    metrics: str  # the operator's /metrics at the end
+
+    @property
+    def ok(self) -> bool:
+        return len(self.marks) == (4 if RUNS else 2) and not self.failed
+
+
+def measure(work: Path, pythonpath: str | None) -> Figures:
+    """A fresh plane and operator (its sources from `pythonpath` first, else this tree's), the
+    objects applied, every milestone awaited."""
+    work.mkdir(parents=True, exist_ok=True)
+    with ExitStack() as stack:
+        env = {"PYTHONPATH": pythonpath} if pythonpath else {}
+        plane, operator, uri = _start(work, stack, env)
         assert operator.process is not None
         rss = PeakRss(operator.process.pid)
         api = plane.api_client()
@@ -196,32 +229,45 @@ def main() -> int:
         failed = _phases(custom, "benchmarkruns").count("Failed") if RUNS else 0
         time.sleep(2)
         rss.done.set()
-        print(f"bench-scale: {N} MongoClusters (1 member) + {RUNS} BenchmarkRuns (load + 1 run)")
-        print(
-            f"  kubectl apply returned          {t_applied:7.1f} s   "
-            f"({-(-(N + RUNS) // BATCH)} server-side applies of up to {BATCH})"
+        return Figures(
+            t_applied,
+            marks,
+            failed,
+            executor.peak_processes if executor is not None else 0,
+            rss.peak,
+            rss.threads,
+            cpu,
+            machine,
+            elapsed,
+            operator_requests(plane.audit_log),
+            operator.metrics(),
         )
-        _print_milestones(marks)
-        if RUNS:
-            print(f"  runs Failed                     {failed:7d}     (target 0, within 60 s)")
-        if executor is not None:
-            print(
-                f"  client processes at once, most  {executor.peak_processes:7d}"
-                f"     (cap {CLIENTS}, started after the apply)"
-            )
-        print(f"  operator peak RSS               {rss.peak / 2**20:7.1f} MiB (target < 100)")
-        print(f"  operator threads at most        {rss.threads:7d}")
-        _print_cpu(cpu, machine, elapsed)
-        _print_requests(operator_requests(plane.audit_log), operator.metrics(), N + RUNS)
-        return 0 if len(marks) == (4 if RUNS else 2) and not failed else 1
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
+        work = Path(tmp)
+        trees: dict[str, str | None] = {"after": None}
+        if BEFORE:  # the code before first, on a machine as loaded as for this tree
+            trees = {"before": pythonpath(export_tree(BEFORE, work / "before")), **trees}
+        figures = {name: measure(work / name, path) for name, path in trees.items()}
+    print(
+        f"bench-scale: {N} MongoClusters (1 member) + {RUNS} BenchmarkRuns (load + 1 run)"
+        + (f", this tree next to {BEFORE}" if BEFORE else "")
+    )
+    _print_figures(figures)
+    return 0 if all(f.ok for f in figures.values()) else 1
 
 
 Rewrite = Callable[[str], str]  # a client URI sent to FerretDB
 
 
-def _start(work: Path, stack: ExitStack) -> tuple[Plane, OperatorProcess, Rewrite | None]:
+def _start(
+    work: Path, stack: ExitStack, env: dict[str, str]
+) -> tuple[Plane, OperatorProcess, Rewrite | None]:
     """The plane, a wire peer per cluster member, FerretDB when runs are measured (and the
-    URI rewrite its clients take), and the operator; all stopped by ``stack``."""
+    URI rewrite its clients take), and the operator (`env`: more of its environment); all
+    stopped by ``stack``."""
     plane = Plane.start(work / "plane", nodes=NodeSet(profile="kind", count=3), audit=True)
     stack.callback(plane.stop)
     model = MongoModel(keyfile=keyfile_from_pods(plane.api_client()), catch_up_seconds=0.1)
@@ -236,7 +282,7 @@ def _start(work: Path, stack: ExitStack) -> tuple[Plane, OperatorProcess, Rewrit
         fdb = stack.enter_context(running_ferretdb(work / "ferretdb"))
         uri = rewrite_hosts(f"{fdb.host}:{fdb.port}")
     operator = start_operator(
-        plane.kubeconfig, [NS], work / "operator.log", MONGOBENCH_HOST_MAP=host_map
+        plane.kubeconfig, [NS], work / "operator.log", MONGOBENCH_HOST_MAP=host_map, **env
     )
     stack.callback(operator.stop)
     return plane, operator, uri
@@ -285,38 +331,60 @@ def _milestones(custom: k8s.CustomObjectsApi, apps: k8s.AppsV1Api, t0: float) ->
     return marks
 
 
-def _print_milestones(marks: dict[str, float]) -> None:
+def _row(label: str, values: list[float | None], unit: str = "", digits: int = 1) -> None:
+    """One figure per tree, then after / before when there are two."""
+    cells = "".join(f"{v:10.{digits}f}" if v is not None else f"{'-':>10}" for v in values)
+    ratio = ""
+    if len(values) == 2 and values[0] and values[1] is not None:
+        ratio = f"   {values[1] / values[0]:5.2f}x"
+    print(f"  {label:<36}{cells} {unit:<4}{ratio}")
+
+
+def _print_figures(figures: dict[str, Figures]) -> None:
+    runs = list(figures.values())
+    print(f"  {'':<36}" + "".join(f"{name:>10}" for name in figures) + "      after / before")
+    _row("kubectl apply returned", [f.applied for f in runs], "s")
     for name, what in (
-        ("children", "all children       "),
-        ("ready", "all clusters Ready "),
-        ("loading", "all runs loading   "),
-        ("runs", "all runs finished  "),
+        ("children", "apply -> all children"),
+        ("ready", "apply -> all clusters Ready"),
+        ("loading", "apply -> all runs loading"),
+        ("runs", "apply -> all runs finished"),
     ):
-        if name in marks:
-            print(f"  apply -> {what}     {marks[name]:7.1f} s")
-        elif name not in ("loading", "runs") or RUNS:
-            print(f"  apply -> {what}     not reached")
+        if name not in ("loading", "runs") or RUNS:
+            _row(what, [f.marks.get(name) for f in runs], "s")
+    if RUNS:
+        _row("runs Failed (target 0)", [f.failed for f in runs], digits=0)
+        _row(f"client processes at once (cap {CLIENTS})", [f.clients for f in runs], digits=0)
+    _row("operator peak RSS (target < 75)", [f.peak_rss / 2**20 for f in runs], "MiB")
+    _row("operator threads at most", [f.threads for f in runs], digits=0)
+    _row("operator CPU seconds", [f.cpu["operator"] for f in runs], "s")
+    total = N + RUNS
+    _row("operator API requests per object", [len(f.requests) / total for f in runs])
+    _row("  writes per object", [_writes(f.requests) / total for f in runs])
+    for name, f in figures.items():
+        print(f"  {name}:")
+        _print_cpu(f.cpu, f.machine, f.elapsed)
+        _print_requests(f.requests, f.metrics, total)
+
+
+def _writes(requests: list[dict[str, Any]]) -> int:
+    return sum(1 for e in requests if e["verb"] not in ("get", "list", "watch"))
 
 
 def _print_cpu(cpu: dict[str, float], machine: float, elapsed: float) -> None:
     cores = os.cpu_count() or 1
     print(
-        f"  CPU seconds, apply -> the end   {machine:7.1f}     (of {elapsed * cores:.0f}"
+        f"    CPU seconds, apply -> the end   {machine:7.1f}     (of {elapsed * cores:.0f}"
         f" on {cores} cores in {elapsed:.0f} s)"
     )
     for name, seconds in sorted(cpu.items(), key=lambda kv: -kv[1]):
         if seconds >= 0.5:
-            print(f"    {name:<29} {seconds:7.1f}")
-    print(f"    {'the rest (clients, wire peers)':<29} {machine - sum(cpu.values()):7.1f}")
+            print(f"      {name:<29} {seconds:7.1f}")
+    print(f"      {'the rest (clients, wire peers)':<29} {machine - sum(cpu.values()):7.1f}")
 
 
 def _print_requests(requests: list[dict[str, Any]], metrics: str, total: int) -> None:
-    """The operator's API requests and handler calls per object, the most frequent first."""
-    writes = [e for e in requests if e["verb"] not in ("get", "list", "watch")]
-    print(
-        f"  operator API requests per object {len(requests) / total:6.1f}"
-        f"   ({len(requests)} requests, {len(writes)} writes, {total} objects)"
-    )
+    """The operator's handler calls and API requests per object, the most frequent first."""
     calls, skipped = handler_calls(metrics)
     for what, counts in (("handler calls", calls), ("events dropped", skipped)):
         ranked = sorted(counts.items(), key=lambda kv: -kv[1])
@@ -329,8 +397,11 @@ def _print_requests(requests: list[dict[str, Any]], metrics: str, total: int) ->
             f"/{ref['subresource']}" if ref.get("subresource") else ""
         )
         kinds[f"{e['verb']} {what}"] = kinds.get(f"{e['verb']} {what}", 0) + 1
-    top = sorted(kinds.items(), key=lambda kv: -kv[1])[:10]
-    print("    most frequent: " + ", ".join(f"{k} {v / total:.1f}" for k, v in top))
+    top = sorted(kinds.items(), key=lambda kv: -kv[1])[:16]
+    print(
+        "    most frequent requests per object: "
+        + ", ".join(f"{k} {v / total:.1f}" for k, v in top)
+    )
 
 
 if __name__ == "__main__":

@@ -10,7 +10,9 @@ call, so nothing of the kind lives in module globals:
 - the wake-ups a child's event queues for its MongoCluster or BenchmarkRun (by key, coalesced,
   failed work retried with a per-key backoff);
 - the ticker: which resources tick, how often, and their work (the timers, without bodies);
-  with the wake-ups, the operator's only trigger besides kopf's handlers, so `pause` and
+- the dependents: which BenchmarkRun waits on which MongoCluster, and what it saw of it, so the
+  cluster's events wake the run;
+  with the wake-ups, the operator's only triggers besides kopf's handlers, so `pause` and
   `resume` (kopf's peering, relayed by k8s.peering) stop and start all of the operator's own
   work, as kopf stops and starts its watches;
 - the MongoDB administration handles, one per cluster, replaced when the cluster's credentials
@@ -22,17 +24,20 @@ from __future__ import annotations
 import os
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mongobench.benchmarkrun.data import ClusterData
 from mongobench.k8s.api import KubeApi, KubeClient
 from mongobench.k8s.client import ApiClient, new_api_client
+from mongobench.k8s.dependents import Dependents
 from mongobench.k8s.locks import ResourceLocks
 from mongobench.k8s.rollout import SeenRollouts
 from mongobench.k8s.ticker import Ticker
 from mongobench.k8s.wakeups import Backoff, Wakeups
 from mongobench.mongo.connect import resolver_from_env
 from mongobench.mongo.pool import AdminPool
+
+if TYPE_CHECKING:
+    from mongobench.benchmarkrun.data import ClusterData
 
 
 @dataclass
@@ -41,10 +46,10 @@ class OperatorState:
     kube: KubeApi
     locks: ResourceLocks
     admins: AdminPool
-    cluster_data: ClusterData
     rollouts: SeenRollouts
     wakeups: Wakeups
     ticker: Ticker
+    dependents: Dependents
     own_pool: ThreadPoolExecutor | None = field(default=None, repr=False)
 
     @classmethod
@@ -68,17 +73,26 @@ class OperatorState:
             client,
             ResourceLocks(),
             admins,
-            ClusterData(client, admins),
             SeenRollouts(),
             wakeups,
             Ticker(wakeups),
+            Dependents(wakeups),
             own,
         )
 
+    @property
+    def cluster_data(self) -> ClusterData:
+        """The MongoDB side of runs, through the clusters' handles (loaded with the first run:
+        handlers/__init__.py)."""
+        from mongobench.benchmarkrun.data import ClusterData  # noqa: PLC0415
+
+        return ClusterData(self.kube, self.admins)
+
     def forget(self, kind: str, namespace: str, name: str) -> None:
-        """A resource is gone: stop its ticks and its queued or retried work, drop its lock and
-        close its MongoDB clients."""
+        """A resource is gone: stop its ticks, its queued or retried work and what it follows,
+        drop its lock and close its MongoDB clients."""
         self.ticker.stop((kind, namespace, name))
+        self.dependents.forget((kind, namespace, name))
         self.wakeups.forget((kind, namespace, name))
         self.locks.forget(kind, namespace, name)
         if kind == "MongoCluster":
@@ -87,6 +101,7 @@ class OperatorState:
     def pause(self) -> None:
         """Peering paused the operator: drop every tick and all queued work; start none."""
         self.ticker.pause()
+        self.dependents.pause()
         self.wakeups.pause()
 
     def resume(self) -> None:
@@ -94,6 +109,7 @@ class OperatorState:
         their ticks and wake their work again."""
         self.wakeups.resume()
         self.ticker.resume()
+        self.dependents.resume()
 
     def busy(self) -> bool:
         """Whether work started before a pause still runs."""

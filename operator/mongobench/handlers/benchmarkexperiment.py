@@ -3,6 +3,9 @@ the I/O of one reconcile in mongobench.experiment.reconcile.
 
 The experiment owns its MongoClusters and BenchmarkRuns (ownerReferences): deleting it lets
 garbage collection delete them; the archive, outside the cluster, stays.
+
+The reconcile (and the comparison library with it) loads with the first experiment the operator
+handles (handlers/__init__.py says why).
 """
 
 from __future__ import annotations
@@ -11,16 +14,17 @@ from typing import Any
 
 import kopf
 
-from mongobench.experiment import reconcile
 from mongobench.handlers.common import BENCHMARKEXPERIMENT, refusals, settled
 from mongobench.k8s import conditions as cond
 from mongobench.observability.metrics import instrumented
 from mongobench.state import state_of
 
-KIND = reconcile.KIND
+KIND = "BenchmarkExperiment"
 
 
 def _advance(memo: kopf.Memo, namespace: str, name: str) -> None:
+    from mongobench.experiment import reconcile
+
     state = state_of(memo)
     with (
         refusals(state.kube, KIND, namespace, name, cond.SUCCEEDED, locks=state.locks),
@@ -45,6 +49,8 @@ TICK_SECONDS = 2.0
 async def experiment_changed(
     body: kopf.Body, meta: kopf.Meta, type: str | None, memo: kopf.Memo, **_: Any
 ) -> None:
+    from mongobench.experiment import reconcile
+
     namespace, name = meta["namespace"], meta["name"]
     status = body.get("status") or {}
     state_of(memo).ticker.schedule(

@@ -3,6 +3,9 @@
 Each one runs under handlers.common.refusals: a spec (or name) the operator cannot use, or a
 Job the apiserver refuses, ends the run as Failed with the Succeeded condition and one Event;
 a Failed run stops ticking. Deletion works whatever the spec says.
+
+The state machine (orchestrate), the archive and the Prometheus queries load with the first run
+the operator handles (handlers/__init__.py says why).
 """
 
 from __future__ import annotations
@@ -15,22 +18,26 @@ import kopf
 
 from mongobench.api import BenchmarkRunSpec, SpecError
 from mongobench.api.names import check_benchmarkrun_name
-from mongobench.benchmarkrun import archive, jobs, orchestrate
-from mongobench.benchmarkrun.cpu_status import cpu_for_step
+from mongobench.benchmarkrun import jobs
+from mongobench.benchmarkrun.decide import TERMINAL, job_outcome
 from mongobench.config import OperatorConfig
-from mongobench.handlers.common import BENCHMARKRUN, refusals, settled
+from mongobench.handlers.common import BENCHMARKRUN, cluster_as_run_saw_it, refusals, settled
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.client import ApiError
 from mongobench.mongo.errors import MongoAdminError
 from mongobench.observability import metrics
-from mongobench.observability.metrics import instrumented
+from mongobench.observability.metrics import SKIPPED, Skipped, instrumented
 from mongobench.state import state_of
 
 KIND = "BenchmarkRun"
+MONGOCLUSTER_KIND = "MongoCluster"  # the key its cluster's events report under
 ARCHIVE_UPLOAD = "BenchmarkRun/archive"  # one upload of a run at a time (not its state machine)
 
 
 def _advance(memo: kopf.Memo, namespace: str, name: str) -> None:
+    from mongobench.benchmarkrun import orchestrate
+    from mongobench.benchmarkrun.cpu_status import cpu_for_step
+
     config = OperatorConfig.current()
     state = state_of(memo)
     with refusals(state.kube, KIND, namespace, name, cond.SUCCEEDED, locks=state.locks):
@@ -50,7 +57,7 @@ def _advance(memo: kopf.Memo, namespace: str, name: str) -> None:
         metrics.set_running_steps(
             namespace, name, (outcome.run.get("status") or {}).get("steps") or ()
         )
-        if outcome.phase in orchestrate.TERMINAL:
+        if outcome.phase in TERMINAL:
             run = state.kube.get(KIND, namespace, name)
             if run is not None:
                 metrics.export_run(run)
@@ -73,27 +80,61 @@ def start(
     ):
         check_benchmarkrun_name(meta["name"])
         BenchmarkRunSpec.parse(dict(spec))
-        if status.get("phase") in orchestrate.TERMINAL:
+        if status.get("phase") in TERMINAL:
             metrics.export_run(dict(body))  # results of finished runs stay exported after restarts
             return
         _advance(memo, meta["namespace"], meta["name"])
 
 
-# Steps are driven by their Jobs' events; ticks cover waits nothing else wakes up for (the
-# cluster becoming Ready, MongoDB reachable again) and stop with the run, which includes a run
-# refused for its spec (phase Failed). Uploads to the run's archive tick while steps finish, and
-# after the run ended until the final manifest is written; a failed upload waits out its backoff
+# A run ticks only as fast as nothing else wakes it. Its Jobs' events wake it when a Job ends or
+# goes away (job_changed), and its MongoCluster's events when the cluster becomes Ready, not
+# Ready or absent (k8s.dependents, followed from here), also when kopf lists them again after a
+# watch expired: while a step's Job runs, or before the start while the cluster is awaited, a
+# tick every 2 minutes only covers an event that never arrives (FALLBACK). Otherwise it ticks
+# every second (NEXT): the next step to start, a scenario ConfigMap applied late, MongoDB not
+# reachable yet. Ticks stop with the run, which includes a run refused for its spec (phase
+# Failed). Uploads to the run's archive tick while steps finish, and after the run ended until
+# the final manifest is written; a failed upload waits out its backoff
 # (status.archive.nextAttempt). The run's events decide (k8s.ticker: kopf's timers kept every
-# run's body); its ticks and its Jobs' events share one wake-up key.
-TICK_SECONDS = 1.0
+# run's body); its ticks, its Jobs' and its cluster's events share one wake-up key.
+NEXT = (1.0, 1.0)  # (interval, first tick) in seconds
+FALLBACK = (120.0, 120.0)
 ARCHIVE_SECONDS = 2.0
 
 
 def advancing(body: Mapping[str, Any]) -> bool:
     status = body.get("status") or {}
-    return status.get("phase") not in (*orchestrate.TERMINAL, None) and not settled(
-        body, cond.SUCCEEDED
+    return status.get("phase") not in (*TERMINAL, None) and not settled(body, cond.SUCCEEDED)
+
+
+def ticks(body: Mapping[str, Any]) -> tuple[float, float] | None:
+    """How often the run ticks now, if at all: NEXT, FALLBACK or None."""
+    if not advancing(body):
+        return None
+    status = body.get("status") or {}
+    return FALLBACK if _job_runs(status) or _awaits_cluster(status) else NEXT
+
+
+def _job_runs(status: Mapping[str, Any]) -> bool:
+    """The current step (the first not Succeeded) is Running: its Job's end wakes the run."""
+    current = next(
+        (s for s in status.get("steps") or () if s.get("phase") != cond.STEP_SUCCEEDED), None
     )
+    return current is not None and current.get("phase") == cond.STEP_RUNNING
+
+
+def _awaits_cluster(status: Mapping[str, Any]) -> bool:
+    """Not started for want of a cluster (absent or not Ready): its events wake the run."""
+    return status.get("phase") == cond.PHASE_PENDING and cluster_as_run_saw_it(status) in (
+        cond.CLUSTER_NOT_FOUND,
+        cond.CLUSTER_NOT_READY,
+    )
+
+
+def _cluster_of(body: Mapping[str, Any]) -> str | None:
+    ref = (body.get("spec") or {}).get("clusterRef")
+    name = ref.get("name") if isinstance(ref, Mapping) else None
+    return name if isinstance(name, str) else None
 
 
 @kopf.on.event(*BENCHMARKRUN)
@@ -104,13 +145,25 @@ async def run_changed(
     namespace, name = meta["namespace"], meta["name"]
     live = type != "DELETED" and not meta.get("deletionTimestamp")
     raw = dict(body)
+    every = ticks(raw) if live else None
+    interval, first = every or NEXT
+    key = (KIND, namespace, name)
     state.ticker.schedule(
-        (KIND, namespace, name),
-        live and advancing(raw),
-        TICK_SECONDS,
-        lambda: _ticked(memo, namespace, name),
+        key, every is not None, interval, lambda: _ticked(memo, namespace, name), first=first
     )
     status = raw.get("status") or {}
+    cluster = _cluster_of(raw)
+    if every is not None and cluster is not None:
+        state.dependents.follow(
+            key,
+            (MONGOCLUSTER_KIND, namespace, cluster),
+            cluster_as_run_saw_it(status),
+            lambda: _cluster_advance(memo, namespace, name),
+        )
+    else:
+        state.dependents.unfollow(key)
+    from mongobench.benchmarkrun import archive
+
     uploading = live and archive.pending(raw.get("spec") or {}, status, OperatorConfig.current())
     record = {"archive": dict(status.get("archive") or {})}  # its backoff, not the body
     state.ticker.schedule(
@@ -126,9 +179,16 @@ def _ticked(memo: kopf.Memo, namespace: str, name: str) -> None:
     _advance(memo, namespace, name)
 
 
+@instrumented("BenchmarkRun", "cluster-event")
+def _cluster_advance(memo: kopf.Memo, namespace: str, name: str) -> None:
+    _advance(memo, namespace, name)
+
+
 @instrumented("BenchmarkRun", "archive")
 def _archive_ticked(memo: kopf.Memo, namespace: str, name: str, record: Mapping[str, Any]) -> None:
     """`record`: the run's status.archive when this was scheduled (its backoff)."""
+    from mongobench.benchmarkrun import archive
+
     if not archive.due(record, datetime.now(UTC)):
         return
     state = state_of(memo)
@@ -143,13 +203,27 @@ def _archive_ticked(memo: kopf.Memo, namespace: str, name: str, record: Mapping[
 
 
 @kopf.on.event("batch", "v1", "jobs", labels={jobs.RUN_LABEL: kopf.PRESENT})
-async def job_changed(meta: kopf.Meta, type: str | None, memo: kopf.Memo, **_: Any) -> None:
-    """A step's Job changed: advance its run. Queued by the run's name (k8s.wakeups): the Job's
-    body is not kept, and the run's Jobs' events while it waits wake it once."""
-    if type is None:  # the initial listing: resume handlers cover it
-        return
+async def job_changed(
+    body: kopf.Body, meta: kopf.Meta, type: str | None, memo: kopf.Memo, **_: Any
+) -> None:
+    """A step's Job ended or went away: advance its run, if the run still advances (it ticks).
+    Queued by the run's name (k8s.wakeups): the Job's body is not kept, and the run's Jobs'
+    events while it waits wake it once. Its other events (pods started, ready, counted) change
+    nothing the run decides on. A listing (type None: the start, or kopf listing again after its
+    watch expired) shows an ended Job whose events may have been missed."""
+    state = state_of(memo)
     namespace, run = meta["namespace"], meta["labels"][jobs.RUN_LABEL]
-    state_of(memo).wakeups.wake((KIND, namespace, run), lambda: _job_advance(memo, namespace, run))
+    key = (KIND, namespace, run)
+    ended = type == "DELETED" or job_outcome(body)[0] != "WaitForJob"
+    if not ended or state.ticker.interval(key) is None:
+        _job_dropped()
+        return
+    state.wakeups.wake(key, lambda: _job_advance(memo, namespace, run))
+
+
+@instrumented("BenchmarkRun", "job-event")
+def _job_dropped() -> Skipped:
+    return SKIPPED
 
 
 @instrumented("BenchmarkRun", "job-event")
@@ -185,6 +259,8 @@ def delete(
     if parsed.cleanup.data == "Always" and not succeeded:
         # Best effort: an unreachable MongoDB (or a cluster whose own spec is refused) must not
         # hold the run's deletion forever.
+        from mongobench.benchmarkrun import orchestrate
+
         try:
             message = orchestrate.drop_data(
                 state.kube, state.cluster_data, parsed, body["metadata"]["namespace"]

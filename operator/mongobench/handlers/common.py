@@ -13,10 +13,17 @@ from mongobench.api import GROUP, VERSION, SpecError
 from mongobench.k8s.api import WARNING, KubeApi
 from mongobench.k8s.client import ApiError
 from mongobench.k8s.conditions import (
+    CLUSTER_DELETED,
+    CLUSTER_IS_READY,
+    CLUSTER_NOT_FOUND,
+    CLUSTER_NOT_READY,
+    CLUSTER_READY,
     FALSE,
     INVALID_SPEC,
     OBJECT_REJECTED,
     PHASE_FAILED,
+    PHASE_READY,
+    TRUE,
     get_condition,
     refused,
     set_condition,
@@ -131,3 +138,27 @@ def refusals(
             except ApiError as gone:
                 if gone.status != 404:
                     raise
+
+
+# How a BenchmarkRun sees its MongoCluster, in the reasons of its ClusterReady condition: the
+# run follows the cluster (k8s.dependents) and the cluster's events wake it when this changes.
+def cluster_as_runs_see_it(body: Mapping[str, Any], deleted: bool) -> str:
+    """The MongoCluster in a run's terms: NotFound (deleted), Ready or NotReady."""
+    if deleted:
+        return CLUSTER_NOT_FOUND
+    status = body.get("status") or {}
+    ready = status.get("phase") == PHASE_READY and not body["metadata"].get("deletionTimestamp")
+    return CLUSTER_IS_READY if ready else CLUSTER_NOT_READY
+
+
+def cluster_as_run_saw_it(status: Mapping[str, Any]) -> str | None:
+    """What the run recorded of its cluster (as cluster_as_runs_see_it says it); None before
+    its first look."""
+    found = get_condition(status.get("conditions"), CLUSTER_READY)
+    if found is None:
+        return None
+    if found.get("status") == TRUE:
+        return CLUSTER_IS_READY
+    if found.get("reason") in (CLUSTER_NOT_FOUND, CLUSTER_DELETED):
+        return CLUSTER_NOT_FOUND
+    return CLUSTER_NOT_READY

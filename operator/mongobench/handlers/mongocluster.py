@@ -4,23 +4,32 @@ delete).
 Each one runs under handlers.common.refusals: a spec the operator cannot use ends in phase
 Failed, the Ready condition and one Event, and its ticks stop until the spec changes.
 Deletion never reads the spec beyond deletionPolicy (mongocluster.deletion).
+
+The reconciler (and MongoDB's administration with it) loads with the first cluster the operator
+handles (handlers/__init__.py says why).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import kopf
 
-from mongobench.handlers.common import MONGOCLUSTER, refusals, settled
+from mongobench.handlers.common import (
+    MONGOCLUSTER,
+    cluster_as_runs_see_it,
+    refusals,
+    settled,
+)
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.conditions import is_true
-from mongobench.mongocluster import deletion, reconcile
 from mongobench.mongocluster import labels as lbl
-from mongobench.mongocluster.platform import PlatformFacts
 from mongobench.observability.metrics import SKIPPED, Skipped, instrumented
 from mongobench.state import state_of
+
+if TYPE_CHECKING:
+    from mongobench.mongocluster.platform import PlatformFacts
 
 KIND = "MongoCluster"
 
@@ -32,6 +41,8 @@ KIND = "MongoCluster"
 def provision(
     body: kopf.Body, meta: kopf.Meta, status: kopf.Status, memo: kopf.Memo, **_: Any
 ) -> None:
+    from mongobench.mongocluster import reconcile
+
     state = state_of(memo)
     with refusals(state.kube, KIND, meta["namespace"], meta["name"], cond.READY, locks=state.locks):
         d = reconcile.provision(state.kube, body)
@@ -83,15 +94,21 @@ async def cluster_changed(
     body: kopf.Body, meta: kopf.Meta, type: str | None, memo: kopf.Memo, **_: Any
 ) -> None:
     namespace, name = meta["namespace"], meta["name"]
-    every = None if type == "DELETED" or meta.get("deletionTimestamp") else ticks(dict(body))
+    state = state_of(memo)
+    raw = dict(body)
+    every = None if type == "DELETED" or meta.get("deletionTimestamp") else ticks(raw)
     interval, first = every or WIRING
-    state_of(memo).ticker.schedule(
+    state.ticker.schedule(
         (KIND, namespace, name),
         every is not None,
         interval,
         lambda: timed_sync(memo, namespace, name),
         first=first,
     )
+    # Runs waiting on this cluster (Ready, not Ready, gone) wake when that changes.
+    deleted = type == "DELETED"
+    seen = cluster_as_runs_see_it(raw, deleted)
+    state.dependents.changed((KIND, namespace, name), seen, gone=deleted)
 
 
 @instrumented("MongoCluster", "sync")
@@ -152,6 +169,8 @@ def _child_sync(memo: kopf.Memo, kind: str, namespace: str, child: str, cluster:
 @kopf.on.delete(*MONGOCLUSTER)
 @instrumented("MongoCluster", "delete")
 def delete(body: kopf.Body, meta: kopf.Meta, memo: kopf.Memo, **_: Any) -> None:
+    from mongobench.mongocluster import deletion
+
     deletion.finalize(state_of(memo).kube, body)
     state_of(memo).forget(KIND, meta["namespace"], meta["name"])
 
@@ -159,6 +178,8 @@ def delete(body: kopf.Body, meta: kopf.Meta, memo: kopf.Memo, **_: Any) -> None:
 def _sync(
     memo: kopf.Memo, namespace: str, name: str, detected: PlatformFacts | None = None
 ) -> None:
+    from mongobench.mongocluster import reconcile
+
     state = state_of(memo)
     result = reconcile.sync(
         state.kube, namespace, name, state.locks, state.admins, detected=detected

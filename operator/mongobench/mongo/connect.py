@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 from mongobench.mongo import driver
 from mongobench.mongo.errors import HostUnresolvable
-from mongobench.mongo.model import Credentials
 
 if TYPE_CHECKING:
     from mongobench.mongo.driver import MongoClient
+    from mongobench.mongo.model import Credentials
 
 HOST_MAP_ENV = "MONGOBENCH_HOST_MAP"
 IN_CLUSTER_ENV = "KUBERNETES_SERVICE_HOST"

@@ -16,13 +16,18 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from mongobench.mongo.admin import MongoAdmin
 from mongobench.mongo.connect import HostResolver, identity_resolver
 
-# Idle handles kept open: enough that a few dozen clusters reconcile without reconnecting, few
-# enough that hundreds of clusters do not hold hundreds of clients (threads, sockets, memory).
-KEEP_IDLE = 16
+if TYPE_CHECKING:  # the pool only keeps what its callers build (the idle operator loads none)
+    from mongobench.mongo.admin import MongoAdmin
+
+# Idle handles kept open: enough that a few clusters reconcile without reconnecting, few enough
+# that hundreds of clusters do not hold hundreds of clients (threads, sockets, memory). Among
+# hundreds of clusters an LRU of 16 was hit rarely anyway, and its idle clients held ~2 MiB of
+# objects and ~40 threads (make bench-scale); a reconnect costs a TCP and SCRAM handshake.
+KEEP_IDLE = 4
 
 
 def fingerprint(secrets: Iterable[str]) -> str:

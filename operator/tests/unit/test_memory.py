@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import linecache
 import ssl
 import subprocess
 import sys
+import traceback
 from asyncio import sslproto
 
 import pytest
@@ -59,3 +61,15 @@ def test_trimming_repeats_on_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
 
     asyncio.run(asyncio.wait_for(run(), timeout=10))
     assert len(calls) >= 3
+
+
+def test_trim_forgets_the_source_lines_a_logged_traceback_cached() -> None:
+    """Logging an exception with its traceback reads every file it passed through into linecache,
+    which keeps them until cleared."""
+    try:
+        raise RuntimeError("logged")
+    except RuntimeError:
+        traceback.format_exc()
+    assert __file__ in linecache.cache  # this file: the traceback's one frame
+    memory.trim()
+    assert __file__ not in linecache.cache

@@ -19,6 +19,7 @@ from mongobench.handlers import mongocluster
 from mongobench.handlers.mongocluster import _waiting_for_pods, _wiring
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.client import ApiError
+from mongobench.k8s.dependents import Dependents
 from mongobench.k8s.locks import ResourceLocks
 from mongobench.k8s.rollout import SeenRollouts
 from mongobench.k8s.ticker import Ticker
@@ -151,8 +152,10 @@ def test_the_clusters_own_events_decide_how_often_its_sync_ticks(
     """What kopf's timers' filters did, decided from each event's body: the ticker keeps the
     cluster's key and work, not its body."""
     pool = ThreadPoolExecutor(1)
-    ticker = Ticker(Wakeups(pool))
-    monkeypatch.setattr(mongocluster, "state_of", lambda memo: SimpleNamespace(ticker=ticker))
+    wakeups = Wakeups(pool)
+    ticker = Ticker(wakeups)
+    state = SimpleNamespace(ticker=ticker, dependents=Dependents(wakeups))
+    monkeypatch.setattr(mongocluster, "state_of", lambda memo: state)
     key = ("MongoCluster", "ns", "c")
     if type_ is not None:  # it was wiring before (kopf's listing finds nothing scheduled)
         ticker.schedule(key, True, 2.0, lambda: None, first=60)
