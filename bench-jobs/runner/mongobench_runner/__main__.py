@@ -210,6 +210,8 @@ def run_ycsb(args: argparse.Namespace, install: Callable[[Callable[[], None]], N
     labels = wl.parse_overrides(args.label)
     label = wl.workload_label(args.workload)
     props, shown = _properties(args)
+    if args.phase == "run":
+        wl.refuse_delete(props)
     metrics = LiveMetrics(
         driver="ycsb", phase=args.phase, workload=label, client_index=args.client_index
     )
