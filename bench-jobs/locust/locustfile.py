@@ -8,8 +8,9 @@ share; this file is the YCSB workload itself, one MongoScenario.
 Each user is one YCSB client thread: per operation ticket it picks the operation by the workload
 mix and the key by `requestdistribution` (uniform, zipfian, latest), as YCSB's CoreWorkload
 does, with the same key names. `deleteproportion` adds DELETE (deleteOne of a chosen existing
-key; NOT_FOUND when it is already gone), as go-ycsb names it: YCSB's CoreWorkload has none. Loading is the base's: YCSB records, and with `batchsize` > 1
-inserts buffered per user into insertMany, BATCHED_OK as the binding answers.
+key; NOT_FOUND when it is already gone), as go-ycsb names it: YCSB's CoreWorkload has none.
+Loading is the base's: YCSB records, and with `batchsize` > 1 inserts buffered per user into
+insertMany, BATCHED_OK as the binding answers.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ import json
 
 import pymongo
 import pytest
-from runner_support import run_runner, validate
+from runner_support import peak_connections, run_runner, validate
 
 from localplane.net import free_port
 
@@ -315,3 +315,30 @@ def test_ycsb_refuses_a_delete_proportion_it_would_ignore(tmp_path):
     assert res.returncode == 1
     validate(res.doc)
     assert "CoreWorkload has no delete" in res.doc["error"]
+
+
+def test_locust_connection_per_thread_opens_a_connection_per_user(ferretdb, tmp_path):
+    """mongobench.connectionPerThread (spec.clients.connectionPerThread): a MongoClient per
+    user, seen as connections at the server; the document says which mode ran, and its pool."""
+    db = "locust_conn"
+    port = int(ferretdb.uri.rsplit(":", 1)[1].split("/")[0])
+    common = ["--workload", "c", "--uri", f"{ferretdb.uri}{db}", "--threads", "6"]
+    common += ["-p", "recordcount=50"]
+    # paced: users rarely overlap, so a shared pool stays small
+    paced = ["-p", "operationcount=0", "-p", "maxexecutiontime=3", "-p", "target=30"]
+    assert run_runner(["locust", "--phase", "load", *common], tmp_path).returncode == 0
+    shared, shared_peak = peak_connections(
+        ["locust", "--phase", "run", *common, *paced], tmp_path, port
+    )
+    assert shared.returncode == 0, shared.doc["error"]
+    assert shared.doc["properties"]["connections.mode"] == "shared"
+    per_thread_args = [*common, *paced, "-p", "mongobench.connectionPerThread=true"]
+    own, own_peak = peak_connections(["locust", "--phase", "run", *per_thread_args], tmp_path, port)
+    assert own.returncode == 0, own.doc["error"]
+    validate(own.doc)
+    props = own.doc["properties"]
+    assert (props["connections.mode"], props["connections.maxPoolSize"]) == ("perThread", "1")
+    assert props["connections.mongoClients"] == "1 per thread"
+    # each of the 6 users: its pooled connection and its client's monitor
+    print(f"peak connections: shared {shared_peak}, per thread {own_peak}")
+    assert own_peak >= 12 > shared_peak, (own_peak, shared_peak)

@@ -158,6 +158,17 @@ def test_job_splits_clients_by_index_and_carries_no_secret() -> None:
     assert job["metadata"]["ownerReferences"][0]["kind"] == "BenchmarkRun"
 
 
+def test_connection_per_thread_reaches_every_step_of_both_drivers_and_is_off_by_default() -> None:
+    prop = "mongobench.connectionPerThread=true"
+    for driver in ("ycsb", "locust"):
+        s = spec(driver=driver, clients={"connectionPerThread": True})
+        steps = [st for st in make_plan(s) if st.kind in ("load", "run")]
+        assert all(prop in runner_args(s, st, REF) for st in steps)
+    default = spec()
+    steps = [st for st in make_plan(default) if st.kind in ("load", "run")]
+    assert not any(prop in runner_args(default, st, REF) for st in steps)
+
+
 def test_job_pod_is_restricted_profile_compliant() -> None:
     s = spec()
     job = build_job(s, make_plan(s)[1], REF)
