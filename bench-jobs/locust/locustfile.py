@@ -7,8 +7,10 @@ share; this file is the YCSB workload itself, one MongoScenario.
 
 Each user is one YCSB client thread: per operation ticket it picks the operation by the workload
 mix and the key by `requestdistribution` (uniform, zipfian, latest), as YCSB's CoreWorkload
-does, with the same key names. Loading is the base's: YCSB records, and with `batchsize` > 1
-inserts buffered per user into insertMany, BATCHED_OK as the binding answers.
+does, with the same key names. `deleteproportion` adds DELETE (deleteOne of a chosen existing
+key; NOT_FOUND when it is already gone), as go-ycsb names it: YCSB's CoreWorkload has none.
+Loading is the base's: YCSB records, and with `batchsize` > 1 inserts buffered per user into
+insertMany, BATCHED_OK as the binding answers.
 """
 
 from __future__ import annotations
@@ -45,6 +47,10 @@ class MongoUser(MongoScenario):
         values = self.ycsb_values(self.writeall)
         return self.collection.update_one({"_id": key}, {"$set": values}).matched_count > 0
 
+    def _delete(self, key: str) -> bool:
+        # NOT_FOUND when the key is gone (deleted before), as the binding's delete answers
+        return self.collection.delete_one({"_id": key}).deleted_count > 0
+
     def _scan(self, key: str, n: int) -> bool:
         found: list[Any] = list(
             self.collection.find({"_id": {"$gte": key}}).sort("_id", 1).limit(n)
@@ -64,6 +70,8 @@ class MongoUser(MongoScenario):
             self.timed("READ", lambda: self._read(key))
         elif op == "UPDATE":
             self.timed("UPDATE", lambda: self._update(key))
+        elif op == "DELETE":
+            self.timed("DELETE", lambda: self._delete(key))
         elif op == "SCAN":
             n = self.rnd.randint(1, self.maxscan)
             self.timed("SCAN", lambda: self._scan(key, n))

@@ -33,7 +33,8 @@ What the base does, for the built-in driver and every scenario alike:
   return codes, window and CPU, and the master writes them to "out" for the result document.
 
 What a scenario gets (set before `setup()` runs, once per user): `self.mongo` (a MongoClient from
-the target URI and the `mongodb.*` options, one per process), `self.db` (`mongodb.database`),
+the target URI and the `mongodb.*` options, one per process; one per user, a pool of one
+connection, under `mongobench.connectionPerThread=true`), `self.db` (`mongodb.database`),
 `self.collection` (`table`), `self.props` (every property, strings; `param()` reads one typed),
 `self.phase` ("load" or "run"), `self.rnd` (random.Random per user), `self.client_index`,
 `self.clients`; for inserts `next_key()` (key numbers that never collide across users, processes,
@@ -65,7 +66,7 @@ from locust.exception import StopUser
 from locust.runners import MasterRunner, WorkerRunner
 
 from mongobench_results import hdr
-from mongobench_runner.client_options import client_options
+from mongobench_runner.client_options import client_options, connection_per_thread
 from mongobench_runner.status import format_status_line, interval_stats
 from mongobench_runner.workload import CLIENT, CLIENTS, INSERT_OFFSET, split_for_client
 from mongobench_runner.ycsbgen import field_value, key_name
@@ -81,8 +82,16 @@ THREADS = int(PROPS.get("threadcount", "1"))
 OK, BATCHED_OK, ERROR = "OK", "BATCHED_OK", "ERROR"
 SCENARIO_OP = "SCENARIO"  # failures outside any measure()
 ERROR_SAMPLES = 3
+# spec.clients.connectionPerThread: a MongoClient (one pooled connection) per user.
+PER_THREAD = connection_per_thread(PROPS)
 
 T = TypeVar("T", str, int, float, bool)
+
+
+def new_client(**pool: int) -> pymongo.MongoClient[dict[str, Any]]:
+    """A MongoClient on the target URI with the binding's `mongodb.*` options."""
+    options: dict[str, Any] = {**pool, **client_options(PROPS, os.environ)}
+    return pymongo.MongoClient(PROPS["mongodb.url"], **options)
 
 
 class Budget:
@@ -142,8 +151,8 @@ class Budget:
             self.deadline = time.monotonic() + limit_s
             if self.limit == 0:
                 self.limit = 1 << 62
-        uri = PROPS["mongodb.url"]
-        self.client = pymongo.MongoClient(uri, maxPoolSize=0, **client_options(PROPS, os.environ))
+        if not PER_THREAD:  # else each user opens its own (MongoScenario.on_start)
+            self.client = new_client(maxPoolSize=0)
         self.ready = True
 
     def take(self) -> bool:
@@ -466,11 +475,16 @@ class MongoScenario(User):
     # -- the base's machinery ------------------------------------------------------------------
 
     def on_start(self) -> None:
-        assert BUDGET.client is not None
+        assert BUDGET.ready
         self.props = PROPS
         self.phase = PHASE
         self.rnd = random.Random()
-        self.mongo = BUDGET.client
+        if PER_THREAD:
+            # minPoolSize=1: its connection opens at once, not at the user's first operation
+            self.mongo = new_client(maxPoolSize=1, minPoolSize=1)
+        else:
+            assert BUDGET.client is not None
+            self.mongo = BUDGET.client
         self.db = self.mongo.get_database(
             PROPS.get("mongodb.database") or self.mongo.get_default_database("ycsb").name
         )
@@ -486,6 +500,10 @@ class MongoScenario(User):
         self.batch: list[dict[str, Any]] = []
         self.batch_op = "INSERT"
         self.setup()
+
+    def on_stop(self) -> None:
+        if PER_THREAD:
+            self.mongo.close()
 
     def _record(self, op: str, outcome: Outcome, micros: int) -> None:
         BUDGET.record(op, outcome.ok, outcome.code, micros)

@@ -184,3 +184,14 @@ def test_v1_documents_are_upgraded_by_the_documented_rule():
         upgrade({"apiVersion": "mongobench.io/result/v0"})
     # and merging reads v1 client documents
     assert merge_documents([v1])["window"]["source"] == "driver"
+
+
+def test_merge_of_128_clients_counts_every_client_once():
+    """More than the old 64-client limit: the step's merge is exact at 128."""
+    per_client = [_samples(seed % 4, 50) for seed in range(128)]
+    docs = [_doc(i, 128, values, offset=i / 1000) for i, values in enumerate(per_client)]
+    merged = merge_documents(docs)
+    assert merged["operations"]["READ"]["count"] == 128 * 50
+    assert merged["client"]["count"] == 128 and merged["client"]["threads"] == 256
+    assert [c["index"] for c in merged["clients"]] == list(range(128))
+    assert not any("do not cover" in w for w in merged["sanity"]["warnings"])

@@ -37,6 +37,11 @@ from mongobench_results.merge import merge_documents
 from mongobench_runner import cgroup
 from mongobench_runner import workload as wl
 from mongobench_runner.barrier import ClientGate, parse_barrier
+from mongobench_runner.client_options import (
+    connection_per_thread,
+    connection_record,
+    per_thread_pool_uri,
+)
 from mongobench_runner.failures import error_ratio_problem
 from mongobench_runner.locust_driver import run_locust, run_worker
 from mongobench_runner.metrics import LiveMetrics
@@ -209,7 +214,13 @@ def run_ycsb(args: argparse.Namespace, install: Callable[[Callable[[], None]], N
     start = utc_now()
     labels = wl.parse_overrides(args.label)
     label = wl.workload_label(args.workload)
-    props, shown = _properties(args)
+    props, _ = _properties(args)
+    if args.phase == "run":
+        wl.refuse_delete(props)
+    threads = int(props.get("threadcount", "1"))
+    if connection_per_thread(props):
+        props["mongodb.url"] = per_thread_pool_uri(props["mongodb.url"], threads)
+    shown = {**wl.redacted(props), **connection_record(props, "ycsb", threads)}
     metrics = LiveMetrics(
         driver="ycsb", phase=args.phase, workload=label, client_index=args.client_index
     )

@@ -51,6 +51,19 @@ def start_instant(ready_us: Mapping[int, int], margin_us: int = MARGIN_US) -> in
     return max(ready_us.values()) + margin_us
 
 
+def poll_interval(clients: int) -> float:
+    """Seconds between barrier reads: the step's clients together read about 80 times a
+    second, however many they are (0.1 s up to 8 clients, 3.2 s at 256)."""
+    return 0.1 * max(1.0, clients / 8)
+
+
+def start_margin_us(poll_s: float) -> int:
+    """The start's margin covers a client that sees the last entry a whole poll late, plus a
+    quarter poll for the read itself, so no client starts late: 1 s at least (up to 64
+    clients, as before), 4 s at 256."""
+    return max(MARGIN_US, round(1.25 * poll_s * 1e6))
+
+
 def wait(
     store: Store,
     index: int,
@@ -64,7 +77,7 @@ def wait(
 ) -> Opening:
     """Announces this client ready and blocks until every client is; BarrierError otherwise."""
     store.announce(index, str(ready_us))
-    poll = poll_s if poll_s is not None else 0.1 * max(1.0, clients / 8)
+    poll = poll_s if poll_s is not None else poll_interval(clients)
     begun = monotonic()
     while True:
         entries = store.entries()
@@ -77,7 +90,7 @@ def wait(
             )
         ready = {i: int(v) for i, v in entries.items() if i < clients and v.isdigit()}
         if len(ready) == clients:
-            return Opening(start_instant(ready), ready, monotonic() - begun)
+            return Opening(start_instant(ready, start_margin_us(poll)), ready, monotonic() - begun)
         if monotonic() - begun > timeout_s:
             missing = sorted(set(range(clients)) - set(ready))
             raise BarrierError(

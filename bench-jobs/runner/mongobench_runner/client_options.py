@@ -9,6 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+# BenchmarkRun spec.clients.connectionPerThread, passed to the runner as this property.
+CONNECTION_PER_THREAD = "mongobench.connectionPerThread"
+# What each driver's one shared MongoClient pools when nothing says otherwise: the Java
+# driver's default maxPoolSize, and the Locust driver's unbounded pool (pymongo maxPoolSize=0).
+SHARED_MAX_POOL = {"ycsb": "100", "locust": "unbounded"}
 
 WRITE_CONCERNS: dict[str, dict[str, Any]] = {
     "unacknowledged": {"w": 0},
@@ -96,3 +103,57 @@ def _tls(props: Mapping[str, str]) -> dict[str, Any]:
             "mongodb.tlsAllowInvalidHostnames", props["mongodb.tlsAllowInvalidHostnames"]
         )
     return out
+
+
+def connection_per_thread(props: Mapping[str, str]) -> bool:
+    return _bool(CONNECTION_PER_THREAD, props.get(CONNECTION_PER_THREAD, "false"))
+
+
+def _uri_options(uri: str) -> dict[str, str]:
+    return {k.lower(): v for k, v in parse_qsl(urlsplit(uri).query)}
+
+
+def per_thread_pool_uri(uri: str, threads: int) -> str:
+    """The URI with maxPoolSize = minPoolSize = threads, replacing any pool size it gave.
+
+    YCSB's binding shares one MongoClient among a JVM's threads and has no client-per-thread
+    option: a pool as large as the threads, opened in full before the first operation, is the
+    nearest it gets (no thread ever waits for, or opens, a connection mid-run; a thread is still
+    not pinned to one connection)."""
+    parts = urlsplit(uri)
+    query = [
+        (k, v)
+        for k, v in parse_qsl(parts.query, keep_blank_values=True)
+        if k.lower() not in ("maxpoolsize", "minpoolsize")
+    ]
+    query += [("maxPoolSize", str(threads)), ("minPoolSize", str(threads))]
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+def connection_record(props: Mapping[str, str], driver: str, threads: int) -> dict[str, str]:
+    """The connection mode and pool settings in effect, for the result document's properties.
+
+    shared: one MongoClient per process (YCSB: per JVM), its pool shared by the threads;
+    perThread: Locust opens a MongoClient per user (pool of one connection); YCSB a shared pool
+    of exactly `threads` connections (per_thread_pool_uri)."""
+    if connection_per_thread(props):
+        clients = "1 per thread" if driver == "locust" else "1 per process"
+        pool = "1" if driver == "locust" else str(threads)
+        return {
+            "connections.mode": "perThread",
+            "connections.mongoClients": clients,
+            "connections.maxPoolSize": pool,
+            "connections.minPoolSize": pool,
+        }
+    given = _uri_options(props.get("mongodb.url", ""))
+    return {
+        "connections.mode": "shared",
+        "connections.mongoClients": "1 per process",
+        # the Locust driver passes maxPoolSize=0 itself, over the URI's
+        "connections.maxPoolSize": (
+            given.get("maxpoolsize", SHARED_MAX_POOL[driver])
+            if driver == "ycsb"
+            else SHARED_MAX_POOL[driver]
+        ),
+        "connections.minPoolSize": given.get("minpoolsize", "0"),
+    }

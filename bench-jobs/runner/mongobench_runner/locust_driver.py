@@ -32,7 +32,11 @@ from mongobench_results.document import Document, OpResult, Window, build_docume
 from mongobench_runner import cgroup
 from mongobench_runner import workload as wl
 from mongobench_runner.barrier import BarrierError, ClientGate, describe, parse_barrier
-from mongobench_runner.client_options import client_options
+from mongobench_runner.client_options import (
+    client_options,
+    connection_per_thread,
+    connection_record,
+)
 from mongobench_runner.failures import error_ratio_problem
 from mongobench_runner.metrics import LiveMetrics, StatusFollower
 from mongobench_runner.series import series_fields
@@ -199,7 +203,11 @@ def run_locust(args: argparse.Namespace, install: Callable[[Callable[[], None]],
         driver_version=f"locust {LOCUST_VERSION}, pymongo {_pymongo_version()}",
         phase=args.phase,
         workload=wl.workload_label(args.workload),
-        properties={**shown, "locust.workers": str(workers)},
+        properties={
+            **shown,
+            "locust.workers": str(workers),
+            **connection_record(props, "locust", threads),
+        },
         labels=wl.parse_overrides(args.label),
         client_index=args.client_index,
         clients=args.clients,
@@ -231,6 +239,7 @@ def _check_inputs(args: argparse.Namespace, props: dict[str, str], shown: dict[s
     elif args.phase == "run":
         check_distribution(props)
     client_options(props, os.environ)  # a bad mongodb.* property fails now, with its name
+    connection_per_thread(props)
 
 
 def _pass_barrier(args: argparse.Namespace) -> dict[str, Any]:

@@ -129,15 +129,29 @@ def effective_properties(
 
 
 def proportions(props: dict[str, str]) -> dict[str, float]:
-    """The operation mix (YCSB CoreWorkload defaults: read 0.95, update 0.05)."""
+    """The operation mix (YCSB CoreWorkload defaults: read 0.95, update 0.05). DELETE
+    (`deleteproportion`, go-ycsb's name) is the Locust driver's only: YCSB's CoreWorkload has
+    no delete in its mix, and the YCSB driver refuses it (`refuse_delete`)."""
     keys = {
         "READ": ("readproportion", 0.95),
         "UPDATE": ("updateproportion", 0.05),
         "INSERT": ("insertproportion", 0.0),
         "SCAN": ("scanproportion", 0.0),
         "READ-MODIFY-WRITE": ("readmodifywriteproportion", 0.0),
+        "DELETE": ("deleteproportion", 0.0),
     }
     return {op: float(props.get(key, str(default))) for op, (key, default) in keys.items()}
+
+
+def refuse_delete(props: dict[str, str]) -> None:
+    """ValueError when the run phase asks YCSB for deletes: CoreWorkload (YCSB 0.17) chooses
+    among read, update, insert, scan and read-modify-write only, and would ignore the property
+    silently, measuring a different mix than the one asked for."""
+    if proportions(props)["DELETE"] > 0:
+        raise ValueError(
+            "deleteproportion: YCSB's CoreWorkload has no delete operation; "
+            "use the Locust driver for a mix with deletes"
+        )
 
 
 def redact_uri(uri: str) -> str:

@@ -6,10 +6,12 @@ A module of its own (not conftest): two test folders each have a conftest, and a
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,3 +56,28 @@ def run_runner(args: list[str], tmp_path: Path, timeout: float = 240, **env: str
     )
     assert out.is_file(), f"no result document; stderr:\n{proc.stderr[-3000:]}"
     return RunnerResult(proc.returncode, json.loads(out.read_text()), proc.stderr)
+
+
+def established_to(port: int) -> int:
+    """Established TCP connections to `port` on this machine (a JVM's are in tcp6, IPv4-mapped)."""
+    lines = [
+        line
+        for table in ("/proc/net/tcp", "/proc/net/tcp6")
+        for line in Path(table).read_text().splitlines()[1:]
+    ]
+    return sum(
+        1
+        for line in lines
+        if (f := line.split())[3] == "01" and int(f[2].rsplit(":", 1)[1], 16) == port
+    )
+
+
+def peak_connections(args: list[str], tmp_path: Path, port: int) -> tuple[RunnerResult, int]:
+    """The runner run with `args`, and the most connections to `port` seen while it ran."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        running = pool.submit(run_runner, args, tmp_path)
+        peak = 0
+        while not running.done():
+            peak = max(peak, established_to(port))
+            time.sleep(0.05)
+        return running.result(), peak

@@ -63,3 +63,29 @@ def test_start_instant_is_pure_and_the_store_spec_is_checked():
     assert isinstance(parse_barrier("dir:/x"), DirStore)
     with pytest.raises(ValueError, match="expected dir:PATH or configmap:NAMESPACE/NAME"):
         parse_barrier("configmap:only-a-name")
+
+
+def test_128_clients_meet_and_the_margin_covers_the_polling_of_many():
+    from mongobench_runner.barrier import poll_interval, start_margin_us
+
+    # the margin exceeds a poll at every client count the CRD admits (1 to 256)
+    for clients in (1, 8, 64, 80, 128, 256):
+        assert start_margin_us(poll_interval(clients)) > poll_interval(clients) * 1e6
+    assert start_margin_us(poll_interval(64)) == MARGIN_US
+    assert start_margin_us(poll_interval(256)) == 4_000_000
+
+
+def test_128_parallel_clients_agree_on_one_start(tmp_path):
+    store = DirStore(tmp_path / "b")
+    openings = {}
+
+    def client(i: int) -> None:
+        openings[i] = wait(store, i, 128, 1_000_000 + i, timeout_s=60, poll_s=0.02)
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(128)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert len(openings) == 128
+    assert {o.start_us for o in openings.values()} == {1_000_127 + MARGIN_US}

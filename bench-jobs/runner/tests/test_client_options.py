@@ -59,3 +59,40 @@ def test_password_from_an_environment_variable_and_tls():
 def test_bad_values_name_the_property(props, message):
     with pytest.raises(ValueError, match=message):
         client_options(props, {})
+
+
+def test_per_thread_pool_uri_sizes_the_pool_to_the_threads_over_the_uris_own():
+    from mongobench_runner.client_options import per_thread_pool_uri
+
+    uri = per_thread_pool_uri("mongodb://u:p@h1:1,h2:2/db?maxPoolSize=5&replicaSet=rs", 16)
+    client = pymongo.MongoClient(uri, connect=False)
+    assert (
+        client.options.pool_options.max_pool_size,
+        client.options.pool_options.min_pool_size,
+    ) == (
+        16,
+        16,
+    )
+    assert "replicaSet=rs" in uri and uri.startswith("mongodb://u:p@h1:1,h2:2/db?")
+
+
+def test_the_connection_record_says_the_mode_and_the_pool_in_effect():
+    from mongobench_runner.client_options import connection_record
+
+    per_thread = {"mongobench.connectionPerThread": "true"}
+    assert connection_record(per_thread, "locust", 8)["connections.maxPoolSize"] == "1"
+    assert connection_record(per_thread, "ycsb", 8) == {
+        "connections.mode": "perThread",
+        "connections.mongoClients": "1 per process",
+        "connections.maxPoolSize": "8",
+        "connections.minPoolSize": "8",
+    }
+    # default: the shared pool, as each driver sizes it (the URI's for YCSB's Java driver)
+    assert connection_record({}, "ycsb", 8)["connections.maxPoolSize"] == "100"
+    given = {"mongodb.url": "mongodb://h/?maxPoolSize=7&minPoolSize=2"}
+    assert connection_record(given, "ycsb", 8)["connections.maxPoolSize"] == "7"
+    assert connection_record(given, "ycsb", 8)["connections.minPoolSize"] == "2"
+    assert connection_record(given, "locust", 8)["connections.maxPoolSize"] == "unbounded"
+    assert connection_record({}, "locust", 8)["connections.mode"] == "shared"
+    with pytest.raises(ValueError, match=r"mongobench\.connectionPerThread"):
+        connection_record({"mongobench.connectionPerThread": "maybe"}, "locust", 1)

@@ -7,7 +7,7 @@ import json
 
 import pymongo
 import pytest
-from runner_support import run_runner, validate
+from runner_support import peak_connections, run_runner, validate
 
 from localplane.net import free_port
 
@@ -256,3 +256,89 @@ def test_locust_load_batches_inserts_as_the_binding_does(upsert, ferretdb, tmp_p
     assert 1 <= codes["OK"] <= 100 // 7
     coll = pymongo.MongoClient(ferretdb.uri)[db]["usertable"]
     assert coll.count_documents({}) == 100  # the partial batches at the end were written too
+
+
+def test_locust_delete_removes_the_documents_it_counts(ferretdb, tmp_path):
+    """deleteproportion: DELETE operations that really remove records; a key already deleted
+    answers NOT_FOUND (a failed DELETE, as the binding's delete), and the run fails on those
+    unless --max-error-ratio admits them."""
+    db = "locust_delete"
+    common = [
+        "--workload",
+        "a",
+        "--uri",
+        f"{ferretdb.uri}{db}",
+        "--threads",
+        "4",
+        "-p",
+        "recordcount=200",
+        "-p",
+        "operationcount=150",
+    ]
+    load = run_runner(["locust", "--phase", "load", *common], tmp_path)
+    assert load.returncode == 0, load.doc["error"]
+    mix = ["-p", "readproportion=0.5", "-p", "updateproportion=0", "-p", "deleteproportion=0.5"]
+    run = run_runner(
+        ["locust", "--phase", "run", *common, *mix, "--max-error-ratio", "1"], tmp_path
+    )
+    assert run.returncode == 0, run.doc["error"]
+    validate(run.doc)
+    ops = run.doc["operations"]
+    assert set(ops) == {"READ", "DELETE"}
+    deleted = ops["DELETE"]["returnCodes"].get("OK", 0)
+    attempted = sum(ops["DELETE"]["returnCodes"].values())
+    assert 40 < attempted < 110  # about half of the 150 operations
+    assert deleted > 0
+    coll = pymongo.MongoClient(ferretdb.uri)[db]["usertable"]
+    assert coll.count_documents({}) == 200 - deleted
+    # reads of deleted keys miss: NOT_FOUND, which fails a run that admits no error
+    strict = run_runner(["locust", "--phase", "run", *common, *mix], tmp_path)
+    assert strict.returncode == 1
+    assert "NOT_FOUND" in strict.doc["error"]
+
+
+def test_ycsb_refuses_a_delete_proportion_it_would_ignore(tmp_path):
+    res = run_runner(
+        [
+            "ycsb",
+            "--phase",
+            "run",
+            "--workload",
+            "a",
+            "--uri",
+            "mongodb://127.0.0.1:9/",
+            "-p",
+            "deleteproportion=0.1",
+        ],
+        tmp_path,
+    )
+    assert res.returncode == 1
+    validate(res.doc)
+    assert "CoreWorkload has no delete" in res.doc["error"]
+
+
+def test_locust_connection_per_thread_opens_a_connection_per_user(ferretdb, tmp_path):
+    """mongobench.connectionPerThread (spec.clients.connectionPerThread): a MongoClient per
+    user, seen as connections at the server; the document says which mode ran, and its pool."""
+    db = "locust_conn"
+    port = int(ferretdb.uri.rsplit(":", 1)[1].split("/")[0])
+    common = ["--workload", "c", "--uri", f"{ferretdb.uri}{db}", "--threads", "6"]
+    common += ["-p", "recordcount=50"]
+    # paced: users rarely overlap, so a shared pool stays small
+    paced = ["-p", "operationcount=0", "-p", "maxexecutiontime=3", "-p", "target=30"]
+    assert run_runner(["locust", "--phase", "load", *common], tmp_path).returncode == 0
+    shared, shared_peak = peak_connections(
+        ["locust", "--phase", "run", *common, *paced], tmp_path, port
+    )
+    assert shared.returncode == 0, shared.doc["error"]
+    assert shared.doc["properties"]["connections.mode"] == "shared"
+    per_thread_args = [*common, *paced, "-p", "mongobench.connectionPerThread=true"]
+    own, own_peak = peak_connections(["locust", "--phase", "run", *per_thread_args], tmp_path, port)
+    assert own.returncode == 0, own.doc["error"]
+    validate(own.doc)
+    props = own.doc["properties"]
+    assert (props["connections.mode"], props["connections.maxPoolSize"]) == ("perThread", "1")
+    assert props["connections.mongoClients"] == "1 per thread"
+    # each of the 6 users: its pooled connection and its client's monitor
+    print(f"peak connections: shared {shared_peak}, per thread {own_peak}")
+    assert own_peak >= 12 > shared_peak, (own_peak, shared_peak)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pymongo
 import pytest
-from runner_support import run_runner, runner_env, validate
+from runner_support import peak_connections, run_runner, runner_env, validate
 
 from mongobench_results.merge import merge_documents
 from mongobench_runner.ycsb import ycsb_home
@@ -391,3 +391,22 @@ def test_a_duration_only_run_runs_for_its_duration(ferretdb, tmp_path):
     assert doc["status"] == "Succeeded" and doc["operationsTotal"] > 0
     assert 1.5 <= doc["runtimeSeconds"] <= 3.5  # ended by maxexecutiontime, not by the count
     assert doc["properties"]["operationcount"] == "0"  # the document shows what was asked
+
+
+def test_ycsb_connection_per_thread_opens_the_pool_for_every_thread(ferretdb, tmp_path):
+    """The binding has no client per thread: mongobench.connectionPerThread sizes its one
+    pool to the threads (maxPoolSize = minPoolSize = threadcount), all open at the server."""
+    port = int(ferretdb.uri.rsplit(":", 1)[1].split("/")[0])
+    common = ["--workload", "c", "--uri", f"{ferretdb.uri}ycsb_conn", "--threads", "6"]
+    common += ["-p", "recordcount=50"]
+    paced = ["-p", "operationcount=0", "-p", "maxexecutiontime=3", "-p", "target=20"]
+    assert run_runner(["ycsb", "--phase", "load", *common], tmp_path).returncode == 0
+    args = ["ycsb", "--phase", "run", *common, *paced, "-p", "mongobench.connectionPerThread=true"]
+    res, peak = peak_connections(args, tmp_path, port)
+    assert res.returncode == 0, res.doc["error"]
+    validate(res.doc)
+    props = res.doc["properties"]
+    assert (props["connections.mode"], props["connections.maxPoolSize"]) == ("perThread", "6")
+    assert "minPoolSize=6" in props["mongodb.url"]
+    print(f"peak connections: {peak}")
+    assert peak >= 6

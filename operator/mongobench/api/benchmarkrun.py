@@ -179,6 +179,8 @@ class Clients:
     backoff_limit: int = 0
     deadline_seconds: int = 7200
     start_timeout_seconds: int = 300
+    # A connection per client thread instead of one shared pool per client process.
+    connection_per_thread: bool = False
 
 
 @dataclass(frozen=True)

@@ -131,6 +131,9 @@ def ycsb_properties(spec: BenchmarkRunSpec, step: Step) -> list[tuple[str, str]]
         ("mongodb.upsert", str(spec.mongo.upsert).lower()),
         ("status.interval", str(spec.run.status_interval_seconds)),
     ]
+    if spec.clients.connection_per_thread:
+        # the runner's name for it (mongobench_runner.client_options.CONNECTION_PER_THREAD)
+        props.append(("mongobench.connectionPerThread", "true"))
     if step.kind == "load":
         props.append(("batchsize", str(spec.load.batch_size)))
         props.extend(sorted(spec.load.properties.items()))

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from mongobench.api import BenchmarkRunSpec
 from mongobench.benchmarkrun.jobs import (
@@ -156,6 +157,33 @@ def test_job_splits_clients_by_index_and_carries_no_secret() -> None:
     labels = job["spec"]["template"]["metadata"]["labels"]
     assert labels["mongobench.io/component"] == "benchmark-client"
     assert job["metadata"]["ownerReferences"][0]["kind"] == "BenchmarkRun"
+
+
+def test_connection_per_thread_reaches_every_step_of_both_drivers_and_is_off_by_default() -> None:
+    prop = "mongobench.connectionPerThread=true"
+    for driver in ("ycsb", "locust"):
+        s = spec(driver=driver, clients={"connectionPerThread": True})
+        steps = [st for st in make_plan(s) if st.kind in ("load", "run")]
+        assert all(prop in runner_args(s, st, REF) for st in steps)
+    default = spec()
+    steps = [st for st in make_plan(default) if st.kind in ("load", "run")]
+    assert not any(prop in runner_args(default, st, REF) for st in steps)
+
+
+def test_job_builder_takes_128_clients_and_the_crd_admits_up_to_256() -> None:
+    s = spec(clients={"parallelism": 128}, run={"operationCount": 12800})
+    step = next(st for st in make_plan(s) if st.kind == "run")
+    job = build_job(s, step, REF)
+    assert job["spec"]["completions"] == job["spec"]["parallelism"] == 128
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    assert container["args"][container["args"].index("--clients") + 1] == "128"
+    # the last client's pod (<job>-127-xxxxx) and result ConfigMap names still fit
+    assert len(f"{step.job_name('r1')}-127-abcde") <= 63
+    crd = yaml.safe_load(
+        (Path(__file__).parents[4] / "crds" / "mongobench.io_benchmarkruns.yaml").read_text()
+    )
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    assert schema["properties"]["clients"]["properties"]["parallelism"]["maximum"] == 256
 
 
 def test_job_pod_is_restricted_profile_compliant() -> None:
