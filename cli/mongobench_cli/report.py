@@ -155,6 +155,25 @@ def latency_figures(figs: _Figures, result: compare.Comparison) -> None:
             )
 
 
+def role_cpu_figure(figs: _Figures, result: compare.Comparison) -> None:
+    """CPU of every role (cores summed over its pods) per workload and configuration."""
+    ids = [f"cpu {role}" for role in records.ROLES]
+    groups = list(
+        dict.fromkeys((r.workload, r.metric.id) for r in result.rows if r.metric.id in ids)
+    )
+    if groups:
+        _bars(
+            figs,
+            result=result,
+            metric_ids=groups,
+            name="cpu-roles",
+            section="CPU per role",
+            title="CPU per role: cores summed over the role's pods "
+            f"(mean over repetitions, {100 * result.confidence:.0f}% CI)",
+            ylabel="cores",
+        )
+
+
 def _merged_histograms(
     config: compare.Configuration, runs: dict[str, LoadedRun], workload: str
 ) -> dict[str, Any]:
@@ -739,6 +758,7 @@ def write(
     cell_dims = experiment_scaling_figures(figs, result)
     load_dims = load_figures(figs, result)
     curves = percentile_figures(figs, result, by_key)
+    role_cpu_figure(figs, result)
     cpu_figures(figs, result, by_key)
     deploy_figure(figs, experiments)
 

@@ -45,6 +45,7 @@ LATENCY_STATS = ("avg", "min", "p50", "p95", "p99", "p999", "max")
 DEFAULT_METRICS = ("throughput", "avg", "p99", "cpu")
 # Per role (benchmarkrun.roles): cores summed over the role's pods, and memory working set.
 ROLE_METRICS = tuple(f"{kind}:{role}" for kind in ("cpu", "memory") for role in records.ROLES)
+ROLE_CPU_METRICS = tuple(m for m in ROLE_METRICS if m.startswith("cpu:"))
 METRIC_CHOICES = ("throughput", *LATENCY_STATS, "cpu", *ROLE_METRICS)
 _ROLE_FIGURE = {"cpu": ("cores", "cpuCores"), "memory": ("bytes", "memoryWorkingSetBytes")}
 
