@@ -306,7 +306,7 @@ def test_loads_are_a_workload_of_their_own_with_time_to_load_first() -> None:
     seconds = row(result, "load", "time to load", "fast")
     assert seconds.summary.n == 3 and seconds.metric.unit == "s"
     # 1000 records at ~2000/s load in ~0.5 s, against ~1 s: faster is better.
-    assert 0.4 < seconds.summary.mean < 0.6
+    assert seconds.summary.mean is not None and 0.4 < seconds.summary.mean < 0.6
     assert seconds.verdict.endswith("better") and seconds.verdict.startswith("-")
     assert row(result, "load", "throughput", "fast").verdict.endswith("better")
     # The run phase's workloads keep their rows, after the load.
