@@ -136,12 +136,11 @@ def metrics_for(
 
 
 def _role_metric(wanted: str) -> Metric:
-    """``cpu:mongos`` -> "cpu mongos" in cores summed over the routers (relative change)."""
+    """``cpu:mongos``: cores summed over the routers (relative change). The id is the option's
+    word: "cpu clients" is already the client nodes' busy %."""
     kind, role = wanted.split(":")
     unit, figure = _ROLE_FIGURE[kind]
-    return Metric(
-        f"{kind} {role}", unit, False, False, lambda s: records.role_figure(s, role, figure)
-    )
+    return Metric(wanted, unit, False, False, lambda s: records.role_figure(s, role, figure))
 
 
 @dataclass(frozen=True)

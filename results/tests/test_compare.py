@@ -52,14 +52,14 @@ def test_mongos_cpu_compares_per_role_in_cores_and_a_run_without_it_is_missing()
     base = benchmark_run("two", shards=2, mongos_cores=1.0, seed=3)
     new = benchmark_run("four", shards=4, mongos_cores=2.0, seed=4)
     result = compare.compare(inputs(base, new), metrics=("cpu:mongos", "cpu:mongod"))
-    mongos = row(result, "a", "cpu mongos", "four")
+    mongos = row(result, "a", "cpu:mongos", "four")
     assert mongos.metric.unit == "cores" and not mongos.metric.points
     assert (
         mongos.significant and mongos.verdict.startswith("+") and mongos.verdict.endswith("worse")
     )
     assert mongos.difference is not None and mongos.difference.delta == pytest.approx(1.0, abs=0.1)
-    assert row(result, "a", "cpu mongos", "two").summary.mean == pytest.approx(1.0, abs=0.05)
-    assert row(result, "a", "cpu mongod", "four").summary.mean == pytest.approx(4.0, abs=0.2)
+    assert row(result, "a", "cpu:mongos", "two").summary.mean == pytest.approx(1.0, abs=0.05)
+    assert row(result, "a", "cpu:mongod", "four").summary.mean == pytest.approx(4.0, abs=0.2)
     # A replica set has no routers: no row for it, rather than 0 cores to compare with.
     rs = benchmark_run("rs", seed=5)
     result = compare.compare(inputs(rs, new), metrics=("cpu:mongos",))

@@ -147,4 +147,4 @@ def test_sharded_run_status_has_mongos_cpu_and_compare_prints_it(
     shown = cli(plane, "compare", "routed", "-n", namespace, "--metric", "cpu:mongos")
     assert shown.returncode == 0, shown.stderr
     rows = [" ".join(line.split()) for line in shown.stdout.splitlines()]
-    assert any(r.startswith("a cpu mongos (cores) routed 1") for r in rows), shown.stdout
+    assert any(r.startswith("a cpu:mongos (cores) routed 1") for r in rows), shown.stdout
