@@ -144,7 +144,11 @@ def test_sharded_run_status_has_mongos_cpu_and_compare_prints_it(
     assert "memory of every role (no cAdvisor series)" in missing
     assert any(m.startswith("cpu of mongod pod ") for m in missing), missing
     assert all("cpuCores" not in p for p in step["roles"]["mongod"]["pods"])
-    shown = cli(plane, "compare", "routed", "-n", namespace, "--metric", "cpu:mongos")
+    # On this shared machine the trial may be judged client-bound: compare it all the same.
+    shown = cli(
+        plane, "compare", "routed", "-n", namespace, "--metric", "cpu:mongos", "--include-invalid"
+    )
     assert shown.returncode == 0, shown.stderr
     rows = [" ".join(line.split()) for line in shown.stdout.splitlines()]
     assert any(r.startswith("a cpu:mongos (cores) routed 1") for r in rows), shown.stdout
+    assert any(r.startswith("load cpu:mongos (cores) routed 1") for r in rows), shown.stdout
