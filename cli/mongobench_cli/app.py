@@ -597,7 +597,8 @@ def report_runs(
         runs,
         baseline=baseline,
         group_by=group_by,
-        metric=metric,
+        # The report shows every role's CPU (cores) beside the default metrics.
+        metric=metric or [*compare.DEFAULT_METRICS, *compare.ROLE_CPU_METRICS],
         test=test,
         alpha=alpha,
         confidence=confidence,

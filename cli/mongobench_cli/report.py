@@ -155,6 +155,25 @@ def latency_figures(figs: _Figures, result: compare.Comparison) -> None:
             )
 
 
+def role_cpu_figure(figs: _Figures, result: compare.Comparison) -> None:
+    """CPU of every role (cores summed over its pods) per workload and configuration."""
+    ids = [f"cpu:{role}" for role in records.ROLES]
+    groups = list(
+        dict.fromkeys((r.workload, r.metric.id) for r in result.rows if r.metric.id in ids)
+    )
+    if groups:
+        _bars(
+            figs,
+            result=result,
+            metric_ids=groups,
+            name="cpu-roles",
+            section="CPU per role",
+            title="CPU per role: cores summed over the role's pods "
+            f"(mean over repetitions, {100 * result.confidence:.0f}% CI)",
+            ylabel="cores",
+        )
+
+
 def _merged_histograms(
     config: compare.Configuration, runs: dict[str, LoadedRun], workload: str
 ) -> dict[str, Any]:
@@ -305,6 +324,56 @@ def cpu_figures(figs: _Figures, result: compare.Comparison, runs: dict[str, Load
                 + (" over time (grey: measured steps)" if series else " averaged over each step")
                 + " (solid: database nodes, dashed: client nodes)",
             )
+
+
+OVERLAY_NODES = 4  # database nodes shown, one panel each
+
+
+def cpu_overlay_figure(
+    figs: _Figures, result: compare.Comparison, runs: dict[str, LoadedRun]
+) -> None:
+    """CPU over time per database node, the configurations overlaid (each its first run with
+    series): the i-th node of every configuration shares a panel, as the studies drew it."""
+    colors = _config_colors(result)
+    by_config: dict[str, list[list[tuple[float, float]]]] = {}
+    for config in result.configurations:
+        for r in config.runs:
+            steps = records.measured(r.run)
+            series = _cpu_series(runs[r.key], steps)
+            roles = {
+                n["name"]: n.get("role") for s in steps for n in (s.cpu or {}).get("nodes") or []
+            }
+            database = [n for n in sorted(series) if roles.get(n) in ("cluster", "both")]
+            if database:
+                by_config[config.name] = [sorted(series[n]) for n in database[:OVERLAY_NODES]]
+                break
+    if len(by_config) < 2:  # nothing to overlay
+        return
+    panels = max(len(nodes) for nodes in by_config.values())
+    fig, axes = plt.subplots(panels, 1, figsize=(8, 2.4 * panels), sharex=True, squeeze=False)
+    for i in range(panels):
+        ax = axes[i][0]
+        for name, nodes in by_config.items():
+            if i < len(nodes):
+                ax.plot(
+                    [t for t, _ in nodes[i]],
+                    [v for _, v in nodes[i]],
+                    lw=1,
+                    label=name,
+                    color=colors[name],
+                )
+        ax.set_ylim(0, 100)
+        ax.set_ylabel(f"node {i + 1}: busy %", fontsize=8)
+        ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=7, title="configuration", title_fontsize=7, loc="upper right")
+    axes[-1][0].set_xlabel("seconds since the first measured step started")
+    figs.save(
+        fig,
+        "cpu-overlay",
+        "CPU",
+        "CPU busy over time per database node (the i-th node of each configuration's first "
+        "run), configurations overlaid",
+    )
 
 
 def _cpu_series(
@@ -739,7 +808,9 @@ def write(
     cell_dims = experiment_scaling_figures(figs, result)
     load_dims = load_figures(figs, result)
     curves = percentile_figures(figs, result, by_key)
+    role_cpu_figure(figs, result)
     cpu_figures(figs, result, by_key)
+    cpu_overlay_figure(figs, result, by_key)
     deploy_figure(figs, experiments)
 
     parts = [

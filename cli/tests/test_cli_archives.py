@@ -133,7 +133,9 @@ def test_report_is_one_self_contained_html_with_figures(
         "latency-p99.png",
         "percentiles-a.png",
         "scaling-shards.png",
+        "cpu-overlay.png",  # the two configurations' database nodes over time, overlaid
     } <= set(pngs)
+    assert "cpu-roles.png" not in pngs  # these runs have no status.roles: nothing to plot
     assert page.count("data:image/png;base64,") == len(pngs)
     assert "http://" not in page and "https://" not in page  # nothing fetched when opened
     assert "differ only in <b>shards</b>" in page
@@ -221,3 +223,23 @@ def test_a_run_name_without_a_kube_context_is_one_line() -> None:
 def test_bad_options_are_one_line(planes: tuple[Path, Path]) -> None:
     assert_one_line_error(run("compare", str(planes[0]), "--baseline", "nope"), "baseline 'nope'")
     assert_one_line_error(run("compare", str(planes[0]), "--metric", "p42"), "unknown metric")
+
+
+def test_compare_and_report_show_cpu_per_role_from_archives(tmp_path: Path) -> None:
+    """Two sharded runs whose steps carry status.roles: `compare --metric cpu:mongos` shows the
+    routers' cores per configuration, and the report plots CPU per role."""
+    folders = []
+    for name, mongos_cores, seed in (("two-routers", 0.5, 1), ("four-routers", 1.5, 2)):
+        built = benchmark_run(name, shards=2, seed=seed, mongos_cores=mongos_cores)
+        export.export([built], str(tmp_path / name))
+        folders.append(str(tmp_path / name))
+    table = invoke("compare", *folders, "--metric", "cpu:mongos", "--allow-incomparable")
+    lines = [" ".join(line.split()) for line in table.splitlines()]
+    assert sum("cpu:mongos (cores) two-routers" in x for x in lines) == 2, table  # a and c
+    four = [x for x in lines if x.startswith("four-routers 3")]
+    assert len(four) == 2 and all("worse" in x for x in four), table
+    out = tmp_path / "report"
+    invoke("report", *folders, "--allow-incomparable", "-o", str(out))
+    assert (out / "figures" / "cpu-roles.png").exists()
+    page = (out / "report.html").read_text()
+    assert "CPU per role" in page and "cpu:mongos (cores)" in page

@@ -43,7 +43,11 @@ MIN_N = 3
 DIMENSIONS = ("topology", "shards", "members", "mongos", "configServers", "version", "platform")
 LATENCY_STATS = ("avg", "min", "p50", "p95", "p99", "p999", "max")
 DEFAULT_METRICS = ("throughput", "avg", "p99", "cpu")
-METRIC_CHOICES = ("throughput", *LATENCY_STATS, "cpu")
+# Per role (benchmarkrun.roles): cores summed over the role's pods, and memory working set.
+ROLE_METRICS = tuple(f"{kind}:{role}" for kind in ("cpu", "memory") for role in records.ROLES)
+ROLE_CPU_METRICS = tuple(m for m in ROLE_METRICS if m.startswith("cpu:"))
+METRIC_CHOICES = ("throughput", *LATENCY_STATS, "cpu", *ROLE_METRICS)
+_ROLE_FIGURE = {"cpu": ("cores", "cpuCores"), "memory": ("bytes", "memoryWorkingSetBytes")}
 
 Test = Literal["welch", "utest"]
 Adjust = Literal["holm", "bh", "none"]
@@ -127,7 +131,16 @@ def metrics_for(
         out.append(
             Metric("cpu clients", "%", False, True, lambda s: records.cpu_group(s, "clients"))
         )
+    out += [_role_metric(w) for w in ROLE_METRICS if w in wanted]
     return out
+
+
+def _role_metric(wanted: str) -> Metric:
+    """``cpu:mongos``: cores summed over the routers (relative change). The id is the option's
+    word: "cpu clients" is already the client nodes' busy %."""
+    kind, role = wanted.split(":")
+    unit, figure = _ROLE_FIGURE[kind]
+    return Metric(wanted, unit, False, False, lambda s: records.role_figure(s, role, figure))
 
 
 @dataclass(frozen=True)

@@ -190,6 +190,7 @@ class StepView:
     resources: Mapping[str, Any] | None = None  # disk, network, memory (resource profile)
     validity: _validity.Validity = _validity.UNJUDGED  # the operator's verdict on this trial
     distribution: Mapping[str, Any] | None = None  # shards after a load (sharded clusters)
+    roles: Mapping[str, Any] | None = None  # CPU and memory per role (mongod, mongos, ...)
 
     @property
     def seconds(self) -> float | None:
@@ -217,6 +218,7 @@ def steps(run: Mapping[str, Any]) -> list[StepView]:
                 resources=s.get("resources"),
                 validity=_validity.parse(s.get("validity")),
                 distribution=s.get("distribution"),
+                roles=s.get("roles"),
             )
         )
     return out
@@ -298,6 +300,17 @@ def latency(result: Mapping[str, Any], operation: str, stat: str) -> float | Non
 def cpu_group(step: StepView, group: str) -> float | None:
     """Average busy % of the step's database ("cluster") or client ("clients") nodes."""
     value = _dig(step.cpu, group, "avg")
+    return float(value) if value is not None else None
+
+
+# Roles of a step's status.roles, as the operator names them.
+ROLES = ("mongod", "configServer", "mongos", "clients")
+
+
+def role_figure(step: StepView, role: str, figure: str) -> float | None:
+    """A role's figure summed over its pods: ``cpuCores`` (mean cores) or
+    ``memoryWorkingSetBytes``; None where the role or its series are missing."""
+    value = _dig(step.roles, role, "sum", figure)
     return float(value) if value is not None else None
 
 

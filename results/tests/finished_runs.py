@@ -99,6 +99,27 @@ def cpu_resources(
     return {"cpu": step["cpu"], "cpuSeries": {"stepSeconds": 1, "nodes": out}}
 
 
+def role_status(routers: int, cores: float, rng: random.Random) -> dict[str, Any]:
+    """A step's status.roles as benchmarkrun.roles writes it: mongos and shard mongod."""
+    out: dict[str, Any] = {}
+    for role, total in (("mongos", cores), ("mongod", 2 * cores)):
+        per = [max(0.0, rng.gauss(total / routers, 0.01 * total)) for _ in range(routers)]
+        out[role] = {
+            "pods": [
+                {"pod": f"{role}-{i}", "cpuCores": round(c, 3), "cpuCoresMax": round(c * 1.2, 3)}
+                for i, c in enumerate(per)
+            ],
+            "sum": {
+                "pods": routers,
+                "cpuCores": round(sum(per), 3),
+                "cpuCoresMax": round(sum(per) * 1.2, 3),
+            },
+            "mean": {"cpuCores": round(sum(per) / routers, 3)},
+        }
+    out["missing"] = ["memory of every role (no cAdvisor series)"]
+    return out
+
+
 def topology(shards: int | None, members: int = 3, mongos: int = 2) -> dict[str, Any]:
     if shards is None:
         return {"type": "ReplicaSet", "replicaSet": {"members": members}}
@@ -150,12 +171,15 @@ def benchmark_run(
     loads: int = 0,
     load_throughput: float = 2000.0,
     records: int = 1000,
+    mongos_cores: float | None = None,
 ) -> FinishedRun:
     """A finished run with its status as the operator writes it, and its client documents.
     `invalid`: when given, every measured step carries a validity verdict, the ones named
     ("a#2") invalid for the reasons listed (validity.REASONS). `loads`: that many measured loads
     of `records` records (load.repetitions), each at about `load_throughput` records/s; without
-    them the load step has no result, as in a run whose load was not collected."""
+    them the load step has no result, as in a run whose load was not collected.
+    `mongos_cores`: each run step's status.roles with the routers at about that many cores
+    (summed over `mongos` pods) and the shard mongods at twice that."""
     rng = random.Random(seed)
     cpu_rng = random.Random(-seed)  # apart, so the series do not shift the measurements
     steps: list[dict[str, Any]] = [
@@ -238,6 +262,8 @@ def benchmark_run(
                     },
                 }
             )
+            if mongos_cores is not None:
+                steps[-1]["roles"] = role_status(mongos, mongos_cores, rng)
             if invalid is not None:
                 reasons = [
                     validity.Reason(r, f"{r} in {w}#{rep}") for r in invalid.get(f"{w}#{rep}", ())

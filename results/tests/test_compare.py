@@ -48,6 +48,29 @@ def test_lower_latency_and_less_cpu_are_better_and_cpu_changes_in_points() -> No
     assert cpu.difference is not None and cpu.difference.delta == pytest.approx(-20, abs=3)
 
 
+def test_mongos_cpu_compares_per_role_in_cores_and_a_run_without_it_is_missing() -> None:
+    base = benchmark_run("two", shards=2, mongos_cores=1.0, seed=3)
+    new = benchmark_run("four", shards=4, mongos_cores=2.0, seed=4)
+    result = compare.compare(inputs(base, new), metrics=("cpu:mongos", "cpu:mongod"))
+    mongos = row(result, "a", "cpu:mongos", "four")
+    assert mongos.metric.unit == "cores" and not mongos.metric.points
+    assert (
+        mongos.significant and mongos.verdict.startswith("+") and mongos.verdict.endswith("worse")
+    )
+    assert mongos.difference is not None and mongos.difference.delta == pytest.approx(1.0, abs=0.1)
+    assert row(result, "a", "cpu:mongos", "two").summary.mean == pytest.approx(1.0, abs=0.05)
+    assert row(result, "a", "cpu:mongod", "four").summary.mean == pytest.approx(4.0, abs=0.2)
+    # A replica set has no routers: no row for it, rather than 0 cores to compare with.
+    rs = benchmark_run("rs", seed=5)
+    result = compare.compare(inputs(rs, new), metrics=("cpu:mongos",))
+    assert [(r.configuration, r.verdict) for r in result.rows] == [("four", "no baseline")] * 2
+
+
+def test_an_unknown_role_metric_is_refused_with_the_choices() -> None:
+    with pytest.raises(compare.ComparisonError, match="cpu:mongos"):
+        compare.compare(inputs(benchmark_run("x")), metrics=("cpu:router",))
+
+
 def test_flags_small_samples_noise_and_littles_law() -> None:
     base = benchmark_run("base", repetitions=2, seed=5)
     noisy = benchmark_run("noisy", repetitions=3, sd=250, seed=6, little_broken=("a#1", "a#3"))
@@ -283,7 +306,7 @@ def test_loads_are_a_workload_of_their_own_with_time_to_load_first() -> None:
     seconds = row(result, "load", "time to load", "fast")
     assert seconds.summary.n == 3 and seconds.metric.unit == "s"
     # 1000 records at ~2000/s load in ~0.5 s, against ~1 s: faster is better.
-    assert 0.4 < seconds.summary.mean < 0.6
+    assert seconds.summary.mean is not None and 0.4 < seconds.summary.mean < 0.6
     assert seconds.verdict.endswith("better") and seconds.verdict.startswith("-")
     assert row(result, "load", "throughput", "fast").verdict.endswith("better")
     # The run phase's workloads keep their rows, after the load.

@@ -1,5 +1,6 @@
 """Per-step resource profile for status: CPU (benchmarkrun.cpu) and disk, network and memory
-(benchmarkrun.resources) of the nodes that ran the database and of the clients', from Prometheus.
+(benchmarkrun.resources) of the nodes that ran the database and of the clients', and CPU and
+memory of every role's pods (benchmarkrun.roles), from Prometheus.
 
 Cluster nodes are those of the MongoCluster's pods; client nodes those of the step's Job pods
 (still present: Jobs are cleaned up only after the run). CpuUnavailable propagates to the
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal, cast
 
-from mongobench.benchmarkrun import jobs, neighbours
+from mongobench.benchmarkrun import jobs, neighbours, roles
 from mongobench.benchmarkrun.cpu import NodeMapping, ResourceProfile, query_window
 from mongobench.benchmarkrun.orchestrate import CpuQuery
 from mongobench.benchmarkrun.resources import query_resources
@@ -20,10 +21,16 @@ from mongobench.config import OperatorConfig
 from mongobench.k8s.api import KubeApi
 
 
-def _nodes_and_pods(kube: KubeApi, namespace: str, selector: str) -> tuple[list[str], list[str]]:
+def _nodes_and_pods(
+    kube: KubeApi, namespace: str, selector: str
+) -> tuple[list[str], list[dict[str, Any]]]:
     pods = kube.list("Pod", namespace, selector)
     nodes = sorted({p["spec"]["nodeName"] for p in pods if p["spec"].get("nodeName")})
-    return nodes, sorted(p["metadata"]["name"] for p in pods)
+    return nodes, sorted(pods, key=lambda p: str(p["metadata"]["name"]))
+
+
+def _names(pods: list[dict[str, Any]]) -> list[str]:
+    return [str(p["metadata"]["name"]) for p in pods]
 
 
 def node_mapping(config: OperatorConfig) -> NodeMapping:
@@ -46,12 +53,13 @@ def cpu_for_step(kube: KubeApi, config: OperatorConfig) -> CpuQuery | None:
     ) -> dict[str, Any]:
         namespace = run["metadata"]["namespace"]
         cluster = ((run.get("spec") or {}).get("clusterRef") or {}).get("name")
-        cluster_nodes, mongod_pods = (
+        cluster_nodes, cluster_pods = (
             _nodes_and_pods(kube, namespace, f"{jobs.CLUSTER_LABEL}={cluster}")
             if cluster
             else ([], [])
         )
-        client_nodes, client_pods = _nodes_and_pods(kube, namespace, f"job-name={step['job']}")
+        client_nodes, clients = _nodes_and_pods(kube, namespace, f"job-name={step['job']}")
+        mongod_pods, client_pods = _names(cluster_pods), _names(clients)
         window: dict[str, Any] = {
             "cluster_nodes": cluster_nodes,
             "client_nodes": client_nodes,
@@ -66,6 +74,17 @@ def cpu_for_step(kube: KubeApi, config: OperatorConfig) -> CpuQuery | None:
         return {
             "cpu": cpu.to_status(),
             "resources": query_resources(url, start, end, interval, **window).to_status(),
+            "roles": roles.query_roles(
+                url,
+                start,
+                end,
+                interval,
+                namespace=namespace,
+                pods=roles.RolePods(roles.cluster_pod_roles(cluster_pods), client_pods),
+                scrape_interval=interval,
+                mapping=mapping,
+                profile=profile,
+            ),
             "neighbours": neighbours.query(
                 url,
                 start,

@@ -162,7 +162,13 @@ def test_status_is_small_json_with_roles_and_missing_mongod_cpu_not_zero() -> No
 
 def test_packaged_profile_renders_every_query_without_leftover_placeholders() -> None:
     profile = ResourceProfile.load()
-    assert set(profile.queries) == {"nodeCpuByMode", "mongodContainerCpu", "containerCpuByPod"}
+    assert set(profile.queries) == {
+        "nodeCpuByMode",
+        "mongodContainerCpu",
+        "containerCpuByPod",
+        "roleContainerCpu",
+        "roleContainerMemory",
+    }
     for mapping in (NodeMapping(), NodeMapping(mode="label", label="instance")):
         for name in profile.queries:
             promql = profile.render(
