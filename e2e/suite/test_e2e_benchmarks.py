@@ -100,6 +100,8 @@ def test_a_to_f_twice_with_two_clients_keeps_results_distribution_and_cpu(
         assert "no cAdvisor series" in complete["message"] and "node " not in complete["message"]
         assert all(s["resources"].get("mongod") is None for s in runs)
     summary = {s["workload"]: s for s in status["summary"]}
+    load = summary.pop("load")  # the load is a result too: one load, its time to load
+    assert load["n"] == 1 and load["seconds"]["mean"] > 0
     assert sorted(summary) == list("abcdef")
     assert all(s["n"] == 2 and s["throughput"]["sd"] is not None for s in summary.values())
     snapshot = status["clusterSnapshot"]
@@ -166,7 +168,8 @@ def test_comparison_dashboard_queries_return_the_run_from_prometheus(
     board = json.loads(COMPARISON.read_text())
     throughput = substitute(_panels()[0][1]["expr"])
     # Scraped once the operator exported the finished run (scrape interval: 1 s local, 5 s kind).
-    env.wait(lambda: len(env.query(throughput)) == 6, 30, "the run's six workloads scraped")
+    # Six workloads and the load.
+    env.wait(lambda: len(env.query(throughput)) == 7, 30, "the run's workloads and load scraped")
     for title, target in _panels():
         promql = substitute(target["expr"])
         result = env.query(promql)

@@ -286,7 +286,7 @@ def test_two_by_two_matrix_interleaved_resumes_and_compares(
         # The deploy-time table's x: one config server, the shards' members, one mongos.
         pods = int(cell["values"]["shards"]) + 2
         assert [d["pods"] for d in cell["deployments"]] == [pods, pods]
-        assert set(cell["summary"]) == {"a", "c"}
+        assert set(cell["summary"]) == {"load", "a", "c"}  # the load is a result too
         assert all(w["n"] == 2 and w["throughput"] > 0 for w in cell["summary"].values())
     comparison = status["comparison"]
     assert comparison["baseline"] == "shards=1,version=7.0.14"
@@ -489,7 +489,9 @@ def test_an_aa_calibration_in_randomized_rounds_stops_when_the_target_is_met(
     assert (target["status"], target["reason"]) == ("True", "Reached"), target
     cells = status["repetitions"]["cells"]
     assert [c["name"] for c in cells] == ["calibration=a", "calibration=b"]
-    assert all(c["met"] and c["valid"] == rounds for c in cells), cells
+    # Only valid trials count (this plane's trials are often client-bound): met with at least
+    # the minimum of 3 valid, never more than the rounds run.
+    assert all(c["met"] and 3 <= c["valid"] <= rounds for c in cells), cells
     # Randomized rounds: every round ran each cell once, round after round.
     assert sorted(watch.runs.values()) == sorted(
         f"aa-c{c}-r{r}" for c in range(2) for r in range(1, rounds + 1)

@@ -240,7 +240,10 @@ def phase_of(api: k8s.ApiClient, plural: str, name: str) -> str | None:
 
 def render_experiments(plane: Plane, values: dict[str, Any], path: Path) -> str:
     path.write_text(yaml.safe_dump(values))
-    return helm(plane, "template", "exp", str(EXPERIMENTS), "-f", str(path))
+    # Without the superseded-runs hook Job: Argo CD (and Helm) delete it before creating it
+    # again at each sync, which `kubectl apply` cannot do (a Job's template is immutable).
+    # test_gitops_superseded.py runs that hook as Argo CD would.
+    return helm(plane, "template", "exp", str(EXPERIMENTS), "-f", str(path), "--no-hooks")
 
 
 def run_names(text: str) -> list[str]:
