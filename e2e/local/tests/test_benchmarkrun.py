@@ -348,7 +348,7 @@ LENIENT = {
     "clientCpuFraction": 1.0,
     "stealPercent": 100,
     "throttledFraction": 1.0,
-    "neighbourCpuFraction": 1.0,
+    "neighbourCpuFraction": 0.99,  # below clientCpuFraction (admission's rule)
     "errorRate": 1.0,
     "maxWarmupFraction": 0.99,
     "littlesLaw": False,
