@@ -30,6 +30,7 @@ from localplane.ferretdb import FerretDB
 from localplane.mongomodel import MongoModel
 from localplane.operator import wait_until
 from localplane.plane import Plane
+from localplane.policies import LENIENT_VALIDITY
 from localplane.s3server import ACCESS_KEY, SECRET_KEY, S3Server
 
 ferretdb, model, executor = bmr.ferretdb, bmr.model, bmr.executor
@@ -421,18 +422,6 @@ def test_a_cell_whose_cluster_fails_goes_as_the_policy_says(
     assert "fx-k1" in events["CellClusterKept"]
 
 
-# A validity policy no trial of this plane fails, short of a level shift in its throughput.
-LENIENT = {
-    "clientCpuFraction": 1.0,
-    "stealPercent": 100,
-    "throttledFraction": 1.0,
-    "neighbourCpuFraction": 0.99,
-    "errorRate": 1.0,
-    "maxWarmupFraction": 0.99,
-    "littlesLaw": False,
-}
-
-
 # An A/A pair (two clusters from one template) in randomized rounds with a loose adaptive
 # target: 3 rounds at least, 6 at most. 6 runs and as many deployments (maxClusters 1: the
 # cells share one FerretDB, so no two runs at once): about 2 minutes on an idle machine.
@@ -458,7 +447,7 @@ def test_an_aa_calibration_in_randomized_rounds_stops_when_the_target_is_met(
         },
         # The target is what this test is about: a lenient validity policy (this plane's
         # trials are client-bound by the default one, test_trial_validity.py).
-        run=RUN | {"workloads": [{"name": "c"}], "validity": LENIENT},
+        run=RUN | {"workloads": [{"name": "c"}], "validity": LENIENT_VALIDITY},
         calibration=True,
         repetitions=3,
         # Loose on purpose (the interval within +-100% of the mean: a CV under ~40% at n = 3).

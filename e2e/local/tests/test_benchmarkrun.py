@@ -29,6 +29,7 @@ from localplane.mongomodel import MongoModel
 from localplane.net import free_port
 from localplane.operator import OperatorProcess, start_operator, wait_until
 from localplane.plane import Plane
+from localplane.policies import LENIENT_VALIDITY
 
 pytestmark = pytest.mark.cluster
 
@@ -343,18 +344,6 @@ def test_database_the_cluster_user_cannot_write_fails_before_any_job(
     assert not model.dropped  # not even prepared
 
 
-# A validity policy no trial of this plane fails, short of a level shift in its throughput.
-LENIENT = {
-    "clientCpuFraction": 1.0,
-    "stealPercent": 100,
-    "throttledFraction": 1.0,
-    "neighbourCpuFraction": 0.99,  # below clientCpuFraction (admission's rule)
-    "errorRate": 1.0,
-    "maxWarmupFraction": 0.99,
-    "littlesLaw": False,
-}
-
-
 def test_adaptive_repetitions_skip_what_a_met_target_no_longer_needs(
     plane: Plane,
     namespace: str,
@@ -378,7 +367,7 @@ def test_adaptive_repetitions_skip_what_a_met_target_no_longer_needs(
             # This plane's clients share the database's 2 cores: its trials are client-bound
             # by the default policy (the truth, shown in test_trial_validity.py). This test is
             # about stopping, so every trial here counts.
-            validity=LENIENT,
+            validity=LENIENT_VALIDITY,
         )
         apply(plane, namespace, manifest)
         run = wait_run(kube_api, namespace, "adaptive", ("Succeeded", "Failed"))
