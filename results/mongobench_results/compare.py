@@ -479,9 +479,13 @@ def compare(
         )
         for metric in metrics_for(ops, metrics, load=w == records.LOAD):
             base_values = _values(base, w, metric, include_invalid)
+            base_measured = bool(_values(base, w, metric, True))
             for c in ordered:
                 values = _values(c, w, metric, include_invalid)
-                if not values and (c is base or not base_values):
+                # A metric no trial measured is no row; a cell whose every trial was judged
+                # invalid is one (nothing is lost: it says why there is no figure).
+                measured = bool(values) or bool(_values(c, w, metric, True))
+                if not measured and (c is base or not base_measured):
                     continue
                 rows.append(
                     _row(
@@ -651,7 +655,9 @@ def _row(
         flags.append(f"includes {cell.trials - cell.valid} invalid trials")
     diff = None if is_base else stats.difference(base_values, values, confidence, ci)
     p: float | None = None
-    if is_base:
+    if not values and cell.trials and not cell.valid:
+        verdict = f"no valid trials: {cell.text()}"
+    elif is_base:
         verdict = "baseline"
     elif reason:
         verdict = "not comparable"

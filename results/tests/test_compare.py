@@ -252,6 +252,19 @@ def test_invalid_trials_are_left_out_and_counted_with_their_reasons() -> None:
     assert row(old, "a", "throughput", "y").validity.text() == "unjudged"
 
 
+def test_a_cell_whose_every_trial_is_invalid_is_a_row_that_says_why() -> None:
+    """Nothing is lost: the workload stays in the table, without figures, with the reasons."""
+    bad = {f"a#{i}": ("ClientBound",) for i in (1, 2, 3)}
+    base = benchmark_run("base", workloads=("a",), repetitions=3, seed=40, invalid=bad)
+    new = benchmark_run("new", workloads=("a",), repetitions=3, seed=41, invalid=bad)
+    result = compare.compare(inputs(base, new), metrics=("throughput",))
+    for name in ("base", "new"):
+        r = row(result, "a", "throughput", name)
+        assert r.summary.n == 0 and r.values == ()
+        assert r.verdict == "no valid trials: 0/3 valid (ClientBound 3)"
+        assert r.significant is None
+
+
 def test_the_cv_flag_prints_the_value_it_tests() -> None:
     assert compare.cv_text(0.1048) == "10.5%"
     assert compare.cv_text(0.1004) == "10.04%"
