@@ -100,7 +100,7 @@ test-rules: ## the chart's alerts: promtool check rules + promtool test rules (a
 
 # Its files wait on JVMs, Locust and servers too: the same workers (one FerretDB each).
 test-protocol: ## protocol tier: mockupdb, FerretDB and an S3 server (moto) on loopback
-	$(PYTEST) -q -m protocol -n $(TEST_WORKERS) --dist loadfile operator/tests \
+	$(PYTEST) -q -m protocol -n $(TEST_WORKERS) --dist loadfile --durations=10 operator/tests \
 	  bench-jobs/runner/tests archive/tests cli/tests e2e/local/tests hack/tests
 
 test-bench-jobs: ## the YCSB binding's own tests (Maven, JUnit)
@@ -112,7 +112,7 @@ test-bench-jobs: ## the YCSB binding's own tests (Maven, JUnit)
 # this host's busy and idle CPU windows, so it runs alone afterwards.
 CPU_PROFILE := e2e/local/tests/test_cpu_profile.py
 test-cluster: ## cluster tier: real control plane + KWOK on loopback, the operator running for real
-	$(PYTEST) -q -m cluster -n $(TEST_WORKERS) --dist loadfile --ignore=$(CPU_PROFILE) \
+	$(PYTEST) -q -m cluster -n $(TEST_WORKERS) --dist loadfile --durations=15 --ignore=$(CPU_PROFILE) \
 	  e2e/local/tests cli/tests e2e/suite e2e/kind/tests
 	$(PYTEST) -q -m cluster $(CPU_PROFILE)
 
