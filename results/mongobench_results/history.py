@@ -10,11 +10,13 @@ Hunter paper's split and merge steps: sliding windows of `window` points, weak c
 10x the p-value, merged down to those significant at `max_pvalue` by Student's t-test). Nothing
 here re-implements it; Otava is imported only when change points are asked for.
 
-Incremental updates: the series and Otava's weak change points are kept in the archive
-(`history/series.json`, `to_json`/`from_json`). A new run appends its points, and the split
-step only looks again at the tail of each series (Otava's `new_points`/`old_cp`); the merge step
-runs over the weak change points, not the series. A run older than a series' last point
-rebuilds that series from scratch.
+Incremental updates: the series are kept in the archive (`history/series.json`,
+`to_json`/`from_json`); a new run appends its points, and only its run.json is read. The
+change-point pass then runs over each whole series: at 500 points it takes tens of milliseconds
+(`make bench-history`), and Otava's own incremental split (`new_points`/`old_cp`) was not used
+because, fed one run at a time, it kept weak points at the tail that its merge step let through
+as change points the full pass does not find. A run older than a series' last point is inserted
+in order.
 
 A change names the runs either side of it, the means before and after (between the change
 points around it), the relative change of the mean, whether it is for the worse for that metric,
@@ -118,8 +120,6 @@ class Series:
     unit: str
     higher_is_better: bool
     points: list[Point] = field(default_factory=list)
-    # Otava's weak change points (index, qhat) of the last pass; None: run the next pass in full.
-    weak: list[tuple[int, float]] | None = None
 
     @property
     def id(self) -> str:
@@ -137,18 +137,15 @@ class Series:
             "unit": self.unit,
             "higherIsBetter": self.higher_is_better,
             "points": [p.to_dict() for p in self.points],
-            "weak": None if self.weak is None else [list(w) for w in self.weak],
         }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Series:
-        weak = d.get("weak")
         return cls(
             tuple((str(k), str(v)) for k, v in d["key"]),
             str(d["unit"]),
             bool(d["higherIsBetter"]),
             [Point.from_dict(p) for p in d["points"]],
-            None if weak is None else [(int(i), float(q)) for i, q in weak],
         )
 
 
@@ -289,8 +286,6 @@ class History:
     method: Method = Method()
     series: dict[str, Series] = field(default_factory=dict)
     runs: set[str] = field(default_factory=set)  # uids already in the series
-    # Points appended per series since the last change-point pass (not cached).
-    appended: dict[str, int] = field(default_factory=dict)
 
     def add(self, new_runs: Iterable[HistoryRun]) -> list[str]:
         """Append the runs not seen yet; the ids of the series that changed. A run older than
@@ -307,23 +302,19 @@ class History:
                     reorder.add(s.id)
                 s.points.append(point)
                 touched[s.id] = touched.get(s.id, 0) + 1
-                self.appended[s.id] = self.appended.get(s.id, 0) + 1
         for sid in reorder:
-            s = self.series[sid]
-            s.points.sort(key=_order)
-            s.weak = None
+            self.series[sid].points.sort(key=_order)
         return sorted(touched)
 
     def changes(
         self, provenance: Callable[[Point], Mapping[str, Any] | None] | None = None
     ) -> list[Change]:
-        """Change points of every series, updating the weak change points incrementally for the
-        series `add` appended to (all others are passed in full unless cached)."""
+        """Change points of every series, each passed in full; `provenance` gives a run's
+        provenance document (None: not recorded) for the diff at each change."""
         out: list[Change] = []
         for sid in sorted(self.series):
             s = self.series[sid]
-            found, weak = detect(s.values(), self.method, s.weak, self.appended.get(sid, 0))
-            s.weak = weak
+            found = detect(s.values(), self.method)
             for index, mean_before, mean_after, p in found:
                 change = Change(s, index, mean_before, mean_after, p)
                 if provenance is not None:
@@ -334,7 +325,6 @@ class History:
                         ),
                     )
                 out.append(change)
-        self.appended = {}
         return out
 
     def to_json(self) -> bytes:
@@ -409,53 +399,24 @@ def load_or_build(
 Found = tuple[int, float, float, float]  # index, mean before, mean after, p-value
 
 
-def detect(
-    values: Sequence[float],
-    method: Method = Method(),
-    weak: Sequence[tuple[int, float]] | None = None,
-    new_points: int = 0,
-) -> tuple[list[Found], list[tuple[int, float]]]:
-    """Otava's change points of one series and its weak change points for the next pass.
-
-    With `weak` from the pass before the last `new_points` were appended, Otava's split step
-    only re-examines the tail (its incremental mode); otherwise the whole series."""
+def detect(values: Sequence[float], method: Method = Method()) -> list[Found]:
+    """Otava's change points of one series (its compute_change_points: split, then merge)."""
     if len(values) < MIN_POINTS:
-        return [], []
-    from otava.analysis import (  # noqa: PLC0415 - only where change points are asked for
-        TTestStats,
-        merge,
-        split,
-    )
-    from otava.change_point_divisive.base import ChangePoint  # noqa: PLC0415
+        return []
+    from otava.analysis import compute_change_points  # noqa: PLC0415 - only when asked for
 
     # A list, as Otava's own callers pass it (its split step fails on a numpy array).
-    series = [float(v) for v in values]
-    p = method.max_pvalue
-    # Otava's first pass threshold (compute_change_points): weak points at a looser p-value.
-    first_pass = p * 10 if p < 0.05 else (p * 2 if p < 0.5 else p)
-    # Cached weak points: Otava re-examines only the tail (the last windows and what was
-    # appended); a series passed for the first time is split in full.
-    incremental = weak is not None and new_points < len(values)
-    old = (
-        [ChangePoint(index=i, qhat=q, stats=TTestStats(1.0, 0, 0, 0, 0)) for i, q in weak or ()]
-        if incremental
-        else None
+    final, _ = compute_change_points(
+        [float(v) for v in values],
+        window_len=method.window,
+        max_pvalue=method.max_pvalue,
+        min_magnitude=method.min_magnitude,
     )
-    weak_points = split(
-        series,
-        method.window,
-        first_pass,
-        new_points=new_points if incremental else None,
-        old_cp=old,
-    )
-    # merge() removes points from the list it is given: keep the weak ones for the next pass.
-    final = merge(list(weak_points), series, p, method.min_magnitude)
-    found = [
+    return [
         (int(c.index), float(c.stats.mean_1), float(c.stats.mean_2), float(c.stats.pvalue))
         for c in final
         if math.isfinite(float(c.stats.pvalue)) and 0 < c.index < len(values)
     ]
-    return found, [(int(c.index), float(c.qhat)) for c in weak_points]
 
 
 # --- provenance --------------------------------------------------------------------------------
