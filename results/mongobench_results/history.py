@@ -514,12 +514,17 @@ def update_archive(
     *,
     rebuild: bool = False,
     write: bool = True,
+    extra: Iterable[HistoryRun] = (),
 ) -> Update:
     """The archive's history: the cached series (`history/series.json`) with the runs archived
     since appended, their change points (with the provenance changes at each), and the cache
     and the Grafana export written back when anything was added. Only complete uploads count.
-    The caller's archive errors pass through."""
+    `extra`: runs to judge with the archive's that may not be archived yet (an experiment's,
+    from the API); a run in both counts once. The caller's archive errors pass through."""
     method = method or Method()
+    extra = list(extra)
+    if extra and write:  # the cache would count them as archived and never read them
+        raise ValueError("update_archive: runs from outside the archive are judged read-only")
     cached = None if rebuild else root.store.get(SERIES_CACHE)
     h = load_or_build(cached, series_keys, metrics, method)
     from_cache = bool(h.runs)
@@ -529,7 +534,7 @@ def update_archive(
         for uid, a in archived.items()
         if uid not in h.runs
     ]
-    h.add(new)
+    h.add([*new, *extra])
     seen: dict[str, Mapping[str, Any] | None] = {}
 
     def provenance(point: Point) -> Mapping[str, Any] | None:
