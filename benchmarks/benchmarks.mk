@@ -1,7 +1,7 @@
 # Benchmarks of the operator, the CLI and the benchmark clients (included by the root Makefile).
 # Each prints figures measured side by side in one run; none asserts a time.
 .PHONY: bench-reconcile bench-orchestration bench-step-window bench-scale bench-memory bench-cli \
-        bench-clients bench-method bench-validity build-wireserver lint-wireserver
+        bench-clients bench-method bench-validity bench-history build-wireserver lint-wireserver
 
 bench-reconcile: setup ## time apply->children and count API requests of the MongoCluster reconciler
 	PYTHONPATH=e2e/local $(VENV)/bin/python benchmarks/reconcile.py
@@ -23,6 +23,8 @@ bench-cli: setup ## seconds of `mongobench list` (200 runs) and `compare` (20 ru
 
 bench-method: setup ## the method on a known truth: A/A, a 5% change, adaptive vs fixed repetitions, warm-ups found, a CPU hog flagged (BENCH_NOISY_STEPS=0: simulated only)
 	PYTHONPATH=e2e/local:benchmarks $(VENV)/bin/python benchmarks/method.py
+bench-history: setup ## change points on a synthetic archive of 500 runs (5% shifts, CV 2%): shifts found, false changes, update time (BENCH_SEEDS, BENCH_MAX_PVALUE, BENCH_WINDOW)
+	PYTHONPATH=e2e/local $(VENV)/bin/python benchmarks/history.py
 bench-validity: setup ## warm-up found within 2 s (simulated series) and a CPU hog on the database node flagged (real cgroups + Prometheus, ~3 min)
 	PYTHONPATH=e2e/local $(VENV)/bin/python benchmarks/method_validity.py
 

@@ -22,6 +22,7 @@ from rich.console import Console
 
 from mongobench_cli import render, selector, sources
 from mongobench_results import calibration, compare, stats
+from mongobench_results import history as history_lib
 
 EXIT_BAD_INPUT = 2
 
@@ -717,6 +718,89 @@ class Shell(StrEnum):
     bash = "bash"
     zsh = "zsh"
     fish = "fish"
+
+
+# --- history -----------------------------------------------------------------------------------
+
+
+@app.command("history")
+@one_line_errors
+def history_cmd(
+    archive: Annotated[str, typer.Argument(help="the archive: s3://BUCKET/PREFIX or a folder")],
+    *,
+    series: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--series",
+            help="repeatable: a key the series are split by besides topology, workload and "
+            "metric (a label of the runs, else a dimension: shards, members, version, ...)",
+        ),
+    ] = None,
+    metric: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--metric",
+            help=f"repeatable; from {', '.join(compare.METRIC_CHOICES)} "
+            f"(default: {', '.join(history_lib.DEFAULT_METRICS)})",
+        ),
+    ] = None,
+    max_pvalue: Annotated[
+        float, typer.Option("--max-pvalue", help="significance of a change point (Otava's)")
+    ] = history_lib.Method.max_pvalue,
+    window: Annotated[
+        int, typer.Option("--window", help="Otava's sliding window, in runs", min=4)
+    ] = history_lib.Method.window,
+    output: Annotated[ListFormat, typer.Option("--output", "-o")] = ListFormat.table,
+    report_dir: Annotated[
+        Path | None,
+        typer.Option("--report", help="write DIR/history.html with a plot per series"),
+    ] = None,
+    grafana: Annotated[
+        Path | None,
+        typer.Option(
+            "--grafana",
+            help="write every point and change as flat JSON rows for Grafana's Infinity data "
+            "source (the archive also keeps a copy: history/grafana.json)",
+        ),
+    ] = None,
+    rebuild: Annotated[
+        bool, typer.Option("--rebuild", help="ignore the archive's cache and pass every run")
+    ] = False,
+    read_only: Annotated[
+        bool, typer.Option("--read-only", help="do not write the cache back to the archive")
+    ] = False,
+    s3_endpoint: Endpoint = None,
+    s3_region: Region = None,
+) -> None:
+    """Every archived run's figures as time series per (topology, workload, metric) and any
+    --series keys, in the order the runs started, and the change points in them (Apache Otava's
+    E-Divisive means): the change of the mean, the runs either side, and the provenance fields
+    that changed there. The series are cached in the archive (history/series.json) and updated
+    with the runs archived since."""
+    from mongobench_cli import history as history_view  # noqa: PLC0415
+    from mongobench_cli import report  # noqa: PLC0415
+
+    method = history_lib.Method(max_pvalue=max_pvalue, window=window)
+    u = history_view.update(
+        archive,
+        series or [],
+        metric or list(history_lib.DEFAULT_METRICS),
+        method,
+        endpoint_url=s3_endpoint,
+        region=s3_region,
+        rebuild=rebuild,
+        write=not read_only,
+    )
+    if grafana is not None:
+        history_view.write_grafana(u, grafana)
+    if report_dir is not None:
+        written = report.write_history(u, report_dir, history_view.summary_line(u))
+        console(stderr=True).print(f"wrote {written.html}", markup=False)
+    if output == ListFormat.json:
+        sys.stdout.write(history_view.to_json(u))
+    else:
+        console().print(history_view.summary_line(u), markup=False)
+        console().print(history_view.changes_table(u))
 
 
 @app.command()

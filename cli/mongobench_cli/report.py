@@ -35,6 +35,7 @@ from mongobench_cli import render
 from mongobench_cli.calibration import html_section as calibration_html
 from mongobench_cli.sources import LoadedRun, SourceError
 from mongobench_results import calibration, compare, hdr, records
+from mongobench_results import history as _history
 
 SCALING_DIMENSIONS = ("shards", "members", "mongos", "version")
 # From the median out to 99.999: evenly spaced on the 1 / (1 - q) axis (8 points a decade).
@@ -856,5 +857,78 @@ def write(
         parts.append(_figure_html(caption, path))
     parts += ["<h2>Warnings</h2>", _warnings_html(runs), "</body></html>"]
     page = out / "report.html"
+    page.write_text("\n".join(parts), encoding="utf-8")
+    return Written(page, [p for _, _, p in figs.items])
+
+
+# --- history (mongobench history --report) -----------------------------------------------------
+
+
+def history_figures(
+    figs: _Figures, changes: Sequence[_history.Change], series: Sequence[_history.Series]
+) -> None:
+    """One plot per series: each run's point in time order, the mean of each segment between
+    change points, and a line where a change point is (red for the worse, green for better)."""
+    by_series: dict[str, list[_history.Change]] = {}
+    for c in changes:
+        by_series.setdefault(c.series.id, []).append(c)
+    for s in series:
+        values = [p.value for p in s.points]
+        if not values:
+            continue
+        fig, ax = plt.subplots(figsize=(9, 3))
+        ax.plot(range(len(values)), values, ".", color="tab:blue", markersize=3, label="runs")
+        cuts = sorted(c.index for c in by_series.get(s.id, []))
+        for a, b in zip([0, *cuts], [*cuts, len(values)], strict=True):
+            mean = sum(values[a:b]) / (b - a)
+            ax.hlines(mean, a, b - 1, color="black", linewidth=1)
+        for c in by_series.get(s.id, []):
+            ax.axvline(c.index - 0.5, color="tab:red" if c.regression else "tab:green", alpha=0.6)
+        ax.set_xlabel("run (in time order)")
+        ax.set_ylabel(s.unit)
+        ax.set_title(s.id, fontsize=9)
+        figs.save(fig, f"history-{_safe(s.id)}", "History", s.id)
+
+
+def write_history(u: _history.Update, out: Path, summary: str) -> Written:
+    """`out`/history.html: the change points and a plot per series (figures in out/figures)."""
+    try:
+        figures_dir = out / "figures"
+        figures_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SourceError(f"cannot create {out}: {exc.strerror}") from exc
+    figs = _Figures(figures_dir)
+    series = [u.history.series[k] for k in sorted(u.history.series)]
+    history_figures(figs, u.changes, series)
+    rows = [
+        [
+            c.series.id,
+            f"{100 * c.magnitude:+.1f}% ({'worse' if c.regression else 'better'})",
+            f"{render.num(c.mean_before)} -> {render.num(c.mean_after)} {c.series.unit}",
+            c.before.run,
+            c.after.run,
+            c.provenance_text(),
+        ]
+        for c in u.changes
+    ]
+    head = ("series", "change", "mean before -> after", "run before", "run after", "provenance")
+    cells = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in r) + "</tr>" for r in rows
+    )
+    parts = [
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        "<title>mongobench history</title>",
+        f"<style>{_CSS}</style></head><body>",
+        "<h1>mongobench history</h1>",
+        f"<p>{html.escape(summary)}</p>",
+        "<h2>Change points</h2>",
+        "<table><tr>" + "".join(f"<th>{h}</th>" for h in head) + f"</tr>{cells}</table>"
+        if rows
+        else "<p>none</p>",
+        "<h2>History</h2>",
+        *(_figure_html(c, p) for _, c, p in figs.items),
+        "</body></html>",
+    ]
+    page = out / "history.html"
     page.write_text("\n".join(parts), encoding="utf-8")
     return Written(page, [p for _, _, p in figs.items])

@@ -14,8 +14,9 @@ from typing import Any
 from mongobench.api import SpecError
 from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.benchmarkrun import repetitions as reps
+from mongobench.config import OperatorConfig
+from mongobench.experiment import history, objects
 from mongobench.experiment import matrix as mx
-from mongobench.experiment import objects
 from mongobench.experiment import schedule as sched
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.api import KubeApi
@@ -154,6 +155,12 @@ def advance(
         status |= _finished(
             status, matrix, runs, failed, phase=decision.phase, generation=generation
         )
+        judged = history.judge(kube, body, list(runs.values()), OperatorConfig.current())
+        if judged is not None:
+            status["history"] = judged[0]
+            status["conditions"] = cond.set_condition(
+                status.get("conditions"), cond.REGRESSED, *judged[1], generation=generation
+            )
         outcome.events.append(
             (
                 cond.NORMAL if decision.phase == cond.RUN_SUCCEEDED else cond.WARNING,

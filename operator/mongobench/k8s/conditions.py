@@ -42,6 +42,7 @@ CPU_COLLECTED = "CPUCollected"
 RESOURCES_COMPLETE = "ResourcesComplete"
 ARCHIVED = "Archived"
 TARGET_MET = "TargetMet"
+REGRESSED = "Regressed"
 TRIALS_VALID = "TrialsValid"
 
 # --- reasons shared by both kinds ---------------------------------------------------------------
@@ -101,6 +102,10 @@ ARCHIVE_NOT_CONFIGURED = "NotConfigured"
 TARGET_REACHED = "Reached"
 TARGET_NOT_REACHED = "NotReached"
 TARGET_MEASURING = "Measuring"
+# Regressed (spec.history), BenchmarkExperiment.
+REGRESSION_FOUND = "ChangePoint"
+NO_REGRESSION = "NoChangePoint"
+HISTORY_UNAVAILABLE = "HistoryUnavailable"
 
 # --- phases (status.phase) of a BenchmarkRun (and a BenchmarkExperiment: Pending, Running and the
 # RUN_SUCCEEDED/RUN_FAILED above), and of a run's steps (status.steps[].phase) -------------------
@@ -312,6 +317,21 @@ CONDITIONS: tuple[ConditionDoc, ...] = (
             "(False): maxRepetitions ran out, or the run (a cell) failed first; the message "
             "names the workloads or cells",
             TARGET_MEASURING: "still repeating (Unknown): the message names what is not done",
+        },
+    ),
+    ConditionDoc(
+        REGRESSED,
+        ("BenchmarkExperiment",),
+        "the experiment ended and, in the history it names (spec.history: an archive and the "
+        "series keys), one of its runs is a change point for the worse (E-Divisive means, "
+        "mongobench_results.history): a lower throughput, a higher latency; absent without "
+        "spec.history. status.history lists the series and each change",
+        {
+            REGRESSION_FOUND: "the message names the series, the change of the mean and the run "
+            "before it",
+            NO_REGRESSION: "no series has a change for the worse at this experiment's runs (False)",
+            HISTORY_UNAVAILABLE: "the history could not be judged (Unknown): the archive could "
+            "not be read, or this operator lacks the history extra; the message says which",
         },
     ),
 )

@@ -1,0 +1,98 @@
+"""A BenchmarkExperiment judged against the history it names (spec.history): condition
+Regressed and status.history, once, when the experiment ends.
+
+The history is the archive's (read through the archive reader, as spec.archive resolves, never
+written: the operator lends no write to a store a user named for reading); the experiment's own
+succeeded runs are added from the API, since their uploads may still be under way. The series
+and change points come from mongobench_results.history (the code `mongobench history` runs).
+Otava, numpy and scipy come only with the operator's extra `mongobench[history]`: without it
+the condition is Unknown and says so."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from mongobench.benchmarkrun import archive
+from mongobench.config import OperatorConfig
+from mongobench.k8s import conditions as cond
+from mongobench.k8s.api import KubeApi
+from mongobench_archive import ArchiveError
+from mongobench_results import history
+
+# How many changes status.history lists (the message names every series).
+MAX_LISTED = 20
+
+
+def _change(c: history.Change) -> dict[str, Any]:
+    return {
+        "series": c.series.id,
+        "magnitude": round(c.magnitude, 4),
+        "meanBefore": round(c.mean_before, 3),
+        "meanAfter": round(c.mean_after, 3),
+        "unit": c.series.unit,
+        "runBefore": c.before.run,
+        "runAfter": c.after.run,
+        "provenance": c.provenance_text(),
+    }
+
+
+def judge(
+    kube: KubeApi,
+    body: Mapping[str, Any],
+    runs: Sequence[Mapping[str, Any]],
+    config: OperatorConfig,
+) -> tuple[dict[str, Any], tuple[cond.ConditionStatus, str, str]] | None:
+    """status.history and the Regressed condition (status, reason, message); None without
+    spec.history. Never raises for an unreadable history: that is the condition's Unknown."""
+    spec = body["spec"].get("history")
+    if not spec:
+        return None
+    namespace = body["metadata"]["namespace"]
+    ended = [r for r in runs if (r.get("status") or {}).get("phase") == cond.RUN_SUCCEEDED]
+    mine = [
+        history.HistoryRun(
+            f"{namespace}/{r['metadata']['name']}",
+            str(r["metadata"].get("uid", "")),
+            r,
+        )
+        for r in ended
+    ]
+    try:
+        settings = archive.resolve({"archive": spec.get("archive") or {}}, config)
+        if settings is None:
+            raise ArchiveError("spec.history.archive opts out of archiving: no history to read")
+        root, _ = archive.open_archive(kube, settings, namespace)
+        u = history.update_archive(
+            root,
+            list(spec.get("series") or ()),
+            list(spec.get("metrics") or history.DEFAULT_METRICS),
+            write=False,
+            extra=mine,
+        )
+    except (ArchiveError, archive.NotConfigured, history.HistoryError) as exc:
+        return {"error": str(exc)}, (cond.UNKNOWN, cond.HISTORY_UNAVAILABLE, str(exc))
+    except ImportError as exc:  # Otava (the extra) is not installed
+        message = f"this operator has no change-point method (install mongobench[history]): {exc}"
+        return {"error": message}, (cond.UNKNOWN, cond.HISTORY_UNAVAILABLE, message)
+    uids = {r.uid for r in mine}
+    worse = [c for c in u.changes if c.regression and c.after.uid in uids]
+    status = {
+        "archive": settings.url,
+        "runs": len(u.history.runs),
+        "series": len(u.history.series),
+        "regressed": [_change(c) for c in worse[:MAX_LISTED]],
+    }
+    if not worse:
+        return status, (
+            cond.FALSE,
+            cond.NO_REGRESSION,
+            f"{len(u.history.series)} series over {len(u.history.runs)} runs: no change for the "
+            "worse at this experiment's runs",
+        )
+    named = "; ".join(
+        f"{c.series.id}: {100 * c.magnitude:+.1f}% ({c.mean_before:.4g} -> {c.mean_after:.4g} "
+        f"{c.series.unit}) after {c.before.run}"
+        for c in worse
+    )
+    return status, (cond.TRUE, cond.REGRESSION_FOUND, named)
