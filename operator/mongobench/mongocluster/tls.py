@@ -69,7 +69,12 @@ def mongos_secret(layout: ClusterLayout) -> str:
 
 def client_secret(layout: ClusterLayout) -> str:
     """The operator's client certificate (and the CA it trusts members with)."""
-    return f"{layout.name}-client-tls"
+    return client_secret_name(layout.name)
+
+
+def client_secret_name(cluster: str) -> str:
+    """By the cluster's name alone: benchmark Jobs mount its ca.crt (benchmarkrun.jobs)."""
+    return f"{cluster}-client-tls"
 
 
 def _service_names(service: str, namespace: str, *, wildcard: bool) -> tuple[str, ...]:

@@ -31,7 +31,6 @@ from mongobench.mongocluster import reconcile
 from mongobench.mongocluster.certificates import CAError, issue, load_ca, reissue_reason
 from mongobench.mongocluster.layout import cluster_layout
 from mongobench.mongocluster.objects import to_yaml
-from mongobench.mongocluster.platform import PRESETS
 from mongobench.mongocluster.tls import (
     CA_FILE,
     CERT_KEY_FILE,
@@ -191,7 +190,7 @@ def test_an_issued_certificate_is_kept_until_something_requires_a_new_one(
 
 
 def test_a_secret_that_is_no_ca_is_refused_with_its_name(ca: trustme.CA) -> None:
-    with pytest.raises(CAError, match="Secret mine has no tls.key"):
+    with pytest.raises(CAError, match=r"Secret mine has no tls\.key"):
         load_ca({"tls.crt": ca.cert_pem.bytes().decode()}, "mine")
     leaf = ca.issue_cert("db.example")
     not_ca = {
@@ -201,7 +200,7 @@ def test_a_secret_that_is_no_ca_is_refused_with_its_name(ca: trustme.CA) -> None
     with pytest.raises(CAError, match="not a CA certificate"):
         load_ca(not_ca, "mine")
     mismatched = {**ca_values(ca), "tls.key": leaf.private_key_pem.bytes().decode()}
-    with pytest.raises(CAError, match="not the key of tls.crt"):
+    with pytest.raises(CAError, match=r"not the key of tls\.crt"):
         load_ca(mismatched, "mine")
 
 
@@ -255,7 +254,7 @@ def test_a_ca_secret_cluster_gets_owned_certificate_secrets_once(ca: trustme.CA)
 def test_a_missing_ca_secret_or_cert_manager_is_told_as_a_spec_error() -> None:
     kube = FakeKube(mongocluster(REPLICA_SET_CA))
     with pytest.raises(
-        SpecError, match="spec.tls.caSecretName: Secret bench/bench-ca does not exist"
+        SpecError, match=r"spec\.tls\.caSecretName: Secret bench/bench-ca does not exist"
     ):
         reconcile.provision(kube, body(kube))
     issuer = {**REPLICA_SET, "tls": {"enabled": True, "issuerRef": {"name": "bench-ca"}}}
@@ -308,6 +307,8 @@ def test_the_operator_waits_for_its_client_certificate() -> None:
     kube = FakeKube(mongocluster(issuer), served=("cert-manager.io/v1/certificates",))
     reconcile.provision(kube, body(kube))  # cert-manager has not written the Secret yet
     d = reconcile.desired(kube, body(kube), {})
-    with pytest.raises(LookupError, match="c-client-tls"):
-        with reconcile.administration(kube, d, AdminPool()):
-            pass
+    with (
+        pytest.raises(LookupError, match="c-client-tls"),
+        reconcile.administration(kube, d, AdminPool()),
+    ):
+        pass
