@@ -5,6 +5,7 @@ no clock; a unit test proves none of them imports the Kubernetes client, kopf or
 ``labels``, ``layout``, ``placement``, ``podspec``, ``statefulset``, ``service``, ``mongos``,
 ``pdb``, ``podmonitor``, ``secrets``, ``objects``, ``platform``, ``shards``, ``status``,
 ``sync_plan`` (what a sync does with its observations), ``tls`` (certificates, flags, volumes),
+``tls_renewal`` (how a renewed certificate reaches running members),
 and ``generate`` and ``certificates`` (fresh secret values and certificates: random, so only
 the I/O side calls them, once per Secret).
 Owner references are the I/O side's to add.
@@ -35,5 +36,6 @@ PURE_MODULES = (
     "status",
     "sync_plan",
     "tls",
+    "tls_renewal",
 )
 IO_MODULES = ("deletion", "provision", "reconcile", "rolling", "storage", "tls_secrets", "wire")

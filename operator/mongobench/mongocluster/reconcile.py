@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -61,7 +62,7 @@ from mongobench.mongocluster.sync_plan import (
     sync_status,
 )
 from mongobench.mongocluster.tls import CA_KEY, COMBINED_KEY, client_secret
-from mongobench.mongocluster.tls_secrets import ensure_tls
+from mongobench.mongocluster.tls_secrets import ensure_tls, renew_certificates
 from mongobench.mongocluster.wire import Passwords, wire
 
 log = logging.getLogger("mongobench.mongocluster")
@@ -211,6 +212,8 @@ def administer(
     wiring = wire(admin, d.spec, d.layout, passwords, ready_sets, retiring=retiring)
     if not wiring.complete:
         return wiring, None, fcv, None
+    for note in renew_certificates(kube, admin, d, time.time()):
+        log.info("MongoCluster %s/%s: %s", d.layout.namespace, d.layout.name, note)
     # One replica set at a time, in MongoDB's upgrade order: the config servers, then each
     # shard (layout order); mongos last (mongos_step).
     rolling = next(

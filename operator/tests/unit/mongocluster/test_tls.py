@@ -14,6 +14,7 @@ import datetime
 import fnmatch
 import os
 import ssl
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.api.schema import SpecError
 from mongobench.mongo.model import X509
 from mongobench.mongo.pool import AdminPool
+from mongobench.mongo.versions import capabilities
 from mongobench.mongocluster import reconcile
 from mongobench.mongocluster.certificates import CAError, issue, load_ca, reissue_reason
 from mongobench.mongocluster.layout import cluster_layout
@@ -39,6 +41,14 @@ from mongobench.mongocluster.tls import (
     client_secret,
     member_secret,
 )
+from mongobench.mongocluster.tls_renewal import (
+    PROPAGATION_SECONDS,
+    RESTART_ANNOTATION,
+    SERVED_ANNOTATION,
+    Certificate,
+    plan_renewal,
+)
+from mongobench.mongocluster.tls_secrets import ensure_tls, renew_certificates
 
 pytestmark = pytest.mark.unit
 
@@ -312,3 +322,98 @@ def test_the_operator_waits_for_its_client_certificate() -> None:
         reconcile.administration(kube, d, AdminPool()),
     ):
         pass
+
+
+# --- renewal: the pure planner, then carried out against the in-memory API -----------------
+
+OLD = Certificate("c1", "ca1")
+NEW = Certificate("c2", "ca1")
+
+
+def plan(served: Certificate | None, current: Certificate, seen: float | None, **kw: Any) -> Any:
+    options = {"rotate_online": True, "mongos": False, **kw}
+    return plan_renewal(served=served, current=current, seen=seen, now=1000.0, **options)
+
+
+def test_a_renewed_certificate_is_rotated_online_once_the_kubelet_has_written_it() -> None:
+    assert plan(None, OLD, None).action == "record"  # new pods start with what is there
+    assert plan(OLD, OLD, None) is None
+    assert plan(OLD, NEW, None).action == "wait"  # just seen: the files may still be old
+    assert plan(OLD, NEW, 1000.0 - PROPAGATION_SECONDS + 1).action == "wait"
+    assert plan(OLD, NEW, 1000.0 - PROPAGATION_SECONDS).action == "rotate"
+
+
+@pytest.mark.parametrize(
+    ("current", "options", "why"),
+    [
+        (Certificate("c2", "ca2"), {}, "the CA changed"),
+        (NEW, {"mongos": True}, "mongos routers are rolled by their Deployment"),
+        (NEW, {"rotate_online": False}, "no rotateCertificates"),
+    ],
+)
+def test_a_renewal_restarts_where_rotating_online_cannot_do(
+    current: Certificate, options: dict[str, bool], why: str
+) -> None:
+    step = plan(OLD, current, 0.0, **options)
+    assert step.action == "restart" and why in step.reason
+
+
+def test_rotate_certificates_exists_from_5_0_on() -> None:
+    assert capabilities("5.0.30").rotate_certificates
+    assert capabilities("8.0.4").rotate_certificates
+
+
+class RecordingAdmin:
+    """The one MongoAdmin call renewal makes, recorded (a member may also refuse it)."""
+
+    def __init__(self) -> None:
+        self.commands: list[tuple[str, dict[str, Any]]] = []
+
+    def command(self, host: str, cmd: dict[str, Any]) -> dict[str, Any]:
+        self.commands.append((host, cmd))
+        return {"ok": 1}
+
+
+def test_renewal_records_then_rotates_every_member_then_keeps_quiet(ca: trustme.CA) -> None:
+    spec = {**REPLICA_SET_CA, "tls": {**REPLICA_SET_CA["tls"], "mode": "requireTLS"}}
+    kube = FakeKube(mongocluster(spec), secret_of(ca_values(ca), "bench-ca"))
+    reconcile.provision(kube, body(kube))
+    d = reconcile.desired(kube, body(kube), {})
+    admin = RecordingAdmin()
+
+    def renew(now: float) -> list[str]:
+        return renew_certificates(kube, typing.cast(Any, admin), d, now)
+
+    assert renew(0.0) == []  # the served certificate is recorded, nothing said
+    sts = kube.objects[("StatefulSet", NS, "c-rs0")]
+    served = sts["metadata"]["annotations"][SERVED_ANNOTATION]
+    assert renew(10.0) == [] and admin.commands == []
+
+    # The operator reissues the Secret (e.g. near its end): seen, then rotated after the wait.
+    later = NOW + datetime.timedelta(days=61)
+    ensure_tls(kube, d, body(kube), later)
+    assert renew(100.0) == []
+    assert renew(100.0 + PROPAGATION_SECONDS - 1) == [] and admin.commands == []
+    (note,) = renew(100.0 + PROPAGATION_SECONDS)
+    assert note.startswith("StatefulSet c-rs0: certificate rotate")
+    assert [h for h, _ in admin.commands] == list(d.layout.replica_sets[0].hosts)
+    assert all(c["rotateCertificates"] == 1 for _, c in admin.commands)
+    sts = kube.objects[("StatefulSet", NS, "c-rs0")]
+    assert sts["metadata"]["annotations"][SERVED_ANNOTATION] != served
+    assert "annotations" not in sts["spec"]["template"]["metadata"]  # no restart
+    assert renew(1000.0) == []
+
+
+def test_renewal_of_a_new_ca_restarts_the_members_through_their_template(ca: trustme.CA) -> None:
+    kube = FakeKube(mongocluster(REPLICA_SET_CA), secret_of(ca_values(ca), "bench-ca"))
+    reconcile.provision(kube, body(kube))
+    d = reconcile.desired(kube, body(kube), {})
+    admin = RecordingAdmin()
+    renew_certificates(kube, typing.cast(Any, admin), d, 0.0)
+    kube.put(secret_of(ca_values(trustme.CA()), "bench-ca"))  # the user replaced the CA
+    ensure_tls(kube, d, body(kube), NOW)
+    renew_certificates(kube, typing.cast(Any, admin), d, 1.0)
+    (note,) = renew_certificates(kube, typing.cast(Any, admin), d, 1.0 + PROPAGATION_SECONDS)
+    assert "restart (the CA changed" in note and admin.commands == []
+    template = kube.objects[("StatefulSet", NS, "c-rs0")]["spec"]["template"]
+    assert RESTART_ANNOTATION in template["metadata"]["annotations"]
