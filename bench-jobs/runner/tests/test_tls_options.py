@@ -1,4 +1,4 @@
-"""Unit tier: how the cluster's CA reaches each driver's connection string (mongobench_runner.tls)."""
+"""Unit tier: how the cluster's CA reaches each driver's connection string (runner's tls)."""
 
 from __future__ import annotations
 

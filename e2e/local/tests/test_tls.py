@@ -31,6 +31,7 @@ from localplane.mongomodel import MongoModel
 from localplane.operator import OperatorProcess, start_operator, wait_until
 from localplane.plane import Plane
 from localplane.policies import LENIENT_VALIDITY
+from localplane.tools import cert_manager_crds
 
 pytestmark = pytest.mark.cluster
 
@@ -143,6 +144,20 @@ def phase_is(api: k8s.ApiClient, namespace: str, plural: str, name: str, *phases
     return check
 
 
+def wait_phase(
+    api: k8s.ApiClient, namespace: str, plural: str, name: str, *phases: str, timeout: float
+) -> dict[str, Any]:
+    """The object once in one of `phases`; on a timeout, the test fails showing its status."""
+    try:
+        found = wait_until(
+            phase_is(api, namespace, plural, name, *phases), timeout=timeout, interval=0.5
+        )
+    except TimeoutError:
+        status = get(api, namespace, plural, name).get("status")
+        pytest.fail(f"{plural}/{name} not {phases} in {timeout}s: {json.dumps(status)[:3000]}")
+    return dict(found)
+
+
 def private_key_lines(api: k8s.ApiClient, namespace: str, ca: trustme.CA) -> list[str]:
     """A line from the middle of every private key this test and the operator made."""
     keys = [ca.private_key_pem.bytes().decode()]
@@ -178,11 +193,8 @@ def test_a_tls_cluster_is_ready_and_a_run_against_it_succeeds_with_tls_clients(
         }
         apply(plane, namespace, {"apiVersion": f"{GROUP}/{VERSION}", "kind": "MongoCluster",
                                  "metadata": {"name": "tc"}, "spec": spec})  # fmt: skip
-        cluster = wait_until(
-            phase_is(kube_api, namespace, "mongoclusters", "tc", "Ready", "Failed"),
-            timeout=120,
-            interval=0.5,
-            what="tc Ready",
+        cluster = wait_phase(
+            kube_api, namespace, "mongoclusters", "tc", "Ready", "Failed", timeout=120
         )
         assert cluster["status"]["phase"] == "Ready", cluster["status"]
 
@@ -215,11 +227,8 @@ def test_a_tls_cluster_is_ready_and_a_run_against_it_succeeds_with_tls_clients(
             "spec": {"clusterRef": {"name": "tc"}, "repetitions": 1, **RUN},
         }
         apply(plane, namespace, run)
-        done = wait_until(
-            phase_is(kube_api, namespace, "benchmarkruns", "over-tls", "Succeeded", "Failed"),
-            timeout=300,
-            interval=0.5,
-            what="run over TLS ended",
+        done = wait_phase(
+            kube_api, namespace, "benchmarkruns", "over-tls", "Succeeded", "Failed", timeout=600
         )
         steps = done["status"].get("steps") or []
         assert done["status"]["phase"] == "Succeeded", [s.get("message") for s in steps]
@@ -291,11 +300,8 @@ def test_tls_on_and_off_is_one_experiment_with_a_comparison(
             },
         }
         apply(plane, namespace, manifest)
-        done = wait_until(
-            phase_is(kube_api, namespace, "benchmarkexperiments", "tx", "Succeeded", "Failed"),
-            timeout=900,
-            interval=1,
-            what="experiment ended",
+        done = wait_phase(
+            kube_api, namespace, "benchmarkexperiments", "tx", "Succeeded", "Failed", timeout=900
         )
         status = done["status"]
         assert status["phase"] == "Succeeded", status.get("cells")
@@ -305,5 +311,55 @@ def test_tls_on_and_off_is_one_experiment_with_a_comparison(
         assert ("tls=true", "a", "throughput") in rows
         # The TLS cell's member was reached over TLS only; the baseline's never.
         assert tls_model.tls_connections and not plain_model.tls_connections
+    finally:
+        operator.kill()
+
+
+def test_an_issuer_cluster_owns_certificates_the_cert_manager_schema_accepts(
+    plane: Plane,
+    namespace: str,
+    kube_api: k8s.ApiClient,
+    models: tuple[MongoModel, MongoModel],
+    prometheus: str,
+    tmp_path: Path,
+) -> None:
+    """cert-manager's own CRDs (from its Go module) judge the Certificates; its controller is not
+    here, so no Secret is issued and the cluster says it waits for one."""
+    folder = tmp_path / "cert-manager"
+    folder.mkdir()
+    for crd in cert_manager_crds():
+        (folder / f"{crd['metadata']['name']}.yaml").write_text(yaml.safe_dump(crd))
+    plane.apply(folder)
+    operator = start(plane, namespace, models, tmp_path / "operator.log", prometheus)
+    custom = k8s.CustomObjectsApi(kube_api)
+    try:
+        spec = {
+            "version": "7.0.14",
+            "topology": {"replicaSet": {"members": 1}},
+            "tls": {"enabled": True, "issuerRef": {"name": "bench-ca", "kind": "ClusterIssuer"}},
+        }
+        apply(plane, namespace, {"apiVersion": f"{GROUP}/{VERSION}", "kind": "MongoCluster",
+                                 "metadata": {"name": "ic"}, "spec": spec})  # fmt: skip
+
+        def certificates() -> list[dict[str, Any]] | None:
+            found = custom.list_namespaced_custom_object(
+                "cert-manager.io", "v1", namespace, "certificates"
+            )["items"]
+            return found if len(found) == 2 else None
+
+        certs = {c["metadata"]["name"]: c for c in wait_until(certificates, what="Certificates")}
+        assert set(certs) == {"ic-rs0-tls", "ic-client-tls"}
+        for cert in certs.values():
+            assert cert["metadata"]["ownerReferences"][0]["name"] == "ic"
+            assert cert["spec"]["issuerRef"]["kind"] == "ClusterIssuer"
+            assert cert["spec"]["additionalOutputFormats"] == [{"type": "CombinedPEM"}]
+
+        def waiting() -> dict[str, Any] | None:
+            status = get(kube_api, namespace, "mongoclusters", "ic").get("status") or {}
+            said = json.dumps(status.get("conditions") or [])
+            return status if "ic-client-tls" in said else None
+
+        status = wait_until(waiting, timeout=60, what="the cluster waits for its certificate")
+        assert status["phase"] != "Failed"
     finally:
         operator.kill()
