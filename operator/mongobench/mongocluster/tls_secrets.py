@@ -158,7 +158,7 @@ def _renew_one(
         return None
     if step.action == "rotate":
         for host in hosts:
-            admin.command(host, {"rotateCertificates": 1, "message": "mongobench: renewed"})
+            admin.rotate_certificates(host)
     elif step.action == "restart":
         template = {"metadata": {"annotations": {RESTART_ANNOTATION: current.digest}}}
         patch["spec"] = {"template": template}

@@ -364,14 +364,13 @@ def test_rotate_certificates_exists_from_5_0_on() -> None:
 
 
 class RecordingAdmin:
-    """The one MongoAdmin call renewal makes, recorded (a member may also refuse it)."""
+    """The one MongoAdmin call renewal makes, recorded."""
 
     def __init__(self) -> None:
         self.commands: list[tuple[str, dict[str, Any]]] = []
 
-    def command(self, host: str, cmd: dict[str, Any]) -> dict[str, Any]:
-        self.commands.append((host, cmd))
-        return {"ok": 1}
+    def rotate_certificates(self, host: str) -> None:
+        self.commands.append((host, {"rotateCertificates": 1}))
 
 
 def test_renewal_records_then_rotates_every_member_then_keeps_quiet(ca: trustme.CA) -> None:
