@@ -167,6 +167,7 @@ def private_key_lines(api: k8s.ApiClient, namespace: str, ca: trustme.CA) -> lis
     return [k.splitlines()[2] for k in keys]
 
 
+@pytest.mark.timeout(900)  # a load and a run of JVM clients on a shared 2-core machine
 def test_a_tls_cluster_is_ready_and_a_run_against_it_succeeds_with_tls_clients(
     plane: Plane,
     namespace: str,
@@ -259,6 +260,7 @@ def _ca_file(ca: trustme.CA, folder: Path) -> str:
     return str(path)
 
 
+@pytest.mark.timeout(1500)  # two runs of JVM clients on a shared 2-core machine
 def test_tls_on_and_off_is_one_experiment_with_a_comparison(
     plane: Plane,
     namespace: str,
@@ -287,7 +289,7 @@ def test_tls_on_and_off_is_one_experiment_with_a_comparison(
                     "tls": {"caSecretName": CA_SECRET, "mode": "requireTLS"},
                 },
                 "run": RUN,
-                "repetitions": 2,
+                "repetitions": 1,
                 "dimensions": [
                     {
                         "name": "tls",
@@ -301,7 +303,7 @@ def test_tls_on_and_off_is_one_experiment_with_a_comparison(
         }
         apply(plane, namespace, manifest)
         done = wait_phase(
-            kube_api, namespace, "benchmarkexperiments", "tx", "Succeeded", "Failed", timeout=900
+            kube_api, namespace, "benchmarkexperiments", "tx", "Succeeded", "Failed", timeout=1200
         )
         status = done["status"]
         assert status["phase"] == "Succeeded", status.get("cells")
