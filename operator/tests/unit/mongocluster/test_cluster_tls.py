@@ -2,7 +2,7 @@
 operator's TLS connection, from the pure builders to the I/O half against an in-memory API.
 
 Regenerate the golden files after an intended change, then review the diff:
-    UPDATE_GOLDEN=1 .venv/bin/pytest operator/tests/unit/mongocluster/test_tls.py
+    UPDATE_GOLDEN=1 .venv/bin/pytest operator/tests/unit/mongocluster/test_cluster_tls.py
 """
 
 from __future__ import annotations
