@@ -1,7 +1,7 @@
 # Benchmarks of the operator, the CLI and the benchmark clients (included by the root Makefile).
 # Each prints figures measured side by side in one run; none asserts a time.
 .PHONY: bench-reconcile bench-orchestration bench-step-window bench-scale bench-memory bench-cli \
-        bench-clients bench-method bench-validity bench-history build-wireserver lint-wireserver
+        bench-clients bench-tls bench-method bench-validity bench-history build-wireserver lint-wireserver
 
 bench-reconcile: setup ## time apply->children and count API requests of the MongoCluster reconciler
 	PYTHONPATH=e2e/local $(VENV)/bin/python benchmarks/reconcile.py
@@ -33,6 +33,9 @@ build-wireserver: ## build mongobench-wireserver (benchmarks/wireserver) into th
 
 bench-clients: build-java build-wireserver ## client CPU per 1k ops and ops/s: YCSB binding vs bare Java, Locust vs bare pymongo, on a fast in-memory wire server (BENCH_SERVER=ferretdb: FerretDB)
 	PYTHONPATH=e2e/local $(VENV)/bin/python benchmarks/clients.py
+
+bench-tls: build-java build-wireserver ## what TLS costs the clients: YCSB binding and bare pymongo, ops/s and CPU per 1k ops, TLS vs plain side by side (wire server with a trustme certificate)
+	PYTHONPATH=e2e/local $(VENV)/bin/python benchmarks/tls.py
 
 # `make lint` also checks the wire server's Go: gofmt and go vet.
 lint: lint-wireserver

@@ -144,6 +144,21 @@ fetch_promop_crds() {
   mv "$dest.tmp" "$dest"
 }
 
+# cert-manager's CRDs from its module (Helm-templated only in comments and label values, which
+# the test harness drops: localplane.tools.cert_manager_crds).
+fetch_cert_manager_crds() {
+  local dest=$cache/cert-manager-crds-$CERT_MANAGER_VERSION
+  [ -d "$dest" ] && return 0
+  log "fetching cert-manager CRDs $CERT_MANAGER_VERSION"
+  local dir
+  dir=$(go mod download -json "github.com/cert-manager/cert-manager@$CERT_MANAGER_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+  mkdir -p "$dest.tmp"
+  cp "$dir"/deploy/crds/crd-certificates.yaml "$dir"/deploy/crds/crd-certificaterequests.yaml \
+    "$dir"/deploy/crds/crd-issuers.yaml "$dir"/deploy/crds/crd-clusterissuers.yaml "$dest.tmp/"
+  chmod -R u+w "$dest.tmp"
+  mv "$dest.tmp" "$dest"
+}
+
 build_ferretdb() {
   local out=ferretdb-$FERRETDB_VERSION
   need "$out" || return 0
@@ -180,7 +195,7 @@ build_mongodb_exporter() {
 }
 
 case "${1:-all}" in
-  plane) build_plane; fetch_promop_crds ;;
+  plane) build_plane; fetch_promop_crds; fetch_cert_manager_crds ;;
   ferretdb) build_ferretdb ;;
   helm) build_helm ;;
   lint) build_lint_tools ;;
@@ -188,6 +203,6 @@ case "${1:-all}" in
   argocd-health) build_argocd_health ;;
   mongodb-exporter) build_mongodb_exporter ;;
   krew) build_krew ;;
-  all) build_plane; fetch_promop_crds; build_ferretdb; build_lint_tools; build_mongodb_exporter; build_krew ;;
+  all) build_plane; fetch_promop_crds; fetch_cert_manager_crds; build_ferretdb; build_lint_tools; build_mongodb_exporter; build_krew ;;
   *) echo "usage: $0 [plane|helm|ferretdb|lint|kind-configcheck|argocd-health|mongodb-exporter|krew|all]" >&2; exit 2 ;;
 esac

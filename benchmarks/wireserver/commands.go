@@ -55,6 +55,8 @@ func (c *conn) dispatch(name string, arg bsoncore.Value, cmd *command, out []byt
 	switch name {
 	case "hello", "isMaster", "ismaster":
 		return c.hello(name, out), nil
+	case "rotateCertificates":
+		return c.rotateCertificates(out), nil
 	case "ping", "endSessions", "refreshSessions", "logout":
 		return appendOK(out), nil
 	case "buildInfo", "buildinfo":
@@ -818,4 +820,18 @@ func (cs *cursors) reap() {
 		}
 		cs.mu.Unlock()
 	}
+}
+
+// rotateCertificates re-reads the certificate file (mongod's command of the same name): ok:1
+// once new handshakes present it; without TLS, or when the file cannot be used, an error and
+// the certificate in use stays.
+func (c *conn) rotateCertificates(out []byte) []byte {
+	if c.srv.certs == nil {
+		return appendError(out, 2, "BadValue", "rotateCertificates: the server runs without TLS")
+	}
+	if err := c.srv.certs.reload(); err != nil {
+		return appendError(out, 2, "BadValue", "rotateCertificates: "+err.Error())
+	}
+	log.Printf("connection %d: certificates rotated from %s", c.id, c.srv.certs.file)
+	return appendOK(out)
 }

@@ -14,6 +14,7 @@ package main
 
 import (
 	"bufio"
+	"crypto/tls"
 	"encoding/binary"
 	"flag"
 	"fmt"
@@ -43,6 +44,8 @@ const (
 
 func main() {
 	port := flag.Int("port", 0, "TCP port on 127.0.0.1 (0: any free port)")
+	certKeyFile := flag.String("tlsCertificateKeyFile", "",
+		"PEM file with the certificate chain and key: TLS only (requireTLS) when given")
 	flag.Parse()
 	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
 	log.SetPrefix("wireserver: ")
@@ -52,6 +55,14 @@ func main() {
 		log.Fatal(err)
 	}
 	srv := newServer()
+	if *certKeyFile != "" {
+		certs, err := loadCertificates(*certKeyFile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		srv.certs = certs
+		ln = tls.NewListener(ln, certs.config())
+	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	go func() {
@@ -70,6 +81,7 @@ func main() {
 }
 
 type server struct {
+	certs   *certificates // nil: plain TCP
 	store   *store
 	cursors *cursors
 	conns   atomic.Int64

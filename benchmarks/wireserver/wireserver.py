@@ -92,11 +92,18 @@ class WireServer:
             self.process.stdout.close()
 
 
-def start(workdir: Path, port: int = 0) -> WireServer:
+def start(workdir: Path, port: int = 0, tls_certificate_key_file: Path | None = None) -> WireServer:
+    """The server on loopback; with `tls_certificate_key_file` (chain and key in one PEM, as
+    mongod takes it) it accepts TLS connections only and answers rotateCertificates."""
     log = workdir / "wireserver.log"
+    tls = (
+        ["-tlsCertificateKeyFile", str(tls_certificate_key_file)]
+        if tls_certificate_key_file
+        else []
+    )
     with log.open("wb") as err:
         proc = subprocess.Popen(
-            [str(build()), "-port", str(port)], stdout=subprocess.PIPE, stderr=err
+            [str(build()), "-port", str(port), *tls], stdout=subprocess.PIPE, stderr=err
         )
     assert proc.stdout is not None
     line = proc.stdout.readline().decode().strip()  # "listening 127.0.0.1:PORT"
@@ -109,9 +116,11 @@ def start(workdir: Path, port: int = 0) -> WireServer:
 
 
 @contextmanager
-def running_wireserver(workdir: Path | None = None) -> Iterator[WireServer]:
+def running_wireserver(
+    workdir: Path | None = None, tls_certificate_key_file: Path | None = None
+) -> Iterator[WireServer]:
     with tempfile.TemporaryDirectory(prefix="wireserver-") as tmp:
-        server = start(workdir or Path(tmp))
+        server = start(workdir or Path(tmp), tls_certificate_key_file=tls_certificate_key_file)
         try:
             yield server
         finally:

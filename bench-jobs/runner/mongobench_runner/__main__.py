@@ -34,7 +34,7 @@ from mongobench_results.document import (
     utc_now,
 )
 from mongobench_results.merge import merge_documents
-from mongobench_runner import cgroup
+from mongobench_runner import cgroup, tls
 from mongobench_runner import workload as wl
 from mongobench_runner.barrier import ClientGate, parse_barrier
 from mongobench_runner.client_options import (
@@ -189,6 +189,8 @@ def _properties(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, str
     )
     if "mongodb.url" not in props:
         raise ValueError("no MongoDB URI: pass --uri or set MONGOBENCH_URI")
+    # The cluster's CA, mounted by the Job when the cluster runs TLS (mongobench_runner.tls).
+    props["mongodb.url"] = tls.with_ca_file(props["mongodb.url"], tls.ca_file_from_env())
     return props, wl.redacted(props)
 
 

@@ -29,7 +29,7 @@ from typing import IO, Any
 
 from mongobench_results import hdr
 from mongobench_results.document import Document, OpResult, Window, build_document, iso_us, utc_now
-from mongobench_runner import cgroup
+from mongobench_runner import cgroup, tls
 from mongobench_runner import workload as wl
 from mongobench_runner.barrier import BarrierError, ClientGate, describe, parse_barrier
 from mongobench_runner.client_options import (
@@ -150,6 +150,8 @@ def _props(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, str]]:
     )
     if "mongodb.url" not in props:
         raise ValueError("no MongoDB URI: pass --uri or set MONGOBENCH_URI")
+    # The cluster's CA, mounted by the Job when the cluster runs TLS (mongobench_runner.tls).
+    props["mongodb.url"] = tls.with_ca_file(props["mongodb.url"], tls.ca_file_from_env())
     if getattr(args, "scenario", None) and "workload" not in overrides:
         del props["workload"]  # YCSB's workload class: nothing a scenario uses
     return props, wl.redacted(props)

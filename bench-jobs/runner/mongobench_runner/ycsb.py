@@ -23,6 +23,7 @@ from typing import Any
 
 from mongobench_results import hdr
 from mongobench_results.document import OpResult
+from mongobench_runner import tls
 from mongobench_runner.barrier import BarrierError, ClientGate, describe
 from mongobench_runner.status import StatusLine, parse_status_line
 
@@ -330,6 +331,11 @@ class YcsbProcess:
                 props["mongobench.startgate.timeoutms"] = str(
                     int((self.gate.timeout_s + 120) * 1000)
                 )
+            java_opts = list(self.java_opts)
+            ca_file = tls.ca_file_in(props.get("mongodb.url", ""))
+            if ca_file is not None:  # the Java driver trusts the CA through a truststore
+                props["mongodb.url"] = tls.without_ca_file(props["mongodb.url"])
+                java_opts += tls.java_truststore_options(ca_file, work)
             props_file = work / "run.properties"
             write_properties(props_file, props)
             return self._execute(
@@ -337,7 +343,7 @@ class YcsbProcess:
                     self.home,
                     self.phase,
                     props_file=props_file,
-                    java_opts=self.java_opts,
+                    java_opts=java_opts,
                     binding_class=self.binding_class,
                     extra_classpath=self.extra_classpath,
                 ),

@@ -15,9 +15,9 @@ one, does a kubelet's share of the work on loopback:
   API through the runner's in-cluster path and RBAC applies;
 - points the runner's termination log at a per-pod file, and when the process exits patches the
   pod status (phase, containerStatuses[].state.terminated) so the Job controller counts it;
-- writes the keys of ConfigMap volumes into the pod's folder and points every argument and
-  variable under their mountPath there (a missing ConfigMap or key waits, as a kubelet's
-  FailedMount does: reported as CreateContainerConfigError here).
+- writes the keys of ConfigMap and Secret volumes into the pod's folder and points every
+  argument and variable under their mountPath there (a missing object or key waits, as a
+  kubelet's FailedMount does: reported as CreateContainerConfigError here).
 
 `max_processes` caps the container processes running at once, as a node's capacity would: a
 pod past the cap stays Running (KWOK's doing) with its process queued until a slot frees. A
@@ -28,8 +28,8 @@ the apiserver and the operator it measures (make bench-scale); tests leave it un
   (localplane.cgroups; where this user may create cgroups), and serves the running containers'
   CPU time and throttling in cAdvisor's names (`serve_cadvisor`).
 
-What it does not do: init containers (KWOK reports them completed), other volumes (Secret,
-emptyDir, ...), probes, memory limits, runAsUser; restartPolicy Always is run once like Never
+What it does not do: init containers (KWOK reports them completed), other volumes (emptyDir,
+projected, ...), probes, memory limits, runAsUser; restartPolicy Always is run once like Never
 (the pods it is for are Job pods). Everything runs on loopback under the test's own user.
 """
 
@@ -885,23 +885,25 @@ class PodExecutor:
             raise RuntimeError(f"patching pod {meta['name']} status: HTTP {code}: {resp}")
 
     def _mount(self, pod: Pod, container: dict[str, Any], podir: Path) -> dict[str, str]:
-        """ConfigMap volumes of the container written under the pod's folder: {mountPath: local
-        folder}. ContainerConfigError when a ConfigMap (or an item's key) is missing."""
+        """ConfigMap and Secret volumes of the container written under the pod's folder:
+        {mountPath: local folder}. ContainerConfigError when one (or an item's key) is missing."""
         volumes = {v["name"]: v for v in pod["spec"].get("volumes") or []}
         out: dict[str, str] = {}
         for mount in container.get("volumeMounts") or []:
-            source = volumes.get(mount["name"], {}).get("configMap")
-            if source is None:
+            volume = volumes.get(mount["name"], {})
+            if "configMap" in volume:
+                kind, source, name = "ConfigMap", volume["configMap"], volume["configMap"]["name"]
+            elif "secret" in volume:
+                kind, source, name = "Secret", volume["secret"], volume["secret"]["secretName"]
+            else:
                 continue
-            data = self._object_data("ConfigMap", source["name"], bool(source.get("optional")))
+            data = self._object_data(kind, name, bool(source.get("optional")))
             folder = podir / "volumes" / mount["name"]
             folder.mkdir(parents=True, exist_ok=True)
             items = source.get("items") or [{"key": k, "path": k} for k in sorted(data or {})]
             for item in items:
                 if item["key"] not in (data or {}):
-                    raise ContainerConfigError(
-                        f'configmap "{source["name"]}" has no key {item["key"]}'
-                    )
+                    raise ContainerConfigError(f'{kind.lower()} "{name}" has no key {item["key"]}')
                 (folder / item["path"]).write_text((data or {})[item["key"]])
             out[mount["mountPath"].rstrip("/")] = str(folder)
         return out

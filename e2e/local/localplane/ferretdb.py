@@ -38,7 +38,9 @@ class FerretDB:
                 self.process.wait()
 
 
-def start_ferretdb(workdir: Path) -> FerretDB:
+def start_ferretdb(workdir: Path, tls: tuple[Path, Path] | None = None) -> FerretDB:
+    """`tls`: (certificate, key) files; FerretDB then listens with TLS only (clients verify it
+    with the CA that signed the certificate; it asks for no client certificate)."""
     port = free_port()
     state = workdir / "ferretdb-state"
     state.mkdir(parents=True, exist_ok=True)
@@ -51,7 +53,16 @@ def start_ferretdb(workdir: Path) -> FerretDB:
         # queue up to a minute (FerretDB's default, 10 s, ran out with 8 YCSB threads on a
         # 2-core machine at load 20: "database is locked (5)", a failed step).
         f"--sqlite-url=file:{state}/?_txlock=immediate&_pragma=busy_timeout(60000)",
-        f"--listen-addr=127.0.0.1:{port}",
+        *(
+            [
+                "--listen-addr=",
+                f"--listen-tls=127.0.0.1:{port}",
+                f"--listen-tls-cert-file={tls[0]}",
+                f"--listen-tls-key-file={tls[1]}",
+            ]
+            if tls
+            else [f"--listen-addr=127.0.0.1:{port}"]
+        ),
         "--debug-addr=-",
         "--telemetry=disable",
         "--log-level=warn",
@@ -70,9 +81,11 @@ def start_ferretdb(workdir: Path) -> FerretDB:
 
 
 @contextmanager
-def running_ferretdb(workdir: Path | None = None) -> Iterator[FerretDB]:
+def running_ferretdb(
+    workdir: Path | None = None, tls: tuple[Path, Path] | None = None
+) -> Iterator[FerretDB]:
     with tempfile.TemporaryDirectory(prefix="ferretdb-") as tmp:
-        server = start_ferretdb(workdir or Path(tmp))
+        server = start_ferretdb(workdir or Path(tmp), tls)
         try:
             yield server
         finally:

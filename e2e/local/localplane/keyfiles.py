@@ -1,4 +1,5 @@
-"""The keyfile a modelled mongod would read: the Secret its pod mounts, found through the API.
+"""The keyfile (and TLS certificate) a modelled mongod would read: the Secret its pod mounts,
+found through the API.
 
 A real member reads its keyfile from the volume the operator mounted; the wire model stands in for
 members whose pods only exist in the apiserver, so it follows the same reference: pod (or, for a
@@ -28,6 +29,31 @@ def _pod_keyfile(core: Any, namespace: str, pod: Any) -> str | None:
 
 def keyfile_from_pods(api: k8s.ApiClient) -> Callable[[str], str | None]:
     """member DNS name (``pod.service.ns.svc...`` or ``service.ns.svc...``) -> keyfile text."""
+    return _from_pods(api, _pod_keyfile)
+
+
+TLS_VOLUME = "tls"
+TLS_KEY = "tls-combined.pem"
+
+
+def _pod_certificate(core: Any, namespace: str, pod: Any) -> str | None:
+    for volume in pod.spec.volumes or []:
+        if volume.name == TLS_VOLUME and volume.secret is not None:
+            secret = core.read_namespaced_secret(volume.secret.secret_name, namespace)
+            data = (secret.data or {}).get(TLS_KEY)
+            return base64.b64decode(data).decode() if data else None
+    return None
+
+
+def certificate_from_pods(api: k8s.ApiClient) -> Callable[[str], str | None]:
+    """member DNS name -> the key and certificate its mongod reads (--tlsCertificateKeyFile):
+    the ``tls`` volume's Secret, key ``tls-combined.pem``."""
+    return _from_pods(api, _pod_certificate)
+
+
+def _from_pods(
+    api: k8s.ApiClient, read: Callable[[Any, str, Any], str | None]
+) -> Callable[[str], str | None]:
     core: Any = k8s.CoreV1Api(api)
 
     def lookup(member: str) -> str | None:
@@ -43,7 +69,7 @@ def keyfile_from_pods(api: k8s.ApiClient) -> Callable[[str], str | None]:
             else:
                 namespace = labels[2]
                 pod = core.read_namespaced_pod(labels[0], namespace)
-            return _pod_keyfile(core, namespace, pod) if pod is not None else None
+            return read(core, namespace, pod) if pod is not None else None
         except ApiException:
             return None  # no such pod yet: nothing can authenticate as __system there
 

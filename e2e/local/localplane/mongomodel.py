@@ -38,10 +38,18 @@ they agree on config, primary and users. Rules of the model (not of MongoDB in f
   setFeatureCompatibilityVersion sets it and is recorded in ``fcv_history``; as binaries of
   ``server_version`` answer: ``confirm: true`` required from 7.0, an unknown field (40415) before.
   A new model's FCV is its ``server_version``'s MAJOR.MINOR.
+- with ``tls`` (member name -> the PEM its pod mounts, key and certificate), every peer speaks
+  TLS only, as a mongod with ``--tlsMode requireTLS``: a peer reads its certificate at its first
+  handshake (its Secret may be written after the peer started) and again on
+  ``rotateCertificates`` (``rotations``); connections whose handshake fails (a client without
+  TLS, or one that does not trust the CA) are closed. ``tls_connections`` counts handshakes
+  per peer.
 """
 
 from __future__ import annotations
 
+import ssl
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -114,6 +122,27 @@ class Sharded:
     moves: list[tuple[str, str]] = field(default_factory=list)  # (ns, to) of every moveChunk
 
 
+class _TLSPeer(MockupDB):  # type: ignore[misc]
+    """A peer whose every accepted connection is wrapped with its current server context."""
+
+    def __init__(self, context: Callable[[], ssl.SSLContext | None], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._context = context
+
+    def _server_loop(self, client: Any, client_addr: Any) -> None:
+        context = self._context()
+        if context is None:  # no certificate yet: a real member would not have started
+            client.close()
+            return
+        try:
+            wrapped = context.wrap_socket(client, server_side=True)
+        except (ssl.SSLError, OSError):
+            client.close()
+            return
+        self._server_socks[wrapped] = None  # stop() shuts it down too
+        super()._server_loop(wrapped, client_addr)
+
+
 class MongoModel:
     """Start peers with ``member``/``mongos``; hand ``host_map`` to the operator's resolver."""
 
@@ -124,8 +153,13 @@ class MongoModel:
         catch_up_seconds: float = 0.3,
         drain_calls: int = 2,
         fcv: str = "7.0",
+        tls: Callable[[str], str | None] | None = None,
     ) -> None:
         self.keyfile = keyfile
+        self.tls = tls
+        self._tls_contexts: dict[str, ssl.SSLContext] = {}
+        self.tls_connections: dict[str, int] = {}  # TLS handshakes begun, per peer
+        self.rotations: list[str] = []  # rotateCertificates answered, by peer
         self.catch_up_seconds = catch_up_seconds
         self.fcv = fcv
         self.fcv_history: list[str] = []  # setFeatureCompatibilityVersion calls, in order
@@ -154,7 +188,11 @@ class MongoModel:
     # ---- lifecycle --------------------------------------------------------------------------
 
     def _serve(self, name: str, handler: Any) -> str:
-        server = MockupDB(auto_ismaster=False, request_timeout=int(1e6))
+        server = (
+            _TLSPeer(lambda: self._tls_context(name), auto_ismaster=False, request_timeout=int(1e6))
+            if self.tls is not None
+            else MockupDB(auto_ismaster=False, request_timeout=int(1e6))
+        )
 
         def respond(request: Any) -> bool:
             with self._lock:
@@ -164,6 +202,8 @@ class MongoModel:
                     return _err(
                         request, 13, "Unauthorized", f"command {cmd} requires authentication"
                     )
+                if cmd == "rotatecertificates":
+                    return self._rotate_certificates(name, request)
                 if cmd in WRITE_COMMANDS and self.hold_after_write:
                     if self.held:  # the test has not yet killed the writer: nothing more
                         return _err(request, 91, "ShutdownInProgress", "model: held")
@@ -177,6 +217,42 @@ class MongoModel:
         self._servers.append(server)
         self.host_map[name] = f"127.0.0.1:{port}"
         return self.host_map[name]
+
+    # ---- TLS --------------------------------------------------------------------------------
+
+    def _load_tls(self, name: str) -> ssl.SSLContext | None:
+        pem = self.tls(name) if self.tls is not None else None
+        if not pem:
+            return None
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        with tempfile.NamedTemporaryFile("w", suffix=".pem") as f:  # it reads files only
+            f.write(pem)
+            f.flush()
+            context.load_cert_chain(f.name)
+        return context
+
+    def _tls_context(self, name: str) -> ssl.SSLContext | None:
+        with self._lock:
+            context = self._tls_contexts.get(name) or self._load_tls(name)
+            if context is not None:
+                self._tls_contexts[name] = context
+                self.tls_connections[name] = self.tls_connections.get(name, 0) + 1
+            return context
+
+    def _rotate_certificates(self, name: str, request: Any) -> bool:
+        if self.tls is None:
+            return _err(request, 2, "BadValue", "rotateCertificates: TLS is not enabled")
+        try:
+            context = self._load_tls(name)
+        except (ssl.SSLError, OSError) as exc:
+            context, why = None, str(exc)
+        else:
+            why = "no certificate to load"
+        if context is None:  # the certificate in use stays
+            return _err(request, 2, "BadValue", f"rotateCertificates: {why}")
+        self._tls_contexts[name] = context
+        self.rotations.append(name)
+        return bool(request.ok())
 
     def member(self, name: str) -> str:
         """A mongod started with --replSet, known by its DNS ``name``; returns its address."""

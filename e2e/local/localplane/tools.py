@@ -6,6 +6,9 @@ import hashlib
 import os
 from functools import cache
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 REPO = Path(__file__).resolve().parents[3]
 VERSIONS_FILE = REPO / "hack" / "versions.env"
@@ -58,6 +61,21 @@ def binary(name: str) -> Path:
 
 def prometheus_operator_crds() -> Path:
     return cache_dir() / f"prometheus-operator-crds-{versions()['PROMETHEUS_OPERATOR_VERSION']}"
+
+
+def cert_manager_crds() -> list[dict[str, Any]]:
+    """cert-manager's CRDs as the apiserver takes them: the module ships them as Helm templates
+    whose only template parts are comments and label values, so the labels are dropped."""
+    folder = cache_dir() / f"cert-manager-crds-{versions()['CERT_MANAGER_VERSION']}"
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder} is missing: run `make setup` (hack/build-tools.sh)")
+    crds = []
+    for path in sorted(folder.glob("crd-*.yaml")):
+        crd = yaml.safe_load(path.read_text())
+        crd["metadata"].pop("labels", None)
+        crd["metadata"].pop("annotations", None)
+        crds.append(crd)
+    return crds
 
 
 def argocd_health() -> Path:

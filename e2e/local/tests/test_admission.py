@@ -247,7 +247,7 @@ def test_minimal_samples_read_back_with_their_defaults(plane: Plane, namespace: 
     assert spec["monitoring"]["podMonitor"] is True
     assert spec["platform"] == "auto"
     assert spec["placement"] == {"antiAffinity": "Preferred"}
-    assert spec["tls"] == {"enabled": False}
+    assert spec["tls"] == {"enabled": False, "mode": "requireTLS", "memberAuth": "keyFile"}
     assert spec["auth"] == {"benchmarkDatabase": "ycsb", "benchmarkUser": "benchmark"}
 
     run = read_back(plane, namespace, {"kind": "BenchmarkRun", "metadata": {"name": "minimal"}})

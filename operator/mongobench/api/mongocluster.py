@@ -200,10 +200,22 @@ class IssuerRef:
     kind: Literal["Issuer", "ClusterIssuer"] = "Issuer"
 
 
+TLSMode = Literal["requireTLS", "preferTLS", "allowTLS"]
+MemberAuth = Literal["keyFile", "x509"]
+
+
 @dataclass(frozen=True)
 class TLS:
     enabled: bool = False
+    mode: TLSMode = "requireTLS"
     issuer_ref: IssuerRef | None = None
+    # A Secret with the CA's tls.crt and tls.key: the operator issues the certificates itself.
+    ca_secret_name: str | None = None
+    member_auth: MemberAuth = "keyFile"
+
+    @property
+    def x509_members(self) -> bool:
+        return self.enabled and self.member_auth == "x509"
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from typing import Any
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec, Scenario
 from mongobench.benchmarkrun.plan import Step, inserts
+from mongobench.mongocluster.tls import client_secret_name
 
 COMPONENT_LABEL = "mongobench.io/component"
 CLIENT_COMPONENT = "benchmark-client"
@@ -32,6 +33,10 @@ START_BARRIER_ANNOTATION = "mongobench.io/start-barrier"
 # Where a step's scenario ConfigMap is mounted in the client container.
 SCENARIO_DIR = "/etc/mongobench/scenario"
 SCENARIO_VOLUME = "scenario"
+# The runner's name for it (mongobench_runner.tls.CA_FILE_ENV); the runner never imports this.
+TLS_CA_FILE_ENV = "MONGOBENCH_TLS_CA_FILE"
+TLS_CA_DIR = "/etc/mongobench-tls"
+TLS_CA_VOLUME = "cluster-ca"
 
 # Key numbers set aside for one step's inserts: 2^40, far more than any run inserts, and
 # 2^63 / 2^40 steps before a key number overflows.
@@ -43,6 +48,14 @@ WRITE_CONCERNS = {
     "journaled": "journaled",
     "majority": "majority",
 }
+
+
+def cluster_ca_secret(cluster: Mapping[str, Any] | None) -> str | None:
+    """The Secret holding a TLS MongoCluster's CA (its client certificate's, see
+    mongocluster.tls.client_secret); None for a cluster without TLS or no cluster."""
+    if not cluster or not ((cluster.get("spec") or {}).get("tls") or {}).get("enabled"):
+        return None
+    return client_secret_name(cluster["metadata"]["name"])
 
 
 @dataclass(frozen=True)
@@ -58,6 +71,9 @@ class RunRef:
     image: str
     result_part_bytes: int | None = None  # passed to the clients' ConfigMap sink
     start_barrier: bool = True  # parallel clients start together (see START_BARRIER_ANNOTATION)
+    # The Secret whose ca.crt the clients verify a TLS cluster with (None: no TLS, or an
+    # external URI whose CA the URI's own options handle).
+    tls_ca_secret: str | None = None
 
     @property
     def owner_reference(self) -> dict[str, Any]:
@@ -263,18 +279,35 @@ def build_job(spec: BenchmarkRunSpec, step: Step, run: RunRef) -> dict[str, Any]
             }
         ],
     }
+    if run.tls_ca_secret is not None:
+        # Only the CA of the cluster's client certificate Secret: clients present no certificate.
+        container = pod_spec["containers"][0]
+        container["env"].append({"name": TLS_CA_FILE_ENV, "value": f"{TLS_CA_DIR}/ca.crt"})
+        container.setdefault("volumeMounts", []).append(
+            {"name": TLS_CA_VOLUME, "mountPath": TLS_CA_DIR, "readOnly": True}
+        )
+        pod_spec.setdefault("volumes", []).append(
+            {
+                "name": TLS_CA_VOLUME,
+                "secret": {
+                    "secretName": run.tls_ca_secret,
+                    "defaultMode": 0o444,
+                    "items": [{"key": "ca.crt", "path": "ca.crt"}],
+                },
+            }
+        )
     scenario = step_scenario(spec, step)
     if scenario is not None:
         # The whole ConfigMap, read-only: the scenario may import its other keys.
-        pod_spec["containers"][0]["volumeMounts"] = [
+        pod_spec["containers"][0].setdefault("volumeMounts", []).append(
             {"name": SCENARIO_VOLUME, "mountPath": SCENARIO_DIR, "readOnly": True}
-        ]
-        pod_spec["volumes"] = [
+        )
+        pod_spec.setdefault("volumes", []).append(
             {
                 "name": SCENARIO_VOLUME,
                 "configMap": {"name": scenario.config_map_ref.name, "defaultMode": 0o444},
             }
-        ]
+        )
     if clients.node_selector:
         pod_spec["nodeSelector"] = dict(sorted(clients.node_selector.items()))
     if clients.tolerations:

@@ -418,6 +418,7 @@ class _Advance:
             self.config.result_part_bytes,
             start_barrier=(self.meta.get("annotations") or {}).get(jobs.START_BARRIER_ANNOTATION)
             != "disabled",
+            tls_ca_secret=jobs.cluster_ca_secret(target.cluster),
         )
 
     def mark(self, step: Step, **fields: Any) -> None:

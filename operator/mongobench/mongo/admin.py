@@ -150,6 +150,11 @@ class MongoAdmin:
             max_wire_version=int(doc.get("maxWireVersion", 0)),
         )
 
+    def rotate_certificates(self, host: str) -> None:
+        """rotateCertificates (5.0+): the member reloads its TLS certificate and CA files; new
+        connections get the new certificate, open ones keep theirs."""
+        self.command(host, {"rotateCertificates": 1, "message": "mongobench: renewed certificate"})
+
     def server_facts(self, host: str) -> ServerFacts:
         doc = self.command(host, {"serverStatus": 1})
         conns = doc.get("connections") or {}

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from mongobench.mongo import driver
 from mongobench.mongo.errors import HostUnresolvable
+from mongobench.mongo.model import X509
 
 if TYPE_CHECKING:
     from mongobench.mongo.driver import MongoClient
@@ -101,6 +102,7 @@ class Connector:
         socket_timeout_seconds: float = 30.0,
         tls: bool = False,
         tls_ca_file: str | None = None,
+        tls_certificate_key_file: str | None = None,
         app_name: str = "mongobench-operator",
     ) -> None:
         self.credentials = credentials
@@ -111,6 +113,7 @@ class Connector:
         self.socket_timeout_ms = int(socket_timeout_seconds * 1000)
         self.tls = tls
         self.tls_ca_file = tls_ca_file
+        self.tls_certificate_key_file = tls_certificate_key_file
         self.app_name = app_name
         self._clients: dict[tuple[str, str | None], MongoClient[dict[str, Any]]] = {}
         self._lock = threading.Lock()
@@ -146,7 +149,13 @@ class Connector:
             }
             if self.tls_ca_file:
                 options["tlsCAFile"] = self.tls_ca_file
-            if creds is not None:
+            if self.tls_certificate_key_file:
+                options["tlsCertificateKeyFile"] = self.tls_certificate_key_file
+            if creds is not None and creds.mechanism == X509:
+                # The certificate is the identity (tlsCertificateKeyFile): no name, no password.
+                options["authMechanism"] = X509
+                options["authSource"] = creds.source
+            elif creds is not None:
                 options["username"] = creds.username
                 options["password"] = creds.password
                 options["authSource"] = creds.source

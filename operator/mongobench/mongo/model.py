@@ -37,6 +37,7 @@ class Credentials:
     username: str
     password: str = field(repr=False)
     source: str = "admin"
+    mechanism: str | None = None  # None: the server's default (SCRAM)
 
 
 # mongod authenticates members to each other as __system@local with the keyfile's contents as the
@@ -48,6 +49,16 @@ INTERNAL_USER = "__system"
 def internal_credentials(keyfile: str) -> Credentials:
     """The cluster-internal identity: only for replSetInitiate and the first user."""
     return Credentials(INTERNAL_USER, "".join(keyfile.split()), source="local")
+
+
+X509 = "MONGODB-X509"
+
+
+def member_certificate_credentials() -> Credentials:
+    """The cluster-internal identity under x.509 member authentication (``--clusterAuthMode
+    x509`` refuses the keyfile): a certificate whose subject's O and OU are the members' is
+    ``__system``. The connection's tlsCertificateKeyFile is that certificate."""
+    return Credentials("", "", source="$external", mechanism=X509)
 
 
 @dataclass(frozen=True)

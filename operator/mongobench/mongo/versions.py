@@ -66,6 +66,9 @@ class Capabilities:
     # balancer spreads chunks itself and the option is no longer honoured: pre-split with
     # split/moveRange when an exact layout matters.
     num_initial_chunks: bool
+    # rotateCertificates (5.0+) reloads the TLS certificate and CA files without a restart;
+    # before, a renewed certificate takes a rolling restart (mongocluster.tls_renewal).
+    rotate_certificates: bool = True
 
     @property
     def series(self) -> str:
@@ -91,4 +94,5 @@ def capabilities(version: str) -> Capabilities:
         move_range=mm >= (6, 0),
         enable_sharding_required=mm < (6, 0),
         num_initial_chunks=mm < (7, 2),
+        rotate_certificates=mm >= (5, 0),
     )

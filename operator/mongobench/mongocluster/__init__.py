@@ -4,17 +4,21 @@ Pure (a spec or observations in; manifests, names or decisions out; no API calls
 no clock; a unit test proves none of them imports the Kubernetes client, kopf or pymongo):
 ``labels``, ``layout``, ``placement``, ``podspec``, ``statefulset``, ``service``, ``mongos``,
 ``pdb``, ``podmonitor``, ``secrets``, ``objects``, ``platform``, ``shards``, ``status``,
-``sync_plan`` (what a sync does with its observations), and
-``generate`` (fresh secret values: random, so only ``provision`` calls it, once per Secret).
+``sync_plan`` (what a sync does with its observations), ``tls`` (certificates, flags, volumes),
+``tls_renewal`` (how a renewed certificate reaches running members),
+and ``generate`` and ``certificates`` (fresh secret values and certificates: random, so only
+the I/O side calls them, once per Secret).
 Owner references are the I/O side's to add.
 
 I/O, through the ``KubeApi`` each function is given (mongobench.k8s.api): ``provision`` (apply
 the built objects), ``reconcile`` (observe, wire, publish status and Events), ``rolling``
-(member restarts), ``storage`` (claim growth), ``wire`` (MongoDB administration through a
+(member restarts), ``storage`` (claim growth), ``tls_secrets`` (Certificates or issued
+certificate Secrets), ``wire`` (MongoDB administration through a
 ``MongoAdmin`` handle), ``deletion`` (finalizer).
 """
 
 PURE_MODULES = (
+    "certificates",
     "generate",
     "labels",
     "layout",
@@ -31,5 +35,7 @@ PURE_MODULES = (
     "statefulset",
     "status",
     "sync_plan",
+    "tls",
+    "tls_renewal",
 )
-IO_MODULES = ("deletion", "provision", "reconcile", "rolling", "storage", "wire")
+IO_MODULES = ("deletion", "provision", "reconcile", "rolling", "storage", "tls_secrets", "wire")

@@ -13,16 +13,17 @@ from mongobench.mongocluster.placement import preset as placement_preset
 from mongobench.mongocluster.placement import role_resources, scheduling
 from mongobench.mongocluster.platform import Preset, spread_across_zones
 from mongobench.mongocluster.podspec import common_args, mongo_container, object_meta, pod_template
+from mongobench.mongocluster.tls import mongos_secret
 
 TERMINATION_GRACE_SECONDS = 30
 CONTAINER = "mongos"
 
 
-def mongos_args(layout: ClusterLayout) -> list[str]:
+def mongos_args(spec: MongoClusterSpec, layout: ClusterLayout) -> list[str]:
     cfg = layout.config_server
     if cfg is None:
         raise ValueError("mongos needs a config server replica set (topology.type Sharded)")
-    return [*common_args(), "--configdb", cfg.seed_list]
+    return [*common_args(spec), "--configdb", cfg.seed_list]
 
 
 def build_mongos_deployment(
@@ -31,7 +32,7 @@ def build_mongos_deployment(
     labels = lbl.component_labels(layout.name, "mongos")
     sched = scheduling(spec, "mongos")
     requirements = role_resources(spec, "mongos")
-    main = mongo_container(CONTAINER, spec, requirements, mongos_args(layout), [])
+    main = mongo_container(CONTAINER, spec, requirements, mongos_args(spec, layout), [])
     # Never fewer routers than asked while rolling: benchmarks may be running. Under a preset
     # a surge router would need a node no router holds (Dedicated: a free node), which the
     # cluster may not have: the rollout would stall, so one router is replaced at a time.
@@ -56,6 +57,7 @@ def build_mongos_deployment(
                 scheduling=sched,
                 zone_spread=spread_across_zones(sched, preset),
                 termination_grace_seconds=TERMINATION_GRACE_SECONDS,
+                tls_secret=mongos_secret(layout),
             ),
         },
     }

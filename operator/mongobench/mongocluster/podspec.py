@@ -24,6 +24,7 @@ from mongobench.api.mongocluster import MongoClusterSpec, ResourceRequirements
 from mongobench.mongocluster.labels import Component
 from mongobench.mongocluster.layout import PORT, ClusterLayout
 from mongobench.mongocluster.placement import Scheduling, affinity
+from mongobench.mongocluster.tls import exporter_uri_options, tls_args, tls_mount, tls_volume
 
 MONGODB_UID = 999
 KEYFILE_DIR = "/etc/mongodb-keyfile"
@@ -96,15 +97,16 @@ def mongo_container(
         "volumeMounts": [
             *extra_mounts,
             {"name": "keyfile", "mountPath": KEYFILE_DIR, "readOnly": True},
+            *([tls_mount()] if spec.tls.enabled else []),
             # mongod's Unix socket; the root filesystem is read-only.
             {"name": "tmp", "mountPath": "/tmp"},  # noqa: S108 - an emptyDir in the pod
         ],
     }
 
 
-def common_args() -> list[str]:
+def common_args(spec: MongoClusterSpec) -> list[str]:
     """Flags every mongod and mongos takes (``--keyFile`` also turns on client auth)."""
-    return ["--port", str(PORT), "--bind_ip_all", "--keyFile", KEYFILE_PATH]
+    return ["--port", str(PORT), "--bind_ip_all", "--keyFile", KEYFILE_PATH, *tls_args(spec)]
 
 
 def exporter_container(spec: MongoClusterSpec, layout: ClusterLayout) -> dict[str, Any]:
@@ -117,12 +119,12 @@ def exporter_container(spec: MongoClusterSpec, layout: ClusterLayout) -> dict[st
         ref = {"name": layout.exporter_secret, "key": key}
         return {"name": env, "valueFrom": {"secretKeyRef": ref}}
 
-    return {
+    container: dict[str, Any] = {
         "name": "exporter",
         "image": spec.monitoring.exporter_image,
         "imagePullPolicy": "IfNotPresent",
         "args": [
-            f"--mongodb.uri=mongodb://127.0.0.1:{PORT}/admin",
+            f"--mongodb.uri=mongodb://127.0.0.1:{PORT}/admin{exporter_uri_options(spec)}",
             "--mongodb.direct-connect",
             "--collect-all",
             "--compatible-mode",
@@ -136,6 +138,9 @@ def exporter_container(spec: MongoClusterSpec, layout: ClusterLayout) -> dict[st
         **resources(spec.resources_for("exporter")),
         "securityContext": container_security_context(),
     }
+    if spec.tls.enabled:  # the member's certificate and the CA, to dial its mongod over TLS
+        container["volumeMounts"] = [tls_mount()]
+    return container
 
 
 def _scheduling(
@@ -176,8 +181,11 @@ def pod_template(
     scheduling: Scheduling,
     zone_spread: bool,
     termination_grace_seconds: int,
+    tls_secret: str,
 ) -> dict[str, Any]:
     """The pod template around ``main``: exporter sidecar, scheduling, security, volumes.
+
+    ``tls_secret``: the Secret of this component's member certificate (mounted when TLS is on).
 
     ``labels`` are also the anti-affinity / spread selector, so pods of one replica set (or
     the mongos routers) keep apart from each other, not from the rest of the cluster, unless a
@@ -207,6 +215,7 @@ def pod_template(
                     },
                 },
                 {"name": "tmp", "emptyDir": {}},
+                *([tls_volume(tls_secret)] if spec.tls.enabled else []),
             ],
         },
     }

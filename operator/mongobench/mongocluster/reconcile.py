@@ -10,7 +10,9 @@ sync():      observe workloads and MongoDB, take the next wiring step, hold or r
 
 from __future__ import annotations
 
+import datetime
 import logging
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,8 +24,13 @@ from mongobench.k8s.locks import ResourceLocks
 from mongobench.mongo.admin import MongoAdmin
 from mongobench.mongo.connect import Connector
 from mongobench.mongo.errors import PermanentMongoError, TransientMongoError
-from mongobench.mongo.model import Credentials, internal_credentials
+from mongobench.mongo.model import (
+    Credentials,
+    internal_credentials,
+    member_certificate_credentials,
+)
 from mongobench.mongo.pool import AdminPool, fingerprint
+from mongobench.mongo.tls_files import TLSFiles, write_tls_files
 from mongobench.mongocluster import labels as lbl
 from mongobench.mongocluster.layout import ClusterLayout, ReplicaSetLayout
 from mongobench.mongocluster.placement import PLACED, Feasibility, feasibility, has_hard_rules
@@ -54,6 +61,8 @@ from mongobench.mongocluster.sync_plan import (
     sync_events,
     sync_status,
 )
+from mongobench.mongocluster.tls import CA_KEY, COMBINED_KEY, client_secret
+from mongobench.mongocluster.tls_secrets import ensure_tls, renew_certificates
 from mongobench.mongocluster.wire import Passwords, wire
 
 log = logging.getLogger("mongobench.mongocluster")
@@ -73,6 +82,7 @@ def provision(kube: KubeApi, body: Mapping[str, Any]) -> Desired:
     status = body.get("status") or {}
     d = desired(kube, body, status)
     ensure_secrets(kube, d, body)
+    ensure_tls(kube, d, body, datetime.datetime.now(datetime.UTC))
     replicas = held_replicas(d.layout, observe_workloads(kube, d.layout)[0], status)
     skipped = apply_workloads(kube, d, body, replicas)
     if skipped:
@@ -110,6 +120,17 @@ def observe_placement(kube: KubeApi, d: Desired, ready: frozenset[str]) -> Feasi
     return feasibility(d.spec, d.layout, kube.list("Node", None))
 
 
+def operator_tls_files(kube: KubeApi, d: Desired) -> TLSFiles | None:
+    """The CA and the operator's client certificate as files for pymongo (None without TLS).
+    LookupError while the Secret is not written yet (cert-manager issues asynchronously)."""
+    if not d.spec.tls.enabled:
+        return None
+    values = read_secrets(kube, d.layout, [client_secret(d.layout)])[client_secret(d.layout)]
+    if not values.get(CA_KEY) or not values.get(COMBINED_KEY):
+        raise LookupError(f"Secret {client_secret(d.layout)} holds no issued certificate yet")
+    return write_tls_files(values[CA_KEY], values[COMBINED_KEY])
+
+
 @contextmanager
 def administration(
     kube: KubeApi, d: Desired, admins: AdminPool
@@ -144,18 +165,32 @@ def administration(
         exporter=exporter.get("password", ""),
     )
     keyfile = secrets[layout.keyfile_secret]["keyfile"]
-    tls = d.spec.tls.enabled
+    tls = operator_tls_files(kube, d)
 
     def build() -> MongoAdmin:
         connector = Connector(
             Credentials(passwords.operator_username, passwords.operator),
-            bootstrap_credentials=internal_credentials(keyfile),
+            bootstrap_credentials=(
+                member_certificate_credentials()
+                if d.spec.tls.x509_members
+                else internal_credentials(keyfile)
+            ),
             resolver=admins.resolver,
-            tls=tls,
+            tls=tls is not None,
+            tls_ca_file=tls.ca_file if tls else None,
+            tls_certificate_key_file=tls.certificate_key_file if tls else None,
         )
         return MongoAdmin(connector)
 
-    credentials = fingerprint((passwords.operator_username, passwords.operator, keyfile, str(tls)))
+    credentials = fingerprint(
+        (
+            passwords.operator_username,
+            passwords.operator,
+            keyfile,
+            tls.digest if tls else "",
+            d.spec.tls.member_auth,
+        )
+    )
     with admins.lease(layout.namespace, layout.name, credentials, build) as admin:
         yield admin, passwords
 
@@ -177,6 +212,8 @@ def administer(
     wiring = wire(admin, d.spec, d.layout, passwords, ready_sets, retiring=retiring)
     if not wiring.complete:
         return wiring, None, fcv, None
+    for note in renew_certificates(kube, admin, d, time.time()):
+        log.info("MongoCluster %s/%s: %s", d.layout.namespace, d.layout.name, note)
     # One replica set at a time, in MongoDB's upgrade order: the config servers, then each
     # shard (layout order); mongos last (mongos_step).
     rolling = next(

@@ -11,6 +11,7 @@ from mongobench.mongocluster.layout import ClusterLayout, ReplicaSetLayout
 from mongobench.mongocluster.placement import role_of, role_resources, scheduling
 from mongobench.mongocluster.platform import Preset, spread_across_zones, storage_class
 from mongobench.mongocluster.podspec import common_args, mongo_container, object_meta, pod_template
+from mongobench.mongocluster.tls import member_secret
 
 DATA_DIR = "/data/db"
 # mongod flushes and closes WiredTiger on SIGTERM; a kill mid-checkpoint means slow recovery.
@@ -19,7 +20,7 @@ TERMINATION_GRACE_SECONDS = 60
 
 def mongod_args(spec: MongoClusterSpec, rs: ReplicaSetLayout) -> list[str]:
     # --dbpath explicitly: with --configsvr mongod would otherwise use /data/configdb.
-    args = [*common_args(), "--dbpath", DATA_DIR, "--replSet", rs.name]
+    args = [*common_args(spec), "--dbpath", DATA_DIR, "--replSet", rs.name]
     if rs.role is Role.CONFIG:
         args.append("--configsvr")
     elif rs.role is Role.SHARD:
@@ -78,6 +79,7 @@ def build_statefulset(
                 scheduling=sched,
                 zone_spread=spread_across_zones(sched, preset),
                 termination_grace_seconds=TERMINATION_GRACE_SECONDS,
+                tls_secret=member_secret(rs),
             ),
             "volumeClaimTemplates": [_volume_claim(spec, preset, labels)],
         },

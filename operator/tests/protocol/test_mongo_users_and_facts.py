@@ -222,3 +222,27 @@ def test_fcv_already_current_sends_nothing(cluster: Cluster) -> None:
     admin = cluster.admin()
     assert admin.ensure_feature_compatibility_version(RS, "7.0", binaries="7.0.14") is False
     peer.assert_silent()
+
+
+def test_a_renewed_certificate_is_reloaded_with_rotate_certificates(cluster: Cluster) -> None:
+    peer = cluster.peer(HOST, PRIMARY)
+    admin = cluster.admin()  # unauthenticated: the peer scripts no SCRAM
+    result = run(admin.rotate_certificates, HOST)
+    request = peer.receives()
+    assert body(request) == {
+        "rotateCertificates": 1,
+        "message": "mongobench: renewed certificate",
+    }
+    request.ok()
+    assert result() is None
+
+
+def test_a_member_that_cannot_reload_its_certificate_is_an_error_naming_it(
+    cluster: Cluster,
+) -> None:
+    peer = cluster.peer(HOST, PRIMARY)
+    admin = cluster.admin()  # unauthenticated: the peer scripts no SCRAM
+    result = run(admin.rotate_certificates, HOST)
+    peer.receives().command_err(2, "no certificate to load", codeName="BadValue")
+    with pytest.raises(PermanentMongoError, match="rotateCertificates"):
+        result()

@@ -21,6 +21,7 @@ from mongobench.benchmarkrun.jobs import (
     build_barrier,
     build_client_rbac,
     build_job,
+    cluster_ca_secret,
     runner_args,
     uses_barrier,
     ycsb_properties,
@@ -342,3 +343,25 @@ def test_scenario_jobs_match_golden() -> None:
         path.parent.mkdir(exist_ok=True)
         path.write_text(rendered)
     assert path.read_text() == rendered, "jobs changed; see the module docstring to regenerate"
+
+
+def test_clients_of_a_tls_cluster_get_its_ca_and_nothing_else_of_its_secret() -> None:
+    cluster = {"metadata": {"name": "c"}, "spec": {"tls": {"enabled": True}}}
+    ref = replace(REF, tls_ca_secret=cluster_ca_secret(cluster))
+    s = scenario_spec()
+    load = {st.label: st for st in make_plan(s)}["load"]
+    pod = build_job(s, load, ref)["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert {"name": "MONGOBENCH_TLS_CA_FILE", "value": "/etc/mongobench-tls/ca.crt"} in container[
+        "env"
+    ]
+    ca = next(v for v in pod["volumes"] if v["name"] == "cluster-ca")
+    # The client certificate's Secret also holds the operator's key: only ca.crt is projected.
+    assert ca["secret"]["secretName"] == "c-client-tls"
+    assert ca["secret"]["items"] == [{"key": "ca.crt", "path": "ca.crt"}]
+    assert {v["name"] for v in pod["volumes"]} == {"cluster-ca", "scenario"}
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    assert mounts == {"cluster-ca": "/etc/mongobench-tls", "scenario": "/etc/mongobench/scenario"}
+
+    assert cluster_ca_secret({**cluster, "spec": {"tls": {"enabled": False}}}) is None
+    assert cluster_ca_secret(None) is None
