@@ -269,12 +269,8 @@ class MongoModel:
             return answered
         if cmd in ("hello", "ismaster"):
             return self._member_hello(name, request, rs)
-        if cmd == "serverstatus":
-            return self._server_status(request, "mongod")
-        if cmd == "buildinfo":
-            return self._build_info(request)
-        if cmd == "getcmdlineopts":
-            return self._cmd_line_opts(request, name, rs)
+        if cmd in ("serverstatus", "buildinfo", "getcmdlineopts"):  # what it is, set or not
+            return self._describe(cmd, name, request, rs)
         if cmd == "replsetinitiate":
             return self._initiate(name, request, rs)
         if rs is None:
@@ -725,6 +721,13 @@ class MongoModel:
                 }
             }
         return bool(request.ok(reply))
+
+    def _describe(self, cmd: str, name: str, request: Any, rs: SetState | None) -> bool:
+        if cmd == "serverstatus":
+            return self._server_status(request, "mongod")
+        if cmd == "buildinfo":
+            return self._build_info(request)
+        return self._cmd_line_opts(request, name, rs)
 
     def _build_info(self, request: Any) -> bool:
         parts = [int(p) for p in self.server_version.split(".")]
