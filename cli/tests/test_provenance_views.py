@@ -69,7 +69,7 @@ PROVENANCE: dict[str, Any] = {
             "image": "ghcr.io/mongobench/ycsb:0.1.0",
             "imageID": "ghcr.io/mongobench/ycsb@sha256:cc",
         },
-    ],  # fmt: skip
+    ],
     "servers": [{"buildInfo": {"version": "7.0.14", "gitVersion": "ce59"}}],
     "featureCompatibilityVersion": "7.0",
     "storage": {"engine": "wiredTiger", "cacheBytesInEffect": 268435456},
