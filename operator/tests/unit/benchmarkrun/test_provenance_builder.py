@@ -1,7 +1,7 @@
 """Unit tier: a run's provenance. The pure builder (benchmarkrun.provenance) is kept byte for byte
 in golden/provenance.json; regenerate after an intended change with
 
-    UPDATE_GOLDEN=1 .venv/bin/pytest operator/tests/unit/benchmarkrun/test_provenance.py
+    UPDATE_GOLDEN=1 .venv/bin/pytest operator/tests/unit/benchmarkrun/test_provenance_builder.py
 
 and read the diff. The I/O half (benchmarkrun.facts) runs against a MongoCluster the operator
 provisioned in an in-memory API (fake_kube: its Secrets are the real generated ones) and an
@@ -113,11 +113,15 @@ def golden_facts(previous: dict[str, Any] | None = None) -> prov.Facts:
     return prov.Facts(
         run=RUN,
         cluster=CLUSTER,
-        operator={"version": "0.1.0", "revision": "abc123", "image": "ghcr.io/m/op@sha256:00"},
+        operator={
+            "version": "0.1.0",
+            "revision": "abc123",
+            "image": "ghcr.io/mongobench/op@sha256:00",
+        },
         kubernetes={"major": "1", "gitVersion": "v1.32.2", "platform": "linux/amd64"},
         pods=[
             ("database", pod("c-rs0-0", "n1", "mongo:7.0.14", "aa")),
-            ("client", pod("r-run-a-1-0", "n2", "ghcr.io/m/ycsb:0.1.0", "bb")),
+            ("client", pod("r-run-a-1-0", "n2", "ghcr.io/mongobench/ycsb:0.1.0", "bb")),
         ],
         nodes=[node("n2", "m5.large", "eu-west-1b"), node("n1", "m5.xlarge", "eu-west-1a")],
         node_metrics={"n1": {"cpuModel": "Intel(R) Xeon(R) Platinum 8259CL CPU @ 2.50GHz"}},
@@ -163,7 +167,7 @@ def test_golden_document_has_every_fact_and_its_summary_says_what_ran() -> None:
     doc = prov.build(golden_facts())
     assert [c["imageID"] for c in doc["containers"]] == [
         "mongo:7.0.14@sha256:aa",
-        "ghcr.io/m/ycsb:0.1.0@sha256:bb",
+        "ghcr.io/mongobench/ycsb:0.1.0@sha256:bb",
     ]
     assert {n["name"]: n["roles"] for n in doc["nodes"]} == {"n1": ["database"], "n2": ["client"]}
     assert doc["storage"] == {
