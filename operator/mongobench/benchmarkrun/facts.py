@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
@@ -39,6 +40,8 @@ REVISION_ENV = "MONGOBENCH_REVISION"
 IMAGE_ENV = "MONGOBENCH_IMAGE"
 EXPERIMENT_LABEL = "mongobench.io/experiment"  # experiment.objects' label on the runs it creates
 PROMETHEUS_TIMEOUT = 5.0
+# The keys of a cluster's Secrets that hold secrets: passwords, the keyfile, connection URIs.
+SECRET_KEY = re.compile(r"password|keyfile|uri|secret|token", re.IGNORECASE)
 
 
 def operator_build() -> dict[str, Any]:
@@ -123,7 +126,12 @@ def _layout_and_secrets(kube: KubeApi, cluster: Mapping[str, Any]) -> tuple[Any,
     own = cluster_secrets(kube, layout)
     names = [layout.admin_secret, layout.benchmark_secret, layout.operator_secret]
     named = read_secrets(kube, layout, [layout.keyfile_secret, *names], own)
-    values = [v for secret in (*own.values(), *named.values()) for v in secret.values()]
+    values = [
+        v
+        for secret in (*own.values(), *named.values())
+        for k, v in secret.items()
+        if SECRET_KEY.search(k)  # not the usernames or database names beside them
+    ]
     return d, layout, sorted({v for v in values if v})
 
 
