@@ -219,23 +219,24 @@ def info_by_node(
     (node_cpu_info), the OS (node_os_info), the anonymous huge pages in use (the sign of
     transparent huge pages, node_memory_AnonHugePages_bytes). A series matches a node by
     `label` (mode "label") or, through node_uname_info's nodename, by its instance."""
-    who = {identity.get(n, n): n for n in nodes}  # identity -> node
-    instance_of = {  # instance -> node, by node_uname_info's nodename
+    who: dict[str, list[str]] = {}  # identity -> nodes (aliases may map several to one host)
+    for n in nodes:
+        who.setdefault(identity.get(n, n), []).append(n)
+    instance_of = {  # instance -> nodes, by node_uname_info's nodename
         str(m.get("instance")): who[str(m["nodename"])]
         for s in uname
         if (m := s.get("metric") or {}).get("nodename") in who
     }
 
-    def node_of(m: Mapping[str, Any]) -> str | None:
+    def nodes_of(m: Mapping[str, Any]) -> list[str]:
         if label is not None:
-            return who.get(str(m.get(label)))
-        return instance_of.get(str(m.get("instance")))
+            return who.get(str(m.get(label)), [])
+        return instance_of.get(str(m.get("instance")), [])
 
     out: dict[str, dict[str, Any]] = {}
 
     def put(m: Mapping[str, Any], key: str, value: Any) -> None:
-        n = node_of(m)
-        if n is not None and value not in (None, {}):
+        for n in nodes_of(m) if value not in (None, {}) else []:
             out.setdefault(n, {})[key] = value
 
     for s in cpu_info:

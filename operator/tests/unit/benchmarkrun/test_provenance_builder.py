@@ -265,6 +265,15 @@ def test_node_exporter_info_matches_nodes_by_uname_or_by_label() -> None:
             "transparentHugePages": {"anonHugePagesBytes": 2097152, "inUse": True},
         }
     }  # n2 exposes nothing: absent, not an error
+    shared = prov.info_by_node(  # two nodes aliased to one host (the local plane's)
+        ["n1", "n2"],
+        {"n1": "host-a", "n2": "host-a"},
+        uname=[series(instance="h:9100", nodename="host-a")],
+        cpu_info=[series(instance="h:9100", model_name="AMD EPYC 7R13")],
+        os_info=[],
+        huge_pages=[],
+    )
+    assert shared == {"n1": {"cpuModel": "AMD EPYC 7R13"}, "n2": {"cpuModel": "AMD EPYC 7R13"}}
     by_label = prov.info_by_node(
         ["n2"], {}, uname=[], cpu_info=[series(node="n2", model_name="Graviton3")],
         os_info=[], huge_pages=[], label="node",
