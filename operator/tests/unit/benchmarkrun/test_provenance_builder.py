@@ -351,3 +351,47 @@ def test_collected_provenance_holds_no_secret_of_the_cluster(
         kube, RUN, kube.get("MongoCluster", NS, "c"), OperatorConfig(), admins=admins, previous=doc
     )
     assert len(mongo.calls) == calls and prov.build(again)["servers"] == doc["servers"]
+
+
+def test_node_metrics_come_from_prometheus_and_a_failure_is_named_not_raised(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    vectors = {
+        "node_uname_info": [
+            {"metric": {"instance": "h:9100", "nodename": "host-a"}, "value": [0, "1"]}
+        ],
+        "node_cpu_info": [
+            {"metric": {"instance": "h:9100", "model_name": "Xeon"}, "value": [0, "1"]}
+        ],
+        "node_os_info": [],
+        "node_memory_AnonHugePages_bytes": [],
+    }
+    asked: list[str] = []
+
+    def instant(url: str, promql: str) -> list[dict[str, Any]]:
+        asked.append(promql)
+        return vectors[promql]
+
+    monkeypatch.setattr(facts, "_instant", instant)
+    config = OperatorConfig(
+        prometheus_url="http://127.0.0.1:9090", prometheus_node_aliases=(("n1", "host-a"),)
+    )
+    missing: list[str] = []
+    assert facts.node_metrics(config, ["n1"], missing) == {"n1": {"cpuModel": "Xeon"}}
+    assert missing == [] and set(asked) == set(vectors)
+    assert facts.node_metrics(OperatorConfig(), ["n1"], missing) == {}  # no Prometheus
+
+    def down(url: str, promql: str) -> list[dict[str, Any]]:
+        raise OSError("connection refused")
+
+    monkeypatch.setattr(facts, "_instant", down)
+    assert facts.node_metrics(config, ["n1"], missing) == {}
+    assert missing == ["node-exporter info metrics: connection refused"]
+
+
+def test_operator_build_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(facts.REVISION_ENV, "0123abc")
+    monkeypatch.setenv(facts.IMAGE_ENV, "ghcr.io/mongobench/operator@sha256:00")
+    build = facts.operator_build()
+    assert build["version"] and build["revision"] == "0123abc"
+    assert build["image"] == "ghcr.io/mongobench/operator@sha256:00"
