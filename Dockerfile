@@ -31,7 +31,9 @@ LABEL org.opencontainers.image.title="mongobench-operator" \
       org.opencontainers.image.source="${SOURCE}" \
       org.opencontainers.image.licenses="Apache-2.0"
 COPY --from=build /opt/mongobench /opt/mongobench
-ENV PATH=/opt/mongobench/bin:$PATH \
+# The operator records its build in every run's provenance (benchmarkrun/facts.py).
+ENV MONGOBENCH_REVISION=${REVISION} \
+    PATH=/opt/mongobench/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1
 # The chart runs it with readOnlyRootFilesystem and the restricted Pod Security profile.

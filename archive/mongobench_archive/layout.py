@@ -4,6 +4,8 @@ One run lives under `<root>/<namespace>/<name>/<uid>/`:
 
     run.json                        the BenchmarkRun (metadata trimmed, spec, status)
     cluster.json                    the cluster snapshot (and the MongoCluster's spec/status)
+    provenance.json                 what ran: specs, images by digest, server builds and
+                                    options, FCV, node facts, Kubernetes version, seeds
     steps/<NNN>/client-<i>.json     each client's full result document
     steps/<NNN>/merged.json         the merged step document
     steps/<NNN>/resources.json      the step's resource profile (CPU ...)
@@ -30,6 +32,7 @@ API_VERSION = "mongobench.io/archive/v1"
 MANIFEST = "manifest.json"
 RUN = "run.json"
 CLUSTER = "cluster.json"
+PROVENANCE = "provenance.json"
 
 # Annotations that copy the whole object (or the operator's bookkeeping), never the user's intent.
 _DROPPED_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)

@@ -85,6 +85,12 @@ class ArchivedRun:
         doc = self.get_json(layout.CLUSTER)
         return doc if isinstance(doc, dict) else None
 
+    @cached_property
+    def provenance(self) -> dict[str, Any] | None:
+        """provenance.json (what ran); None for a run archived before it existed."""
+        doc = self.get_json(layout.PROVENANCE)
+        return doc if isinstance(doc, dict) else None
+
     def step_indices(self) -> list[int]:
         """Indices of the steps with at least one archived object."""
         return sorted({s.index for k in self._entries if (s := layout.parse_step_key(k))})

@@ -54,6 +54,21 @@ class RunWriter:
         """Objects the next manifest will list: {key: {key, sha256, bytes}}."""
         return dict(self._listed)
 
+    def get_json(self, key: str) -> Any:
+        """A listed object as a previous writer stored it (verified); None when not listed or
+        unreadable: documents built up across uploads start again from what is known now."""
+        entry = self._listed.get(key)
+        if entry is None:
+            return None
+        data = self.store.get(f"{self.folder}/{key}")
+        try:
+            if data is None:
+                return None
+            layout.verify(data, entry, self.location)
+            return layout.decode(data, self.location)
+        except ArchiveError:
+            return None
+
     def put_bytes(self, key: str, data: bytes) -> dict[str, Any]:
         layout.check_key(key)
         if key == layout.MANIFEST:

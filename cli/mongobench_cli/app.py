@@ -23,6 +23,7 @@ from rich.console import Console
 from mongobench_cli import render, selector, sources
 from mongobench_results import calibration, compare, stats
 from mongobench_results import history as history_lib
+from mongobench_results import provenance as provenance_
 
 EXIT_BAD_INPUT = 2
 
@@ -496,8 +497,9 @@ def compare_runs(
         ci=ci,
         include_invalid=include_invalid,
     )
+    differences = _provenance_differences(result, runs)
     if output == ListFormat.json:
-        sys.stdout.write(render.compare_json(result))
+        sys.stdout.write(render.compare_json(result, differences))
     elif output == ListFormat.csv:
         sys.stdout.write(render.compare_csv(result))
     elif output == ListFormat.markdown:
@@ -507,6 +509,75 @@ def compare_runs(
         shards = render.distribution_summary(runs)
         if shards is not None:
             console().print(shards)
+        for line in render.provenance_differences(differences, result.baseline):
+            console().print(line)
+
+
+def _provenance_differences(
+    result: compare.Comparison, runs: list[sources.LoadedRun]
+) -> list[provenance_.Difference]:
+    """Which facts of what ran differ from the baseline's, per configuration."""
+    by_key = sources.by_key(runs)
+    return provenance_.differences(
+        {
+            c.name: [by_key[k].provenance() if k in by_key else None for k in c.run_keys]
+            for c in result.configurations
+        },
+        result.baseline,
+    )
+
+
+# --- rerun -------------------------------------------------------------------------------------
+
+
+@app.command()
+@one_line_errors
+def rerun(
+    archive: Annotated[str, typer.Argument(help="an archived run: s3://... or a folder")],
+    *,
+    name: Annotated[
+        str | None, typer.Option("--name", help="the new run's name (default NAME-rerun)")
+    ] = None,
+    target_namespace: Annotated[
+        str | None,
+        typer.Option("--target-namespace", help="namespace set on the manifests (default none)"),
+    ] = None,
+    output_dir: Annotated[
+        Path | None,
+        typer.Option("--output-dir", help="write mongocluster.yaml and benchmarkrun.yaml here"),
+    ] = None,
+    s3_endpoint: Endpoint = None,
+    s3_region: Region = None,
+) -> None:
+    """The manifests (MongoCluster and BenchmarkRun, new names) that recreate an archived run
+    from its provenance: the specs as they were resolved, images pinned by digest, seeds kept.
+    To stdout as YAML documents, or into --output-dir; apply them with kubectl."""
+    from mongobench_cli import rerun as reruns  # noqa: PLC0415
+
+    if not sources.is_archive_ref(archive):
+        raise UserError(f"{archive}: give an archived run (s3://BUCKET/PREFIX/... or a folder)")
+    found = sources.archive_runs(archive, endpoint_url=s3_endpoint, region=s3_region)
+    if len(found) != 1:
+        names = ", ".join(f"{r.namespace}/{r.name}" for r in found[:5])
+        raise UserError(f"{archive} holds {len(found)} runs ({names}...): name one run's folder")
+    (loaded,) = found
+    prov = loaded.provenance_loader() if loaded.provenance_loader else None
+    try:
+        made = reruns.manifests(
+            loaded.run, prov, loaded.cluster, name=name, namespace=target_namespace
+        )
+    except ValueError as exc:
+        raise UserError(f"{archive}: {exc}") from exc
+    for note in made.notes:
+        console(stderr=True).print(f"note: {note}")
+    if output_dir is None:
+        sys.stdout.write("---\n".join(render.yaml_dump(o) for o in made.objects))
+        return
+    output_dir.mkdir(parents=True, exist_ok=True)
+    for obj in made.objects:
+        path = output_dir / f"{obj['kind'].lower()}.yaml"
+        path.write_text(render.yaml_dump(obj))
+        console(stderr=True).print(f"wrote {path}")
 
 
 # --- export ------------------------------------------------------------------------------------

@@ -157,6 +157,9 @@ def _write_run(root: Root, run: LoadedRun) -> int:
     cluster = run.cluster_document()
     if cluster:
         writer.put_json("cluster.json", cluster)
+    provenance = run.provenance_loader() if run.provenance_loader else None
+    if provenance:  # what ran travels with the run (a status summary is in run.json already)
+        writer.put_json("provenance.json", provenance)
     documents = sum(_write_step(writer, run, s.index) for s in records.steps(obj))
     phase = str(obj["status"].get("phase") or "Pending")
     writer.put_manifest(obj, phase, phase in records.TERMINAL)

@@ -18,6 +18,7 @@ from rich.text import Text
 
 from mongobench_cli.sources import LoadedRun
 from mongobench_results import compare, records, stats
+from mongobench_results import provenance as _provenance
 from mongobench_results import validity as _validity
 
 
@@ -300,8 +301,57 @@ def compare_csv(result: compare.Comparison) -> str:
     return out.getvalue()
 
 
-def compare_json(result: compare.Comparison) -> str:
-    return json.dumps(result.to_dict(), indent=2, default=_json_default) + "\n"
+def compare_json(
+    result: compare.Comparison,
+    provenance: Sequence[_provenance.Difference] | None = None,
+) -> str:
+    doc = result.to_dict()
+    if provenance is not None:
+        doc["provenanceDifferences"] = [d.as_json() for d in provenance]
+    return json.dumps(doc, indent=2, default=_json_default) + "\n"
+
+
+def provenance_differences(
+    differences: Sequence[_provenance.Difference], baseline: str
+) -> list[Text]:
+    """compare's provenance notes: what ran differently from the baseline; the differences that
+    change results by themselves (version, FCV, instance type, cache) flagged."""
+    out = [Text(f"Provenance against {baseline}", style="bold italic")]
+    if not differences:
+        out.append(Text("  no difference in what ran (where both sides know it)"))
+    for d in differences:
+        style = "bold red" if d.changes_results else ""
+        out.append(Text(f"  {'!' if d.changes_results else '-'} {d.note(baseline)}", style=style))
+    return out
+
+
+def provenance_section(prov: Mapping[str, Any] | None) -> list[Any]:
+    """describe's summary of what ran (status.provenance, or the archive's whole document)."""
+    parts: list[Any] = [Text("Provenance", style="bold italic")]
+    if not prov:
+        parts.append(Text("  none recorded (the run has no archive, or it predates provenance)"))
+        return parts
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column()
+    for key, value in _provenance.fields(prov).items():
+        grid.add_row(f"  {_provenance.FIELDS[key]}", value)
+    summary = _provenance.summary(prov) if "apiVersion" in prov else prov
+    if "imageDigests" in summary:
+        grid.add_row("  image digests", str(summary["imageDigests"]))
+    seeds = prov.get("seeds")
+    if seeds:
+        grid.add_row("  seeds", json.dumps(seeds, sort_keys=True))
+    window = (prov.get("prometheus") or {}).get("window")
+    if window:
+        scrape = prov["prometheus"].get("scrapeIntervalSeconds")
+        grid.add_row(
+            "  Prometheus window", f"{window['start']} to {window['end']}, scrape {scrape}s"
+        )
+    for note in prov.get("missing") or []:
+        grid.add_row("  not observed", Text(str(note), style="yellow"))
+    parts.append(grid)
+    return parts
 
 
 def _md(text: str) -> str:
@@ -466,6 +516,7 @@ def describe(run: LoadedRun, confidence: float = stats.DEFAULT_CONFIDENCE) -> Gr
     if snapshot:
         parts.append(Text("Cluster snapshot", style="bold italic"))
         parts.append(Text(yaml.safe_dump(snapshot, sort_keys=False).rstrip()))
+    parts.extend(provenance_section(run.provenance()))
     parts.append(_conditions_table(obj))
     warn = records.warnings(obj)
     parts.append(Text("Warnings", style="bold italic"))

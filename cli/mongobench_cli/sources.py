@@ -37,6 +37,7 @@ class LoadedRun:
     merged_loader: Loader | None = field(default=None, repr=False)
     resources_loader: Loader | None = field(default=None, repr=False)
     target_loader: Callable[[], dict[str, Any] | None] | None = field(default=None, repr=False)
+    provenance_loader: Callable[[], dict[str, Any] | None] | None = field(default=None, repr=False)
     key: str = ""
 
     @property
@@ -89,6 +90,15 @@ class LoadedRun:
                 "status": target.get("status") or {},
             }
         return doc
+
+    def provenance(self) -> dict[str, Any] | None:
+        """What ran: the archive's provenance.json, else the summary in the run's status."""
+        if self.provenance_loader is not None:
+            got = self.provenance_loader()
+            if got:
+                return dict(got)
+        summary = (self.run.get("status") or {}).get("provenance")
+        return dict(summary) if summary else None
 
     def resources(self, index: int) -> dict[str, Any] | None:
         if self.resources_loader is not None:
@@ -381,6 +391,7 @@ def _from_archive(a: Any, origin: str, error: type[Exception]) -> LoadedRun:
         documents_loader=guarded(a.step_documents),
         merged_loader=guarded(a.merged),
         resources_loader=guarded(a.resources),
+        provenance_loader=lambda: guarded(lambda _: a.provenance)(0),
     )
 
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import hashlib
 import http.client
 import http.server
 import json
@@ -82,6 +83,15 @@ REDACTED_URI = "mongodb://<redacted>"
 
 class ContainerConfigError(RuntimeError):
     """What a kubelet reports as CreateContainerConfigError (it keeps retrying)."""
+
+
+def image_id(image: str) -> str:
+    """`repository@sha256:...` for an image reference, as a kubelet reports a pulled image."""
+    repository = image.partition("@")[0]
+    name, _, tag = repository.rpartition(":")
+    if "/" in tag or not name:  # a registry port, not a tag
+        name = repository
+    return f"{name}@sha256:{hashlib.sha256(image.encode()).hexdigest()}"
 
 
 @dataclass(frozen=True)
@@ -861,7 +871,9 @@ class PodExecutor:
             entry: dict[str, Any] = {
                 "name": c.name,
                 "image": c.image,
-                "imageID": "",
+                # As a kubelet reports it, repository@digest; the harness runs no image, so the
+                # digest is the reference's (stable per image, which is what provenance needs).
+                "imageID": image_id(c.image),
                 "ready": running,
                 "started": running,
                 "restartCount": c.restart_count,

@@ -34,6 +34,10 @@ they agree on config, primary and users. Rules of the model (not of MongoDB in f
 - serverStatus on members and mongos reports ``server_version`` and, on members, the
   wiredTiger engine with ``cache_bytes`` configured, plus uptime/connections/opcounters that
   change on every call (as a real server's do);
+- buildInfo (before authentication too, as mongod answers it) reports ``server_version`` with
+  ``git_version``; getCmdLineOpts reports the options the operator's StatefulSet starts a member
+  with (replSet, keyFile, the cache as ``cache_bytes`` in GB) or a mongos with (configdb), plus
+  ``extra_options`` (``--setParameter name=value`` pairs, verbatim: a test's secret goes there);
 - one featureCompatibilityVersion for the whole model (``fcv``): getParameter reads it,
   setFeatureCompatibilityVersion sets it and is recorded in ``fcv_history``; as binaries of
   ``server_version`` answer: ``confirm: true`` required from 7.0, an unknown field (40415) before.
@@ -166,6 +170,8 @@ class MongoModel:
         self.drain_calls = drain_calls
         self.server_version = "7.0.14"  # what serverStatus reports
         self.cache_bytes = 256 * 1024 * 1024  # wiredTiger "maximum bytes configured"
+        self.git_version = "3e8d3b6f2c9f3bd23b8be0e1b84fc6ce1a5a2b55"  # buildInfo.gitVersion
+        self.extra_options: dict[str, str] = {}  # --setParameter name=value, as given
         self.server_status_calls = 0
         self.host_map: dict[str, str] = {}
         self.sets: dict[str, SetState] = {}
@@ -339,8 +345,8 @@ class MongoModel:
             return answered
         if cmd in ("hello", "ismaster"):
             return self._member_hello(name, request, rs)
-        if cmd == "serverstatus":
-            return self._server_status(request, "mongod")
+        if cmd in ("serverstatus", "buildinfo", "getcmdlineopts"):  # what it is, set or not
+            return self._describe(cmd, name, request, rs)
         if cmd == "replsetinitiate":
             return self._initiate(name, request, rs)
         if rs is None:
@@ -557,6 +563,12 @@ class MongoModel:
 
     def _router_status(self, request: Any) -> bool:
         return self._server_status(request, "mongos")
+
+    def _router_build_info(self, request: Any) -> bool:
+        return self._build_info(request)
+
+    def _router_cmd_line_opts(self, request: Any) -> bool:
+        return self._cmd_line_opts(request, None, None)
 
     def _add_shard(self, request: Any) -> bool:
         doc, sh = request.doc, self.sharded
@@ -786,6 +798,66 @@ class MongoModel:
             }
         return bool(request.ok(reply))
 
+    def _describe(self, cmd: str, name: str, request: Any, rs: SetState | None) -> bool:
+        if cmd == "serverstatus":
+            return self._server_status(request, "mongod")
+        if cmd == "buildinfo":
+            return self._build_info(request)
+        return self._cmd_line_opts(request, name, rs)
+
+    def _build_info(self, request: Any) -> bool:
+        parts = [int(p) for p in self.server_version.split(".")]
+        return bool(
+            request.ok(
+                version=self.server_version,
+                gitVersion=self.git_version,
+                versionArray=[*parts, 0],
+                modules=[],
+                allocator="tcmalloc",
+                javascriptEngine="mozjs",
+                sysInfo="deprecated",
+                openssl={"running": "OpenSSL 3.0.2 15 Mar 2022", "compiled": "OpenSSL 3.0.2"},
+                buildEnvironment={
+                    "distmod": "ubuntu2204",
+                    "distarch": "x86_64",
+                    "target_arch": "x86_64",
+                    "target_os": "linux",
+                },
+                bits=64,
+                debug=False,
+                maxBsonObjectSize=WIRE["maxBsonObjectSize"],
+                storageEngines=["devnull", "wiredTiger"],
+            )
+        )
+
+    def _cmd_line_opts(self, request: Any, name: str | None, rs: SetState | None) -> bool:
+        """The options the operator's pods start with: a member (replSet, keyFile, cache) or a
+        mongos (configdb), and the test's extra --setParameter pairs."""
+        keyfile = "/etc/mongodb-keyfile/keyfile"
+        cache_gb = self.cache_bytes / 1024**3
+        if name is None:
+            argv = ["mongos", "--configdb", "cfg/cfg-0:27017", "--bind_ip_all"]
+            parsed: dict[str, Any] = {"sharding": {"configDB": "cfg/cfg-0:27017"}}
+        else:
+            set_name = self.node_set.get(name, "rs0") if rs is not None else "rs0"
+            argv = ["mongod", "--replSet", set_name, "--bind_ip_all"]
+            argv += ["--wiredTigerCacheSizeGB", f"{cache_gb:g}"]
+            parsed = {
+                "replication": {"replSet": set_name},
+                "storage": {
+                    "dbPath": "/data/db",
+                    "wiredTiger": {"engineConfig": {"cacheSizeGB": cache_gb}},
+                },
+            }
+        argv += ["--keyFile", keyfile]
+        parsed["net"] = {"bindIpAll": True, "port": 27017}
+        parsed["security"] = {"keyFile": keyfile, "authorization": "enabled"}
+        for key, value in self.extra_options.items():
+            argv += ["--setParameter", f"{key}={value}"]
+        if self.extra_options:
+            parsed["setParameter"] = dict(self.extra_options)
+        return bool(request.ok(argv=argv, parsed=parsed))
+
     def _active_shards(self) -> list[str]:
         return sorted(sh for sh, s in self.sharded.shards.items() if not s.get("draining"))
 
@@ -831,6 +903,8 @@ class MongoModel:
         "ismaster": _router_hello,
         "listshards": _list_shards,
         "serverstatus": _router_status,
+        "buildinfo": _router_build_info,
+        "getcmdlineopts": _router_cmd_line_opts,
         "addshard": _add_shard,
         "removeshard": _remove_shard,
         "enablesharding": _enable_sharding,

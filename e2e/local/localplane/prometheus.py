@@ -130,7 +130,9 @@ def start_prometheus(
         server._children[proc.pid] = popen
 
     try:
-        spawn("node-exporter", [exporter_bin, f"--web.listen-address=127.0.0.1:{exporter_port}"])
+        # --collector.cpu.info: node_cpu_info (the CPU model), as a run's provenance reads it.
+        exporter_args = [f"--web.listen-address=127.0.0.1:{exporter_port}", "--collector.cpu.info"]
+        spawn("node-exporter", [exporter_bin, *exporter_args])
         spawn("prometheus", [
             prometheus_bin,
             f"--config.file={config_file}",

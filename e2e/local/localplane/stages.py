@@ -85,6 +85,8 @@ conditions:
 containerStatuses:
 {{ range .spec.containers }}
 - image: {{ .image | Quote }}
+  imageID: {{ printf "%s@sha256:%s" .image \
+"e8884f47df6d856e608f7cc155196152d6459a696c4addaf7980f07c019d1bea" | Quote }}
   name: {{ .name | Quote }}
   ready: true
   started: true

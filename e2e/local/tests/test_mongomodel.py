@@ -337,3 +337,55 @@ def test_an_admin_secret_changed_after_creation_is_named_not_retried(
         with pytest.raises(PermanentMongoError) as stale:
             MongoAdmin(connector).ensure_users(spec, [admin_user("admin", "rotated")])
     assert "exists but the password in its Secret does not authenticate" in stale.value.message
+
+
+def test_describe_server_reads_build_options_and_cache_and_provenance_redacts_the_secret(
+    model: MongoModel, admin: MongoAdmin
+) -> None:
+    """What a member and a mongos say of themselves (buildInfo, getCmdLineOpts, serverStatus)
+    through the product's MongoAdmin, shaped by the provenance builder: a password given on
+    mongod's command line (verbatim in argv, as mongod reports it) never survives."""
+    from mongobench.benchmarkrun.provenance import ServerObservation, server_document
+
+    (host,) = _hosts("rs0", 1)
+    model.member(host)
+    spec = ReplicaSetSpec("rs0", Role.REPLICA, (host,))
+    _converge(admin, spec)
+    model.extra_options = {
+        "ldapQueryPassword": "ldap-Pa55word",
+        "diagnosticDataCollectionEnabled": "false",
+    }
+    member = admin.describe_server(host)
+    assert member.errors == ()
+    assert member.build_info is not None and member.build_info["version"] == "7.0.14"
+    assert member.build_info["gitVersion"] == model.git_version
+    assert member.server_status == {
+        "version": "7.0.14",
+        "process": "mongod",
+        "storageEngine": {"name": "wiredTiger"},
+        "wiredTiger": {"cache": {"maximum bytes configured": model.cache_bytes}},
+    }
+    assert member.cmd_line_opts is not None
+    assert "ldapQueryPassword=ldap-Pa55word" in member.cmd_line_opts["argv"]  # as the server says
+    doc = server_document(
+        ServerObservation(
+            host, "replica", "rs0", member.build_info, member.cmd_line_opts, member.server_status
+        )
+    )
+    assert "ldap-Pa55word" not in repr(doc)
+    assert doc["cmdLineOpts"]["parsed"]["security"]["keyFile"] == "/etc/mongodb-keyfile/keyfile"
+    assert (
+        doc["cmdLineOpts"]["parsed"]["setParameter"]["diagnosticDataCollectionEnabled"] == "false"
+    )
+    assert "ldapQueryPassword=<redacted>" in doc["cmdLineOpts"]["argv"]
+    assert doc["cacheBytesInEffect"] == 256 * 1024 * 1024
+    assert admin.feature_compatibility_version(spec) == "7.0"
+
+    router = model.mongos("mongos-0.mongos-hl.bench.svc.cluster.local:27017")
+    assert router
+    model.sharded.users[("admin", "admin")] = {"user": "admin", "db": "admin", "pwd": "admin-pw"}
+    described = admin.describe_server("mongos-0.mongos-hl.bench.svc.cluster.local:27017")
+    assert described.server_status is not None
+    assert described.server_status["process"] == "mongos"
+    assert "wiredTiger" not in described.server_status
+    assert described.build_info is not None and described.build_info["version"] == "7.0.14"

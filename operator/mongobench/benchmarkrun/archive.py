@@ -2,7 +2,8 @@
 
 After each step the run's client documents (read back from their ConfigMaps), the merged step
 document, the step's resource profile (the CPU figures of status and the raw per-node series
-behind them, fetched again from Prometheus) and the cluster snapshot go to
+behind them, fetched again from Prometheus), the cluster snapshot and the run's provenance
+(benchmarkrun.provenance: what ran, observed again at each upload) go to
 `<root>/<namespace>/<name>/<uid>/` (layout: mongobench_archive.layout), then the manifest, last.
 The archive never makes a run fail or wait: a failed upload sets `Archived=False` with the reason
 and what is missing, and is tried again with a doubling backoff; deleting a run never waits for
@@ -21,11 +22,11 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mongobench.api.benchmarkrun import Archive, BenchmarkRunSpec
 from mongobench.api.schema import SpecError, from_dict
-from mongobench.benchmarkrun import jobs, orchestrate
+from mongobench.benchmarkrun import facts, jobs, orchestrate, provenance
 from mongobench.benchmarkrun.cpu import CpuUnavailable, node_series
 from mongobench.benchmarkrun.cpu_status import node_mapping
 from mongobench.benchmarkrun.decide import TERMINAL
@@ -39,6 +40,10 @@ from mongobench.k8s.conditions import ConditionStatus, set_condition
 from mongobench_archive import ArchiveError, Root, RunWriter, layout, open_root
 from mongobench_results.configmaps import assemble
 from mongobench_results.merge import merge_documents
+from mongobench_results.provenance import summary as provenance_summary
+
+if TYPE_CHECKING:  # the pool is the caller's
+    from mongobench.mongo.pool import AdminPool
 
 log = logging.getLogger("mongobench.archive")
 
@@ -236,6 +241,7 @@ class Result:
     error: str | None = None
     missing: list[int] = field(default_factory=list)
     not_configured: bool = False
+    provenance: dict[str, Any] | None = None  # its summary, for status
 
 
 def status_patch(
@@ -291,6 +297,8 @@ def status_patch(
     patch: dict[str, Any] = {"conditions": new_conditions}
     if not result.not_configured:
         patch["archive"] = record
+    if result.provenance is not None:
+        patch["provenance"] = result.provenance
     return patch, events
 
 
@@ -407,7 +415,11 @@ def meta_ns(run: Mapping[str, Any]) -> tuple[str, str]:
 
 
 def upload(
-    kube: KubeApi, run: Mapping[str, Any], settings: Settings, config: OperatorConfig
+    kube: KubeApi,
+    run: Mapping[str, Any],
+    settings: Settings,
+    config: OperatorConfig,
+    admins: AdminPool | None = None,
 ) -> Result:
     """Upload what the run's archive lacks, then the manifest. ArchiveError/ApiError out."""
     namespace, name = meta_ns(run)
@@ -417,10 +429,17 @@ def upload(
     result = Result(writer.location)
     finished = finished_steps(status)
     todo = [i for i in finished if i not in archived_steps(writer.listed())]
+    ref = (run.get("spec") or {}).get("clusterRef")
+    cluster = kube.get("MongoCluster", namespace, ref["name"]) if ref else None
     if layout.CLUSTER not in writer.listed():
-        ref = (run.get("spec") or {}).get("clusterRef")
-        cluster = kube.get("MongoCluster", namespace, ref["name"]) if ref else None
         writer.put_json(layout.CLUSTER, cluster_document(status, cluster))
+    # What ran, at every upload: the pods of finished steps are still there to be seen.
+    previous = writer.get_json(layout.PROVENANCE)
+    document = provenance.build(
+        facts.collect(kube, run, cluster, config, admins=admins, previous=previous)
+    )
+    writer.put_json(layout.PROVENANCE, document)
+    result.provenance = provenance_summary(document)
     if todo:
         spec = BenchmarkRunSpec.parse(dict(run["spec"]))
         entries = {int(s["index"]): s for s in status.get("steps") or []}
@@ -445,6 +464,7 @@ def sync(
     *,
     upload_lock: threading.Lock,
     run_lock: threading.Lock,
+    admins: AdminPool | None = None,
 ) -> list[cond.Event]:
     """Bring the run's archive up to date; the Events posted. Never raises for the store: a
     failure is recorded in status for the next attempt. A sync already under way for the run
@@ -467,7 +487,7 @@ def sync(
             if settings is None or not pending(spec, status, config):
                 return []
             try:
-                result = upload(kube, run, settings, config)
+                result = upload(kube, run, settings, config, admins)
             except (ArchiveError, ApiError, SpecError) as exc:
                 reason = exc.reason if isinstance(exc, ApiError) else str(exc)
                 done = set((status.get("archive") or {}).get("uploadedSteps") or [])

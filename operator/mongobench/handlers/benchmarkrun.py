@@ -199,6 +199,7 @@ def _archive_ticked(memo: kopf.Memo, namespace: str, name: str, record: Mapping[
         OperatorConfig.current(),
         upload_lock=state.locks.lock(ARCHIVE_UPLOAD, namespace, name),
         run_lock=state.locks.lock(KIND, namespace, name),
+        admins=state.admins,
     )
 
 

@@ -74,6 +74,10 @@ class KubeApi(Protocol):
         """Whether the apiserver serves this resource now (e.g. a CRD installed later)."""
         ...
 
+    def version(self) -> dict[str, Any]:
+        """GET /version: the apiserver's gitVersion, platform, build (a run's provenance)."""
+        ...
+
     def event(self, obj: Mapping[str, Any], type_: EventType, reason: str, message: str) -> None:
         """Post an Event about `obj` (apiVersion, kind, metadata namespace/name/uid). Never
         raises: an Event that cannot be posted is logged, the work that caused it goes on."""
@@ -200,6 +204,9 @@ class KubeClient:
                 raise
             return False
         return any(r.get("name") == plural for r in resources)
+
+    def version(self) -> dict[str, Any]:
+        return self.api.request("GET", "/version")
 
     def event(self, obj: Mapping[str, Any], type_: EventType, reason: str, message: str) -> None:
         meta = obj.get("metadata") or {}

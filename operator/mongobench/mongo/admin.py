@@ -50,6 +50,7 @@ from mongobench.mongo.model import (
     ReplicaSetStatus,
     Role,
     RollingStep,
+    ServerDescription,
     ServerFacts,
     ShardInfo,
     ShardingSpec,
@@ -172,6 +173,32 @@ class MongoAdmin:
             cache_used_bytes=_int(cache.get("bytes currently in the cache")),
             resident_mb=_int((doc.get("mem") or {}).get("resident")),
             opcounters=tuple((k, int(v)) for k, v in ops.items() if isinstance(v, int | float)),
+        )
+
+    def describe_server(self, host: str) -> ServerDescription:
+        """What the server says it is, for a run's provenance: buildInfo, getCmdLineOpts (as
+        the server reports them: the caller redacts) and the serverStatus facts that describe
+        its configuration. A command that fails leaves its part None and says why."""
+        parts: dict[str, Doc | None] = {}
+        errors: list[str] = []
+        for name in ("buildInfo", "getCmdLineOpts", "serverStatus"):
+            try:
+                parts[name] = _json_safe(self.command(host, {name: 1}))
+            except MongoAdminError as exc:
+                parts[name] = None
+                errors.append(f"{name} on {host}: {exc}")
+        status = parts["serverStatus"]
+        if status is not None:  # the configuration, not the counters
+            cache = ((status.get("wiredTiger") or {}).get("cache") or {}).get(
+                "maximum bytes configured"
+            )
+            status = {
+                k: status[k] for k in ("host", "version", "process", "storageEngine") if k in status
+            }
+            if cache is not None:
+                status["wiredTiger"] = {"cache": {"maximum bytes configured": cache}}
+        return ServerDescription(
+            host, parts["buildInfo"], parts["getCmdLineOpts"], status, tuple(errors)
         )
 
     # ---- replica sets -----------------------------------------------------------------------
@@ -737,6 +764,20 @@ def _same_members(config: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
 
 def _with(status: ReplicaSetStatus, **changes: Any) -> ReplicaSetStatus:
     return replace(status, **changes)
+
+
+def _json_safe(value: Any) -> Any:
+    """A reply as JSON can hold it: BSON's own types (timestamps, ObjectIds, binaries, dates)
+    as text."""
+    if isinstance(value, Mapping):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, bytes):
+        return value.hex()
+    return str(value)
 
 
 def _num(value: Any) -> float | None:

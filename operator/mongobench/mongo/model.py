@@ -384,6 +384,18 @@ class ServerFacts:
 
 
 @dataclass(frozen=True)
+class ServerDescription:
+    """What a server says it is (a run's provenance): buildInfo, getCmdLineOpts unredacted, and
+    serverStatus' configuration facts (process, version, engine, WiredTiger cache), as JSON."""
+
+    host: str
+    build_info: dict[str, Any] | None
+    cmd_line_opts: dict[str, Any] | None
+    server_status: dict[str, Any] | None
+    errors: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class RollingStep:
     """The next move of a rolling restart: wait, restart one member, step the primary down, done."""
 

@@ -56,6 +56,7 @@ class FakeKube:
     def __init__(self, *objects: Mapping[str, Any], served: tuple[str, ...] = ()) -> None:
         self.objects: dict[Key, dict[str, Any]] = {}
         self.served_resources = set(served)  # "group/version/plural"
+        self.server_version = {"major": "1", "minor": "32", "gitVersion": "v1.32.2"}
         self.writes: list[tuple[str, str, str]] = []  # (verb, kind, name)
         self.events: list[tuple[str, str, EventType, str, str]] = []  # (kind, name, type, ...)
         self.refusals: dict[tuple[str, str], ApiError] = {}
@@ -168,6 +169,10 @@ class FakeKube:
 
     def served(self, group_version: str, plural: str) -> bool:
         return f"{group_version}/{plural}" in self.served_resources
+
+    def version(self) -> dict[str, Any]:
+        self._check("get", "Version")
+        return dict(self.server_version)
 
     def event(self, obj: Mapping[str, Any], type_: EventType, reason: str, message: str) -> None:
         meta = obj.get("metadata") or {}

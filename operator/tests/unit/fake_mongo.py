@@ -19,6 +19,7 @@ from mongobench.mongo.model import (
     ReplicaSetSpec,
     ReplicaSetStatus,
     RollingStep,
+    ServerDescription,
     ShardInfo,
     ShardingSpec,
     ShardShare,
@@ -39,6 +40,7 @@ class FakeMongo:
         self.calls: list[str] = []
         self.collections: set[str] = set()  # "db.collection"
         self.connector = self  # what the pool closes at shutdown (close() below)
+        self.argv_extra: list[str] = []  # options a server reports it was started with
 
     # --- what wire(), roll() and feature_compatibility() ask ---------------------------------
 
@@ -68,6 +70,31 @@ class FakeMongo:
         from mongobench.mongo.errors import TransientMongoError
 
         raise TransientMongoError("serverStatus", host, "not scripted")  # informational only
+
+    # --- what a run's provenance asks (benchmarkrun.facts) -------------------------------------
+
+    def describe_server(self, host: str) -> ServerDescription:
+        """A 7.0.14 mongod (a mongos for a mongos host), started with `argv_extra` verbatim."""
+        self.calls.append(f"describe {host}")
+        mongos = "mongos" in host
+        argv = ["mongos" if mongos else "mongod", "--keyFile", "/etc/keyfile", *self.argv_extra]
+        status: dict[str, Any] = {"version": "7.0.14", "process": "mongos" if mongos else "mongod"}
+        if not mongos:
+            status["storageEngine"] = {"name": "wiredTiger"}
+            status["wiredTiger"] = {"cache": {"maximum bytes configured": 268435456}}
+        return ServerDescription(
+            host,
+            {
+                "version": "7.0.14",
+                "gitVersion": "ce59cfc6a3c5e5c067dca0d30697edd68d4f5188",
+                "ok": 1.0,
+            },
+            {"argv": argv, "parsed": {"security": {"keyFile": "/etc/keyfile"}}, "ok": 1.0},
+            status,
+        )
+
+    def feature_compatibility_version(self, target: ReplicaSetSpec | Mongos) -> str:
+        return self.fcv or "7.0"
 
     def ensure_shard(self, mongos: Mongos, shard: ReplicaSetSpec) -> ShardInfo:
         self.calls.append(f"ensure_shard {shard.name}")

@@ -4,6 +4,7 @@ DataOps: what it creates, writes into status and tells in Events on each path a 
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import replace
 from datetime import timedelta
@@ -435,6 +436,12 @@ def test_a_finished_steps_documents_are_archived_and_the_run_says_so(
     assert record["uploadedSteps"] == [1] and record["complete"] is True
     assert condition(kube, cond.ARCHIVED) == (cond.TRUE, cond.ARCHIVE_COMPLETE)
     assert any(p.name == "manifest.json" for p in tmp_path.rglob("*"))
+    # What ran, listed by the manifest, and its summary in status.
+    [manifest] = [json.loads(p.read_text()) for p in tmp_path.rglob("manifest.json")]
+    assert "provenance.json" in {o["key"] for o in manifest["objects"]}
+    [doc] = [json.loads(p.read_text()) for p in tmp_path.rglob("provenance.json")]
+    assert doc["specs"]["benchmarkRun"]["spec"] == kube.objects[(RUN_KIND, NS, "r")]["spec"]
+    assert doc["kubernetes"]["gitVersion"] == status(kube)["provenance"]["kubernetesVersion"]
     run = kube.get(RUN_KIND, NS, "r")
     assert run is not None and not archive.pending(run["spec"], run["status"], config)
 
