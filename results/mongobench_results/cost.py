@@ -87,7 +87,9 @@ def step_cost(
     """The cost of one step: `instance_types` has one entry per node the step used."""
     nodes = Counter(t or UNKNOWN_TYPE for t in instance_types)
     hours = max(seconds, 0.0) / 3600.0
-    missing = tuple(sorted(t for t in nodes if t not in prices.per_hour))
+    missing = tuple(sorted(t for t in nodes if t not in prices.per_hour)) or (
+        () if nodes else ("no node seen",)
+    )
     cost = None if missing else sum(prices.per_hour[t] * n * hours for t, n in nodes.items())
     return StepCost(dict(nodes), hours, operations, cost, missing, prices.currency)
 

@@ -203,11 +203,11 @@ def estimate(trials: Iterable[Probe]) -> Estimate:
     )
 
 
-def _summary_dict(s: stats.Summary, digits: int) -> dict[str, Any]:
+def _summary_dict(s: stats.Summary, digits: int, scale: float = 1.0) -> dict[str, Any]:
     out: dict[str, Any] = {"n": s.n}
     for key, value in (("mean", s.mean), ("ciLow", s.ci_low), ("ciHigh", s.ci_high)):
         if value is not None:
-            out[key] = round(value, digits)
+            out[key] = round(value * scale, digits)
     return out
 
 
@@ -232,22 +232,7 @@ def status(
     if at_knee:
         est = estimate(at_knee)
         out["throughput"] = _summary_dict(est.throughput, 1)
-        out["latencyMs"] = _summary_dict(
-            stats.Summary(
-                est.latency_us.n,
-                *(
-                    None if v is None else v / 1000.0
-                    for v in (
-                        est.latency_us.mean,
-                        est.latency_us.sd,
-                        est.latency_us.ci_low,
-                        est.latency_us.ci_high,
-                    )
-                ),
-                est.latency_us.confidence,
-            ),
-            3,
-        )
+        out["latencyMs"] = _summary_dict(est.latency_us, 3, scale=1 / 1000.0)
         out["met"] = est.met(target)
     return out
 

@@ -42,7 +42,7 @@ from mongobench_results.merge import merge_documents
 
 log = logging.getLogger("mongobench.archive")
 
-ARCHIVED_KINDS = ("load", "warmup", "run")  # steps with client documents
+ARCHIVED_KINDS = ("load", "warmup", "probe", "run")  # steps with client documents
 FINISHED = (cond.STEP_SUCCEEDED, cond.STEP_FAILED)
 # Step fields that describe the resources it used: cpu, and disk, network and memory (resources),
 # the CPU of its nodes' other pods (neighbours); and the verdict on the trial they support.
