@@ -134,7 +134,7 @@ def metrics_for(
         )
     out += [_role_metric(w) for w in ROLE_METRICS if w in wanted]
     if "cost" in wanted:
-        out.append(Metric("cost per Mops", "per Mops", False, False, _cost_per_million))
+        out.append(Metric("cost", "per Mops", False, False, _cost_per_million))
     return out
 
 
