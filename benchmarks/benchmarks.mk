@@ -1,7 +1,7 @@
 # Benchmarks of the operator, the CLI and the benchmark clients (included by the root Makefile).
 # Each prints figures measured side by side in one run; none asserts a time.
 .PHONY: bench-reconcile bench-orchestration bench-step-window bench-scale bench-memory bench-cli \
-        bench-clients bench-method bench-validity build-wireserver lint-wireserver
+        bench-clients bench-method bench-validity bench-knee build-wireserver lint-wireserver
 
 bench-reconcile: setup ## time apply->children and count API requests of the MongoCluster reconciler
 	PYTHONPATH=e2e/local $(VENV)/bin/python benchmarks/reconcile.py
@@ -25,6 +25,9 @@ bench-method: setup ## the method on a known truth: A/A, a 5% change, adaptive v
 	PYTHONPATH=e2e/local:benchmarks $(VENV)/bin/python benchmarks/method.py
 bench-validity: setup ## warm-up found within 2 s (simulated series) and a CPU hog on the database node flagged (real cgroups + Prometheus, ~3 min)
 	PYTHONPATH=e2e/local $(VENV)/bin/python benchmarks/method_validity.py
+
+bench-knee: build-java build-wireserver ## the saturation knee of one configuration searched 3 times on the local plane (wire server): spread of the knee, probes vs a grid (BENCH_KNEE_SEARCHES)
+	PYTHONPATH=e2e/local $(VENV)/bin/python benchmarks/knee_spread.py
 
 build-wireserver: ## build mongobench-wireserver (benchmarks/wireserver) into the tool cache (skipped when unchanged)
 	@$(VENV)/bin/python benchmarks/wireserver/wireserver.py build >/dev/null
