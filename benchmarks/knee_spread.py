@@ -2,7 +2,9 @@
 
 Three BenchmarkRuns with the same spec.knee (YCSB workload C, 1 client x 4 threads, p99 under
 the limit) search the offered load against the Go wire server (benchmarks/wireserver), each
-executed for real by the harness kubelet, one after the other on one plane. Printed: each
+executed for real by the harness kubelet, at the same time on one plane: the host's other load
+(2 cores shared with whatever else runs) then weighs on the three alike, where one after the
+other it would drift between them. Printed: each
 search's knee with its interval, the probes it used next to a geometric grid of the same
 resolution, and the spread of the three knees ((max - min) / mean): issue 27 aims at 5%. A
 benchmark that prints; no assertion. `knee_spread()` returns the spread for make bench-history.
@@ -34,14 +36,16 @@ from wireserver import running_wireserver
 
 NS = "bench"
 SEARCHES = int(os.environ.get("BENCH_KNEE_SEARCHES", "3"))
-# The knee target: generous enough that the plane's noise at low load stays under it.
+# The knee target: generous enough that the p99 of a plane sharing 2 busy cores stays under it
+# at low load (an idle host answers in about a millisecond).
 KNEE: dict[str, Any] = {
-    "latency": {"percentile": "p99", "limitMs": 20},
+    "latency": {"percentile": "p99", "limitMs": 100},
     "startOpsPerSecond": 200,
     "maxOpsPerSecond": 25600,
     "resolution": 0.05,
     "repetitions": 3,
 }
+RUN_SECONDS = int(os.environ.get("BENCH_KNEE_SECONDS", "5"))
 
 
 def knee_run(name: str, secret: str, **spec: Any) -> dict[str, Any]:
@@ -54,7 +58,7 @@ def knee_run(name: str, secret: str, **spec: Any) -> dict[str, Any]:
             "uriSecretRef": {"name": secret, "key": "uri"},
             "workloads": [{"name": "c"}],
             "load": {"recordCount": 200, "threads": 2},
-            "run": {"durationSeconds": 3, "threads": 4, "statusIntervalSeconds": 1},
+            "run": {"durationSeconds": RUN_SECONDS, "threads": 4, "statusIntervalSeconds": 1},
             "knee": KNEE,
             "validity": LENIENT_VALIDITY,
             "cleanup": {"jobs": "Always"},
@@ -63,19 +67,28 @@ def knee_run(name: str, secret: str, **spec: Any) -> dict[str, Any]:
     }
 
 
-def _search(plane: Plane, name: str) -> dict[str, Any]:
-    plane.kubectl("apply", "-n", NS, "-f", "-", input=yaml.safe_dump(knee_run(name, "wireserver")))
+def _searches(plane: Plane, names: list[str]) -> list[dict[str, Any]]:
+    for name in names:
+        # Each its own collection: the searches load and read side by side.
+        run = knee_run(name, "wireserver", collection=name.replace("-", "_"))
+        plane.kubectl("apply", "-n", NS, "-f", "-", input=yaml.safe_dump(run))
 
-    def done() -> dict[str, Any] | None:
-        obj = json.loads(plane.kubectl("get", "benchmarkrun", name, "-n", NS, "-o", "json").stdout)
-        phase = obj.get("status", {}).get("phase")
-        return dict(obj) if phase in ("Succeeded", "Failed") else None
+    def done() -> list[dict[str, Any]] | None:
+        items = json.loads(plane.kubectl("get", "benchmarkrun", "-n", NS, "-o", "json").stdout)
+        ended = [
+            dict(o)
+            for o in items["items"]
+            if o.get("status", {}).get("phase") in ("Succeeded", "Failed")
+        ]
+        if len(ended) < len(names):
+            return None
+        return sorted(ended, key=lambda o: str(o["metadata"]["name"]))
 
-    return dict(wait_until(done, timeout=1800, interval=2.0, what=f"{name} finished"))
+    return list(wait_until(done, timeout=3600, interval=5.0, what="the searches finished"))
 
 
 def searches(count: int = SEARCHES) -> list[dict[str, Any]]:
-    """`count` knee runs of the same configuration, one after the other, on a fresh plane."""
+    """`count` knee runs of the same configuration, at the same time, on a fresh plane."""
     with tempfile.TemporaryDirectory(prefix="bench-knee-") as tmp:
         work = Path(tmp)
         plane = Plane.start(work / "plane", nodes=NodeSet(profile="kind", count=1))
@@ -93,7 +106,7 @@ def searches(count: int = SEARCHES) -> list[dict[str, Any]]:
                 )  # fmt: skip
                 operator = start_operator(plane.kubeconfig, [NS], work / "operator.log")
                 try:
-                    return [_search(plane, f"knee-{i + 1}") for i in range(count)]
+                    return _searches(plane, [f"knee-{i + 1}" for i in range(count)])
                 finally:
                     operator.stop()
         finally:

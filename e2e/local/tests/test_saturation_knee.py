@@ -26,7 +26,7 @@ from localplane.plane import Plane
 from localplane.tools import REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))
-from knee_spread import knee_run
+from knee_spread import KNEE, knee_run
 
 sys.path.insert(0, str(REPO / "benchmarks" / "wireserver"))
 from wireserver import WireServer, running_wireserver
@@ -35,6 +35,19 @@ pytestmark = pytest.mark.cluster
 
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 PRICE = 0.096  # of one m5.large node-hour, as the test gives it
+# Generous: this plane's 2 cores are shared with the other tests' planes, and a p99 of tens of
+# milliseconds at low load happens. What bounds the search here is mostly the clients' share
+# of the offered load (minAchievedFraction), which the busy host cannot fake.
+LIMIT_MS = 500
+# Coarse, so that the test takes few Jobs on a busy host: 200 .. 3200 ops/s by 25%. The knee's
+# reproducibility at 5% is make bench-knee's figure, not this test's.
+KNEE_TEST = {
+    **KNEE,
+    "latency": {"percentile": "p99", "limitMs": LIMIT_MS},
+    "maxOpsPerSecond": 3200,
+    "resolution": 0.25,
+    "repetitions": 2,
+}
 
 
 @pytest.fixture
@@ -82,6 +95,7 @@ def test_the_knee_of_the_wire_server_with_its_curve_and_its_cost(
                 knee_run(
                     "knee",
                     "wireserver",
+                    knee=KNEE_TEST,
                     cost={"prices": {"m5.large": PRICE}},
                     cleanup={"jobs": "OnSuccess"},  # a failed step's pod stays to say why
                 ),
@@ -91,10 +105,19 @@ def test_the_knee_of_the_wire_server_with_its_curve_and_its_cost(
             operator.stop()
     status = run["status"]
     pods = k8s.CoreV1Api(kube_api).list_namespaced_pod(namespace).items
-    why = [
-        (p.metadata.name, p.status.container_statuses) for p in pods if p.status.phase == "Failed"
+    why = [  # what the failed clients said (their termination messages)
+        (c.state.terminated.message or "")[-600:]
+        for p in pods
+        if p.status.phase == "Failed"
+        for c in p.status.container_statuses or ()
+        if c.state and c.state.terminated
     ]
-    assert status["phase"] == "Succeeded", (status.get("conditions"), why)
+    failed = [
+        (s["label"], s.get("message"), (s.get("result") or {}).get("error"))
+        for s in status.get("steps", [])
+        if s["phase"] == "Failed"
+    ]
+    assert status["phase"] == "Succeeded", (failed, why)
 
     # The search: doubling from the start until a probe fails, then bisection, each probe
     # with its offered load, what the clients achieved and the percentile.
@@ -102,17 +125,20 @@ def test_the_knee_of_the_wire_server_with_its_curve_and_its_cost(
     assert probes[0]["offeredOpsPerSecond"] == 200
     assert all(p["phase"] == "Succeeded" and p["result"]["throughput"] > 0 for p in probes)
     found = status["knee"]["workloads"][0]
-    assert found["done"] and found["offeredOpsPerSecond"] >= 200, found
+    assert found["done"] and found.get("offeredOpsPerSecond", 0) >= 200, (found, probes)
     assert found["probes"] == len(probes) < found["gridProbes"]
     failing = found.get("failingOpsPerSecond")
     if failing is not None:  # bracketed: within the resolution
-        assert failing <= found["offeredOpsPerSecond"] * 1.05 + 1
+        assert failing <= found["offeredOpsPerSecond"] * 1.25 + 1
     # The runs at the knee: its interval.
     at_knee = [s for s in status["steps"] if s["kind"] == "run"]
-    assert len(at_knee) == 3
+    assert len(at_knee) == 2
     assert {s["offeredOpsPerSecond"] for s in at_knee} == {found["offeredOpsPerSecond"]}
-    assert found["throughput"]["n"] == 3 and found["throughput"]["mean"] > 0
-    assert found["limitMs"] == 20 and found["percentile"] == "p99"
+    assert found["throughput"]["n"] == 2 and found["throughput"]["mean"] > 0
+    assert (
+        found["throughput"]["ciLow"] <= found["throughput"]["mean"] <= found["throughput"]["ciHigh"]
+    )
+    assert found["limitMs"] == LIMIT_MS and found["percentile"] == "p99"
 
     # The cost: each measured step's client node, an m5.large, for the step's window.
     for step in [*probes, *at_knee]:
