@@ -20,7 +20,7 @@ from typing import Any
 from mongobench.api.benchmarkrun import BenchmarkRunSpec, Knee
 from mongobench.benchmarkrun.plan import Step
 from mongobench.k8s import conditions as cond
-from mongobench_results import knee
+from mongobench_results import knee, records
 
 
 def target_of(spec: Knee) -> knee.Target:
@@ -123,6 +123,19 @@ def status(spec: BenchmarkRunSpec, steps: Sequence[Mapping[str, Any]]) -> dict[s
     return {
         "workloads": [knee.status(target, w.search, w.at_knee, w.workload) for w in found],
     }
+
+
+def measured_fields(result: Mapping[str, Any], spec: Knee) -> dict[str, Any]:
+    """What a probe (or a run at the knee) measured, beside its offeredOpsPerSecond in its
+    status entry: the achieved load and the knee's percentile in milliseconds."""
+    achieved = records.throughput(result)
+    latency = knee.percentile_of(result, spec.latency.percentile)
+    out: dict[str, Any] = {}
+    if achieved is not None:
+        out["achievedOpsPerSecond"] = round(achieved, 1)
+    if latency is not None:
+        out[f"{spec.latency.percentile}Ms"] = round(latency / 1000.0, 3)
+    return out
 
 
 def probe_message(step: Step, entry: Mapping[str, Any], percentile: str) -> str:

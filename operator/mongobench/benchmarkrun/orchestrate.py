@@ -477,6 +477,8 @@ class _Advance:
             "clientsReported": len(got.documents),
         }
         fields.update(self.step_cpu(step, entry, end))
+        if self.spec.knee is not None and step.target is not None:
+            fields.update(knee.measured_fields(fields["result"], self.spec.knee))
         if self.spec.cost is not None and step.kind in ("probe", "run"):
             fields["cost"] = self.step_cost(step, {**entry, **fields})
         problem = collection_problem(len(got.documents), got.missing, merged, failed)

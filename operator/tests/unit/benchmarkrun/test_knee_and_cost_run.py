@@ -168,6 +168,8 @@ def test_the_run_searches_the_knee_then_repeats_at_it_and_reports_it() -> None:
     runs = [s for s in now["steps"] if s["kind"] == "run"]
     # Doubling 100 .. 1600 (fails), then bisection towards 900 ops/s.
     assert [p["offeredOpsPerSecond"] for p in probes[:5]] == [100, 200, 400, 800, 1600]
+    assert (probes[0]["achievedOpsPerSecond"], probes[0]["p99Ms"]) == (100.0, 1.111)
+    assert probes[4]["achievedOpsPerSecond"] == 1000.0 and probes[4]["p99Ms"] > 10
     found = now["knee"]["workloads"][0]
     true_knee = CAPACITY * (1 - BASE_MS / 10)
     assert abs(found["offeredOpsPerSecond"] - true_knee) / true_knee <= 0.05
