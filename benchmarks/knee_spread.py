@@ -36,16 +36,19 @@ from wireserver import running_wireserver
 
 NS = "bench"
 SEARCHES = int(os.environ.get("BENCH_KNEE_SEARCHES", "3"))
-# The knee target: generous enough that the p99 of a plane sharing 2 busy cores stays under it
-# at low load (an idle host answers in about a millisecond).
+# The knee target: generous enough that the p99 of a plane sharing 2 busy cores (load average
+# 20-45 when measured: a p99 of 0.7 s at 25 ops/s was seen) stays under it at low load; an idle
+# host answers in about a millisecond.
 KNEE: dict[str, Any] = {
-    "latency": {"percentile": "p99", "limitMs": 100},
+    "latency": {"percentile": "p99", "limitMs": 1000},
     "startOpsPerSecond": 200,
     "maxOpsPerSecond": 25600,
     "resolution": 0.05,
     "repetitions": 3,
 }
-RUN_SECONDS = int(os.environ.get("BENCH_KNEE_SECONDS", "5"))
+# Long: a client JVM on this busy host takes up to ~11 s before its first operation, and YCSB's
+# maxexecutiontime counts from its start.
+RUN_SECONDS = int(os.environ.get("BENCH_KNEE_SECONDS", "20"))
 
 
 def knee_run(name: str, secret: str, **spec: Any) -> dict[str, Any]:
@@ -97,7 +100,14 @@ def searches(count: int = SEARCHES) -> list[dict[str, Any]]:
             plane.kubectl("create", "namespace", NS)
             with (
                 running_wireserver(work) as server,
-                pod_executor(plane, NS, uri_rewrite=rewrite_hosts(f"{server.host}:{server.port}")),
+                # Unconfined: in the harness's cgroup the clients would get one task's share
+                # of a busy host between them.
+                pod_executor(
+                    plane,
+                    NS,
+                    uri_rewrite=rewrite_hosts(f"{server.host}:{server.port}"),
+                    cpu_limits=False,
+                ),
             ):
                 uri = f"mongodb://{server.host}:{server.port}/ycsb"
                 plane.kubectl(

@@ -38,7 +38,7 @@ PRICE = 0.096  # of one m5.large node-hour, as the test gives it
 # Generous: this plane's 2 cores are shared with the other tests' planes, and a p99 of tens of
 # milliseconds at low load happens. What bounds the search here is mostly the clients' share
 # of the offered load (minAchievedFraction), which the busy host cannot fake.
-LIMIT_MS = 500
+LIMIT_MS = 1000
 # Coarse, so that the test takes few Jobs on a busy host: 200 .. 3200 ops/s by 25%. The knee's
 # reproducibility at 5% is make bench-knee's figure, not this test's.
 KNEE_TEST = {
@@ -86,7 +86,9 @@ def test_the_knee_of_the_wire_server_with_its_curve_and_its_cost(
         namespace,
         {"metadata": {"name": "wireserver"}, "stringData": {"uri": f"mongodb://{target}/ycsb"}},
     )
-    with pod_executor(plane, namespace, uri_rewrite=rewrite_hosts(target)):
+    # Unconfined: a client in the harness's cgroup gets one task's share of the host, starved
+    # on a host other planes keep busy; no CPU limit is what this test is about.
+    with pod_executor(plane, namespace, uri_rewrite=rewrite_hosts(target), cpu_limits=False):
         operator = start_operator(plane.kubeconfig, [namespace], tmp_path / "operator.log")
         try:
             apply(
