@@ -39,12 +39,14 @@ PRICE = 0.096  # of one m5.large node-hour, as the test gives it
 # milliseconds at low load happens. What bounds the search here is mostly the clients' share
 # of the offered load (minAchievedFraction), which the busy host cannot fake.
 LIMIT_MS = 1000
-# Coarse, so that the test takes few Jobs on a busy host: 200 .. 3200 ops/s by 25%. The knee's
+# Coarse, so that the test takes few Jobs on a busy host: 10 .. 160 ops/s by 25% (4 client
+# threads carried about 30 ops/s here). The knee's
 # reproducibility at 5% is make bench-knee's figure, not this test's.
 KNEE_TEST = {
     **KNEE,
     "latency": {"percentile": "p99", "limitMs": LIMIT_MS},
-    "maxOpsPerSecond": 3200,
+    "startOpsPerSecond": 10,
+    "maxOpsPerSecond": 160,
     "resolution": 0.25,
     "repetitions": 2,
 }
@@ -124,10 +126,10 @@ def test_the_knee_of_the_wire_server_with_its_curve_and_its_cost(
     # The search: doubling from the start until a probe fails, then bisection, each probe
     # with its offered load, what the clients achieved and the percentile.
     probes = [s for s in status["steps"] if s["kind"] == "probe"]
-    assert probes[0]["offeredOpsPerSecond"] == 200
+    assert probes[0]["offeredOpsPerSecond"] == 10
     assert all(p["phase"] == "Succeeded" and p["result"]["throughput"] > 0 for p in probes)
     found = status["knee"]["workloads"][0]
-    assert found["done"] and found.get("offeredOpsPerSecond", 0) >= 200, (found, probes)
+    assert found["done"] and found.get("offeredOpsPerSecond", 0) >= 10, (found, probes)
     assert found["probes"] == len(probes) < found["gridProbes"]
     failing = found.get("failingOpsPerSecond")
     if failing is not None:  # bracketed: within the resolution
@@ -136,10 +138,14 @@ def test_the_knee_of_the_wire_server_with_its_curve_and_its_cost(
     at_knee = [s for s in status["steps"] if s["kind"] == "run"]
     assert len(at_knee) == 2
     assert {s["offeredOpsPerSecond"] for s in at_knee} == {found["offeredOpsPerSecond"]}
-    assert found["throughput"]["n"] == 2 and found["throughput"]["mean"] > 0
-    assert (
-        found["throughput"]["ciLow"] <= found["throughput"]["mean"] <= found["throughput"]["ciHigh"]
-    )
+    # Its interval is over the valid ones (a trial judged invalid stays out, as everywhere).
+    valid = [s for s in at_knee if (s.get("validity") or {}).get("valid", True)]
+    verdicts = [(s["label"], s.get("validity")) for s in at_knee]
+    assert found["throughput"]["n"] == len(valid) >= 1, verdicts
+    tp = found["throughput"]
+    assert tp["mean"] > 0
+    if len(valid) >= 2:
+        assert tp["ciLow"] <= tp["mean"] <= tp["ciHigh"]
     assert found["limitMs"] == LIMIT_MS and found["percentile"] == "p99"
 
     # The cost: each measured step's client node, an m5.large, for the step's window.
