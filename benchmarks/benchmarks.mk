@@ -1,7 +1,8 @@
 # Benchmarks of the operator, the CLI and the benchmark clients (included by the root Makefile).
 # Each prints figures measured side by side in one run; none asserts a time.
 .PHONY: bench-reconcile bench-orchestration bench-step-window bench-scale bench-memory bench-cli \
-        bench-clients bench-tls bench-method bench-validity bench-history build-wireserver lint-wireserver
+        bench-clients bench-tls bench-method bench-validity bench-history bench-knee build-wireserver \
+        lint-wireserver
 
 bench-reconcile: setup ## time apply->children and count API requests of the MongoCluster reconciler
 	PYTHONPATH=e2e/local $(VENV)/bin/python benchmarks/reconcile.py
@@ -27,6 +28,9 @@ bench-history: setup ## change points on a synthetic archive of 500 runs (5% shi
 	PYTHONPATH=e2e/local $(VENV)/bin/python benchmarks/history.py
 bench-validity: setup ## warm-up found within 2 s (simulated series) and a CPU hog on the database node flagged (real cgroups + Prometheus, ~3 min)
 	PYTHONPATH=e2e/local $(VENV)/bin/python benchmarks/method_validity.py
+
+bench-knee: build-java build-wireserver ## the saturation knee of one configuration searched 3 times on the local plane (wire server): spread of the knee, probes vs a grid (BENCH_KNEE_SEARCHES)
+	PYTHONPATH=e2e/local $(VENV)/bin/python benchmarks/knee_spread.py
 
 build-wireserver: ## build mongobench-wireserver (benchmarks/wireserver) into the tool cache (skipped when unchanged)
 	@$(VENV)/bin/python benchmarks/wireserver/wireserver.py build >/dev/null

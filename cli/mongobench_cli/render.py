@@ -512,6 +512,10 @@ def describe(run: LoadedRun, confidence: float = stats.DEFAULT_CONFIDENCE) -> Gr
     loads = [s for s in records.steps(obj) if s.distribution]
     if loads:
         parts.append(_distribution_table(loads))
+    if (obj.get("status") or {}).get("knee"):
+        parts.append(knee_table(obj))
+    if (obj.get("status") or {}).get("cost"):
+        parts.append(cost_table(obj))
     snapshot = (obj.get("status") or {}).get("clusterSnapshot")
     if snapshot:
         parts.append(Text("Cluster snapshot", style="bold italic"))
@@ -524,6 +528,69 @@ def describe(run: LoadedRun, confidence: float = stats.DEFAULT_CONFIDENCE) -> Gr
     if not warn:
         parts.append(Text("  none"))
     return Group(*parts)
+
+
+def knee_rows(run: Mapping[str, Any]) -> list[dict[str, str]]:
+    """status.knee per workload, as text cells (describe and the report's table)."""
+    out = []
+    for k in ((run.get("status") or {}).get("knee") or {}).get("workloads") or ():
+        tp = k.get("throughput") or {}
+        lat = k.get("latencyMs") or {}
+        ci = (
+            f"{num(tp.get('ciLow'))} .. {num(tp.get('ciHigh'))}"
+            if tp.get("ciLow") is not None
+            else "-"
+        )
+        out.append(
+            {
+                "workload": str(k.get("workload")),
+                "knee (offered ops/s)": num(k.get("offeredOpsPerSecond"))
+                if k.get("offeredOpsPerSecond") is not None
+                else "none",
+                "achieved ops/s": f"{num(tp.get('mean'))} (n {tp.get('n', 0)})" if tp else "-",
+                "CI": ci,
+                f"{k.get('percentile')} ms": num(lat.get("mean")) if lat else "-",
+                "limit ms": num(k.get("limitMs")),
+                "probes / grid": f"{k.get('probes')} / {k.get('gridProbes')}",
+                "search": str(k.get("reason", "")),
+            }
+        )
+    return out
+
+
+def knee_table(run: Mapping[str, Any]) -> Table:
+    rows = knee_rows(run)
+    # The percentile's column is named after it: the same in every row of one run.
+    table = _titled("Saturation knee", rows[0].keys() if rows else ("workload",))
+    for row in rows:
+        table.add_row(*row.values())
+    return table
+
+
+def cost_table(run: Mapping[str, Any]) -> Table:
+    """status.cost: cost per million operations per workload, and per step."""
+    costs = (run.get("status") or {}).get("cost") or {}
+    currency = str(costs.get("currency") or "")
+    table = _titled(
+        f"Cost ({currency} per million operations; node-hours at the given prices)",
+        ("workload / step", "nodes", "node-hours", f"per Mops ({currency})"),
+    )
+    for w in costs.get("workloads") or ():
+        table.add_row(str(w.get("workload")), "", "", num(w.get("perMillionOperations")))
+    for entry in (run.get("status") or {}).get("steps") or ():
+        c = entry.get("cost")
+        if not isinstance(c, Mapping):
+            continue
+        nodes = ", ".join(f"{n} {t}" for t, n in (c.get("nodes") or {}).items())
+        table.add_row(
+            f"  {entry.get('label')}",
+            nodes or str(c.get("error", "")),
+            num(c.get("nodeHours")),
+            num(c.get("perMillionOperations")),
+        )
+    for problem in costs.get("problems") or ():
+        table.add_row(Text(f"  ! {problem}", style="yellow"), "", "", "")
+    return table
 
 
 def _overview_grid(o: records.Overview) -> Table:

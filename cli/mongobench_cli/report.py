@@ -11,7 +11,9 @@ Figures (matplotlib, Agg backend, no display needed):
   in exactly that one dimension;
 - loads: the time to load per configuration, and against each numeric dimension in which the
   configurations differ (experiment cells, `--group-by a,b`, or the target's shape), one line
-  per value of the others.
+  per value of the others;
+- the saturation knee (runs with spec.knee): the named percentile against the achieved
+  throughput of every probe, the limit line and the knee marked (its runs and its offered load).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 from mongobench_cli import render
 from mongobench_cli.calibration import html_section as calibration_html
 from mongobench_cli.sources import LoadedRun, SourceError
-from mongobench_results import calibration, compare, hdr, records
+from mongobench_results import calibration, compare, hdr, knee, records
 from mongobench_results import history as _history
 
 SCALING_DIMENSIONS = ("shards", "members", "mongos", "version")
@@ -117,6 +119,76 @@ def _bars(
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=8, title="configuration", title_fontsize=8)
     figs.save(fig, name, section, title)
+
+
+def knee_figures(figs: _Figures, runs: Sequence[LoadedRun]) -> str:
+    """Per run and workload with probes: the latency-versus-throughput curve. Returns the
+    knee table's HTML (a row per run and workload), empty without knee runs."""
+    html_rows: list[str] = []
+    header: list[str] = []
+    for loaded in runs:
+        run = loaded.run
+        points = knee.curve(run)
+        if not points:
+            continue
+        found = {
+            str(k.get("workload")): k
+            for k in ((run.get("status") or {}).get("knee") or {}).get("workloads") or ()
+        }
+        name = str((run.get("metadata") or {}).get("name", loaded.key))
+        for workload in dict.fromkeys(p.workload for p in points):
+            mine = [p for p in points if p.workload == workload]
+            k = found.get(workload, {})
+            percentile = str(k.get("percentile", "p99"))
+            fig, ax = plt.subplots(figsize=(7, 4.2))
+            probes = sorted((p for p in mine if not p.at_knee), key=lambda p: p.achieved)
+            ax.plot(
+                [p.achieved for p in probes],
+                [p.latency_ms for p in probes],
+                "o-",
+                color="tab:blue",
+                label="probes",
+            )
+            trials = [p for p in mine if p.at_knee]
+            if trials:
+                ax.plot(
+                    [p.achieved for p in trials],
+                    [p.latency_ms for p in trials],
+                    "D",
+                    color="tab:green",
+                    markersize=8,
+                    label="runs at the knee",
+                )
+            if k.get("limitMs") is not None:
+                ax.axhline(float(k["limitMs"]), color="tab:red", ls="--", label="limit")
+            if k.get("offeredOpsPerSecond") is not None:
+                ax.axvline(
+                    float(k["offeredOpsPerSecond"]),
+                    color="tab:green",
+                    ls=":",
+                    label=f"knee {k['offeredOpsPerSecond']} ops/s offered",
+                )
+            ax.set_yscale("log")  # past the knee the percentile grows by orders of magnitude
+            ax.set_xlabel("achieved throughput (ops/s)")
+            ax.set_ylabel(f"{percentile} latency (ms, worst operation; log)")
+            ax.set_title(f"{name}: {workload}, {percentile} against throughput")
+            ax.legend(fontsize=8)
+            ax.grid(alpha=0.3)
+            figs.save(
+                fig,
+                f"knee-{_safe(name)}-{_safe(workload)}",
+                "Saturation knee",
+                f"{name} workload {workload}: {percentile} latency against achieved throughput "
+                f"for every probe, the limit and the knee",
+            )
+        for row in render.knee_rows(run):
+            header = header or ["run", *row]
+            cells = "".join(f"<td>{html.escape(v)}</td>" for v in row.values())
+            html_rows.append(f"<tr><td>{html.escape(name)}</td>{cells}</tr>")
+    if not html_rows:
+        return ""
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    return f"<table class='knee'><tr>{head}</tr>{''.join(html_rows)}</table>"
 
 
 def throughput_figure(figs: _Figures, result: compare.Comparison) -> None:
@@ -813,6 +885,7 @@ def write(
     cpu_figures(figs, result, by_key)
     cpu_overlay_figure(figs, result, by_key)
     deploy_figure(figs, experiments)
+    knee_table = knee_figures(figs, runs)
 
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
@@ -844,6 +917,8 @@ def write(
     parts += _calibration_parts(calibrated)
     parts += ["<h2>Runs</h2>", _runs_html(runs, result), *_distribution_html(runs)]
     parts += ["<h2>Comparison</h2>", _compare_html(result)]
+    if knee_table:
+        parts += ["<h2>Knee</h2>", knee_table]
     if experiments:
         parts += ["<h2>Deploy times</h2>", deploy_html(experiments)]
         parts += [_figure_html(c, p) for sec, c, p in figs.items if sec == "Deploy times"]

@@ -42,11 +42,12 @@ CV_LIMIT = 0.10
 MIN_N = 3
 DIMENSIONS = ("topology", "shards", "members", "mongos", "configServers", "version", "platform")
 LATENCY_STATS = ("avg", "min", "p50", "p95", "p99", "p999", "max")
-DEFAULT_METRICS = ("throughput", "avg", "p99", "cpu")
+# cost: only where the steps carry a cost (prices were given); no row otherwise.
+DEFAULT_METRICS = ("throughput", "avg", "p99", "cpu", "cost")
 # Per role (benchmarkrun.roles): cores summed over the role's pods, and memory working set.
 ROLE_METRICS = tuple(f"{kind}:{role}" for kind in ("cpu", "memory") for role in records.ROLES)
 ROLE_CPU_METRICS = tuple(m for m in ROLE_METRICS if m.startswith("cpu:"))
-METRIC_CHOICES = ("throughput", *LATENCY_STATS, "cpu", *ROLE_METRICS)
+METRIC_CHOICES = ("throughput", *LATENCY_STATS, "cpu", *ROLE_METRICS, "cost")
 _ROLE_FIGURE = {"cpu": ("cores", "cpuCores"), "memory": ("bytes", "memoryWorkingSetBytes")}
 
 Test = Literal["welch", "utest"]
@@ -132,7 +133,16 @@ def metrics_for(
             Metric("cpu clients", "%", False, True, lambda s: records.cpu_group(s, "clients"))
         )
     out += [_role_metric(w) for w in ROLE_METRICS if w in wanted]
+    if "cost" in wanted:
+        out.append(Metric("cost", "per Mops", False, False, _cost_per_million))
     return out
+
+
+def _cost_per_million(s: records.StepView) -> float | None:
+    """The step's cost per million operations (cost.py, written by the operator when the run
+    names prices); None without prices or with a node type that has none."""
+    value = (s.cost or {}).get("perMillionOperations")
+    return float(value) if value is not None else None
 
 
 def _role_metric(wanted: str) -> Metric:

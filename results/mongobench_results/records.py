@@ -191,6 +191,7 @@ class StepView:
     validity: _validity.Validity = _validity.UNJUDGED  # the operator's verdict on this trial
     distribution: Mapping[str, Any] | None = None  # shards after a load (sharded clusters)
     roles: Mapping[str, Any] | None = None  # CPU and memory per role (mongod, mongos, ...)
+    cost: Mapping[str, Any] | None = None  # node-hours and price (cost.py), when prices are given
 
     @property
     def seconds(self) -> float | None:
@@ -219,6 +220,7 @@ def steps(run: Mapping[str, Any]) -> list[StepView]:
                 validity=_validity.parse(s.get("validity")),
                 distribution=s.get("distribution"),
                 roles=s.get("roles"),
+                cost=s.get("cost"),
             )
         )
     return out

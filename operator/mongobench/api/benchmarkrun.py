@@ -100,6 +100,52 @@ class RepeatUntil:
 
 
 @dataclass(frozen=True)
+class KneeLatency:
+    percentile: Literal["p50", "p95", "p99", "p999"] = "p99"
+    limit_ms: float = 10.0
+
+
+@dataclass(frozen=True)
+class Knee:
+    """Knee search: instead of fixed repetitions, probe the offered load (YCSB target, Locust's
+    constant throughput) for the highest one whose percentile stays under the limit, then run
+    `repetitions` trials there (benchmarkrun.knee; the search is mongobench_results.knee)."""
+
+    start_ops_per_second: int
+    max_ops_per_second: int
+    latency: KneeLatency = field(default_factory=KneeLatency)
+    resolution: float = 0.05
+    repetitions: int = 3
+    # Achieved / offered at or above which a probe carried its load.
+    min_achieved_fraction: float = 0.9
+
+    def __post_init__(self) -> None:
+        """The CRD's rules again (an apiserver without them)."""
+        if not 0 < self.start_ops_per_second <= self.max_ops_per_second:
+            raise SpecError("spec.knee: startOpsPerSecond must be 1..maxOpsPerSecond")
+        if not 0 < self.resolution < 1:
+            raise SpecError(f"spec.knee.resolution: {self.resolution} is not in (0, 1)")
+        if self.latency.limit_ms <= 0:
+            raise SpecError("spec.knee.latency.limitMs must be positive")
+
+
+@dataclass(frozen=True)
+class PricesRef:
+    name: str
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Node prices per instance type (one node-hour), inline or in a ConfigMap of the run's
+    namespace (data: instance type -> price, optional key `currency`); never looked up
+    outside. Each step's cost is its nodes' hours at these prices (mongobench_results.cost)."""
+
+    prices: dict[str, float] = field(default_factory=dict)
+    config_map_ref: PricesRef | None = None
+    currency: str = "USD"
+
+
+@dataclass(frozen=True)
 class DataReset:
     between: Literal["None", "Workloads", "Repetitions"] = "None"
     inserting_workloads: Literal["RunLast", "Reload", "AsWritten"] = "RunLast"
@@ -278,6 +324,8 @@ class BenchmarkRunSpec:
     labels: dict[str, str] = field(default_factory=dict)
     archive: Archive | None = None
     validity: ValidityPolicy = field(default_factory=ValidityPolicy)
+    knee: Knee | None = None
+    cost: Cost | None = None
 
     @classmethod
     def parse(cls, spec: dict[str, Any]) -> BenchmarkRunSpec:

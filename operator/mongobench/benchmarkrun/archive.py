@@ -47,7 +47,7 @@ if TYPE_CHECKING:  # the pool is the caller's
 
 log = logging.getLogger("mongobench.archive")
 
-ARCHIVED_KINDS = ("load", "warmup", "run")  # steps with client documents
+ARCHIVED_KINDS = ("load", "warmup", "probe", "run")  # steps with client documents
 FINISHED = (cond.STEP_SUCCEEDED, cond.STEP_FAILED)
 # Step fields that describe the resources it used: cpu, and disk, network and memory (resources),
 # the CPU of its nodes' other pods (neighbours); and the verdict on the trial they support.

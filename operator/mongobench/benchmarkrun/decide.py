@@ -59,6 +59,7 @@ PHASE_OF_STEP = {
     "prepare": cond.RUN_PREPARING,
     "load": cond.RUN_LOADING,
     "warmup": cond.RUN_RUNNING,
+    "probe": cond.RUN_RUNNING,
     "run": cond.RUN_RUNNING,
     "cleanup": cond.RUN_COLLECTING,
 }

@@ -127,7 +127,7 @@ def step_scenario(spec: BenchmarkRunSpec, step: Step) -> Scenario | None:
     and runs; None for YCSB's own workloads."""
     if step.kind == "load":
         return spec.load.scenario
-    if step.kind in ("warmup", "run"):
+    if step.kind in ("warmup", "probe", "run"):
         return next(w for w in spec.workloads if w.name == step.workload).scenario
     return None
 
@@ -157,13 +157,17 @@ def ycsb_properties(spec: BenchmarkRunSpec, step: Step) -> list[tuple[str, str]]
     run = spec.run
     count = spec.warmup.operation_count if step.kind == "warmup" and spec.warmup else None
     duration = spec.warmup.duration_seconds if step.kind == "warmup" and spec.warmup else None
-    if step.kind == "run":
+    if step.kind in ("probe", "run"):
         count, duration = run.operation_count, run.duration_seconds
     # Duration-only runs: YCSB stops at maxexecutiontime; give operationcount no limit (0).
     props.append(("operationcount", str(count if count is not None else 0)))
     if duration is not None:
         props.append(("maxexecutiontime", str(duration)))
-    if run.target_ops_per_second is not None:
+    if step.target is not None:
+        # The knee's offered load is the total over the clients: each paces its share.
+        share = step.target / spec.clients.parallelism
+        props.append(("target", str(max(1, round(share)))))
+    elif run.target_ops_per_second is not None:
         props.append(("target", str(run.target_ops_per_second)))
     if run.request_distribution is not None:
         props.append(("requestdistribution", run.request_distribution))

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec, Scenario
-from mongobench.benchmarkrun import jobs, repetitions, results, validity
+from mongobench.benchmarkrun import cost, jobs, knee, repetitions, results, validity
 from mongobench.benchmarkrun.cpu import CpuUnavailable
 from mongobench.benchmarkrun.decide import (
     TERMINAL,
@@ -156,7 +156,8 @@ class _Advance:
         self.cpu = cpu
         self.outcome = Outcome(run=run)
         self.spec = BenchmarkRunSpec.parse(dict(run["spec"]))
-        self.plan = with_reruns(self.spec, make_plan(self.spec), status)
+        planned = knee.with_knee(self.spec, make_plan(self.spec), status)
+        self.plan = with_reruns(self.spec, planned, status)
         self.policy = repetitions.run_policy(self.spec)
 
     # -- status helpers ------------------------------------------------------------------------
@@ -183,6 +184,7 @@ class _Advance:
                         "repetition": step.repetition,
                         "phase": cond.STEP_PENDING,
                         **({"attempt": step.attempt} if step.attempt > 1 else {}),
+                        **({"offeredOpsPerSecond": step.target} if step.target is not None else {}),
                     }
                 )
                 for step in self.plan
@@ -266,6 +268,15 @@ class _Advance:
         self.new["repetitions"] = repetitions.status(self.policy, outcomes, "workloads")
         self.condition(*repetitions.target_condition(outcomes, "workload"))
 
+    def report_knee_and_cost(self) -> None:
+        """status.knee (spec.knee) and status.cost (spec.cost) from the steps as recorded."""
+        steps = self.new.get("steps", self.status.get("steps") or [])
+        found = knee.status(self.spec, steps)
+        if found is not None:
+            self.new["knee"] = found
+        if self.spec.cost is not None and (costs := cost.status(steps)) is not None:
+            self.new["cost"] = costs
+
     def go(self) -> Outcome:
         self.skip_unneeded()
         observed = self.observe()
@@ -282,6 +293,7 @@ class _Advance:
             assert action.step is not None  # only the steps talk to MongoDB
             self.fail(action.step, f"{action.step.label}: {exc}")
         self.report_repetitions()
+        self.report_knee_and_cost()
         self.publish()
         self.outcome.phase = self.new.get("phase", self.status.get("phase"))
         return self.outcome
@@ -466,6 +478,10 @@ class _Advance:
             "clientsReported": len(got.documents),
         }
         fields.update(self.step_cpu(step, entry, end))
+        if self.spec.knee is not None and step.target is not None:
+            fields.update(knee.measured_fields(fields["result"], self.spec.knee))
+        if self.spec.cost is not None and step.kind in ("probe", "run"):
+            fields["cost"] = self.step_cost(step, {**entry, **fields})
         problem = collection_problem(len(got.documents), got.missing, merged, failed)
         if problem is None and step.kind == "run":
             fields.update(self.judge(step, merged, fields))
@@ -478,7 +494,22 @@ class _Advance:
             self.outcome.info(
                 cond.EVENT_STEP_SUCCEEDED, f"{step.label}: {fields['result']['throughput']} ops/s"
             )
+        if problem is None and step.kind == "probe" and self.spec.knee is not None:
+            message = knee.probe_message(
+                step, {**entry, **fields}, self.spec.knee.latency.percentile
+            )
+            self.outcome.info(cond.EVENT_STEP_SUCCEEDED, message)
         return problem
+
+    def step_cost(self, step: Step, entry: Mapping[str, Any]) -> dict[str, Any]:
+        """The step's cost entry: its nodes' hours at the run's prices (benchmarkrun.cost)."""
+        prices = cost.prices(self.kube, self.ns, self.spec)
+        snapshot = self.new.get("clusterSnapshot", self.status.get("clusterSnapshot"))
+        try:
+            types = cost.step_instance_types(self.kube, self.ns, step.job_name(self.name), snapshot)
+        except ApiError as exc:  # a run does not fail for want of its cost
+            return {"error": f"nodes of {step.label}: {exc.reason}"}
+        return cost.step_cost(prices, types, entry)
 
     def judge(
         self, step: Step, merged: Mapping[str, Any], fields: Mapping[str, Any]

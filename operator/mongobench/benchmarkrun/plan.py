@@ -7,6 +7,9 @@
     run <w> #r                   the measured runs, `repetitions` times each (with repeatUntil:
                                  up to its maxRepetitions, those a workload no longer needs
                                  are skipped: benchmarkrun.repetitions)
+    probe <w> #1                 with spec.knee instead of the runs: the first probe of the
+                                 knee search; benchmarkrun.knee adds the next probes and the
+                                 runs at the knee as the probes are measured
     reset + load                 reload the data where dataReset asks (the reset is the load
                                  step's `reset` flag: drop and recreate before inserting)
     cleanup                      drop the collection when cleanup.data asks; delete Jobs
@@ -26,7 +29,7 @@ from typing import Literal
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec, Workload
 
-StepKind = Literal["prepare", "load", "warmup", "run", "cleanup"]
+StepKind = Literal["prepare", "load", "warmup", "probe", "run", "cleanup"]
 INSERTING_STANDARD = frozenset({"d", "e"})
 MAX_JOB_NAME = 52  # a Job's pods get `<job>-<index>-<5 chars>` names and a job-name label
 
@@ -39,10 +42,12 @@ class Step:
     repetition: int | None = None  # 1-based
     reset: bool = False  # load: drop and recreate the collection first
     attempt: int = 1  # run: 2, 3, ... re-run an invalid trial (reruns.py)
+    # probe, and run at the knee: the offered load (ops/s over all clients; benchmarkrun.knee)
+    target: int | None = None
 
     @property
     def runs_job(self) -> bool:
-        return self.kind in ("load", "warmup", "run")
+        return self.kind in ("load", "warmup", "probe", "run")
 
     @property
     def label(self) -> str:
@@ -50,6 +55,8 @@ class Step:
         if self.kind == "run":
             again = f" (attempt {self.attempt})" if self.attempt > 1 else ""
             return f"run {self.workload} #{self.repetition}{again}"
+        if self.kind == "probe":
+            return f"probe {self.workload} #{self.repetition} ({self.target} ops/s)"
         if self.kind == "warmup":
             return f"warmup {self.workload}"
         if self.kind == "load" and self.repetition:
@@ -122,6 +129,9 @@ def make_plan(spec: BenchmarkRunSpec) -> list[Step]:
         if spec.warmup is not None:
             steps.append(("warmup", workload.name, None, False))
             dirty = dirty or inserts(workload)
+        if spec.knee is not None:  # the search adds the probes and the knee's runs (knee.py)
+            steps.append(("probe", workload.name, 1, False))
+            continue
         for rep in range(1, spec.max_repetitions + 1):
             if rep > 1 and loaded and policy.between == "Repetitions":
                 steps.append(("load", None, None, True))
@@ -129,4 +139,8 @@ def make_plan(spec: BenchmarkRunSpec) -> list[Step]:
             steps.append(("run", workload.name, rep, False))
             dirty = dirty or inserts(workload)
     steps.append(("cleanup", None, None, False))
-    return [Step(i, kind, wl, rep, reset) for i, (kind, wl, rep, reset) in enumerate(steps)]
+    start = spec.knee.start_ops_per_second if spec.knee is not None else None
+    return [
+        Step(i, kind, wl, rep, reset, target=start if kind == "probe" else None)
+        for i, (kind, wl, rep, reset) in enumerate(steps)
+    ]

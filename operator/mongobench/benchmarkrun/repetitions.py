@@ -28,7 +28,7 @@ from mongobench_results import adaptive, compare, records
 
 # The metrics repeatUntil may name: compare's keys (CPU is in points of a share: no relative
 # interval to aim at).
-UNTIL_METRICS = tuple(m for m in compare.METRIC_CHOICES if m != "cpu")
+UNTIL_METRICS = tuple(m for m in compare.METRIC_CHOICES if m not in ("cpu", "cost"))
 
 
 @dataclass(frozen=True)

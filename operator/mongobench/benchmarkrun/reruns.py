@@ -11,6 +11,7 @@ for it has just finished), so nothing recorded moves.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec
@@ -39,14 +40,12 @@ def with_reruns(
             attempt += 1
             if reload_between:
                 out.append(Step(len(out), "load", reset=True))
-            out.append(Step(len(out), "run", step.workload, step.repetition, attempt=attempt))
+            out.append(replace(step, index=len(out), attempt=attempt))
     return out
 
 
 def _at(step: Step, index: int) -> Step:
-    if step.index == index:
-        return step
-    return Step(index, step.kind, step.workload, step.repetition, step.reset, step.attempt)
+    return step if step.index == index else replace(step, index=index)
 
 
 def _invalid_attempt(entry: Mapping[str, Any], step: Step, attempt: int) -> bool:
