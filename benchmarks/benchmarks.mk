@@ -24,7 +24,7 @@ bench-cli: setup ## seconds of `mongobench list` (200 runs) and `compare` (20 ru
 
 bench-method: setup ## the method on a known truth: A/A, a 5% change, adaptive vs fixed repetitions, warm-ups found, a CPU hog flagged (BENCH_NOISY_STEPS=0: simulated only)
 	PYTHONPATH=e2e/local:benchmarks $(VENV)/bin/python benchmarks/method.py
-bench-history: setup ## change points on a synthetic archive of 500 runs (5% shifts, CV 2%): shifts found, false changes, update time (BENCH_SEEDS, BENCH_MAX_PVALUE, BENCH_WINDOW)
+bench-history: setup build-java build-wireserver ## change points on a synthetic archive of 500 runs (5% shifts, CV 2%): shifts found, false changes, update time; then the knee spread of bench-knee (BENCH_KNEE=0 skips it; BENCH_SEEDS, BENCH_MAX_PVALUE, BENCH_WINDOW)
 	PYTHONPATH=e2e/local $(VENV)/bin/python benchmarks/history.py
 bench-validity: setup ## warm-up found within 2 s (simulated series) and a CPU hog on the database node flagged (real cgroups + Prometheus, ~3 min)
 	PYTHONPATH=e2e/local $(VENV)/bin/python benchmarks/method_validity.py
