@@ -466,6 +466,92 @@ def step_window(
     return Window(t0, t1, first, e, step, rng)
 
 
+Points = Sequence[tuple[float, float]]
+
+
+@dataclass(frozen=True)
+class ContainerSeries:
+    """The cAdvisor series of one step's window, each figure fetched once (``containerCpu``,
+    ``containerMemory``) and shared by the mongod containers' CPU (here), their memory
+    (``benchmarkrun.resources``), every role's (``benchmarkrun.roles``) and the noisy
+    neighbours' (``benchmarkrun.neighbours``). A figure without any series is None: missing,
+    not zero."""
+
+    # (node, namespace, pod, container) -> finite points; node is "" where the scrape config
+    # gives none
+    cpu: Mapping[tuple[str, str, str, str], Points] | None
+    # (pod, container) -> finite points, of the run's own pods' role containers
+    memory: Mapping[tuple[str, str], Points] | None
+
+    def pod_cpu(self, namespace: str) -> dict[tuple[str, str], Points]:
+        """(pod, container) -> CPU points of the containers in ``namespace``."""
+        return {(p, c): pts for (_, ns, p, c), pts in (self.cpu or {}).items() if ns == namespace}
+
+
+def _finite(values: Iterable[Sequence[Any]]) -> list[tuple[float, float]]:
+    points = [(float(t), float(v)) for t, v in values]
+    return [(t, v) for t, v in points if math.isfinite(v)]
+
+
+def parse_containers(
+    result: Sequence[Mapping[str, Any]], keys: Sequence[str]
+) -> dict[tuple[str, ...], list[tuple[float, float]]]:
+    """A query_range matrix by the given labels (absent ones as "") -> finite points (pure).
+    Series without a pod or container label are not a container's and are left out."""
+    out: dict[tuple[str, ...], list[tuple[float, float]]] = {}
+    for item in result:
+        metric = item.get("metric") or {}
+        if "pod" not in metric or "container" not in metric:
+            continue
+        out[tuple(str(metric.get(k, "")) for k in keys)] = _finite(item.get("values", []))
+    return out
+
+
+def query_containers(
+    prom_url: str,
+    window: Window,
+    *,
+    namespace: str,
+    pods: Iterable[str],
+    node_names: Iterable[str],
+    mapping: NodeMapping,
+    profile: ResourceProfile,
+    timeout: float = 5.0,
+) -> ContainerSeries:
+    """The step's container series: one ``containerCpu`` query (the containers on
+    ``node_names`` and the run's ``pods``) and one ``containerMemory`` (the run's pods).
+    CpuUnavailable as for every query."""
+    pods, node_names = sorted(set(pods)), sorted(set(node_names))
+    cpu: dict[tuple[str, ...], list[tuple[float, float]]] = {}
+    memory: dict[tuple[str, ...], list[tuple[float, float]]] = {}
+    rng = window.rate_range
+    if pods or node_names:
+        promql = profile.render(
+            "containerCpu",
+            mapping=mapping,
+            namespace=namespace,
+            pods=pods,
+            node_names=node_names,
+            range_seconds=rng,
+        )
+        cpu = parse_containers(
+            query_range(prom_url, promql, window.first, window.end, window.step, timeout=timeout),
+            ("node", "namespace", "pod", "container"),
+        )
+    if pods:
+        promql = profile.render(
+            "containerMemory", mapping=mapping, namespace=namespace, pods=pods, range_seconds=rng
+        )
+        memory = parse_containers(
+            query_range(prom_url, promql, window.first, window.end, window.step, timeout=timeout),
+            ("pod", "container"),
+        )
+    return ContainerSeries(
+        cpu={(k[0], k[1], k[2], k[3]): v for k, v in cpu.items()} or None,
+        memory={(k[0], k[1]): v for k, v in memory.items()} or None,
+    )
+
+
 def node_series(
     prom_url: str,
     start: datetime | float | str,
@@ -519,8 +605,10 @@ def query_window(
     mapping: NodeMapping | None = None,
     profile: ResourceProfile | None = None,
     timeout: float = 5.0,
+    series: ContainerSeries | None = None,
 ) -> CpuReport:
-    """CPU of one step's window (see step_window): per node, per group, per mongod container.
+    """CPU of one step's window (see step_window): per node, per group, per mongod container
+    (from ``series`` when the step fetched them already, else fetched here).
 
     Raises CpuUnavailable when Prometheus cannot be reached or refuses a query; series that
     simply are not there (a node without node-exporter, no cAdvisor) go to ``missing`` instead.
@@ -553,14 +641,22 @@ def query_window(
 
     containers: dict[str, ContainerCpu] | None = None
     if pods:
-        promql = profile.render(
-            "mongodContainerCpu", mapping=mapping, namespace=namespace, pods=pods, range_seconds=rng
-        )
-        raw_pods = parse_matrix(
-            query_range(prom_url, promql, first, e, step, timeout=timeout), "pod"
-        )
-        if raw_pods:
-            containers = summarise_containers({p: m.get("", []) for p, m in raw_pods.items()})
+        if series is None:
+            series = query_containers(
+                prom_url,
+                w,
+                namespace=namespace,
+                pods=pods,
+                node_names=nodes,
+                mapping=mapping,
+                profile=profile,
+                timeout=timeout,
+            )
+        by_pod = series.pod_cpu(namespace)
+        if series.cpu is not None:
+            containers = summarise_containers(
+                {p: by_pod[(p, "mongod")] for p in pods if (p, "mongod") in by_pod}
+            )
             missing += [f"mongod {p}" for p in pods if p not in containers]
         else:
             missing.append("mongod containers (no cAdvisor series)")

@@ -1,6 +1,8 @@
 """Per-step resource profile for status: CPU (benchmarkrun.cpu) and disk, network and memory
 (benchmarkrun.resources) of the nodes that ran the database and of the clients', and CPU and
-memory of every role's pods (benchmarkrun.roles), from Prometheus.
+memory of every role's pods (benchmarkrun.roles), from Prometheus. One query per step per
+figure: the cAdvisor series every part needs (the mongod containers', every role's, the
+neighbours') are fetched once (``cpu.query_containers``) and shared.
 
 Cluster nodes are those of the MongoCluster's pods; client nodes those of the step's Job pods
 (still present: Jobs are cleaned up only after the run). CpuUnavailable propagates to the
@@ -14,7 +16,13 @@ from collections.abc import Mapping
 from typing import Any, Literal, cast
 
 from mongobench.benchmarkrun import jobs, neighbours, roles
-from mongobench.benchmarkrun.cpu import NodeMapping, ResourceProfile, query_window
+from mongobench.benchmarkrun.cpu import (
+    NodeMapping,
+    ResourceProfile,
+    query_containers,
+    query_window,
+    step_window,
+)
 from mongobench.benchmarkrun.orchestrate import CpuQuery
 from mongobench.benchmarkrun.resources import query_resources
 from mongobench.config import OperatorConfig
@@ -70,32 +78,47 @@ def cpu_for_step(kube: KubeApi, config: OperatorConfig) -> CpuQuery | None:
             "profile": profile,
         }
         interval = config.prometheus_scrape_interval
-        cpu = query_window(url, start, end, interval, **window)
+        pod_roles = roles.RolePods(roles.cluster_pod_roles(cluster_pods), client_pods)
+        nodes = list(dict.fromkeys((*cluster_nodes, *client_nodes)))
+        series = query_containers(
+            url,
+            step_window(start, end, interval, interval),
+            namespace=namespace,
+            pods=(*mongod_pods, *client_pods),
+            node_names=nodes,
+            mapping=mapping,
+            profile=profile,
+        )
+        cpu = query_window(url, start, end, interval, series=series, **window)
         return {
             "cpu": cpu.to_status(),
-            "resources": query_resources(url, start, end, interval, **window).to_status(),
+            "resources": query_resources(
+                url, start, end, interval, series=series, **window
+            ).to_status(),
             "roles": roles.query_roles(
                 url,
                 start,
                 end,
                 interval,
                 namespace=namespace,
-                pods=roles.RolePods(roles.cluster_pod_roles(cluster_pods), client_pods),
+                pods=pod_roles,
                 scrape_interval=interval,
                 mapping=mapping,
                 profile=profile,
+                series=series,
             ),
             "neighbours": neighbours.query(
                 url,
                 start,
                 end,
                 interval,
-                nodes=list(dict.fromkeys((*cluster_nodes, *client_nodes))),
+                nodes=nodes,
                 own=[(namespace, p) for p in (*mongod_pods, *client_pods)],
                 node_cpus={n: c.cpus for n, c in cpu.nodes.items()},
                 scrape_interval=interval,
                 mapping=mapping,
                 profile=profile,
+                series=series,
             ),
         }
 

@@ -164,10 +164,8 @@ def test_packaged_profile_renders_every_query_without_leftover_placeholders() ->
     profile = ResourceProfile.load()
     assert set(profile.queries) == {
         "nodeCpuByMode",
-        "mongodContainerCpu",
-        "containerCpuByPod",
-        "roleContainerCpu",
-        "roleContainerMemory",
+        "containerCpu",
+        "containerMemory",
     }
     for mapping in (NodeMapping(), NodeMapping(mode="label", label="instance")):
         for name in profile.queries:
