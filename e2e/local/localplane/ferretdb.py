@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from localplane.cgroups import ContainerCgroup
 from localplane.net import free_port, wait_for_port
 from localplane.tools import binary
 
@@ -38,7 +39,9 @@ class FerretDB:
                 self.process.wait()
 
 
-def start_ferretdb(workdir: Path) -> FerretDB:
+def start_ferretdb(workdir: Path, cgroup: ContainerCgroup | None = None) -> FerretDB:
+    """FerretDB started, in ``cgroup`` (created already) if given: moved in as soon as it runs, as a
+    kubelet starts a container in its cgroup, so its CPU and memory are the cgroup's."""
     port = free_port()
     state = workdir / "ferretdb-state"
     state.mkdir(parents=True, exist_ok=True)
@@ -60,6 +63,8 @@ def start_ferretdb(workdir: Path) -> FerretDB:
     ]
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+    if cgroup is not None:
+        cgroup.add(proc.pid)
     server = FerretDB("127.0.0.1", port, proc, log)
     try:
         wait_for_port(port, timeout=30)
@@ -70,9 +75,11 @@ def start_ferretdb(workdir: Path) -> FerretDB:
 
 
 @contextmanager
-def running_ferretdb(workdir: Path | None = None) -> Iterator[FerretDB]:
+def running_ferretdb(
+    workdir: Path | None = None, cgroup: ContainerCgroup | None = None
+) -> Iterator[FerretDB]:
     with tempfile.TemporaryDirectory(prefix="ferretdb-") as tmp:
-        server = start_ferretdb(workdir or Path(tmp))
+        server = start_ferretdb(workdir or Path(tmp), cgroup)
         try:
             yield server
         finally:
