@@ -144,6 +144,7 @@ class ResourceProfile:
         pods: Iterable[str] = (),
         range_seconds: float,
         node_names: Iterable[str] = (),
+        job: str = "",
     ) -> str:
         """The PromQL of query ``name`` (or figure ``group.name``) with every placeholder filled
         in (pure)."""
@@ -161,6 +162,7 @@ class ResourceProfile:
             "namespace": _string_literal_body(namespace),
             "pods": regex_alternation(pods),
             "range": _duration(range_seconds),
+            "job_selector": f'job="{_string_literal_body(job)}"' if job else "",
         }
         return _fill(query.template, values)
 
@@ -223,6 +225,7 @@ class NodeCpu:
             "max": round(self.max, 1),
             **{m: round(getattr(self, m), 1) for m in SPLIT_MODES},
             "cpus": round(self.cpus),
+            "points": self.points,  # at the window's step: the resolution the figures had
         }
 
 
@@ -347,6 +350,10 @@ class CpuReport:
     # None when cAdvisor had no series at all: missing, not zero.
     containers: Mapping[str, ContainerCpu] | None
     missing: tuple[str, ...] = ()  # what was asked for and not found, for the condition message
+    # The scrape interval behind the node figures (the run's finer one when it was scraped),
+    # and the job of that finer scrape ("" for Prometheus' own).
+    resolution_seconds: float | None = None
+    job: str = ""
 
     def to_status(self) -> dict[str, Any]:
         """Figures only, no series: a few hundred bytes per node, fit for a CR status."""
@@ -367,6 +374,8 @@ class CpuReport:
                 for n in names
                 if n in self.nodes
             ],
+            "resolutionSeconds": self.resolution_seconds,
+            **({"job": self.job} if self.job else {}),
             "cluster": self.cluster.to_status() if self.cluster else None,
             "clients": self.clients.to_status() if self.clients else None,
             "mongod": None
@@ -563,15 +572,17 @@ def node_series(
     mapping: NodeMapping | None = None,
     profile: ResourceProfile | None = None,
     timeout: float = 5.0,
+    job: str = "",
 ) -> dict[str, Any]:
     """The per-node, per-mode CPU series behind a step's figures (the same query and window as
-    `query_window`), for the archive: {query, start, end, stepSeconds, nodes: {node: {mode:
-    [[t, fraction], ...]}}}. CpuUnavailable as for `query_window`."""
+    `query_window`, ``job`` and ``scrape_interval`` those its status names), for the archive:
+    {query, start, end, stepSeconds, nodes: {node: {mode: [[t, fraction], ...]}}}.
+    CpuUnavailable as for `query_window`."""
     mapping = mapping or NodeMapping()
     profile = profile or ResourceProfile.load()
     w = step_window(start, end, step_seconds, scrape_interval)
     promql = profile.render(
-        "nodeCpuByMode", mapping=mapping, nodes=nodes, range_seconds=w.rate_range
+        "nodeCpuByMode", mapping=mapping, nodes=nodes, range_seconds=w.rate_range, job=job
     )
     raw = parse_matrix(
         query_range(prom_url, promql, w.first, w.end, w.step, timeout=timeout),
@@ -606,9 +617,11 @@ def query_window(
     profile: ResourceProfile | None = None,
     timeout: float = 5.0,
     series: ContainerSeries | None = None,
+    job: str = "",
 ) -> CpuReport:
     """CPU of one step's window (see step_window): per node, per group, per mongod container
-    (from ``series`` when the step fetched them already, else fetched here).
+    (from ``series`` when the step fetched them already, else fetched here). ``job`` selects
+    the node series of a run's own finer scrape (``scrape_interval`` is then its interval).
 
     Raises CpuUnavailable when Prometheus cannot be reached or refuses a query; series that
     simply are not there (a node without node-exporter, no cAdvisor) go to ``missing`` instead.
@@ -622,7 +635,9 @@ def query_window(
 
     node_results: dict[str, NodeCpu] = {}
     if nodes:
-        promql = profile.render("nodeCpuByMode", mapping=mapping, nodes=nodes, range_seconds=rng)
+        promql = profile.render(
+            "nodeCpuByMode", mapping=mapping, nodes=nodes, range_seconds=rng, job=job
+        )
         raw = parse_matrix(
             query_range(prom_url, promql, first, e, step, timeout=timeout),
             profile.node_label(mapping),
@@ -672,4 +687,6 @@ def query_window(
         clients=group(node_results, client_nodes),
         containers=containers,
         missing=tuple(missing),
+        resolution_seconds=scrape_interval,
+        job=job,
     )

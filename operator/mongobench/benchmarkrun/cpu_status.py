@@ -13,10 +13,12 @@ that are missing are listed in each part's `missing` (the ResourcesComplete cond
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, Literal, cast
 
-from mongobench.benchmarkrun import jobs, neighbours, roles
+from mongobench.benchmarkrun import cpu_monitor, jobs, neighbours, roles
 from mongobench.benchmarkrun.cpu import (
+    CpuReport,
     NodeMapping,
     ResourceProfile,
     query_containers,
@@ -56,6 +58,29 @@ def cpu_for_step(kube: KubeApi, config: OperatorConfig) -> CpuQuery | None:
     mapping = node_mapping(config)
     profile = ResourceProfile.load()
 
+    def node_cpu(
+        run: Mapping[str, Any], start: str, end: str, *, series: Any, window: dict[str, Any]
+    ) -> CpuReport:
+        """At the run's own resolution where its PodMonitor's series are there, else at
+        Prometheus' interval, the status saying which (cpu.resolutionSeconds)."""
+        interval = config.prometheus_scrape_interval
+        fine = ((run.get("spec") or {}).get("monitoring") or {}).get("cpuResolutionSeconds")
+        if fine:
+            meta = run["metadata"]
+            job = cpu_monitor.job_label(meta["namespace"], meta["name"])
+            report = query_window(
+                url, start, end, fine, series=series, job=job, **{**window, "scrape_interval": fine}
+            )
+            if report.nodes:
+                return report
+            coarse = query_window(url, start, end, interval, series=series, **window)
+            note = (
+                f"cpu at {fine:g} s resolution (no series of job {job}: is its PodMonitor "
+                f"{cpu_monitor.monitor_name(meta['name'])} scraped?)"
+            )
+            return replace(coarse, missing=(*coarse.missing, note))
+        return query_window(url, start, end, interval, series=series, **window)
+
     def query(
         run: Mapping[str, Any], step: Mapping[str, Any], start: str, end: str
     ) -> dict[str, Any]:
@@ -67,7 +92,10 @@ def cpu_for_step(kube: KubeApi, config: OperatorConfig) -> CpuQuery | None:
             else ([], [])
         )
         client_nodes, clients = _nodes_and_pods(kube, namespace, f"job-name={step['job']}")
-        mongod_pods, client_pods = _names(cluster_pods), _names(clients)
+        cluster_roles = roles.cluster_pod_roles(cluster_pods)
+        client_pods = _names(clients)
+        # The mongod containers' figures are of the pods that run one (routers run mongos).
+        mongod_pods = [p for p in _names(cluster_pods) if cluster_roles.get(p) != "mongos"]
         window: dict[str, Any] = {
             "cluster_nodes": cluster_nodes,
             "client_nodes": client_nodes,
@@ -78,18 +106,18 @@ def cpu_for_step(kube: KubeApi, config: OperatorConfig) -> CpuQuery | None:
             "profile": profile,
         }
         interval = config.prometheus_scrape_interval
-        pod_roles = roles.RolePods(roles.cluster_pod_roles(cluster_pods), client_pods)
+        pod_roles = roles.RolePods(cluster_roles, client_pods)
         nodes = list(dict.fromkeys((*cluster_nodes, *client_nodes)))
         series = query_containers(
             url,
             step_window(start, end, interval, interval),
             namespace=namespace,
-            pods=(*mongod_pods, *client_pods),
+            pods=(*_names(cluster_pods), *client_pods),
             node_names=nodes,
             mapping=mapping,
             profile=profile,
         )
-        cpu = query_window(url, start, end, interval, series=series, **window)
+        cpu = node_cpu(run, start, end, series=series, window=window)
         return {
             "cpu": cpu.to_status(),
             "resources": query_resources(
@@ -113,7 +141,7 @@ def cpu_for_step(kube: KubeApi, config: OperatorConfig) -> CpuQuery | None:
                 end,
                 interval,
                 nodes=nodes,
-                own=[(namespace, p) for p in (*mongod_pods, *client_pods)],
+                own=[(namespace, p) for p in (*_names(cluster_pods), *client_pods)],
                 node_cpus={n: c.cpus for n, c in cpu.nodes.items()},
                 scrape_interval=interval,
                 mapping=mapping,

@@ -155,6 +155,7 @@ def test_status_is_small_json_with_roles_and_missing_mongod_cpu_not_zero() -> No
         "iowait": 5.0,
         "steal": 2.5,
         "cpus": 2,
+        "points": 2,  # at the window's step: how fine the figures are
     }
     assert status["mongod"] is None
     assert status["missing"] == ["mongod containers (no cAdvisor series)"]

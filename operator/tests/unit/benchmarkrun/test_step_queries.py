@@ -39,6 +39,7 @@ CONTAINERS = [
     (CLIENT_NODE, "run-a-0-xyz", "client", 0.9, 5e8),
 ]
 HOG = (DB_NODE, "other", "hog", "burn", 0.6)
+FINE_SCRAPED = {"yes": True}  # whether the stand-in has series of a run's own finer CPU scrape
 
 
 def _matrix(promql: str) -> list[dict[str, Any]]:
@@ -59,6 +60,8 @@ def _matrix(promql: str) -> list[dict[str, Any]]:
             if c != "exporter"
         ]
     if "node_cpu_seconds_total" in promql:
+        if 'job="' in promql and not FINE_SCRAPED["yes"]:
+            return []  # the run's PodMonitor was never scraped
         modes = {"user": 0.5, "system": 0.2, "iowait": 0.0, "steal": 0.0, "idle": 1.3}
         return [
             series({"nodename": n, "mode": m}, v)
@@ -177,3 +180,69 @@ def test_the_container_cpu_query_covers_the_steps_nodes_and_the_runs_own_pods() 
     assert f'namespace="{NS}", pod=~"mc-shard0-0|run-a-0-xyz"' in promql
     assert " or " in promql
     assert "sum by (node, namespace, pod, container)" in promql
+
+
+def _step(url: str, **spec: Any) -> dict[str, Any]:
+    query = cpu_for_step(_kube(), OperatorConfig(prometheus_url=url, prometheus_scrape_interval=5))
+    assert query is not None
+    run = {
+        "metadata": {"namespace": NS, "name": "run"},
+        "spec": {"clusterRef": {"name": "mc"}, **spec},
+    }
+    return query(run, {"job": "run-a-0"}, START, END)
+
+
+def _query_range_args(queries: list[str], metric: str) -> list[str]:
+    return [q for q in queries if metric in q]
+
+
+@pytest.mark.parametrize("scraped", [True, False], ids=["fine", "fallback"])
+def test_a_run_at_1s_resolution_asks_for_its_own_series_at_1s_and_says_what_it_got(
+    prometheus: tuple[str, list[str]], scraped: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, queries = prometheus
+    monkeypatch.setitem(FINE_SCRAPED, "yes", scraped)
+    status = _step(url, monitoring={"cpuResolutionSeconds": 1})
+    node_cpu = _query_range_args(queries, "node_cpu_seconds_total")
+    # The run's own job, at 4 x 1 s; then, only where it had no series, the default.
+    assert 'job="mongobench-cpu/bench/run"' in node_cpu[0] and "[4s]" in node_cpu[0]
+    if scraped:
+        assert len(node_cpu) == 1
+        assert status["cpu"]["resolutionSeconds"] == 1
+        assert status["cpu"]["job"] == "mongobench-cpu/bench/run"  # the archive asks it again
+        assert status["cpu"]["window"]["stepSeconds"] == 1
+        assert "missing" not in status["cpu"], status["cpu"]["missing"]
+    else:
+        assert len(node_cpu) == 2 and "job=" not in node_cpu[1] and "[20s]" in node_cpu[1]
+        assert status["cpu"]["resolutionSeconds"] == 5 and "job" not in status["cpu"]
+        assert any("cpu at 1 s resolution" in m for m in status["cpu"]["missing"])
+    # Container series stay at Prometheus' interval, asked once.
+    assert len(_query_range_args(queries, "container_cpu_usage_seconds_total")) == 1
+
+
+def test_a_run_without_a_resolution_keeps_prometheus_interval(
+    prometheus: tuple[str, list[str]],
+) -> None:
+    url, queries = prometheus
+    status = _step(url)
+    (node_cpu,) = _query_range_args(queries, "node_cpu_seconds_total")
+    assert "job=" not in node_cpu and "[20s]" in node_cpu
+    assert status["cpu"]["resolutionSeconds"] == 5
+    assert status["cpu"]["nodes"][0]["points"] == 3  # the stand-in's points in the window
+
+
+def test_the_archive_asks_again_for_the_series_the_steps_figures_came_from(
+    prometheus: tuple[str, list[str]],
+) -> None:
+    from mongobench.benchmarkrun.archive import cpu_series
+
+    url, queries = prometheus
+    status = _step(url, monitoring={"cpuResolutionSeconds": 1})
+    queries.clear()
+    found = cpu_series(
+        {"cpu": status["cpu"]}, OperatorConfig(prometheus_url=url, prometheus_scrape_interval=5)
+    )
+    (asked,) = queries
+    # The run's own 1 s job (never both jobs summed: that would count every CPU twice).
+    assert 'job="mongobench-cpu/bench/run"' in asked and "[4s]" in asked
+    assert found["cpuSeries"]["stepSeconds"] == 1
