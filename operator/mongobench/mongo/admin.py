@@ -347,6 +347,12 @@ class MongoAdmin:
             return target
         return self._mongos(target) if isinstance(target, Mongos) else self._primary(target)
 
+    def running_version(self, target: ReplicaSetSpec | Mongos | str) -> str:
+        """The version of the binaries that serve ``target`` (serverStatus): a set's primary
+        and the routers are the last to be upgraded, so mid-roll this is still the old one."""
+        host = self._target(target)
+        return str(self.command(host, {"serverStatus": 1})["version"])
+
     def feature_compatibility_version(self, target: ReplicaSetSpec | Mongos | str) -> str:
         host = self._target(target)
         doc = self.command(host, {"getParameter": 1, "featureCompatibilityVersion": 1})
