@@ -18,6 +18,7 @@ from typing import Any, Literal, cast
 
 from mongobench.benchmarkrun import cpu_monitor, jobs, neighbours, roles
 from mongobench.benchmarkrun.cpu import (
+    ContainerSeries,
     CpuReport,
     NodeMapping,
     ResourceProfile,
@@ -59,7 +60,12 @@ def cpu_for_step(kube: KubeApi, config: OperatorConfig) -> CpuQuery | None:
     profile = ResourceProfile.load()
 
     def node_cpu(
-        run: Mapping[str, Any], start: str, end: str, *, series: Any, window: dict[str, Any]
+        run: Mapping[str, Any],
+        start: str,
+        end: str,
+        *,
+        series: ContainerSeries,
+        window: dict[str, Any],
     ) -> CpuReport:
         """At the run's own resolution where its PodMonitor's series are there, else at
         Prometheus' interval, the status saying which (cpu.resolutionSeconds)."""
