@@ -41,6 +41,14 @@ class OperatorConfig:
     # Labels of the PodMonitors the operator creates for MongoClusters whose spec names none
     # (the chart's monitorLabels; kube-prometheus-stack selects on `release: <its release>`).
     monitor_labels: tuple[tuple[str, str], ...] = ()
+    # The node-exporter pods a run's own PodMonitor scrapes for a finer CPU resolution
+    # (spec.monitoring.cpuResolutionSeconds): their namespace, labels and metrics port name
+    # (kube-prometheus-stack's by default).
+    node_exporter_namespace: str = "monitoring"
+    node_exporter_selector: tuple[tuple[str, str], ...] = (
+        ("app.kubernetes.io/name", "prometheus-node-exporter"),
+    )
+    node_exporter_port: str = "http-metrics"
     # node=host pairs for nodes whose exporter reports another name (tests, odd setups).
     prometheus_node_aliases: tuple[tuple[str, str], ...] = ()
     # Largest ConfigMap part a client writes its result in (default: the runner's 900 KiB).
@@ -91,6 +99,12 @@ class OperatorConfig:
                 prometheus_node_label=get("PROMETHEUS_NODE_LABEL", "instance"),
                 prometheus_scrape_interval=float(get("PROMETHEUS_SCRAPE_INTERVAL", "15")),
                 monitor_labels=_monitor_labels(get("MONITOR_LABELS", "")),
+                node_exporter_namespace=get(
+                    "NODE_EXPORTER_NAMESPACE", defaults.node_exporter_namespace
+                ),
+                node_exporter_selector=_selector(get("NODE_EXPORTER_SELECTOR", ""))
+                or defaults.node_exporter_selector,
+                node_exporter_port=get("NODE_EXPORTER_PORT", defaults.node_exporter_port),
                 prometheus_node_aliases=tuple(
                     tuple(pair.split("=", 1))  # type: ignore[misc]
                     for pair in get("PROMETHEUS_NODE_ALIASES", "").replace(",", " ").split()
@@ -121,6 +135,14 @@ def _archive_url(url: str) -> str | None:
     except ArchiveError as exc:
         raise ValueError(f"MONGOBENCH_ARCHIVE_URL: {exc}") from None
     return url.strip()
+
+
+def _selector(text: str) -> tuple[tuple[str, str], ...]:
+    """A label selector of equalities, `a=b,c=d` (MONGOBENCH_NODE_EXPORTER_SELECTOR)."""
+    pairs = [p.strip() for p in text.split(",") if p.strip()]
+    if any("=" not in p for p in pairs):
+        raise ValueError(f"MONGOBENCH_NODE_EXPORTER_SELECTOR: {text!r} is not a=b,c=d")
+    return tuple((k.strip(), v.strip()) for k, v in (p.split("=", 1) for p in pairs))
 
 
 def _monitor_labels(text: str) -> tuple[tuple[str, str], ...]:

@@ -1,10 +1,19 @@
-"""CPU cgroups for the harness kubelet's containers, as a kubelet makes them.
+"""CPU and memory cgroups for the harness kubelet's containers, as a kubelet makes them.
 
 A kubelet runs each container in a cgroup whose CFS quota is the container's CPU limit
 (`cpu.cfs_quota_us` = limit x `cpu.cfs_period_us` on cgroup v1, `cpu.max` on v2), and cAdvisor
-reads the cgroup's CPU time and its `cpu.stat` (periods, throttled periods). `ContainerCgroup`
-does the same for one container process tree of the executor: the limit is really enforced by
-the kernel, and the process reads its own throttling from `/proc/self/cgroup` as in a pod.
+reads the cgroup's CPU time and its `cpu.stat` (periods, throttled periods), and its memory
+working set: the memory charged to the cgroup less the page cache the kernel may reclaim first
+(`memory.current` - `inactive_file` of `memory.stat` on v2, `memory.usage_in_bytes` -
+`total_inactive_file` on v1). `ContainerCgroup` does the same for one container process tree of
+the executor: the limit is really enforced by the kernel, and the process reads its own
+throttling from `/proc/self/cgroup` as in a pod.
+
+On v1 the memory cgroup is made below the memory cgroup this process already runs in (with
+`memory.use_hierarchy` the parent keeps being charged: whatever limits the harness itself runs
+under still hold), and a process moved in takes its charged pages with it
+(`memory.move_charge_at_immigrate`), as if it had started there. Without a writable memory
+hierarchy the container has no memory figure (missing, never zero).
 
 Where: cgroup v1's `cpu` and `cpuacct` hierarchies under /sys/fs/cgroup (this machine's
 layout; a v2-only host uses one hierarchy with `cpu.max` when the `cpu` controller is
@@ -40,6 +49,21 @@ def _v2() -> Path | None:
     return None
 
 
+def _v1_memory() -> Path | None:
+    """Where v1 memory cgroups of containers go: below this process's own memory cgroup."""
+    base = _v1("memory")
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            own = base / path.lstrip("/")
+            return own if (own / "memory.stat").is_file() and os.access(own, os.W_OK) else None
+    return None
+
+
 def available() -> str | None:
     """The cgroup version this user can place containers in ("v1", "v2"), or None."""
     cpu = _v1("cpu")
@@ -62,10 +86,20 @@ class ContainerCgroup:
     @property
     def dirs(self) -> list[Path]:
         if self.version == "v1":
-            return [_v1("cpu") / PARENT / self.name, _v1("cpuacct") / PARENT / self.name]
+            memory = self.memory_dir
+            cpu = [_v1("cpu") / PARENT / self.name, _v1("cpuacct") / PARENT / self.name]
+            return cpu if memory is None else [*cpu, memory]
         v2 = _v2()
         assert v2 is not None
         return [v2 / PARENT / self.name]
+
+    @property
+    def memory_dir(self) -> Path | None:
+        """The cgroup that accounts the container's memory; None where none can be made."""
+        if self.version == "v2":
+            return self.dirs[0]
+        base = _v1_memory()
+        return None if base is None else base / PARENT / self.name
 
     def create(self) -> None:
         for d in self.dirs:
@@ -74,8 +108,12 @@ class ContainerCgroup:
             v2 = _v2()
             assert v2 is not None
             with contextlib.suppress(OSError):  # the controller may already be enabled
-                (v2 / "cgroup.subtree_control").write_text("+cpu")
-                (v2 / PARENT / "cgroup.subtree_control").write_text("+cpu")
+                (v2 / "cgroup.subtree_control").write_text("+cpu +memory")
+                (v2 / PARENT / "cgroup.subtree_control").write_text("+cpu +memory")
+        elif self.memory_dir is not None:
+            # Pages the process charged before it was moved in move with it (anon and file).
+            with contextlib.suppress(OSError):
+                (self.memory_dir / "memory.move_charge_at_immigrate").write_text("3")
         if self.limit_cores is None:
             return
         quota = max(int(self.limit_cores * PERIOD_US), 1000)  # the kernel's minimum is 1 ms
@@ -95,6 +133,20 @@ class ContainerCgroup:
         if self.version == "v1":
             return int((self.dirs[1] / "cpuacct.usage").read_text()) / 1e9
         return self._stat().get("usage_usec", 0) / 1e6
+
+    def working_set_bytes(self) -> int | None:
+        """cAdvisor's container_memory_working_set_bytes: usage less the inactive page cache
+        (never below 0); None without a memory cgroup."""
+        memory = self.memory_dir
+        if memory is None:
+            return None
+        if self.version == "v1":
+            usage, inactive = "memory.usage_in_bytes", "total_inactive_file"
+        else:
+            usage, inactive = "memory.current", "inactive_file"
+        used = int((memory / usage).read_text())
+        stat = dict(line.split() for line in (memory / "memory.stat").read_text().splitlines())
+        return max(used - int(stat.get(inactive, 0)), 0)
 
     def periods(self) -> tuple[int, int]:
         """(CFS periods, throttled periods) so far."""
@@ -117,22 +169,27 @@ ContainerKey = tuple[str, str, str, str]
 
 
 def cadvisor_text(containers: Iterable[tuple[ContainerKey, ContainerCgroup]]) -> str:
-    """Containers' CPU time and throttling in cAdvisor's metric names and labels (with the
-    `node` label kube-prometheus-stack's kubelet ServiceMonitor adds), as Prometheus text."""
+    """Containers' CPU time, throttling and memory working set in cAdvisor's metric names and
+    labels (with the `node` label kube-prometheus-stack's kubelet ServiceMonitor adds), as
+    Prometheus text."""
     rows = [
         "# TYPE container_cpu_usage_seconds_total counter",
         "# TYPE container_cpu_cfs_periods_total counter",
         "# TYPE container_cpu_cfs_throttled_periods_total counter",
+        "# TYPE container_memory_working_set_bytes gauge",
     ]
     for (namespace, pod, container, node), group in containers:
         labels = f'namespace="{namespace}",pod="{pod}",container="{container}",node="{node}"'
         try:
             usage, (periods, throttled) = group.usage_seconds(), group.periods()
+            memory = group.working_set_bytes()
         except (OSError, ValueError):
             continue  # gone between the listing and the read
         rows.append(f"container_cpu_usage_seconds_total{{{labels}}} {usage}")
         rows.append(f"container_cpu_cfs_periods_total{{{labels}}} {periods}")
         rows.append(f"container_cpu_cfs_throttled_periods_total{{{labels}}} {throttled}")
+        if memory is not None:
+            rows.append(f"container_memory_working_set_bytes{{{labels}}} {memory}")
     return "\n".join(rows) + "\n"
 
 

@@ -24,9 +24,10 @@ pod past the cap stays Running (KWOK's doing) with its process queued until a sl
 benchmark that starts hundreds of clients on a small machine sets it, so the JVMs do not starve
 the apiserver and the operator it measures (make bench-scale); tests leave it unset.
 
-- runs each container in a CPU cgroup whose CFS quota is its CPU limit, as a kubelet does
-  (localplane.cgroups; where this user may create cgroups), and serves the running containers'
-  CPU time and throttling in cAdvisor's names (`serve_cadvisor`).
+- runs each container in a CPU cgroup whose CFS quota is its CPU limit, and a memory cgroup,
+  as a kubelet does (localplane.cgroups; where this user may create cgroups), and serves the
+  running containers' CPU time, throttling and memory working set in cAdvisor's names
+  (`serve_cadvisor`).
 
 What it does not do: init containers (KWOK reports them completed), other volumes (emptyDir,
 projected, ...), probes, memory limits, runAsUser; restartPolicy Always is run once like Never
@@ -695,7 +696,7 @@ class PodExecutor:
         return (self.namespace, state.name, container["name"], node), group
 
     def cadvisor_text(self) -> str:
-        """The running containers' CPU as the kubelet's cAdvisor endpoint serves it."""
+        """The running containers' CPU and memory as the kubelet's cAdvisor endpoint serves it."""
         with self._lock:
             running = list(self.containers.items())
         return cgroups.cadvisor_text(running)

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from localplane.cgroups import ContainerCgroup
 from localplane.net import free_port, wait_for_port
 from localplane.tools import binary
 
@@ -38,9 +39,13 @@ class FerretDB:
                 self.process.wait()
 
 
-def start_ferretdb(workdir: Path, tls: tuple[Path, Path] | None = None) -> FerretDB:
+def start_ferretdb(
+    workdir: Path, tls: tuple[Path, Path] | None = None, cgroup: ContainerCgroup | None = None
+) -> FerretDB:
     """`tls`: (certificate, key) files; FerretDB then listens with TLS only (clients verify it
-    with the CA that signed the certificate; it asks for no client certificate)."""
+    with the CA that signed the certificate; it asks for no client certificate). `cgroup`
+    (created already): moved in as soon as it runs, as a kubelet starts a container in its
+    cgroup, so its CPU and memory are the cgroup's."""
     port = free_port()
     state = workdir / "ferretdb-state"
     state.mkdir(parents=True, exist_ok=True)
@@ -71,6 +76,8 @@ def start_ferretdb(workdir: Path, tls: tuple[Path, Path] | None = None) -> Ferre
     ]
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+    if cgroup is not None:
+        cgroup.add(proc.pid)
     server = FerretDB("127.0.0.1", port, proc, log)
     try:
         wait_for_port(port, timeout=30)
@@ -82,10 +89,12 @@ def start_ferretdb(workdir: Path, tls: tuple[Path, Path] | None = None) -> Ferre
 
 @contextmanager
 def running_ferretdb(
-    workdir: Path | None = None, tls: tuple[Path, Path] | None = None
+    workdir: Path | None = None,
+    tls: tuple[Path, Path] | None = None,
+    cgroup: ContainerCgroup | None = None,
 ) -> Iterator[FerretDB]:
     with tempfile.TemporaryDirectory(prefix="ferretdb-") as tmp:
-        server = start_ferretdb(workdir or Path(tmp), tls)
+        server = start_ferretdb(workdir or Path(tmp), tls, cgroup)
         try:
             yield server
         finally:

@@ -25,12 +25,15 @@ they agree on config, primary and users. Rules of the model (not of MongoDB in f
 - a ranged (or compound ranged) collection has real chunks: one [MinKey, MaxKey) chunk on the
   database's primary shard after shardCollection, ``split`` at a full shard key value (a
   boundary already there is refused with the server's "boundary" message), ``moveChunk`` by
-  exact bounds to an active shard, refused when the chunk lies in a zone the target shard is
-  not in; ``addShardToZone``/``updateZoneKeyRange`` record zones (a range needs a zone with a
-  shard); ``createIndexes``/``listIndexes`` record indexes per collection (``create`` of a sharded
-  one is NamespaceExists 48). A hashed key has no
-  chunk records (two per active shard are reported). Documents (``sharded.documents``, set by
-  the test as the load) spread over a ranged collection's chunks evenly, over shards otherwise;
+  exact bounds (``moveRange`` by min and max from 6.0: unknown to older ``server_version``) to
+  an active shard, refused when the chunk lies in a zone the target shard is not in;
+  ``shardCollection`` with ``presplitHashedZones`` is refused unless the key is hashed and the
+  namespace has zone ranges already (recorded in ``presplit``);
+  ``addShardToZone``/``updateZoneKeyRange`` record zones (a range needs a zone with a shard);
+  ``createIndexes``/``listIndexes`` record indexes per collection (``create`` of a sharded one is
+  NamespaceExists 48). A hashed key has no chunk records (two per active shard are reported).
+  Documents (``sharded.documents``, set by the test as the load) spread over a ranged
+  collection's chunks evenly, over shards otherwise;
 - serverStatus on members and mongos reports ``server_version`` and, on members, the
   wiredTiger engine with ``cache_bytes`` configured, plus uptime/connections/opcounters that
   change on every call (as a real server's do);
@@ -84,6 +87,7 @@ WRITE_COMMANDS = frozenset(
         "setfeaturecompatibilityversion",
         "split",
         "movechunk",
+        "moverange",
         "addshardtozone",
         "updatezonekeyrange",
         "createindexes",
@@ -123,7 +127,9 @@ class Sharded:
     zones: dict[str, set[str]] = field(default_factory=dict)  # shard -> its zones
     zone_ranges: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # ns -> ranges
     indexes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # ns -> createIndexes
-    moves: list[tuple[str, str]] = field(default_factory=list)  # (ns, to) of every moveChunk
+    moves: list[tuple[str, str]] = field(default_factory=list)  # (ns, to) of every move
+    moved_by: list[str] = field(default_factory=list)  # moveChunk or moveRange, per move
+    presplit: list[str] = field(default_factory=list)  # namespaces presplitHashedZones made
 
 
 class _TLSPeer(MockupDB):  # type: ignore[misc]
@@ -655,6 +661,20 @@ class MongoModel:
             return _err(
                 request, 2, "BadValue", "A compound shard key may contain at most one hashed field"
             )
+        if doc.get("presplitHashedZones"):
+            # As mongos refuses it: hashed keys only, with the zones declared first.
+            if not hashed:
+                return _err(
+                    request, 2, "BadValue", "presplitHashedZones is only supported for hashed keys"
+                )
+            if not sh.zone_ranges.get(ns):
+                return _err(
+                    request,
+                    2,
+                    "BadValue",
+                    "presplitHashedZones is true but no zones are defined for the collection",
+                )
+            sh.presplit.append(ns)
         sh.collections[ns] = {"_id": ns, "key": key, "uuid": Binary(ns.encode())}
         if not hashed:
             primary = sh.primaries.get(ns.split(".", 1)[0]) or (self._active_shards() or [""])[0]
@@ -698,13 +718,26 @@ class MongoModel:
         return _err(request, 2, "BadValue", f"no chunk holds {middle}")
 
     def _move_chunk(self, request: Any) -> bool:
-        doc, sh = request.doc, self.sharded
-        ns, to = doc["moveChunk"], str(doc.get("to", ""))
+        doc = request.doc
+        bounds = doc.get("bounds", [None, None])
+        return self._move(request, "moveChunk", doc["moveChunk"], bounds, str(doc.get("to", "")))
+
+    def _move_range(self, request: Any) -> bool:
+        # A 6.0 command: binaries before it do not know it.
+        if int(self.server_version.split(".", maxsplit=1)[0]) < 6:
+            return _err(request, 59, "CommandNotFound", "no such command: 'moveRange'")
+        doc = request.doc
+        bounds = [doc.get("min"), doc.get("max")]
+        return self._move(request, "moveRange", doc["moveRange"], bounds, str(doc.get("toShard")))
+
+    def _move(self, request: Any, verb: str, ns: str, bounds: list[Any], to: str) -> bool:
+        """One chunk, named by its exact bounds, to shard ``to`` (zones respected)."""
+        sh = self.sharded
         if ns not in sh.chunks:
             return _err(request, 20, "IllegalOperation", f"{ns} has no ranged chunks to move")
         if to not in self._active_shards():
             return _err(request, 70, "ShardNotFound", f"Shard {to} not found")
-        lo, hi = (self._full_key(ns, b) for b in doc.get("bounds", [None, None]))
+        lo, hi = (self._full_key(ns, b) for b in bounds)
         key = list(sh.collections.get(ns, {}).get("key", {}))
         for chunk in sh.chunks.get(ns, []):
             if (
@@ -724,8 +757,9 @@ class MongoModel:
                     )
             chunk["shard"] = to
             sh.moves.append((ns, to))
+            sh.moved_by.append(verb)
             return bool(request.ok())
-        return _err(request, 2, "BadValue", f"no chunk with bounds {doc.get('bounds')}")
+        return _err(request, 2, "BadValue", f"no chunk with bounds {bounds}")
 
     def _add_shard_to_zone(self, request: Any) -> bool:
         shard, zone = str(request.doc["addShardToZone"]), str(request.doc["zone"])
@@ -914,6 +948,7 @@ class MongoModel:
         "aggregate": _aggregate,
         "split": _split,
         "movechunk": _move_chunk,
+        "moverange": _move_range,
         "addshardtozone": _add_shard_to_zone,
         "updatezonekeyrange": _update_zone_key_range,
         "create": _router_create,

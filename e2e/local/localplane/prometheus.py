@@ -51,6 +51,8 @@ class Prometheus:
     procs: list[procs.Proc]
     keep_workdir: bool = False
     _children: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False)
+    # The configuration it started with (set_monitor_jobs adds jobs to it).
+    config: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def url(self) -> str:
@@ -84,7 +86,10 @@ def start_prometheus(
     operator_sd: bool = False,
     keep_workdir: bool = False,
     timeout: float = 60,
+    scrape_interval: int = 1,
 ) -> Prometheus:
+    """Prometheus scraping every ``scrape_interval`` seconds (1 by default: tests see series
+    soon), node-exporter among its targets."""
     workdir.mkdir(parents=True, exist_ok=True)
     if operator_sd:
         (workdir / OPERATOR_TARGETS).write_text("[]")
@@ -113,7 +118,11 @@ def start_prometheus(
     prometheus_bin, exporter_bin = _which("prometheus"), _which("prometheus-node-exporter")
     prom_port, exporter_port = free_port(), free_port()
     config = {
-        "global": {"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "1s"},
+        "global": {
+            "scrape_interval": f"{scrape_interval}s",
+            "scrape_timeout": f"{min(scrape_interval, 10)}s",
+            "evaluation_interval": "1s",
+        },
         "rule_files": [str(r) for r in rule_files],
         "scrape_configs": [
             {"job_name": "node", "static_configs": [{"targets": [f"127.0.0.1:{exporter_port}"]}]},
@@ -122,7 +131,9 @@ def start_prometheus(
     }
     config_file = workdir / "prometheus.yml"
     config_file.write_text(yaml.safe_dump(config, sort_keys=False))
-    server = Prometheus(prom_port, exporter_port, workdir, [], keep_workdir=keep_workdir)
+    server = Prometheus(
+        prom_port, exporter_port, workdir, [], keep_workdir=keep_workdir, config=config
+    )
 
     def spawn(name: str, cmd: list[str]) -> None:
         proc, popen = procs.spawn(name, cmd, workdir / f"{name}.log", detached=False, cwd=workdir)
@@ -183,6 +194,21 @@ def set_operator_targets(server: Prometheus, ports: Sequence[int]) -> None:
     tmp = server.workdir / f".{OPERATOR_TARGETS}.tmp"
     tmp.write_text(json.dumps(targets if ports else []))
     tmp.replace(server.workdir / OPERATOR_TARGETS)  # atomic: never a half-written file
+
+
+def set_monitor_jobs(server: Prometheus, jobs: Sequence[dict[str, Any]]) -> None:
+    """Scrape jobs beside those it started with (what a Prometheus Operator makes of monitors,
+    localplane.podmonitors), loaded by a configuration reload as the operator's reloader does."""
+    config = {
+        **server.config,
+        "scrape_configs": [*server.config["scrape_configs"], *jobs],
+    }
+    tmp = server.workdir / ".prometheus.yml.tmp"
+    tmp.write_text(yaml.safe_dump(config, sort_keys=False))
+    tmp.replace(server.workdir / "prometheus.yml")
+    request = urllib.request.Request(f"{server.url}/-/reload", method="POST")
+    with urllib.request.urlopen(request, timeout=10) as resp:
+        resp.read()
 
 
 def _has_sample(server: Prometheus) -> bool:

@@ -76,16 +76,14 @@ def start(
     if not model.host_map:
         model.member(f"bc-rs0-0.bc-rs0-hl.{namespace}.svc.cluster.local:27017")
     host_map = ",".join(f"{k}={v}" for k, v in model.host_map.items())
-    return start_operator(
-        plane.kubeconfig,
-        [namespace],
-        log,
-        MONGOBENCH_HOST_MAP=host_map,
-        MONGOBENCH_PROMETHEUS_URL=prometheus_url,
-        MONGOBENCH_PROMETHEUS_SCRAPE_INTERVAL="1",
-        MONGOBENCH_PROMETHEUS_NODE_ALIASES=node_aliases(api),
-        **env,
-    )
+    settings = {
+        "MONGOBENCH_HOST_MAP": host_map,
+        "MONGOBENCH_PROMETHEUS_URL": prometheus_url,
+        "MONGOBENCH_PROMETHEUS_SCRAPE_INTERVAL": "1",
+        "MONGOBENCH_PROMETHEUS_NODE_ALIASES": node_aliases(api),
+        **env,  # a test's own settings win
+    }
+    return start_operator(plane.kubeconfig, [namespace], log, **settings)
 
 
 def apply(plane: Plane, namespace: str, obj: dict[str, Any]) -> None:

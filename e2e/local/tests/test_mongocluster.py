@@ -318,6 +318,56 @@ def test_sharded_version_upgrade_rolls_mongos_after_every_replica_set(
     assert model.fcv_history == ["8.0"]
 
 
+def test_an_fcv_left_behind_is_raised_on_the_old_binaries_before_the_next_major_upgrade(
+    plane: Plane, namespace: str, kube_api: k8s.ApiClient, model: MongoModel, tmp_path: Path
+) -> None:
+    """An earlier 6.0 -> 7.0 upgrade with featureCompatibilityVersion unset left the FCV at 6.0
+    (MongoDB keeps it); 8.0 binaries refuse to start with it. Moving `version` to 8.0 with the
+    FCV still unset: the operator raises it to 7.0 through the 7.0 binaries (their command form:
+    `confirm`) before any member is restarted, then rolls, and leaves it at 7.0 (unset: a
+    downgrade stays possible). The model answers as 7.0 binaries (server_version)."""
+    host_map = serve(model, namespace, {"fb-rs0": 2})
+    model.server_version, model.fcv = "7.0.14", "6.0"
+    operator = run_operator(plane, namespace, host_map, tmp_path / "operator.log")
+    core = k8s.CoreV1Api(kube_api)
+    old, new = "mongo:7.0.14", "mongo:8.0.4"
+    samples: list[tuple[str, set[str]]] = []
+
+    def rolled() -> bool:
+        fcv = model.fcv  # before the pods: a pod seen on the new image was restarted after
+        pods = core.list_namespaced_pod(namespace, label_selector="mongobench.io/cluster=fb").items
+        running = {c.image for p in pods for c in p.spec.containers if c.name == "mongod"}
+        samples.append((fcv, running))
+        obj = get_cluster(kube_api, namespace, "fb")
+        updated = next(
+            (c for c in obj.get("status", {}).get("conditions", []) if c["type"] == "Updated"),
+            {},
+        )
+        return (
+            running == {new}
+            and updated.get("status") == "True"
+            and updated.get("observedGeneration") == obj["metadata"]["generation"]
+        )
+
+    try:
+        rs = {"replicaSet": {"members": 2}}
+        apply(plane, namespace, cluster_manifest("fb", topology=rs))
+        wait_phase(kube_api, namespace, "fb", "Ready", timeout=90)
+        assert model.fcv_history == []  # unset: never touched while nothing moves
+        apply(plane, namespace, cluster_manifest("fb", topology=rs, version="8.0.4"))
+        wait_until(rolled, timeout=180, interval=0.05, what="both members on mongo:8.0.4")
+    finally:
+        operator.stop()
+    assert model.fcv_history == ["7.0"]  # once, to the running series; not on to 8.0
+    # No member ran the 8.0 binaries while the FCV was still 6.0.
+    assert all(fcv == "7.0" for fcv, running in samples if new in running), samples[:5]
+    assert any(old in running for _, running in samples)  # the roll was watched, not missed
+    events = core.list_namespaced_event(namespace).items
+    assert any(
+        e.reason == "FeatureCompatibilityVersionSet" and "7.0" in (e.message or "") for e in events
+    )
+
+
 def test_member_priorities_reach_the_running_replica_set(
     plane: Plane, namespace: str, kube_api: k8s.ApiClient, model: MongoModel, tmp_path: Path
 ) -> None:

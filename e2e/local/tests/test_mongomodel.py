@@ -233,6 +233,7 @@ def test_compound_ranged_key_presplit_with_a_zone_and_indexes(
     assert admin.shard_collection(mongos, sharding) == "already sharded"
     held = [c["shard"] for c in model.sharded.chunks["ycsb.usertable"]]
     assert held == ["sh0", "sh1", "sh2", "sh0", "sh2"]
+    assert set(model.sharded.moved_by) == {"moveRange"}  # 7.0 routers: the 6.0+ command
     # interrupted right after shardCollection: the next pass splits and moves
     admin.drop_collection(mongos, "ycsb", "usertable")
     admin.command(router, {"shardCollection": "ycsb.usertable", "key": sharding.key_doc})
@@ -262,6 +263,74 @@ def test_compound_ranged_key_presplit_with_a_zone_and_indexes(
     )
     with pytest.raises(PermanentMongoError, match="zone shard\\(s\\) sh9 not in the cluster"):
         admin.shard_collection(mongos, wrong)
+
+
+def _three_shards(model: MongoModel, admin: MongoAdmin) -> tuple[Mongos, str]:
+    cfg = ReplicaSetSpec("cfg", Role.CONFIG, _hosts("cfg", 1, 27019))
+    shards = [ReplicaSetSpec(f"sh{i}", Role.SHARD, _hosts(f"sh{i}", 1, 27018)) for i in range(3)]
+    router = "mongos-0.mongos-hl.bench.svc.cluster.local:27017"
+    for spec in (cfg, *shards):
+        model.member(spec.members[0])
+    model.mongos(router)
+    mongos = Mongos((router,))
+    for spec in (cfg, *shards):
+        _converge(admin, spec)
+        if spec.role is Role.SHARD:
+            admin.ensure_shard(mongos, spec)
+    return mongos, router
+
+
+@pytest.mark.parametrize(
+    ("release", "verb"),
+    [("5.0.31", "moveChunk"), ("6.0.20", "moveRange"), ("8.0.4", "moveRange")],
+)
+def test_chunks_move_by_move_range_where_the_release_has_it(
+    model: MongoModel, admin: MongoAdmin, release: str, verb: str
+) -> None:
+    """Round-robin placement of a pre-split ranged key: moveRange from 6.0, moveChunk on 5.0,
+    whose routers do not know moveRange (the model refuses it as they do)."""
+    model.server_version = release
+    mongos, _ = _three_shards(model, admin)
+    ranged = ShardingSpec("ycsb", "usertable", "_id", hashed=False, split_points=("user3", "user6"))
+    assert admin.shard_collection(mongos, ranged) == "sharded, 2 chunk(s) moved"
+    assert [c["shard"] for c in model.sharded.chunks["ycsb.usertable"]] == ["sh0", "sh1", "sh2"]
+    assert model.sharded.moved_by == [verb, verb]
+
+
+def test_hashed_zones_are_presplit_by_shard_collection_once_declared(
+    model: MongoModel, admin: MongoAdmin
+) -> None:
+    """A hashed key with zones: the zones first, then shardCollection with presplitHashedZones
+    (no numInitialChunks), which the model refuses without zones already there."""
+    mongos, router = _three_shards(model, admin)
+    hashed = ShardingSpec(
+        "ycsb",
+        "usertable",
+        initial_chunks=8,
+        fields=(KeyField("region"), KeyField("_id", hashed=True)),
+        zones=(
+            Zone("eu", ("sh0",), ("eu", Bound.MIN), ("eu", Bound.MAX)),
+            Zone("us", ("sh1", "sh2"), ("us", Bound.MIN), ("us", Bound.MAX)),
+        ),
+    )
+    assert admin.shard_collection(mongos, hashed) == "sharded"
+    assert model.sharded.presplit == ["ycsb.usertable"]
+    assert model.sharded.zones == {"sh0": {"eu"}, "sh1": {"us"}, "sh2": {"us"}}
+    assert [r["zone"] for r in model.sharded.zone_ranges["ycsb.usertable"]] == ["eu", "us"]
+    assert admin.shard_collection(mongos, hashed) == "already sharded"  # a re-run: nothing
+    assert model.sharded.presplit == ["ycsb.usertable"]
+    # The order matters: without the zones declared, the server refuses the pre-split.
+    model.sharded.zone_ranges.clear()
+    admin.drop_collection(mongos, "ycsb", "usertable")
+    with pytest.raises(PermanentMongoError, match="no zones are defined"):
+        admin.command(
+            router,
+            {
+                "shardCollection": "ycsb.usertable",
+                "key": hashed.key_doc,
+                "presplitHashedZones": True,
+            },
+        )
 
 
 def test_rolling_restart_steps_down_the_primary_last(model: MongoModel, admin: MongoAdmin) -> None:

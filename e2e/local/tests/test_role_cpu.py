@@ -1,18 +1,20 @@
-"""Cluster tier: a sharded BenchmarkRun's status has the CPU of its mongos, per pod and per role,
-and `mongobench compare --metric cpu:mongos` prints it.
+"""Cluster tier: a sharded BenchmarkRun's status has the CPU and memory of its mongos and its
+clients, per pod and per role, and `mongobench compare --metric cpu:mongos` and `--metric
+memory:mongos` print them.
 
 What is real: the apiserver, the operator process and its PromQL, Prometheus scraping
-cAdvisor-named container CPU, YCSB with the project's binding executed by the harness kubelet
-(localplane.executor) inside CPU cgroups, the `mongobench` CLI. What stands in: the wire model
-for the sharded cluster's state, and FerretDB for the router: the clients' mongos URI is
-rewritten to FerretDB, so the process that serves the routed traffic is FerretDB. It runs in a
-cgroup labelled as the mongos pod's `mongos` container, as a kubelet would label it, so the CPU
-the status shows is the CPU the router's work really took. Memory is not served by the harness
-kubelet: the status lists it as missing, not as zero.
+cAdvisor-named container CPU and memory working set, YCSB with the project's binding executed
+by the harness kubelet (localplane.executor) inside CPU and memory cgroups, the `mongobench`
+CLI. What stands in: the wire model for the sharded cluster's state, and FerretDB for the
+router: the clients' mongos URI is rewritten to FerretDB, so the process that serves the routed
+traffic is FerretDB. It is started in its own cgroup, which the harness's cAdvisor labels as the
+mongos pod's `mongos` container, as a kubelet would label it, so the CPU and memory the status
+shows are what the router's work really took.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,7 +26,7 @@ from test_cli import cli
 
 from localplane import cgroups
 from localplane.executor import PodExecutor, pod_executor, rewrite_hosts
-from localplane.ferretdb import FerretDB
+from localplane.ferretdb import FerretDB, running_ferretdb
 from localplane.mongomodel import MongoModel
 from localplane.operator import wait_until
 from localplane.plane import Plane
@@ -33,14 +35,30 @@ from mongobench.mongocluster import labels
 
 pytestmark = pytest.mark.cluster
 
-ferretdb, model = bmr.ferretdb, bmr.model
+model = bmr.model
 CLUSTER = "rc"
 
 
 @pytest.fixture
+def router_cgroup() -> Iterator[cgroups.ContainerCgroup]:
+    """The cgroup the router's stand-in runs in from its start (its memory is charged there)."""
+    version = cgroups.available()
+    if version is None:
+        pytest.fail("this user cannot create cgroups: container CPU cannot be accounted")
+    group = cgroups.ContainerCgroup(f"router-{uuid.uuid4().hex[:8]}", None, version)
+    group.create()
+    yield group
+    group.remove()  # after the server stopped (fixtures tear down in reverse)
+
+
+@pytest.fixture
+def ferretdb(router_cgroup: cgroups.ContainerCgroup) -> Iterator[FerretDB]:
+    with running_ferretdb(cgroup=router_cgroup) as server:
+        yield server
+
+
+@pytest.fixture
 def executor(plane: Plane, namespace: str, ferretdb: FerretDB) -> Iterator[PodExecutor]:
-    if cgroups.available() is None:
-        pytest.fail("this user cannot create CPU cgroups: container CPU cannot be accounted")
     with pod_executor(
         plane, namespace, uri_rewrite=rewrite_hosts(f"{ferretdb.host}:{ferretdb.port}")
     ) as ex:
@@ -79,13 +97,14 @@ def sharded_cluster(plane: Plane, namespace: str, kube_api: k8s.ApiClient) -> No
     )
 
 
-def test_sharded_run_status_has_mongos_cpu_and_compare_prints_it(
+def test_sharded_run_status_has_mongos_cpu_and_memory_and_compare_prints_them(
     plane: Plane,
     namespace: str,
     kube_api: k8s.ApiClient,
     model: MongoModel,
     ferretdb: FerretDB,
     executor: PodExecutor,
+    router_cgroup: cgroups.ContainerCgroup,
     prometheus_server: Prometheus,
     prometheus: str,
     tmp_path: Path,
@@ -100,13 +119,9 @@ def test_sharded_run_status_has_mongos_cpu_and_compare_prints_it(
         routers = core.list_namespaced_pod(namespace, label_selector=selector).items
         assert len(routers) == 1, [p.metadata.name for p in routers]
         router = routers[0]
-        version = cgroups.available()
-        assert version is not None
-        group = cgroups.ContainerCgroup(f"{router.metadata.uid}-mongos", None, version)
-        group.create()
-        group.add(ferretdb.process.pid)  # the router's stand-in serves the clients from now on
+        # The stand-in's cgroup, labelled as the router's container (it serves the clients).
         key = (namespace, router.metadata.name, "mongos", router.spec.node_name or "")
-        server = cgroups.serve(lambda: cgroups.cadvisor_text([(key, group)]))
+        server = cgroups.serve(lambda: cgroups.cadvisor_text([(key, router_cgroup)]))
         set_cadvisor_targets(
             prometheus_server, [executor.serve_cadvisor(), int(server.server_address[1])]
         )
@@ -137,13 +152,21 @@ def test_sharded_run_status_has_mongos_cpu_and_compare_prints_it(
     assert mongos["pods"][0]["cpuCores"] > 0, step["roles"]
     assert mongos["sum"]["pods"] == 1 and mongos["sum"]["cpuCores"] > 0
     assert mongos["sum"]["cpuCoresMax"] >= mongos["sum"]["cpuCores"]
-    # The YCSB client ran in its own cgroup: the clients' role has its CPU too.
-    assert step["roles"]["clients"]["sum"]["cpuCores"] > 0, step["roles"]
-    # Pods nobody runs here (KWOK's mongod pods) and memory are missing, never zero.
+    # Memory working set (usage less inactive page cache): FerretDB holds megabytes at least.
+    assert mongos["pods"][0]["memoryWorkingSetBytes"] > 1 << 20, step["roles"]
+    assert mongos["sum"]["memoryWorkingSetBytes"] == mongos["pods"][0]["memoryWorkingSetBytes"]
+    assert mongos["sum"]["memoryWorkingSetBytesMax"] >= mongos["sum"]["memoryWorkingSetBytes"]
+    # The YCSB client ran in its own cgroups: the clients' role has its CPU and its JVM's memory.
+    clients = step["roles"]["clients"]["sum"]
+    assert clients["cpuCores"] > 0 and clients["memoryWorkingSetBytes"] > 1 << 20, clients
+    # Pods nobody runs here (KWOK's mongod pods) are missing, never zero.
     missing = step["roles"]["missing"]
-    assert "memory of every role (no cAdvisor series)" in missing
+    assert not any("of every role" in m for m in missing), missing
+    assert not any("mongos" in m or "clients" in m for m in missing), missing
     assert any(m.startswith("cpu of mongod pod ") for m in missing), missing
+    assert any(m.startswith("memory of mongod pod ") for m in missing), missing
     assert all("cpuCores" not in p for p in step["roles"]["mongod"]["pods"])
+    assert all("memoryWorkingSetBytes" not in p for p in step["roles"]["mongod"]["pods"])
     # On this shared machine the trial may be judged client-bound: compare it all the same.
     shown = cli(
         plane, "compare", "routed", "-n", namespace, "--metric", "cpu:mongos", "--include-invalid"
@@ -151,5 +174,16 @@ def test_sharded_run_status_has_mongos_cpu_and_compare_prints_it(
     assert shown.returncode == 0, shown.stderr
     rows = [" ".join(line.split()) for line in shown.stdout.splitlines()]
     assert any(r.startswith("a cpu:mongos (cores) routed 1") for r in rows), shown.stdout
+    shown = cli(
+        plane, "compare", "routed", "-n", namespace, "--metric", "memory:mongos",
+        "--include-invalid",
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    rows = [" ".join(line.split()) for line in shown.stdout.splitlines()]
+    row = next((r for r in rows if r.startswith("a memory:mongos (bytes) routed 1")), None)
+    assert row is not None, shown.stdout
+    # The figure printed is the status's, not a zero or a blank.
+    printed = row.split()[5]
+    assert printed not in ("0", "-", ""), row
     # The load's row is not asserted: its window (200 records) can end before Prometheus
     # scraped the router's cgroup once on a busy machine, and a missing series is never a zero.

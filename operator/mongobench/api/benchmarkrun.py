@@ -301,6 +301,27 @@ class ValidityPolicy:
             raise SpecError(f"spec.validity.rerunInvalid: {self.rerun_invalid} is not 0..5")
 
 
+CPU_RESOLUTION_RANGE = (1, 60)  # spec.monitoring.cpuResolutionSeconds (the CRD's bounds too)
+
+
+@dataclass(frozen=True)
+class Monitoring:
+    """How the run's resources are sampled (benchmarkrun.cpu_monitor)."""
+
+    # Node CPU sampled every so many seconds while the run lasts: the operator owns a PodMonitor
+    # that scrapes node-exporter at this interval, and the CPU queries rate over 4 of them.
+    # None: Prometheus' own scrape interval (the operator's prometheus.scrapeInterval).
+    cpu_resolution_seconds: int | None = None
+
+    def __post_init__(self) -> None:
+        low, high = CPU_RESOLUTION_RANGE
+        seconds = self.cpu_resolution_seconds
+        if seconds is not None and not low <= seconds <= high:
+            raise SpecError(
+                f"spec.monitoring.cpuResolutionSeconds: {seconds} is not {low} to {high} seconds"
+            )
+
+
 @dataclass(frozen=True)
 class BenchmarkRunSpec:
     workloads: tuple[Workload, ...]
@@ -326,6 +347,7 @@ class BenchmarkRunSpec:
     validity: ValidityPolicy = field(default_factory=ValidityPolicy)
     knee: Knee | None = None
     cost: Cost | None = None
+    monitoring: Monitoring = field(default_factory=Monitoring)
 
     @classmethod
     def parse(cls, spec: dict[str, Any]) -> BenchmarkRunSpec:

@@ -360,14 +360,17 @@ def cpu_series(entry: Mapping[str, Any], config: OperatorConfig) -> dict[str, An
     if not config.prometheus_url or not window or not nodes:
         return {}
     try:
+        # At the resolution the step's figures had (a run's own finer scrape: its job).
+        interval = float(cpu.get("resolutionSeconds") or config.prometheus_scrape_interval)
         series = node_series(
             config.prometheus_url,
             window["start"],
             window["end"],
-            float(window.get("stepSeconds") or config.prometheus_scrape_interval),
+            float(window.get("stepSeconds") or interval),
             nodes=nodes,
-            scrape_interval=config.prometheus_scrape_interval,
+            scrape_interval=interval,
             mapping=node_mapping(config),
+            job=str(cpu.get("job") or ""),
         )
     except CpuUnavailable as exc:
         return {"cpuSeries": None, "cpuSeriesMissing": exc.reason}

@@ -144,6 +144,7 @@ class ResourceProfile:
         pods: Iterable[str] = (),
         range_seconds: float,
         node_names: Iterable[str] = (),
+        job: str = "",
     ) -> str:
         """The PromQL of query ``name`` (or figure ``group.name``) with every placeholder filled
         in (pure)."""
@@ -161,6 +162,7 @@ class ResourceProfile:
             "namespace": _string_literal_body(namespace),
             "pods": regex_alternation(pods),
             "range": _duration(range_seconds),
+            "job_selector": f'job="{_string_literal_body(job)}"' if job else "",
         }
         return _fill(query.template, values)
 
@@ -223,6 +225,7 @@ class NodeCpu:
             "max": round(self.max, 1),
             **{m: round(getattr(self, m), 1) for m in SPLIT_MODES},
             "cpus": round(self.cpus),
+            "points": self.points,  # at the window's step: the resolution the figures had
         }
 
 
@@ -347,6 +350,10 @@ class CpuReport:
     # None when cAdvisor had no series at all: missing, not zero.
     containers: Mapping[str, ContainerCpu] | None
     missing: tuple[str, ...] = ()  # what was asked for and not found, for the condition message
+    # The scrape interval behind the node figures (the run's finer one when it was scraped),
+    # and the job of that finer scrape ("" for Prometheus' own).
+    resolution_seconds: float | None = None
+    job: str = ""
 
     def to_status(self) -> dict[str, Any]:
         """Figures only, no series: a few hundred bytes per node, fit for a CR status."""
@@ -367,6 +374,8 @@ class CpuReport:
                 for n in names
                 if n in self.nodes
             ],
+            "resolutionSeconds": self.resolution_seconds,
+            **({"job": self.job} if self.job else {}),
             "cluster": self.cluster.to_status() if self.cluster else None,
             "clients": self.clients.to_status() if self.clients else None,
             "mongod": None
@@ -466,6 +475,92 @@ def step_window(
     return Window(t0, t1, first, e, step, rng)
 
 
+Points = Sequence[tuple[float, float]]
+
+
+@dataclass(frozen=True)
+class ContainerSeries:
+    """The cAdvisor series of one step's window, each figure fetched once (``containerCpu``,
+    ``containerMemory``) and shared by the mongod containers' CPU (here), their memory
+    (``benchmarkrun.resources``), every role's (``benchmarkrun.roles``) and the noisy
+    neighbours' (``benchmarkrun.neighbours``). A figure without any series is None: missing,
+    not zero."""
+
+    # (node, namespace, pod, container) -> finite points; node is "" where the scrape config
+    # gives none
+    cpu: Mapping[tuple[str, str, str, str], Points] | None
+    # (pod, container) -> finite points, of the run's own pods' role containers
+    memory: Mapping[tuple[str, str], Points] | None
+
+    def pod_cpu(self, namespace: str) -> dict[tuple[str, str], Points]:
+        """(pod, container) -> CPU points of the containers in ``namespace``."""
+        return {(p, c): pts for (_, ns, p, c), pts in (self.cpu or {}).items() if ns == namespace}
+
+
+def _finite(values: Iterable[Sequence[Any]]) -> list[tuple[float, float]]:
+    points = [(float(t), float(v)) for t, v in values]
+    return [(t, v) for t, v in points if math.isfinite(v)]
+
+
+def parse_containers(
+    result: Sequence[Mapping[str, Any]], keys: Sequence[str]
+) -> dict[tuple[str, ...], list[tuple[float, float]]]:
+    """A query_range matrix by the given labels (absent ones as "") -> finite points (pure).
+    Series without a pod or container label are not a container's and are left out."""
+    out: dict[tuple[str, ...], list[tuple[float, float]]] = {}
+    for item in result:
+        metric = item.get("metric") or {}
+        if "pod" not in metric or "container" not in metric:
+            continue
+        out[tuple(str(metric.get(k, "")) for k in keys)] = _finite(item.get("values", []))
+    return out
+
+
+def query_containers(
+    prom_url: str,
+    window: Window,
+    *,
+    namespace: str,
+    pods: Iterable[str],
+    node_names: Iterable[str],
+    mapping: NodeMapping,
+    profile: ResourceProfile,
+    timeout: float = 5.0,
+) -> ContainerSeries:
+    """The step's container series: one ``containerCpu`` query (the containers on
+    ``node_names`` and the run's ``pods``) and one ``containerMemory`` (the run's pods).
+    CpuUnavailable as for every query."""
+    pods, node_names = sorted(set(pods)), sorted(set(node_names))
+    cpu: dict[tuple[str, ...], list[tuple[float, float]]] = {}
+    memory: dict[tuple[str, ...], list[tuple[float, float]]] = {}
+    rng = window.rate_range
+    if pods or node_names:
+        promql = profile.render(
+            "containerCpu",
+            mapping=mapping,
+            namespace=namespace,
+            pods=pods,
+            node_names=node_names,
+            range_seconds=rng,
+        )
+        cpu = parse_containers(
+            query_range(prom_url, promql, window.first, window.end, window.step, timeout=timeout),
+            ("node", "namespace", "pod", "container"),
+        )
+    if pods:
+        promql = profile.render(
+            "containerMemory", mapping=mapping, namespace=namespace, pods=pods, range_seconds=rng
+        )
+        memory = parse_containers(
+            query_range(prom_url, promql, window.first, window.end, window.step, timeout=timeout),
+            ("pod", "container"),
+        )
+    return ContainerSeries(
+        cpu={(k[0], k[1], k[2], k[3]): v for k, v in cpu.items()} or None,
+        memory={(k[0], k[1]): v for k, v in memory.items()} or None,
+    )
+
+
 def node_series(
     prom_url: str,
     start: datetime | float | str,
@@ -477,15 +572,17 @@ def node_series(
     mapping: NodeMapping | None = None,
     profile: ResourceProfile | None = None,
     timeout: float = 5.0,
+    job: str = "",
 ) -> dict[str, Any]:
     """The per-node, per-mode CPU series behind a step's figures (the same query and window as
-    `query_window`), for the archive: {query, start, end, stepSeconds, nodes: {node: {mode:
-    [[t, fraction], ...]}}}. CpuUnavailable as for `query_window`."""
+    `query_window`, ``job`` and ``scrape_interval`` those its status names), for the archive:
+    {query, start, end, stepSeconds, nodes: {node: {mode: [[t, fraction], ...]}}}.
+    CpuUnavailable as for `query_window`."""
     mapping = mapping or NodeMapping()
     profile = profile or ResourceProfile.load()
     w = step_window(start, end, step_seconds, scrape_interval)
     promql = profile.render(
-        "nodeCpuByMode", mapping=mapping, nodes=nodes, range_seconds=w.rate_range
+        "nodeCpuByMode", mapping=mapping, nodes=nodes, range_seconds=w.rate_range, job=job
     )
     raw = parse_matrix(
         query_range(prom_url, promql, w.first, w.end, w.step, timeout=timeout),
@@ -519,8 +616,12 @@ def query_window(
     mapping: NodeMapping | None = None,
     profile: ResourceProfile | None = None,
     timeout: float = 5.0,
+    series: ContainerSeries | None = None,
+    job: str = "",
 ) -> CpuReport:
-    """CPU of one step's window (see step_window): per node, per group, per mongod container.
+    """CPU of one step's window (see step_window): per node, per group, per mongod container
+    (from ``series`` when the step fetched them already, else fetched here). ``job`` selects
+    the node series of a run's own finer scrape (``scrape_interval`` is then its interval).
 
     Raises CpuUnavailable when Prometheus cannot be reached or refuses a query; series that
     simply are not there (a node without node-exporter, no cAdvisor) go to ``missing`` instead.
@@ -534,7 +635,9 @@ def query_window(
 
     node_results: dict[str, NodeCpu] = {}
     if nodes:
-        promql = profile.render("nodeCpuByMode", mapping=mapping, nodes=nodes, range_seconds=rng)
+        promql = profile.render(
+            "nodeCpuByMode", mapping=mapping, nodes=nodes, range_seconds=rng, job=job
+        )
         raw = parse_matrix(
             query_range(prom_url, promql, first, e, step, timeout=timeout),
             profile.node_label(mapping),
@@ -553,14 +656,22 @@ def query_window(
 
     containers: dict[str, ContainerCpu] | None = None
     if pods:
-        promql = profile.render(
-            "mongodContainerCpu", mapping=mapping, namespace=namespace, pods=pods, range_seconds=rng
-        )
-        raw_pods = parse_matrix(
-            query_range(prom_url, promql, first, e, step, timeout=timeout), "pod"
-        )
-        if raw_pods:
-            containers = summarise_containers({p: m.get("", []) for p, m in raw_pods.items()})
+        if series is None:
+            series = query_containers(
+                prom_url,
+                w,
+                namespace=namespace,
+                pods=pods,
+                node_names=nodes,
+                mapping=mapping,
+                profile=profile,
+                timeout=timeout,
+            )
+        by_pod = series.pod_cpu(namespace)
+        if series.cpu is not None:
+            containers = summarise_containers(
+                {p: by_pod[(p, "mongod")] for p in pods if (p, "mongod") in by_pod}
+            )
             missing += [f"mongod {p}" for p in pods if p not in containers]
         else:
             missing.append("mongod containers (no cAdvisor series)")
@@ -576,4 +687,6 @@ def query_window(
         clients=group(node_results, client_nodes),
         containers=containers,
         missing=tuple(missing),
+        resolution_seconds=scrape_interval,
+        job=job,
     )

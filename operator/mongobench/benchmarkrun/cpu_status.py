@@ -1,6 +1,8 @@
 """Per-step resource profile for status: CPU (benchmarkrun.cpu) and disk, network and memory
 (benchmarkrun.resources) of the nodes that ran the database and of the clients', and CPU and
-memory of every role's pods (benchmarkrun.roles), from Prometheus.
+memory of every role's pods (benchmarkrun.roles), from Prometheus. One query per step per
+figure: the cAdvisor series every part needs (the mongod containers', every role's, the
+neighbours') are fetched once (``cpu.query_containers``) and shared.
 
 Cluster nodes are those of the MongoCluster's pods; client nodes those of the step's Job pods
 (still present: Jobs are cleaned up only after the run). CpuUnavailable propagates to the
@@ -11,10 +13,19 @@ that are missing are listed in each part's `missing` (the ResourcesComplete cond
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, Literal, cast
 
-from mongobench.benchmarkrun import jobs, neighbours, roles
-from mongobench.benchmarkrun.cpu import NodeMapping, ResourceProfile, query_window
+from mongobench.benchmarkrun import cpu_monitor, jobs, neighbours, roles
+from mongobench.benchmarkrun.cpu import (
+    ContainerSeries,
+    CpuReport,
+    NodeMapping,
+    ResourceProfile,
+    query_containers,
+    query_window,
+    step_window,
+)
 from mongobench.benchmarkrun.orchestrate import CpuQuery
 from mongobench.benchmarkrun.resources import query_resources
 from mongobench.config import OperatorConfig
@@ -48,6 +59,34 @@ def cpu_for_step(kube: KubeApi, config: OperatorConfig) -> CpuQuery | None:
     mapping = node_mapping(config)
     profile = ResourceProfile.load()
 
+    def node_cpu(
+        run: Mapping[str, Any],
+        start: str,
+        end: str,
+        *,
+        series: ContainerSeries,
+        window: dict[str, Any],
+    ) -> CpuReport:
+        """At the run's own resolution where its PodMonitor's series are there, else at
+        Prometheus' interval, the status saying which (cpu.resolutionSeconds)."""
+        interval = config.prometheus_scrape_interval
+        fine = ((run.get("spec") or {}).get("monitoring") or {}).get("cpuResolutionSeconds")
+        if fine:
+            meta = run["metadata"]
+            job = cpu_monitor.job_label(meta["namespace"], meta["name"])
+            report = query_window(
+                url, start, end, fine, series=series, job=job, **{**window, "scrape_interval": fine}
+            )
+            if report.nodes:
+                return report
+            coarse = query_window(url, start, end, interval, series=series, **window)
+            note = (
+                f"cpu at {fine:g} s resolution (no series of job {job}: is its PodMonitor "
+                f"{cpu_monitor.monitor_name(meta['name'])} scraped?)"
+            )
+            return replace(coarse, missing=(*coarse.missing, note))
+        return query_window(url, start, end, interval, series=series, **window)
+
     def query(
         run: Mapping[str, Any], step: Mapping[str, Any], start: str, end: str
     ) -> dict[str, Any]:
@@ -59,7 +98,10 @@ def cpu_for_step(kube: KubeApi, config: OperatorConfig) -> CpuQuery | None:
             else ([], [])
         )
         client_nodes, clients = _nodes_and_pods(kube, namespace, f"job-name={step['job']}")
-        mongod_pods, client_pods = _names(cluster_pods), _names(clients)
+        cluster_roles = roles.cluster_pod_roles(cluster_pods)
+        client_pods = _names(clients)
+        # The mongod containers' figures are of the pods that run one (routers run mongos).
+        mongod_pods = [p for p in _names(cluster_pods) if cluster_roles.get(p) != "mongos"]
         window: dict[str, Any] = {
             "cluster_nodes": cluster_nodes,
             "client_nodes": client_nodes,
@@ -70,32 +112,47 @@ def cpu_for_step(kube: KubeApi, config: OperatorConfig) -> CpuQuery | None:
             "profile": profile,
         }
         interval = config.prometheus_scrape_interval
-        cpu = query_window(url, start, end, interval, **window)
+        pod_roles = roles.RolePods(cluster_roles, client_pods)
+        nodes = list(dict.fromkeys((*cluster_nodes, *client_nodes)))
+        series = query_containers(
+            url,
+            step_window(start, end, interval, interval),
+            namespace=namespace,
+            pods=(*_names(cluster_pods), *client_pods),
+            node_names=nodes,
+            mapping=mapping,
+            profile=profile,
+        )
+        cpu = node_cpu(run, start, end, series=series, window=window)
         return {
             "cpu": cpu.to_status(),
-            "resources": query_resources(url, start, end, interval, **window).to_status(),
+            "resources": query_resources(
+                url, start, end, interval, series=series, **window
+            ).to_status(),
             "roles": roles.query_roles(
                 url,
                 start,
                 end,
                 interval,
                 namespace=namespace,
-                pods=roles.RolePods(roles.cluster_pod_roles(cluster_pods), client_pods),
+                pods=pod_roles,
                 scrape_interval=interval,
                 mapping=mapping,
                 profile=profile,
+                series=series,
             ),
             "neighbours": neighbours.query(
                 url,
                 start,
                 end,
                 interval,
-                nodes=list(dict.fromkeys((*cluster_nodes, *client_nodes))),
-                own=[(namespace, p) for p in (*mongod_pods, *client_pods)],
+                nodes=nodes,
+                own=[(namespace, p) for p in (*_names(cluster_pods), *client_pods)],
                 node_cpus={n: c.cpus for n, c in cpu.nodes.items()},
                 scrape_interval=interval,
                 mapping=mapping,
                 profile=profile,
+                series=series,
             ),
         }
 

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec, Scenario
-from mongobench.benchmarkrun import cost, jobs, knee, repetitions, results, validity
+from mongobench.benchmarkrun import cost, cpu_monitor, jobs, knee, repetitions, results, validity
 from mongobench.benchmarkrun.cpu import CpuUnavailable
 from mongobench.benchmarkrun.decide import (
     TERMINAL,
@@ -312,6 +312,7 @@ class _Advance:
             self.new["clusterSnapshot"] = snapshot(self.kube, target.cluster, self.ns)
             self.new["resultsRef"] = f"{results.RESULT_OF} (ConfigMaps of run {self.name})"
             self.outcome.info(cond.EVENT_STARTED, f"{len(self.plan)} steps")
+            self.start_cpu_monitor()
         self.steps()
         step = action.step
         if action.kind == "Finish" or step is None:
@@ -594,7 +595,46 @@ class _Advance:
         self.cleanup(success=False)
         self.finish(cond.RUN_FAILED, message)
 
+    def start_cpu_monitor(self) -> None:
+        """The run's finer CPU resolution (cpu_monitor): its PodMonitor, before the first step,
+        so a Prometheus Operator has loaded it by the time a window opens."""
+        seconds = self.spec.monitoring.cpu_resolution_seconds
+        if seconds is None or not self.config.prometheus_url:
+            return
+        name = cpu_monitor.monitor_name(self.name)
+        if not self.kube.served(*cpu_monitor.API):
+            self.outcome.warn(
+                cond.EVENT_CPU_RESOLUTION,
+                f"no PodMonitor API (Prometheus Operator): CPU at Prometheus' own interval, "
+                f"not {seconds} s",
+            )
+            return
+        self.kube.apply(
+            cpu_monitor.build_cpu_monitor(
+                self.run,
+                seconds,
+                exporter_namespace=self.config.node_exporter_namespace,
+                exporter_selector=dict(self.config.node_exporter_selector),
+                exporter_port=self.config.node_exporter_port,
+                node_label=(
+                    self.config.prometheus_node_label
+                    if self.config.prometheus_node_mapping == "label"
+                    else None
+                ),
+                labels=dict(self.config.monitor_labels),
+            )
+        )
+        self.outcome.info(
+            cond.EVENT_CPU_RESOLUTION, f"PodMonitor {name}: node-exporter every {seconds} s"
+        )
+
     def finish(self, phase: str, message: str) -> None:
+        if self.spec.monitoring.cpu_resolution_seconds is not None:
+            # Every end passes here: the fine scrape lasts the run's window, no longer.
+            try:
+                self.kube.delete("PodMonitor", self.ns, cpu_monitor.monitor_name(self.name))
+            except ApiError as exc:  # the owner reference removes it with the run
+                self.outcome.warn(cond.EVENT_CPU_RESOLUTION, f"PodMonitor not deleted: {exc}")
         self.new["phase"] = phase
         self.new["completionTime"] = now_rfc3339()
         steps = self.new.get("steps", self.status.get("steps") or [])

@@ -1,8 +1,9 @@
 """Per-step disk, network and memory from Prometheus, beside the CPU of ``benchmarkrun.cpu``.
 
 The queries are the ``figures`` of ``profiles/resources.yaml``: per node (node-exporter, found
-through the same node mapping as CPU) and per mongod container (cAdvisor). Each figure of a
-step is the mean of its points over the step's window (``cpu.step_window``) and, where the
+through the same node mapping as CPU); the mongod containers' memory comes from the step's
+shared cAdvisor series (``cpu.ContainerSeries``, the profile's ``containerMemory``). Each figure
+of a step is the mean of its points over the step's window (``cpu.step_window``) and, where the
 profile asks, the largest point. Nodes are reported one by one and as groups: the database's
 nodes (``cluster``) apart from the benchmark clients' (``clients``). Series that are not there
 are reported in ``missing``, never as zero. Summarising is pure; only :func:`query_resources`
@@ -18,15 +19,20 @@ from datetime import datetime
 from typing import Any
 
 from mongobench.benchmarkrun.cpu import (
+    ContainerSeries,
     Figure,
     NodeMapping,
     ResourceProfile,
     Window,
     iso_utc,
     parse_matrix,
+    query_containers,
     query_range,
     step_window,
 )
+
+# The mongod containers' figure, as status names it.
+MONGOD_MEMORY = "memoryWorkingSetBytes"
 
 # Decimals kept in status, by unit: whole bytes, tenths of a percent, ...
 _DECIMALS = {"bytes": 0, "bytes/s": 0, "percent": 1, "ops/s": 1, "packets/s": 1, "ms": 2}
@@ -87,10 +93,10 @@ class ResourceReport:
     cluster_nodes: tuple[str, ...]
     client_nodes: tuple[str, ...]
     node_figures: tuple[Figure, ...]
-    pod_figures: tuple[Figure, ...]
     nodes: Figures  # node -> figure -> value
-    # None when cAdvisor had no series at all: missing, not zero.
-    containers: Figures | None
+    # mongod pod -> its memory working set; None when cAdvisor had no series at all: missing,
+    # not zero.
+    containers: Mapping[str, Value] | None
     missing: tuple[str, ...] = ()
 
     def group(self, members: Sequence[str]) -> dict[str, Any] | None:
@@ -125,7 +131,11 @@ class ResourceReport:
             "mongod": None
             if self.containers is None
             else [
-                {"pod": p, **figure_status(self.pod_figures, v).get("mongod", {})}
+                {
+                    "pod": p,
+                    MONGOD_MEMORY: _round(v.avg, "bytes"),
+                    f"{MONGOD_MEMORY}Max": _round(v.max, "bytes"),
+                }
                 for p, v in sorted(self.containers.items())
             ],
         }
@@ -149,16 +159,17 @@ def query_resources(
     mapping: NodeMapping | None = None,
     profile: ResourceProfile | None = None,
     timeout: float = 5.0,
+    series: ContainerSeries | None = None,
 ) -> ResourceReport:
     """Disk, network and memory of one step's window, per node, per group and per mongod
-    container. Raises CpuUnavailable (Prometheus unreachable or refusing a query) as the CPU
-    profile does; absent series go to ``missing``."""
+    container (from ``series`` when the step fetched them already, else fetched here). Raises
+    CpuUnavailable (Prometheus unreachable or refusing a query) as the CPU profile does;
+    absent series go to ``missing``."""
     mapping = mapping or NodeMapping()
     profile = profile or ResourceProfile.load()
     w = step_window(start, end, step_seconds, scrape_interval)
     nodes = list(dict.fromkeys((*cluster_nodes, *client_nodes)))
     node_figures = tuple(f for f in profile.figures if f.query.scope == "node")
-    pod_figures = tuple(f for f in profile.figures if f.query.scope == "pod")
     key_label = profile.node_label(mapping)
 
     per_node: dict[str, dict[str, Value]] = {n: {} for n in nodes}
@@ -171,36 +182,36 @@ def query_resources(
             query_range(prom_url, promql, w.first, w.end, w.step, timeout=timeout), key_label
         )
         for n in nodes:
-            series = raw.get(mapping.identity(n))
-            if series is None:
+            node_raw = raw.get(mapping.identity(n))
+            if node_raw is None:
                 absent[n].append(f"{f.group}.{f.name}")
             else:
-                per_node[n][f"{f.group}.{f.name}"] = summarise_points(series.get("", []))
+                per_node[n][f"{f.group}.{f.name}"] = summarise_points(node_raw.get("", []))
 
-    containers: dict[str, dict[str, Value]] | None = None
+    containers: dict[str, Value] | None = None
     container_absent: list[str] = []
-    for f in pod_figures if pods else ():
-        promql = profile.render(
-            f.query.name,
-            mapping=mapping,
-            namespace=namespace,
-            pods=pods,
-            range_seconds=w.rate_range,
-        )
-        raw = parse_matrix(
-            query_range(prom_url, promql, w.first, w.end, w.step, timeout=timeout), "pod"
-        )
-        if not raw:
-            container_absent.append(f"{f.group}.{f.name}")
-            continue
-        containers = containers if containers is not None else {}
-        for p in pods:
-            if p in raw:
-                containers.setdefault(p, {})[f"{f.group}.{f.name}"] = summarise_points(
-                    raw[p].get("", [])
-                )
-            else:
-                container_absent.append(f"{f.group}.{f.name} of {p}")
+    if pods:
+        if series is None:
+            series = query_containers(
+                prom_url,
+                w,
+                namespace=namespace,
+                pods=pods,
+                node_names=(),
+                mapping=mapping,
+                profile=profile,
+                timeout=timeout,
+            )
+        if series.memory is None:
+            container_absent.append(f"mongod.{MONGOD_MEMORY}")
+        else:
+            containers = {}
+            for p in pods:
+                points = series.memory.get((p, "mongod"))
+                if points is None:
+                    container_absent.append(f"mongod.{MONGOD_MEMORY} of {p}")
+                else:
+                    containers[p] = summarise_points(points)
 
     missing = [
         f"node {n} ({', '.join(a)})" if per_node[n] else f"node {n} (no node-exporter series)"
@@ -218,7 +229,6 @@ def query_resources(
         cluster_nodes=tuple(cluster_nodes),
         client_nodes=tuple(client_nodes),
         node_figures=node_figures,
-        pod_figures=pod_figures,
         nodes={n: v for n, v in per_node.items() if v},
         containers=containers,
         missing=tuple(missing),

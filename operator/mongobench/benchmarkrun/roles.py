@@ -2,7 +2,8 @@
 
 A pod's role comes from its labels (``app.kubernetes.io/component`` of the MongoCluster's pods,
 the step's Job pods are the clients); its figures from cAdvisor's series of the role's main
-container (``roleContainerCpu`` and ``roleContainerMemory`` in ``profiles/resources.yaml``), so
+container (the step's shared ``cpu.ContainerSeries``: ``containerCpu`` and ``containerMemory``
+in ``profiles/resources.yaml``), so
 a mongos is counted by its ``mongos`` container and an exporter sidecar by nothing. Each pod
 gets the mean and the largest point over the step's window (``cpu.step_window``); each role the
 sum over its pods (at every point, then mean and largest) and the mean pod. A pod or a whole
@@ -12,13 +13,19 @@ only :func:`query_roles` does I/O.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from mongobench.benchmarkrun.cpu import NodeMapping, ResourceProfile, query_range, step_window
+from mongobench.benchmarkrun.cpu import (
+    ContainerSeries,
+    NodeMapping,
+    Points,
+    ResourceProfile,
+    query_containers,
+    step_window,
+)
 from mongobench.mongocluster import labels
 
 # Status names of the roles, in the order status and reports show them.
@@ -35,8 +42,6 @@ _COMPONENT_ROLE = {
 # figure -> (status key, decimals)
 _FIGURES = {"cpu": ("cpuCores", 3), "memory": ("memoryWorkingSetBytes", 0)}
 
-Points = Sequence[tuple[float, float]]
-
 
 def cluster_pod_roles(pods: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     """pod name -> role of the MongoCluster's pods, from their component label (pure)."""
@@ -46,18 +51,6 @@ def cluster_pod_roles(pods: Sequence[Mapping[str, Any]]) -> dict[str, str]:
         role = _COMPONENT_ROLE.get((meta.get("labels") or {}).get(labels.COMPONENT, ""))
         if role is not None:
             out[str(meta["name"])] = role
-    return out
-
-
-def parse_containers(result: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], list[Any]]:
-    """A query_range matrix by (pod, container) -> finite points (pure)."""
-    out: dict[tuple[str, str], list[Any]] = {}
-    for item in result:
-        metric = item.get("metric") or {}
-        if "pod" not in metric or "container" not in metric:
-            continue
-        points = [(float(t), float(v)) for t, v in item.get("values", [])]
-        out[(metric["pod"], metric["container"])] = [(t, v) for t, v in points if math.isfinite(v)]
     return out
 
 
@@ -160,20 +153,25 @@ def query_roles(
     mapping: NodeMapping | None = None,
     profile: ResourceProfile | None = None,
     timeout: float = 5.0,
+    series: ContainerSeries | None = None,
 ) -> dict[str, Any]:
-    """CPU and memory of every role over one step's window (see ``summarise``). Raises
+    """CPU and memory of every role over one step's window (see ``summarise``), from
+    ``series`` when the step fetched them already, else fetched here. Raises
     CpuUnavailable as the CPU profile does; absent series go to ``missing``."""
     mapping = mapping or NodeMapping()
     profile = profile or ResourceProfile.load()
     pod_roles = pods.roles()
     if not pod_roles:
         return {}
-    w = step_window(start, end, step_seconds, scrape_interval)
-    series: dict[str, Mapping[tuple[str, str], Points] | None] = {}
-    for figure, name in (("cpu", "roleContainerCpu"), ("memory", "roleContainerMemory")):
-        promql = profile.render(
-            name, mapping=mapping, namespace=namespace, pods=pod_roles, range_seconds=w.rate_range
+    if series is None:
+        series = query_containers(
+            prom_url,
+            step_window(start, end, step_seconds, scrape_interval),
+            namespace=namespace,
+            pods=pod_roles,
+            node_names=(),
+            mapping=mapping,
+            profile=profile,
+            timeout=timeout,
         )
-        matrix = query_range(prom_url, promql, w.first, w.end, w.step, timeout=timeout)
-        series[figure] = parse_containers(matrix) or None
-    return summarise(pod_roles, series)
+    return summarise(pod_roles, {"cpu": series.pod_cpu(namespace) or None, "memory": series.memory})

@@ -395,6 +395,7 @@ EVENT_DISTRIBUTION = "Distribution"
 EVENT_DISTRIBUTION_UNKNOWN = "DistributionUnknown"
 EVENT_DISTRIBUTION_NOT_PUBLISHED = "DistributionNotPublished"
 EVENT_CPU_MISSING = "CPUMissing"
+EVENT_CPU_RESOLUTION = "CPUResolution"
 EVENT_TRIAL_INVALID = "TrialInvalid"
 EVENT_ARCHIVED = "Archived"
 EVENT_ARCHIVE_FAILED = "ArchiveFailed"
@@ -435,6 +436,10 @@ EVENT_REASONS: Mapping[str, str] = {
     EVENT_DISTRIBUTION_UNKNOWN: "Warning: the shard distribution could not be measured",
     EVENT_DISTRIBUTION_NOT_PUBLISHED: "Warning: the distribution could not be written",
     EVENT_CPU_MISSING: "Warning: a step's CPU could not be collected",
+    EVENT_CPU_RESOLUTION: (
+        "BenchmarkRun: the PodMonitor of its finer CPU resolution was created; Warning: it "
+        "could not be (no PodMonitor API), so CPU keeps Prometheus' interval"
+    ),
     EVENT_TRIAL_INVALID: "Warning: a measured step is an invalid trial (why; re-run or not)",
     EVENT_ARCHIVED: "BenchmarkRun: every step and the final manifest are in the archive",
     EVENT_ARCHIVE_FAILED: "Warning: an upload to the archive failed (first failure only)",

@@ -57,7 +57,7 @@ from mongobench.mongo.model import (
     ShardShare,
     UserSpec,
 )
-from mongobench.mongo.versions import capabilities
+from mongobench.mongo.versions import UnsupportedVersion, capabilities
 
 log = logging.getLogger("mongobench.mongo")
 
@@ -379,6 +379,12 @@ class MongoAdmin:
             return target
         return self._mongos(target) if isinstance(target, Mongos) else self._primary(target)
 
+    def running_version(self, target: ReplicaSetSpec | Mongos | str) -> str:
+        """The version of the binaries that serve ``target`` (serverStatus): a set's primary
+        and the routers are the last to be upgraded, so mid-roll this is still the old one."""
+        host = self._target(target)
+        return str(self.command(host, {"serverStatus": 1})["version"])
+
     def feature_compatibility_version(self, target: ReplicaSetSpec | Mongos | str) -> str:
         host = self._target(target)
         doc = self.command(host, {"getParameter": 1, "featureCompatibilityVersion": 1})
@@ -607,11 +613,9 @@ class MongoAdmin:
         ]
         return chunks.chunks_from(spec, docs)
 
-    def _place_chunks(self, host: str, spec: ShardingSpec) -> int:
-        """A ranged key's splits, the zones, then chunk moves (see chunks.py); returns the
-        number of chunks moved. Every step is a no-op when an earlier pass did it."""
-        for cmd in chunks.split_commands(spec):
-            self._split(host, cmd)
+    def _zones(self, host: str, spec: ShardingSpec) -> list[str]:
+        """addShardToZone and updateZoneKeyRange (idempotent); returns the active shards. A
+        zone naming a shard the cluster does not have is refused before any zone command."""
         shards = [s.id for s in self.list_shards(Mongos((host,))) if not s.draining]
         unknown = sorted({s for z in spec.zones for s in z.shards} - set(shards))
         if unknown:
@@ -622,10 +626,29 @@ class MongoAdmin:
             )
         for cmd in chunks.zone_commands(spec):
             self.command(host, _to_bson(cmd))
+        return shards
+
+    def _move_range(self, host: str) -> bool:
+        """Whether the routers have moveRange (6.0+); an unknown release is asked moveChunk."""
+        try:
+            return capabilities(self.running_version(host)).move_range
+        except UnsupportedVersion:
+            return False
+
+    def _place_chunks(self, host: str, spec: ShardingSpec) -> int:
+        """A ranged key's splits, the zones, then chunk moves (see chunks.py); returns the
+        number of chunks moved. Every step is a no-op when an earlier pass did it."""
+        for cmd in chunks.split_commands(spec):
+            self._split(host, cmd)
+        shards = self._zones(host, spec)
         entry = self._collection_entry(host, spec.namespace)
-        moves = chunks.move_commands(spec, self._chunks(host, spec, entry or {}), shards)
+        found = self._chunks(host, spec, entry or {})
+        moves = chunks.move_commands(spec, found, shards)
+        if moves and self._move_range(host):  # the routers' release is asked only to move
+            moves = chunks.move_commands(spec, found, shards, move_range=True)
         for cmd in moves:
-            log.info("moveChunk %s %s to %s", spec.namespace, cmd["bounds"][0], cmd["to"])
+            verb = next(iter(cmd))
+            log.info("%s %s to %s", verb, spec.namespace, cmd.get("toShard", cmd.get("to")))
             self.command(host, _to_bson(cmd))
         return len(moves)
 
@@ -646,6 +669,8 @@ class MongoAdmin:
         else:
             # "already enabled" on servers before 6.0
             self._command_unless_done(host, {"enableSharding": spec.database}, ALREADY_INITIALIZED)
+            if chunks.presplits_hashed_zones(spec):
+                self._zones(host, spec)  # presplitHashedZones needs them declared first
             log.info("shardCollection %s on %s", spec.namespace, spec.key_doc)
             cmd = chunks.shard_collection_command(spec)
             self._command_unless_done(host, cmd, ALREADY_INITIALIZED)

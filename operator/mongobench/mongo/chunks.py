@@ -4,12 +4,14 @@ chunks are (config.chunks) to decide the moves.
 
 What is supported:
 - a hashed key (one field or a compound key with one hashed field): ``shardCollection`` with
-  ``numInitialChunks`` when the hashed field comes first; the balancer spreads them;
+  ``numInitialChunks`` when the hashed field comes first; the balancer spreads them. With zones,
+  ``presplitHashedZones`` instead: the zones are declared before ``shardCollection``, which then
+  creates and places the chunks of every zone range itself (4.4+, every supported release);
 - a ranged key: ``split`` at explicit points, or where YCSB's key names (``user<number>``,
   compared as strings) divide evenly for the run's insert order and record count, when the
   first field is ``_id``; then the chunks are moved round-robin across the shards with
-  ``moveChunk`` by exact bounds (a command 4.4 to 8.0 all have; ``moveRange`` exists from 6.0),
-  each chunk inside a zone round-robin across that zone's shards;
+  ``moveRange`` by exact bounds where the routers have it (6.0+: versions.Capabilities), else
+  ``moveChunk`` (5.0), each chunk inside a zone round-robin across that zone's shards;
 - zones: ``addShardToZone`` per shard, ``updateZoneKeyRange`` per range; zone bounds are split
   points too, so no chunk straddles a zone.
 """
@@ -124,9 +126,18 @@ def split_points(spec: ShardingSpec) -> tuple[KeyValue, ...]:
     return tuple(unique[k] for k in sorted(unique))
 
 
+def presplits_hashed_zones(spec: ShardingSpec) -> bool:
+    """A hashed key with zones: shardCollection pre-splits the zone ranges itself
+    (``presplitHashedZones``), once the zones exist."""
+    return spec.any_hashed and bool(spec.zones)
+
+
 def shard_collection_command(spec: ShardingSpec) -> dict[str, Any]:
     cmd: dict[str, Any] = {"shardCollection": spec.namespace, "key": spec.key_doc}
-    if spec.initial_chunks and spec.key_fields[0].hashed:
+    if presplits_hashed_zones(spec):
+        # The zones decide the initial chunks; numInitialChunks is not given with it.
+        cmd["presplitHashedZones"] = True
+    elif spec.initial_chunks and spec.key_fields[0].hashed:
         cmd["numInitialChunks"] = spec.initial_chunks
     return cmd
 
@@ -182,19 +193,24 @@ def placement(spec: ShardingSpec, chunks: Sequence[Chunk], shards: Sequence[str]
     return wanted
 
 
+def move_command(spec: ShardingSpec, chunk: Chunk, to: str, *, move_range: bool) -> dict[str, Any]:
+    """One chunk to shard ``to``: moveRange by its bounds where the routers have it (6.0+),
+    else moveChunk by its bounds."""
+    low, high = key_document(spec, chunk.min), key_document(spec, chunk.max)
+    if move_range:
+        return {"moveRange": spec.namespace, "min": low, "max": high, "toShard": to}
+    return {"moveChunk": spec.namespace, "bounds": [low, high], "to": to}
+
+
 def move_commands(
-    spec: ShardingSpec, chunks: Sequence[Chunk], shards: Sequence[str]
+    spec: ShardingSpec, chunks: Sequence[Chunk], shards: Sequence[str], *, move_range: bool = False
 ) -> list[dict[str, Any]]:
-    """moveChunk for every chunk not yet where ``placement`` wants it (none on a re-run)."""
+    """A move for every chunk not yet where ``placement`` wants it (none on a re-run)."""
     if not shards or not split_points(spec):  # hashed keys, or one chunk: the balancer's
         return []
     ordered = sorted(chunks, key=lambda c: order(c.min))
     return [
-        {
-            "moveChunk": spec.namespace,
-            "bounds": [key_document(spec, chunk.min), key_document(spec, chunk.max)],
-            "to": target,
-        }
+        move_command(spec, chunk, target, move_range=move_range)
         for chunk, target in zip(ordered, placement(spec, ordered, shards), strict=True)
         if chunk.shard != target
     ]

@@ -31,6 +31,7 @@ from mongobench.mongo.model import (
 )
 from mongobench.mongo.pool import AdminPool, fingerprint
 from mongobench.mongo.tls_files import TLSFiles, write_tls_files
+from mongobench.mongo.versions import fcv_after_roll
 from mongobench.mongocluster import labels as lbl
 from mongobench.mongocluster.layout import ClusterLayout, ReplicaSetLayout
 from mongobench.mongocluster.placement import PLACED, Feasibility, feasibility, has_hard_rules
@@ -44,7 +45,12 @@ from mongobench.mongocluster.provision import (
     platform_status,
     read_secrets,
 )
-from mongobench.mongocluster.rolling import feature_compatibility, observe_mongos_upgrade, roll
+from mongobench.mongocluster.rolling import (
+    before_series_change,
+    feature_compatibility,
+    observe_mongos_upgrade,
+    roll,
+)
 from mongobench.mongocluster.secrets import EXPORTER_USERNAME
 from mongobench.mongocluster.shards import retiring_shards
 from mongobench.mongocluster.status import Observed, Wiring, WorkloadState
@@ -195,6 +201,35 @@ def administration(
         yield admin, passwords
 
 
+def before_roll(
+    admin: MongoAdmin,
+    d: Desired,
+    statefulsets: Mapping[str, WorkloadState],
+    ready_sets: frozenset[str],
+    fcv: str | None,
+) -> tuple[str, str | None, str | None] | None:
+    """While a replica set has members to restart, a roll may be due: the FCV it needs comes
+    first (MongoDB's upgrade procedure, rolling.before_series_change). (why the roll waits this
+    pass, the FCV, the FCV set) when it must; None when it may go on."""
+    unsettled = any(
+        rs.name in ready_sets and not (statefulsets.get(rs.name) or WorkloadState(0, 0)).settled
+        for rs in d.layout.replica_sets
+    )
+    if not unsettled:
+        return None
+    try:
+        step, fcv = before_series_change(
+            admin, d.layout, d.spec.version, d.spec.feature_compatibility_version
+        )
+    except TransientMongoError as exc:
+        return f"reading featureCompatibilityVersion before the roll: {exc}", fcv, None
+    if step.action == "refuse":
+        return step.reason, fcv, None
+    if step.action == "raise":
+        return step.reason, fcv, fcv
+    return None
+
+
 def administer(
     kube: KubeApi,
     admin: MongoAdmin,
@@ -214,6 +249,9 @@ def administer(
         return wiring, None, fcv, None
     for note in renew_certificates(kube, admin, d, time.time()):
         log.info("MongoCluster %s/%s: %s", d.layout.namespace, d.layout.name, note)
+    held = before_roll(admin, d, statefulsets, ready_sets, fcv)
+    if held is not None:
+        return wiring, *held
     # One replica set at a time, in MongoDB's upgrade order: the config servers, then each
     # shard (layout order); mongos last (mongos_step).
     rolling = next(
@@ -224,8 +262,8 @@ def administer(
         ),
         None,
     )
-    wanted = d.spec.feature_compatibility_version
-    if rolling is not None or mongos_waiting is not None or not wanted or wanted == fcv:
+    wanted = fcv_after_roll(wanted_fcv=d.spec.feature_compatibility_version, observed_fcv=fcv)
+    if rolling is not None or mongos_waiting is not None or wanted is None:
         return wiring, rolling, fcv, None
     try:
         fcv, changed = feature_compatibility(admin, d.layout, wanted, d.spec.version)

@@ -1,6 +1,10 @@
 """Rolling restarts after a version or resources change (StatefulSets use OnDelete), then the
 featureCompatibilityVersion when the spec asks for one.
 
+Before a roll to another release series, the FCV MongoDB's upgrade procedure needs: the running
+series (``before_series_change``, decided by versions.fcv_before_roll), so an FCV an earlier
+upgrade left behind never meets binaries that refuse it.
+
 The StatefulSet controller only creates pods from the new template once the old pod is gone, so
 the operator decides the order: secondaries one at a time, each back and caught up, the primary
 stepped down and restarted last (mongobench.mongo.plan.next_rolling_step). One pod per pass;
@@ -14,7 +18,8 @@ from __future__ import annotations
 
 from mongobench.k8s.api import KubeApi
 from mongobench.mongo.admin import MongoAdmin
-from mongobench.mongo.model import Mongos
+from mongobench.mongo.model import Mongos, ReplicaSetSpec
+from mongobench.mongo.versions import FcvStep, fcv_before_roll
 from mongobench.mongocluster import labels as lbl
 from mongobench.mongocluster.layout import ClusterLayout, ReplicaSetLayout
 from mongobench.mongocluster.mongos import CONTAINER as MONGOS
@@ -93,12 +98,35 @@ def observe_mongos_upgrade(kube: KubeApi, layout: ClusterLayout, wanted: str) ->
     return mongos_upgrade(wanted, dep, upgraded)
 
 
+def fcv_target(layout: ClusterLayout) -> Mongos | ReplicaSetSpec:
+    """Where the cluster's FCV is read and set: through mongos, or the replica set's primary."""
+    return Mongos((layout.mongos_host,)) if layout.sharded else layout.replica_sets[0].to_spec()
+
+
+def before_series_change(
+    admin: MongoAdmin, layout: ClusterLayout, version: str, wanted_fcv: str | None
+) -> tuple[FcvStep, str]:
+    """Before a roll may replace the binaries: the FCV step MongoDB's upgrade procedure needs
+    (versions.fcv_before_roll), done here when it is a raise. Returns (the step, the FCV now)."""
+    target = fcv_target(layout)
+    running = admin.running_version(target)
+    observed = admin.feature_compatibility_version(target)
+    step = fcv_before_roll(
+        running=running, target=version, observed_fcv=observed, wanted_fcv=wanted_fcv
+    )
+    if step.action == "raise" and step.fcv is not None:
+        admin.ensure_feature_compatibility_version(target, step.fcv, binaries=running)
+        return step, step.fcv
+    return step, observed
+
+
 def feature_compatibility(
     admin: MongoAdmin, layout: ClusterLayout, wanted: str, binaries: str
 ) -> tuple[str, bool]:
     """Set the cluster's FCV to `wanted` (through mongos, or the replica set's primary); call
     only once every member runs `binaries` (spec.version). Returns (the FCV now, whether this
     call changed it)."""
-    target = Mongos((layout.mongos_host,)) if layout.sharded else layout.replica_sets[0].to_spec()
-    changed = admin.ensure_feature_compatibility_version(target, wanted, binaries=binaries)
+    changed = admin.ensure_feature_compatibility_version(
+        fcv_target(layout), wanted, binaries=binaries
+    )
     return wanted, changed

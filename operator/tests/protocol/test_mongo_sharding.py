@@ -203,10 +203,12 @@ def test_ranged_shard_collection_presplits_and_tolerates_existing_boundaries(
     assert result() == "sharded"
 
 
+@pytest.mark.parametrize("release", ["5.0.31", "7.0.14"])
 def test_compound_ranged_key_splits_zones_and_moves_chunks_with_min_and_max_keys(
-    cluster: Cluster,
+    cluster: Cluster, release: str
 ) -> None:
-    """What goes over the wire for a compound ranged key with a zone: MinKey/MaxKey as BSON."""
+    """What goes over the wire for a compound ranged key with a zone: MinKey/MaxKey as BSON;
+    the moves by moveRange where the routers have it (6.0+), else moveChunk."""
     admin, router = _mongos(cluster)
     spec = ShardingSpec(
         "ycsb",
@@ -267,16 +269,25 @@ def test_compound_ranged_key_splits_zones_and_moves_chunks_with_min_and_max_keys
             ],
         }
     )
+    status = router.receives()  # which moves the routers' release has
+    assert body(status) == {"serverStatus": 1}
+    status.ok(version=release, process="mongos")
     # round-robin outside the zone (sh0, then sh1), the zone's chunk on its shard sh1
     moves = []
     for _ in range(2):
         move = router.receives()
         moves.append(body(move))
         move.ok()
-    assert moves == [
-        {"moveChunk": "ycsb.usertable", "bounds": [b1, b5], "to": "sh1"},
-        {"moveChunk": "ycsb.usertable", "bounds": [b5, hi], "to": "sh1"},
-    ]
+    if release.startswith("5."):
+        assert moves == [
+            {"moveChunk": "ycsb.usertable", "bounds": [b1, b5], "to": "sh1"},
+            {"moveChunk": "ycsb.usertable", "bounds": [b5, hi], "to": "sh1"},
+        ]
+    else:
+        assert moves == [
+            {"moveRange": "ycsb.usertable", "min": b1, "max": b5, "toShard": "sh1"},
+            {"moveRange": "ycsb.usertable", "min": b5, "max": hi, "toShard": "sh1"},
+        ]
     assert result() == "sharded, 2 chunk(s) moved"
 
 

@@ -35,8 +35,9 @@ class FakeMongo:
         self.draining: dict[str, int] = {}  # shard id -> removeShard calls left
         self.drain_calls = drain_calls
         self.users: dict[str, list[str]] = {}  # replSet or "mongos" -> usernames
-        self.fcv: str | None = None
+        self.fcv: str | None = None  # None: the running binaries' series, as a new cluster's
         self.fcv_binaries: str | None = None
+        self.running = "7.0.14"  # the binaries serverStatus reports (before a roll: the old)
         self.calls: list[str] = []
         self.collections: set[str] = set()  # "db.collection"
         self.connector = self  # what the pool closes at shutdown (close() below)
@@ -124,6 +125,13 @@ class FakeMongo:
     def rolling_step(self, spec: ReplicaSetSpec, needs_restart: list[str]) -> RollingStep:
         """The operator's own order (mongo.plan), on this model's view of the set."""
         return next_rolling_step(self.replica_set_status(spec), needs_restart)
+
+    def running_version(self, target: ReplicaSetSpec | Mongos) -> str:
+        self.calls.append("serverStatus")
+        return self.running
+
+    def feature_compatibility_version(self, target: ReplicaSetSpec | Mongos) -> str:
+        return self.fcv or ".".join(self.running.split(".")[:2])
 
     def ensure_feature_compatibility_version(
         self, target: ReplicaSetSpec | Mongos, version: str, *, binaries: str

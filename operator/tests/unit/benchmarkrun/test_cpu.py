@@ -155,6 +155,7 @@ def test_status_is_small_json_with_roles_and_missing_mongod_cpu_not_zero() -> No
         "iowait": 5.0,
         "steal": 2.5,
         "cpus": 2,
+        "points": 2,  # at the window's step: how fine the figures are
     }
     assert status["mongod"] is None
     assert status["missing"] == ["mongod containers (no cAdvisor series)"]
@@ -164,10 +165,8 @@ def test_packaged_profile_renders_every_query_without_leftover_placeholders() ->
     profile = ResourceProfile.load()
     assert set(profile.queries) == {
         "nodeCpuByMode",
-        "mongodContainerCpu",
-        "containerCpuByPod",
-        "roleContainerCpu",
-        "roleContainerMemory",
+        "containerCpu",
+        "containerMemory",
     }
     for mapping in (NodeMapping(), NodeMapping(mode="label", label="instance")):
         for name in profile.queries:

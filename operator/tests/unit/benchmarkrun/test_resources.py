@@ -27,10 +27,11 @@ def figures_by_key() -> dict[str, object]:
     return {f"{f.group}.{f.name}": f for f in ResourceProfile.load().figures}
 
 
-def test_profile_has_disk_network_memory_per_node_and_mongod_memory() -> None:
+def test_profile_has_disk_network_memory_per_node() -> None:
+    # The mongod containers' memory is the shared containerMemory query (test_step_queries).
     figures = ResourceProfile.load().figures
     groups = {(f.group, f.query.scope) for f in figures}
-    assert groups == {("disk", "node"), ("network", "node"), ("memory", "node"), ("mongod", "pod")}
+    assert groups == {("disk", "node"), ("network", "node"), ("memory", "node")}
     names = set(figures_by_key())
     assert {
         "disk.readIops",
@@ -46,7 +47,6 @@ def test_profile_has_disk_network_memory_per_node_and_mongod_memory() -> None:
         "network.errorsPerSecond",
         "memory.usedBytes",
         "memory.totalBytes",
-        "mongod.memoryWorkingSetBytes",
     } <= names
 
 
@@ -108,19 +108,17 @@ def test_status_keeps_the_mean_and_where_asked_the_max_rounded_by_unit() -> None
 def test_report_status_has_nodes_by_role_groups_mongod_and_missing() -> None:
     profile = ResourceProfile.load()
     node_figures = tuple(f for f in profile.figures if f.query.scope == "node")
-    pod_figures = tuple(f for f in profile.figures if f.query.scope == "pod")
     report = ResourceReport(
         window=step_window(T0, T0 + 120, 15, 15),
         cluster_nodes=("db-1", "db-2"),
         client_nodes=("client-1",),
         node_figures=node_figures,
-        pod_figures=pod_figures,
         nodes={
             "db-1": {"disk.writeIops": Value(100.0, 150.0), "memory.usedPercent": Value(40, 50)},
             "db-2": {"disk.writeIops": Value(300.0, 320.0), "memory.usedPercent": Value(60, 70)},
             "client-1": {"disk.writeIops": Value(1.0, 2.0)},
         },
-        containers={"mc-rs0-0": {"mongod.memoryWorkingSetBytes": Value(1e9, 1.5e9)}},
+        containers={"mc-rs0-0": Value(1e9, 1.5e9)},
         missing=("node client-1 (memory.usedPercent)",),
     )
     status = report.to_status()

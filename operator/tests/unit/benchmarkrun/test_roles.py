@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from mongobench.benchmarkrun import roles
-from mongobench.benchmarkrun.cpu import NodeMapping, ResourceProfile, rate_range
+from mongobench.benchmarkrun.cpu import NodeMapping, ResourceProfile, parse_containers, rate_range
 from mongobench.mongocluster import labels
 
 pytestmark = pytest.mark.unit
@@ -97,24 +97,25 @@ def test_a_role_with_no_series_at_all_has_no_sum_and_a_role_without_pods_is_abse
     assert "mongos" not in status and "configServer" not in status
 
 
-def test_role_queries_select_the_roles_containers_and_the_given_pods() -> None:
-    profile = ResourceProfile.load()
-    for name in ("roleContainerCpu", "roleContainerMemory"):
-        promql = profile.render(
-            name,
-            mapping=NodeMapping(),
-            namespace="bench",
-            pods=["mc-mongos-a", "mc-shard0-0"],
-            range_seconds=rate_range(5, 5),
-        )
-        assert 'container=~"mongod|mongos|client"' in promql
-        assert 'pod=~"mc-mongos-a|mc-shard0-0"' in promql
-        assert "sum by (pod, container)" in promql
+def test_role_memory_query_selects_the_roles_containers_and_the_given_pods() -> None:
+    promql = ResourceProfile.load().render(
+        "containerMemory",
+        mapping=NodeMapping(),
+        namespace="bench",
+        pods=["mc-mongos-a", "mc-shard0-0"],
+        range_seconds=rate_range(5, 5),
+    )
+    assert 'container=~"mongod|mongos|client"' in promql
+    assert 'pod=~"mc-mongos-a|mc-shard0-0"' in promql
+    assert "sum by (pod, container)" in promql
 
 
-def test_containers_parse_by_pod_and_container_dropping_nan() -> None:
+def test_containers_parse_by_their_labels_dropping_nan_and_series_of_no_container() -> None:
     matrix = [
         {"metric": {"pod": "p", "container": "mongos"}, "values": [[T0, "0.5"], [T0 + 5, "NaN"]]},
         {"metric": {"pod": "q"}, "values": [[T0, "1"]]},
     ]
-    assert roles.parse_containers(matrix) == {("p", "mongos"): [(T0, 0.5)]}
+    assert parse_containers(matrix, ("pod", "container")) == {("p", "mongos"): [(T0, 0.5)]}
+    assert parse_containers(matrix, ("node", "pod", "container")) == {
+        ("", "p", "mongos"): [(T0, 0.5)]
+    }

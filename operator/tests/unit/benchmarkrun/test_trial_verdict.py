@@ -182,23 +182,28 @@ def test_the_run_counts_its_trials_and_replaced_attempts_count_nowhere() -> None
 
 def test_neighbours_are_the_containers_that_are_not_the_benchmarks() -> None:
     from mongobench.benchmarkrun import neighbours
+    from mongobench.benchmarkrun.cpu import ContainerSeries
 
-    def series(node: str, ns: str, pod: str, cores: float) -> dict[str, Any]:
-        metric = {"node": node, "namespace": ns, "pod": pod}
-        return {"metric": metric, "values": [[0, str(cores)], [1, str(cores)]]}
+    def series(cores: float) -> list[tuple[float, float]]:
+        return [(0, cores), (1, cores)]
 
-    result = [
-        series("db1", "bench", "mc-rs0-0", 1.5),  # the database: its own
-        series("db1", "bench", "run-02-run-a-r1-0-xyz", 0.5),  # the step's client
-        series("db1", "other", "hog", 1.0),
-        series("c1", "bench", "run-02-run-a-r1-1-abc", 0.9),
-    ]
+    result = ContainerSeries(
+        cpu={
+            ("db1", "bench", "mc-rs0-0", "mongod"): series(1.5),  # the database: its own
+            ("db1", "bench", "run-02-run-a-r1-0-xyz", "client"): series(0.5),  # a client
+            ("db1", "other", "hog", "burn"): series(0.6),
+            ("db1", "other", "hog", "sidecar"): series(0.4),  # a pod's containers add up
+            ("c1", "bench", "run-02-run-a-r1-1-abc", "client"): series(0.9),
+            ("elsewhere", "other", "far", "x"): series(2.0),  # not on the step's nodes
+        },
+        memory=None,
+    )
     own = [
         ("bench", "mc-rs0-0"),
         ("bench", "run-02-run-a-r1-0-xyz"),
         ("bench", "run-02-run-a-r1-1-abc"),
     ]
-    found = neighbours.summarise(result, own, {"db1": 2.0, "c1": 4.0})
+    found = neighbours.summarise(result, ["db1", "c1"], own, {"db1": 2.0, "c1": 4.0})
     assert found["cadvisor"] is True
     assert found["nodes"] == [
         {"node": "c1", "cores": 0.0, "share": 0.0, "pods": []},
@@ -209,7 +214,7 @@ def test_neighbours_are_the_containers_that_are_not_the_benchmarks() -> None:
     )
     assert reasons(verdict) == [v.NOISY_NODE]
     assert "other/hog" in verdict.reasons[0].message
-    assert neighbours.summarise([], own, {})["cadvisor"] is False
+    assert neighbours.summarise(ContainerSeries(None, None), ["db1"], own, {})["cadvisor"] is False
 
 
 @pytest.mark.parametrize(

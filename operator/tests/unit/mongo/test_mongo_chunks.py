@@ -1,6 +1,6 @@
 """Unit tier: the pure plan of a sharded collection's layout (mongobench.mongo.chunks): the
-shardCollection, zone, split and moveChunk documents for compound, hashed and ranged keys, and
-how evenly the YCSB split points divide YCSB's real key names."""
+shardCollection, zone, split and moveChunk/moveRange documents for compound, hashed and ranged
+keys, and how evenly the YCSB split points divide YCSB's real key names."""
 
 from __future__ import annotations
 
@@ -101,6 +101,41 @@ def test_chunks_move_round_robin_a_zones_chunk_to_its_shard_and_a_rerun_moves_no
     ]
     placed = [Chunk(c.min, c.max, s) for c, s in zip(on_primary, ["s0", "s1", "s2"], strict=True)]
     assert chunks.move_commands(spec, placed, SHARDS) == []
+    # Where the routers have moveRange (6.0+): the same moves, by min and max.
+    assert chunks.move_commands(spec, on_primary, SHARDS, move_range=True) == [
+        {
+            "moveRange": "ycsb.usertable",
+            "min": {"_id": "user3"},
+            "max": {"_id": "user6"},
+            "toShard": "s1",
+        },
+        {
+            "moveRange": "ycsb.usertable",
+            "min": {"_id": "user6"},
+            "max": {"_id": MAX},
+            "toShard": "s2",
+        },
+    ]
+
+
+def test_a_hashed_key_with_zones_is_presplit_by_shard_collection_not_by_initial_chunks() -> None:
+    zoned = ShardingSpec(
+        "ycsb",
+        "usertable",
+        initial_chunks=8,
+        fields=(KeyField("region"), KeyField("_id", hashed=True)),
+        zones=(Zone("eu", ("s0",), ("eu", MIN), ("eu", MAX)),),
+    )
+    assert chunks.presplits_hashed_zones(zoned)
+    assert chunks.shard_collection_command(zoned) == {
+        "shardCollection": "ycsb.usertable",
+        "key": {"region": 1, "_id": "hashed"},
+        "presplitHashedZones": True,
+    }
+    ranged = ShardingSpec("ycsb", "usertable", key="_id", hashed=False, zones=zoned.zones[:0])
+    assert not chunks.presplits_hashed_zones(ranged)
+    plain = ShardingSpec("ycsb", "usertable", initial_chunks=8)  # hashed _id, no zones
+    assert "presplitHashedZones" not in chunks.shard_collection_command(plain)
 
 
 def test_a_hashed_key_leaves_chunks_to_the_server_and_numeric_points_sort_before_strings() -> None:

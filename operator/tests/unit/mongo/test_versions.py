@@ -80,3 +80,75 @@ def test_every_series_has_one_exact_tested_image_pinned_alike_for_kind() -> None
         assert versions.is_supported(image.split(":", 1)[1]), image
         key = "MONGO_" + series.replace(".", "_") + "_VERSION"
         assert f"mongo:{env[key]}" == image
+
+
+# --- featureCompatibilityVersion across an upgrade --------------------------------------------
+
+
+def test_an_fcv_left_behind_is_raised_on_the_old_binaries_before_the_next_major() -> None:
+    # 6.0 -> 7.0 left FCV at 6.0 (spec unset); now 7.0 -> 8.0: 8.0 binaries refuse FCV 6.0.
+    step = versions.fcv_before_roll(
+        running="7.0.14", target="8.0.4", observed_fcv="6.0", wanted_fcv=None
+    )
+    assert (step.action, step.fcv) == ("raise", "7.0")
+    assert "raised to 7.0 on the 7.0.14 binaries before 8.0.4" in step.reason
+    # The same when the spec asks for the new FCV in the same edit: 7.0 first, 8.0 after.
+    also = versions.fcv_before_roll(
+        running="7.0.14", target="8.0.4", observed_fcv="6.0", wanted_fcv="8.0"
+    )
+    assert (also.action, also.fcv) == ("raise", "7.0")
+
+
+@pytest.mark.parametrize(
+    ("running", "target", "observed"),
+    [
+        ("7.0.14", "8.0.4", "7.0"),  # already at the running series
+        ("7.0.12", "7.0.14", "6.0"),  # a patch release: the series does not move
+        ("8.0.4", "8.2.1", "8.0"),  # a minor series of the same major, FCV right
+    ],
+)
+def test_nothing_to_do_before_a_roll_that_does_not_need_it(
+    running: str, target: str, observed: str
+) -> None:
+    step = versions.fcv_before_roll(
+        running=running, target=target, observed_fcv=observed, wanted_fcv=None
+    )
+    assert step.action == "none"
+
+
+def test_the_5_0_fcv_command_has_no_confirm_and_7_0_needs_it_when_raising_before_a_roll() -> None:
+    # The command goes to the running binaries: their form, not the target's.
+    assert versions.capabilities("6.0.20").fcv_command("6.0") == {
+        "setFeatureCompatibilityVersion": "6.0"
+    }
+    assert versions.capabilities("7.0.14").fcv_command("7.0")["confirm"] is True
+
+
+@pytest.mark.parametrize(
+    ("running", "target", "why"),
+    [
+        ("6.0.20", "8.0.4", "6.0 cannot be upgraded to 8.0 in one step"),  # skips 7.0
+        ("7.0.14", "8.2.1", "7.0 cannot be upgraded to 8.2 in one step"),  # skips 8.0
+    ],
+)
+def test_a_skipped_release_series_is_refused(running: str, target: str, why: str) -> None:
+    step = versions.fcv_before_roll(
+        running=running, target=target, observed_fcv=versions.series(running), wanted_fcv=None
+    )
+    assert step.action == "refuse" and why in step.reason
+    assert f"({versions.series(running)} to {int(running[0]) + 1}.0 first)" in step.reason
+
+
+def test_an_fcv_the_spec_pins_below_the_running_series_refuses_the_roll() -> None:
+    step = versions.fcv_before_roll(
+        running="7.0.14", target="8.0.4", observed_fcv="6.0", wanted_fcv="6.0"
+    )
+    assert step.action == "refuse"
+    assert "featureCompatibilityVersion is 6.0 in the spec" in step.reason
+
+
+def test_after_the_roll_the_spec_decides_and_unset_keeps_mongodbs_default() -> None:
+    assert versions.fcv_after_roll(wanted_fcv="8.0", observed_fcv="7.0") == "8.0"
+    assert versions.fcv_after_roll(wanted_fcv="8.0", observed_fcv="8.0") is None
+    # Unset: the FCV stays at the series before the upgrade (a downgrade stays possible).
+    assert versions.fcv_after_roll(wanted_fcv=None, observed_fcv="7.0") is None

@@ -288,6 +288,62 @@ def test_a_new_template_restarts_one_secondary_per_pass_primary_last(
     assert updated is not None and updated["reason"] == cond.ROLLING_RESTART
 
 
+def _upgrade_started(kube: FakeKube, admins: AdminPool, version: str) -> None:
+    """A Ready replica set on its first revision whose spec moves to `version`."""
+    reconcile.provision(kube, body(kube))
+    pods_ready(kube)
+    sync(kube, admins)
+    for i in range(3):
+        kube.put(
+            {
+                "kind": "Pod",
+                "metadata": {
+                    "namespace": NS,
+                    "name": f"c-rs0-{i}",
+                    "labels": {lbl.REPLSET: "c-rs0", rolling.REVISION: "r1"},
+                },
+                "spec": {},
+            }
+        )
+    newer = copy.deepcopy(body(kube)["spec"])
+    newer["version"] = version
+    kube.objects[(KIND, NS, "c")]["spec"] = newer
+    reconcile.provision(kube, body(kube))
+    sts = kube.objects[("StatefulSet", NS, "c-rs0")]
+    sts["status"] = {**sts["status"], "updateRevision": "r2", "updatedReplicas": 0}
+
+
+def test_an_fcv_left_behind_is_raised_on_the_old_binaries_before_any_member_restarts(
+    admins: AdminPool, mongo: FakeMongo
+) -> None:
+    # An earlier 6.0 -> 7.0 upgrade with the FCV unset left it at 6.0; 8.0 would not start.
+    mongo.running, mongo.fcv = "7.0.14", "6.0"
+    kube = FakeKube(mongocluster(REPLICA_SET))
+    _upgrade_started(kube, admins, "8.0.4")
+    sync(kube, admins)
+    assert kube.verbs("delete", "Pod") == []  # the roll waits for the FCV
+    assert (mongo.fcv, mongo.fcv_binaries) == ("7.0", "7.0.14")  # the 7.0 binaries' command
+    assert cond.EVENT_FCV_SET in kube.reasons()
+    updated = get_condition(body(kube)["status"]["conditions"], cond.UPDATED)
+    assert updated is not None and "raised to 7.0 on the 7.0.14 binaries" in updated["message"]
+    sync(kube, admins)  # now the roll: one secondary first
+    (restarted,) = kube.verbs("delete", "Pod")
+    assert restarted != "c-rs0-0"
+    assert mongo.fcv == "7.0"  # unset in the spec: left at 7.0 after the roll (downgradable)
+
+
+def test_a_roll_that_skips_a_release_series_waits_and_says_why(
+    admins: AdminPool, mongo: FakeMongo
+) -> None:
+    # An apiserver without the CRD's rules let 7.0 -> 8.2 through: 8.2 needs 8.0 first.
+    kube = FakeKube(mongocluster(REPLICA_SET))
+    _upgrade_started(kube, admins, "8.2.1")
+    sync(kube, admins)
+    assert kube.verbs("delete", "Pod") == [] and mongo.fcv is None
+    updated = get_condition(body(kube)["status"]["conditions"], cond.UPDATED)
+    assert updated is not None and "7.0 cannot be upgraded to 8.2 in one step" in updated["message"]
+
+
 def test_a_vanished_cluster_syncs_nothing(admins: AdminPool) -> None:
     assert reconcile.sync(FakeKube(), NS, "c", ResourceLocks(), admins) is None
 
