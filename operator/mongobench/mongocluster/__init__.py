@@ -3,8 +3,8 @@
 Pure (a spec or observations in; manifests, names or decisions out; no API calls, no MongoDB,
 no clock; a unit test proves none of them imports the Kubernetes client, kopf or pymongo):
 ``labels``, ``layout``, ``placement``, ``podspec``, ``statefulset``, ``service``, ``mongos``,
-``pdb``, ``podmonitor``, ``secrets``, ``objects``, ``platform``, ``shards``, ``status``,
-``sync_plan`` (what a sync does with its observations), and
+``pdb``, ``podmonitor``, ``networkpolicy``, ``secrets``, ``objects``, ``platform``, ``shards``,
+``status``, ``sync_plan`` (what a sync does with its observations), and
 ``generate`` (fresh secret values: random, so only ``provision`` calls it, once per Secret).
 Owner references are the I/O side's to add.
 
@@ -19,6 +19,7 @@ PURE_MODULES = (
     "labels",
     "layout",
     "mongos",
+    "networkpolicy",
     "objects",
     "pdb",
     "placement",
