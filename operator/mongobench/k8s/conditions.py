@@ -387,6 +387,16 @@ EVENT_CELL_FAILED = "CellFailed"
 EVENT_EXPERIMENT_FINISHED = "ExperimentFinished"
 EVENT_REPETITIONS_SKIPPED = "RepetitionsSkipped"
 EVENT_ROUND_ADDED = "RoundAdded"
+EVENT_ROTATION_REQUESTED = "RotationRequested"
+EVENT_ROTATION_STARTED = "RotationStarted"
+EVENT_CREDENTIALS_ROTATED = "CredentialsRotated"
+EVENT_ROTATION_REFUSED = "RotationRefused"
+
+# MongoCluster status.rotation.phase (credential rotation, mongocluster/rotation.py).
+ROTATION_WAITING = "Waiting"  # asked for: runs hold their next Job; waits for running clients
+ROTATION_ROTATING = "Rotating"  # new passwords staged in the Secrets; MongoDB being updated
+ROTATION_COMPLETED = "Completed"  # MongoDB and the Secrets hold the new passwords only
+ROTATION_REFUSED = "Refused"  # nothing asked for could be rotated (the message says why)
 
 EVENT_REASONS: Mapping[str, str] = {
     INVALID_SPEC: "Warning, once per distinct message: see the InvalidSpec condition reason",
@@ -433,6 +443,10 @@ EVENT_REASONS: Mapping[str, str] = {
     EVENT_ROUND_ADDED: (
         "BenchmarkExperiment: repeatUntil added a round (a cell's interval is still too wide)"
     ),
+    EVENT_ROTATION_REQUESTED: "MongoCluster: a credential rotation was asked for (annotation)",
+    EVENT_ROTATION_STARTED: "MongoCluster: no client runs a step; new passwords are staged",
+    EVENT_CREDENTIALS_ROTATED: "MongoCluster: MongoDB and the Secrets hold the new passwords",
+    EVENT_ROTATION_REFUSED: "Warning: a rotation asked for something this operator cannot rotate",
 }
 
 
