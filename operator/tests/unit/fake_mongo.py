@@ -34,6 +34,7 @@ class FakeMongo:
         self.draining: dict[str, int] = {}  # shard id -> removeShard calls left
         self.drain_calls = drain_calls
         self.users: dict[str, list[str]] = {}  # replSet or "mongos" -> usernames
+        self.passwords: dict[tuple[str, str], str] = {}  # (replSet or "mongos", user) -> set
         self.fcv: str | None = None
         self.fcv_binaries: str | None = None
         self.calls: list[str] = []
@@ -63,6 +64,12 @@ class FakeMongo:
     def ensure_users(self, target: ReplicaSetSpec | Mongos, users: list[UserSpec]) -> None:
         key = target.name if isinstance(target, ReplicaSetSpec) else "mongos"
         self.users[key] = [u.username for u in users]
+
+    def set_password(self, target: ReplicaSetSpec | Mongos, username: str, password: str) -> bool:
+        key = target.name if isinstance(target, ReplicaSetSpec) else "mongos"
+        self.passwords[(key, username)] = password
+        self.calls.append(f"set_password {key} {username}")
+        return True
 
     def server_facts(self, host: str) -> Any:
         from mongobench.mongo.errors import TransientMongoError
