@@ -6,7 +6,7 @@ test states what a user would see on an enforcing cluster: a client of this clus
 a pod of another namespace does not. The pods are the ones the builders make (StatefulSet and
 Deployment templates, the benchmark Job's template), not labels written again here. The bytes
 of the policies are in the golden files (test_golden.py); the apiserver admits them at cluster
-tier (e2e/local/tests/test_network_policy.py).
+tier (e2e/local/tests/test_cluster_network_policy.py).
 """
 
 from __future__ import annotations
