@@ -52,9 +52,7 @@ def running_clients(kube: KubeApi, namespace: str, cluster: str) -> int:
     """Benchmark client pods of the cluster that have not ended (one LIST by the label the
     cluster's NetworkPolicy admits them by)."""
     pods = kube.list("Pod", namespace, f"{lbl.CLIENT_OF}={cluster}")
-    return sum(
-        1 for p in pods if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
-    )
+    return sum(1 for p in pods if (p.get("status") or {}).get("phase") not in cond.POD_ENDED_PHASES)
 
 
 def advance(
