@@ -20,6 +20,7 @@ STATE=$repo/.e2e-kind
 KUBECONFIG_FILE=$STATE/kubeconfig
 ARTIFACTS=${E2E_ARTIFACTS:-$repo/e2e-artifacts/$(date -u +%Y%m%dT%H%M%SZ)}
 KPS_CHART=oci://ghcr.io/prometheus-community/charts/kube-prometheus-stack
+CALICO_MANIFEST=https://raw.githubusercontent.com/projectcalico/calico/$CALICO_VERSION/manifests/calico.yaml
 EXPORTER_IMAGE=percona/mongodb_exporter:${MONGODB_EXPORTER_VERSION#v}
 # One image per supported series (the upgrade scenario's pair is among them).
 MONGO_IMAGES=("mongo:$MONGO_5_0_VERSION" "mongo:$MONGO_6_0_VERSION" "mongo:$MONGO_7_0_VERSION"
@@ -63,10 +64,17 @@ up() {
     log "reusing kind cluster $CLUSTER"
   else
     log "creating kind cluster $CLUSTER ($KIND_NODE_IMAGE)"
-    kind create cluster --name "$CLUSTER" --config "$here/kind-config.yaml" --wait 180s \
+    # No --wait: without a CNI (kind-config.yaml disables kind's) no node is Ready before Calico.
+    kind create cluster --name "$CLUSTER" --config "$here/kind-config.yaml" \
       --kubeconfig "$KUBECONFIG_FILE"
   fi
   kind export kubeconfig --name "$CLUSTER" --kubeconfig "$KUBECONFIG_FILE"
+
+  log "installing Calico $CALICO_VERSION (enforces NetworkPolicy)"
+  # Server-side: its CRDs are too large for the last-applied annotation of a client-side apply.
+  kc apply --server-side --force-conflicts -f "$CALICO_MANIFEST" >/dev/null
+  kc -n kube-system rollout status daemonset/calico-node --timeout 5m
+  kc wait --for=condition=Ready nodes --all --timeout 5m
 
   log "building and loading the operator, YCSB and Locust images"
   make -C "$repo" images

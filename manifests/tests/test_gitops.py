@@ -5,6 +5,7 @@ operator's presets (operator/mongobench/mongocluster/platform.py)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -333,3 +334,29 @@ def test_platform_recipe_agrees_with_the_operator_preset(platform: str) -> None:
         config = yaml.safe_load((folder / "cluster.yaml").read_text())
         database = next(g for g in config["managedNodeGroups"] if g["name"] == "database")
         assert preset.spread_across_zones and len(database["availabilityZones"]) >= 3
+
+
+def test_network_policy_component_adds_the_operators_policy_selecting_its_pods(
+    tmp_path: Path, crds: list[dict[str, Any]]
+) -> None:
+    """An overlay that opts into the component gets the operator's NetworkPolicy, selecting the
+    operator's pods (the Deployment's template labels) and valid for kubeconform -strict."""
+    install = MANIFESTS / "install"
+    kustomization = {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": [os.path.relpath(install / "overlays" / "kind", tmp_path)],
+        "components": [os.path.relpath(install / "components" / "network-policy", tmp_path)],
+    }
+    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
+    text = kustomize(tmp_path)
+    objs = docs(text)
+    (policy,) = [d for d in objs if d["kind"] == "NetworkPolicy"]
+    (deployment,) = [d for d in objs if d["kind"] == "Deployment"]
+    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    selector = policy["spec"]["podSelector"]["matchLabels"]
+    assert selector.items() <= pod_labels.items()
+    assert sorted(policy["spec"]["policyTypes"]) == ["Egress", "Ingress"]
+    assert validate(text, crds) == []
+    plain = docs(kustomize(install / "overlays" / "kind"))
+    assert "NetworkPolicy" not in {d["kind"] for d in plain}

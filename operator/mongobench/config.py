@@ -8,6 +8,7 @@ import socket
 import zlib
 from dataclasses import dataclass, field
 
+from mongobench.mongocluster.networkpolicy import Peers
 from mongobench_archive import ArchiveError
 from mongobench_archive.layout import parse_location
 
@@ -49,6 +50,10 @@ class OperatorConfig:
         ("app.kubernetes.io/name", "prometheus-node-exporter"),
     )
     node_exporter_port: str = "http-metrics"
+    # Who may reach a MongoCluster's members under its NetworkPolicy besides the cluster's own
+    # pods and clients: the operator's pods (namespace from the downward API, the chart's
+    # selector labels) and the scraper's namespaces (the chart's monitoring namespace).
+    network_peers: Peers = field(default_factory=Peers)
     # node=host pairs for nodes whose exporter reports another name (tests, odd setups).
     prometheus_node_aliases: tuple[tuple[str, str], ...] = ()
     # Largest ConfigMap part a client writes its result in (default: the runner's 900 KiB).
@@ -105,6 +110,21 @@ class OperatorConfig:
                 node_exporter_selector=_selector(get("NODE_EXPORTER_SELECTOR", ""))
                 or defaults.node_exporter_selector,
                 node_exporter_port=get("NODE_EXPORTER_PORT", defaults.node_exporter_port),
+                network_peers=Peers(
+                    operator_namespace=get(
+                        "OPERATOR_NAMESPACE", defaults.network_peers.operator_namespace
+                    ),
+                    operator_pod_labels=_labels(
+                        "OPERATOR_POD_LABELS",
+                        get("OPERATOR_POD_LABELS", ""),
+                        defaults.network_peers.operator_pod_labels,
+                    ),
+                    scraper_namespace_labels=_labels(
+                        "SCRAPER_NAMESPACE_LABELS",
+                        get("SCRAPER_NAMESPACE_LABELS", ""),
+                        defaults.network_peers.scraper_namespace_labels,
+                    ),
+                ),
                 prometheus_node_aliases=tuple(
                     tuple(pair.split("=", 1))  # type: ignore[misc]
                     for pair in get("PROMETHEUS_NODE_ALIASES", "").replace(",", " ").split()
@@ -147,18 +167,25 @@ def _selector(text: str) -> tuple[tuple[str, str], ...]:
 
 def _monitor_labels(text: str) -> tuple[tuple[str, str], ...]:
     """MONGOBENCH_MONITOR_LABELS: a JSON object of string labels (the chart's toJson), or empty."""
+    return _labels("MONITOR_LABELS", text, ())
+
+
+def _labels(
+    name: str, text: str, default: tuple[tuple[str, str], ...]
+) -> tuple[tuple[str, str], ...]:
+    """MONGOBENCH_<name>: a JSON object of string labels (the chart's toJson); empty: default."""
     if not text.strip():
-        return ()
+        return default
     try:
         labels = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"MONGOBENCH_MONITOR_LABELS is not JSON: {exc}") from None
+        raise ValueError(f"MONGOBENCH_{name} is not JSON: {exc}") from None
     if labels is None:
-        return ()
+        return default
     if not isinstance(labels, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
     ):
-        raise ValueError("MONGOBENCH_MONITOR_LABELS must be a JSON object of string values")
+        raise ValueError(f"MONGOBENCH_{name} must be a JSON object of string values")
     return tuple(sorted(labels.items()))
 
 

@@ -64,6 +64,10 @@ def test_kind_config_is_what_kinds_own_loader_makes_of_it() -> None:
     assert [n["role"] for n in e2e["nodes"]] == ["control-plane", "worker", "worker", "worker"]
     workers = [n["labels"] for n in e2e["nodes"] if n["role"] == "worker"]
     assert workers == [DATABASE_NODES, DATABASE_NODES, CLIENT_NODES]  # as the suite places pods
+    # kind's CNI replaced by Calico (e2e.sh), on Calico's default pool, so policies are enforced
+    # (the loader above accepted the fields; read from the file, as it prints nodes only).
+    networking = yaml.safe_load((KIND / "kind-config.yaml").read_text())["networking"]
+    assert networking == {"disableDefaultCNI": True, "podSubnet": "192.168.0.0/16"}
     # Every node on the pinned image, by digest, named in both files: a kind of another version
     # than the pinned one would otherwise pick its own default node image.
     assert {n["image"] for n in e2e["nodes"]} == {versions()["KIND_NODE_IMAGE"]}
@@ -161,6 +165,7 @@ def test_the_suites_custom_resources_are_valid_for_the_crds() -> None:
         mongocluster("up", replica_set(3), NEW_VERSION, featureCompatibilityVersion=fcv),
         mongocluster("sh", sharded(2, members_per_shard=3, config_servers=3, mongos=2)),
         mongocluster("del", replica_set(1), deletionPolicy="Delete"),
+        mongocluster("guarded", replica_set(1), networkPolicy={"enabled": True}),
         benchmarkrun("af", "sh", sharding={"key": "_id", "hashed": True, "preSplitChunks": 4}),
         benchmarkrun(
             "c", "sh", workloads=[{"name": "c"}], cleanup={"jobs": "Never", "data": "OnSuccess"}

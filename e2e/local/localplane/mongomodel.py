@@ -480,8 +480,29 @@ class MongoModel:
         return bool(request.ok())
 
     def _update_user(self, users: _Users, request: Any) -> bool:
+        """As mongod: roles and/or pwd; a new pwd replaces the SCRAM credentials, so the old
+        password fails from the next authentication on (sessions already open stay)."""
         doc = request.doc
-        users[(doc["updateUser"], doc.get("$db", "admin"))]["roles"] = list(doc["roles"])
+        db = doc.get("$db", "admin")
+        found = users.get((doc["updateUser"], db))
+        if found is None:
+            return _err(
+                request,
+                11,
+                "UserNotFound",
+                f'Could not find user "{doc["updateUser"]}" for db "{db}"',
+            )
+        if "roles" not in doc and "pwd" not in doc:
+            return _err(
+                request,
+                9,
+                "FailedToParse",
+                "Must specify at least one field to update in updateUser",
+            )
+        if "roles" in doc:
+            found["roles"] = list(doc["roles"])
+        if "pwd" in doc:
+            found["pwd"] = doc["pwd"]
         return bool(request.ok())
 
     def _get_parameter(self, users: _Users, request: Any) -> bool:

@@ -56,6 +56,8 @@ class Env(abc.ABC):
     time_scale: float = 1.0
     # Whether the Prometheus the operator queries has per-container series (cAdvisor).
     container_metrics: bool = False
+    # Whether the cluster's CNI enforces NetworkPolicy (kind's Calico; the local plane has no CNI).
+    enforces_network_policy: bool = False
 
     # ---- what each backend provides ----------------------------------------------------------
 

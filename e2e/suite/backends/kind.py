@@ -114,6 +114,7 @@ class KindEnv(Env):
     backend = "kind"
     time_scale = 6.0  # real pods pull, start mongod and elect: slower than the local plane
     container_metrics = True  # kube-prometheus-stack scrapes the kubelets' cAdvisor
+    enforces_network_policy = True  # Calico (e2e/kind/e2e.sh)
 
     def __init__(self, backend: KindBackend, namespace: str) -> None:
         self._backend = backend

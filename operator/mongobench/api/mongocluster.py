@@ -227,6 +227,13 @@ class Monitoring:
 
 
 @dataclass(frozen=True)
+class NetworkPolicy:
+    enabled: bool = False
+    # Empty: the operator's default (OperatorConfig.scraper_namespace_labels).
+    scraper_namespace_labels: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class MongoClusterSpec:
     version: str
     image: str | None = None
@@ -241,6 +248,7 @@ class MongoClusterSpec:
     auth: Auth = field(default_factory=Auth)
     tls: TLS = field(default_factory=TLS)
     monitoring: Monitoring = field(default_factory=Monitoring)
+    network_policy: NetworkPolicy = field(default_factory=NetworkPolicy)
     deletion_policy: DeletionPolicy = "Retain"
     # MAJOR.MINOR to set once every member runs `version`; None: never touched.
     feature_compatibility_version: str | None = None

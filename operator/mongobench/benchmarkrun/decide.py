@@ -33,6 +33,7 @@ from mongobench.benchmarkrun.jobs import step_scenario
 from mongobench.benchmarkrun.plan import Step
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.conditions import ConditionStatus, get_condition
+from mongobench.mongocluster.rotation import holds_new_jobs
 
 ActionKind = Literal[
     "WaitForCluster",
@@ -46,6 +47,7 @@ ActionKind = Literal[
     "CreateJob",
     "RecoverLostJob",
     "WaitForJob",
+    "WaitForRotation",
     "Collect",
     "CollectFailed",
 ]
@@ -279,6 +281,10 @@ def _step_action(
     job = observed.job
     if job is None:
         lost = entry.get("phase") == cond.STEP_RUNNING
+        if not lost and holds_new_jobs(observed.cluster):
+            # Its clients would read the URI while passwords change (mongocluster/rotation.py).
+            why = "waiting for the cluster's credential rotation before the next step"
+            return Action("WaitForRotation", step, why, cluster_condition, start)
         kind: ActionKind = "RecoverLostJob" if lost else "CreateJob"
         return Action(kind, step, "", cluster_condition, start)
     adopt = entry.get("phase") == cond.STEP_PENDING

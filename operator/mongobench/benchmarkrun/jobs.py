@@ -19,13 +19,14 @@ from typing import Any
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec, Scenario
 from mongobench.benchmarkrun.plan import Step, inserts
+from mongobench.mongocluster import labels as lbl
 from mongobench.mongocluster.tls import client_secret_name
 
-COMPONENT_LABEL = "mongobench.io/component"
-CLIENT_COMPONENT = "benchmark-client"
+COMPONENT_LABEL = lbl.CLIENT_COMPONENT_LABEL
+CLIENT_COMPONENT = lbl.CLIENT_COMPONENT
 RUN_LABEL = "mongobench.io/run"
 STEP_LABEL = "mongobench.io/step"
-CLUSTER_LABEL = "mongobench.io/cluster"
+CLUSTER_LABEL = lbl.CLUSTER
 # Diagnostic switch (annotation on the BenchmarkRun): "disabled" lets parallel clients start as
 # their pods happen to start, to measure what the barrier is worth. Not for real studies.
 START_BARRIER_ANNOTATION = "mongobench.io/start-barrier"
@@ -238,6 +239,8 @@ def build_job(spec: BenchmarkRunSpec, step: Step, run: RunRef) -> dict[str, Any]
         COMPONENT_LABEL: CLIENT_COMPONENT,
         RUN_LABEL: run.name,
         STEP_LABEL: str(step.index),
+        # The cluster's NetworkPolicy admits its clients by this label.
+        **(lbl.client_labels(run.cluster) if run.cluster else {}),
     }
     clients = spec.clients
     pod_spec: dict[str, Any] = {

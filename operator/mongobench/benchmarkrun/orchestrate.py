@@ -304,7 +304,7 @@ class _Advance:
         if action.fails is not None:
             self.fail_as(action)
             return
-        if action.kind in ("WaitForCluster", "WaitForScenario"):
+        if action.kind in ("WaitForCluster", "WaitForScenario", "WaitForRotation"):
             return
         target = self.target(observed.cluster)
         if action.start:

@@ -81,8 +81,11 @@ WAITING = (30.0, 10.0)
 
 def ticks(body: Mapping[str, Any]) -> tuple[float, float] | None:
     """How often the cluster's sync ticks now, if at all: WIRING, WAITING or None."""
+    from mongobench.mongocluster.rotation import under_way
+
     status = body.get("status") or {}
-    if _wiring(body, status):
+    if _wiring(body, status) or (status.get("phase") == cond.PHASE_READY and under_way(body)):
+        # A credential rotation asked for (or under way) ticks too: its stages wait on clients.
         return WIRING
     if _waiting_for_pods(body, status):
         return WAITING

@@ -173,6 +173,7 @@ _RESOURCES: dict[str, tuple[str, str, bool]] = {
     "Deployment": ("apis/apps/v1", "deployments", True),
     "Job": ("apis/batch/v1", "jobs", True),
     "PodDisruptionBudget": ("apis/policy/v1", "poddisruptionbudgets", True),
+    "NetworkPolicy": ("apis/networking.k8s.io/v1", "networkpolicies", True),
     "Role": ("apis/rbac.authorization.k8s.io/v1", "roles", True),
     "RoleBinding": ("apis/rbac.authorization.k8s.io/v1", "rolebindings", True),
     "StorageClass": ("apis/storage.k8s.io/v1", "storageclasses", False),

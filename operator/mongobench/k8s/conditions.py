@@ -337,6 +337,15 @@ CONDITIONS: tuple[ConditionDoc, ...] = (
 )
 
 # What each phase means, by the kind (or part) whose status.phase it is.
+# MongoCluster status.rotation.phase (credential rotation, mongocluster/rotation.py).
+ROTATION_WAITING = "Waiting"  # asked for: runs hold their next Job; waits for running clients
+ROTATION_ROTATING = "Rotating"  # new passwords staged in the Secrets; MongoDB being updated
+ROTATION_COMPLETED = "Completed"  # MongoDB and the Secrets hold the new passwords only
+ROTATION_REFUSED = "Refused"  # nothing asked for could be rotated (the message says why)
+
+# Kubernetes' own phases of a pod that ran to its end (not the operator's words).
+POD_ENDED_PHASES = ("Succeeded", "Failed")
+
 PHASES: Mapping[str, Mapping[str, str]] = {
     "MongoCluster": {
         PHASE_PENDING: "none of the cluster's StatefulSets exists yet",
@@ -363,6 +372,12 @@ PHASES: Mapping[str, Mapping[str, str]] = {
         STEP_SUCCEEDED: "done, its results collected",
         STEP_FAILED: "failed; the run fails with it",
         STEP_SKIPPED: "not run: repeatUntil's target was met for its workload before it",
+    },
+    "MongoCluster rotation": {
+        ROTATION_WAITING: "asked for: runs start no new step; waits for running clients",
+        ROTATION_ROTATING: "new passwords staged in the Secrets; MongoDB being updated",
+        ROTATION_COMPLETED: "MongoDB and the Secrets hold the new passwords; the old are refused",
+        ROTATION_REFUSED: "nothing asked for could be rotated (the message says why)",
     },
     "BenchmarkExperiment": {
         PHASE_PENDING: "nothing created yet (also a cell none of whose runs started)",
@@ -408,6 +423,10 @@ EVENT_CELL_FAILED = "CellFailed"
 EVENT_EXPERIMENT_FINISHED = "ExperimentFinished"
 EVENT_REPETITIONS_SKIPPED = "RepetitionsSkipped"
 EVENT_ROUND_ADDED = "RoundAdded"
+EVENT_ROTATION_REQUESTED = "RotationRequested"
+EVENT_ROTATION_STARTED = "RotationStarted"
+EVENT_CREDENTIALS_ROTATED = "CredentialsRotated"
+EVENT_ROTATION_REFUSED = "RotationRefused"
 
 EVENT_REASONS: Mapping[str, str] = {
     INVALID_SPEC: "Warning, once per distinct message: see the InvalidSpec condition reason",
@@ -458,6 +477,10 @@ EVENT_REASONS: Mapping[str, str] = {
     EVENT_ROUND_ADDED: (
         "BenchmarkExperiment: repeatUntil added a round (a cell's interval is still too wide)"
     ),
+    EVENT_ROTATION_REQUESTED: "MongoCluster: a credential rotation was asked for (annotation)",
+    EVENT_ROTATION_STARTED: "MongoCluster: no client runs a step; new passwords are staged",
+    EVENT_CREDENTIALS_ROTATED: "MongoCluster: MongoDB and the Secrets hold the new passwords",
+    EVENT_ROTATION_REFUSED: "Warning: a rotation asked for something this operator cannot rotate",
 }
 
 

@@ -32,6 +32,7 @@ from mongobench.mongo.errors import (
     SHARD_NOT_FOUND,
     UNAUTHORIZED,
     USER_ALREADY_EXISTS,
+    USER_NOT_FOUND,
     MongoAdminError,
     PermanentMongoError,
     TransientMongoError,
@@ -441,6 +442,26 @@ class MongoAdmin:
                 f"{'created' if 'createUser' in cmd else 'updated roles of'} {user.username}"
             )
         return tuple(done)
+
+    def set_password(
+        self, target: ReplicaSetSpec | Mongos | str, username: str, password: str
+    ) -> bool:
+        """Give an admin-database user a new password, as the internal user (__system, by
+        keyfile): the change never depends on a password it replaces, so a rotation
+        interrupted after it can be repeated. False when the set has no such user."""
+        host = self._target(target)
+        log.info("updateUser %s on %s: new password (as the internal user)", username, host)
+        try:
+            self.connector.client(host, bootstrap=True)["admin"].command(
+                plan.password_command(username, password)
+            )
+        except driver.OperationFailure as exc:
+            if exc.code == USER_NOT_FOUND:
+                return False
+            raise classify(exc, "updateUser", host) from None
+        except driver.PyMongoError as exc:
+            raise classify(exc, "updateUser", host) from None
+        return True
 
     def _create_first_user(self, host: str, user: UserSpec) -> None:
         cmd = plan.user_command(user, None)

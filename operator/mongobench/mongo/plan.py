@@ -227,3 +227,12 @@ def user_command(user: UserSpec, existing: Mapping[str, Any] | None) -> dict[str
     if _roles_of(existing) != {(r.role, r.db) for r in user.roles}:
         return {"updateUser": user.username, "roles": roles}
     return None
+
+
+def password_command(username: str, password: str) -> dict[str, Any]:
+    """updateUser with a new password only (roles untouched); mongod re-derives the SCRAM
+    credentials from it, and the old password no longer authenticates.
+
+    The returned document holds the password: send it, never log it.
+    """
+    return {"updateUser": username, "pwd": password}

@@ -3,18 +3,18 @@
 Pure (a spec or observations in; manifests, names or decisions out; no API calls, no MongoDB,
 no clock; a unit test proves none of them imports the Kubernetes client, kopf or pymongo):
 ``labels``, ``layout``, ``placement``, ``podspec``, ``statefulset``, ``service``, ``mongos``,
-``pdb``, ``podmonitor``, ``secrets``, ``objects``, ``platform``, ``shards``, ``status``,
-``sync_plan`` (what a sync does with its observations), ``tls`` (certificates, flags, volumes),
-``tls_renewal`` (how a renewed certificate reaches running members),
-and ``generate`` and ``certificates`` (fresh secret values and certificates: random, so only
-the I/O side calls them, once per Secret).
+``pdb``, ``podmonitor``, ``networkpolicy``, ``secrets``, ``objects``, ``platform``, ``shards``,
+``status``, ``rotation``, ``sync_plan`` (what a sync does with its observations), ``tls``
+(certificates, flags, volumes), ``tls_renewal`` (how a renewed certificate reaches running
+members), and ``generate`` and ``certificates`` (fresh secret values and certificates: random,
+so only the I/O side calls them, once per Secret).
 Owner references are the I/O side's to add.
 
 I/O, through the ``KubeApi`` each function is given (mongobench.k8s.api): ``provision`` (apply
 the built objects), ``reconcile`` (observe, wire, publish status and Events), ``rolling``
-(member restarts), ``storage`` (claim growth), ``tls_secrets`` (Certificates or issued
-certificate Secrets), ``wire`` (MongoDB administration through a
-``MongoAdmin`` handle), ``deletion`` (finalizer).
+(member restarts), ``rotate`` (credential rotation), ``storage`` (claim growth),
+``tls_secrets`` (Certificates or issued certificate Secrets), ``wire`` (MongoDB administration
+through a ``MongoAdmin`` handle), ``deletion`` (finalizer).
 """
 
 PURE_MODULES = (
@@ -23,12 +23,14 @@ PURE_MODULES = (
     "labels",
     "layout",
     "mongos",
+    "networkpolicy",
     "objects",
     "pdb",
     "placement",
     "platform",
     "podmonitor",
     "podspec",
+    "rotation",
     "secrets",
     "service",
     "shards",
@@ -38,4 +40,13 @@ PURE_MODULES = (
     "tls",
     "tls_renewal",
 )
-IO_MODULES = ("deletion", "provision", "reconcile", "rolling", "storage", "tls_secrets", "wire")
+IO_MODULES = (
+    "deletion",
+    "provision",
+    "reconcile",
+    "rolling",
+    "rotate",
+    "storage",
+    "tls_secrets",
+    "wire",
+)

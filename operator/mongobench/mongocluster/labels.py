@@ -37,3 +37,16 @@ def component_labels(
     if replset is not None:
         out[REPLSET] = replset
     return out
+
+
+# Benchmark client pods (BenchmarkRun Jobs): never the cluster's own labels, which select the
+# database pods (PodMonitor, CPU per role). CLIENT_OF names the MongoCluster a client targets,
+# so the cluster's NetworkPolicy can admit it (networkpolicy.py).
+CLIENT_COMPONENT_LABEL = "mongobench.io/component"
+CLIENT_COMPONENT = "benchmark-client"
+CLIENT_OF = "mongobench.io/client-of"
+
+
+def client_labels(cluster: str) -> dict[str, str]:
+    """The labels of the benchmark clients that target `cluster` (a NetworkPolicy peer)."""
+    return {CLIENT_COMPONENT_LABEL: CLIENT_COMPONENT, CLIENT_OF: cluster}

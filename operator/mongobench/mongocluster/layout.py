@@ -115,6 +115,14 @@ class ClusterLayout:
     def pdb_name(self, workload: str) -> str:
         return f"{workload}-pdb"
 
+    @property
+    def members_network_policy(self) -> str:
+        return f"{self.name}-mongod"
+
+    @property
+    def mongos_network_policy(self) -> str:
+        return f"{self.name}-mongos"
+
 
 def credential_secret_names(cluster: str) -> tuple[str, ...]:
     """The credential Secrets the operator generates for a cluster (the ones a spec does not

@@ -10,6 +10,7 @@ import yaml
 from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.mongocluster.layout import ClusterLayout
 from mongobench.mongocluster.mongos import build_mongos_deployment
+from mongobench.mongocluster.networkpolicy import Peers, build_network_policies
 from mongobench.mongocluster.pdb import build_pdbs
 from mongobench.mongocluster.platform import Preset
 from mongobench.mongocluster.podmonitor import build_pod_monitor
@@ -22,12 +23,15 @@ def build_workload_objects(
     layout: ClusterLayout,
     preset: Preset,
     monitor_labels: Mapping[str, str] | None = None,
+    peers: Peers | None = None,
 ) -> list[dict[str, Any]]:
-    """Services before workloads (members resolve each other on start), config servers first.
+    """NetworkPolicies first (no pod runs a moment unprotected), Services before workloads
+    (members resolve each other on start), config servers first.
 
     `monitor_labels`: the PodMonitor's labels when the spec names none (see podmonitor.py).
+    `peers`: who the NetworkPolicies admit besides the cluster (default: the install's).
     """
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, Any]] = build_network_policies(spec, layout, peers or Peers())
     for rs in layout.replica_sets:
         out.append(build_headless_service(layout, rs))
         out.append(build_statefulset(spec, layout, rs, preset))

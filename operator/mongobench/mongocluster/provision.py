@@ -148,13 +148,20 @@ def delete_shard_objects(kube: KubeApi, layout: ClusterLayout, shard: ReplicaSet
     return kube.delete("StatefulSet", layout.namespace, shard.name)
 
 
+def switched_off_network_policy(body: Mapping[str, Any]) -> bool:
+    """The spec names networkPolicy (the CRD sets no default) and it is not enabled."""
+    section = (body.get("spec") or {}).get("networkPolicy")
+    return section is not None and not section.get("enabled", False)
+
+
 def apply_workloads(
     kube: KubeApi,
     d: Desired,
     owner: Mapping[str, Any],
     replicas: Mapping[str, int] | None = None,
 ) -> list[str]:
-    """Server-side apply Services, StatefulSets, mongos, PDBs and the PodMonitor.
+    """Server-side apply NetworkPolicies, Services, StatefulSets, mongos, PDBs and the
+    PodMonitor; delete the NetworkPolicies the spec no longer wants.
 
     `replicas` overrides a StatefulSet's member count (scale-down waits until MongoDB has
     removed the member: see sync_plan.held_replicas). Returns the names of the kinds skipped,
@@ -162,8 +169,16 @@ def apply_workloads(
     """
     ref = owner_reference(owner)
     skipped: list[str] = []
-    monitor_labels = dict(OperatorConfig.current().monitor_labels)
-    for obj in build_workload_objects(d.spec, d.layout, d.preset, monitor_labels):
+    config = OperatorConfig.current()
+    objects = build_workload_objects(
+        d.spec, d.layout, d.preset, dict(config.monitor_labels), config.network_peers
+    )
+    if switched_off_network_policy(owner):
+        # A policy left from before would keep refusing peers. Only when the spec names
+        # networkPolicy: a cluster that never had one costs no DELETE per apply.
+        for name in (d.layout.members_network_policy, d.layout.mongos_network_policy):
+            kube.delete("NetworkPolicy", d.layout.namespace, name)
+    for obj in objects:
         # The Prometheus Operator CRDs are detected on every apply, not assumed: they may be
         # installed after the operator started.
         if obj["kind"] == "PodMonitor" and not kube.served(*PODMONITOR_API):

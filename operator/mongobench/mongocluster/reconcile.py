@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mongobench.k8s.api import KubeApi
-from mongobench.k8s.conditions import FALSE, now_rfc3339
+from mongobench.k8s.conditions import EVENT_MONGODB_ERROR, FALSE, WARNING, Event, now_rfc3339
 from mongobench.k8s.locks import ResourceLocks
 from mongobench.mongo.admin import MongoAdmin
 from mongobench.mongo.connect import Connector
@@ -33,6 +33,7 @@ from mongobench.mongo.pool import AdminPool, fingerprint
 from mongobench.mongo.tls_files import TLSFiles, write_tls_files
 from mongobench.mongo.versions import fcv_after_roll
 from mongobench.mongocluster import labels as lbl
+from mongobench.mongocluster import rotate, rotation
 from mongobench.mongocluster.layout import ClusterLayout, ReplicaSetLayout
 from mongobench.mongocluster.placement import PLACED, Feasibility, feasibility, has_hard_rules
 from mongobench.mongocluster.platform import PlatformFacts
@@ -316,6 +317,20 @@ def administer_safely(
     return MongoPass(wiring, rolling, fcv, fcv_set)
 
 
+def rotate_safely(
+    kube: KubeApi, body: Mapping[str, Any], d: Desired, admins: AdminPool
+) -> list[Event]:
+    """The rotation's next stage (mongocluster/rotate.py); a MongoDB error ends this pass's
+    share of it (retried next pass: every stage repeats safely), reported as a Warning."""
+    try:
+        return rotate.advance(kube, body, d, lambda: administration(kube, d, admins))
+    except TransientMongoError as exc:
+        log.info("credential rotation waits: %s", exc)
+        return []
+    except PermanentMongoError as exc:
+        return [(WARNING, EVENT_MONGODB_ERROR, f"credential rotation: {exc}")]
+
+
 def sync(
     kube: KubeApi,
     namespace: str,
@@ -352,6 +367,10 @@ def _sync(
     )
     mongos_waiting = mongos_step.waiting if mongos_step else None
     fcv = status.get("featureCompatibilityVersion")
+    if ready and not deleting and rotation.under_way(body):
+        # Before the wiring: it logs in with the Secrets' passwords, which a rotation changes.
+        for event in rotate_safely(kube, body, d, admins):
+            kube.event(body, *event)
     mongo = (
         administer_safely(
             kube,

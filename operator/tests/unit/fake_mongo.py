@@ -35,6 +35,7 @@ class FakeMongo:
         self.draining: dict[str, int] = {}  # shard id -> removeShard calls left
         self.drain_calls = drain_calls
         self.users: dict[str, list[str]] = {}  # replSet or "mongos" -> usernames
+        self.passwords: dict[tuple[str, str], str] = {}  # (replSet or "mongos", user) -> set
         self.fcv: str | None = None  # None: the running binaries' series, as a new cluster's
         self.fcv_binaries: str | None = None
         self.running = "7.0.14"  # the binaries serverStatus reports (before a roll: the old)
@@ -66,6 +67,12 @@ class FakeMongo:
     def ensure_users(self, target: ReplicaSetSpec | Mongos, users: list[UserSpec]) -> None:
         key = target.name if isinstance(target, ReplicaSetSpec) else "mongos"
         self.users[key] = [u.username for u in users]
+
+    def set_password(self, target: ReplicaSetSpec | Mongos, username: str, password: str) -> bool:
+        key = target.name if isinstance(target, ReplicaSetSpec) else "mongos"
+        self.passwords[(key, username)] = password
+        self.calls.append(f"set_password {key} {username}")
+        return True
 
     def server_facts(self, host: str) -> Any:
         from mongobench.mongo.errors import TransientMongoError

@@ -127,6 +127,21 @@ def test_each_job_step_without_job_creates_it(index: int) -> None:
     assert action.step is not None and action.step.index == index
 
 
+def test_a_credential_rotation_holds_the_next_job_not_the_running_one_nor_a_lost_one() -> None:
+    """While the cluster's credentials rotate (mongocluster/rotation.py), no new client reads
+    the URI: the next Job waits; a running Job is collected as usual, a lost one recovered."""
+    rotating = READY | {"status": {"phase": "Ready", "rotation": {"phase": "Waiting"}}}
+    asked = READY | {"metadata": {"annotations": {"mongobench.io/rotate": "users"}}}
+    for cluster in (rotating, asked):
+        action = decide(observed(done(0), cluster=cluster))
+        assert action.kind == "WaitForRotation" and action.phase == "Loading", action
+        assert decide(observed(done(0, running=1), cluster=cluster, job=job())).kind == "WaitForJob"
+        lost = decide(observed(done(0, running=1), cluster=cluster))
+        assert lost.kind == "RecoverLostJob"
+    finished = READY | {"status": {"phase": "Ready", "rotation": {"phase": "Completed"}}}
+    assert decide(observed(done(0), cluster=finished)).kind == "CreateJob"
+
+
 def test_running_job_is_waited_for() -> None:
     action = decide(observed(done(0, running=1), job=job()))
     assert (action.kind, action.adopt) == ("WaitForJob", False)

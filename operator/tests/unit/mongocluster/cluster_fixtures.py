@@ -28,6 +28,7 @@ REPLICA_SET: dict[str, Any] = {
         "mongod": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "4Gi"}},
         "exporter": {"requests": {"cpu": "50m", "memory": "64Mi"}},
     },
+    "networkPolicy": {"enabled": True},
 }
 
 SHARDED: dict[str, Any] = {
@@ -51,6 +52,7 @@ SHARDED: dict[str, Any] = {
         ],
     },
     "monitoring": {"podMonitorLabels": {"release": "kube-prometheus-stack"}},
+    "networkPolicy": {"enabled": True, "scraperNamespaceLabels": {"team": "observability"}},
     "deletionPolicy": "Delete",
 }
 

@@ -1,0 +1,168 @@
+"""Cluster tier: `mongobench.io/rotate=users` while a BenchmarkRun runs.
+
+What is real: the apiserver (the annotation, status.rotation as the CRD keeps it, the Secrets,
+Events), the operator process, the run's client pods executed by the harness kubelet (runner and
+YCSB against FerretDB, reading the connection URI from the Secret at start as on a cluster).
+What stands in: the wire model for mongod (SCRAM-SHA-256 enforced, updateUser's new password
+replacing the credentials as mongod does, the internal user by the keyfile the pods mount).
+
+The data path here is FerretDB, not the model: that a client with a stale password would fail is
+the model's to show (old password refused), and that none ran across the change is shown by the
+run's own timeline: the rotation waited for the step in progress and the next step started after
+it, with no failed operation in the run.
+"""
+
+from __future__ import annotations
+
+import base64
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import test_benchmarkrun as bmr
+from kubernetes import client as k8s
+from pymongo import MongoClient
+from pymongo.errors import OperationFailure
+
+from localplane.executor import PodExecutor
+from localplane.mongomodel import MongoModel
+from localplane.operator import wait_until
+from localplane.plane import Plane
+from localplane.policies import LENIENT_VALIDITY
+
+pytestmark = pytest.mark.cluster
+
+ferretdb, model, executor = bmr.ferretdb, bmr.model, bmr.executor
+ROTATED = ("bc-operator", "bc-admin", "bc-benchmark")
+
+
+def secret_values(api: k8s.ApiClient, namespace: str, name: str) -> dict[str, str]:
+    data = k8s.CoreV1Api(api).read_namespaced_secret(name, namespace).data or {}
+    return {k: base64.b64decode(v).decode() for k, v in data.items()}
+
+
+def authenticates(model: MongoModel, namespace: str, username: str, password: str) -> bool:
+    address = model.host_map[f"bc-rs0-0.bc-rs0-hl.{namespace}.svc.cluster.local:27017"]
+    client: MongoClient[dict[str, Any]] = MongoClient(
+        f"mongodb://{address}/?directConnection=true",
+        username=username,
+        password=password,
+        authSource="admin",
+        authMechanism="SCRAM-SHA-256",
+        serverSelectionTimeoutMS=5000,
+    )
+    try:
+        client.admin.command("ping")
+        return True
+    except OperationFailure as exc:
+        assert exc.code == 18, exc  # AuthenticationFailed, nothing else
+        return False
+    finally:
+        client.close()
+
+
+def second(stamp: str) -> float:
+    """An RFC 3339 time in whole seconds (steps record whole seconds)."""
+    return float(int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()))
+
+
+def test_users_rotate_between_steps_of_a_running_benchmark_with_no_failed_operation(
+    plane: Plane,
+    namespace: str,
+    kube_api: k8s.ApiClient,
+    model: MongoModel,
+    executor: PodExecutor,
+    prometheus: str,
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "operator.log"
+    operator = bmr.start(plane, namespace, model, log, prometheus, kube_api)
+    try:
+        bmr.cluster(plane, namespace, kube_api)
+        old = {name: secret_values(kube_api, namespace, name) for name in ROTATED}
+        run = bmr.run_manifest(
+            "spans",
+            workloads=[{"name": "a"}, {"name": "b"}, {"name": "c"}],
+            repetitions=1,
+            clients={"parallelism": 1},
+            validity=LENIENT_VALIDITY,
+        )
+        bmr.apply(plane, namespace, run)
+
+        def load_running() -> bool:
+            status = bmr.get(kube_api, namespace, "benchmarkruns", "spans").get("status") or {}
+            steps = {s["kind"]: s for s in status.get("steps") or []}
+            return steps.get("load", {}).get("phase") == "Running"
+
+        wait_until(load_running, timeout=120, interval=0.2, what="the load step running")
+        plane.kubectl(
+            "annotate", "-n", namespace, "mongocluster", "bc", "mongobench.io/rotate=users"
+        )
+        rotation = wait_until(
+            lambda: (
+                (
+                    r := (
+                        bmr.get(kube_api, namespace, "mongoclusters", "bc").get("status") or {}
+                    ).get("rotation", {})
+                ).get("phase")
+                == "Completed"
+                and r
+            ),
+            timeout=180,
+            interval=0.5,
+            what="rotation Completed",
+        )
+        done = bmr.wait_run(kube_api, namespace, "spans", ("Succeeded", "Failed"))
+        cluster = bmr.get(kube_api, namespace, "mongoclusters", "bc")
+        new = {name: secret_values(kube_api, namespace, name) for name in ROTATED}
+        events = [
+            e
+            for e in k8s.CoreV1Api(kube_api).list_namespaced_event(namespace).items
+            if e.involved_object.name == "bc"
+        ]
+        users = {name: old[name]["username"] for name in ROTATED}
+        # The old passwords, refused; the new ones (from the Secrets) authenticate.
+        old_accepted = {
+            n: authenticates(model, namespace, users[n], old[n]["password"]) for n in ROTATED
+        }
+        new_accepted = {
+            n: authenticates(model, namespace, users[n], new[n]["password"]) for n in ROTATED
+        }
+        connection = secret_values(kube_api, namespace, "bc-connection")["uri"]
+    finally:
+        operator.stop()
+
+    status = done["status"]
+    assert status["phase"] == "Succeeded", status.get("conditions")
+    for step in (s for s in status["steps"] if s["kind"] in ("load", "run")):
+        for name, op in step["result"]["operations"].items():
+            assert op["errors"] == 0, (step["label"], name, op)
+    # The run spans the rotation, which came between two of its steps: after the load it was
+    # asked during, before a later step, and never while one ran.
+    rotated_at = second(rotation["completedAt"])
+    assert second(status["startTime"]) <= rotated_at <= second(status["completionTime"])
+    jobs = [s for s in status["steps"] if s["kind"] in ("load", "run")]
+    load = jobs[0]
+    assert second(load["completionTime"]) <= rotated_at
+    assert any(second(s["startTime"]) >= rotated_at for s in jobs[1:])
+    for s in jobs:
+        assert not second(s["startTime"]) < rotated_at < second(s["completionTime"]), s
+
+    assert sorted(rotation["rotated"]) == sorted(users.values())
+    assert rotation["requested"] == ["users"]
+    assert "mongobench.io/rotate" not in (cluster["metadata"].get("annotations") or {})
+    assert old_accepted == dict.fromkeys(ROTATED, False)
+    assert new_accepted == dict.fromkeys(ROTATED, True)
+    assert all(new[n]["password"] != old[n]["password"] for n in ROTATED)
+    assert all("nextPassword" not in new[n] for n in ROTATED)
+    assert new["bc-benchmark"]["password"] in connection
+    reasons = [e.reason for e in events]
+    for reason in ("RotationRequested", "RotationStarted", "CredentialsRotated"):
+        assert reasons.count(reason) == 1, reasons
+    # No password, old or new, in status, Events or the operator's log.
+    said = "\n".join(
+        [str(cluster.get("status")), log.read_text(), *(e.message or "" for e in events)]
+    )
+    for n in ROTATED:
+        assert old[n]["password"] not in said and new[n]["password"] not in said

@@ -1,0 +1,201 @@
+"""Credential rotation, the I/O half: Secrets, client pods, MongoDB, status and Events.
+
+The stages and why they guarantee no failed client operation are in rotation.py (pure). One
+stage per sync pass at most, except that staging and rotating follow each other in the same
+pass; every stage is safe to repeat after a crash: a staged `nextPassword` stays in its Secret
+until MongoDB has it and the Secret's `password` was replaced by it.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Any
+
+from mongobench.k8s import conditions as cond
+from mongobench.k8s.api import KubeApi
+from mongobench.k8s.conditions import Event, now_rfc3339
+from mongobench.mongo.admin import MongoAdmin
+from mongobench.mongo.model import Mongos
+from mongobench.mongocluster import labels as lbl
+from mongobench.mongocluster.generate import new_password
+from mongobench.mongocluster.provision import Desired, ensure_secrets
+from mongobench.mongocluster.rotation import (
+    ANNOTATION,
+    MONGOS,
+    Request,
+    RotatedUser,
+    next_stage,
+    rotated_users,
+    set_targets,
+)
+
+log = logging.getLogger("mongobench.mongocluster")
+
+KIND = "MongoCluster"
+NEXT = "nextPassword"
+Administration = Callable[[], AbstractContextManager[tuple[MongoAdmin, Any]]]
+
+
+def _seconds_since(stamp: str | None) -> float | None:
+    if not stamp:
+        return None
+    then = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    now = datetime.fromisoformat(now_rfc3339(precise=True).replace("Z", "+00:00"))
+    return (now - then).total_seconds()
+
+
+def running_clients(kube: KubeApi, namespace: str, cluster: str) -> int:
+    """Benchmark client pods of the cluster that have not ended (one LIST by the label the
+    cluster's NetworkPolicy admits them by)."""
+    pods = kube.list("Pod", namespace, f"{lbl.CLIENT_OF}={cluster}")
+    return sum(1 for p in pods if (p.get("status") or {}).get("phase") not in cond.POD_ENDED_PHASES)
+
+
+def advance(
+    kube: KubeApi, body: Mapping[str, Any], d: Desired, administration: Administration
+) -> list[Event]:
+    """Carry out the next stage; the Events it decided (none when nothing happened)."""
+    meta, status = body["metadata"], body.get("status") or {}
+    namespace, name = meta["namespace"], meta["name"]
+    rotation = dict(status.get("rotation") or {})
+    request = Request.of(meta.get("annotations"))
+    running = (
+        running_clients(kube, namespace, name)
+        if rotation.get("phase") == cond.ROTATION_WAITING
+        else 0
+    )
+    stage = next_stage(
+        request,
+        rotation,
+        status.get("phase"),
+        _seconds_since(rotation.get("requestedAt")),
+        running,
+    )
+    events: list[Event] = []
+    if stage.kind == "idle":
+        return events
+    if stage.kind == "refuse":
+        assert request is not None
+        _record(kube, namespace, name, {"phase": cond.ROTATION_REFUSED, "message": stage.message})
+        _unannotate(kube, namespace, name)
+        return [(cond.WARNING, cond.EVENT_ROTATION_REFUSED, stage.message)]
+    if stage.kind == "request":
+        assert request is not None
+        if request.refused:
+            events.append((cond.WARNING, cond.EVENT_ROTATION_REFUSED, "; ".join(request.refused)))
+        _record(
+            kube,
+            namespace,
+            name,
+            {
+                "phase": cond.ROTATION_WAITING,
+                "requested": list(request.parts),
+                "requestedAt": now_rfc3339(precise=True),
+                "message": stage.message,
+                "completedAt": None,
+                "rotated": None,
+            },
+        )
+        runs = "BenchmarkRuns on this cluster start no new step until it is done"
+        events.append(
+            (cond.NORMAL, cond.EVENT_ROTATION_REQUESTED, f"{', '.join(request.parts)}: {runs}")
+        )
+        return events
+    if stage.kind == "wait":
+        if rotation.get("message") != stage.message:
+            _record(kube, namespace, name, {"message": stage.message})
+        return events
+    users = rotated_users(d.spec, d.layout)
+    if stage.kind == "stage":
+        _stage(kube, namespace, users)
+        _record(kube, namespace, name, {"phase": cond.ROTATION_ROTATING, "message": stage.message})
+        events.append((cond.NORMAL, cond.EVENT_ROTATION_STARTED, stage.message))
+    rotated = _rotate(kube, d, body, users, administration)
+    message = (
+        f"new passwords for {', '.join(rotated)} in MongoDB and their Secrets; the old ones "
+        "are refused"
+    )
+    _record(
+        kube,
+        namespace,
+        name,
+        {
+            "phase": cond.ROTATION_COMPLETED,
+            "rotated": rotated,
+            "completedAt": now_rfc3339(precise=True),
+            "message": message,
+        },
+    )
+    _unannotate(kube, namespace, name)
+    events.append((cond.NORMAL, cond.EVENT_CREDENTIALS_ROTATED, message))
+    return events
+
+
+def _record(kube: KubeApi, namespace: str, name: str, rotation: Mapping[str, Any]) -> None:
+    kube.patch_status(KIND, namespace, name, {"rotation": dict(rotation)})
+
+
+def _unannotate(kube: KubeApi, namespace: str, name: str) -> None:
+    kube.patch(KIND, namespace, name, {"metadata": {"annotations": {ANNOTATION: None}}})
+
+
+def _encoded(value: str) -> str:
+    return base64.b64encode(value.encode()).decode("ascii")
+
+
+def _decoded(secret: Mapping[str, Any]) -> dict[str, str]:
+    return {k: base64.b64decode(v).decode() for k, v in (secret.get("data") or {}).items()}
+
+
+def _stage(kube: KubeApi, namespace: str, users: list[RotatedUser]) -> None:
+    """A new password as `nextPassword` in each Secret that has none yet (a repeated stage
+    keeps the one written first: MongoDB may already hold it)."""
+    for user in users:
+        secret = kube.get("Secret", namespace, user.secret)
+        if secret is None:
+            raise LookupError(f"Secret {namespace}/{user.secret} does not exist")
+        if NEXT not in (secret.get("data") or {}):
+            kube.patch("Secret", namespace, user.secret, {"data": {NEXT: _encoded(new_password())}})
+
+
+def _staged(
+    kube: KubeApi, namespace: str, users: list[RotatedUser]
+) -> Iterator[tuple[RotatedUser, str, str]]:
+    """(user, username, new password) of each Secret still holding a staged password."""
+    for user in users:
+        secret = kube.get("Secret", namespace, user.secret)
+        values = _decoded(secret or {})
+        if NEXT in values:
+            yield user, values[user.username_key], values[NEXT]
+
+
+def _rotate(
+    kube: KubeApi,
+    d: Desired,
+    owner: Mapping[str, Any],
+    users: list[RotatedUser],
+    administration: Administration,
+) -> list[str]:
+    """updateUser on every set holding each staged user, then the Secret's password replaced;
+    the connection Secret follows the benchmark user's. The usernames rotated."""
+    namespace = d.layout.namespace
+    by_set = {rs.name: rs for rs in d.layout.replica_sets}
+    rotated: list[str] = []
+    with administration() as (admin, _):
+        for user, username, password in list(_staged(kube, namespace, users)):
+            for where in set_targets(d.layout, user):
+                target = Mongos((d.layout.mongos_host,)) if where == MONGOS else by_set[where]
+                admin.set_password(
+                    target if isinstance(target, Mongos) else target.to_spec(), username, password
+                )
+            patch = {"data": {"password": _encoded(password), NEXT: None}}
+            kube.patch("Secret", namespace, user.secret, patch)
+            rotated.append(username)
+    # The URI clients mount is derived from the benchmark Secret: rewritten from it now.
+    ensure_secrets(kube, d, owner)
+    log.info("credentials rotated for %s/%s: %s", namespace, d.layout.name, ", ".join(rotated))
+    return rotated

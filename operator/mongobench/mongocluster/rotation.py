@@ -1,0 +1,163 @@
+"""Credential rotation, the pure half: what the annotation asks, and the next stage.
+
+`kubectl annotate mongocluster X mongobench.io/rotate=users` rotates the SCRAM passwords of
+the users whose Secrets the operator owns (its own, the admin user's unless the spec names the
+admin Secret, the benchmark user's), in stages recorded in status.rotation, one Event each:
+
+  Waiting   from the request on, BenchmarkRuns targeting the cluster start no new Job
+            (benchmarkrun.decide); the stage lasts until no client pod of the cluster runs and
+            GRACE_SECONDS have passed (a run that read the cluster before the request may still
+            create the Job it had decided on within that pass).
+  Rotating  each Secret holds its new password as `nextPassword` (written before MongoDB hears
+            of it, so a crash never loses it); updateUser with it on every replica set (as the
+            internal user, by keyfile: no user's own password is needed), then the Secret's
+            `password` replaced and `nextPassword` dropped, and the connection URI rewritten.
+  Completed the annotation is removed; the old passwords are refused from then on.
+
+Why no client fails: clients read the URI once, at start (the Job's env). Changing a password
+under a running client would refuse the connections its pool opens later, so the change is made
+only between steps, while no client runs, and the next step's pods read the new URI. The price:
+the rotation waits for the step in progress, and the run pauses between two steps meanwhile. A
+second user per role would let the change happen mid-step, but doubles the users to keep and
+the clients would still need both passwords until every pod restarted.
+
+Not rotated here (refused with a Warning Event): `keyfile` (MongoDB's two-keyfile transition
+needs two rolling restarts) and the exporter's password (its sidecar reads it at start: it
+needs the same rolling restart).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from mongobench.api.mongocluster import MongoClusterSpec
+from mongobench.k8s import conditions as cond
+from mongobench.mongocluster.layout import ClusterLayout
+
+ANNOTATION = "mongobench.io/rotate"
+ROTATABLE = ("users",)
+NOT_YET = {
+    "keyfile": "keyfile rotation (two-keyfile transition, two rolling restarts) is not "
+    "implemented by this operator version",
+}
+# Longer than one pass of a BenchmarkRun (read the cluster, create the step's Job).
+GRACE_SECONDS = 5.0
+ACTIVE = (cond.ROTATION_WAITING, cond.ROTATION_ROTATING)
+
+StageKind = Literal["idle", "refuse", "request", "wait", "stage", "rotate"]
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the annotation asks: the parts to rotate, and what cannot be (with why)."""
+
+    parts: tuple[str, ...]
+    refused: tuple[str, ...]
+
+    @classmethod
+    def of(cls, annotations: Mapping[str, str] | None) -> Request | None:
+        """None without the annotation. Its value is a list: `users`, `users,keyfile`."""
+        value = (annotations or {}).get(ANNOTATION)
+        if value is None:
+            return None
+        asked = [p.strip() for p in value.replace(" ", ",").split(",") if p.strip()]
+        parts = tuple(dict.fromkeys(p for p in asked if p in ROTATABLE))
+        known = ", ".join((*ROTATABLE, *NOT_YET))
+        refused = tuple(
+            f"{p}: {NOT_YET.get(p, f'unknown (one of {known})')}"
+            for p in dict.fromkeys(asked)
+            if p not in ROTATABLE
+        )
+        return cls(parts, refused or (() if parts else ("nothing named to rotate",)))
+
+
+@dataclass(frozen=True)
+class Stage:
+    kind: StageKind
+    message: str = ""
+
+
+def next_stage(
+    request: Request | None,
+    rotation: Mapping[str, Any],
+    cluster_phase: str | None,
+    seconds_since_request: float | None,
+    running_clients: int,
+) -> Stage:
+    """The stage a sync carries out now. `rotation`: status.rotation as recorded;
+    `seconds_since_request`: since its requestedAt (None before); `running_clients`: client
+    pods of the cluster not ended."""
+    phase = rotation.get("phase")
+    if phase == cond.ROTATION_ROTATING:
+        return Stage("rotate", "updating the users' passwords")
+    if phase != cond.ROTATION_WAITING:
+        return _asked(request)
+    if cluster_phase != cond.PHASE_READY:
+        return Stage("wait", f"waiting for the cluster to be Ready (it is {cluster_phase})")
+    if seconds_since_request is None or seconds_since_request < GRACE_SECONDS:
+        return Stage("wait", "waiting for runs to see the request")
+    if running_clients:
+        return Stage("wait", f"waiting for {running_clients} benchmark client pod(s) to finish")
+    return Stage("stage", "no benchmark client runs: new passwords staged in the Secrets")
+
+
+def _asked(request: Request | None) -> Stage:
+    """No rotation under way: start one if the annotation asks for something rotatable."""
+    if request is None:
+        return Stage("idle")
+    if not request.parts:
+        return Stage("refuse", "; ".join(request.refused))
+    return Stage("request", "waiting until no benchmark client of this cluster runs a step")
+
+
+@dataclass(frozen=True)
+class RotatedUser:
+    secret: str
+    username_key: str = "username"
+
+
+def rotated_users(spec: MongoClusterSpec, layout: ClusterLayout) -> list[RotatedUser]:
+    """The users whose passwords a `users` rotation changes: those in Secrets the operator owns
+    (a Secret the spec names is its owner's to rotate), the exporter's left out (see above)."""
+    out = [RotatedUser(layout.operator_secret)]
+    if spec.auth.admin_secret_name is None:
+        out.append(RotatedUser(layout.admin_secret))
+    out.append(RotatedUser(layout.benchmark_secret))
+    return out
+
+
+def under_way(body: Mapping[str, Any]) -> bool:
+    """Whether a sync has rotation work: the annotation is there, or a rotation is under way."""
+    annotations = (body.get("metadata") or {}).get("annotations") or {}
+    phase = ((body.get("status") or {}).get("rotation") or {}).get("phase")
+    return ANNOTATION in annotations or phase in ACTIVE
+
+
+def holds_new_jobs(cluster: Mapping[str, Any] | None) -> bool:
+    """Whether a BenchmarkRun on this cluster must not start a Job now (a rotation is asked for
+    or under way)."""
+    if cluster is None:
+        return False
+    rotation = (cluster.get("status") or {}).get("rotation") or {}
+    if rotation.get("phase") in ACTIVE:
+        return True
+    request = Request.of((cluster.get("metadata") or {}).get("annotations"))
+    return request is not None and bool(request.parts)
+
+
+MONGOS = "mongos"
+
+
+def set_targets(layout: ClusterLayout, user: RotatedUser) -> Sequence[str]:
+    """Where the user's password is changed: each replica set's name, or MONGOS. A replica
+    set's users live on it; in a sharded cluster the benchmark user is the cluster's (created
+    through mongos, kept by the config servers) and the operator's and admin's exist on every
+    set (they connect to shard members directly) and, through the config servers, in the
+    cluster."""
+    if not layout.sharded:
+        return [rs.name for rs in layout.replica_sets]
+    if user.secret == layout.benchmark_secret:
+        return [MONGOS]
+    return [rs.name for rs in layout.replica_sets]

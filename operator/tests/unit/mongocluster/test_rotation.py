@@ -1,0 +1,276 @@
+"""Unit tier: credential rotation. The pure planner (mongocluster.rotation: what the annotation
+asks, the next stage, where each user lives, when runs hold their next Job) and the I/O half
+(mongocluster.rotate through reconcile.sync) against the in-memory API and MongoDB: Secrets,
+status.rotation, Events, the order that survives a crash. MongoDB's side of a new password
+(the old one refused) is the cluster tier's (e2e/local/tests/test_credential_rotation.py)."""
+
+from __future__ import annotations
+
+import base64
+import copy
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from cluster_fixtures import REPLICA_SET, SHARDED
+from fake_kube import FakeKube
+from fake_mongo import FakeMongo
+
+from mongobench.api.mongocluster import MongoClusterSpec
+from mongobench.k8s import conditions as cond
+from mongobench.k8s.locks import ResourceLocks
+from mongobench.mongo import plan
+from mongobench.mongo.pool import AdminPool
+from mongobench.mongocluster import reconcile
+from mongobench.mongocluster.layout import cluster_layout
+from mongobench.mongocluster.rotation import (
+    ANNOTATION,
+    GRACE_SECONDS,
+    MONGOS,
+    Request,
+    holds_new_jobs,
+    next_stage,
+    rotated_users,
+    set_targets,
+)
+
+pytestmark = pytest.mark.unit
+
+NS = "ns"
+KIND = "MongoCluster"
+READY = cond.PHASE_READY
+WAITING = {"phase": cond.ROTATION_WAITING}
+
+
+# ---- the planner ----------------------------------------------------------------------------
+
+
+def test_the_annotation_is_a_list_and_what_cannot_be_rotated_says_why() -> None:
+    assert Request.of({}) is None
+    assert Request.of({ANNOTATION: "users"}) == Request(("users",), ())
+    both = Request.of({ANNOTATION: "users, keyfile"})
+    assert both is not None and both.parts == ("users",)
+    assert (
+        both.refused[0].startswith("keyfile: keyfile rotation")
+        and "not implemented" in both.refused[0]
+    )
+    only_keyfile = Request.of({ANNOTATION: "keyfile"})
+    assert only_keyfile is not None and only_keyfile.parts == ()
+    typo = Request.of({ANNOTATION: "user"})
+    assert typo is not None and typo.refused == ("user: unknown (one of users, keyfile)",)
+    empty = Request.of({ANNOTATION: ""})
+    assert empty is not None and empty.refused == ("nothing named to rotate",)
+
+
+@pytest.mark.parametrize(
+    ("request_", "rotation", "phase", "since", "clients", "kind"),
+    [
+        (None, {}, READY, None, 0, "idle"),
+        (None, {"phase": cond.ROTATION_COMPLETED}, READY, None, 0, "idle"),
+        (Request(("users",), ()), {}, READY, None, 0, "request"),
+        (Request(("users",), ()), {"phase": cond.ROTATION_COMPLETED}, READY, None, 0, "request"),
+        (Request((), ("keyfile: ...",)), {}, READY, None, 0, "refuse"),
+        (Request(("users",), ()), WAITING, cond.PHASE_SCALING, 60.0, 0, "wait"),
+        (Request(("users",), ()), WAITING, READY, GRACE_SECONDS - 1, 0, "wait"),
+        (Request(("users",), ()), WAITING, READY, GRACE_SECONDS + 1, 2, "wait"),
+        (Request(("users",), ()), WAITING, READY, GRACE_SECONDS + 1, 0, "stage"),
+        # Under way, the annotation no longer matters (removed only once completed).
+        (None, {"phase": cond.ROTATION_ROTATING}, READY, None, 0, "rotate"),
+    ],
+)
+def test_next_stage(
+    request_: Request | None,
+    rotation: dict[str, Any],
+    phase: str,
+    since: float | None,
+    clients: int,
+    kind: str,
+) -> None:
+    assert next_stage(request_, rotation, phase, since, clients).kind == kind
+
+
+def test_waiting_says_for_whom() -> None:
+    stage = next_stage(Request(("users",), ()), WAITING, READY, 60.0, 2)
+    assert stage.message == "waiting for 2 benchmark client pod(s) to finish"
+
+
+def test_runs_hold_their_next_job_from_the_request_until_it_completes() -> None:
+    def cluster(annotation: str | None, phase: str | None) -> dict[str, Any]:
+        meta = {"annotations": {ANNOTATION: annotation}} if annotation is not None else {}
+        return {"metadata": meta, "status": {"rotation": {"phase": phase}} if phase else {}}
+
+    assert holds_new_jobs(cluster("users", None))  # asked: before the operator even saw it
+    assert holds_new_jobs(cluster(None, cond.ROTATION_WAITING))
+    assert holds_new_jobs(cluster(None, cond.ROTATION_ROTATING))
+    assert not holds_new_jobs(cluster(None, cond.ROTATION_COMPLETED))
+    assert not holds_new_jobs(cluster("keyfile", None))  # refused: nothing will happen
+    assert not holds_new_jobs(None)
+
+
+def test_each_user_is_changed_where_it_lives() -> None:
+    rs = MongoClusterSpec.parse(REPLICA_SET)
+    layout = cluster_layout("c", NS, rs)
+    assert [u.secret for u in rotated_users(rs, layout)] == ["c-operator", "c-admin", "c-benchmark"]
+    assert all(set_targets(layout, u) == ["c-rs0"] for u in rotated_users(rs, layout))
+    sharded = MongoClusterSpec.parse(SHARDED)
+    layout = cluster_layout("c", NS, sharded)
+    operator, _, benchmark = rotated_users(sharded, layout)
+    assert set_targets(layout, benchmark) == [MONGOS]  # the cluster's user, through mongos
+    assert set_targets(layout, operator) == ["c-cfg", "c-shard0", "c-shard1"]
+    named = MongoClusterSpec.parse({**REPLICA_SET, "auth": {"adminSecretName": "mine"}})
+    assert "c-admin" not in [u.secret for u in rotated_users(named, cluster_layout("c", NS, named))]
+
+
+def test_the_password_command_changes_the_password_only() -> None:
+    assert plan.password_command("benchmark", "pw") == {"updateUser": "benchmark", "pwd": "pw"}
+
+
+# ---- the I/O half, through a sync -----------------------------------------------------------
+
+
+@pytest.fixture
+def mongo(monkeypatch: pytest.MonkeyPatch) -> FakeMongo:
+    fake = FakeMongo()
+    monkeypatch.setattr(reconcile, "MongoAdmin", lambda connector: fake)
+    return fake
+
+
+@pytest.fixture
+def admins() -> Iterator[AdminPool]:
+    pool = AdminPool()
+    yield pool
+    pool.close()
+
+
+def body(kube: FakeKube) -> dict[str, Any]:
+    found = kube.get(KIND, NS, "c")
+    assert found is not None
+    return found
+
+
+def sync(kube: FakeKube, admins: AdminPool) -> None:
+    assert reconcile.sync(kube, NS, "c", ResourceLocks(), admins) is not None
+
+
+def secret(kube: FakeKube, name: str) -> dict[str, str]:
+    data = kube.objects[("Secret", NS, name)]["data"]
+    return {k: base64.b64decode(v).decode() for k, v in data.items()}
+
+
+def ready_cluster(kube: FakeKube, admins: AdminPool) -> None:
+    reconcile.provision(kube, body(kube))
+    for (kind, _, _), obj in kube.objects.items():
+        if kind == "StatefulSet":
+            replicas = int(obj["spec"]["replicas"])
+            obj["status"] = {
+                "observedGeneration": obj["metadata"]["generation"],
+                "replicas": replicas,
+                "readyReplicas": replicas,
+                "updatedReplicas": replicas,
+                "availableReplicas": replicas,
+                "currentRevision": "r1",
+                "updateRevision": "r1",
+            }
+    sync(kube, admins)
+    assert body(kube)["status"]["phase"] == READY
+
+
+def annotate(kube: FakeKube, value: str) -> None:
+    kube.patch(KIND, NS, "c", {"metadata": {"annotations": {ANNOTATION: value}}})
+
+
+def backdate_request(kube: FakeKube) -> None:
+    kube.objects[(KIND, NS, "c")]["status"]["rotation"]["requestedAt"] = "2026-01-01T00:00:00Z"
+
+
+def client_pod(phase: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "namespace": NS,
+            "name": "run-step-1-0",
+            "labels": {
+                "mongobench.io/client-of": "c",
+                "mongobench.io/component": "benchmark-client",
+            },
+        },
+        "status": {"phase": phase},
+    }
+
+
+def test_users_rotate_once_no_client_runs_and_every_stage_is_told(
+    admins: AdminPool, mongo: FakeMongo
+) -> None:
+    kube = FakeKube({"apiVersion": "mongobench.io/v1alpha1", "kind": KIND,
+                     "metadata": {"namespace": NS, "name": "c"},
+                     "spec": copy.deepcopy(REPLICA_SET)})  # fmt: skip
+    ready_cluster(kube, admins)
+    old = {n: secret(kube, n)["password"] for n in ("c-operator", "c-admin", "c-benchmark")}
+    old_uri = secret(kube, "c-connection")["uri"]
+    annotate(kube, "users")
+    sync(kube, admins)
+    rotation = body(kube)["status"]["rotation"]
+    assert (rotation["phase"], rotation["requested"]) == (cond.ROTATION_WAITING, ["users"])
+    assert kube.reasons()[-1] == cond.EVENT_ROTATION_REQUESTED
+
+    # A client pod still runs: the rotation waits, however long ago it was asked.
+    kube.put(client_pod("Running"))
+    backdate_request(kube)
+    sync(kube, admins)
+    assert body(kube)["status"]["rotation"]["phase"] == cond.ROTATION_WAITING
+    assert "1 benchmark client pod(s)" in body(kube)["status"]["rotation"]["message"]
+    assert not mongo.passwords
+
+    kube.objects[("Pod", NS, "run-step-1-0")]["status"]["phase"] = "Succeeded"
+    sync(kube, admins)
+    rotation = body(kube)["status"]["rotation"]
+    assert rotation["phase"] == cond.ROTATION_COMPLETED
+    assert sorted(rotation["rotated"]) == ["benchmark", "mongobench-admin", "mongobench-operator"]
+    new = {n: secret(kube, n) for n in old}
+    assert all(new[n]["password"] != old[n] and "nextPassword" not in new[n] for n in old)
+    assert mongo.passwords == {
+        ("c-rs0", new[n]["username"]): new[n]["password"] for n in old
+    }  # MongoDB was told exactly what the Secrets now hold
+    uri = secret(kube, "c-connection")["uri"]
+    assert uri != old_uri and new["c-benchmark"]["password"] in uri
+    assert ANNOTATION not in (body(kube)["metadata"].get("annotations") or {})
+    assert kube.reasons()[-2:] == [cond.EVENT_ROTATION_STARTED, cond.EVENT_CREDENTIALS_ROTATED]
+    said = str(body(kube)["status"]) + " ".join(e[4] for e in kube.events)
+    assert not any(p in said for p in (*old.values(), *(v["password"] for v in new.values())))
+
+    sync(kube, admins)  # done: nothing more
+    assert kube.reasons()[-1] == cond.EVENT_CREDENTIALS_ROTATED
+
+
+def test_a_rotation_interrupted_after_staging_uses_the_staged_password(
+    admins: AdminPool, mongo: FakeMongo
+) -> None:
+    """A crash after `nextPassword` was written (and maybe after MongoDB got it): the next
+    pass sends that same password, never a fresh one, then promotes it."""
+    kube = FakeKube({"apiVersion": "mongobench.io/v1alpha1", "kind": KIND,
+                     "metadata": {"namespace": NS, "name": "c"},
+                     "spec": copy.deepcopy(REPLICA_SET)})  # fmt: skip
+    ready_cluster(kube, admins)
+    staged = base64.b64encode(b"staged-before-the-crash").decode()
+    kube.objects[("Secret", NS, "c-benchmark")]["data"]["nextPassword"] = staged
+    kube.objects[(KIND, NS, "c")]["status"]["rotation"] = {"phase": cond.ROTATION_ROTATING}
+    sync(kube, admins)
+    assert mongo.passwords[("c-rs0", "benchmark")] == "staged-before-the-crash"
+    assert secret(kube, "c-benchmark")["password"] == "staged-before-the-crash"
+    assert body(kube)["status"]["rotation"]["rotated"] == ["benchmark"]  # the others were done
+
+
+def test_keyfile_alone_is_refused_with_a_warning_and_the_annotation_removed(
+    admins: AdminPool, mongo: FakeMongo
+) -> None:
+    kube = FakeKube({"apiVersion": "mongobench.io/v1alpha1", "kind": KIND,
+                     "metadata": {"namespace": NS, "name": "c"},
+                     "spec": copy.deepcopy(REPLICA_SET)})  # fmt: skip
+    ready_cluster(kube, admins)
+    annotate(kube, "keyfile")
+    sync(kube, admins)
+    assert body(kube)["status"]["rotation"]["phase"] == cond.ROTATION_REFUSED
+    assert kube.reasons()[-1] == cond.EVENT_ROTATION_REFUSED
+    assert ANNOTATION not in (body(kube)["metadata"].get("annotations") or {})
+    assert not mongo.passwords
