@@ -101,9 +101,6 @@ class FakeMongo:
             status,
         )
 
-    def feature_compatibility_version(self, target: ReplicaSetSpec | Mongos) -> str:
-        return self.fcv or "7.0"
-
     def ensure_shard(self, mongos: Mongos, shard: ReplicaSetSpec) -> ShardInfo:
         self.calls.append(f"ensure_shard {shard.name}")
         self.shards.setdefault(shard.name, shard.name)
