@@ -15,8 +15,11 @@ COPY pyproject.toml uv.lock ./
 COPY operator ./operator
 COPY results ./results
 COPY archive ./archive
-# One install script for all images (hack/image/install-python.sh).
-RUN sh hack/image/install-python.sh /opt/mongobench "--package mongobench" ./results ./archive ./operator
+# One install script for all images (hack/image/install-python.sh). EXTRAS="--extra history"
+# builds the operator-history image: Otava, numpy and scipy for a BenchmarkExperiment's
+# spec.history (condition Regressed); the default image stays without them.
+ARG EXTRAS=""
+RUN sh hack/image/install-python.sh /opt/mongobench "--package mongobench ${EXTRAS}" ./results ./archive ./operator
 
 FROM python:3.11.11-slim-bookworm@sha256:081075da77b2b55c23c088251026fb69a7b2bf92471e491ff5fd75c192fd38e5
 # OCI labels (GHCR links a package to its repository by .source); the release workflow and
@@ -24,8 +27,11 @@ FROM python:3.11.11-slim-bookworm@sha256:081075da77b2b55c23c088251026fb69a7b2bf9
 ARG VERSION=dev
 ARG REVISION=unknown
 ARG SOURCE=https://github.com/mongobench/mongobench
-LABEL org.opencontainers.image.title="mongobench-operator" \
-      org.opencontainers.image.description="Kubernetes operator for MongoDB performance experiments" \
+# TITLE and DESCRIPTION: the operator-history variant (EXTRAS above) names itself.
+ARG TITLE=mongobench-operator
+ARG DESCRIPTION="Kubernetes operator for MongoDB performance experiments"
+LABEL org.opencontainers.image.title="${TITLE}" \
+      org.opencontainers.image.description="${DESCRIPTION}" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.revision="${REVISION}" \
       org.opencontainers.image.source="${SOURCE}" \

@@ -19,9 +19,11 @@ REGISTRY=${REGISTRY:-$IMAGE_REGISTRY}
 REVISION=$(git -C "$repo" rev-parse HEAD 2>/dev/null || echo unknown)
 KIND_CLUSTER=${KIND_CLUSTER:-mongobench}
 
-# name dockerfile (the build context is the repository root for all three)
+# name dockerfile [extras] (the build context is the repository root for all; the
+# operator-history image is the operator with the extra history: Otava, numpy, scipy)
 IMAGES=(
   "operator Dockerfile"
+  "operator-history Dockerfile --extra history"
   "ycsb bench-jobs/Dockerfile.ycsb"
   "locust bench-jobs/Dockerfile.locust"
 )
@@ -41,22 +43,23 @@ engine() {
 ref() { echo "$REGISTRY/$1:$VERSION"; }
 
 build() {
-  local e entry name file
+  local e entry name file extras
   e=$(engine)
   for entry in "${IMAGES[@]}"; do
-    read -r name file <<<"$entry"
+    read -r name file extras <<<"$entry"
     echo "images: $e build $(ref "$name")" >&2
     "$e" build --build-arg "VERSION=$VERSION" --build-arg "REVISION=$REVISION" \
-      --build-arg "SOURCE=$PROJECT_URL" -f "$repo/$file" -t "$(ref "$name")" "$repo"
+      --build-arg "SOURCE=$PROJECT_URL" --build-arg "EXTRAS=$extras" \
+      --build-arg "TITLE=mongobench-$name" -f "$repo/$file" -t "$(ref "$name")" "$repo"
   done
 }
 
 kind_load() {
   command -v kind >/dev/null || { echo "images: kind is not installed" >&2; return 1; }
-  local e entry name file archive
+  local e entry name file extras archive
   e=$(engine)
   for entry in "${IMAGES[@]}"; do
-    read -r name file <<<"$entry"
+    read -r name file extras <<<"$entry"
     if [ "$e" = docker ]; then
       kind load docker-image --name "$KIND_CLUSTER" "$(ref "$name")"
     else  # kind cannot read Podman's store: go through an archive

@@ -20,7 +20,9 @@ requirements=$(mktemp)
 # shellcheck disable=SC2086  # the selection is a list of words
 "$uv" export --frozen --no-dev --no-emit-workspace --no-header --quiet $selection -o "$requirements"
 "$python" -m venv "$prefix"
+# --no-deps: the export is already the whole closure uv resolved, overrides included (Otava's
+# own pins of numpy and scipy, which the lock overrides, would otherwise fail pip's check).
 "$prefix/bin/pip" install --no-cache-dir --disable-pip-version-check --quiet --require-hashes \
-  -r "$requirements"
+  --no-deps -r "$requirements"
 "$prefix/bin/pip" install --no-cache-dir --disable-pip-version-check --quiet --no-deps "$@"
 rm -f "$requirements"

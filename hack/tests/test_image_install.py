@@ -125,3 +125,35 @@ def test_operator_image_contents_import_without_cli_plotting_or_numeric_packages
     out = json.loads(proc.stdout)
     assert out["present"] == []
     assert 0 < out["p"] < 0.05
+
+
+def test_operator_history_image_judges_change_points_without_the_cli(tmp_path: Path) -> None:
+    """The operator-history image (Dockerfile with EXTRAS="--extra history"): Otava runs on the
+    lock's numpy and scipy (its own pins overridden), and still no CLI or plotting package."""
+    prefix = install(
+        tmp_path, "--package mongobench --extra history", "./results", "./archive", "./operator"
+    )
+    code = (
+        "import importlib.util, json, random\n"
+        "import mongobench.experiment.history\n"
+        "from mongobench_results import history\n"
+        "r = random.Random(7)\n"
+        "values = [r.gauss(1000, 20) for _ in range(40)]\n"
+        "values += [r.gauss(900, 20) for _ in range(40)]\n"
+        "absent = ['kubernetes', 'matplotlib', 'typer', 'rich', 'mongobench_cli']\n"
+        "print(json.dumps({'present': [m for m in absent if importlib.util.find_spec(m)],\n"
+        "                  'found': [f[0] for f in history.detect(values)]}))"
+    )
+    proc = subprocess.run(
+        [str(prefix / "bin" / "python"), "-c", code],
+        env={"PATH": f"{prefix / 'bin'}:/usr/bin:/bin", "HOME": str(tmp_path)},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout)
+    assert out["present"] == []
+    assert any(abs(i - 40) <= 2 for i in out["found"]), out

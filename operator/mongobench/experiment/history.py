@@ -73,7 +73,10 @@ def judge(
     except (ArchiveError, archive.NotConfigured, history.HistoryError) as exc:
         return {"error": str(exc)}, (cond.UNKNOWN, cond.HISTORY_UNAVAILABLE, str(exc))
     except ImportError as exc:  # Otava (the extra) is not installed
-        message = f"this operator has no change-point method (install mongobench[history]): {exc}"
+        message = (
+            "this operator has no change-point method (run the operator-history image, or "
+            f"install mongobench[history]): {exc}"
+        )
         return {"error": message}, (cond.UNKNOWN, cond.HISTORY_UNAVAILABLE, message)
     uids = {r.uid for r in mine}
     worse = [c for c in u.changes if c.regression and c.after.uid in uids]
