@@ -217,6 +217,14 @@ class TLS:
     def x509_members(self) -> bool:
         return self.enabled and self.member_auth == "x509"
 
+    @property
+    def operator_dials_tls(self) -> bool:
+        """The operator's own connections use TLS where a member may refuse plain ones
+        (requireTLS) or authenticates it by certificate (x509). Under allowTLS and preferTLS
+        every member accepts plain connections, and members not yet restarted onto TLS accept
+        only those: dialling plain lets the roll onto TLS go through, step by step."""
+        return self.enabled and (self.mode == "requireTLS" or self.member_auth == "x509")
+
 
 @dataclass(frozen=True)
 class Monitoring:

@@ -183,9 +183,11 @@ def administration(
                 else internal_credentials(keyfile)
             ),
             resolver=admins.resolver,
-            tls=tls is not None,
-            tls_ca_file=tls.ca_file if tls else None,
-            tls_certificate_key_file=tls.certificate_key_file if tls else None,
+            tls=tls is not None and d.spec.tls.operator_dials_tls,
+            tls_ca_file=tls.ca_file if tls and d.spec.tls.operator_dials_tls else None,
+            tls_certificate_key_file=(
+                tls.certificate_key_file if tls and d.spec.tls.operator_dials_tls else None
+            ),
         )
         return MongoAdmin(connector)
 

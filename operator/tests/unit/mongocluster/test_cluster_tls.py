@@ -312,6 +312,39 @@ def test_the_operator_connects_with_the_ca_and_its_client_certificate(
     assert connector.bootstrap_credentials.mechanism == mechanism
 
 
+@pytest.mark.parametrize(
+    ("mode", "member_auth", "dials_tls"),
+    [
+        ("allowTLS", "keyFile", False),
+        ("preferTLS", "keyFile", False),
+        ("requireTLS", "keyFile", True),
+        ("preferTLS", "x509", True),
+    ],
+)
+def test_the_operator_dials_plain_while_a_cluster_rolls_onto_tls(
+    ca: trustme.CA, mode: str, member_auth: str, dials_tls: bool
+) -> None:
+    """MongoDB's path onto TLS: allowTLS, then preferTLS, then requireTLS, a roll each. Members
+    not yet restarted speak plain only, and allowTLS and preferTLS members accept plain: the
+    operator dials plain until requireTLS (or x509, which authenticates by certificate), or it
+    could not reach the members it must restart."""
+    spec = {
+        **REPLICA_SET_CA,
+        "tls": {**REPLICA_SET_CA["tls"], "mode": mode, "memberAuth": member_auth},
+    }
+    kube = FakeKube(mongocluster(spec), secret_of(ca_values(ca), "bench-ca"))
+    reconcile.provision(kube, body(kube))
+    d = reconcile.desired(kube, body(kube), {})
+    pool = AdminPool()
+    try:
+        with reconcile.administration(kube, d, pool) as (admin, _):
+            connector = admin.connector
+    finally:
+        pool.close()
+    assert connector.tls is dials_tls
+    assert (connector.tls_ca_file is not None) is dials_tls
+
+
 def test_the_operator_waits_for_its_client_certificate() -> None:
     issuer = {**REPLICA_SET, "tls": {"enabled": True, "issuerRef": {"name": "bench-ca"}}}
     kube = FakeKube(mongocluster(issuer), served=("cert-manager.io/v1/certificates",))
