@@ -26,9 +26,8 @@ from localplane.net import free_port
 pytestmark = pytest.mark.protocol
 
 SCENARIOS = BENCH_JOBS / "locust" / "scenarios"
-SAMPLE = (
-    BENCH_JOBS.parent / "manifests" / "samples" / "benchmarkexperiment-shards-members-versions.yaml"
-)
+STUDIES = BENCH_JOBS.parent / "manifests" / "studies"
+SAMPLE = STUDIES / "3-sharded-automation" / "full" / "experiment.yaml"
 
 
 @pytest.mark.unit
