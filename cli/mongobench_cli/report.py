@@ -483,17 +483,24 @@ def _lines_against(
     ax.set_xticks(sorted(set(ticks)))
     ax.set_xlabel(dim)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    if list(lines) != ["all"]:  # a legend only where there are other dimensions to tell apart
+        ax.legend(fontsize=8)
 
 
-def experiment_scaling_figures(figs: _Figures, result: compare.Comparison) -> list[str]:
+def experiment_scaling_figures(
+    figs: _Figures, result: compare.Comparison, plotted: str | None = None
+) -> list[str]:
     """An experiment's cells: throughput against each numeric dimension, one line per value of
-    the other dimensions, one figure per workload and dimension. The dimensions plotted."""
+    the other dimensions, one figure per workload and dimension. The dimensions plotted. Cells
+    of one dimension that scaling_figure has `plotted` already (every workload in one figure)
+    get none: they would repeat it a workload at a time."""
     cells = {c.name: cell_values(c.name) for c in result.configurations}
     if len(cells) < 2 or any(v is None for v in cells.values()):
         return []
     values = {n: v for n, v in cells.items() if v is not None}
     dims = list(next(iter(values.values())))
+    if plotted is not None and dims == [plotted]:
+        return []
     numeric = [d for d in dims if all(_number(v.get(d, "")) is not None for v in values.values())]
     numeric = [d for d in numeric if len({values[n][d] for n in values}) > 1]
     rows = _rows(result, "throughput")
@@ -688,6 +695,7 @@ tr.first td { border-top: 2px solid #ccc; }
 .better { color: #0a7d32; font-weight: 600; } .worse { color: #b3261e; font-weight: 600; }
 .flag { color: #8a5a00; }
 .nowrap { white-space: nowrap; }
+.wrap { white-space: normal; display: inline-block; min-width: 16em; }
 .legend { font-size: 0.85em; color: #555; margin: 0.2em 0; }
 .note { background: #fff7e0; padding: 0.5em 1em; border-left: 4px solid #e0a800; }
 figure { display: inline-block; margin: 0.5em 1em 1em 0; }
@@ -758,7 +766,10 @@ def _runs_html(runs: Sequence[LoadedRun], result: compare.Comparison) -> str:
                 html.escape(o.topology),
                 html.escape(o.version),
                 html.escape(o.platform),
-                html.escape(", ".join(f"{k}={v}" for k, v in sorted(o.labels.items()))),
+                # Wrapped: an experiment's runs carry five labels, which would widen the page.
+                '<span class="wrap">'
+                + html.escape(", ".join(f"{k}={v}" for k, v in sorted(o.labels.items())))
+                + "</span>",
                 html.escape(render.when(o.started)),
                 html.escape(render.duration(o.duration())),
                 str(len(records.measured(r.run))),
@@ -841,7 +852,7 @@ def write(
     throughput_figure(figs, result)
     latency_figures(figs, result)
     dim = scaling_figure(figs, result)
-    cell_dims = experiment_scaling_figures(figs, result)
+    cell_dims = experiment_scaling_figures(figs, result, dim)
     load_dims = load_figures(figs, result)
     curves = percentile_figures(figs, result, by_key)
     role_cpu_figure(figs, result)
