@@ -514,6 +514,8 @@ def experiment_scaling_figures(
                     continue
                 rest = ",".join(f"{k}={v}" for k, v in vals.items() if k != dim) or "all"
                 lines.setdefault(rest, []).append((float(vals[dim]), by_cell[name]))
+            if not lines:  # no valid trial of this workload: the table says why
+                continue
             fig, ax = plt.subplots(figsize=(6.5, 4))
             _lines_against(ax, dim, lines, [float(v[dim]) for v in values.values()])
             ax.set_ylabel("operations per second")

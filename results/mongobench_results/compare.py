@@ -481,7 +481,7 @@ def compare(
     blocked = comparability(configs, base, workloads, varied)
     ordered = [base, *[c for c in configs if c is not base]]
     rows: list[Row] = []
-    notes = _concurrency_notes(base, ordered[1:])
+    notes = _concurrency_notes(base, ordered[1:], varied)
     min_rank = stats.rank_test_min_samples(alpha)
     for w in workloads:
         ops = sorted(
@@ -541,13 +541,16 @@ def compare(
     )
 
 
-def _concurrency_notes(base: Configuration, others: Sequence[Configuration]) -> list[str]:
-    """The clients' concurrency is a dimension users compare on purpose: said, not refused."""
+def _concurrency_notes(
+    base: Configuration, others: Sequence[Configuration], varied: Sequence[str] = ()
+) -> list[str]:
+    """The clients' concurrency is a dimension users compare on purpose: said, not refused
+    (and not said where the configurations vary it by design)."""
     notes = []
     reference = records.concurrency(base.runs[0].run) if base.runs else {}
     for c in others:
         for r in c.runs[:1]:
-            diffs = _parameter_differences(reference, records.concurrency(r.run))
+            diffs = _parameter_differences(reference, records.concurrency(r.run), varied)
             if diffs:
                 notes.append(f"{c.name} differs from {base.name} in " + "; ".join(diffs))
     return notes

@@ -117,6 +117,12 @@ def test_a_parameter_varied_by_design_is_compared_not_refused() -> None:
     )
     assert [r for r in refused.incomparable if "mongo.upsert" in r]
     assert not [r for r in refused.incomparable if "writeConcern" in r]
+    # The study's processes (client pods) likewise: no note that the cells differ in them.
+    one = benchmark_run("p1", spec={"clients": {"parallelism": 1}}, seed=3)
+    two = benchmark_run("p2", spec={"clients": {"parallelism": 2}}, seed=4)
+    assert compare.compare(inputs(one, two), metrics=("throughput",)).notes
+    varied = compare.compare(inputs(one, two), metrics=("throughput",), varied=["clients"])
+    assert varied.notes == []
 
 
 def test_one_client_against_two_is_a_comparison_not_a_refusal() -> None:

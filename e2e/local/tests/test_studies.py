@@ -252,8 +252,11 @@ def test_study_2_completion_time_by_write_concern_and_processes(
     ]
     page = report(plane, studies, s, tmp_path / "r")
     # The study's figure: the inserts' completion time against processes, a line per write
-    # concern; and the reads' throughput likewise.
-    assert {"time-to-load-processes.png", "scaling-processes-read.png"} <= figures(tmp_path / "r")
+    # concern (the reads' throughput likewise where their trials are valid: on a busy plane
+    # they may all be judged client-bound, and the table says so).
+    assert "time-to-load-processes.png" in figures(tmp_path / "r")
+    # The processes are the experiment's dimension: no note that they differ.
+    assert "differs from" not in page
     assert "Time to load against processes, one line per other dimensions" in " ".join(
         captions(page)
     )
