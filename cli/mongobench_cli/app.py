@@ -354,7 +354,7 @@ def _comparison(
 ) -> compare.Comparison:
     if not 0 < alpha < 1 or not 0 < confidence < 1:
         raise UserError("--alpha and --confidence must lie between 0 and 1")
-    group_by, baseline = _experiment_defaults(r, refs, group_by, baseline)
+    group_by, baseline, varied = _experiment_defaults(r, refs, group_by, baseline)
     result = compare.compare(
         [compare.RunInput(r.key, r.run) for r in runs],
         baseline=baseline,
@@ -366,6 +366,7 @@ def _comparison(
         adjust="holm" if adjust == Adjust.holm else "bh" if adjust == Adjust.bh else "none",
         ci="bootstrap" if ci == Interval.bootstrap else "parametric",
         include_invalid=include_invalid,
+        varied=varied,
     )
     if result.incomparable and not allow_incomparable:
         more = f" (and {len(result.incomparable) - 1} more)" if len(result.incomparable) > 1 else ""
@@ -378,18 +379,20 @@ def _comparison(
 
 def _experiment_defaults(
     r: sources.Resolver, refs: list[str], group_by: str | None, baseline: str | None
-) -> tuple[str | None, str | None]:
-    """An experiment's runs compare by cell against its baseline unless the user says else."""
+) -> tuple[str | None, str | None, list[str]]:
+    """An experiment's runs compare by cell against its baseline unless the user says else;
+    the run fields its dimensions vary (a write concern, a thread count) differ by design."""
     from mongobench_cli import experiment as experiments  # noqa: PLC0415
 
     named = [n for n in map(sources.experiment_name, refs) if n is not None]
     if not named:
-        return group_by, baseline
+        return group_by, baseline, []
+    objs = [r.kube().experiment(n) for n in named]
     if group_by is None:
         group_by = experiments.CELL_LABEL
         if baseline is None:
-            baseline = experiments.baseline(r.kube().experiment(named[0]))
-    return group_by, baseline
+            baseline = experiments.baseline(objs[0])
+    return group_by, baseline, [f for obj in objs for f in experiments.run_dimensions(obj)]
 
 
 Baseline = Annotated[

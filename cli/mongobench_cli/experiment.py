@@ -29,6 +29,12 @@ def baseline(obj: Mapping[str, Any]) -> str | None:
     return None
 
 
+def run_dimensions(obj: Mapping[str, Any]) -> list[str]:
+    """The run fields (dotted paths) the experiment's dimensions set, e.g. mongo.writeConcern."""
+    dims = (obj.get("spec") or {}).get("dimensions") or []
+    return [str(d["field"]) for d in dims if d.get("target") == "run" and d.get("field")]
+
+
 def _seconds(value: Any) -> str:
     return f"{value:.1f}" if isinstance(value, int | float) else "-"
 

@@ -14,6 +14,7 @@ Figures (matplotlib, Agg backend, no display needed):
   per value of the others;
 - the saturation knee (runs with spec.knee): the named percentile against the achieved
   throughput of every probe, the limit line and the knee marked (its runs and its offered load).
+- shard distribution: each sharded run's share of the documents per shard after its last load.
 """
 
 from __future__ import annotations
@@ -536,14 +537,43 @@ def _number(text: str) -> float | None:
         return None
 
 
-def experiment_scaling_figures(figs: _Figures, result: compare.Comparison) -> list[str]:
+def _lines_against(
+    ax: Any, dim: str, lines: Mapping[str, list[tuple[float, compare.Row]]], ticks: Sequence[float]
+) -> None:
+    """A metric's means (with their intervals) against a numeric dimension, a line per value of
+    the other dimensions: the one figure of a metric against two (or more) dimensions."""
+    for rest, unordered in sorted(lines.items()):
+        points = sorted(unordered, key=lambda p: p[0])
+        ys = [float(r.summary.mean or 0.0) for _, r in points]
+        err = [
+            [y - (r.summary.ci_low if r.summary.ci_low is not None else y)
+             for y, (_, r) in zip(ys, points, strict=True)],
+            [(r.summary.ci_high if r.summary.ci_high is not None else y) - y
+             for y, (_, r) in zip(ys, points, strict=True)],
+        ]  # fmt: skip
+        ax.errorbar([x for x, _ in points], ys, yerr=err, marker="o", capsize=3, label=rest)
+    # The dimension's own values as ticks: 1, 3, 5, 7 shards, never 1.25 of one.
+    ax.set_xticks(sorted(set(ticks)))
+    ax.set_xlabel(dim)
+    ax.grid(alpha=0.3)
+    if list(lines) != ["all"]:  # a legend only where there are other dimensions to tell apart
+        ax.legend(fontsize=8)
+
+
+def experiment_scaling_figures(
+    figs: _Figures, result: compare.Comparison, plotted: str | None = None
+) -> list[str]:
     """An experiment's cells: throughput against each numeric dimension, one line per value of
-    the other dimensions, one figure per workload and dimension. The dimensions plotted."""
+    the other dimensions, one figure per workload and dimension. The dimensions plotted. Cells
+    of one dimension that scaling_figure has `plotted` already (every workload in one figure)
+    get none: they would repeat it a workload at a time."""
     cells = {c.name: cell_values(c.name) for c in result.configurations}
     if len(cells) < 2 or any(v is None for v in cells.values()):
         return []
     values = {n: v for n, v in cells.items() if v is not None}
     dims = list(next(iter(values.values())))
+    if plotted is not None and dims == [plotted]:
+        return []
     numeric = [d for d in dims if all(_number(v.get(d, "")) is not None for v in values.values())]
     numeric = [d for d in numeric if len({values[n][d] for n in values}) > 1]
     rows = _rows(result, "throughput")
@@ -557,25 +587,12 @@ def experiment_scaling_figures(figs: _Figures, result: compare.Comparison) -> li
                     continue
                 rest = ",".join(f"{k}={v}" for k, v in vals.items() if k != dim) or "all"
                 lines.setdefault(rest, []).append((float(vals[dim]), by_cell[name]))
+            if not lines:  # no valid trial of this workload: the table says why
+                continue
             fig, ax = plt.subplots(figsize=(6.5, 4))
-            for rest, points in sorted(lines.items()):
-                points.sort(key=lambda p: p[0])
-                xs = [x for x, _ in points]
-                ys = [float(r.summary.mean or 0.0) for _, r in points]
-                err = [
-                    [y - (r.summary.ci_low if r.summary.ci_low is not None else y)
-                     for y, (_, r) in zip(ys, points, strict=True)],
-                    [(r.summary.ci_high if r.summary.ci_high is not None else y) - y
-                     for y, (_, r) in zip(ys, points, strict=True)],
-                ]  # fmt: skip
-                ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=rest)
-            # The dimension's own values as ticks: 1, 3, 5, 7 shards, never 1.25 of one.
-            ax.set_xticks(sorted({float(v[dim]) for v in values.values()}))
-            ax.set_xlabel(dim)
+            _lines_against(ax, dim, lines, [float(v[dim]) for v in values.values()])
             ax.set_ylabel("operations per second")
             ax.set_title(f"Workload {w}: throughput against {dim} (mean, CI)", fontsize=10)
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=8)
             figs.save(
                 fig, f"scaling-{_safe(dim)}-{_safe(w)}", "Scaling",
                 f"Workload {w}: throughput against {dim}, one line per other dimensions",
@@ -628,27 +645,50 @@ def load_figures(figs: _Figures, result: compare.Comparison) -> list[str]:
             rest = ",".join(f"{k}={v}" for k, v in vals.items() if k != dim) or "all"
             lines.setdefault(rest, []).append((float(vals[dim]), rows[name]))
         fig, ax = plt.subplots(figsize=(6.5, 4))
-        for rest, points in sorted(lines.items()):
-            points.sort(key=lambda p: p[0])
-            ys = [float(r.summary.mean or 0.0) for _, r in points]
-            err = [
-                [y - (r.summary.ci_low if r.summary.ci_low is not None else y)
-                 for y, (_, r) in zip(ys, points, strict=True)],
-                [(r.summary.ci_high if r.summary.ci_high is not None else y) - y
-                 for y, (_, r) in zip(ys, points, strict=True)],
-            ]  # fmt: skip
-            ax.errorbar([x for x, _ in points], ys, yerr=err, marker="o", capsize=3, label=rest)
-        ax.set_xticks(sorted({float(v[dim]) for v in values.values()}))
-        ax.set_xlabel(dim)
+        _lines_against(ax, dim, lines, [float(v[dim]) for v in values.values()])
         ax.set_ylabel("seconds to load")
         ax.set_title(f"Time to load against {dim} (mean, {conf} CI)", fontsize=10)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
         figs.save(
             fig, f"time-to-load-{_safe(dim)}", "Loads",
             f"Time to load against {dim}, one line per other dimensions",
         )  # fmt: skip
     return numeric
+
+
+DISTRIBUTION_SECTION = "Shard distribution"
+
+
+def distribution_figure(figs: _Figures, runs: Sequence[LoadedRun]) -> bool:
+    """Each sharded run's documents per shard after its last load, as shares of 100%: a bar a
+    run, a segment a shard (the studies' "shard balance per shard"). False when no run is
+    sharded."""
+    dists = [(r.key or r.name, d) for r in runs if (d := records.distribution(r.run))]
+    if not dists:
+        return False
+    cmap = plt.get_cmap("tab20")
+    fig, ax = plt.subplots(figsize=(8.0, 0.9 + 0.45 * len(dists)))
+    for y, (_, dist) in enumerate(dists):
+        left = 0.0
+        for i, shard in enumerate(dist.get("shards") or []):
+            share = float(shard.get("percent") or 0.0)
+            ax.barh(y, share, left=left, color=cmap(i % 20), edgecolor="white")
+            if share >= 8:  # a label where it fits
+                ax.text(
+                    left + share / 2, y, f"{shard.get('shard')}\n{share:.1f}%",
+                    ha="center", va="center", fontsize=7,
+                )  # fmt: skip
+            left += share
+    ax.set_yticks(range(len(dists)))
+    ax.set_yticklabels([name for name, _ in dists], fontsize=8)
+    ax.invert_yaxis()  # the first run on top, as in the table above
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("% of the collection's documents")
+    ax.set_title("Documents per shard after the last load", fontsize=10)
+    figs.save(
+        fig, "shard-distribution", DISTRIBUTION_SECTION,
+        "Documents per shard after each run's last load (% of the collection)",
+    )  # fmt: skip
+    return True
 
 
 def deploy_html(experiments: Sequence[Mapping[str, Any]]) -> str:
@@ -730,6 +770,7 @@ tr.first td { border-top: 2px solid #ccc; }
 .better { color: #0a7d32; font-weight: 600; } .worse { color: #b3261e; font-weight: 600; }
 .flag { color: #8a5a00; }
 .nowrap { white-space: nowrap; }
+.wrap { white-space: normal; display: inline-block; min-width: 16em; }
 .legend { font-size: 0.85em; color: #555; margin: 0.2em 0; }
 .note { background: #fff7e0; padding: 0.5em 1em; border-left: 4px solid #e0a800; }
 figure { display: inline-block; margin: 0.5em 1em 1em 0; }
@@ -800,7 +841,10 @@ def _runs_html(runs: Sequence[LoadedRun], result: compare.Comparison) -> str:
                 html.escape(o.topology),
                 html.escape(o.version),
                 html.escape(o.platform),
-                html.escape(", ".join(f"{k}={v}" for k, v in sorted(o.labels.items()))),
+                # Wrapped: an experiment's runs carry five labels, which would widen the page.
+                '<span class="wrap">'
+                + html.escape(", ".join(f"{k}={v}" for k, v in sorted(o.labels.items())))
+                + "</span>",
                 html.escape(render.when(o.started)),
                 html.escape(render.duration(o.duration())),
                 str(len(records.measured(r.run))),
@@ -812,12 +856,17 @@ def _runs_html(runs: Sequence[LoadedRun], result: compare.Comparison) -> str:
     return _table(headers, rows, numeric=(9,))
 
 
-def _distribution_html(runs: Sequence[LoadedRun]) -> list[str]:
-    """Each sharded run's key and shares per shard after its last load; nothing otherwise."""
+def _distribution_html(runs: Sequence[LoadedRun], figs: _Figures) -> list[str]:
+    """Each sharded run's key and shares per shard after its last load, then their figure;
+    nothing otherwise."""
     rows = [[html.escape(c) for c in row] for row in render.distribution_rows(runs)]
     if not rows:
         return []
-    return ["<h2>Shard distribution</h2>", _table(render.DISTRIBUTION_COLUMNS, rows, numeric=(2,))]
+    return [
+        f"<h2>{DISTRIBUTION_SECTION}</h2>",
+        _table(render.DISTRIBUTION_COLUMNS, rows, numeric=(2,)),
+        *(_figure_html(c, p) for sec, c, p in figs.items if sec == DISTRIBUTION_SECTION),
+    ]
 
 
 def _warnings_html(runs: Sequence[LoadedRun]) -> str:
@@ -878,7 +927,7 @@ def write(
     throughput_figure(figs, result)
     latency_figures(figs, result)
     dim = scaling_figure(figs, result)
-    cell_dims = experiment_scaling_figures(figs, result)
+    cell_dims = experiment_scaling_figures(figs, result, dim)
     load_dims = load_figures(figs, result)
     curves = percentile_figures(figs, result, by_key)
     role_cpu_figure(figs, result)
@@ -886,6 +935,7 @@ def write(
     cpu_overlay_figure(figs, result, by_key)
     deploy_figure(figs, experiments)
     knee_table = knee_figures(figs, runs)
+    distribution_figure(figs, runs)
 
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
@@ -915,7 +965,7 @@ def write(
             "has the runs' result ConfigMaps.</p>"
         )
     parts += _calibration_parts(calibrated)
-    parts += ["<h2>Runs</h2>", _runs_html(runs, result), *_distribution_html(runs)]
+    parts += ["<h2>Runs</h2>", _runs_html(runs, result), *_distribution_html(runs, figs)]
     parts += ["<h2>Comparison</h2>", _compare_html(result)]
     if knee_table:
         parts += ["<h2>Knee</h2>", knee_table]
@@ -924,7 +974,7 @@ def write(
         parts += [_figure_html(c, p) for sec, c, p in figs.items if sec == "Deploy times"]
     section = None
     for sec, caption, path in figs.items:
-        if sec == "Deploy times":
+        if sec in ("Deploy times", DISTRIBUTION_SECTION):  # shown beside their tables
             continue
         if sec != section:
             parts.append(f"<h2>{html.escape(sec)}</h2>")

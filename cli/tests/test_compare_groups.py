@@ -100,3 +100,35 @@ def test_the_report_plots_time_to_load_against_the_dimensions(
     page = (tmp_path / "report.html").read_text()
     assert "Time to load against shards, one line per other dimensions" in page
     assert "Time to load plotted against shards" in page
+
+
+def test_the_report_shows_each_sharded_runs_documents_per_shard_beside_its_table(
+    tmp_path: Path,
+) -> None:
+    """Studies 3 and 4's figure: the balance per shard, a bar a run; none for a replica set."""
+    folders = []
+    for name, shares in (("even", (50.0, 50.0)), ("skewed", (80.0, 20.0)), ("replica", ())):
+        run = benchmark_run(name, shards=2 if shares else None, workloads=("a",), repetitions=1)
+        load = next(s for s in run.run["status"]["steps"] if s["kind"] == "load")
+        if shares:
+            load["distribution"] = {
+                "collection": "ycsb.usertable",
+                "sharded": True,
+                "documents": 1000,
+                "shards": [
+                    {"shard": f"{name}-shard{i}", "documents": int(10 * p), "percent": p,
+                     "chunks": 2}
+                    for i, p in enumerate(shares)
+                ],
+            }  # fmt: skip
+        export.export([run], str(tmp_path / name))
+        folders.append(str(tmp_path / name))
+    invoke("report", *folders, "-o", str(tmp_path / "r"))
+    assert "shard-distribution.png" in {p.name for p in (tmp_path / "r" / "figures").iterdir()}
+    page = (tmp_path / "r" / "report.html").read_text()
+    table, figure = page.index("<h2>Shard distribution</h2>"), page.index("shard-distribution.png")
+    assert table < figure < page.index("<h2>Comparison</h2>")  # under its table
+    assert "skewed-shard0 80.0% (2), skewed-shard1 20.0% (2)" in page
+
+    invoke("report", folders[-1], "-o", str(tmp_path / "replica"))
+    assert not (tmp_path / "replica" / "figures" / "shard-distribution.png").exists()

@@ -186,3 +186,37 @@ def test_report_plots_each_numeric_dimension_and_shows_the_deploy_table(tmp_path
     assert "Experiment cells plotted against shards" in page
     assert "<h2>Deploy times</h2>" in page and '<td class="num">7.0</td>' in page
     assert page.count("<h2>Deploy times</h2>") == 1 and '<td class="num">11</td>' in page
+
+
+def test_cells_of_one_dimension_get_one_scaling_figure_not_one_per_workload(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Study 3's reduced cells (shards=1, shards=2): every workload against shards in one
+    figure; a figure per workload of the same single line would only repeat it."""
+    from builders import benchmark_run
+
+    from mongobench_cli import report
+    from mongobench_results import compare
+
+    runs = [
+        benchmark_run(
+            f"one-{shards}",
+            shards=shards,
+            throughput={"a": 1000.0 * shards, "c": 1500.0 * shards},
+            labels={experiment.CELL_LABEL: f"shards={shards}"},
+            seed=shards,
+        )
+        for shards in (1, 2)
+    ]
+    for r in runs:
+        r.key = r.run["metadata"]["name"]
+    result = compare.compare(
+        [compare.RunInput(r.key, r.run) for r in runs],
+        group_by=experiment.CELL_LABEL,
+        baseline="shards=1",
+    )
+    written = report.write(runs, result, tmp_path)
+    names = {p.name for p in written.figures}
+    assert "scaling-shards.png" in names
+    assert not [n for n in names if n.startswith("scaling-shards-")]
+    page = written.html.read_text()
+    assert "differ only in <b>shards</b>" in page
+    assert "Experiment cells plotted against" not in page

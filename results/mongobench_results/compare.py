@@ -408,15 +408,26 @@ def configurations(runs: Sequence[RunInput], group_by: str | None = None) -> lis
     return [Configuration(name(g), tuple(rs), g) for g, rs in groups.items()]
 
 
-def _parameter_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
-    keys = sorted(set(a) | set(b))
+def _is_varied(key: str, varied: Sequence[str]) -> bool:
+    return any(key == v or key.startswith(f"{v}.") for v in varied)
+
+
+def _parameter_differences(
+    a: Mapping[str, Any], b: Mapping[str, Any], varied: Sequence[str] = ()
+) -> list[str]:
+    keys = sorted(k for k in set(a) | set(b) if not _is_varied(k, varied))
     return [f"{k} {a.get(k, '-')} vs {b.get(k, '-')}" for k in keys if a.get(k) != b.get(k)]
 
 
 def comparability(
-    configs: Sequence[Configuration], baseline: Configuration, workloads: Sequence[str]
+    configs: Sequence[Configuration],
+    baseline: Configuration,
+    workloads: Sequence[str],
+    varied: Sequence[str] = (),
 ) -> dict[tuple[str, str], str]:
-    """(configuration, workload) -> why it cannot be compared with the baseline."""
+    """(configuration, workload) -> why it cannot be compared with the baseline. Parameters in
+    `varied` (dotted spec paths, e.g. "mongo.writeConcern": an experiment's run dimensions)
+    differ by design: they are what is compared, not a reason to refuse."""
     out: dict[tuple[str, str], str] = {}
     for w in workloads:
         base_runs = [
@@ -429,7 +440,8 @@ def comparability(
             for r in c.runs:
                 if not any(s.workload == w for s in records.results(r.run)):
                     continue
-                diffs = _parameter_differences(reference, records.workload_parameters(r.run, w))
+                params = records.workload_parameters(r.run, w)
+                diffs = _parameter_differences(reference, params, varied)
                 if diffs:
                     out[(c.name, w)] = (
                         f"workload {w}: {r.key} and {base_runs[0].key} differ in "
@@ -465,7 +477,10 @@ def compare(
     adjust: Adjust = DEFAULT_ADJUST,
     ci: IntervalKind = "parametric",
     include_invalid: bool = False,
+    varied: Sequence[str] = (),
 ) -> Comparison:
+    """`varied`: the run parameters the configurations differ in by design (see
+    comparability)."""
     if adjust not in stats.ADJUSTMENTS:
         raise ComparisonError(f"unknown adjustment {adjust!r}: choose from holm, bh, none")
     configs = configurations(runs, group_by)
@@ -473,10 +488,10 @@ def compare(
     workloads = records.workloads([r.run for c in configs for r in c.runs])
     if not workloads:
         raise ComparisonError("no measured step in any of the runs: nothing to compare")
-    blocked = comparability(configs, base, workloads)
+    blocked = comparability(configs, base, workloads, varied)
     ordered = [base, *[c for c in configs if c is not base]]
     rows: list[Row] = []
-    notes = _concurrency_notes(base, ordered[1:])
+    notes = _concurrency_notes(base, ordered[1:], varied)
     min_rank = stats.rank_test_min_samples(alpha)
     for w in workloads:
         ops = sorted(
@@ -536,13 +551,16 @@ def compare(
     )
 
 
-def _concurrency_notes(base: Configuration, others: Sequence[Configuration]) -> list[str]:
-    """The clients' concurrency is a dimension users compare on purpose: said, not refused."""
+def _concurrency_notes(
+    base: Configuration, others: Sequence[Configuration], varied: Sequence[str] = ()
+) -> list[str]:
+    """The clients' concurrency is a dimension users compare on purpose: said, not refused
+    (and not said where the configurations vary it by design)."""
     notes = []
     reference = records.concurrency(base.runs[0].run) if base.runs else {}
     for c in others:
         for r in c.runs[:1]:
-            diffs = _parameter_differences(reference, records.concurrency(r.run))
+            diffs = _parameter_differences(reference, records.concurrency(r.run), varied)
             if diffs:
                 notes.append(f"{c.name} differs from {base.name} in " + "; ".join(diffs))
     return notes

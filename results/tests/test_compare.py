@@ -97,6 +97,34 @@ def test_runs_with_different_workload_parameters_are_not_comparable_and_say_why(
     assert r.verdict == "not comparable" and r.significant is None
 
 
+def test_a_parameter_varied_by_design_is_compared_not_refused() -> None:
+    """An experiment's run dimension (the write-concern study's mongo.writeConcern) is what it
+    compares: the cells differ in it on purpose; any other difference still refuses."""
+    acked = benchmark_run("acked", seed=7)
+    journaled = benchmark_run(
+        "journaled", spec={"mongo": {"writeConcern": "journaled"}}, throughput=800, seed=8
+    )
+    result = compare.compare(
+        inputs(acked, journaled), metrics=("throughput",), varied=["mongo.writeConcern"]
+    )
+    assert not result.incomparable
+    assert row(result, "a", "throughput", "journaled").verdict.endswith("worse")
+    elsewhere = benchmark_run(
+        "upsert", spec={"mongo": {"writeConcern": "journaled", "upsert": True}}
+    )
+    refused = compare.compare(
+        inputs(acked, elsewhere), metrics=("throughput",), varied=["mongo.writeConcern"]
+    )
+    assert [r for r in refused.incomparable if "mongo.upsert" in r]
+    assert not [r for r in refused.incomparable if "writeConcern" in r]
+    # The study's processes (client pods) likewise: no note that the cells differ in them.
+    one = benchmark_run("p1", spec={"clients": {"parallelism": 1}}, seed=3)
+    two = benchmark_run("p2", spec={"clients": {"parallelism": 2}}, seed=4)
+    assert compare.compare(inputs(one, two), metrics=("throughput",)).notes
+    varied = compare.compare(inputs(one, two), metrics=("throughput",), varied=["clients"])
+    assert varied.notes == []
+
+
 def test_one_client_against_two_is_a_comparison_not_a_refusal() -> None:
     one = benchmark_run("c1", spec={"clients": {"parallelism": 1}}, seed=3)
     two = benchmark_run("c2", spec={"clients": {"parallelism": 2}}, throughput=1500, seed=4)

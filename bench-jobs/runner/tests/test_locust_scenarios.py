@@ -26,9 +26,8 @@ from localplane.net import free_port
 pytestmark = pytest.mark.protocol
 
 SCENARIOS = BENCH_JOBS / "locust" / "scenarios"
-SAMPLE = (
-    BENCH_JOBS.parent / "manifests" / "samples" / "benchmarkexperiment-shards-members-versions.yaml"
-)
+STUDIES = BENCH_JOBS.parent / "manifests" / "studies"
+SAMPLE = STUDIES / "3-sharded-automation" / "full" / "experiment.yaml"
 
 
 @pytest.mark.unit
@@ -113,6 +112,49 @@ def test_a_shipped_scenario_loads_its_orders_and_runs(
     else:
         assert doc["operations"][operation]["count"] == 60
         assert coll.count_documents({}) == 240
+
+
+CRUD = [
+    f"{op}proportion={p}"
+    for op, p in (("read", 0.4), ("update", 0.2), ("insert", 0.2), ("delete", 0.2))
+]
+
+
+@pytest.mark.parametrize(
+    ("scenario", "mix", "operations"),
+    [
+        ("small_documents.py", [], {"READ"}),
+        ("crud_mix.py", CRUD, {"READ", "UPDATE", "INSERT", "DELETE"}),
+    ],
+)
+def test_a_studys_own_client_loads_and_runs_without_a_miss(
+    scenario, mix, operations, ferretdb, mounted, tmp_path
+):
+    """The write-concern study's single inserts then reads, and the monitoring study's mix with
+    deletes: no read, update or delete misses (a miss fails the run: --max-error-ratio 0)."""
+    db = f"scn_{Path(scenario).stem}"
+    common = ["--scenario", str(mounted / scenario), "--uri", f"{ferretdb.uri}{db}"]
+    common += ["--threads", "3", "-p", "recordcount=120"]
+    load = run_runner(["locust", "--phase", "load", *common], tmp_path)
+    assert load.returncode == 0, load.doc["error"]
+    coll = pymongo.MongoClient(ferretdb.uri)[db]["usertable"]
+    assert coll.count_documents({}) == 120
+    if scenario == "small_documents.py":  # one insertOne a document, small ones
+        assert load.doc["operations"]["INSERT"]["returnCodes"] == {"OK": 120}
+        assert set(coll.find_one({})) == {"_id", "n", "text"}
+
+    props = [arg for p in mix for arg in ("-p", p)]
+    run = run_runner(
+        ["locust", "--phase", "run", *common, *props, "-p", "operationcount=150"], tmp_path
+    )
+    assert run.returncode == 0, run.doc["error"]
+    validate(run.doc)
+    ops = run.doc["operations"]
+    assert set(ops) == operations
+    assert all(set(op["returnCodes"]) == {"OK"} for op in ops.values())
+    inserted = ops.get("INSERT", {}).get("count", 0)
+    deleted = ops.get("DELETE", {}).get("count", 0)
+    assert coll.count_documents({}) == 120 + inserted - deleted
 
 
 def test_a_scenario_runs_with_a_master_and_workers(ferretdb, mounted, tmp_path):

@@ -11,11 +11,15 @@ What a user sees from `kubectl apply --server-side`:
   fields, a BenchmarkRun's frozen spec) or, with `# expect: accepted`, taken and stored;
 - every sample in manifests/samples/ is accepted and reads back with its defaults filled in, and
   so is every manifest in admission/valid/ (edge cases the rules must not refuse);
+- every study in manifests/studies/, full size and reduced (the kustomize builds), is admitted
+  (server-side dry run), and every cell of its experiment passes the operator's own admission
+  of cells (its matrix expansion and a dry run of each cell's MongoCluster and BenchmarkRun);
 - `kubectl explain` prints the field descriptions;
 - an even replica-set member count is admitted with a warning (a ValidatingAdmissionPolicy in
   crds/mongobench-admission-warnings.yaml, since CEL in a CRD can only reject).
 
-No operator runs here: this proves the API server's validation and defaulting only.
+No operator process runs here: this proves the API server's validation and defaulting, and the
+operator's cell checks through its own code.
 """
 
 from __future__ import annotations
@@ -34,12 +38,19 @@ import pytest
 import yaml
 
 from localplane.plane import Plane
+from mongobench.api import BenchmarkRunSpec, MongoClusterSpec
+from mongobench.benchmarkrun.plan import make_plan
+from mongobench.experiment import reconcile as experiment
+from mongobench.k8s import client as kube
+from mongobench.k8s.api import KubeClient
+from mongobench.k8s.credentials import from_kubeconfig
 
 pytestmark = pytest.mark.cluster
 
 CORPUS = Path(__file__).parent / "admission"
 REPO = Path(__file__).resolve().parents[3]
 SAMPLES = REPO / "manifests" / "samples"
+STUDIES = REPO / "manifests" / "studies"
 CRDS = REPO / "crds"
 FIELD_MANAGER = "admission-test"
 WARNING_POLICY = "mongoclusters.mongobench.io-even-members"
@@ -219,6 +230,46 @@ def test_sample_is_accepted_as_written(plane: Plane, namespace: str, sample: Pat
         stored = read_back(plane, namespace, doc)
         assert stored is not None
         assert contains(stored["spec"], doc["spec"]) == []
+
+
+STUDY_BUILDS = sorted(p.parent for p in STUDIES.glob("*/*/kustomization.yaml"))
+
+
+@pytest.mark.parametrize(
+    "build", STUDY_BUILDS, ids=[f"{p.parent.name}/{p.name}" for p in STUDY_BUILDS]
+)
+def test_study_is_admitted_and_every_cell_passes_the_operators_checks(
+    plane: Plane, namespace: str, build: Path
+) -> None:
+    built = plane.kubectl("kustomize", str(build)).stdout
+    proc = plane.kubectl(
+        "apply", "--server-side", "--dry-run=server", f"--field-manager={FIELD_MANAGER}",
+        "-n", namespace, "-o", "json", "-f", "-", input=built, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "Warning" not in proc.stderr, "a study should not need a warning"
+    out = json.loads(proc.stdout)
+    stored = out.get("items", [out])
+    applied = [d for d in yaml.safe_load_all(built) if d]
+    assert [d["kind"] for d in stored] == [d["kind"] for d in applied]
+    api = kube.ApiClient(from_kubeconfig([plane.kubeconfig]))
+    try:
+        for obj, doc in zip(stored, applied, strict=True):
+            if obj["kind"] == "ConfigMap":
+                continue
+            assert contains(obj["spec"], doc["spec"]) == []
+            if obj["kind"] == "BenchmarkExperiment":
+                # What the operator does first with an experiment: expand the matrix, then dry-run
+                # every cell's cluster and run (SpecError, naming the cell, if one is refused).
+                matrix, slots, _ = experiment.plan(obj)
+                experiment.validate(KubeClient(api), obj, matrix)
+                assert len(slots) == len(matrix.cells) * obj["spec"]["repetitions"]
+            elif obj["kind"] == "MongoCluster":
+                MongoClusterSpec.parse(obj["spec"])
+            else:
+                assert make_plan(BenchmarkRunSpec.parse(obj["spec"]))
+    finally:
+        api.close()
 
 
 @pytest.mark.parametrize("case", VALID, ids=ids(VALID))

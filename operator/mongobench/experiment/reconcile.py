@@ -567,7 +567,11 @@ def _comparison(
     try:
         if not any(i.run["spec"]["labels"][objects.CELL_SPEC_LABEL] == base for i in inputs):
             raise compare.ComparisonError(f"the baseline cell {base} has no succeeded run")
-        result = compare.compare(inputs, baseline=base, group_by=objects.CELL_SPEC_LABEL)
+        # The run fields the dimensions set differ between cells by design.
+        varied = [d.field for d in matrix.dimensions if d.target == "run"]
+        result = compare.compare(
+            inputs, baseline=base, group_by=objects.CELL_SPEC_LABEL, varied=varied
+        )
     except compare.ComparisonError as exc:
         return {"comparison": {"baseline": base, "error": str(exc)}}
     out = result.to_dict()
