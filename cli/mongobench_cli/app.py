@@ -506,7 +506,7 @@ def compare_runs(
     elif output == ListFormat.csv:
         sys.stdout.write(render.compare_csv(result))
     elif output == ListFormat.markdown:
-        sys.stdout.write(render.compare_markdown(result))
+        sys.stdout.write(render.compare_markdown(result, differences))
     else:
         console().print(render.compare_table(result))
         shards = render.distribution_summary(runs)

@@ -358,7 +358,9 @@ def _md(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def compare_markdown(result: compare.Comparison) -> str:
+def compare_markdown(
+    result: compare.Comparison, provenance: Sequence[_provenance.Difference] | None = None
+) -> str:
     conf = f"{100 * result.confidence:.0f}%"
     lines = [
         f"Baseline **{_md(result.baseline)}**; verdict by {_test_name(result.test)} at alpha "
@@ -380,6 +382,13 @@ def compare_markdown(result: compare.Comparison) -> str:
     for line in [*(f"not comparable: {r}" for r in result.incomparable), *result.notes]:
         lines.append("")
         lines.append(f"> {_md(line)}")
+    if provenance is not None:
+        lines += ["", f"**Provenance against {_md(result.baseline)}**", ""]
+        lines += [
+            f"- {'**' if d.changes_results else ''}{_md(d.note(result.baseline))}"
+            f"{'**' if d.changes_results else ''}"
+            for d in provenance
+        ] or ["- no difference in what ran (where both sides know it)"]
     return "\n".join(lines) + "\n"
 
 

@@ -126,6 +126,9 @@ def test_compare_names_provenance_differences_and_flags_fcv_and_instance_type(
     assert "feature compatibility version 6.0 vs 7.0" in table
     assert "node instance types m6i.xlarge vs m5.xlarge" in table
     assert table.count("(changes results)") == 2
+    markdown = invoke("compare", str(old), str(new), "-o", "markdown", "--allow-incomparable")
+    assert "**Provenance against" in markdown
+    assert markdown.count("(changes results)") == 2
     same = json.loads(invoke("compare", str(old), str(old), "-o", "json", "--allow-incomparable"))
     assert same["provenanceDifferences"] == []
 
