@@ -16,6 +16,7 @@ import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pymongo
 import pytest
@@ -46,6 +47,21 @@ def install(tmp_path: Path, selection: str, *packages: str) -> Path:
         timeout=600,
     )
     return prefix
+
+
+def run_python(prefix: Path, code: str, cwd: Path) -> Any:
+    """`code` run by the installed environment's interpreter; the JSON it prints."""
+    proc = subprocess.run(
+        [str(prefix / "bin" / "python"), "-c", code],
+        env={"PATH": f"{prefix / 'bin'}:/usr/bin:/bin", "HOME": str(cwd)},
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout)
 
 
 def test_ycsb_image_contents_install_and_run_a_load(tmp_path: Path) -> None:
@@ -112,17 +128,7 @@ def test_operator_image_contents_import_without_cli_plotting_or_numeric_packages
         "print(json.dumps({'present': [m for m in absent if importlib.util.find_spec(m)],\n"
         "                  'p': d.welch_p}))"
     )
-    proc = subprocess.run(
-        [str(prefix / "bin" / "python"), "-c", code],
-        env={"PATH": f"{prefix / 'bin'}:/usr/bin:/bin", "HOME": str(tmp_path)},
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = json.loads(proc.stdout)
+    out = run_python(prefix, code, tmp_path)
     assert out["present"] == []
     assert 0 < out["p"] < 0.05
 
@@ -144,16 +150,6 @@ def test_operator_history_image_judges_change_points_without_the_cli(tmp_path: P
         "print(json.dumps({'present': [m for m in absent if importlib.util.find_spec(m)],\n"
         "                  'found': [f[0] for f in history.detect(values)]}))"
     )
-    proc = subprocess.run(
-        [str(prefix / "bin" / "python"), "-c", code],
-        env={"PATH": f"{prefix / 'bin'}:/usr/bin:/bin", "HOME": str(tmp_path)},
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = json.loads(proc.stdout)
+    out = run_python(prefix, code, tmp_path)
     assert out["present"] == []
     assert any(abs(i - 40) <= 2 for i in out["found"]), out

@@ -287,6 +287,19 @@ def test_an_issuer_cluster_gets_owned_certificates() -> None:
     }
 
 
+def operator_connector(spec: dict[str, Any], ca: trustme.CA) -> Any:
+    """The connector the operator's administration of a provisioned cluster dials with."""
+    kube = FakeKube(mongocluster(spec), secret_of(ca_values(ca), "bench-ca"))
+    reconcile.provision(kube, body(kube))
+    d = reconcile.desired(kube, body(kube), {})
+    pool = AdminPool()
+    try:
+        with reconcile.administration(kube, d, pool) as (admin, _):
+            return admin.connector
+    finally:
+        pool.close()
+
+
 @pytest.mark.parametrize(("member_auth", "mechanism"), [("keyFile", None), ("x509", X509)])
 def test_the_operator_connects_with_the_ca_and_its_client_certificate(
     ca: trustme.CA, member_auth: str, mechanism: str | None
@@ -295,15 +308,7 @@ def test_the_operator_connects_with_the_ca_and_its_client_certificate(
         **REPLICA_SET_CA,
         "tls": {**REPLICA_SET_CA["tls"], "mode": "requireTLS", "memberAuth": member_auth},
     }
-    kube = FakeKube(mongocluster(spec), secret_of(ca_values(ca), "bench-ca"))
-    reconcile.provision(kube, body(kube))
-    d = reconcile.desired(kube, body(kube), {})
-    pool = AdminPool()
-    try:
-        with reconcile.administration(kube, d, pool) as (admin, _):
-            connector = admin.connector
-    finally:
-        pool.close()
+    connector = operator_connector(spec, ca)
     assert connector.tls
     assert connector.tls_ca_file is not None and connector.tls_certificate_key_file is not None
     assert Path(connector.tls_ca_file).read_text() == ca.cert_pem.bytes().decode()
@@ -332,15 +337,7 @@ def test_the_operator_dials_plain_while_a_cluster_rolls_onto_tls(
         **REPLICA_SET_CA,
         "tls": {**REPLICA_SET_CA["tls"], "mode": mode, "memberAuth": member_auth},
     }
-    kube = FakeKube(mongocluster(spec), secret_of(ca_values(ca), "bench-ca"))
-    reconcile.provision(kube, body(kube))
-    d = reconcile.desired(kube, body(kube), {})
-    pool = AdminPool()
-    try:
-        with reconcile.administration(kube, d, pool) as (admin, _):
-            connector = admin.connector
-    finally:
-        pool.close()
+    connector = operator_connector(spec, ca)
     assert connector.tls is dials_tls
     assert (connector.tls_ca_file is not None) is dials_tls
 
