@@ -67,7 +67,7 @@ bundle() {
   [ -d "$bin" ] || bin=$venv/Scripts  # Windows
   # `uv sync` of the lock (not `uv pip install`): the same cached downloads as `make setup`'s.
   (cd "$repo" && UV_PROJECT_ENVIRONMENT=$venv "$uv" sync --frozen --quiet --no-default-groups \
-    --package mongobench-cli --no-install-workspace)
+    --package mongobench-cli --extra history --no-install-workspace)
   (cd "$repo" && UV_PROJECT_ENVIRONMENT=$venv "$uv" sync --frozen --quiet --inexact \
     --only-group cli-bundle)
   "$uv" pip install --quiet --python "$venv" --no-deps "$out"/mongobench_*-py3-none-any.whl

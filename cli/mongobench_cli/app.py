@@ -854,6 +854,13 @@ def history_cmd(
     from mongobench_cli import history as history_view  # noqa: PLC0415
     from mongobench_cli import report  # noqa: PLC0415
 
+    try:
+        import otava.analysis  # noqa: F401, PLC0415 - the extra is present, else say how
+    except ImportError:
+        raise UserError(
+            "mongobench history needs change-point detection (Apache Otava): "
+            "pip install 'mongobench-cli[history]' (the kubectl-mongobench executable has it)"
+        ) from None
     method = history_lib.Method(max_pvalue=max_pvalue, window=window)
     u = history_view.update(
         archive,
