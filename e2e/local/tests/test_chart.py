@@ -171,6 +171,16 @@ OPERATOR_USER = f"system:serviceaccount:{OPERATOR_NS}:mb-mongobench"
 # method name can be checked for). SSA_CREATE: server-side apply of a new object, audited as
 # patch, authorized as create too.
 UNEXERCISED: dict[tuple[str, str, str], str] = {
+    ("cert-manager.io", "certificates", "create"): "a TLS cluster from an issuer (test_tls.py)",
+    ("cert-manager.io", "certificates", "patch"): "a TLS cluster from an issuer (test_tls.py)",
+    ("monitoring.coreos.com", "podmonitors", "delete"): "a run's finer CPU resolution ends with "
+    "its PodMonitor (test_cpu_resolution.py)",
+    ("networking.k8s.io", "networkpolicies", "create"): "a cluster with spec.networkPolicy "
+    "enabled (test_cluster_network_policy.py)",
+    ("networking.k8s.io", "networkpolicies", "patch"): "a cluster with spec.networkPolicy "
+    "enabled (test_cluster_network_policy.py)",
+    ("networking.k8s.io", "networkpolicies", "delete"): "spec.networkPolicy switched off "
+    "(test_cluster_network_policy.py)",
     ("", "configmaps", "create"): "the operator grants it to client pods (it must hold it)",
     ("mongobench.io", "benchmarkexperiments", "get"): "BenchmarkExperiment (none in this flow)",
     ("mongobench.io", "benchmarkexperiments", "patch"): "BenchmarkExperiment (none in this flow)",
