@@ -145,7 +145,8 @@ def _rotating(
     users = rotated_users(d.spec, d.layout) if USERS in parts else []
     # Users first: updateUser runs as the internal user, simplest before the keyfile's
     # restarts begin (and needs no restart itself).
-    done = [*(rotation.get("rotated") or []), *_rotate(kube, d, body, users, administration)]
+    fresh = _rotate(kube, d, body, users, administration) if users else []
+    done = [*(rotation.get("rotated") or []), *fresh]
     rotated = list(dict.fromkeys(done))
     if KEYFILE in parts and KEYFILE not in rotated:
         step = _keyfile(kube, d.layout)
