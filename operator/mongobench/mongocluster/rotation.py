@@ -53,7 +53,6 @@ from mongobench.mongocluster.layout import ClusterLayout
 ANNOTATION = "mongobench.io/rotate"
 USERS, KEYFILE = "users", "keyfile"
 ROTATABLE = (USERS, KEYFILE)
-NOT_YET: dict[str, str] = {}
 # On the pod templates (StatefulSets, the mongos Deployment): a digest of the keyfile the pods
 # should run with; changing it is what restarts them.
 KEYFILE_ANNOTATION = "mongobench.io/keyfile"
@@ -81,7 +80,7 @@ class Request:
         value = (annotations or {}).get(ANNOTATION)
         if value is None:
             return None
-        not_here = {**NOT_YET, **(cannot or {})}
+        not_here = dict(cannot or {})
         asked = [p.strip() for p in value.replace(" ", ",").split(",") if p.strip()]
         parts = tuple(dict.fromkeys(p for p in asked if p in ROTATABLE and p not in not_here))
         known = ", ".join(ROTATABLE)
