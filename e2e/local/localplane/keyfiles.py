@@ -18,6 +18,17 @@ from kubernetes.client.exceptions import ApiException
 KEYFILE_VOLUME = "keyfile"
 
 
+def keyfile_keys(keyfile: str) -> tuple[str, ...]:
+    """The keys mongod reads from a keyfile: one key, or a YAML list of keys (``- key`` per
+    line, as MongoDB's keyfile rotation writes it), whitespace inside a key ignored. A member
+    accepts __system authenticated with any of them."""
+    lines = [line.strip() for line in keyfile.splitlines() if line.strip()]
+    if lines and all(line.startswith("-") for line in lines):
+        keys = ("".join(line[1:].split()).strip("'\"") for line in lines)
+        return tuple(key for key in keys if key)
+    return ("".join(keyfile.split()),)
+
+
 def _pod_keyfile(core: Any, namespace: str, pod: Any) -> str | None:
     for volume in pod.spec.volumes or []:
         if volume.name == KEYFILE_VOLUME and volume.secret is not None:
@@ -28,8 +39,23 @@ def _pod_keyfile(core: Any, namespace: str, pod: Any) -> str | None:
 
 
 def keyfile_from_pods(api: k8s.ApiClient) -> Callable[[str], str | None]:
-    """member DNS name (``pod.service.ns.svc...`` or ``service.ns.svc...``) -> keyfile text."""
-    return _from_pods(api, _pod_keyfile)
+    """member DNS name (``pod.service.ns.svc...`` or ``service.ns.svc...``) -> keyfile text.
+
+    As mongod reads it: once, when the member starts. A pod's keyfile is kept from the first
+    read on (by the pod's uid: a restarted pod is a new one), so a changed Secret reaches a
+    member only by its restart, and a member not yet restarted still refuses a new key."""
+    read_at_start: dict[str, str] = {}
+
+    def once(core: Any, namespace: str, pod: Any) -> str | None:
+        uid = pod.metadata.uid
+        if uid not in read_at_start:
+            text = _pod_keyfile(core, namespace, pod)
+            if text is None:
+                return None
+            read_at_start[uid] = text
+        return read_at_start[uid]
+
+    return _from_pods(api, once)
 
 
 TLS_VOLUME = "tls"

@@ -59,13 +59,14 @@ import ssl
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from bson import Binary, MaxKey, MinKey
 from mockupdb import MockupDB
 
+from localplane.keyfiles import keyfile_keys
 from localplane.scram import ScramServer
 
 WIRE: dict[str, Any] = {"minWireVersion": 0, "maxWireVersion": 21, "maxBsonObjectSize": 16777216}
@@ -310,16 +311,22 @@ class MongoModel:
             u: info["pwd"] for (u, db), info in users.items() if db == "admin" and "pwd" in info
         }
 
-    def _internal_password(self, name: str) -> str | None:
+    def _internal_passwords(self, name: str) -> tuple[str, ...]:
         keyfile = self.keyfile(name) if callable(self.keyfile) else self.keyfile
-        return None if keyfile is None else "".join(keyfile.split())
+        return () if keyfile is None else keyfile_keys(keyfile)
 
-    def _auth(self, name: str, request: Any, cmd: str, passwords: dict[str, str]) -> bool | None:
+    def _auth(
+        self,
+        name: str,
+        request: Any,
+        cmd: str,
+        passwords: Mapping[str, str | tuple[str, ...]],
+    ) -> bool | None:
         """saslStart/saslContinue (SCRAM-SHA-256); None when `cmd` is not an auth command."""
         doc = request.doc
         if cmd == "saslstart":
             if doc.get("$db") == "local":  # the internal user, authenticated by the keyfile
-                internal = self._internal_password(name)
+                internal = self._internal_passwords(name)
                 passwords = {"__system": internal} if internal else {}
             started = self._scram.start(bytes(doc["payload"]), passwords)
             if started is None:

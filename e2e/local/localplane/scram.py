@@ -8,6 +8,7 @@ import hashlib
 import hmac
 import itertools
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 ITERATIONS = 4096
@@ -24,7 +25,7 @@ def _hmac(key: bytes, data: bytes) -> bytes:
 @dataclass
 class _Conversation:
     user: str
-    password: str
+    passwords: tuple[str, ...]  # any of them: __system with a keyfile listing several keys
     salt: bytes
     client_first_bare: str
     server_first: str
@@ -37,8 +38,12 @@ class ScramServer:
         self._ids = itertools.count(1)
         self._conversations: dict[int, _Conversation] = {}
 
-    def start(self, payload: bytes, lookup: dict[str, str]) -> tuple[int, bytes] | None:
-        """client-first -> (conversationId, server-first); None when the user is unknown."""
+    def start(
+        self, payload: bytes, lookup: Mapping[str, str | tuple[str, ...]]
+    ) -> tuple[int, bytes] | None:
+        """client-first -> (conversationId, server-first); None when the user is unknown.
+        A user may have several passwords (mongod's __system with a keyfile of several keys
+        accepts a proof made with any of them)."""
         message = payload.decode()
         bare = message.split(",", 2)[2]  # drop the gs2 header "n,,"
         fields = dict(item.split("=", 1) for item in bare.split(","))
@@ -51,7 +56,9 @@ class ScramServer:
             f"s={base64.b64encode(salt).decode()},i={ITERATIONS}"
         )
         cid = next(self._ids)
-        self._conversations[cid] = _Conversation(user, lookup[user], salt, bare, server_first)
+        found = lookup[user]
+        passwords = (found,) if isinstance(found, str) else found
+        self._conversations[cid] = _Conversation(user, passwords, salt, bare, server_first)
         return cid, server_first.encode()
 
     def user_of(self, cid: int) -> str:
@@ -64,7 +71,17 @@ class ScramServer:
             return None
         final = payload.decode()
         without_proof, _, proof_field = final.rpartition(",p=")
-        salted = hashlib.pbkdf2_hmac("sha256", conv.password.encode(), conv.salt, ITERATIONS)
+        for password in conv.passwords:
+            answer = self._verify(conv, password, without_proof, proof_field)
+            if answer is not None:
+                return answer
+        return None
+
+    @staticmethod
+    def _verify(
+        conv: _Conversation, password: str, without_proof: str, proof_field: str
+    ) -> bytes | None:
+        salted = hashlib.pbkdf2_hmac("sha256", password.encode(), conv.salt, ITERATIONS)
         client_key = _hmac(salted, b"Client Key")
         stored_key = _h(client_key)
         auth_message = f"{conv.client_first_bare},{conv.server_first},{without_proof}".encode()

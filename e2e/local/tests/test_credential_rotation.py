@@ -1,10 +1,12 @@
-"""Cluster tier: `mongobench.io/rotate=users` while a BenchmarkRun runs.
+"""Cluster tier: `mongobench.io/rotate=users` while a BenchmarkRun runs; `keyfile` through
+MongoDB's two-key transition and two rolling restarts.
 
 What is real: the apiserver (the annotation, status.rotation as the CRD keeps it, the Secrets,
 Events), the operator process, the run's client pods executed by the harness kubelet (runner and
 YCSB against FerretDB, reading the connection URI from the Secret at start as on a cluster).
 What stands in: the wire model for mongod (SCRAM-SHA-256 enforced, updateUser's new password
-replacing the credentials as mongod does, the internal user by the keyfile the pods mount).
+replacing the credentials as mongod does, the internal user by the keyfile the pods mount, read
+once per pod as mongod reads it at start, one key or a YAML list of keys).
 
 The data path here is FerretDB, not the model: that a client with a stale password would fail is
 the model's to show (old password refused), and that none ran across the change is shown by the
@@ -26,8 +28,9 @@ from pymongo import MongoClient
 from pymongo.errors import OperationFailure
 
 from localplane.executor import PodExecutor
+from localplane.keyfiles import keyfile_keys
 from localplane.mongomodel import MongoModel
-from localplane.operator import wait_until
+from localplane.operator import start_operator, wait_until
 from localplane.plane import Plane
 from localplane.policies import LENIENT_VALIDITY
 
@@ -166,3 +169,110 @@ def test_users_rotate_between_steps_of_a_running_benchmark_with_no_failed_operat
     )
     for n in ROTATED:
         assert old[n]["password"] not in said and new[n]["password"] not in said
+
+
+KR_MEMBERS = 3
+
+
+def internal_login(model: MongoModel, host: str, key: str) -> bool:
+    """Whether the member accepts __system@local with `key` (what members say to each other)."""
+    client: MongoClient[dict[str, Any]] = MongoClient(
+        f"mongodb://{model.host_map[host]}/?directConnection=true",
+        username="__system",
+        password=key,
+        authSource="local",
+        authMechanism="SCRAM-SHA-256",
+        serverSelectionTimeoutMS=5000,
+    )
+    try:
+        client.admin.command("hello")  # answered by a secondary too; the login comes first
+        return True
+    except OperationFailure as exc:
+        assert exc.code == 18, exc
+        return False
+    finally:
+        client.close()
+
+
+def test_the_keyfile_rotates_through_both_keys_and_the_old_key_is_refused_after(
+    plane: Plane, namespace: str, kube_api: k8s.ApiClient, model: MongoModel, tmp_path: Path
+) -> None:
+    hosts = [f"kr-rs0-{i}.kr-rs0-hl.{namespace}.svc.cluster.local:27017" for i in range(3)]
+    for host in hosts:
+        model.member(host)
+    log = tmp_path / "operator.log"
+    host_map = ",".join(f"{k}={v}" for k, v in model.host_map.items())
+    operator = start_operator(plane.kubeconfig, [namespace], log, MONGOBENCH_HOST_MAP=host_map)
+    core = k8s.CoreV1Api(kube_api)
+    seen: list[tuple[str, str | None, tuple[str, ...]]] = []  # (cluster phase, rotation, keys)
+
+    def pods() -> dict[str, str]:
+        listed = core.list_namespaced_pod(namespace, label_selector="mongobench.io/cluster=kr")
+        return {p.metadata.name: p.metadata.uid for p in listed.items}
+
+    def completed() -> dict[str, Any] | None:
+        status = bmr.get(kube_api, namespace, "mongoclusters", "kr").get("status") or {}
+        rotation = status.get("rotation") or {}
+        keys = keyfile_keys(secret_values(kube_api, namespace, "kr-keyfile")["keyfile"])
+        seen.append((status.get("phase"), rotation.get("phase"), keys))
+        return status if rotation.get("phase") == "Completed" else None
+
+    try:
+        bmr.apply(plane, namespace, {
+            "apiVersion": "mongobench.io/v1alpha1", "kind": "MongoCluster",
+            "metadata": {"name": "kr"},
+            "spec": {"version": "7.0.14", "topology": {"replicaSet": {"members": KR_MEMBERS}}},
+        })  # fmt: skip
+        wait_until(
+            lambda: (
+                (bmr.get(kube_api, namespace, "mongoclusters", "kr").get("status") or {}).get(
+                    "phase"
+                )
+                == "Ready"
+            ),
+            timeout=90,
+            what="kr Ready",
+        )
+        (old,) = keyfile_keys(secret_values(kube_api, namespace, "kr-keyfile")["keyfile"])
+        before = pods()
+        assert all(internal_login(model, h, old) for h in hosts)
+        plane.kubectl(
+            "annotate", "-n", namespace, "mongocluster", "kr", "mongobench.io/rotate=keyfile"
+        )
+        status = wait_until(completed, timeout=300, interval=0.5, what="keyfile rotation Completed")
+        wait_until(lambda: completed() and seen[-1][0] == "Ready", timeout=60, what="kr Ready")
+        values = secret_values(kube_api, namespace, "kr-keyfile")
+        (new,) = keyfile_keys(values["keyfile"])
+        old_accepted = [internal_login(model, h, old) for h in hosts]
+        new_accepted = [internal_login(model, h, new) for h in hosts]
+        after = pods()
+        cluster = bmr.get(kube_api, namespace, "mongoclusters", "kr")
+        events = [
+            e for e in core.list_namespaced_event(namespace).items if e.involved_object.name == "kr"
+        ]
+    finally:
+        operator.stop()
+
+    assert new != old and values == {"keyfile": new}  # nextKeyfile dropped at the end
+    # The transition as MongoDB documents it: both keys while members restarted, then the new.
+    transitions = [keys for _, _, keys in seen]
+    assert (new, old) in transitions, transitions
+    assert old_accepted == [False] * KR_MEMBERS and new_accepted == [True] * KR_MEMBERS
+    # Every member restarted (a new pod: the model's member reads its keyfile at start).
+    assert set(after) == set(before) and all(after[p] != before[p] for p in before)
+    rotation = status["rotation"]
+    assert rotation["rotated"] == ["keyfile"] and rotation["requested"] == ["keyfile"]
+    assert "mongobench.io/rotate" not in (cluster["metadata"].get("annotations") or {})
+    reasons = [e.reason for e in events]
+    assert reasons.count("KeyfileRolling") == 2, reasons
+    for reason in ("RotationRequested", "RotationStarted", "CredentialsRotated"):
+        assert reasons.count(reason) == 1, reasons
+    # Never Failed nor re-initialized across the restarts; Ready again at the end. (While a
+    # member's pod restarts the phase is Degraded, as in any rolling restart: no pod stays up.)
+    phases = {phase for phase, _, _ in seen}
+    assert phases <= {"Ready", "Degraded"}, phases
+    assert cluster["status"]["phase"] == "Ready"
+    said = "\n".join(
+        [str(cluster.get("status")), log.read_text(), *(e.message or "" for e in events)]
+    )
+    assert old not in said and new not in said

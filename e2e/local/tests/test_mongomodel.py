@@ -26,6 +26,7 @@ from mongobench.mongo import (
     admin_user,
     benchmark_user,
     internal_credentials,
+    internal_credentials_each,
 )
 from mongobench.mongo.model import Bound, IndexSpec, KeyField, Zone
 
@@ -392,6 +393,38 @@ def test_a_keyfile_the_members_do_not_share_is_a_permanent_error_naming_it(
         MongoAdmin(connector).ensure_replica_set(ReplicaSetSpec("rs0", Role.REPLICA, hosts))
     assert wrong.value.code == 18 and "different keyfile" in wrong.value.message
     assert model.sets == {}
+
+
+def test_a_member_with_a_keyfile_listing_two_keys_accepts_either_and_the_operator_tries_each() -> (
+    None
+):
+    """MongoDB's keyfile rotation: a member started with the YAML list [new, old] accepts
+    __system by either key; one started with the old key alone refuses the new one, and the
+    operator's bootstrap, given the list, falls back to the old key (Connector.fall_back)."""
+    old, new = "b2xkLWtleS1vZi10aGUtc2V0", "bmV3LWtleS1vZi10aGUtc2V0"
+    both = f"- {new}\n- {old}\n"
+    hosts = _hosts("rs0", 1)
+    with MongoModel(keyfile=both, catch_up_seconds=0.2) as listing:
+        listing.member(hosts[0])
+        for key in (new, old):
+            with _admin(listing, keyfile=key) as connector:
+                assert MongoAdmin(connector).bootstrap_command(hosts[0], {"hello": 1})["ok"]
+    with MongoModel(keyfile=old, catch_up_seconds=0.2) as not_restarted:
+        not_restarted.member(hosts[0])
+        with _admin(not_restarted, keyfile=new) as connector, pytest.raises(PermanentMongoError):
+            MongoAdmin(connector).bootstrap_command(hosts[0], {"hello": 1})
+        first, *rest = internal_credentials_each(both)
+        with Connector(
+            Credentials(ADMIN.username, ADMIN.password),
+            bootstrap_credentials=first,
+            bootstrap_fallbacks=rest,
+            resolver=MappedResolver(not_restarted.host_map),
+            timeout_seconds=2,
+        ) as connector:
+            admin = MongoAdmin(connector)
+            assert admin.bootstrap_command(hosts[0], {"hello": 1})["ok"]
+            assert connector.bootstrap_credentials is not None
+            assert connector.bootstrap_credentials.password == old
 
 
 def test_an_admin_secret_changed_after_creation_is_named_not_retried(

@@ -425,6 +425,7 @@ EVENT_REPETITIONS_SKIPPED = "RepetitionsSkipped"
 EVENT_ROUND_ADDED = "RoundAdded"
 EVENT_ROTATION_REQUESTED = "RotationRequested"
 EVENT_ROTATION_STARTED = "RotationStarted"
+EVENT_KEYFILE_ROLLING = "KeyfileRolling"
 EVENT_CREDENTIALS_ROTATED = "CredentialsRotated"
 EVENT_ROTATION_REFUSED = "RotationRefused"
 
@@ -478,7 +479,8 @@ EVENT_REASONS: Mapping[str, str] = {
         "BenchmarkExperiment: repeatUntil added a round (a cell's interval is still too wide)"
     ),
     EVENT_ROTATION_REQUESTED: "MongoCluster: a credential rotation was asked for (annotation)",
-    EVENT_ROTATION_STARTED: "MongoCluster: no client runs a step; new passwords are staged",
+    EVENT_ROTATION_STARTED: "MongoCluster: no client runs a step; new credentials are staged",
+    EVENT_KEYFILE_ROLLING: "MongoCluster: the keyfile changed its keys; members restart in turn",
     EVENT_CREDENTIALS_ROTATED: "MongoCluster: MongoDB and the Secrets hold the new passwords",
     EVENT_ROTATION_REFUSED: "Warning: a rotation asked for something this operator cannot rotate",
 }

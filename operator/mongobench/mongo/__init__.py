@@ -43,6 +43,7 @@ if TYPE_CHECKING:
         cluster_admin_user,
         exporter_user,
         internal_credentials,
+        internal_credentials_each,
     )
 
 _EXPORTS = {
@@ -73,6 +74,7 @@ _EXPORTS = {
     "exporter_user": "mongobench.mongo.model",
     "identity_resolver": "mongobench.mongo.connect",
     "internal_credentials": "mongobench.mongo.model",
+    "internal_credentials_each": "mongobench.mongo.model",
     "resolver_from_env": "mongobench.mongo.connect",
 }
 
@@ -112,5 +114,6 @@ __all__ = [
     "exporter_user",
     "identity_resolver",
     "internal_credentials",
+    "internal_credentials_each",
     "resolver_from_env",
 ]

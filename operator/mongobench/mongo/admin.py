@@ -126,6 +126,11 @@ class MongoAdmin:
         try:
             return self.connector.client(host, bootstrap=True)[db].command(dict(cmd))
         except driver.OperationFailure as exc:
+            if exc.code == AUTHENTICATION_FAILED and self.connector.fall_back():
+                # The keyfile lists another key (a rotation's old one): the member may run
+                # with that one still.
+                log.info("%s on %s: the keyfile's key refused, trying its next", operation, host)
+                return self.bootstrap_command(host, cmd, db=db)
             if exc.code in (UNAUTHORIZED, AUTHENTICATION_FAILED):
                 hint = _KEYFILE_HINT if keyfile else _LOCALHOST_HINT
                 code_name = (exc.details or {}).get("codeName")

@@ -13,7 +13,7 @@ variable, instead of waiting for a DNS timeout.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -97,6 +97,7 @@ class Connector:
         credentials: Credentials | None = None,
         *,
         bootstrap_credentials: Credentials | None = None,
+        bootstrap_fallbacks: Sequence[Credentials] = (),
         resolver: HostResolver = identity_resolver,
         timeout_seconds: float = 3.0,
         socket_timeout_seconds: float = 30.0,
@@ -108,6 +109,8 @@ class Connector:
         self.credentials = credentials
         # Used only while no user exists yet (see MongoAdmin.command); never for day-2 work.
         self.bootstrap_credentials = bootstrap_credentials
+        # The keyfile's other keys (a rotation's old one), tried in turn when it is refused.
+        self.bootstrap_fallbacks = tuple(bootstrap_fallbacks)
         self.resolver = resolver
         self.timeout_ms = int(timeout_seconds * 1000)
         self.socket_timeout_ms = int(socket_timeout_seconds * 1000)
@@ -183,6 +186,17 @@ class Connector:
         for c in idle:
             c.close()
         return len(idle)
+
+    def fall_back(self) -> bool:
+        """Bootstrap with the next key from now on (the current one was refused): False when
+        there is none left. Sticky: during a keyfile rotation the key that a member not yet
+        restarted accepts is accepted by the restarted ones too."""
+        if not self.bootstrap_fallbacks:
+            return False
+        self.release_bootstrap()
+        self.bootstrap_credentials, *rest = self.bootstrap_fallbacks
+        self.bootstrap_fallbacks = tuple(rest)
+        return True
 
     def close(self) -> None:
         with self._lock:

@@ -46,9 +46,33 @@ class Credentials:
 INTERNAL_USER = "__system"
 
 
+def keyfile_keys(keyfile: str) -> tuple[str, ...]:
+    """The keys of a keyfile, in order, as mongod reads it: one key, or a YAML list of keys
+    (``- key`` per line: MongoDB's key rotation holds the new and the old key this way, and a
+    member accepts any of them). Whitespace inside a key is ignored."""
+    lines = [line.strip() for line in keyfile.splitlines() if line.strip()]
+    if lines and all(line.startswith("-") for line in lines):
+        keys = ("".join(line[1:].split()).strip("'\"") for line in lines)
+        return tuple(key for key in keys if key)
+    return ("".join(keyfile.split()),)
+
+
+def keyfile_text(keys: tuple[str, ...]) -> str:
+    """The keyfile holding `keys`: the key itself for one, a YAML list for more."""
+    return keys[0] if len(keys) == 1 else "".join(f"- {key}\n" for key in keys)
+
+
 def internal_credentials(keyfile: str) -> Credentials:
-    """The cluster-internal identity: only for replSetInitiate and the first user."""
-    return Credentials(INTERNAL_USER, "".join(keyfile.split()), source="local")
+    """The cluster-internal identity: only for replSetInitiate, the first user and updateUser
+    (rotation). With several keys, the first (see internal_credentials_each)."""
+    return internal_credentials_each(keyfile)[0]
+
+
+def internal_credentials_each(keyfile: str) -> tuple[Credentials, ...]:
+    """The internal identity once per key, in the keyfile's order: during a keyfile rotation
+    the Secret lists the new key first, and a member not yet restarted accepts only the old one,
+    so the operator tries them in turn (Connector.fall_back)."""
+    return tuple(Credentials(INTERNAL_USER, key, source="local") for key in keyfile_keys(keyfile))
 
 
 X509 = "MONGODB-X509"

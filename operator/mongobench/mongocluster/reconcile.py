@@ -26,7 +26,7 @@ from mongobench.mongo.connect import Connector
 from mongobench.mongo.errors import PermanentMongoError, TransientMongoError
 from mongobench.mongo.model import (
     Credentials,
-    internal_credentials,
+    internal_credentials_each,
     member_certificate_credentials,
 )
 from mongobench.mongo.pool import AdminPool, fingerprint
@@ -175,13 +175,15 @@ def administration(
     tls = operator_tls_files(kube, d)
 
     def build() -> MongoAdmin:
+        # Each key of the keyfile in turn: during a keyfile rotation it lists the new key
+        # first, then the old one that members not yet restarted still run with.
+        keys = internal_credentials_each(keyfile)
         connector = Connector(
             Credentials(passwords.operator_username, passwords.operator),
             bootstrap_credentials=(
-                member_certificate_credentials()
-                if d.spec.tls.x509_members
-                else internal_credentials(keyfile)
+                member_certificate_credentials() if d.spec.tls.x509_members else keys[0]
             ),
+            bootstrap_fallbacks=() if d.spec.tls.x509_members else keys[1:],
             resolver=admins.resolver,
             tls=tls is not None and d.spec.tls.operator_dials_tls,
             tls_ca_file=tls.ca_file if tls and d.spec.tls.operator_dials_tls else None,

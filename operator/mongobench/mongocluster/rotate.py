@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
@@ -19,19 +19,29 @@ from mongobench.k8s import conditions as cond
 from mongobench.k8s.api import KubeApi
 from mongobench.k8s.conditions import Event, now_rfc3339
 from mongobench.mongo.admin import MongoAdmin
-from mongobench.mongo.model import Mongos
+from mongobench.mongo.model import Mongos, keyfile_keys
 from mongobench.mongocluster import labels as lbl
-from mongobench.mongocluster.generate import new_password
+from mongobench.mongocluster.generate import new_keyfile, new_password
+from mongobench.mongocluster.layout import ClusterLayout
 from mongobench.mongocluster.provision import Desired, ensure_secrets
 from mongobench.mongocluster.rotation import (
     ANNOTATION,
+    KEYFILE,
+    KEYFILE_ANNOTATION,
     MONGOS,
+    NEXT_KEYFILE,
+    USERS,
+    KeyfileStep,
     Request,
     RotatedUser,
+    keyfile_digest,
+    keyfile_step,
     next_stage,
     rotated_users,
+    rotates_keyfile,
     set_targets,
 )
+from mongobench.mongocluster.status import WorkloadState
 
 log = logging.getLogger("mongobench.mongocluster")
 
@@ -62,7 +72,8 @@ def advance(
     meta, status = body["metadata"], body.get("status") or {}
     namespace, name = meta["namespace"], meta["name"]
     rotation = dict(status.get("rotation") or {})
-    request = Request.of(meta.get("annotations"))
+    cannot = rotates_keyfile(d.spec)
+    request = Request.of(meta.get("annotations"), {KEYFILE: cannot} if cannot else None)
     running = (
         running_clients(kube, namespace, name)
         if rotation.get("phase") == cond.ROTATION_WAITING
@@ -109,16 +120,44 @@ def advance(
         if rotation.get("message") != stage.message:
             _record(kube, namespace, name, {"message": stage.message})
         return events
-    users = rotated_users(d.spec, d.layout)
+    # A rotation recorded without `requested` is an earlier operator version's: users only.
+    parts = rotation.get("requested") or (request.parts if request else (USERS,))
     if stage.kind == "stage":
-        _stage(kube, namespace, users)
+        _stage(kube, namespace, rotated_users(d.spec, d.layout) if USERS in parts else [])
+        if KEYFILE in parts:
+            _stage_keyfile(kube, d.layout)
         _record(kube, namespace, name, {"phase": cond.ROTATION_ROTATING, "message": stage.message})
         events.append((cond.NORMAL, cond.EVENT_ROTATION_STARTED, stage.message))
-    rotated = _rotate(kube, d, body, users, administration)
-    message = (
-        f"new passwords for {', '.join(rotated)} in MongoDB and their Secrets; the old ones "
-        "are refused"
-    )
+    return [*events, *_rotating(kube, body, d, administration, parts)]
+
+
+def _rotating(
+    kube: KubeApi,
+    body: Mapping[str, Any],
+    d: Desired,
+    administration: Administration,
+    parts: Sequence[str],
+) -> list[Event]:
+    """The Rotating stage: the users' passwords, then the keyfile's steps (one per pass), then
+    Completed."""
+    namespace, name = d.layout.namespace, d.layout.name
+    rotation = (body.get("status") or {}).get("rotation") or {}
+    users = rotated_users(d.spec, d.layout) if USERS in parts else []
+    # Users first: updateUser runs as the internal user, simplest before the keyfile's
+    # restarts begin (and needs no restart itself).
+    fresh = _rotate(kube, d, body, users, administration) if users else []
+    done = [*(rotation.get("rotated") or []), *fresh]
+    rotated = list(dict.fromkeys(done))
+    if KEYFILE in parts and KEYFILE not in rotated:
+        step = _keyfile(kube, d.layout)
+        if step.action != "done":
+            if rotation.get("message") != step.message:
+                _record(kube, namespace, name, {"message": step.message, "rotated": rotated})
+            if step.action == "wait":
+                return []
+            return [(cond.NORMAL, cond.EVENT_KEYFILE_ROLLING, step.message)]
+        rotated.append(KEYFILE)
+    message = _completed_message(parts, [r for r in rotated if r != KEYFILE])
     _record(
         kube,
         namespace,
@@ -131,8 +170,19 @@ def advance(
         },
     )
     _unannotate(kube, namespace, name)
-    events.append((cond.NORMAL, cond.EVENT_CREDENTIALS_ROTATED, message))
-    return events
+    return [(cond.NORMAL, cond.EVENT_CREDENTIALS_ROTATED, message)]
+
+
+def _completed_message(parts: Sequence[str], users: Sequence[str]) -> str:
+    said = []
+    if USERS in parts:
+        said.append(f"new passwords for {', '.join(users)} in MongoDB and their Secrets")
+    if KEYFILE in parts:
+        said.append("a new keyfile on every member")
+    message = "; ".join(said) + "; the old ones are refused"
+    if USERS in parts:
+        message += " (the exporter's password is not rotated: it needs every member restarted)"
+    return message
 
 
 def _record(kube: KubeApi, namespace: str, name: str, rotation: Mapping[str, Any]) -> None:
@@ -160,6 +210,74 @@ def _stage(kube: KubeApi, namespace: str, users: list[RotatedUser]) -> None:
             raise LookupError(f"Secret {namespace}/{user.secret} does not exist")
         if NEXT not in (secret.get("data") or {}):
             kube.patch("Secret", namespace, user.secret, {"data": {NEXT: _encoded(new_password())}})
+
+
+def _stage_keyfile(kube: KubeApi, layout: ClusterLayout) -> None:
+    """A new key as `nextKeyfile`, unless one is staged already (a repeated stage keeps it:
+    members may run with it)."""
+    secret = kube.get("Secret", layout.namespace, layout.keyfile_secret)
+    if secret is None:
+        raise LookupError(f"Secret {layout.namespace}/{layout.keyfile_secret} does not exist")
+    if NEXT_KEYFILE not in (secret.get("data") or {}):
+        patch = {"data": {NEXT_KEYFILE: _encoded(new_keyfile())}}
+        kube.patch("Secret", layout.namespace, layout.keyfile_secret, patch)
+
+
+def _keyfile(kube: KubeApi, layout: ClusterLayout) -> KeyfileStep:
+    """Carry out the keyfile's next step (rotation.keyfile_step): the Secret rewritten and the
+    members restarted, or nextKeyfile dropped at the end."""
+    namespace, name = layout.namespace, layout.keyfile_secret
+    values = _decoded(kube.get("Secret", namespace, name) or {})
+    current, staged = values["keyfile"], values.get(NEXT_KEYFILE)
+    if staged is not None and staged in keyfile_keys(current):
+        # A no-op unless a crash came between the Secret's change and the templates'.
+        _restart_with(kube, layout, keyfile_digest(current))
+    step = keyfile_step(current, staged, _rolled(kube, layout, keyfile_digest(current)))
+    if step.keyfile is not None:
+        kube.patch("Secret", namespace, name, {"data": {"keyfile": _encoded(step.keyfile)}})
+        _restart_with(kube, layout, keyfile_digest(step.keyfile))
+    elif step.action == "done" and staged is not None:
+        kube.patch("Secret", namespace, name, {"data": {NEXT_KEYFILE: None}})
+    return step
+
+
+def _workloads(layout: ClusterLayout) -> list[tuple[str, str]]:
+    """(kind, name) of what runs pods mounting the keyfile."""
+    out = [("StatefulSet", rs.name) for rs in layout.replica_sets]
+    return [*out, ("Deployment", layout.mongos)] if layout.sharded else out
+
+
+def _template_digest(workload: Mapping[str, Any]) -> str | None:
+    template = (workload.get("spec") or {}).get("template") or {}
+    return ((template.get("metadata") or {}).get("annotations") or {}).get(KEYFILE_ANNOTATION)
+
+
+def _restart_with(kube: KubeApi, layout: ClusterLayout, digest: str) -> None:
+    """The pod templates carry `digest`: a changed one is a new revision, and the rolling
+    restart (mongocluster.rolling; the Deployment by itself) replaces every pod."""
+    for kind, name in _workloads(layout):
+        workload = kube.get(kind, layout.namespace, name)
+        if workload is not None and _template_digest(workload) != digest:
+            template = {"metadata": {"annotations": {KEYFILE_ANNOTATION: digest}}}
+            kube.patch(kind, layout.namespace, name, {"spec": {"template": template}})
+
+
+def _rolled(kube: KubeApi, layout: ClusterLayout, digest: str) -> bool:
+    """Whether every pod mounting the keyfile was started from a template carrying `digest`
+    and is ready."""
+    for kind, name in _workloads(layout):
+        workload = kube.get(kind, layout.namespace, name)
+        if workload is None or _template_digest(workload) != digest:
+            return False
+        replicas = int(workload["spec"].get("replicas", 0))
+        st = workload.get("status") or {}
+        if kind == "StatefulSet" and not WorkloadState.of_statefulset(workload).settled:
+            return False
+        seen = int(st.get("observedGeneration", 0)) >= int(workload["metadata"]["generation"])
+        counts = (st.get("updatedReplicas", 0), st.get("readyReplicas", 0), st.get("replicas"))
+        if not seen or any(int(n or 0) != replicas for n in counts):
+            return False
+    return True
 
 
 def _staged(

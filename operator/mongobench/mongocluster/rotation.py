@@ -1,47 +1,62 @@
 """Credential rotation, the pure half: what the annotation asks, and the next stage.
 
-`kubectl annotate mongocluster X mongobench.io/rotate=users` rotates the SCRAM passwords of
-the users whose Secrets the operator owns (its own, the admin user's unless the spec names the
-admin Secret, the benchmark user's), in stages recorded in status.rotation, one Event each:
+`kubectl annotate mongocluster X mongobench.io/rotate=users|keyfile|users,keyfile` rotates the
+SCRAM passwords of the users whose Secrets the operator owns (its own, the admin user's unless
+the spec names the admin Secret, the benchmark user's) and the keyfile of an operator-owned
+keyfile Secret, in stages recorded in status.rotation, one Event each:
 
   Waiting   from the request on, BenchmarkRuns targeting the cluster start no new Job
             (benchmarkrun.decide); the stage lasts until no client pod of the cluster runs and
             GRACE_SECONDS have passed (a run that read the cluster before the request may still
             create the Job it had decided on within that pass).
-  Rotating  each Secret holds its new password as `nextPassword` (written before MongoDB hears
-            of it, so a crash never loses it); updateUser with it on every replica set (as the
-            internal user, by keyfile: no user's own password is needed), then the Secret's
-            `password` replaced and `nextPassword` dropped, and the connection URI rewritten.
-  Completed the annotation is removed; the old passwords are refused from then on.
+  Rotating  users: each Secret holds its new password as `nextPassword` (written before MongoDB
+            hears of it, so a crash never loses it); updateUser with it on every replica set
+            (as the internal user, by keyfile: no user's own password is needed), then the
+            Secret's `password` replaced and `nextPassword` dropped, and the connection URI
+            rewritten.
+            keyfile: MongoDB's documented transition (keyfile_step): the new key staged as
+            `nextKeyfile`; the keyfile made the YAML list [new, old] and every member restarted
+            (each then accepts either key, and authenticates to the others with one they
+            accept); then the keyfile made [new] and every member restarted again; then
+            `nextKeyfile` dropped. The restarts are the rolling restarts of a version change
+            (mongocluster.rolling), started by the digest of the keyfile on the pod templates
+            (KEYFILE_ANNOTATION), as a renewed TLS CA starts them.
+  Completed the annotation is removed; the old passwords and the old key are refused from then on.
 
 Why no client fails: clients read the URI once, at start (the Job's env). Changing a password
 under a running client would refuse the connections its pool opens later, so the change is made
-only between steps, while no client runs, and the next step's pods read the new URI. The price:
-the rotation waits for the step in progress, and the run pauses between two steps meanwhile. A
-second user per role would let the change happen mid-step, but doubles the users to keep and
-the clients would still need both passwords until every pod restarted.
+only between steps, while no client runs, and the next step's pods read the new URI. A keyfile
+rotation waits for the same gap: its rolling restarts step the primary down. The price: the
+rotation waits for the step in progress, and the run pauses between two steps meanwhile (for a
+keyfile, two rolling restarts long). A second user per role would let a password change happen
+mid-step, but doubles the users to keep and the clients would still need both passwords until
+every pod restarted.
 
-Not rotated here (refused with a Warning Event): `keyfile` (MongoDB's two-keyfile transition
-needs two rolling restarts) and the exporter's password (its sidecar reads it at start: it
-needs the same rolling restart).
+Not rotated: the exporter's password. Its sidecar reads the URI at start, so a new password
+would need every member restarted (a rolling restart, primaries stepped down) for a read-only
+monitoring identity that no benchmark client uses; a `users` rotation leaves it as it is, and
+says so in its message.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.k8s import conditions as cond
+from mongobench.mongo.model import keyfile_keys, keyfile_text
 from mongobench.mongocluster.layout import ClusterLayout
 
 ANNOTATION = "mongobench.io/rotate"
-ROTATABLE = ("users",)
-NOT_YET = {
-    "keyfile": "keyfile rotation (two-keyfile transition, two rolling restarts) is not "
-    "implemented by this operator version",
-}
+USERS, KEYFILE = "users", "keyfile"
+ROTATABLE = (USERS, KEYFILE)
+# On the pod templates (StatefulSets, the mongos Deployment): a digest of the keyfile the pods
+# should run with; changing it is what restarts them.
+KEYFILE_ANNOTATION = "mongobench.io/keyfile"
+NEXT_KEYFILE = "nextKeyfile"
 # Longer than one pass of a BenchmarkRun (read the cluster, create the step's Job).
 GRACE_SECONDS = 5.0
 ACTIVE = (cond.ROTATION_WAITING, cond.ROTATION_ROTATING)
@@ -57,18 +72,22 @@ class Request:
     refused: tuple[str, ...]
 
     @classmethod
-    def of(cls, annotations: Mapping[str, str] | None) -> Request | None:
-        """None without the annotation. Its value is a list: `users`, `users,keyfile`."""
+    def of(
+        cls, annotations: Mapping[str, str] | None, cannot: Mapping[str, str] | None = None
+    ) -> Request | None:
+        """None without the annotation. Its value is a list: `users`, `users,keyfile`.
+        `cannot`: parts this cluster cannot rotate, with why (rotates_keyfile)."""
         value = (annotations or {}).get(ANNOTATION)
         if value is None:
             return None
+        not_here = dict(cannot or {})
         asked = [p.strip() for p in value.replace(" ", ",").split(",") if p.strip()]
-        parts = tuple(dict.fromkeys(p for p in asked if p in ROTATABLE))
-        known = ", ".join((*ROTATABLE, *NOT_YET))
+        parts = tuple(dict.fromkeys(p for p in asked if p in ROTATABLE and p not in not_here))
+        known = ", ".join(ROTATABLE)
         refused = tuple(
-            f"{p}: {NOT_YET.get(p, f'unknown (one of {known})')}"
+            f"{p}: {not_here.get(p, f'unknown (one of {known})')}"
             for p in dict.fromkeys(asked)
-            if p not in ROTATABLE
+            if p not in parts
         )
         return cls(parts, refused or (() if parts else ("nothing named to rotate",)))
 
@@ -91,7 +110,7 @@ def next_stage(
     pods of the cluster not ended."""
     phase = rotation.get("phase")
     if phase == cond.ROTATION_ROTATING:
-        return Stage("rotate", "updating the users' passwords")
+        return Stage("rotate", "rotating the credentials")
     if phase != cond.ROTATION_WAITING:
         return _asked(request)
     if cluster_phase != cond.PHASE_READY:
@@ -100,7 +119,7 @@ def next_stage(
         return Stage("wait", "waiting for runs to see the request")
     if running_clients:
         return Stage("wait", f"waiting for {running_clients} benchmark client pod(s) to finish")
-    return Stage("stage", "no benchmark client runs: new passwords staged in the Secrets")
+    return Stage("stage", "no benchmark client runs: new credentials staged in the Secrets")
 
 
 def _asked(request: Request | None) -> Stage:
@@ -161,3 +180,55 @@ def set_targets(layout: ClusterLayout, user: RotatedUser) -> Sequence[str]:
     if user.secret == layout.benchmark_secret:
         return [MONGOS]
     return [rs.name for rs in layout.replica_sets]
+
+
+KeyfileAction = Literal["both", "wait", "new", "done"]
+
+
+@dataclass(frozen=True)
+class KeyfileStep:
+    action: KeyfileAction
+    message: str
+    keyfile: str | None = None  # the keyfile Secret's new text ("both", "new")
+
+
+def keyfile_step(current: str, staged: str | None, rolled: bool) -> KeyfileStep:
+    """The next step of a keyfile rotation, from the Secret alone (so a crash anywhere resumes
+    it): `current` its keyfile, `staged` its nextKeyfile (None once dropped), `rolled` whether
+    every member runs with `current` (restarted since the pod templates carry its digest, and
+    ready)."""
+    keys = keyfile_keys(current)
+    if staged is None:
+        return KeyfileStep("done", "the keyfile holds only its new key")
+    if staged not in keys:
+        return KeyfileStep(
+            "both",
+            "keyfile holds the new and the old key: members restart to accept either",
+            keyfile_text((staged, *keys)),
+        )
+    if not rolled:
+        both = len(keys) > 1
+        held = "the new and the old key" if both else "the new key only"
+        return KeyfileStep("wait", f"members restarting with {held}")
+    if len(keys) > 1:
+        return KeyfileStep(
+            "new",
+            "every member accepts the new key: keyfile holds only it, members restart again",
+            keyfile_text((staged,)),
+        )
+    return KeyfileStep("done", "every member runs with the new key only: the old one is refused")
+
+
+def keyfile_digest(keyfile: str) -> str:
+    """What the pod templates carry (KEYFILE_ANNOTATION): never the key itself."""
+    return hashlib.sha256(keyfile.encode()).hexdigest()[:16]
+
+
+def rotates_keyfile(spec: MongoClusterSpec) -> str | None:
+    """Why the keyfile cannot be rotated here (None when it can): a Secret the spec names is
+    its owner's, and x.509 members use no keyfile."""
+    if spec.auth.keyfile_secret_name is not None:
+        return "the keyfile Secret is named by the spec: its owner rotates it"
+    if spec.tls.x509_members:
+        return "members authenticate to each other by x.509 certificates, not the keyfile"
+    return None

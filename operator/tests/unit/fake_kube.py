@@ -148,8 +148,12 @@ class FakeKube:
         if key not in self.objects:
             raise ApiError(404, "Not Found", '{"message": "not found"}')
         self.writes.append(("patch", kind, name))
-        self.objects[key] = merge_patch(self.objects[key], patch)
-        return copy.deepcopy(self.objects[key])
+        existing = self.objects[key]
+        merged = merge_patch(existing, patch)
+        if merged.get("spec") != existing.get("spec"):  # as the apiserver: a spec change
+            merged["metadata"]["generation"] = int(existing["metadata"]["generation"]) + 1
+        self.objects[key] = merged
+        return copy.deepcopy(merged)
 
     def patch_status(self, kind: str, namespace: str, name: str, status: Mapping[str, Any]) -> None:
         self._check("patch_status", kind)

@@ -48,13 +48,10 @@ WAITING = {"phase": cond.ROTATION_WAITING}
 def test_the_annotation_is_a_list_and_what_cannot_be_rotated_says_why() -> None:
     assert Request.of({}) is None
     assert Request.of({ANNOTATION: "users"}) == Request(("users",), ())
-    both = Request.of({ANNOTATION: "users, keyfile"})
-    assert both is not None and both.parts == ("users",)
-    assert (
-        both.refused[0].startswith("keyfile: keyfile rotation")
-        and "not implemented" in both.refused[0]
-    )
-    only_keyfile = Request.of({ANNOTATION: "keyfile"})
+    assert Request.of({ANNOTATION: "users, keyfile"}) == Request(("users", "keyfile"), ())
+    named = Request.of({ANNOTATION: "users,keyfile"}, {"keyfile": "the spec names it"})
+    assert named == Request(("users",), ("keyfile: the spec names it",))
+    only_keyfile = Request.of({ANNOTATION: "keyfile"}, {"keyfile": "x.509"})
     assert only_keyfile is not None and only_keyfile.parts == ()
     typo = Request.of({ANNOTATION: "user"})
     assert typo is not None and typo.refused == ("user: unknown (one of users, keyfile)",)
@@ -103,7 +100,8 @@ def test_runs_hold_their_next_job_from_the_request_until_it_completes() -> None:
     assert holds_new_jobs(cluster(None, cond.ROTATION_WAITING))
     assert holds_new_jobs(cluster(None, cond.ROTATION_ROTATING))
     assert not holds_new_jobs(cluster(None, cond.ROTATION_COMPLETED))
-    assert not holds_new_jobs(cluster("keyfile", None))  # refused: nothing will happen
+    assert holds_new_jobs(cluster("keyfile", None))  # its rolling restarts step primaries down
+    assert not holds_new_jobs(cluster("key", None))  # refused: nothing will happen
     assert not holds_new_jobs(None)
 
 
@@ -261,16 +259,20 @@ def test_a_rotation_interrupted_after_staging_uses_the_staged_password(
     assert body(kube)["status"]["rotation"]["rotated"] == ["benchmark"]  # the others were done
 
 
-def test_keyfile_alone_is_refused_with_a_warning_and_the_annotation_removed(
+def test_a_keyfile_the_spec_names_is_refused_with_a_warning_and_the_annotation_removed(
     admins: AdminPool, mongo: FakeMongo
 ) -> None:
+    spec = {**copy.deepcopy(REPLICA_SET), "auth": {"keyfileSecretName": "mine"}}
     kube = FakeKube({"apiVersion": "mongobench.io/v1alpha1", "kind": KIND,
-                     "metadata": {"namespace": NS, "name": "c"},
-                     "spec": copy.deepcopy(REPLICA_SET)})  # fmt: skip
+                     "metadata": {"namespace": NS, "name": "c"}, "spec": spec})  # fmt: skip
+    kube.put({"apiVersion": "v1", "kind": "Secret", "metadata": {"namespace": NS, "name": "mine"},
+              "data": {"keyfile": base64.b64encode(b"theirs").decode()}})  # fmt: skip
     ready_cluster(kube, admins)
     annotate(kube, "keyfile")
     sync(kube, admins)
-    assert body(kube)["status"]["rotation"]["phase"] == cond.ROTATION_REFUSED
+    rotation = body(kube)["status"]["rotation"]
+    assert rotation["phase"] == cond.ROTATION_REFUSED
+    assert "named by the spec" in rotation["message"]
     assert kube.reasons()[-1] == cond.EVENT_ROTATION_REFUSED
     assert ANNOTATION not in (body(kube)["metadata"].get("annotations") or {})
-    assert not mongo.passwords
+    assert secret(kube, "mine") == {"keyfile": "theirs"}
