@@ -173,6 +173,12 @@ def comparison_legend(result: compare.Comparison, short: bool = True) -> list[st
                 else "invalid trials are left out (--include-invalid keeps them)"
             )
         )
+    accepted = sorted({name for r in result.rows for name, _ in r.validity.accepted})
+    if accepted:
+        lines.append(
+            f"accepted: {', '.join(accepted)} found on trials that count, as the runs' "
+            "spec.validity.accept allows"
+        )
     return lines
 
 
@@ -668,10 +674,13 @@ def _plan_table(obj: Mapping[str, Any]) -> Table:
 
 def _validity_cell(verdict: _validity.Validity) -> Text:
     """`valid`, `unjudged`, or `invalid: ...` with each reason's message (the operator's
-    verdict, spec.validity); the attempt when it is a re-run."""
+    verdict, spec.validity), accepted reasons said so; the attempt when it is a re-run."""
     text = verdict.text()
     if verdict.reasons:
-        text += "".join(f"\n- {r.reason}: {r.message}" for r in verdict.reasons)
+        text += "".join(
+            f"\n- {r.reason}{' (accepted)' if r.accepted else ''}: {r.message}"
+            for r in verdict.reasons
+        )
     if verdict.warmup_seconds is not None and verdict.valid:
         text += f" (warm-up {verdict.warmup_seconds:g} s)"
     if verdict.attempt > 1:

@@ -806,9 +806,11 @@ def _compare_html(result: compare.Comparison) -> str:
         if r.significant:
             kind = "better" if "better" in r.verdict else "worse"
             cells[V] = f'<span class="{kind}">{cells[V]}</span>'
+        # The count on a line, the reasons under it: the column stays narrow.
         if r.validity.valid < r.validity.trials:
-            # The count on a line, the reasons under it: the column stays narrow.
             cells[VALID] = f'<span class="flag">{cells[VALID].replace(" (", "<br>(", 1)}</span>'
+        elif r.validity.accepted:
+            cells[VALID] = cells[VALID].replace(" (", "<br>(", 1)
         # One flag a line, never broken inside ("CV 20% > 10%" read as four lines).
         cells[F] = "<br>".join(
             f'<span class="flag nowrap">{html.escape(f)}</span>' for f in r.flags
