@@ -504,7 +504,7 @@ def compare_runs(
     if output == ListFormat.json:
         sys.stdout.write(render.compare_json(result, differences))
     elif output == ListFormat.csv:
-        sys.stdout.write(render.compare_csv(result))
+        sys.stdout.write(render.compare_csv(result, differences))
     elif output == ListFormat.markdown:
         sys.stdout.write(render.compare_markdown(result, differences))
     else:
