@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from mongobench_cli.app import app
+from mongobench_cli import options
+from mongobench_cli.app import Comparing, Verdict, app
 
 pytestmark = pytest.mark.unit
 
@@ -34,3 +35,11 @@ def test_help_is_what_the_user_read_before(command: str) -> None:
     if os.environ.get("MONGOBENCH_UPDATE_GOLDEN"):
         path.write_text(text)
     assert text == path.read_text()
+
+
+def test_an_option_declared_twice_in_one_command_is_refused() -> None:
+    def both(*, how: Comparing, verdict: Verdict) -> None:  # --test and --alpha twice
+        del how, verdict
+
+    with pytest.raises(TypeError, match="options declared twice: alpha, test"):
+        options.groups(both)
