@@ -12,6 +12,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import wraps
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 
-from mongobench_cli import render, selector, sources
+from mongobench_cli import options, render, selector, sources
 from mongobench_results import calibration, compare, stats
 from mongobench_results import history as history_lib
 from mongobench_results import provenance as provenance_
@@ -99,6 +100,27 @@ Endpoint = Annotated[
 Region = Annotated[str | None, typer.Option("--s3-region", help="S3 region (default: $AWS_REGION)")]
 
 
+@dataclass(frozen=True)
+class Target:
+    """Where the commands read runs: the kube context's, or archives (s3:// or folders)."""
+
+    context: Context = None
+    namespace: Namespace = None
+    kubeconfig: Kubeconfig = None
+    s3_endpoint: Endpoint = None
+    s3_region: Region = None
+
+    def resolver(self) -> sources.Resolver:
+        return resolver(
+            context=self.context,
+            namespace=self.namespace,
+            all_namespaces=False,
+            kubeconfig=self.kubeconfig,
+            endpoint=self.s3_endpoint,
+            region=self.s3_region,
+        )
+
+
 def resolver(
     *,
     context: str | None,
@@ -116,6 +138,9 @@ class ListFormat(StrEnum):
     json = "json"
     csv = "csv"
     markdown = "markdown"
+
+
+TableOutput = Annotated[ListFormat, typer.Option("--output", "-o")]
 
 
 class DescribeFormat(StrEnum):
@@ -151,7 +176,7 @@ def list_runs(
         typer.Argument(help="archive URLs or folders (default: the runs of the kube context)"),
     ] = None,
     *,
-    output: Annotated[ListFormat, typer.Option("--output", "-o")] = ListFormat.table,
+    output: TableOutput = ListFormat.table,
     label_selector: Annotated[
         str | None,
         typer.Option(
@@ -223,15 +248,12 @@ def _one(r: sources.Resolver, ref: str) -> sources.LoadedRun:
 
 @app.command()
 @one_line_errors
+@options.groups
 def describe(
     run: Annotated[str, typer.Argument(help="run name (or namespace/name), archive URL or folder")],
     *,
     output: Annotated[DescribeFormat, typer.Option("--output", "-o")] = DescribeFormat.table,
-    context: Context = None,
-    namespace: Namespace = None,
-    kubeconfig: Kubeconfig = None,
-    s3_endpoint: Endpoint = None,
-    s3_region: Region = None,
+    target: Target,
 ) -> None:
     """The plan, per-step results, per-workload summary, CPU, cluster snapshot, conditions and
     warnings of one run; of an experiment (experiment/NAME): its cells, deploy timings and
@@ -240,7 +262,7 @@ def describe(
     if experiment is not None:
         from mongobench_cli import experiment as experiments  # noqa: PLC0415
 
-        obj = sources.KubeSource(context, namespace, False, kubeconfig).experiment(experiment)
+        obj = target.resolver().kube().experiment(experiment)
         if output == DescribeFormat.json:
             sys.stdout.write(json.dumps(obj, indent=2) + "\n")
         elif output == DescribeFormat.yaml:
@@ -248,17 +270,7 @@ def describe(
         else:
             console().print(experiments.describe(obj))
         return
-    loaded = _one(
-        resolver(
-            context=context,
-            namespace=namespace,
-            all_namespaces=False,
-            kubeconfig=kubeconfig,
-            endpoint=s3_endpoint,
-            region=s3_region,
-        ),
-        run,
-    )
+    loaded = _one(target.resolver(), run)
     if output == DescribeFormat.json:
         sys.stdout.write(json.dumps(loaded.run, indent=2) + "\n")
     elif output == DescribeFormat.yaml:
@@ -337,38 +349,26 @@ def _experiment_or_none(kube: sources.KubeSource, name: str) -> dict[str, Any] |
 
 
 def _comparison(
-    r: sources.Resolver,
-    refs: list[str],
-    runs: list[sources.LoadedRun],
-    *,
-    baseline: str | None,
-    group_by: str | None,
-    metric: list[str] | None,
-    test: Test,
-    alpha: float,
-    confidence: float,
-    allow_incomparable: bool,
-    adjust: Adjust = Adjust.holm,
-    ci: Interval = Interval.parametric,
-    include_invalid: bool = False,
+    r: sources.Resolver, refs: list[str], runs: list[sources.LoadedRun], how: Comparing
 ) -> compare.Comparison:
+    alpha, confidence = how.verdict.alpha, how.confidence
     if not 0 < alpha < 1 or not 0 < confidence < 1:
         raise UserError("--alpha and --confidence must lie between 0 and 1")
-    group_by, baseline, varied = _experiment_defaults(r, refs, group_by, baseline)
+    group_by, baseline, varied = _experiment_defaults(r, refs, how.group_by, how.baseline)
     result = compare.compare(
         [compare.RunInput(r.key, r.run) for r in runs],
         baseline=baseline,
         group_by=group_by,
-        metrics=tuple(metric or compare.DEFAULT_METRICS),
+        metrics=tuple(how.metric or compare.DEFAULT_METRICS),
         alpha=alpha,
         confidence=confidence,
-        test="utest" if test == Test.utest else "welch",
-        adjust="holm" if adjust == Adjust.holm else "bh" if adjust == Adjust.bh else "none",
-        ci="bootstrap" if ci == Interval.bootstrap else "parametric",
-        include_invalid=include_invalid,
+        test=how.verdict.test_name,
+        adjust="holm" if how.adjust == Adjust.holm else "bh" if how.adjust == Adjust.bh else "none",
+        ci="bootstrap" if how.ci == Interval.bootstrap else "parametric",
+        include_invalid=how.include_invalid,
         varied=varied,
     )
-    if result.incomparable and not allow_incomparable:
+    if result.incomparable and not how.allow_incomparable:
         more = f" (and {len(result.incomparable) - 1} more)" if len(result.incomparable) > 1 else ""
         raise UserError(
             f"runs are not comparable: {result.incomparable[0]}{more}; "
@@ -448,27 +448,42 @@ IncludeInvalid = Annotated[
 ]
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """The test behind a verdict and its level: compare's, report's and calibrate's."""
+
+    test: TestOpt = Test.welch
+    alpha: Alpha = stats.DEFAULT_ALPHA
+
+    @property
+    def test_name(self) -> compare.Test:
+        return "utest" if self.test == Test.utest else "welch"
+
+
+@dataclass(frozen=True)
+class Comparing:
+    """How compare and report pool, test and show runs."""
+
+    baseline: Baseline = None
+    group_by: GroupBy = None
+    metric: Metrics = None
+    verdict: Verdict = field(default_factory=Verdict)  # --test and --alpha, here in --help
+    confidence: Confidence = stats.DEFAULT_CONFIDENCE
+    allow_incomparable: AllowIncomparable = False
+    adjust: AdjustOpt = Adjust.holm
+    ci: IntervalOpt = Interval.parametric
+    include_invalid: IncludeInvalid = False
+
+
 @app.command("compare")
 @one_line_errors
+@options.groups
 def compare_runs(
     refs: Annotated[list[str], typer.Argument(help="run names, archive URLs or folders")],
     *,
-    baseline: Baseline = None,
-    group_by: GroupBy = None,
-    metric: Metrics = None,
-    test: TestOpt = Test.welch,
-    alpha: Alpha = stats.DEFAULT_ALPHA,
-    confidence: Confidence = stats.DEFAULT_CONFIDENCE,
-    allow_incomparable: AllowIncomparable = False,
-    adjust: AdjustOpt = Adjust.holm,
-    ci: IntervalOpt = Interval.parametric,
-    include_invalid: IncludeInvalid = False,
-    output: Annotated[ListFormat, typer.Option("--output", "-o")] = ListFormat.table,
-    context: Context = None,
-    namespace: Namespace = None,
-    kubeconfig: Kubeconfig = None,
-    s3_endpoint: Endpoint = None,
-    s3_region: Region = None,
+    how: Comparing,
+    output: TableOutput = ListFormat.table,
+    target: Target,
 ) -> None:
     """Per workload and metric: mean, SD, n, valid trials, CI, the change against the baseline
     with its interval, Welch and rank-test p-values, the p-value adjusted for the table's
@@ -476,35 +491,14 @@ def compare_runs(
     is not significant after adjustment). Trials judged invalid are left out unless
     --include-invalid. An experiment (experiment/NAME) brings its runs, grouped
     by cell, against its baseline cell."""
-    r = resolver(
-        context=context,
-        namespace=namespace,
-        all_namespaces=False,
-        kubeconfig=kubeconfig,
-        endpoint=s3_endpoint,
-        region=s3_region,
-    )
+    r = target.resolver()
     runs = r.resolve(refs)
-    result = _comparison(
-        r,
-        refs,
-        runs,
-        baseline=baseline,
-        group_by=group_by,
-        metric=metric,
-        test=test,
-        alpha=alpha,
-        confidence=confidence,
-        allow_incomparable=allow_incomparable,
-        adjust=adjust,
-        ci=ci,
-        include_invalid=include_invalid,
-    )
+    result = _comparison(r, refs, runs, how)
     differences = _provenance_differences(result, runs)
     if output == ListFormat.json:
         sys.stdout.write(render.compare_json(result, differences))
     elif output == ListFormat.csv:
-        sys.stdout.write(render.compare_csv(result))
+        sys.stdout.write(render.compare_csv(result, differences))
     elif output == ListFormat.markdown:
         sys.stdout.write(render.compare_markdown(result, differences))
     else:
@@ -588,29 +582,19 @@ def rerun(
 
 @app.command("export")
 @one_line_errors
+@options.groups
 def export_runs(
     refs: Annotated[list[str], typer.Argument(help="run names, archive URLs or folders")],
     *,
     out: Annotated[str, typer.Option("--output", "-o", help="folder or s3://BUCKET/PREFIX")],
-    context: Context = None,
-    namespace: Namespace = None,
-    kubeconfig: Kubeconfig = None,
-    s3_endpoint: Endpoint = None,
-    s3_region: Region = None,
+    target: Target,
 ) -> None:
     """steps.csv and steps.json (one row per step: configuration next to numbers) and every
     run in the archive layout (full result documents with HDR histograms, CPU)."""
     from mongobench_cli import export  # noqa: PLC0415
 
-    runs = resolver(
-        context=context,
-        namespace=namespace,
-        all_namespaces=False,
-        kubeconfig=kubeconfig,
-        endpoint=s3_endpoint,
-        region=s3_region,
-    ).resolve(refs)
-    counts = export.export(runs, out, endpoint_url=s3_endpoint, region=s3_region)
+    runs = target.resolver().resolve(refs)
+    counts = export.export(runs, out, endpoint_url=target.s3_endpoint, region=target.s3_region)
     console().print(
         f"exported {counts['runs']} runs, {counts['steps']} steps, "
         f"{counts['documents']} result documents to {out}",
@@ -623,20 +607,12 @@ def export_runs(
 
 @app.command("report")
 @one_line_errors
+@options.groups
 def report_runs(
     refs: Annotated[list[str], typer.Argument(help="run names, archive URLs or folders")],
     *,
     out: Annotated[Path, typer.Option("--output", "-o", help="folder to write")],
-    baseline: Baseline = None,
-    group_by: GroupBy = None,
-    metric: Metrics = None,
-    test: TestOpt = Test.welch,
-    alpha: Alpha = stats.DEFAULT_ALPHA,
-    confidence: Confidence = stats.DEFAULT_CONFIDENCE,
-    allow_incomparable: AllowIncomparable = False,
-    adjust: AdjustOpt = Adjust.holm,
-    ci: IntervalOpt = Interval.parametric,
-    include_invalid: IncludeInvalid = False,
+    how: Comparing,
     calibration_ref: Annotated[
         str | None,
         typer.Option(
@@ -645,11 +621,7 @@ def report_runs(
             f"its experiment's annotation {calibration.ANNOTATION} names",
         ),
     ] = None,
-    context: Context = None,
-    namespace: Namespace = None,
-    kubeconfig: Kubeconfig = None,
-    s3_endpoint: Endpoint = None,
-    s3_region: Region = None,
+    target: Target,
 ) -> None:
     """One self-contained HTML file (report.html) plus PNG figures: throughput and latency with
     CI error bars, latency percentile curves from the merged HDR histograms, CPU per node and
@@ -657,31 +629,11 @@ def report_runs(
     study ran under (false-positive rate, minimum detectable effect) when there is one."""
     from mongobench_cli import report  # noqa: PLC0415 - matplotlib loads only here
 
-    r = resolver(
-        context=context,
-        namespace=namespace,
-        all_namespaces=False,
-        kubeconfig=kubeconfig,
-        endpoint=s3_endpoint,
-        region=s3_region,
-    )
+    r = target.resolver()
     runs = r.resolve(refs)
-    result = _comparison(
-        r,
-        refs,
-        runs,
-        baseline=baseline,
-        group_by=group_by,
-        # The report shows every role's CPU (cores) beside the default metrics.
-        metric=metric or [*compare.DEFAULT_METRICS, *compare.ROLE_CPU_METRICS],
-        test=test,
-        alpha=alpha,
-        confidence=confidence,
-        allow_incomparable=allow_incomparable,
-        adjust=adjust,
-        ci=ci,
-        include_invalid=include_invalid,
-    )
+    # The report shows every role's CPU (cores) beside the default metrics.
+    metric = how.metric or [*compare.DEFAULT_METRICS, *compare.ROLE_CPU_METRICS]
+    result = _comparison(r, refs, runs, replace(how, metric=metric))
     experiments = [
         r.kube().experiment(n) for n in map(sources.experiment_name, refs) if n is not None
     ]
@@ -692,7 +644,7 @@ def report_runs(
         calibration_ref = f"experiment/{found}" if found else None
     calibrated = None
     if calibration_ref is not None:
-        cal = _calibration(r, [calibration_ref], window=3, metric=None, test=test, alpha=alpha)
+        cal = _calibration(r, [calibration_ref], window=3, metric=None, verdict=how.verdict)
         calibrated = (calibration_ref, cal)
     written = report.write(runs, result, out, experiments, calibrated)
     console().print(f"wrote {written.html} and {len(written.figures)} figures", markup=False)
@@ -724,23 +676,23 @@ def _calibration(
     *,
     window: int,
     metric: list[str] | None,
-    test: Test,
-    alpha: float,
+    verdict: Verdict,
 ) -> calibration.Calibration:
-    if not 0 < alpha < 1:
+    if not 0 < verdict.alpha < 1:
         raise UserError("--alpha must lie between 0 and 1")
     runs = r.resolve(refs)
     return calibration.calibrate(
         [compare.RunInput(x.key, x.run) for x in runs],
         window=window,
         metrics=tuple(metric or calibration.DEFAULT_METRICS),
-        alpha=alpha,
-        test="utest" if test == Test.utest else "welch",
+        alpha=verdict.alpha,
+        test=verdict.test_name,
     )
 
 
 @app.command("calibrate")
 @one_line_errors
+@options.groups
 def calibrate(
     refs: Annotated[
         list[str],
@@ -749,28 +701,15 @@ def calibrate(
     *,
     window: Window = calibration.DEFAULT_WINDOW,
     metric: CalibrationMetrics = None,
-    test: TestOpt = Test.welch,
-    alpha: Alpha = stats.DEFAULT_ALPHA,
-    output: Annotated[ListFormat, typer.Option("--output", "-o")] = ListFormat.table,
-    context: Context = None,
-    namespace: Namespace = None,
-    kubeconfig: Kubeconfig = None,
-    s3_endpoint: Endpoint = None,
-    s3_region: Region = None,
+    verdict: Verdict,
+    output: TableOutput = ListFormat.table,
+    target: Target,
 ) -> None:
     """A/A calibration: from an experiment with `calibration: true` (the same configuration as
     cells calibration=a and calibration=b, on two clusters), per workload and metric: the
     false-positive rate of compare's verdicts over windows of rounds, and the minimum
     detectable effect at the observed noise (80% power, compare's alpha)."""
-    r = resolver(
-        context=context,
-        namespace=namespace,
-        all_namespaces=False,
-        kubeconfig=kubeconfig,
-        endpoint=s3_endpoint,
-        region=s3_region,
-    )
-    result = _calibration(r, refs, window=window, metric=metric, test=test, alpha=alpha)
+    result = _calibration(target.resolver(), refs, window=window, metric=metric, verdict=verdict)
     from mongobench_cli import calibration as rendering  # noqa: PLC0415
 
     name = " ".join(refs)
@@ -824,7 +763,7 @@ def history_cmd(
     window: Annotated[
         int, typer.Option("--window", help="Otava's sliding window, in runs", min=4)
     ] = history_lib.Method.window,
-    output: Annotated[ListFormat, typer.Option("--output", "-o")] = ListFormat.table,
+    output: TableOutput = ListFormat.table,
     report_dir: Annotated[
         Path | None,
         typer.Option("--report", help="write DIR/history.html with a plot per series"),

@@ -170,7 +170,9 @@ def comparison_table(
 def _valid_cell(value: Any) -> str:
     if not isinstance(value, Mapping) or not value.get("judged"):
         return "-"
-    return f"{value.get('valid')}/{value.get('trials')}"
+    accepted = value.get("accepted") or {}
+    note = f" (accepted: {', '.join(sorted(accepted))})" if accepted else ""
+    return f"{value.get('valid')}/{value.get('trials')}{note}"
 
 
 def progress_line(obj: Mapping[str, Any]) -> str:

@@ -173,6 +173,12 @@ def comparison_legend(result: compare.Comparison, short: bool = True) -> list[st
                 else "invalid trials are left out (--include-invalid keeps them)"
             )
         )
+    accepted = sorted({name for r in result.rows for name, _ in r.validity.accepted})
+    if accepted:
+        lines.append(
+            f"accepted: {', '.join(accepted)} found on trials that count, as the runs' "
+            "spec.validity.accept allows"
+        )
     return lines
 
 
@@ -286,12 +292,21 @@ def compare_records(result: compare.Comparison) -> list[dict[str, Any]]:
     return out
 
 
-def compare_csv(result: compare.Comparison) -> str:
+def compare_csv(
+    result: compare.Comparison, provenance: Sequence[_provenance.Difference] | None = None
+) -> str:
+    """One row per comparison, after `# ` lines with what the table and markdown say around
+    their rows: the method, the legend, the notes, the provenance against the baseline. Comment
+    lines, not columns: they are about the whole comparison, so a column would repeat them on
+    every row; `pandas.read_csv(f, comment="#")` skips them, and a spreadsheet shows them as
+    text above the header. No cell holds a `#` (it would cut the row short for pandas)."""
     rows = compare_records(result)
     fields: list[str] = []
     for r in rows:
         fields.extend(k for k in r if k not in fields)
     out = io.StringIO()
+    for line in compare_notes(result, provenance):
+        out.write(f"# {line}\n")
     writer = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
     writer.writeheader()
     for r in rows:
@@ -299,6 +314,22 @@ def compare_csv(result: compare.Comparison) -> str:
             {k: ";".join(str(x) for x in v) if isinstance(v, list) else v for k, v in r.items()}
         )
     return out.getvalue()
+
+
+def compare_notes(
+    result: compare.Comparison, provenance: Sequence[_provenance.Difference] | None = None
+) -> list[str]:
+    """The lines around a comparison's rows, as plain text: the heading, the legend, what is
+    not comparable, the notes, the provenance against the baseline (`!`: it changes results
+    by itself)."""
+    lines = [comparison_heading(result), *comparison_legend(result, short=False)]
+    lines += [*(f"not comparable: {r}" for r in result.incomparable), *result.notes]
+    if provenance is not None:
+        lines.append(f"provenance against {result.baseline}:")
+        lines += [
+            f"{'!' if d.changes_results else '-'} {d.note(result.baseline)}" for d in provenance
+        ] or ["- no difference in what ran (where both sides know it)"]
+    return [" ".join(line.split()) for line in lines]
 
 
 def compare_json(
@@ -668,10 +699,13 @@ def _plan_table(obj: Mapping[str, Any]) -> Table:
 
 def _validity_cell(verdict: _validity.Validity) -> Text:
     """`valid`, `unjudged`, or `invalid: ...` with each reason's message (the operator's
-    verdict, spec.validity); the attempt when it is a re-run."""
+    verdict, spec.validity), accepted reasons said so; the attempt when it is a re-run."""
     text = verdict.text()
     if verdict.reasons:
-        text += "".join(f"\n- {r.reason}: {r.message}" for r in verdict.reasons)
+        text += "".join(
+            f"\n- {r.reason}{' (accepted)' if r.accepted else ''}: {r.message}"
+            for r in verdict.reasons
+        )
     if verdict.warmup_seconds is not None and verdict.valid:
         text += f" (warm-up {verdict.warmup_seconds:g} s)"
     if verdict.attempt > 1:

@@ -192,20 +192,38 @@ def knee_figures(figs: _Figures, runs: Sequence[LoadedRun]) -> str:
     return f"<table class='knee'><tr>{head}</tr>{''.join(html_rows)}</table>"
 
 
+def throughput_label(workload: str) -> str:
+    """A throughput axis' label: a load inserts records, a workload runs operations (one axis
+    for both would put the load's larger figure over the workloads' and call it operations)."""
+    if workload == records.LOAD:
+        return "records loaded per second (records/s)"
+    return "operations per second (ops/s)"
+
+
+def _throughput_groups(workloads: Sequence[str]) -> list[list[str]]:
+    """The workloads, then the load, each group on an axis of its own (its unit)."""
+    runs = [w for w in workloads if w != records.LOAD]
+    return [g for g in (runs, [w for w in workloads if w == records.LOAD]) if g]
+
+
 def throughput_figure(figs: _Figures, result: compare.Comparison) -> None:
     workloads = list(dict.fromkeys(r.workload for r in _rows(result, "throughput")))
-    if not workloads:
-        return
     conf = f"{100 * result.confidence:.0f}%"
-    _bars(
-        figs,
-        result=result,
-        metric_ids=[(w, "throughput") for w in workloads],
-        name="throughput",
-        section="Throughput",
-        title=f"Throughput per workload (mean, {conf} CI)",
-        ylabel="operations per second",
-    )
+    for group in _throughput_groups(workloads):
+        load = group == [records.LOAD]
+        _bars(
+            figs,
+            result=result,
+            metric_ids=[(w, "throughput") for w in group],
+            name="throughput-load" if load else "throughput",
+            section="Throughput",
+            title=(
+                f"Load throughput (mean, {conf} CI)"
+                if load
+                else f"Throughput per workload (mean, {conf} CI)"
+            ),
+            ylabel=throughput_label(group[0]),
+        )
 
 
 def latency_figures(figs: _Figures, result: compare.Comparison) -> None:
@@ -495,30 +513,45 @@ def scaling_figure(figs: _Figures, result: compare.Comparison) -> str | None:
         value, key=lambda n: _version_key(value[n]) if dim == "version" else value[n] or 0
     )
     workloads = list(dict.fromkeys(r.workload for r in _rows(result, "throughput")))
-    fig, ax = plt.subplots(figsize=(6.5, 4))
-    for w in workloads:
-        rows = {r.configuration: r for r in _rows(result, "throughput") if r.workload == w}
-        names = [n for n in order if n in rows and rows[n].summary.mean is not None]
-        xs = list(range(len(names))) if dim == "version" else [value[n] for n in names]
-        ys = [float(rows[n].summary.mean or 0.0) for n in names]
-        lows = [rows[n].summary.ci_low for n in names]
-        highs = [rows[n].summary.ci_high for n in names]
-        err = [
-            [y - lo if lo is not None else 0.0 for y, lo in zip(ys, lows, strict=True)],
-            [hi - y if hi is not None else 0.0 for y, hi in zip(ys, highs, strict=True)],
-        ]
-        ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=f"workload {w}")
-    if dim == "version":
-        ax.set_xticks(range(len(order)))
-        ax.set_xticklabels([str(value[n]) for n in order])
-    else:
-        ax.set_xticks(sorted({value[n] for n in order}))
-    ax.set_xlabel(dim)
-    ax.set_ylabel("operations per second")
-    ax.set_title(f"Throughput against {dim} (mean, CI)", fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    figs.save(fig, f"scaling-{dim}", "Scaling", f"Throughput against {dim}")
+    groups = _throughput_groups(workloads)
+    if not groups:
+        return None
+    # The workloads' operations and the load's records each on a panel of its own.
+    fig, axes = plt.subplots(
+        1, len(groups), figsize=(6.5 if len(groups) == 1 else 10.5, 4), squeeze=False
+    )
+    for ax, group in zip(axes[0], groups, strict=True):
+        for w in group:
+            rows = {r.configuration: r for r in _rows(result, "throughput") if r.workload == w}
+            names = [n for n in order if n in rows and rows[n].summary.mean is not None]
+            xs = list(range(len(names))) if dim == "version" else [value[n] for n in names]
+            ys = [float(rows[n].summary.mean or 0.0) for n in names]
+            lows = [rows[n].summary.ci_low for n in names]
+            highs = [rows[n].summary.ci_high for n in names]
+            err = [
+                [y - lo if lo is not None else 0.0 for y, lo in zip(ys, lows, strict=True)],
+                [hi - y if hi is not None else 0.0 for y, hi in zip(ys, highs, strict=True)],
+            ]
+            label = "load" if w == records.LOAD else f"workload {w}"
+            ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=label)
+        if dim == "version":
+            ax.set_xticks(range(len(order)))
+            ax.set_xticklabels([str(value[n]) for n in order])
+        else:
+            ax.set_xticks(sorted({value[n] for n in order}))
+        ax.set_xlabel(dim)
+        ax.set_ylabel(throughput_label(group[0]))
+        what = "Load throughput" if group == [records.LOAD] else "Throughput"
+        ax.set_title(f"{what} against {dim} (mean, CI)", fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    caption = f"Throughput against {dim}" + (
+        ": the workloads' operations and the load's records, each on its own axis"
+        if len(groups) > 1
+        else ""
+    )
+    figs.save(fig, f"scaling-{dim}", "Scaling", caption)
     return dim
 
 
@@ -591,11 +624,12 @@ def experiment_scaling_figures(
                 continue
             fig, ax = plt.subplots(figsize=(6.5, 4))
             _lines_against(ax, dim, lines, [float(v[dim]) for v in values.values()])
-            ax.set_ylabel("operations per second")
-            ax.set_title(f"Workload {w}: throughput against {dim} (mean, CI)", fontsize=10)
+            ax.set_ylabel(throughput_label(w))
+            who = "Load" if w == records.LOAD else f"Workload {w}"
+            ax.set_title(f"{who}: throughput against {dim} (mean, CI)", fontsize=10)
             figs.save(
                 fig, f"scaling-{_safe(dim)}-{_safe(w)}", "Scaling",
-                f"Workload {w}: throughput against {dim}, one line per other dimensions",
+                f"{who}: throughput against {dim}, one line per other dimensions",
             )  # fmt: skip
     return numeric
 
@@ -806,9 +840,11 @@ def _compare_html(result: compare.Comparison) -> str:
         if r.significant:
             kind = "better" if "better" in r.verdict else "worse"
             cells[V] = f'<span class="{kind}">{cells[V]}</span>'
+        # The count on a line, the reasons under it: the column stays narrow.
         if r.validity.valid < r.validity.trials:
-            # The count on a line, the reasons under it: the column stays narrow.
             cells[VALID] = f'<span class="flag">{cells[VALID].replace(" (", "<br>(", 1)}</span>'
+        elif r.validity.accepted:
+            cells[VALID] = cells[VALID].replace(" (", "<br>(", 1)
         # One flag a line, never broken inside ("CV 20% > 10%" read as four lines).
         cells[F] = "<br>".join(
             f'<span class="flag nowrap">{html.escape(f)}</span>' for f in r.flags

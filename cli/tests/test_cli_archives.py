@@ -8,7 +8,6 @@ subprocess where exit codes and stderr matter, in-process (typer's runner) elsew
 from __future__ import annotations
 
 import csv
-import io
 import json
 import subprocess
 import sys
@@ -84,9 +83,9 @@ def test_compare_across_two_archives_shows_the_difference_and_no_difference(
     assert md.startswith("Baseline **bench/bench@") and "| ~ |" in md
     table = invoke("compare", str(planes[0]), str(planes[1]), "--group-by", "shards")
     assert "shards=5" in table and "better" in table
-    rows_csv = list(
-        csv.DictReader(io.StringIO(invoke("compare", str(planes[0]), str(planes[1]), "-o", "csv")))
-    )
+    shown = invoke("compare", str(planes[0]), str(planes[1]), "-o", "csv")
+    # The notes are comment lines before the header (pandas: read_csv(comment="#")).
+    rows_csv = list(csv.DictReader(ln for ln in shown.splitlines() if not ln.startswith("#")))
     assert {"welchP", "rankP", "hedgesG", "deltaCiLow"} <= set(rows_csv[-1])
 
 

@@ -5,9 +5,9 @@ exported to archive folders and read back by the real command."""
 from __future__ import annotations
 
 import csv
-import io
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from builders import benchmark_run
@@ -78,7 +78,8 @@ def test_two_keys_pool_runs_by_their_combination(cloud_by_shards: list[str]) -> 
     table = invoke(*args)
     assert "cloud,shards" in table  # the configuration column's header names both keys
     assert "time to load" in table
-    rows = list(csv.DictReader(io.StringIO(invoke(*args, "-o", "csv"))))
+    shown = invoke(*args, "-o", "csv")
+    rows = list(csv.DictReader(ln for ln in shown.splitlines() if not ln.startswith("#")))
     assert {"cloud", "shards"} <= set(rows[0]) and rows[0]["cloud"] == "openstack"
     assert "| cloud,shards |" in invoke(*args, "-o", "markdown")
 
@@ -132,3 +133,56 @@ def test_the_report_shows_each_sharded_runs_documents_per_shard_beside_its_table
 
     invoke("report", folders[-1], "-o", str(tmp_path / "replica"))
     assert not (tmp_path / "replica" / "figures" / "shard-distribution.png").exists()
+
+
+class _Kept:
+    """The report's figures with their axes read before they are written and closed."""
+
+    def __init__(self, folder: Path) -> None:
+        from mongobench_cli import report
+
+        self.inner = report._Figures(folder)
+        self.axes: dict[str, list[tuple[str, list[str]]]] = {}
+
+    def save(self, fig: Any, name: str, section: str, caption: str) -> None:
+        self.axes[name] = [
+            (ax.get_ylabel(), [t.get_text() for t in ax.get_legend().get_texts()])
+            for ax in fig.axes
+            if ax.get_legend() is not None
+        ]
+        self.inner.save(fig, name, section, caption)
+
+
+def test_a_loads_records_per_second_have_their_own_axis_beside_the_workloads_operations(
+    tmp_path: Path,
+) -> None:
+    """Throughput against shards and per workload: a load's records/s never on the workloads'
+    ops/s axis (the larger figure flattened theirs, under their unit)."""
+    from mongobench_cli import report
+    from mongobench_results import compare
+
+    runs = [
+        benchmark_run(
+            f"s{shards}",
+            shards=shards,
+            workloads=("a", "c"),
+            repetitions=3,
+            throughput=900.0 * shards,
+            loads=1,
+            load_throughput=6000.0 + shards,
+            seed=shards,
+        )
+        for shards in (1, 3, 5)
+    ]
+    result = compare.compare([compare.RunInput(r.key, r.run) for r in runs])
+    figs = _Kept(tmp_path)
+    assert report.scaling_figure(figs, result) == "shards"  # type: ignore[arg-type]
+    report.throughput_figure(figs, result)  # type: ignore[arg-type]
+    assert figs.axes["scaling-shards"] == [
+        ("operations per second (ops/s)", ["workload a", "workload c"]),
+        ("records loaded per second (records/s)", ["load"]),
+    ]
+    assert figs.axes["throughput"] == [("operations per second (ops/s)", ["s1", "s3", "s5"])]
+    assert figs.axes["throughput-load"] == [
+        ("records loaded per second (records/s)", ["s1", "s3", "s5"])
+    ]

@@ -220,3 +220,11 @@ def test_cells_of_one_dimension_get_one_scaling_figure_not_one_per_workload(tmp_
     page = written.html.read_text()
     assert "differ only in <b>shards</b>" in page
     assert "Experiment cells plotted against" not in page
+
+
+def test_a_cells_validity_says_the_reasons_its_runs_accepted() -> None:
+    judged = {"valid": 3, "trials": 3, "judged": 3, "reasons": {}}
+    assert experiment._valid_cell(judged) == "3/3"
+    accepted = judged | {"accepted": {"NoisyNode": 1, "ClientBound": 3}}
+    assert experiment._valid_cell(accepted) == "3/3 (accepted: ClientBound, NoisyNode)"
+    assert experiment._valid_cell(None) == "-"

@@ -7,6 +7,7 @@ that recreate a run (new names, images pinned by the digests the kubelets report
 from __future__ import annotations
 
 import copy
+import csv
 import json
 from pathlib import Path
 from typing import Any
@@ -131,6 +132,29 @@ def test_compare_names_provenance_differences_and_flags_fcv_and_instance_type(
     assert markdown.count("(changes results)") == 2
     same = json.loads(invoke("compare", str(old), str(old), "-o", "json", "--allow-incomparable"))
     assert same["provenanceDifferences"] == []
+
+
+def test_compare_csv_carries_the_provenance_notes_as_comment_lines(
+    planes: tuple[Path, Path],
+) -> None:
+    """What the table and markdown say around their rows, as `# ` lines before the header:
+    what pandas.read_csv(comment="#") skips and a spreadsheet shows above the table."""
+    old, new = planes
+    text = invoke("compare", str(old), str(new), "-o", "csv", "--allow-incomparable")
+    lines = text.splitlines()
+    notes = [line for line in lines if line.startswith("# ")]
+    assert lines[: len(notes)] == notes  # all before the header
+    assert notes[0].startswith("# baseline bench/bench@")
+    assert any(n.startswith("# provenance against bench/bench@") for n in notes)
+    assert any("feature compatibility version 6.0 vs 7.0" in n for n in notes)
+    assert any("node instance types m6i.xlarge vs m5.xlarge" in n for n in notes)
+    assert sum("(changes results)" in n for n in notes) == 2
+    # The rows read as before once the comments are skipped; no cell holds the comment mark.
+    rows = list(csv.DictReader(lines[len(notes) :]))
+    assert rows and {"workload", "metric", "configuration", "verdict"} <= set(rows[0])
+    assert not any("#" in line for line in lines[len(notes) :])
+    same = invoke("compare", str(old), str(old), "-o", "csv", "--allow-incomparable")
+    assert "# - no difference in what ran (where both sides know it)" in same.splitlines()
 
 
 def test_describe_shows_what_ran(planes: tuple[Path, Path]) -> None:

@@ -207,6 +207,18 @@ def test_describe_shows_each_steps_validity_with_its_reasons() -> None:
     assert "invalid: ClientBound" in text
     assert "- ClientBound: client CPU 97% of its limit" in text
     assert "valid (warm-up 3 s) [attempt 2]" in text
+    # A reason the policy accepts (spec.validity.accept): said, and the trial valid.
+    first["validity"] = {
+        "valid": True,
+        "reasons": [{"reason": "ClientBound", "message": "client CPU 97%", "accepted": True}],
+        "attempt": 1,
+    }
+    console = Console(width=250, record=True)
+    console.print(render.describe(loaded))
+    text = console.export_text()
+    assert "invalid" not in text
+    assert "valid (accepted: ClientBound)" in text
+    assert "- ClientBound (accepted): client CPU 97%" in text
 
 
 def test_describe_shows_documents_data_and_chunks_per_shard_after_each_load() -> None:

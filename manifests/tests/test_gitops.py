@@ -153,7 +153,67 @@ def test_a_changed_run_spec_renders_as_a_new_run_and_the_old_one_is_kept(tmp_pat
     annotations = run["metadata"]["annotations"]
     assert annotations["argocd.argoproj.io/sync-options"] == "Prune=false"
     assert annotations["argocd.argoproj.io/compare-options"] == "IgnoreExtraneous"
-    assert run["metadata"]["labels"]["mongobench.io/experiment"] == "ycsb-a"
+    assert run["metadata"]["labels"]["mongobench.io/gitops-entry"] == "ycsb-a"
+
+
+class _Listed:
+    """What the operator's experiment reconcile lists through KubeApi, over a fixed set of
+    objects, label selectors matched as the apiserver does (the CLI's selector parser)."""
+
+    def __init__(self, *objects: dict[str, Any]) -> None:
+        self.objects = objects
+
+    def list(self, kind: str, namespace: str, label_selector: str) -> list[dict[str, Any]]:
+        from mongobench_cli import selector
+
+        wanted = selector.parse(label_selector)
+        return [
+            o
+            for o in self.objects
+            if o["kind"] == kind
+            and o["metadata"].get("namespace", namespace) == namespace
+            and wanted.matches(o["metadata"].get("labels"))
+        ]
+
+
+def test_an_entry_and_an_experiment_of_one_name_stay_apart() -> None:
+    """Entry `ycsb-a` of the chart and a BenchmarkExperiment `ycsb-a` in one namespace: the
+    experiment finds only its own runs (the operator's reconcile, the CLI's describe use
+    mongobench.io/experiment), and the entry's label selects only the entry's run."""
+    from mongobench.experiment import matrix, objects, reconcile
+
+    rendered = docs(experiments(EXAMPLE))
+    entry_runs = [d for d in rendered if d["kind"] == "BenchmarkRun"]
+    assert [r["metadata"]["labels"]["mongobench.io/gitops-entry"] for r in entry_runs] == ["ycsb-a"]
+    experiment = {
+        "metadata": {"name": "ycsb-a", "namespace": "bench", "uid": "u1"},
+        "spec": {
+            "cluster": {"version": "7.0.14"},
+            "run": {"workloads": [{"name": "a"}]},
+            "dimensions": [
+                {"name": "version", "target": "cluster", "field": "version",
+                 "values": ["7.0.14", "8.0.4"]},
+            ],
+        },
+    }  # fmt: skip
+    m = matrix.expand(experiment["spec"])
+    own = [objects.run(experiment, m, matrix.Slot(c, 1)) for c in range(len(m.cells))]
+    in_namespace = [{**r, "metadata": {**r["metadata"], "namespace": "bench"}} for r in entry_runs]
+    kube = _Listed(*in_namespace, *own)
+    _, runs = reconcile._children(kube, "bench", "ycsb-a")  # type: ignore[arg-type]
+    assert sorted(r["metadata"]["name"] for r in runs.values()) == sorted(
+        r["metadata"]["name"] for r in own
+    )
+    entry = kube.list("BenchmarkRun", "bench", "mongobench.io/gitops-entry=ycsb-a")
+    assert [r["metadata"]["name"] for r in entry] == [entry_runs[0]["metadata"]["name"]]
+    # An entry may not take the experiments' key back through its own labels.
+    proc = subprocess.run(
+        helm_experiments(EXAMPLE, "runs[0].labels.mongobench\\.io/experiment=ycsb-a"),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode != 0 and "may not set mongobench.io/experiment" in proc.stderr
 
 
 @pytest.mark.parametrize(
@@ -200,7 +260,7 @@ def test_a_long_run_name_is_cut_before_the_hash_to_what_the_operator_accepts(len
     run = next(
         d for d in docs(experiments(EXAMPLE, f"runs[0].name={name}")) if d["kind"] == "BenchmarkRun"
     )
-    assert run["metadata"]["labels"]["mongobench.io/experiment"] == name
+    assert run["metadata"]["labels"]["mongobench.io/gitops-entry"] == name
 
 
 def test_two_runs_cut_to_the_same_name_are_refused_with_both_names(tmp_path: Path) -> None:
@@ -228,7 +288,7 @@ def test_experiments_schema_refuses_names_no_object_could_carry() -> None:
 
     run = "runs[0].spec.clusterRef.name=x"
     assert not refused("runs[0].name=" + "a" * 63, run)
-    assert refused("runs[0].name=" + "a" * 64, run)  # the label mongobench.io/experiment
+    assert refused("runs[0].name=" + "a" * 64, run)  # the label mongobench.io/gitops-entry
     # Clusters are not renamed: the shortest limit of any topology (a Sharded one's).
     longest = min(MAX_MONGOCLUSTER_NAME.values())
     assert not refused(f"clusters[0].name={'c' * longest}", "clusters[0].spec.version=7.0.14")

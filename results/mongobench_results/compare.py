@@ -194,10 +194,13 @@ class CellValidity:
     judged: int  # trials the operator judged (older runs have none)
     reasons: tuple[tuple[str, int], ...]  # reason name -> invalid trials with it
     included_invalid: bool  # the invalid trials are in the statistics (--include-invalid)
+    # reason name -> trials where the policy accepted it (spec.validity.accept)
+    accepted: tuple[tuple[str, int], ...] = ()
 
     @classmethod
     def of(cls, steps: Sequence[records.StepView], include_invalid: bool) -> CellValidity:
         counts = Counter(r for s in steps if not s.validity.valid for r in s.validity.reason_names)
+        accepted = Counter(r for s in steps for r in s.validity.accepted_names)
         valid = sum(1 for s in steps if s.validity.valid)
         return cls(
             valid=valid,
@@ -205,23 +208,31 @@ class CellValidity:
             judged=sum(1 for s in steps if s.validity.judged),
             reasons=tuple(sorted(counts.items())),
             included_invalid=include_invalid and valid < len(steps),
+            accepted=tuple(sorted(accepted.items())),
         )
 
     def text(self) -> str:
-        """One cell: "3/4 valid (NoisyNode 1)", "3/3 valid" or "unjudged"."""
+        """One cell: "3/4 valid (NoisyNode 1)", "3/3 valid (accepted: ClientBound 3)",
+        "3/3 valid" or "unjudged"."""
         if not self.judged:
             return "unjudged"
-        why = ", ".join(f"{name} {n}" for name, n in self.reasons)
+        notes = [", ".join(f"{name} {n}" for name, n in self.reasons)] if self.reasons else []
+        if self.accepted:
+            notes.append("accepted: " + ", ".join(f"{name} {n}" for name, n in self.accepted))
+        why = "; ".join(notes)
         return f"{self.valid}/{self.trials} valid" + (f" ({why})" if why else "")
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "valid": self.valid,
             "trials": self.trials,
             "judged": self.judged,
             "reasons": dict(self.reasons),
             "includedInvalid": self.included_invalid,
         }
+        if self.accepted:
+            out["accepted"] = dict(self.accepted)
+        return out
 
 
 @dataclass(frozen=True)

@@ -7,18 +7,21 @@ BenchmarkRun's status (`status.steps[].validity`), the archive and the experimen
       valid: false
       reasons:
         - {reason: ClientBound, message: "client CPU 97% of limit", value: 0.97, threshold: 0.9}
+        - {reason: NoisyNode, message: "...", accepted: true}   # spec.validity.accept
       warmupSeconds: 4.0      # when the throughput series shows a warm-up (not-steady check)
       attempt: 2              # 1 for the first try; a re-run of an invalid trial counts up
 
 This module is the one definition of that shape and of the reasons' names; readers (records,
-compare, the CLI) and the operator use it. A step without `validity` was never judged (a run
+compare, the CLI) and the operator use it. A reason the run's policy accepts
+(`spec.validity.accept`, e.g. ClientBound on a shared-node platform) is judged and kept, marked
+`accepted`, but does not make the trial invalid. A step without `validity` was never judged (a run
 from before verdicts existed): it counts as valid and says so (`judged` is False).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 # The client, not MongoDB, was the bottleneck: a client pod's CPU near its limit or its node's
@@ -43,6 +46,8 @@ class Reason:
     message: str
     value: float | None = None
     threshold: float | None = None
+    # Found, but the policy accepts it (spec.validity.accept): shown, not excluding the trial.
+    accepted: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"reason": self.reason, "message": self.message}
@@ -50,6 +55,8 @@ class Reason:
             out["value"] = self.value
         if self.threshold is not None:
             out["threshold"] = self.threshold
+        if self.accepted:
+            out["accepted"] = True
         return out
 
 
@@ -73,24 +80,43 @@ class Validity:
 
     @property
     def reason_names(self) -> list[str]:
-        return [r.reason for r in self.reasons]
+        """The reasons that make the trial invalid (the accepted ones are not among them)."""
+        return _unique(r.reason for r in self.reasons if not r.accepted)
+
+    @property
+    def accepted_names(self) -> list[str]:
+        """The reasons found and accepted by the policy."""
+        return _unique(r.reason for r in self.reasons if r.accepted)
 
     def text(self) -> str:
-        """One cell of a table: `valid`, `unjudged`, or the reasons' names."""
+        """One cell of a table: `valid`, `unjudged`, or the reasons' names; accepted reasons
+        after them ("valid (accepted: ClientBound)")."""
         if not self.judged:
             return "unjudged"
-        return "valid" if self.valid else "invalid: " + ", ".join(self.reason_names)
+        text = "valid" if self.valid else "invalid: " + ", ".join(self.reason_names)
+        accepted = self.accepted_names
+        if accepted:
+            text += f" (accepted: {', '.join(accepted)})"
+        return text
 
 
 UNJUDGED = Validity(valid=True, judged=False)
 
 
 def judge(
-    reasons: Sequence[Reason], warmup_seconds: float | None = None, attempt: int = 1
+    reasons: Sequence[Reason],
+    warmup_seconds: float | None = None,
+    attempt: int = 1,
+    accept: Collection[str] = (),
 ) -> Validity:
-    """The verdict of a trial from the reasons its checks found (none: valid)."""
+    """The verdict of a trial from the reasons its checks found: valid when none is found or
+    every one found is of a kind in `accept` (those are kept, marked accepted)."""
+    marked = tuple(replace(r, accepted=True) if r.reason in accept else r for r in reasons)
     return Validity(
-        valid=not reasons, reasons=tuple(reasons), warmup_seconds=warmup_seconds, attempt=attempt
+        valid=all(r.accepted for r in marked),
+        reasons=marked,
+        warmup_seconds=warmup_seconds,
+        attempt=attempt,
     )
 
 
@@ -104,16 +130,21 @@ def parse(value: Mapping[str, Any] | None) -> Validity:
             message=str(r.get("message", "")),
             value=_number(r.get("value")),
             threshold=_number(r.get("threshold")),
+            accepted=r.get("accepted") is True,
         )
         for r in value.get("reasons") or ()
         if isinstance(r, Mapping)
     )
     return Validity(
-        valid=bool(value.get("valid", not reasons)),
+        valid=bool(value.get("valid", all(r.accepted for r in reasons))),
         reasons=reasons,
         warmup_seconds=_number(value.get("warmupSeconds")),
         attempt=int(value.get("attempt") or 1),
     )
+
+
+def _unique(names: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(names))
 
 
 def _number(value: Any) -> float | None:

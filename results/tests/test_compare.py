@@ -280,6 +280,25 @@ def test_invalid_trials_are_left_out_and_counted_with_their_reasons() -> None:
     assert row(old, "a", "throughput", "y").validity.text() == "unjudged"
 
 
+def test_accepted_reasons_count_the_trial_and_are_said_in_the_cell() -> None:
+    base = benchmark_run("base", workloads=("a",), repetitions=4, seed=22, invalid={})
+    new = benchmark_run(
+        "new", workloads=("a",), repetitions=4, seed=23, invalid={"a#4": ("NoisyNode",)}
+    )
+    bound = {"reason": "ClientBound", "message": "client CPU 104% of its limit", "accepted": True}
+    for s in new.run["status"]["steps"]:
+        if s.get("kind") == "run":
+            verdict = s.setdefault("validity", {"valid": True, "reasons": [], "attempt": 1})
+            verdict["reasons"] = [bound, *verdict["reasons"]]
+    result = compare.compare(inputs(base, new), metrics=("throughput",))
+    r = row(result, "a", "throughput", "new")
+    assert r.summary.n == 3  # the accepted reason excludes nothing; NoisyNode still does
+    assert r.validity.text() == "3/4 valid (NoisyNode 1; accepted: ClientBound 4)"
+    assert r.validity.to_dict()["accepted"] == {"ClientBound": 4}
+    assert row(result, "a", "throughput", "base").validity.text() == "4/4 valid"
+    assert "accepted" not in row(result, "a", "throughput", "base").validity.to_dict()
+
+
 def test_a_cell_whose_every_trial_is_invalid_is_a_row_that_says_why() -> None:
     """Nothing is lost: the workload stays in the table, without figures, with the reasons."""
     bad = {f"a#{i}": ("ClientBound",) for i in (1, 2, 3)}

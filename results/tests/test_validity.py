@@ -50,3 +50,28 @@ def test_steps_carry_the_operators_verdict() -> None:
     }
     (step,) = records.steps(run)
     assert step.validity.reason_names == [validity.NOISY_NODE]
+
+
+def test_an_accepted_reason_is_kept_and_shown_but_the_trial_is_valid() -> None:
+    found = [
+        validity.Reason(validity.CLIENT_BOUND, "client CPU 104% of its limit", 1.04, 0.9),
+        validity.Reason(validity.NOISY_NODE, "node n1: CPU steal 12.0%", 12.0, 5.0),
+    ]
+    lenient = validity.judge(found, accept=[validity.CLIENT_BOUND, validity.NOISY_NODE])
+    assert lenient.valid
+    assert [r.accepted for r in lenient.reasons] == [True, True]
+    assert lenient.reason_names == []
+    assert lenient.text() == "valid (accepted: ClientBound, NoisyNode)"
+    written = lenient.to_dict()
+    assert written["valid"] is True
+    assert [r.get("accepted") for r in written["reasons"]] == [True, True]
+    assert validity.parse(written) == lenient
+    # A reason not accepted still makes the trial invalid; the accepted one is said beside it.
+    partly = validity.judge(found, accept=[validity.CLIENT_BOUND])
+    assert not partly.valid
+    assert partly.reason_names == [validity.NOISY_NODE]
+    assert partly.text() == "invalid: NoisyNode (accepted: ClientBound)"
+    assert "accepted" not in partly.to_dict()["reasons"][1]
+    # Without a stored `valid`, what is stored decides: accepted reasons alone leave it valid.
+    assert validity.parse({"reasons": written["reasons"]}).valid
+    assert not validity.parse({"reasons": [{"reason": "Errors", "message": "1%"}]}).valid

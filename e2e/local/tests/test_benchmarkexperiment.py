@@ -492,9 +492,9 @@ def test_an_aa_calibration_in_randomized_rounds_stops_when_the_target_is_met(
     assert (target["status"], target["reason"]) == ("True", "Reached"), target
     cells = status["repetitions"]["cells"]
     assert [c["name"] for c in cells] == ["calibration=a", "calibration=b"]
-    # Only valid trials count (this plane's trials are often client-bound): met with at least
-    # the minimum of 3 valid, never more than the rounds run.
-    assert all(c["met"] and 3 <= c["valid"] <= rounds for c in cells), cells
+    # Every trial counts (LENIENT_VALIDITY accepts what this plane's trials are judged): met
+    # with one valid trial per round run.
+    assert all(c["met"] and c["valid"] == rounds for c in cells), cells
     # Randomized rounds: every round ran each cell once, round after round.
     assert sorted(watch.runs.values()) == sorted(
         f"aa-c{c}-r{r}" for c in range(2) for r in range(1, rounds + 1)

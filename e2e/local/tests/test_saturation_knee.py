@@ -138,18 +138,12 @@ def test_the_knee_of_the_wire_server_with_its_curve_and_its_cost(
     at_knee = [s for s in status["steps"] if s["kind"] == "run"]
     assert len(at_knee) == 2
     assert {s["offeredOpsPerSecond"] for s in at_knee} == {found["offeredOpsPerSecond"]}
-    # Its interval is over the valid ones (a trial judged invalid stays out, as everywhere).
-    valid = [s for s in at_knee if (s.get("validity") or {}).get("valid", True)]
+    # Its interval over both: judged, and what was found (a client short of its target on
+    # this loaded plane: ClientBound) accepted by LENIENT_VALIDITY, so both count.
     verdicts = [(s["label"], s.get("validity")) for s in at_knee]
-    if valid:
-        assert found["throughput"]["n"] == len(valid), verdicts
-        tp = found["throughput"]
-        assert tp["mean"] > 0
-        if len(valid) >= 2:
-            assert tp["ciLow"] <= tp["mean"] <= tp["ciHigh"]
-    else:  # on a loaded plane no run at the knee may be valid: judged, said, no interval made up
-        assert all(s["validity"]["reasons"] for s in at_knee), verdicts
-        assert "throughput" not in found, found
+    assert all(s["validity"]["valid"] for s in at_knee), verdicts
+    tp = found["throughput"]
+    assert tp["n"] == 2 and tp["mean"] > 0 and tp["ciLow"] <= tp["mean"] <= tp["ciHigh"], found
     assert found["limitMs"] == LIMIT_MS and found["percentile"] == "p99"
 
     # The cost: each measured step's client node, an m5.large, for the step's window.

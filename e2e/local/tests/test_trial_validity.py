@@ -11,6 +11,8 @@ kubelet's cAdvisor-named container CPU. What stands in: the wire model for mongo
 - A CPU hog beside the database (a busy pod on the database's node during the steps) is a
   NoisyNode: cAdvisor's CPU of a pod that is neither the run's client nor the cluster's.
 Each is re-run once (validity.rerunInvalid: 1): the invalid attempt stays in status.
+- The starved client again, with ClientBound accepted (validity.accept): judged and shown
+  ("accepted: ClientBound" in status, `describe` and `compare`), the trial counts, no re-run.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 import pytest
 import test_benchmarkrun as bmr
 from kubernetes import client as k8s
+from test_cli import cli, ok
 
 from localplane import cgroups
 from localplane.executor import PodExecutor, pod_executor, rewrite_hosts
@@ -115,6 +118,46 @@ def test_a_client_starved_of_cpu_is_client_bound_and_re_run(
     assert trials["message"] == "2 of 2 trials invalid; 1 re-run"
     invalid = events(kube_api, namespace, "TrialInvalid")
     assert any("re-running (attempt 2 of 2)" in m for m in invalid), invalid
+
+
+def test_an_accepted_reason_is_shown_and_the_trial_counts(
+    plane: Plane,
+    namespace: str,
+    kube_api: k8s.ApiClient,
+    model: MongoModel,
+    executor: PodExecutor,
+    prometheus: str,
+    tmp_path: Path,
+) -> None:
+    operator = bmr.start(plane, namespace, model, tmp_path / "operator.log", prometheus, kube_api)
+    try:
+        bmr.cluster(plane, namespace, kube_api)
+        starved = {"resources": {"limits": {"cpu": "100m"}, "requests": {"cpu": "100m"}}}
+        # What else this busy host may cause (noise, a level shift) is accepted too: the test
+        # is about ClientBound, which the starved client always is.
+        accept = ["ClientBound", "NoisyNode", "NotSteady"]
+        policy = {"rerunInvalid": 1, "accept": accept}
+        bmr.apply(plane, namespace, judged_run("accepted", clients=starved, validity=policy))
+        run = bmr.wait_run(kube_api, namespace, "accepted", ("Succeeded", "Failed"), timeout=600)
+        described = ok(cli(plane, "describe", "accepted", "-n", namespace))
+        compared = ok(cli(plane, "compare", "accepted", "-n", namespace))
+    finally:
+        operator.stop()
+    assert run["status"]["phase"] == "Succeeded", run["status"].get("conditions")
+    steps = run_steps(run)
+    assert list(steps) == ["run c #1"]  # valid: not re-run
+    verdict = steps["run c #1"]["validity"]
+    assert verdict["valid"] is True, verdict
+    bound = [r for r in verdict["reasons"] if r["reason"] == "ClientBound"]
+    assert bound and all(r["accepted"] is True for r in bound), verdict
+    trials = {c["type"]: c for c in run["status"]["conditions"]}["TrialsValid"]
+    assert trials["status"] == "True"
+    assert trials["message"].startswith("all 1 trials valid; accepted: "), trials
+    assert "ClientBound" in trials["message"]
+    assert not events(kube_api, namespace, "TrialInvalid")
+    assert "accepted: ClientBound" in " ".join(described.split()), described
+    assert "- ClientBound (accepted):" in described, described
+    assert "1/1 valid (accepted: ClientBound 1" in " ".join(compared.split()), compared
 
 
 def test_a_cpu_hog_beside_the_database_is_a_noisy_node_and_re_run(

@@ -249,6 +249,9 @@ class Archive:
 
 MAX_RERUNS = 5  # spec.validity.rerunInvalid's maximum (the CRD's too)
 
+# The verdict's reasons (mongobench_results.validity.REASONS), as spec.validity.accept takes them.
+ValidityReason = Literal["ClientBound", "NoisyNode", "NotSteady", "Errors", "LittlesLaw"]
+
 
 @dataclass(frozen=True)
 class ValidityPolicy:
@@ -277,6 +280,10 @@ class ValidityPolicy:
     # same standing reason (a client node at capacity, a shared host) it only repeats it;
     # the verdict is reported either way and compare leaves invalid trials out.
     rerun_invalid: int = 0
+    # Reasons judged and shown but not making a trial invalid: where a standing condition is
+    # known and accepted (clients sharing the database's nodes: ClientBound; a shared host:
+    # NoisyNode). The trial counts as valid and says "accepted: ClientBound".
+    accept: tuple[ValidityReason, ...] = ()
 
     def __post_init__(self) -> None:
         """The CRD's rules again (an apiserver without them, a spec stored before them): the

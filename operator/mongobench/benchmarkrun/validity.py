@@ -46,7 +46,8 @@ def judge_step(
     limit_cores: float | None,
     attempt: int = 1,
 ) -> v.Validity:
-    """The trial's verdict: every check's reasons, the warm-up found, the attempt."""
+    """The trial's verdict: every check's reasons (those of a kind the policy accepts marked
+    so, not making it invalid), the warm-up found, the attempt."""
     reasons: list[v.Reason] = []
     reasons += client_bound(policy, merged, profile, limit_cores)
     reasons += noisy_node(policy, profile)
@@ -55,7 +56,7 @@ def judge_step(
     reasons += errors(policy, merged)
     if policy.littles_law:
         reasons += littles_law(merged)
-    return v.judge(reasons, warmup_seconds=warmup, attempt=attempt)
+    return v.judge(reasons, warmup_seconds=warmup, attempt=attempt, accept=policy.accept)
 
 
 def client_bound(
@@ -250,12 +251,27 @@ def tally(steps: Sequence[Mapping[str, Any]]) -> tuple[int, int, int]:
     return len(judged), invalid, reruns
 
 
+def accepted(steps: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The reasons the policy accepted on any trial, in the order found."""
+    names = (
+        r.get("reason")
+        for s in steps
+        if s.get("kind") == "run"
+        for r in (s.get("validity") or {}).get("reasons") or ()
+        if r.get("accepted")
+    )
+    return list(dict.fromkeys(str(n) for n in names))
+
+
 def condition_message(steps: Sequence[Mapping[str, Any]]) -> tuple[bool, str]:
-    """(all valid, "2 of 9 trials invalid; 1 re-run")."""
+    """(all valid, "2 of 9 trials invalid; 1 re-run; accepted: ClientBound")."""
     judged, invalid, reruns = tally(steps)
     text = f"{invalid} of {judged} trials invalid" if invalid else f"all {judged} trials valid"
     if reruns:
         text += f"; {reruns} re-run{'s' if reruns > 1 else ''}"
+    kinds = accepted(steps)
+    if kinds:
+        text += f"; accepted: {', '.join(kinds)}"
     return invalid == 0, text
 
 

@@ -108,6 +108,46 @@ def test_errors_and_littles_law() -> None:
     assert validity.judge_step(lenient, doc, None, limit_cores=1.0).valid
 
 
+def test_an_accepted_reason_is_judged_and_kept_but_the_trial_counts() -> None:
+    """A shared-node platform (or the local plane): the starved or shared client is found
+    ClientBound, said so, and the trial still counts; what is not accepted still does not."""
+    starved = merged(clientCpu={"totalSeconds": 62.0}, properties={"target": "1000"})
+    accepting = BenchmarkRunSpec.parse(
+        {"workloads": [{"name": "a"}], "validity": {"accept": ["ClientBound"]}}
+    ).validity
+    assert accepting.accept == ("ClientBound",)
+    verdict = validity.judge_step(accepting, starved, None, limit_cores=0.5)
+    assert verdict.valid
+    # Both findings (its limit and its target) kept, each marked accepted.
+    assert [(r.reason, r.accepted) for r in verdict.reasons] == [(v.CLIENT_BOUND, True)] * 2
+    assert verdict.text() == "valid (accepted: ClientBound)"
+    # The default policy judges the same trial invalid: accept changes no threshold.
+    strict = validity.judge_step(POLICY, starved, None, limit_cores=0.5)
+    assert not strict.valid and reasons(strict) == [v.CLIENT_BOUND] and len(strict.reasons) == 2
+    noisy = {"cpu": {"nodes": [{"name": "db1", "role": "cluster", "avg": 50, "steal": 12.5}]}}
+    both = validity.judge_step(accepting, starved, noisy, limit_cores=0.5)
+    assert not both.valid and both.text() == "invalid: NoisyNode (accepted: ClientBound)"
+    steps = [
+        {"kind": "run", "validity": verdict.to_dict(), "attempt": 1},
+        {"kind": "run", "validity": verdict.to_dict(), "attempt": 1},
+    ]
+    assert validity.condition_message(steps) == (
+        True,
+        "all 2 trials valid; accepted: ClientBound",
+    )
+
+
+def test_accept_names_the_verdicts_reasons_and_nothing_else() -> None:
+    from typing import get_args
+
+    from mongobench.api import SpecError
+    from mongobench.api.benchmarkrun import ValidityReason
+
+    assert get_args(ValidityReason) == v.REASONS
+    with pytest.raises(SpecError, match=r"accept\[0\]: 'Slow' is not one of ClientBound"):
+        BenchmarkRunSpec.parse({"workloads": [{"name": "a"}], "validity": {"accept": ["Slow"]}})
+
+
 def spec(rerun: int, between: str = "None") -> BenchmarkRunSpec:
     return BenchmarkRunSpec.parse(
         {
