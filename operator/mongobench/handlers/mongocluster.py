@@ -84,8 +84,12 @@ def ticks(body: Mapping[str, Any]) -> tuple[float, float] | None:
     from mongobench.mongocluster.rotation import under_way
 
     status = body.get("status") or {}
-    if _wiring(body, status) or (status.get("phase") == cond.PHASE_READY and under_way(body)):
-        # A credential rotation asked for (or under way) ticks too: its stages wait on clients.
+    rolling_tls = (status.get("tls") or {}).get("phase") == cond.TLS_ROLLING
+    if _wiring(body, status) or (
+        status.get("phase") == cond.PHASE_READY and (under_way(body) or rolling_tls)
+    ):
+        # A credential rotation asked for (or under way) ticks too: its stages wait on clients;
+        # so does a roll between TLS modes (its last step waits for plain clients to end).
         return WIRING
     if _waiting_for_pods(body, status):
         return WAITING

@@ -33,7 +33,7 @@ from mongobench.mongo.pool import AdminPool, fingerprint
 from mongobench.mongo.tls_files import TLSFiles, write_tls_files
 from mongobench.mongo.versions import fcv_after_roll
 from mongobench.mongocluster import labels as lbl
-from mongobench.mongocluster import rotate, rotation
+from mongobench.mongocluster import roll_tls, rotate, rotation
 from mongobench.mongocluster.layout import ClusterLayout, ReplicaSetLayout
 from mongobench.mongocluster.placement import PLACED, Feasibility, feasibility, has_hard_rules
 from mongobench.mongocluster.platform import PlatformFacts
@@ -200,6 +200,7 @@ def administration(
             keyfile,
             tls.digest if tls else "",
             d.spec.tls.member_auth,
+            str(d.spec.tls.operator_dials_tls),  # a roll onto TLS switches it (tls_roll)
         )
     )
     with admins.lease(layout.namespace, layout.name, credentials, build) as admin:
@@ -389,6 +390,10 @@ def _sync(
         if ready and not deleting
         else MongoPass(fcv=fcv)
     )
+    if mongo.wiring is not None and mongo.wiring.complete and mongo.failure is None:
+        # Once wired: the next step of a roll between TLS modes, if one is due (tls_roll).
+        for event in roll_tls.advance(kube, body, d, statefulsets):
+            kube.event(body, *event)
     placement = None if deleting else observe_placement(kube, d, ready)
     gone = drained(retiring, mongo.wiring)
     removed = [rs.name for rs in gone if delete_shard_objects(kube, d.layout, rs)]

@@ -50,8 +50,9 @@ CERTIFICATE_API = ("cert-manager.io/v1", "certificates")
 def ensure_tls(
     kube: KubeApi, d: Desired, owner: Mapping[str, Any], now: datetime.datetime
 ) -> list[str]:
-    """Make the cluster's certificates exist; returns the Secrets (re)issued by the operator."""
-    tls = d.spec.tls
+    """Make the cluster's certificates exist; returns the Secrets (re)issued by the operator.
+    By the spec as written: a cluster rolling onto TLS has them before its first step."""
+    tls = d.target.tls
     if not tls.enabled:
         return []
     ref = owner_reference(owner)
@@ -63,7 +64,7 @@ def ensure_tls(
                 "Certificates are not served); install it, or name a CA Secret in "
                 "tls.caSecretName instead"
             )
-        for obj in build_certificates(d.spec, d.layout):
+        for obj in build_certificates(d.target, d.layout):
             obj["metadata"]["ownerReferences"] = [ref]
             kube.apply(obj)
         return []

@@ -33,6 +33,7 @@ from mongobench.mongocluster import reconcile
 from mongobench.mongocluster.certificates import CAError, issue, load_ca, reissue_reason
 from mongobench.mongocluster.layout import cluster_layout
 from mongobench.mongocluster.objects import to_yaml
+from mongobench.mongocluster.secrets import connection_secret
 from mongobench.mongocluster.tls import (
     CA_FILE,
     CERT_KEY_FILE,
@@ -321,7 +322,7 @@ def test_the_operator_connects_with_the_ca_and_its_client_certificate(
     ("mode", "member_auth", "dials_tls"),
     [
         ("allowTLS", "keyFile", False),
-        ("preferTLS", "keyFile", False),
+        ("preferTLS", "keyFile", True),
         ("requireTLS", "keyFile", True),
         ("preferTLS", "x509", True),
     ],
@@ -330,9 +331,9 @@ def test_the_operator_dials_plain_while_a_cluster_rolls_onto_tls(
     ca: trustme.CA, mode: str, member_auth: str, dials_tls: bool
 ) -> None:
     """MongoDB's path onto TLS: allowTLS, then preferTLS, then requireTLS, a roll each. Members
-    not yet restarted speak plain only, and allowTLS and preferTLS members accept plain: the
-    operator dials plain until requireTLS (or x509, which authenticates by certificate), or it
-    could not reach the members it must restart."""
+    not yet restarted onto allowTLS speak plain only: the operator dials plain under allowTLS,
+    and TLS from preferTLS on (every member accepts it by then), or with x509 members. The
+    connection Secret's URI follows the same rule."""
     spec = {
         **REPLICA_SET_CA,
         "tls": {**REPLICA_SET_CA["tls"], "mode": mode, "memberAuth": member_auth},
@@ -340,6 +341,10 @@ def test_the_operator_dials_plain_while_a_cluster_rolls_onto_tls(
     connector = operator_connector(spec, ca)
     assert connector.tls is dials_tls
     assert (connector.tls_ca_file is not None) is dials_tls
+    parsed = MongoClusterSpec.parse(spec)
+    data = connection_secret(parsed, cluster_layout("c", "ns", parsed), "pw")["data"]
+    uri = base64.b64decode(data["uri"]).decode()
+    assert ("tls=true" in uri) is dials_tls
 
 
 def test_the_operator_waits_for_its_client_certificate() -> None:
