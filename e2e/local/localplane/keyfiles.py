@@ -77,6 +77,34 @@ def certificate_from_pods(api: k8s.ApiClient) -> Callable[[str], str | None]:
     return _from_pods(api, _pod_certificate)
 
 
+def _pod_tls_mode(pod: Any) -> str | None:
+    """The --tlsMode of the pod's mongod (or mongos) container; "disabled" without it."""
+    for container in pod.spec.containers or []:
+        if container.name in ("mongod", "mongos"):
+            args = list(container.args or [])
+            if "--tlsMode" in args and args.index("--tlsMode") + 1 < len(args):
+                return str(args[args.index("--tlsMode") + 1])
+            return "disabled"
+    return None
+
+
+def tls_mode_from_pods(api: k8s.ApiClient) -> Callable[[str], str | None]:
+    """member DNS name -> the --tlsMode its mongod runs with: its pod's arguments, read once per
+    pod (by uid), as mongod reads its options at start: a member runs its mode until restarted."""
+    read_at_start: dict[str, str] = {}
+
+    def once(core: Any, namespace: str, pod: Any) -> str | None:
+        uid = pod.metadata.uid
+        if uid not in read_at_start:
+            mode = _pod_tls_mode(pod)
+            if mode is None:
+                return None
+            read_at_start[uid] = mode
+        return read_at_start[uid]
+
+    return _from_pods(api, once)
+
+
 def _from_pods(
     api: k8s.ApiClient, read: Callable[[Any, str, Any], str | None]
 ) -> Callable[[str], str | None]:

@@ -50,11 +50,16 @@ they agree on config, primary and users. Rules of the model (not of MongoDB in f
   handshake (its Secret may be written after the peer started) and again on
   ``rotateCertificates`` (``rotations``); connections whose handshake fails (a client without
   TLS, or one that does not trust the CA) are closed. ``tls_connections`` counts handshakes
-  per peer.
+  per peer. With ``tls_mode`` (member name -> its --tlsMode, e.g. read from its pod's
+  arguments once per pod start: ``keyfiles.tls_mode_from_pods``) each peer answers as its
+  mode says: none (``disabled``) serves plain connections only, allowTLS and preferTLS both,
+  requireTLS TLS only; a peer tells a TLS handshake from a wire message by the first byte.
+  ``plain_connections`` counts plain connections served, ``refused`` the ones closed and why.
 """
 
 from __future__ import annotations
 
+import socket
 import ssl
 import tempfile
 import threading
@@ -100,6 +105,10 @@ OPEN_COMMANDS = frozenset(
 )
 
 
+TLS_HANDSHAKE = b"\x16"  # the first byte of a TLS record carrying a handshake
+DISABLED = "disabled"  # mongod without --tlsMode
+
+
 def _err(request: Any, code: int, name: str, msg: str) -> bool:
     return bool(request.command_err(code, msg, codeName=name))
 
@@ -134,14 +143,36 @@ class Sharded:
 
 
 class _TLSPeer(MockupDB):  # type: ignore[misc]
-    """A peer whose every accepted connection is wrapped with its current server context."""
+    """A peer that answers as a mongod of its member's --tlsMode: it tells a TLS handshake from
+    a plain wire message by the connection's first byte (a TLS record starts with 0x16, as
+    mongod's listener tells them apart), serves each as the mode allows and closes the rest."""
 
-    def __init__(self, context: Callable[[], ssl.SSLContext | None], **kwargs: Any) -> None:
+    def __init__(self, model: MongoModel, name: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._context = context
+        self._model = model
+        self._name = name
 
     def _server_loop(self, client: Any, client_addr: Any) -> None:
-        context = self._context()
+        mode = self._model.mode_of(self._name)
+        try:
+            first = client.recv(1, socket.MSG_PEEK)
+        except OSError:
+            client.close()
+            return
+        handshake = first == TLS_HANDSHAKE
+        if not handshake:
+            if mode == "requireTLS" or not first:
+                self._model.refuse(self._name, "plain connection refused: requireTLS")
+                client.close()
+                return
+            self._model.count(self._model.plain_connections, self._name)
+            super()._server_loop(client, client_addr)
+            return
+        if mode == DISABLED:
+            self._model.refuse(self._name, "TLS handshake refused: TLS is off")
+            client.close()
+            return
+        context = self._model.tls_context(self._name)
         if context is None:  # no certificate yet: a real member would not have started
             client.close()
             return
@@ -165,11 +196,15 @@ class MongoModel:
         drain_calls: int = 2,
         fcv: str = "7.0",
         tls: Callable[[str], str | None] | None = None,
+        tls_mode: Callable[[str], str | None] | None = None,
     ) -> None:
         self.keyfile = keyfile
         self.tls = tls
+        self.tls_mode = tls_mode
         self._tls_contexts: dict[str, ssl.SSLContext] = {}
         self.tls_connections: dict[str, int] = {}  # TLS handshakes begun, per peer
+        self.plain_connections: dict[str, int] = {}  # plain connections served, per peer
+        self.refused: list[tuple[str, str]] = []  # (peer, why) of connections closed at once
         self.rotations: list[str] = []  # rotateCertificates answered, by peer
         self.catch_up_seconds = catch_up_seconds
         self.fcv = fcv
@@ -202,8 +237,8 @@ class MongoModel:
 
     def _serve(self, name: str, handler: Any) -> str:
         server = (
-            _TLSPeer(lambda: self._tls_context(name), auto_ismaster=False, request_timeout=int(1e6))
-            if self.tls is not None
+            _TLSPeer(self, name, auto_ismaster=False, request_timeout=int(1e6))
+            if self.tls is not None or self.tls_mode is not None
             else MockupDB(auto_ismaster=False, request_timeout=int(1e6))
         )
 
@@ -244,7 +279,22 @@ class MongoModel:
             context.load_cert_chain(f.name)
         return context
 
-    def _tls_context(self, name: str) -> ssl.SSLContext | None:
+    def mode_of(self, name: str) -> str:
+        """The member's --tlsMode: from ``tls_mode`` (e.g. its pod's arguments, read once per
+        pod start), else requireTLS with ``tls`` and none without."""
+        if self.tls_mode is not None:
+            return self.tls_mode(name) or DISABLED
+        return "requireTLS" if self.tls is not None else DISABLED
+
+    def count(self, counts: dict[str, int], name: str) -> None:
+        with self._lock:
+            counts[name] = counts.get(name, 0) + 1
+
+    def refuse(self, name: str, why: str) -> None:
+        with self._lock:
+            self.refused.append((name, why))
+
+    def tls_context(self, name: str) -> ssl.SSLContext | None:
         with self._lock:
             context = self._tls_contexts.get(name) or self._load_tls(name)
             if context is not None:
