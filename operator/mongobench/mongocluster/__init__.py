@@ -40,6 +40,7 @@ PURE_MODULES = (
     "status",
     "sync_plan",
     "tls",
+    "tls_ca",
     "tls_renewal",
     "tls_roll",
 )

@@ -416,7 +416,7 @@ def test_renewal_records_then_rotates_every_member_then_keeps_quiet(ca: trustme.
     admin = RecordingAdmin()
 
     def renew(now: float) -> list[str]:
-        return renew_certificates(kube, typing.cast(Any, admin), d, now)
+        return renew_certificates(kube, typing.cast(Any, admin), d, now).notes
 
     assert renew(0.0) == []  # the served certificate is recorded, nothing said
     sts = kube.objects[("StatefulSet", NS, "c-rs0")]
@@ -447,7 +447,7 @@ def test_renewal_of_a_new_ca_restarts_the_members_through_their_template(ca: tru
     kube.put(secret_of(ca_values(trustme.CA()), "bench-ca"))  # the user replaced the CA
     ensure_tls(kube, d, body(kube), NOW)
     renew_certificates(kube, typing.cast(Any, admin), d, 1.0)
-    (note,) = renew_certificates(kube, typing.cast(Any, admin), d, 1.0 + PROPAGATION_SECONDS)
+    (note,) = renew_certificates(kube, typing.cast(Any, admin), d, 1.0 + PROPAGATION_SECONDS).notes
     assert "restart (the CA changed" in note and admin.commands == []
     template = kube.objects[("StatefulSet", NS, "c-rs0")]["spec"]["template"]
     assert RESTART_ANNOTATION in template["metadata"]["annotations"]
