@@ -20,6 +20,9 @@ client ran. After the roll the members refuse plain connections.
 from __future__ import annotations
 
 import base64
+import datetime
+import socket
+import ssl
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +32,7 @@ import pymongo
 import pytest
 import trustme
 import yaml
+from cryptography import x509
 from kubernetes import client as k8s
 from pymongo.errors import PyMongoError
 
@@ -39,6 +43,10 @@ from localplane.mongomodel import MongoModel
 from localplane.operator import OperatorProcess, start_operator, wait_until
 from localplane.plane import Plane
 from localplane.policies import LENIENT_VALIDITY
+from mongobench.api.mongocluster import MongoClusterSpec
+from mongobench.mongocluster.certificates import issue
+from mongobench.mongocluster.layout import cluster_layout
+from mongobench.mongocluster.tls import certificate_requests
 
 GROUP, VERSION = "mongobench.io", "v1alpha1"
 CA_SECRET = "roll-ca"
@@ -146,9 +154,7 @@ def start(plane: Plane, namespace: str, model: MongoModel, log: Path) -> Operato
 
 
 def epoch(stamp: str) -> float:
-    from datetime import datetime
-
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
 def dial(address: str, **tls: Any) -> bool:
@@ -166,7 +172,7 @@ def dial(address: str, **tls: Any) -> bool:
 
 
 @pytest.mark.cluster
-@pytest.mark.timeout(1200)  # a roll of three restarts under a run of JVM clients, 2 shared cores
+@pytest.mark.timeout(900)  # a roll of three restarts under a run of JVM clients, 2 shared cores
 def test_a_running_cluster_rolls_onto_tls_under_a_run_with_no_failed_operation(
     plane: Plane,
     namespace: str,
@@ -204,10 +210,10 @@ def test_a_running_cluster_rolls_onto_tls_under_a_run_with_no_failed_operation(
             "metadata": {"name": "spans-roll"},
             "spec": {
                 "clusterRef": {"name": "tr"},
-                "workloads": [{"name": w} for w in "abc"],
+                "workloads": [{"name": w} for w in "ab"],
                 "load": {"recordCount": 200, "threads": 1},
-                "run": {"durationSeconds": 20, "threads": 1, "targetOpsPerSecond": 40},
-                "repetitions": 2,
+                "run": {"durationSeconds": 15, "threads": 1, "targetOpsPerSecond": 20},
+                "repetitions": 1,
                 "clients": {"parallelism": 1},
                 "validity": LENIENT_VALIDITY,
             },
@@ -221,6 +227,7 @@ def test_a_running_cluster_rolls_onto_tls_under_a_run_with_no_failed_operation(
 
         wait_until(load_running, timeout=180, interval=0.2, what="the load step running")
         pods_before = {p.metadata.name: p.metadata.uid for p in _pods(core, namespace)}
+        seen.clear()  # from the roll on
         apply(plane, namespace, cluster({"enabled": True, "caSecretName": CA_SECRET}))
         rolled = wait_until(
             lambda: (
@@ -292,6 +299,103 @@ def test_a_running_cluster_rolls_onto_tls_under_a_run_with_no_failed_operation(
     assert plain_before == [True] * MEMBERS
     assert plain_after == [False] * MEMBERS and tls_after == [True] * MEMBERS
     assert {h for h, why in model.refused if "plain" in why} >= set(hosts)
+
+
+@pytest.mark.cluster
+@pytest.mark.timeout(300)
+def test_a_replaced_certificate_is_rotated_into_every_member_without_a_restart(
+    plane: Plane, namespace: str, kube_api: k8s.ApiClient, ca: trustme.CA, model: MongoModel,
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    """Nothing ticks a Ready cluster: the Secret's own event wakes it (the cluster follows its
+    certificate Secrets), and the sync queued for when the kubelet has written the files sends
+    rotateCertificates to every member (the kubelet's delay shortened for the test: the wire
+    model reads the Secret itself, there are no files)."""
+    hosts = [f"tw-rs0-{i}.tw-rs0-hl.{namespace}.svc.cluster.local:27017" for i in range(MEMBERS)]
+    for host in hosts:
+        model.member(host)
+    apply(plane, namespace, ca_secret(ca))
+    host_map = ",".join(f"{k}={v}" for k, v in model.host_map.items())
+    operator = start_operator(
+        plane.kubeconfig,
+        [namespace],
+        tmp_path / "operator.log",
+        MONGOBENCH_HOST_MAP=host_map,
+        MONGOBENCH_TLS_PROPAGATION_SECONDS="3",
+    )
+    core = k8s.CoreV1Api(kube_api)
+    manifest = cluster({"enabled": True, "caSecretName": CA_SECRET})
+    manifest["metadata"]["name"] = "tw"
+    try:
+        apply(plane, namespace, manifest)
+        wait_until(
+            lambda: (
+                (get(kube_api, namespace, "mongoclusters", "tw").get("status") or {}).get("phase")
+                == "Ready"
+            ),
+            timeout=120,
+            what="tw Ready",
+        )
+        _, _, authority = _files(ca, tmp_path)
+        before = _served_serials(model, hosts, authority)
+        pods = {p.metadata.name: p.metadata.uid for p in core.list_namespaced_pod(namespace).items}
+        assert model.rotations == []
+
+        # A new certificate for the members, from the same CA (what a renewal writes).
+        spec = MongoClusterSpec.parse(manifest["spec"])
+        request = next(
+            r for r in certificate_requests(cluster_layout("tw", namespace, spec))
+            if r.secret == "tw-rs0-tls"
+        )  # fmt: skip
+        ca_values = {"tls.crt": ca.cert_pem.bytes().decode(),
+                     "tls.key": ca.private_key_pem.bytes().decode()}  # fmt: skip
+        values = issue(ca_values, CA_SECRET, request, datetime.datetime.now(datetime.UTC))
+        data = {k: base64.b64encode(v.encode()).decode() for k, v in values.items()}
+        replaced = time.monotonic()
+        core.patch_namespaced_secret("tw-rs0-tls", namespace, {"data": data})
+        wait_until(
+            lambda: set(model.rotations) >= set(hosts),
+            timeout=60,
+            interval=0.2,
+            what="rotateCertificates on every member",
+        )
+        took = time.monotonic() - replaced
+        after = _served_serials(model, hosts, authority)
+        pods_after = {
+            p.metadata.name: p.metadata.uid for p in core.list_namespaced_pod(namespace).items
+        }
+        events = [
+            e for e in core.list_namespaced_event(namespace).items if e.involved_object.name == "tw"
+        ]
+        kept = core.read_namespaced_secret("tw-rs0-tls", namespace).data["tls.crt"]
+    finally:
+        operator.stop()
+
+    new_serial = x509.load_pem_x509_certificate(values["tls.crt"].encode()).serial_number
+    assert sorted(model.rotations) == sorted(hosts)  # once each
+    assert after == [new_serial] * MEMBERS and before != after
+    assert pods_after == pods  # no member restarted
+    assert kept == data["tls.crt"]  # the operator kept the certificate it was given
+    assert 3 <= took < 45, took  # after the kubelet's delay, woken, not polled for
+    rotated = [e for e in events if e.reason == "CertificatesRotated"]
+    assert rotated and "rotate" in (rotated[0].message or "")
+
+
+def _served_serials(model: MongoModel, hosts: list[str], authority: Path) -> list[int]:
+    """The serial number of the certificate each member presents in a TLS handshake."""
+    context = ssl.create_default_context(cafile=str(authority))
+    context.check_hostname = False
+    serials = []
+    for host in hosts:
+        address, port = model.host_map[host].rsplit(":", 1)
+        with (
+            socket.create_connection((address, int(port)), timeout=5) as raw,
+            context.wrap_socket(raw) as tls,
+        ):
+            der = tls.getpeercert(binary_form=True)
+        assert der is not None
+        serials.append(x509.load_der_x509_certificate(der).serial_number)
+    return serials
 
 
 def _pods(core: Any, namespace: str) -> list[Any]:

@@ -31,6 +31,7 @@ from mongobench.mongocluster.sync_plan import held_replicas
 from mongobench.mongocluster.tls import COMBINED_KEY, certificate_requests
 from mongobench.mongocluster.tls_roll import (
     DISABLED,
+    done_message,
     effective_spec,
     next_mode,
     plain_client_pods,
@@ -53,9 +54,11 @@ def advance(
     record = dict(status.get("tls") or {})
     current, target = target_mode(d.spec), target_mode(d.target)
     rolling = record.get("phase") == cond.TLS_ROLLING
-    if current == target and record.get("mode") == current and not rolling:
-        return []  # settled: no API call
-    if current == target == DISABLED and not record:
+    namespace, name = meta["namespace"], meta["name"]
+    if current == target and not rolling:
+        # No roll: a cluster created in its mode has the mode recorded once, nothing more.
+        if record.get("mode") != current and (current != DISABLED or record):
+            _record(kube, namespace, name, {"mode": current, "message": done_message(current)})
         return []
     mode_after = None if current == target else toward(current, target)
     step = next_mode(
@@ -69,15 +72,10 @@ def advance(
             else 0
         ),
     )
-    namespace, name = meta["namespace"], meta["name"]
-    if step.action in ("hold", "done"):
-        if rolling:
-            done = {"mode": current, "phase": cond.TLS_ROLLED, "message": step.message}
-            _record(kube, namespace, name, {**done, "completedAt": now_rfc3339()})
-            return [(cond.NORMAL, cond.EVENT_TLS_ROLLED, step.message)]
-        if record.get("mode") != current:  # first record (a cluster created in its mode)
-            _record(kube, namespace, name, {"mode": current, "message": step.message})
-        return []
+    if step.action in ("hold", "done"):  # a roll's end: every member runs the spec's mode
+        done = {"mode": current, "phase": cond.TLS_ROLLED, "message": step.message}
+        _record(kube, namespace, name, {**done, "completedAt": now_rfc3339()})
+        return [(cond.NORMAL, cond.EVENT_TLS_ROLLED, step.message)]
     if step.action == "wait":
         if not rolling or record.get("message") != step.message:
             _record(kube, namespace, name, {**_started(record), "message": step.message})

@@ -104,10 +104,10 @@ def next_mode(
     """One pass of the roll. `current`: the mode the templates carry; `rolled`: every member
     restarted from them and ready; `certificates_ready`: every certificate Secret is issued;
     `plain_clients`: client pods still running that read a URI without TLS."""
-    if current == target:
-        return RollStep("done" if current != DISABLED else "hold", current, _done(current))
     if not rolled:
         return RollStep("wait", current, f"members restarting with --tlsMode {current}")
+    if current == target:
+        return RollStep("done" if current != DISABLED else "hold", current, done_message(current))
     mode = toward(current, target)
     if mode != DISABLED and not certificates_ready:
         return RollStep("wait", current, "waiting for the certificates to be issued")
@@ -120,7 +120,7 @@ def next_mode(
     return RollStep("step", mode, _stepping(mode, target))
 
 
-def _done(mode: str) -> str:
+def done_message(mode: str) -> str:
     if mode == DISABLED:
         return "TLS is off on every member"
     return f"every member runs --tlsMode {mode}"
