@@ -38,7 +38,13 @@ from pymongo.errors import PyMongoError
 
 from localplane.executor import PodExecutor, pod_executor, rewrite_hosts
 from localplane.ferretdb import FerretDB, running_ferretdb
-from localplane.keyfiles import certificate_from_pods, keyfile_from_pods, tls_mode_from_pods
+from localplane.keyfiles import (
+    ca_from_pods,
+    certificate_from_pods,
+    cluster_auth_from_pods,
+    keyfile_from_pods,
+    tls_mode_from_pods,
+)
 from localplane.mongomodel import MongoModel
 from localplane.operator import OperatorProcess, start_operator, wait_until
 from localplane.plane import Plane
@@ -82,6 +88,8 @@ def model(kube_api: k8s.ApiClient) -> Iterator[MongoModel]:
         catch_up_seconds=0.1,
         tls=certificate_from_pods(kube_api),
         tls_mode=tls_mode_from_pods(kube_api),
+        tls_ca=ca_from_pods(kube_api),
+        cluster_auth=cluster_auth_from_pods(kube_api),
     ) as m:
         yield m
 
@@ -379,6 +387,77 @@ def test_a_replaced_certificate_is_rotated_into_every_member_without_a_restart(
     assert 3 <= took < 45, took  # after the kubelet's delay, woken, not polled for
     rotated = [e for e in events if e.reason == "CertificatesRotated"]
     assert rotated and "rotate" in (rotated[0].message or "")
+
+
+@pytest.mark.cluster
+@pytest.mark.timeout(300)
+def test_x509_members_are_ready_with_tls_required_and_the_keyfile_refused(
+    plane: Plane, namespace: str, kube_api: k8s.ApiClient, ca: trustme.CA, model: MongoModel,
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    """memberAuth x509: every member runs --clusterAuthMode x509 (the model then refuses the
+    keyfile) and the operator bootstraps as __system by presenting its client certificate,
+    whose O and OU are the members' (the model verifies it against the member's ca.crt)."""
+    hosts = [f"tx-rs0-{i}.tx-rs0-hl.{namespace}.svc.cluster.local:27017" for i in range(MEMBERS)]
+    for host in hosts:
+        model.member(host)
+    apply(plane, namespace, ca_secret(ca))
+    operator = start(plane, namespace, model, tmp_path / "operator.log")
+    manifest = cluster({"enabled": True, "caSecretName": CA_SECRET, "memberAuth": "x509"})
+    manifest["metadata"]["name"] = "tx"
+    try:
+        apply(plane, namespace, manifest)
+        status = wait_until(
+            lambda: (
+                (s := get(kube_api, namespace, "mongoclusters", "tx").get("status") or {}).get(
+                    "phase"
+                )
+                in ("Ready", "Failed")
+                and s
+            ),
+            timeout=120,
+            what="tx Ready",
+        )
+        core = k8s.CoreV1Api(kube_api)
+        keyfile = base64.b64decode(
+            core.read_namespaced_secret("tx-keyfile", namespace).data["keyfile"]
+        ).decode()
+        sts = k8s.AppsV1Api(kube_api).read_namespaced_stateful_set("tx-rs0", namespace)
+    finally:
+        operator.stop()
+
+    assert status["phase"] == "Ready", status
+    mongod = next(c for c in sts.spec.template.spec.containers if c.name == "mongod")
+    assert mongod.args[mongod.args.index("--clusterAuthMode") + 1] == "x509"
+    assert mongod.args[mongod.args.index("--tlsMode") + 1] == "requireTLS"
+    # The operator logged in by certificate (the keyfile could not have let it in) ...
+    assert model.x509_logins and set(model.x509_logins) <= set(hosts)
+    # ... and the keyfile is refused by every member, a certificate of another O/OU too.
+    _, _, authority = _files(ca, tmp_path)
+    tls = {"tls": True, "tlsCAFile": str(authority), "tlsAllowInvalidHostnames": True}
+    for host in hosts:
+        assert not _logs_in(model.host_map[host], username="__system", password=keyfile,
+                            authSource="local", authMechanism="SCRAM-SHA-256", **tls)  # fmt: skip
+    stranger = ca.issue_cert("stranger.example", organization_name="elsewhere",
+                             organization_unit_name="tx")  # fmt: skip
+    pem = tmp_path / "stranger.pem"
+    pem.write_bytes(stranger.private_key_pem.bytes() + stranger.cert_chain_pems[0].bytes())
+    assert not _logs_in(model.host_map[hosts[0]], authMechanism="MONGODB-X509",
+                        tlsCertificateKeyFile=str(pem), **tls)  # fmt: skip
+
+
+def _logs_in(address: str, **options: Any) -> bool:
+    client: pymongo.MongoClient[dict[str, Any]] = pymongo.MongoClient(
+        f"mongodb://{address}/?directConnection=true", serverSelectionTimeoutMS=5000, **options
+    )
+    try:
+        client.admin.command("ping")
+        return True
+    except pymongo.errors.OperationFailure as exc:
+        assert exc.code == 18, exc  # AuthenticationFailed, nothing else
+        return False
+    finally:
+        client.close()
 
 
 def _served_serials(model: MongoModel, hosts: list[str], authority: Path) -> list[int]:
