@@ -215,12 +215,16 @@ def renewal_due_in(kube: KubeApi, d: Desired, now: datetime.datetime) -> float |
 
 def followed_secrets(body: Mapping[str, Any]) -> list[str]:
     """The Secrets whose certificate changes concern a cluster: its certificate Secrets and the
-    CA Secret it names (none without TLS, or for a spec that does not parse)."""
+    CA Secret it names, whenever the spec names a source of certificates (so that a cluster
+    whose TLS was switched off still drops them when deleted); none for a spec without one or
+    that does not parse (no parse at all without a tls section: most clusters)."""
+    if not (body.get("spec") or {}).get("tls"):
+        return []
     try:
         spec = MongoClusterSpec.parse(dict(body.get("spec") or {}))
     except SpecError:
         return []
-    if not spec.tls.enabled:
+    if spec.tls.ca_secret_name is None and spec.tls.issuer_ref is None:
         return []
     meta = body["metadata"]
     layout = cluster_layout(meta["name"], meta["namespace"], spec)
