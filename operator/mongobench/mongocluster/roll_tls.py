@@ -66,9 +66,10 @@ def advance(
         target=target,
         rolled=rolled(kube, d.layout, lambda w, c: template_mode(w, c) == current),
         certificates_ready=mode_after in (None, DISABLED) or _certificates_ready(kube, d),
+        # Only where this roll switched the URI: a cluster created in preferTLS had TLS clients.
         plain_clients=(
-            _plain_clients(kube, d.layout, record.get("clientsSince"))
-            if mode_after == "requireTLS"
+            _plain_clients(kube, d.layout, record["clientsSince"])
+            if mode_after == "requireTLS" and record.get("clientsSince")
             else 0
         ),
     )

@@ -379,3 +379,17 @@ def test_an_issued_certificate_is_due_at_two_thirds_of_its_life(ca: trustme.CA) 
     life = cert.not_valid_after_utc - (NOW - datetime.timedelta(minutes=5))
     assert abs((due - NOW) / life - 2 / 3) < 0.01
     assert renewal_time({}) is None
+
+
+def test_from_prefer_to_require_waits_for_no_client_when_clients_dialled_tls_from_the_start(
+    ca: trustme.CA, admins: AdminPool, mongo: FakeMongo
+) -> None:
+    kube = plain_cluster(ca)
+    kube.patch(KIND, NS, "c", {"spec": {"tls": {**TLS_ON, "mode": "preferTLS"}}})
+    ready_cluster(kube, admins)
+    assert "tls=true" in uri(kube)
+    kube.put(_client_pod("running", "2026-01-01T00:00:00Z"))
+    enable_tls(kube, {**TLS_ON, "mode": "requireTLS"})
+    sync(kube, admins)
+    assert modes(kube) == {"requireTLS"}
+    assert tls_status(kube)["phase"] == cond.TLS_ROLLING
