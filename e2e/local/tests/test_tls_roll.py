@@ -273,7 +273,8 @@ def test_a_running_cluster_rolls_onto_tls_under_a_run_with_no_failed_operation(
 
     status = done["status"]
     steps = status.get("steps") or []
-    assert status["phase"] == "Succeeded", [s.get("message") for s in steps]
+    failed = [r.output_tail[-1500:] for r in executor.runs if r.exit_code != 0]
+    assert status["phase"] == "Succeeded", ([s.get("message") for s in steps], failed)
     for step in (s for s in steps if s["kind"] in ("load", "run")):
         for name, op in step["result"]["operations"].items():
             assert op["errors"] == 0, (step["label"], name, op)

@@ -28,11 +28,12 @@ from mongobench.mongocluster.provision import (
 from mongobench.mongocluster.rolling import rolled
 from mongobench.mongocluster.status import WorkloadState
 from mongobench.mongocluster.sync_plan import held_replicas
-from mongobench.mongocluster.tls import COMBINED_KEY, certificate_requests
+from mongobench.mongocluster.tls import COMBINED_KEY, certificate_requests, client_secret
 from mongobench.mongocluster.tls_roll import (
     DISABLED,
     done_message,
     effective_spec,
+    jobs_without_ca,
     next_mode,
     plain_client_pods,
     target_mode,
@@ -66,6 +67,11 @@ def advance(
         target=target,
         rolled=rolled(kube, d.layout, lambda w, c: template_mode(w, c) == current),
         certificates_ready=mode_after in (None, DISABLED) or _certificates_ready(kube, d),
+        clients_without_ca=(
+            _jobs_without_ca(kube, d.layout)
+            if (current, mode_after) == ("allowTLS", "preferTLS")
+            else 0
+        ),
         # Only where this roll switched the URI: a cluster created in preferTLS had TLS clients.
         plain_clients=(
             _plain_clients(kube, d.layout, record["clientsSince"])
@@ -112,6 +118,11 @@ def _certificates_ready(kube: KubeApi, d: Desired) -> bool:
     return all(
         (secrets.get(r.secret) or {}).get(COMBINED_KEY) for r in certificate_requests(d.layout)
     )
+
+
+def _jobs_without_ca(kube: KubeApi, layout: ClusterLayout) -> int:
+    jobs = kube.list("Job", layout.namespace, f"{lbl.CLIENT_OF}={layout.name}")
+    return jobs_without_ca(jobs, client_secret(layout))
 
 
 def _plain_clients(kube: KubeApi, layout: ClusterLayout, since: str | None) -> int:

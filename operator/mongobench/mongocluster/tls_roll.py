@@ -100,10 +100,13 @@ def next_mode(
     rolled: bool,
     certificates_ready: bool,
     plain_clients: int,
+    clients_without_ca: int = 0,
 ) -> RollStep:
     """One pass of the roll. `current`: the mode the templates carry; `rolled`: every member
     restarted from them and ready; `certificates_ready`: every certificate Secret is issued;
-    `plain_clients`: client pods still running that read a URI without TLS."""
+    `plain_clients`: client pods still running that read a URI without TLS;
+    `clients_without_ca`: client Jobs not ended whose pods mount no CA (created before TLS was
+    asked for: a pod of theirs starting after the URI switched could not verify the server)."""
     if not rolled:
         return RollStep("wait", current, f"members restarting with --tlsMode {current}")
     if current == target:
@@ -111,6 +114,13 @@ def next_mode(
     mode = toward(current, target)
     if mode != DISABLED and not certificates_ready:
         return RollStep("wait", current, "waiting for the certificates to be issued")
+    if mode == "preferTLS" and current == "allowTLS" and clients_without_ca:
+        return RollStep(
+            "wait",
+            current,
+            f"waiting for {clients_without_ca} client Job(s) without the CA to finish before "
+            "the connection URI switches to TLS",
+        )
     if mode == "requireTLS" and plain_clients:
         return RollStep(
             "wait",
@@ -141,6 +151,21 @@ def _stepping(mode: str, target: str) -> str:
     if towards < step or mode == DISABLED:  # rolling off TLS
         return f"{said}, on the way to {target}"
     return f"{said}: step {step} of {towards}"
+
+
+def jobs_without_ca(jobs: Sequence[Mapping[str, Any]], ca_secret: str) -> int:
+    """Client Jobs not ended whose pod template mounts no volume of `ca_secret`."""
+    count = 0
+    for job in jobs:
+        conditions = (job.get("status") or {}).get("conditions") or ()
+        if any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
+               for c in conditions):  # fmt: skip
+            continue
+        pod = ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
+        secrets = {(v.get("secret") or {}).get("secretName") for v in pod.get("volumes") or ()}
+        if ca_secret not in secrets:
+            count += 1
+    return count
 
 
 def plain_client_pods(pods: Sequence[Mapping[str, Any]], switched_at: str | None) -> int:

@@ -31,6 +31,7 @@ from mongobench.mongocluster.tls_renewal import SERVED_ANNOTATION, plan_renewal
 from mongobench.mongocluster.tls_roll import (
     DISABLED,
     effective_spec,
+    jobs_without_ca,
     next_mode,
     plain_client_pods,
     template_mode,
@@ -72,6 +73,9 @@ def step(current: str, target: str, **kw: Any) -> tuple[str, str]:
         (DISABLED, "requireTLS", {"certificates_ready": False}, ("wait", DISABLED)),
         ("preferTLS", "requireTLS", {"plain_clients": 2}, ("wait", "preferTLS")),
         ("allowTLS", "preferTLS", {"plain_clients": 2}, ("step", "preferTLS")),
+        # the URI switches only once no client Job is left whose pods would not trust the CA
+        ("allowTLS", "requireTLS", {"clients_without_ca": 1}, ("wait", "allowTLS")),
+        ("preferTLS", "requireTLS", {"clients_without_ca": 1}, ("step", "requireTLS")),
         # the same steps down, off TLS
         ("requireTLS", DISABLED, {}, ("step", "preferTLS")),
         ("allowTLS", DISABLED, {"certificates_ready": False}, ("step", DISABLED)),
@@ -105,6 +109,16 @@ def test_the_mode_is_read_from_a_pod_template() -> None:
     assert template_mode(sts(["--port", "27017"]), "mongod") == DISABLED
     assert template_mode(sts([]), "mongos") is None
     assert template_mode(None, "mongod") is None
+
+
+def test_client_jobs_created_before_tls_mount_no_ca() -> None:
+    def job(volumes: list[str], ended: str | None = None) -> dict[str, Any]:
+        pod = {"volumes": [{"name": v, "secret": {"secretName": v}} for v in volumes]}
+        conditions = [{"type": ended, "status": "True"}] if ended else []
+        return {"spec": {"template": {"spec": pod}}, "status": {"conditions": conditions}}
+
+    jobs = [job(["sa"]), job(["sa", "c-client-tls"]), job(["sa"], "Complete"), job([], "Failed")]
+    assert jobs_without_ca(jobs, "c-client-tls") == 1
 
 
 def test_client_pods_started_before_the_switch_dial_plain() -> None:
