@@ -273,7 +273,10 @@ def test_a_running_cluster_rolls_onto_tls_under_a_run_with_no_failed_operation(
 
     status = done["status"]
     steps = status.get("steps") or []
-    failed = [r.output_tail[-1500:] for r in executor.runs if r.exit_code != 0]
+    failed = [f"{r.pod}: {r.message}\n{r.output_tail[-3000:]}" for r in executor.runs
+              if r.exit_code != 0]  # fmt: skip
+    for said in failed:
+        print(said)  # the client's own words, in the test's output
     assert status["phase"] == "Succeeded", ([s.get("message") for s in steps], failed)
     for step in (s for s in steps if s["kind"] in ("load", "run")):
         for name, op in step["result"]["operations"].items():
