@@ -68,6 +68,9 @@ class OperatorConfig:
     # Seconds before a failed upload is tried again, doubling per failure up to the maximum.
     archive_retry_base: float = 5.0
     archive_retry_max: float = 300.0
+    # Seconds a renewed certificate Secret takes to reach the pods' files (the kubelet's sync
+    # period and cache TTL, about a minute by default): rotateCertificates waits for it.
+    tls_propagation_seconds: float = 120.0
 
     @classmethod
     def current(cls) -> OperatorConfig:
@@ -138,6 +141,7 @@ class OperatorConfig:
                 archive_region=get("ARCHIVE_REGION", "") or None,
                 archive_retry_base=float(get("ARCHIVE_RETRY_BASE", "5")),
                 archive_retry_max=float(get("ARCHIVE_RETRY_MAX", "300")),
+                tls_propagation_seconds=float(get("TLS_PROPAGATION_SECONDS", "120")),
             )
         except ValueError as exc:
             raise SystemExit(f"mongobench: invalid MONGOBENCH_* setting: {exc}") from None

@@ -65,10 +65,10 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     settings.networking.request_timeout = 30
 
 
-# kopf holds one connection per watch stream: 6 resources (MongoCluster, BenchmarkRun,
-# BenchmarkExperiment, StatefulSet, Deployment, Job) plus its CRD, namespace and peering
+# kopf holds one connection per watch stream: 7 resources (MongoCluster, BenchmarkRun,
+# BenchmarkExperiment, StatefulSet, Deployment, Job, Secret) plus its CRD, namespace and peering
 # watches, per watched namespace.
-WATCH_STREAMS_PER_NAMESPACE = 9
+WATCH_STREAMS_PER_NAMESPACE = 10
 
 
 def connection_limit(config: OperatorConfig) -> int:

@@ -24,6 +24,7 @@ class FerretDB:
     port: int
     process: subprocess.Popen[bytes]
     log: Path
+    tls_port: int | None = None  # a TLS listener beside the plain one (same data)
 
     @property
     def uri(self) -> str:
@@ -40,13 +41,19 @@ class FerretDB:
 
 
 def start_ferretdb(
-    workdir: Path, tls: tuple[Path, Path] | None = None, cgroup: ContainerCgroup | None = None
+    workdir: Path,
+    tls: tuple[Path, Path] | None = None,
+    cgroup: ContainerCgroup | None = None,
+    *,
+    plain_too: bool = False,
 ) -> FerretDB:
     """`tls`: (certificate, key) files; FerretDB then listens with TLS only (clients verify it
-    with the CA that signed the certificate; it asks for no client certificate). `cgroup`
+    with the CA that signed the certificate; it asks for no client certificate), or with
+    `plain_too` on `port` plain and on `tls_port` with TLS, one database behind both. `cgroup`
     (created already): moved in as soon as it runs, as a kubelet starts a container in its
     cgroup, so its CPU and memory are the cgroup's."""
     port = free_port()
+    tls_port = free_port() if tls and plain_too else None
     state = workdir / "ferretdb-state"
     state.mkdir(parents=True, exist_ok=True)
     log = workdir / "ferretdb.log"
@@ -60,6 +67,13 @@ def start_ferretdb(
         f"--sqlite-url=file:{state}/?_txlock=immediate&_pragma=busy_timeout(60000)",
         *(
             [
+                f"--listen-addr=127.0.0.1:{port}",
+                f"--listen-tls=127.0.0.1:{tls_port}",
+                f"--listen-tls-cert-file={tls[0]}",
+                f"--listen-tls-key-file={tls[1]}",
+            ]
+            if tls and tls_port
+            else [
                 "--listen-addr=",
                 f"--listen-tls=127.0.0.1:{port}",
                 f"--listen-tls-cert-file={tls[0]}",
@@ -78,9 +92,11 @@ def start_ferretdb(
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
     if cgroup is not None:
         cgroup.add(proc.pid)
-    server = FerretDB("127.0.0.1", port, proc, log)
+    server = FerretDB("127.0.0.1", port, proc, log, tls_port)
     try:
         wait_for_port(port, timeout=30)
+        if tls_port:
+            wait_for_port(tls_port, timeout=30)
     except TimeoutError:
         server.stop()
         raise RuntimeError(f"FerretDB did not start: {log.read_text()[-2000:]}") from None
@@ -92,9 +108,11 @@ def running_ferretdb(
     workdir: Path | None = None,
     tls: tuple[Path, Path] | None = None,
     cgroup: ContainerCgroup | None = None,
+    *,
+    plain_too: bool = False,
 ) -> Iterator[FerretDB]:
     with tempfile.TemporaryDirectory(prefix="ferretdb-") as tmp:
-        server = start_ferretdb(workdir or Path(tmp), tls, cgroup)
+        server = start_ferretdb(workdir or Path(tmp), tls, cgroup, plain_too=plain_too)
         try:
             yield server
         finally:

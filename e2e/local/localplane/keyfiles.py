@@ -77,6 +77,59 @@ def certificate_from_pods(api: k8s.ApiClient) -> Callable[[str], str | None]:
     return _from_pods(api, _pod_certificate)
 
 
+def _pod_flag(pod: Any, flag: str, default: str) -> str | None:
+    """The value of `flag` in the pod's mongod (or mongos) arguments; `default` without it."""
+    for container in pod.spec.containers or []:
+        if container.name in ("mongod", "mongos"):
+            args = list(container.args or [])
+            if flag in args and args.index(flag) + 1 < len(args):
+                return str(args[args.index(flag) + 1])
+            return default
+    return None
+
+
+def _flag_from_pods(api: k8s.ApiClient, flag: str, default: str) -> Callable[[str], str | None]:
+    """member DNS name -> `flag`'s value in its pod's arguments, read once per pod (by uid), as
+    mongod reads its options at start: a member keeps them until restarted."""
+    read_at_start: dict[str, str] = {}
+
+    def once(core: Any, namespace: str, pod: Any) -> str | None:
+        uid = pod.metadata.uid
+        if uid not in read_at_start:
+            value = _pod_flag(pod, flag, default)
+            if value is None:
+                return None
+            read_at_start[uid] = value
+        return read_at_start[uid]
+
+    return _from_pods(api, once)
+
+
+def tls_mode_from_pods(api: k8s.ApiClient) -> Callable[[str], str | None]:
+    """member DNS name -> the --tlsMode its mongod runs with ("disabled" without the flag)."""
+    return _flag_from_pods(api, "--tlsMode", "disabled")
+
+
+def cluster_auth_from_pods(api: k8s.ApiClient) -> Callable[[str], str | None]:
+    """member DNS name -> its --clusterAuthMode (keyFile without the flag)."""
+    return _flag_from_pods(api, "--clusterAuthMode", "keyFile")
+
+
+def _pod_ca(core: Any, namespace: str, pod: Any) -> str | None:
+    for volume in pod.spec.volumes or []:
+        if volume.name == TLS_VOLUME and volume.secret is not None:
+            secret = core.read_namespaced_secret(volume.secret.secret_name, namespace)
+            data = (secret.data or {}).get("ca.crt")
+            return base64.b64decode(data).decode() if data else None
+    return None
+
+
+def ca_from_pods(api: k8s.ApiClient) -> Callable[[str], str | None]:
+    """member DNS name -> the CAs its mongod trusts (--tlsCAFile): the ``tls`` volume's
+    ``ca.crt``."""
+    return _from_pods(api, _pod_ca)
+
+
 def _from_pods(
     api: k8s.ApiClient, read: Callable[[Any, str, Any], str | None]
 ) -> Callable[[str], str | None]:

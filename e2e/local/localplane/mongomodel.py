@@ -50,11 +50,20 @@ they agree on config, primary and users. Rules of the model (not of MongoDB in f
   handshake (its Secret may be written after the peer started) and again on
   ``rotateCertificates`` (``rotations``); connections whose handshake fails (a client without
   TLS, or one that does not trust the CA) are closed. ``tls_connections`` counts handshakes
-  per peer.
+  per peer. With ``tls_mode`` (member name -> its --tlsMode, e.g. read from its pod's
+  arguments once per pod start: ``keyfiles.tls_mode_from_pods``) each peer answers as its
+  mode says: none (``disabled``) serves plain connections only, allowTLS and preferTLS both,
+  requireTLS TLS only; a peer tells a TLS handshake from a wire message by the first byte.
+  ``plain_connections`` counts plain connections served, ``refused`` the ones closed and why.
+  With ``tls_ca`` (member name -> its ca.crt) a peer asks clients for a certificate and verifies
+  one given; ``authenticate`` with MONGODB-X509 logs in as ``__system`` a certificate whose O and
+  OU are the member's own (MongoDB's member identity), recorded in ``x509_logins``. With
+  ``cluster_auth`` (member name -> its --clusterAuthMode) an ``x509`` member refuses the keyfile.
 """
 
 from __future__ import annotations
 
+import socket
 import ssl
 import tempfile
 import threading
@@ -64,6 +73,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from bson import Binary, MaxKey, MinKey
+from cryptography import x509
+from cryptography.x509.oid import NameOID
 from mockupdb import MockupDB
 
 from localplane.keyfiles import keyfile_keys
@@ -96,8 +107,35 @@ WRITE_COMMANDS = frozenset(
 )
 # What a mongod with --keyFile answers before authentication.
 OPEN_COMMANDS = frozenset(
-    {"hello", "ismaster", "ping", "buildinfo", "saslstart", "saslcontinue", "endsessions"}
+    {
+        "hello",
+        "ismaster",
+        "ping",
+        "buildinfo",
+        "saslstart",
+        "saslcontinue",
+        "authenticate",
+        "endsessions",
+    }
 )
+
+
+TLS_HANDSHAKE = b"\x16"  # the first byte of a TLS record carrying a handshake
+DISABLED = "disabled"  # mongod without --tlsMode
+
+
+def _organization(subject: x509.Name) -> tuple[str, str]:
+    def first(oid: x509.ObjectIdentifier) -> str:
+        found = subject.get_attributes_for_oid(oid)
+        return str(found[0].value) if found else ""
+
+    return first(NameOID.ORGANIZATION_NAME), first(NameOID.ORGANIZATIONAL_UNIT_NAME)
+
+
+def _organization_of_peer(peer: Mapping[str, Any]) -> tuple[str, str]:
+    """(O, OU) of a certificate as ssl's getpeercert() gives its subject."""
+    fields = {key: value for rdn in peer.get("subject", ()) for key, value in rdn}
+    return fields.get("organizationName", ""), fields.get("organizationalUnitName", "")
 
 
 def _err(request: Any, code: int, name: str, msg: str) -> bool:
@@ -134,14 +172,36 @@ class Sharded:
 
 
 class _TLSPeer(MockupDB):  # type: ignore[misc]
-    """A peer whose every accepted connection is wrapped with its current server context."""
+    """A peer that answers as a mongod of its member's --tlsMode: it tells a TLS handshake from
+    a plain wire message by the connection's first byte (a TLS record starts with 0x16, as
+    mongod's listener tells them apart), serves each as the mode allows and closes the rest."""
 
-    def __init__(self, context: Callable[[], ssl.SSLContext | None], **kwargs: Any) -> None:
+    def __init__(self, model: MongoModel, name: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._context = context
+        self._model = model
+        self._name = name
 
     def _server_loop(self, client: Any, client_addr: Any) -> None:
-        context = self._context()
+        mode = self._model.mode_of(self._name)
+        try:
+            first = client.recv(1, socket.MSG_PEEK)
+        except OSError:
+            client.close()
+            return
+        handshake = first == TLS_HANDSHAKE
+        if not handshake:
+            if mode == "requireTLS" or not first:
+                self._model.refuse(self._name, "plain connection refused: requireTLS")
+                client.close()
+                return
+            self._model.count(self._model.plain_connections, self._name)
+            super()._server_loop(client, client_addr)
+            return
+        if mode == DISABLED:
+            self._model.refuse(self._name, "TLS handshake refused: TLS is off")
+            client.close()
+            return
+        context = self._model.tls_context(self._name)
         if context is None:  # no certificate yet: a real member would not have started
             client.close()
             return
@@ -165,11 +225,21 @@ class MongoModel:
         drain_calls: int = 2,
         fcv: str = "7.0",
         tls: Callable[[str], str | None] | None = None,
+        tls_mode: Callable[[str], str | None] | None = None,
+        tls_ca: Callable[[str], str | None] | None = None,
+        cluster_auth: Callable[[str], str | None] | None = None,
     ) -> None:
         self.keyfile = keyfile
         self.tls = tls
+        self.tls_mode = tls_mode
+        self.tls_ca = tls_ca
+        self.cluster_auth = cluster_auth
+        self._subjects: dict[str, tuple[str, str]] = {}  # member -> (O, OU) of its certificate
+        self.x509_logins: list[str] = []  # members where a member certificate logged in
         self._tls_contexts: dict[str, ssl.SSLContext] = {}
         self.tls_connections: dict[str, int] = {}  # TLS handshakes begun, per peer
+        self.plain_connections: dict[str, int] = {}  # plain connections served, per peer
+        self.refused: list[tuple[str, str]] = []  # (peer, why) of connections closed at once
         self.rotations: list[str] = []  # rotateCertificates answered, by peer
         self.catch_up_seconds = catch_up_seconds
         self.fcv = fcv
@@ -202,8 +272,8 @@ class MongoModel:
 
     def _serve(self, name: str, handler: Any) -> str:
         server = (
-            _TLSPeer(lambda: self._tls_context(name), auto_ismaster=False, request_timeout=int(1e6))
-            if self.tls is not None
+            _TLSPeer(self, name, auto_ismaster=False, request_timeout=int(1e6))
+            if self.tls is not None or self.tls_mode is not None
             else MockupDB(auto_ismaster=False, request_timeout=int(1e6))
         )
 
@@ -242,9 +312,31 @@ class MongoModel:
             f.write(pem)
             f.flush()
             context.load_cert_chain(f.name)
+        authority = self.tls_ca(name) if self.tls_ca is not None else None
+        if authority:
+            # --tlsCAFile with --tlsAllowConnectionsWithoutCertificates: a certificate is asked
+            # for, verified when given, and names its holder (MONGODB-X509).
+            context.load_verify_locations(cadata=authority)
+            context.verify_mode = ssl.CERT_OPTIONAL
+        self._subjects[name] = _organization(x509.load_pem_x509_certificate(pem.encode()).subject)
         return context
 
-    def _tls_context(self, name: str) -> ssl.SSLContext | None:
+    def mode_of(self, name: str) -> str:
+        """The member's --tlsMode: from ``tls_mode`` (e.g. its pod's arguments, read once per
+        pod start), else requireTLS with ``tls`` and none without."""
+        if self.tls_mode is not None:
+            return self.tls_mode(name) or DISABLED
+        return "requireTLS" if self.tls is not None else DISABLED
+
+    def count(self, counts: dict[str, int], name: str) -> None:
+        with self._lock:
+            counts[name] = counts.get(name, 0) + 1
+
+    def refuse(self, name: str, why: str) -> None:
+        with self._lock:
+            self.refused.append((name, why))
+
+    def tls_context(self, name: str) -> ssl.SSLContext | None:
         with self._lock:
             context = self._tls_contexts.get(name) or self._load_tls(name)
             if context is not None:
@@ -322,11 +414,14 @@ class MongoModel:
         cmd: str,
         passwords: Mapping[str, str | tuple[str, ...]],
     ) -> bool | None:
-        """saslStart/saslContinue (SCRAM-SHA-256); None when `cmd` is not an auth command."""
+        """saslStart/saslContinue (SCRAM-SHA-256) and authenticate (MONGODB-X509); None when
+        `cmd` is not an auth command."""
         doc = request.doc
+        if cmd == "authenticate":
+            return self._x509(name, request)
         if cmd == "saslstart":
             if doc.get("$db") == "local":  # the internal user, authenticated by the keyfile
-                internal = self._internal_passwords(name)
+                internal = () if self._x509_members(name) else self._internal_passwords(name)
                 passwords = {"__system": internal} if internal else {}
             started = self._scram.start(bytes(doc["payload"]), passwords)
             if started is None:
@@ -343,6 +438,25 @@ class MongoModel:
             self._authed[(name, request.client_port)] = user
             return bool(request.ok(conversationId=cid, done=True, payload=Binary(final)))
         return None
+
+    def _x509_members(self, name: str) -> bool:
+        """--clusterAuthMode x509: members log in with certificates, the keyfile is refused."""
+        return self.cluster_auth is not None and self.cluster_auth(name) == "x509"
+
+    def _x509(self, name: str, request: Any) -> bool:
+        """MONGODB-X509 as mongod judges it: a verified client certificate whose subject's O and
+        OU are the member's own certificate's is a member (``__system``); anything else is
+        refused (the model keeps no $external users)."""
+        if request.doc.get("mechanism") != "MONGODB-X509":
+            return _err(request, 2, "BadValue", "model: only MONGODB-X509 is authenticated here")
+        peer = getattr(request._client, "getpeercert", lambda: None)()
+        subject = _organization_of_peer(peer) if peer else None
+        own = self._subjects.get(name)
+        if subject is None or own is None or subject != own or not all(own):
+            return _err(request, 18, "AuthenticationFailed", "No verified subject name available")
+        self._authed[(name, request.client_port)] = "__system"
+        self.x509_logins.append(name)
+        return bool(request.ok(user="__system", dbname="$external"))
 
     @staticmethod
     def _hello(request: Any, reply: dict[str, Any]) -> bool:

@@ -219,11 +219,12 @@ class TLS:
 
     @property
     def operator_dials_tls(self) -> bool:
-        """The operator's own connections use TLS where a member may refuse plain ones
-        (requireTLS) or authenticates it by certificate (x509). Under allowTLS and preferTLS
-        every member accepts plain connections, and members not yet restarted onto TLS accept
-        only those: dialling plain lets the roll onto TLS go through, step by step."""
-        return self.enabled and (self.mode == "requireTLS" or self.member_auth == "x509")
+        """Whether clients (the operator's own connections, the connection Secret's URI that
+        benchmark clients read) dial TLS: where every member accepts it (preferTLS, requireTLS)
+        or authenticates the operator by certificate (x509). Under allowTLS members dial each
+        other plain, and while a cluster rolls onto TLS (mongocluster.tls_roll) allowTLS is
+        the step during which members not yet restarted speak plain only."""
+        return self.enabled and (self.mode != "allowTLS" or self.member_auth == "x509")
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ handles (handlers/__init__.py says why).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -84,8 +85,12 @@ def ticks(body: Mapping[str, Any]) -> tuple[float, float] | None:
     from mongobench.mongocluster.rotation import under_way
 
     status = body.get("status") or {}
-    if _wiring(body, status) or (status.get("phase") == cond.PHASE_READY and under_way(body)):
-        # A credential rotation asked for (or under way) ticks too: its stages wait on clients.
+    rolling_tls = (status.get("tls") or {}).get("phase") == cond.TLS_ROLLING
+    if _wiring(body, status) or (
+        status.get("phase") == cond.PHASE_READY and (under_way(body) or rolling_tls)
+    ):
+        # A credential rotation asked for (or under way) ticks too: its stages wait on clients;
+        # so does a roll between TLS modes (its last step waits for plain clients to end).
         return WIRING
     if _waiting_for_pods(body, status):
         return WAITING
@@ -112,6 +117,45 @@ async def cluster_changed(
     deleted = type == "DELETED"
     seen = cluster_as_runs_see_it(raw, deleted)
     state.dependents.changed((KIND, namespace, name), seen, gone=deleted)
+    _follow_certificates(memo, raw, deleted)
+
+
+def _follow_certificates(memo: kopf.Memo, body: Mapping[str, Any], deleted: bool) -> None:
+    """The cluster follows its certificate Secrets and the CA Secret it names (k8s.dependents):
+    a changed certificate wakes its sync, which carries it to the members (rotateCertificates)
+    or reissues from a new CA. Registered once per Secret; dropped with the cluster."""
+    from mongobench.mongocluster.tls_secrets import followed_secrets
+
+    state = state_of(memo)
+    namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
+    for secret in followed_secrets(body):
+        key, followed = (KIND, namespace, name, secret), ("Secret", namespace, secret)
+        if deleted:
+            state.dependents.unfollow(key)
+        elif state.dependents.following(key) != followed:
+
+            def wake(namespace: str = namespace, name: str = name) -> None:
+                # Queued under the cluster's own key: coalesced with its other work.
+                state.wakeups.wake(
+                    (KIND, namespace, name), lambda: timed_sync(memo, namespace, name)
+                )
+
+            state.dependents.follow(key, followed, None, wake)
+
+
+@kopf.on.event("", "v1", "secrets")
+async def secret_changed(
+    body: kopf.Body, meta: kopf.Meta, type: str | None, memo: kopf.Memo, **_: Any
+) -> None:
+    """A Secret holding a certificate changed: the clusters following it wake (only its digest
+    is kept, k8s.dependents; other Secrets are ignored at once)."""
+    from mongobench.mongocluster.tls_secrets import certificate_state
+
+    current = certificate_state(body.get("data") or {})
+    if current is None:
+        return
+    followed = ("Secret", meta["namespace"], meta["name"])
+    state_of(memo).dependents.changed(followed, current, gone=type == "DELETED")
 
 
 @instrumented("MongoCluster", "sync")
@@ -189,3 +233,13 @@ def _sync(
     )
     if result is not None and result.phase == cond.PHASE_READY:
         state.admins.release_bootstrap(namespace, name)
+    # Certificate work no event announces (the kubelet writing a renewed certificate's files,
+    # an issued certificate near its end): one sync queued when it falls due.
+    recheck = None if result is None else result.recheck_in
+    state.ticker.schedule(
+        (KIND, namespace, name, "certificates"),
+        recheck is not None,
+        float(math.ceil(recheck or 0.0)) + 1.0,
+        lambda: timed_sync(memo, namespace, name),
+        wake_key=(KIND, namespace, name),
+    )

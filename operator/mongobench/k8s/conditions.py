@@ -343,6 +343,15 @@ ROTATION_ROTATING = "Rotating"  # new passwords staged in the Secrets; MongoDB b
 ROTATION_COMPLETED = "Completed"  # MongoDB and the Secrets hold the new passwords only
 ROTATION_REFUSED = "Refused"  # nothing asked for could be rotated (the message says why)
 
+# MongoCluster status.tls.phase (a roll between TLS modes, mongocluster/tls_roll.py).
+TLS_ROLLING = "Rolling"  # members restart one --tlsMode step at a time (status.tls.mode)
+TLS_ROLLED = "Completed"  # every member runs the spec's mode; clients dial as it needs
+# MongoCluster status.tls.caRotation.phase (a new CA without an outage, mongocluster/tls_ca.py).
+CA_BUNDLING = "Bundling"  # the trust bundle holds the new and the old CA; members restart onto it
+CA_REISSUING = "Reissuing"  # leaf certificates reissued from the new CA; members rotate them
+CA_PRUNING = "Pruning"  # the old CA leaves the trust bundle; members restart onto the new alone
+CA_COMPLETED = "Completed"  # only the new CA is trusted and signs every certificate
+
 # Kubernetes' own phases of a pod that ran to its end (not the operator's words).
 POD_ENDED_PHASES = ("Succeeded", "Failed")
 
@@ -378,6 +387,16 @@ PHASES: Mapping[str, Mapping[str, str]] = {
         ROTATION_ROTATING: "new passwords staged in the Secrets; MongoDB being updated",
         ROTATION_COMPLETED: "MongoDB and the Secrets hold the new passwords; the old are refused",
         ROTATION_REFUSED: "nothing asked for could be rotated (the message says why)",
+    },
+    "MongoCluster tls": {
+        TLS_ROLLING: "members restart one --tlsMode step at a time (status.tls.mode)",
+        TLS_ROLLED: "every member runs the spec's mode; clients dial as it needs",
+    },
+    "MongoCluster CA rotation": {
+        CA_BUNDLING: "the trust bundle holds the new and the old CA; members restart onto it",
+        CA_REISSUING: "leaf certificates reissued from the new CA; members rotate them",
+        CA_PRUNING: "the old CA leaves the trust bundle; members restart onto the new alone",
+        CA_COMPLETED: "only the new CA is trusted and signs every certificate",
     },
     "BenchmarkExperiment": {
         PHASE_PENDING: "nothing created yet (also a cell none of whose runs started)",
@@ -428,6 +447,10 @@ EVENT_ROTATION_STARTED = "RotationStarted"
 EVENT_KEYFILE_ROLLING = "KeyfileRolling"
 EVENT_CREDENTIALS_ROTATED = "CredentialsRotated"
 EVENT_ROTATION_REFUSED = "RotationRefused"
+EVENT_TLS_MODE_ROLLING = "TLSModeRolling"
+EVENT_TLS_ROLLED = "TLSRolled"
+EVENT_CERTIFICATES_ROTATED = "CertificatesRotated"
+EVENT_CA_ROTATING = "CARotating"
 
 EVENT_REASONS: Mapping[str, str] = {
     INVALID_SPEC: "Warning, once per distinct message: see the InvalidSpec condition reason",
@@ -483,6 +506,12 @@ EVENT_REASONS: Mapping[str, str] = {
     EVENT_KEYFILE_ROLLING: "MongoCluster: the keyfile changed its keys; members restart in turn",
     EVENT_CREDENTIALS_ROTATED: "MongoCluster: MongoDB and the Secrets hold the new passwords",
     EVENT_ROTATION_REFUSED: "Warning: a rotation asked for something this operator cannot rotate",
+    EVENT_TLS_MODE_ROLLING: "MongoCluster: members restart with the next --tlsMode (one step)",
+    EVENT_TLS_ROLLED: "MongoCluster: every member runs the spec's --tlsMode",
+    EVENT_CERTIFICATES_ROTATED: (
+        "MongoCluster: renewed certificates reached the members (rotateCertificates or a restart)"
+    ),
+    EVENT_CA_ROTATING: "MongoCluster: a new CA moves into the trust bundle, the certificates, out",
 }
 
 

@@ -6,14 +6,16 @@ no clock; a unit test proves none of them imports the Kubernetes client, kopf or
 ``pdb``, ``podmonitor``, ``networkpolicy``, ``secrets``, ``objects``, ``platform``, ``shards``,
 ``status``, ``rotation``, ``sync_plan`` (what a sync does with its observations), ``tls``
 (certificates, flags, volumes), ``tls_renewal`` (how a renewed certificate reaches running
-members), and ``generate`` and ``certificates`` (fresh secret values and certificates: random,
-so only the I/O side calls them, once per Secret).
+members), ``tls_roll`` (a running cluster's roll between TLS modes), ``tls_ca`` (a new CA
+through a trust bundle), and ``generate`` and ``certificates`` (fresh secret values and
+certificates: random, so only the I/O side calls them, once per Secret).
 Owner references are the I/O side's to add.
 
 I/O, through the ``KubeApi`` each function is given (mongobench.k8s.api): ``provision`` (apply
 the built objects), ``reconcile`` (observe, wire, publish status and Events), ``rolling``
 (member restarts), ``rotate`` (credential rotation), ``storage`` (claim growth),
-``tls_secrets`` (Certificates or issued certificate Secrets), ``wire`` (MongoDB administration
+``tls_secrets`` (Certificates or issued certificate Secrets), ``roll_tls`` (the steps of a roll
+between TLS modes), ``wire`` (MongoDB administration
 through a ``MongoAdmin`` handle), ``deletion`` (finalizer).
 """
 
@@ -38,12 +40,15 @@ PURE_MODULES = (
     "status",
     "sync_plan",
     "tls",
+    "tls_ca",
     "tls_renewal",
+    "tls_roll",
 )
 IO_MODULES = (
     "deletion",
     "provision",
     "reconcile",
+    "roll_tls",
     "rolling",
     "rotate",
     "storage",

@@ -13,6 +13,7 @@ import ipaddress
 from collections.abc import Mapping
 
 from cryptography import x509
+from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
@@ -73,8 +74,10 @@ def issue(
     ca_secret: str,
     request: CertificateRequest,
     now: datetime.datetime,
+    bundle: str | None = None,
 ) -> dict[str, str]:
-    """A fresh key and a certificate for `request` signed by the CA: the Secret's values."""
+    """A fresh key and a certificate for `request` signed by the CA: the Secret's values.
+    `bundle`: the CAs members trust (ca.crt), when more than the signing one (tls_ca)."""
     ca_cert, ca_key = load_ca(ca_values, ca_secret)
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name(
@@ -124,9 +127,30 @@ def issue(
     return {
         CERT_KEY: cert_pem,
         PRIVATE_KEY: key_pem,
-        CA_KEY: ca_values[CERT_KEY],
+        CA_KEY: bundle or ca_values[CERT_KEY],
         COMBINED_KEY: key_pem + cert_pem,  # cert-manager's CombinedPEM order: key, then chain
     }
+
+
+def signed_by(values: Mapping[str, str] | None, ca_pem: str) -> bool:
+    """Whether the Secret's certificate was signed by the CA (its signature checks out)."""
+    try:
+        cert = x509.load_pem_x509_certificate((values or {}).get(CERT_KEY, "").encode())
+        ca = x509.load_pem_x509_certificate(ca_pem.encode())
+        cert.verify_directly_issued_by(ca)
+    except (ValueError, TypeError, InvalidSignature):
+        return False
+    return True
+
+
+def renewal_time(values: Mapping[str, str] | None) -> datetime.datetime | None:
+    """When an issued certificate is due for renewal: RENEW_BEFORE_HOURS before its end (2/3
+    of its 90 days, as cert-manager renews by default); None when there is none to read."""
+    try:
+        cert = x509.load_pem_x509_certificate((values or {}).get(CERT_KEY, "").encode())
+    except ValueError:
+        return None
+    return cert.not_valid_after_utc - datetime.timedelta(hours=RENEW_BEFORE_HOURS)
 
 
 def reissue_reason(

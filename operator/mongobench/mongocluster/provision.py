@@ -27,16 +27,31 @@ from mongobench.mongocluster.objects import build_workload_objects
 from mongobench.mongocluster.platform import PlatformFacts, Preset, detect, preset_for
 from mongobench.mongocluster.rolling import observe_mongos_upgrade
 from mongobench.mongocluster.secrets import build_secrets, connection_secret
+from mongobench.mongocluster.tls_roll import (
+    effective_spec,
+    recorded_mode,
+    target_mode,
+    template_mode,
+)
 
 PODMONITOR_API = ("monitoring.coreos.com/v1", "podmonitors")
 
 
 @dataclass(frozen=True)
 class Desired:
+    """`spec`: what the pods are built from now; `wanted`: the spec as written, when the two
+    differ (a roll onto TLS in progress: mongocluster.tls_roll)."""
+
     spec: MongoClusterSpec
     layout: ClusterLayout
     preset: Preset
     facts: PlatformFacts
+    wanted: MongoClusterSpec | None = None
+
+    @property
+    def target(self) -> MongoClusterSpec:
+        """The spec as written (what the cluster converges to)."""
+        return self.wanted or self.spec
 
 
 def desired(
@@ -52,8 +67,9 @@ def desired(
     nodes are read, unless `detected` says what a pass just read from them.
     """
     meta = body["metadata"]
-    spec = MongoClusterSpec.parse(dict(body["spec"]))
-    layout = cluster_layout(meta["name"], meta["namespace"], spec)
+    wanted = MongoClusterSpec.parse(dict(body["spec"]))
+    layout = cluster_layout(meta["name"], meta["namespace"], wanted)
+    spec = effective_spec(wanted, tls_mode_in_force(kube, layout, wanted, status))
     recorded = (status.get("platform") or {}).get("provider")
     if recorded and "storageClass" in (status.get("platform") or {}):
         facts = PlatformFacts(
@@ -68,7 +84,23 @@ def desired(
     else:
         facts = detected or detect(kube.list("Node", None))
         preset = preset_for(spec.platform, facts)
-    return Desired(spec, layout, preset, facts)
+    return Desired(spec, layout, preset, facts, None if spec == wanted else wanted)
+
+
+def tls_mode_in_force(
+    kube: KubeApi, layout: ClusterLayout, wanted: MongoClusterSpec, status: Mapping[str, Any]
+) -> str:
+    """The --tlsMode the members' pod templates carry (tls_roll): as status.tls records it; for
+    a cluster not created yet, the spec's; else (recorded by no sync yet) what the first
+    StatefulSet's template says, read only when the spec or the status mention TLS."""
+    recorded = recorded_mode(status)
+    if recorded is not None:
+        return recorded
+    if not status.get("phase") or not (wanted.tls.enabled or status.get("tls")):
+        return target_mode(wanted)
+    first = layout.replica_sets[0]
+    found = template_mode(kube.get("StatefulSet", layout.namespace, first.name), "mongod")
+    return target_mode(wanted) if found is None else found
 
 
 def platform_status(d: Desired) -> dict[str, Any]:

@@ -15,11 +15,20 @@ import logging
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from mongobench.config import OperatorConfig
 from mongobench.k8s.api import KubeApi
-from mongobench.k8s.conditions import EVENT_MONGODB_ERROR, FALSE, WARNING, Event, now_rfc3339
+from mongobench.k8s.conditions import (
+    EVENT_CERTIFICATES_ROTATED,
+    EVENT_MONGODB_ERROR,
+    FALSE,
+    NORMAL,
+    WARNING,
+    Event,
+    now_rfc3339,
+)
 from mongobench.k8s.locks import ResourceLocks
 from mongobench.mongo.admin import MongoAdmin
 from mongobench.mongo.connect import Connector
@@ -33,7 +42,7 @@ from mongobench.mongo.pool import AdminPool, fingerprint
 from mongobench.mongo.tls_files import TLSFiles, write_tls_files
 from mongobench.mongo.versions import fcv_after_roll
 from mongobench.mongocluster import labels as lbl
-from mongobench.mongocluster import rotate, rotation
+from mongobench.mongocluster import roll_tls, rotate, rotation
 from mongobench.mongocluster.layout import ClusterLayout, ReplicaSetLayout
 from mongobench.mongocluster.placement import PLACED, Feasibility, feasibility, has_hard_rules
 from mongobench.mongocluster.platform import PlatformFacts
@@ -69,7 +78,12 @@ from mongobench.mongocluster.sync_plan import (
     sync_status,
 )
 from mongobench.mongocluster.tls import CA_KEY, COMBINED_KEY, client_secret
-from mongobench.mongocluster.tls_secrets import ensure_tls, renew_certificates
+from mongobench.mongocluster.tls_secrets import (
+    Renewals,
+    ensure_tls,
+    renew_certificates,
+    renewal_due_in,
+)
 from mongobench.mongocluster.wire import Passwords, wire
 
 log = logging.getLogger("mongobench.mongocluster")
@@ -82,6 +96,9 @@ class SyncResult:
     phase: str
     changed: bool
     failure: str | None = None
+    # Seconds until certificate work falls due that no event announces (a renewed certificate
+    # reaching the pods' files, an issued one near its end): the caller queues a sync then.
+    recheck_in: float | None = None
 
 
 def provision(kube: KubeApi, body: Mapping[str, Any]) -> Desired:
@@ -200,6 +217,7 @@ def administration(
             keyfile,
             tls.digest if tls else "",
             d.spec.tls.member_auth,
+            str(d.spec.tls.operator_dials_tls),  # a roll onto TLS switches it (tls_roll)
         )
     )
     with admins.lease(layout.namespace, layout.name, credentials, build) as admin:
@@ -252,8 +270,6 @@ def administer(
     wiring = wire(admin, d.spec, d.layout, passwords, ready_sets, retiring=retiring)
     if not wiring.complete:
         return wiring, None, fcv, None
-    for note in renew_certificates(kube, admin, d, time.time()):
-        log.info("MongoCluster %s/%s: %s", d.layout.namespace, d.layout.name, note)
     held = before_roll(admin, d, statefulsets, ready_sets, fcv)
     if held is not None:
         return wiring, *held
@@ -286,6 +302,7 @@ class MongoPass:
     fcv: str | None = None
     fcv_set: str | None = None
     failure: str | None = None
+    renewals: Renewals = field(default_factory=Renewals)
 
 
 def administer_safely(
@@ -314,11 +331,19 @@ def administer_safely(
                 fcv=fcv,
                 mongos_waiting=mongos_waiting,
             )
+            renewals = (
+                # Once wired: renewed certificates carried to the members (tls_renewal).
+                renew_certificates(
+                    kube, admin, d, time.time(), OperatorConfig.current().tls_propagation_seconds
+                )
+                if wiring.complete
+                else Renewals()
+            )
     except PermanentMongoError as exc:
         return MongoPass(fcv=fcv, failure=str(exc))
     except LookupError as exc:  # a Secret not created yet
         return MongoPass(Wiring(False, str(exc)), fcv=fcv)
-    return MongoPass(wiring, rolling, fcv, fcv_set)
+    return MongoPass(wiring, rolling, fcv, fcv_set, renewals=renewals)
 
 
 def rotate_safely(
@@ -333,6 +358,26 @@ def rotate_safely(
         return []
     except PermanentMongoError as exc:
         return [(WARNING, EVENT_MONGODB_ERROR, f"credential rotation: {exc}")]
+
+
+def tls_pass(
+    kube: KubeApi,
+    body: Mapping[str, Any],
+    d: Desired,
+    mongo: MongoPass,
+    statefulsets: Mapping[str, WorkloadState],
+) -> float | None:
+    """The TLS share of a sync once MongoDB was administered: the next step of a roll between
+    TLS modes (tls_roll), the Events of certificates carried to the members; returns the
+    seconds until certificate work falls due that no event announces (None: none)."""
+    if mongo.wiring is not None and mongo.wiring.complete and mongo.failure is None:
+        for event in roll_tls.advance(kube, body, d, statefulsets):
+            kube.event(body, *event)
+    for note in mongo.renewals.notes:
+        log.info("MongoCluster %s/%s: %s", d.layout.namespace, d.layout.name, note)
+        kube.event(body, NORMAL, EVENT_CERTIFICATES_ROTATED, note)
+    due = [mongo.renewals.due_in, renewal_due_in(kube, d, datetime.datetime.now(datetime.UTC))]
+    return min((t for t in due if t is not None), default=None)
 
 
 def sync(
@@ -371,6 +416,10 @@ def _sync(
     )
     mongos_waiting = mongos_step.waiting if mongos_step else None
     fcv = status.get("featureCompatibilityVersion")
+    if not deleting and d.target.tls.ca_secret_name is not None and d.target.tls.enabled:
+        # Certificates from the CA Secret: reissued near their end or for a new CA, woken by
+        # the CA Secret's events and by recheck_in (provision issues them the first time).
+        ensure_tls(kube, d, body, datetime.datetime.now(datetime.UTC))
     if ready and not deleting and rotation.under_way(body):
         # Before the wiring: it logs in with the Secrets' passwords, which a rotation changes.
         for event in rotate_safely(kube, body, d, admins):
@@ -389,6 +438,7 @@ def _sync(
         if ready and not deleting
         else MongoPass(fcv=fcv)
     )
+    recheck = None if deleting else tls_pass(kube, body, d, mongo, statefulsets)
     placement = None if deleting else observe_placement(kube, d, ready)
     gone = drained(retiring, mongo.wiring)
     removed = [rs.name for rs in gone if delete_shard_objects(kube, d.layout, rs)]
@@ -437,4 +487,4 @@ def _sync(
     )
     for event in sync_events(outcome):
         kube.event(body, *event)
-    return SyncResult(outcome.phase, changed, mongo.failure)
+    return SyncResult(outcome.phase, changed, mongo.failure, recheck)

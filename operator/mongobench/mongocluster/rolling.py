@@ -16,6 +16,9 @@ the new one (mongobench.mongocluster.mongos.mongos_upgrade), then rolls by itsel
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 from mongobench.k8s.api import KubeApi
 from mongobench.mongo.admin import MongoAdmin
 from mongobench.mongo.model import Mongos, ReplicaSetSpec
@@ -27,6 +30,8 @@ from mongobench.mongocluster.mongos import MongosUpgrade, container_image, mongo
 from mongobench.mongocluster.status import WorkloadState
 
 REVISION = "controller-revision-hash"
+# (a workload, the name of its database container) -> whether its pod template carries a change
+Carries = Callable[[Mapping[str, Any], str], bool]
 
 
 def stale_members(kube: KubeApi, rs: ReplicaSetLayout) -> list[str]:
@@ -67,6 +72,28 @@ def roll(
     if step.kind == "done":
         return None
     return f"{rs.name}: {step.reason}"
+
+
+def rolled(kube: KubeApi, layout: ClusterLayout, carries: Carries) -> bool:
+    """Whether every pod of the cluster's StatefulSets (and mongos Deployment) was started from
+    a template that `carries` what a change put there (a keyfile's digest, a --tlsMode), and is
+    ready: the rolling restart that change started is over."""
+    workloads = [("StatefulSet", rs.name, "mongod") for rs in layout.replica_sets]
+    if layout.sharded:
+        workloads.append(("Deployment", layout.mongos, MONGOS))
+    for kind, name, container in workloads:
+        workload = kube.get(kind, layout.namespace, name)
+        if workload is None or not carries(workload, container):
+            return False
+        replicas = int(workload["spec"].get("replicas", 0))
+        st = workload.get("status") or {}
+        if kind == "StatefulSet" and not WorkloadState.of_statefulset(workload).settled:
+            return False
+        seen = int(st.get("observedGeneration", 0)) >= int(workload["metadata"]["generation"])
+        counts = (st.get("updatedReplicas", 0), st.get("readyReplicas", 0), st.get("replicas"))
+        if not seen or any(int(n or 0) != replicas for n in counts):
+            return False
+    return True
 
 
 def runs_image(kube: KubeApi, rs: ReplicaSetLayout, image: str) -> bool:

@@ -24,6 +24,7 @@ from mongobench.mongocluster import labels as lbl
 from mongobench.mongocluster.generate import new_keyfile, new_password
 from mongobench.mongocluster.layout import ClusterLayout
 from mongobench.mongocluster.provision import Desired, ensure_secrets
+from mongobench.mongocluster.rolling import rolled
 from mongobench.mongocluster.rotation import (
     ANNOTATION,
     KEYFILE,
@@ -41,7 +42,6 @@ from mongobench.mongocluster.rotation import (
     rotates_keyfile,
     set_targets,
 )
-from mongobench.mongocluster.status import WorkloadState
 
 log = logging.getLogger("mongobench.mongocluster")
 
@@ -265,19 +265,7 @@ def _restart_with(kube: KubeApi, layout: ClusterLayout, digest: str) -> None:
 def _rolled(kube: KubeApi, layout: ClusterLayout, digest: str) -> bool:
     """Whether every pod mounting the keyfile was started from a template carrying `digest`
     and is ready."""
-    for kind, name in _workloads(layout):
-        workload = kube.get(kind, layout.namespace, name)
-        if workload is None or _template_digest(workload) != digest:
-            return False
-        replicas = int(workload["spec"].get("replicas", 0))
-        st = workload.get("status") or {}
-        if kind == "StatefulSet" and not WorkloadState.of_statefulset(workload).settled:
-            return False
-        seen = int(st.get("observedGeneration", 0)) >= int(workload["metadata"]["generation"])
-        counts = (st.get("updatedReplicas", 0), st.get("readyReplicas", 0), st.get("replicas"))
-        if not seen or any(int(n or 0) != replicas for n in counts):
-            return False
-    return True
+    return rolled(kube, layout, lambda workload, _: _template_digest(workload) == digest)
 
 
 def _staged(

@@ -69,7 +69,7 @@ def connection_secret(
     """What clients and benchmark Jobs mount: the benchmark user's URI."""
     db = spec.auth.benchmark_database
     uri = connection_uri(
-        layout, spec.auth.benchmark_user, benchmark_password, db, tls=spec.tls.enabled
+        layout, spec.auth.benchmark_user, benchmark_password, db, tls=spec.tls.operator_dials_tls
     )
     return secret(layout.connection_secret, layout, {"uri": uri})
 

@@ -1,13 +1,15 @@
 """Pure: what a renewed certificate takes to reach a running component's members.
 
 A Secret volume is updated in place by the kubelet, but only after its sync period (about a
-minute, ``PROPAGATION_SECONDS`` with margin), and mongod reads its certificate files only at
+minute, ``PROPAGATION_SECONDS`` with margin; the operator's MONGOBENCH_TLS_PROPAGATION_SECONDS
+where the kubelets sync faster), and mongod reads its certificate files only at
 start or on ``rotateCertificates`` (5.0+). So, per component (a replica set's StatefulSet, the
 mongos Deployment), comparing the certificate its pods were last given (``served``) with the
 Secret's (``current``):
 
 - nothing served recorded yet: the pods started with the current one (``record``);
-- a change seen less than PROPAGATION_SECONDS ago: the files may still be the old ones (``wait``);
+- a change seen less than PROPAGATION_SECONDS ago: the files may still be the old ones (``wait``,
+  with the seconds left: the sync is queued again then, as nothing else would wake it);
 - then ``rotate``: rotateCertificates on every member, no restart; unless the release cannot
   (before 5.0), the CA changed (members trust each other only once all have it: one restart
   each, in the rolling order) or the component is mongos (its pods have no names of their own
@@ -48,6 +50,7 @@ class Certificate:
 class Renewal:
     action: Action
     reason: str
+    due_in: float | None = None  # wait: seconds until the files are surely the new ones
 
 
 def seen_at(annotation: str | None, current: Certificate) -> float | None:
@@ -69,14 +72,16 @@ def plan_renewal(
     now: float,
     rotate_online: bool,
     mongos: bool,
+    propagation: float = PROPAGATION_SECONDS,
 ) -> Renewal | None:
     """The next step for one component; None when its pods serve the current certificate."""
     if served is None:
         return Renewal("record", "the pods started with the current certificate")
     if served == current:
         return None
-    if seen is None or now - seen < PROPAGATION_SECONDS:
-        return Renewal("wait", "the kubelet has not necessarily written the new files yet")
+    if seen is None or now - seen < propagation:
+        left = propagation - (0.0 if seen is None else now - seen)
+        return Renewal("wait", "the kubelet has not necessarily written the new files yet", left)
     restart = _restart_reason(served, current, rotate_online=rotate_online, mongos=mongos)
     if restart is not None:
         return Renewal("restart", restart)

@@ -15,15 +15,28 @@ import datetime
 import hashlib
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.api.schema import SpecError
+from mongobench.k8s import conditions as cond
 from mongobench.k8s.api import KubeApi
 from mongobench.k8s.client import owner_reference
+from mongobench.k8s.conditions import now_rfc3339
 from mongobench.mongo.admin import MongoAdmin
 from mongobench.mongo.versions import capabilities
-from mongobench.mongocluster.certificates import CAError, issue, reissue_reason
+from mongobench.mongocluster.certificates import (
+    CAError,
+    issue,
+    load_ca,
+    reissue_reason,
+    renewal_time,
+    signed_by,
+)
+from mongobench.mongocluster.layout import cluster_layout
 from mongobench.mongocluster.provision import Desired, cluster_secrets, read_secret
+from mongobench.mongocluster.rolling import rolled
 from mongobench.mongocluster.secrets import secret
 from mongobench.mongocluster.tls import (
     CA_KEY,
@@ -33,11 +46,20 @@ from mongobench.mongocluster.tls import (
     member_secret,
     mongos_secret,
 )
+from mongobench.mongocluster.tls_ca import (
+    CAStep,
+    join_bundle,
+    plan_ca_change,
+    same_ca,
+    split_bundle,
+)
 from mongobench.mongocluster.tls_renewal import (
+    PROPAGATION_SECONDS,
     RESTART_ANNOTATION,
     SEEN_ANNOTATION,
     SERVED_ANNOTATION,
     Certificate,
+    Renewal,
     plan_renewal,
     seen_at,
 )
@@ -50,8 +72,9 @@ CERTIFICATE_API = ("cert-manager.io/v1", "certificates")
 def ensure_tls(
     kube: KubeApi, d: Desired, owner: Mapping[str, Any], now: datetime.datetime
 ) -> list[str]:
-    """Make the cluster's certificates exist; returns the Secrets (re)issued by the operator."""
-    tls = d.spec.tls
+    """Make the cluster's certificates exist; returns the Secrets (re)issued by the operator.
+    By the spec as written: a cluster rolling onto TLS has them before its first step."""
+    tls = d.target.tls
     if not tls.enabled:
         return []
     ref = owner_reference(owner)
@@ -63,64 +86,216 @@ def ensure_tls(
                 "Certificates are not served); install it, or name a CA Secret in "
                 "tls.caSecretName instead"
             )
-        for obj in build_certificates(d.spec, d.layout):
+        for obj in build_certificates(d.target, d.layout):
             obj["metadata"]["ownerReferences"] = [ref]
             kube.apply(obj)
         return []
     assert tls.ca_secret_name is not None  # admission: exactly one source
+    return _issue_from_ca(kube, d, owner, tls.ca_secret_name, now)
+
+
+def _issue_from_ca(
+    kube: KubeApi, d: Desired, owner: Mapping[str, Any], ca_secret: str, now: datetime.datetime
+) -> list[str]:
+    """Each certificate issued from the CA Secret when absent, near its end or for other names,
+    and a new CA carried through the trust bundle (tls_ca); the Secrets written."""
+    ref = owner_reference(owner)
     try:
-        ca = read_secret(kube, d.layout.namespace, tls.ca_secret_name)
+        ca = read_secret(kube, d.layout.namespace, ca_secret)
     except LookupError as exc:
         raise SpecError(f"spec.tls.caSecretName: {exc}") from None
-    issued: list[str] = []
+    try:
+        load_ca(ca, ca_secret)
+    except CAError as exc:
+        raise SpecError(f"spec.tls.caSecretName: {exc}") from None
     existing = cluster_secrets(kube, d.layout)
-    for request in certificate_requests(d.layout):
-        reason = reissue_reason(existing.get(request.secret), ca, request, now)
+    requests = certificate_requests(d.layout)
+    step = _ca_step(kube, d, ca[CERT_KEY], {r.secret: existing.get(r.secret) for r in requests})
+    if step is not None:
+        _record_ca_step(kube, owner, step)
+    bundle = join_bundle(step.bundle) if step is not None else ca[CERT_KEY]
+    issued: list[str] = []
+    for request in requests:
+        values = existing.get(request.secret)
+        if step is None or step.phase == cond.CA_COMPLETED:
+            reason = reissue_reason(values, ca, request, now)
+        elif step.reissue and not signed_by(values, ca[CERT_KEY]):
+            reason = "reissued from the new CA"
+        elif values and not same_ca(values.get(CA_KEY, ""), bundle):
+            # The trust bundle changes, the certificate stays (tls_ca: Bundling, Pruning).
+            _write(kube, d, ref, request.secret, {**values, CA_KEY: bundle})
+            log.info("certificate Secret %s: trust bundle of %d CA(s)", request.secret,
+                     len(split_bundle(bundle)))  # fmt: skip
+            issued.append(request.secret)
+            continue
+        else:
+            reason = None if values else "not issued yet"
         if reason is None:
             continue
-        try:
-            values = issue(ca, tls.ca_secret_name, request, now)
-        except CAError as exc:
-            raise SpecError(f"spec.tls.caSecretName: {exc}") from None
-        manifest = secret(request.secret, d.layout, values)
-        manifest["type"] = "kubernetes.io/tls"
-        manifest["metadata"]["ownerReferences"] = [ref]
-        kube.apply(manifest)
+        values = issue(ca, ca_secret, request, now, bundle)
+        _write(kube, d, ref, request.secret, values)
         log.info("issued certificate Secret %s: %s", request.secret, reason)
         issued.append(request.secret)
     return issued
+
+
+def _write(
+    kube: KubeApi, d: Desired, ref: Mapping[str, Any], name: str, values: Mapping[str, str]
+) -> None:
+    manifest = secret(name, d.layout, dict(values))
+    manifest["type"] = "kubernetes.io/tls"
+    manifest["metadata"]["ownerReferences"] = [ref]
+    kube.apply(manifest)
+
+
+def _ca_step(
+    kube: KubeApi, d: Desired, new_ca: str, issued: Mapping[str, Mapping[str, str] | None]
+) -> CAStep | None:
+    """Where a change of CA stands (tls_ca); None before anything was issued."""
+    present = {k: v for k, v in issued.items() if v and v.get(CERT_KEY) and v.get(CA_KEY)}
+    if not present:
+        return None
+    bundle = next(iter(present.values()))[CA_KEY]
+    if all(same_ca(v[CA_KEY], new_ca) and signed_by(v, new_ca) for v in present.values()):
+        return CAStep(cond.CA_COMPLETED, (new_ca,), False, "")  # the usual case: no reads
+    return plan_ca_change(
+        new_ca=new_ca,
+        bundle=split_bundle(bundle),
+        leaves_from_new=all(signed_by(v, new_ca) for v in present.values()),
+        taken_up=_taken_up(kube, d, present),
+    )
+
+
+def _taken_up(kube: KubeApi, d: Desired, secrets: Mapping[str, Mapping[str, str]]) -> bool:
+    """Whether every member serves its Secret as it is (tls_renewal recorded it served) and
+    every pod runs the current template and is ready (a restart it took is over)."""
+    for kind, name, secret_name, _ in _components(d):
+        values = secrets.get(secret_name) or {}
+        workload = kube.get(kind, d.layout.namespace, name)
+        if workload is None or not values:
+            return False
+        served = ((workload.get("metadata") or {}).get("annotations") or {}).get(SERVED_ANNOTATION)
+        current = Certificate(_digest(values[CERT_KEY]), _digest(values[CA_KEY]))
+        if served != current.encode():
+            return False
+    return rolled(kube, d.layout, lambda _workload, _container: True)
+
+
+def _record_ca_step(kube: KubeApi, owner: Mapping[str, Any], step: CAStep) -> None:
+    """status.tls.caRotation as the step says (nothing for a cluster that never changed CA),
+    and an Event when a phase begins."""
+    recorded = ((owner.get("status") or {}).get("tls") or {}).get("caRotation") or {}
+    if step.phase == cond.CA_COMPLETED and recorded.get("phase") in (None, cond.CA_COMPLETED):
+        return
+    if recorded.get("phase") == step.phase and recorded.get("message") == step.message:
+        return
+    update: dict[str, Any] = {"phase": step.phase, "message": step.message}
+    if recorded.get("phase") in (None, cond.CA_COMPLETED):
+        update |= {"startedAt": now_rfc3339(), "completedAt": None}
+    if step.phase == cond.CA_COMPLETED:
+        update["completedAt"] = now_rfc3339()
+    meta = owner["metadata"]
+    kube.patch_status(
+        "MongoCluster", meta["namespace"], meta["name"], {"tls": {"caRotation": update}}
+    )
+    if not step.waiting:
+        kube.event(owner, cond.NORMAL, cond.EVENT_CA_ROTATING, f"{step.phase}: {step.message}")
+
+
+def renewal_due_in(kube: KubeApi, d: Desired, now: datetime.datetime) -> float | None:
+    """Seconds until the first certificate the operator issued from the CA Secret is due for
+    reissue (certificates.renewal_time); None for cert-manager (it renews its own) or none."""
+    if not d.target.tls.enabled or d.target.tls.ca_secret_name is None:
+        return None
+    secrets = cluster_secrets(kube, d.layout)
+    due = [renewal_time(secrets.get(r.secret)) for r in certificate_requests(d.layout)]
+    known = [t for t in due if t is not None]
+    return max(0.0, (min(known) - now).total_seconds()) if known else None
+
+
+def followed_secrets(body: Mapping[str, Any]) -> list[str]:
+    """The Secrets whose certificate changes concern a cluster: its certificate Secrets and the
+    CA Secret it names, whenever the spec names a source of certificates (so that a cluster
+    whose TLS was switched off still drops them when deleted); none for a spec without one or
+    that does not parse (no parse at all without a tls section: most clusters)."""
+    if not (body.get("spec") or {}).get("tls"):
+        return []
+    try:
+        spec = MongoClusterSpec.parse(dict(body.get("spec") or {}))
+    except SpecError:
+        return []
+    if spec.tls.ca_secret_name is None and spec.tls.issuer_ref is None:
+        return []
+    meta = body["metadata"]
+    layout = cluster_layout(meta["name"], meta["namespace"], spec)
+    names = [r.secret for r in certificate_requests(layout)]
+    return [*names, spec.tls.ca_secret_name] if spec.tls.ca_secret_name else names
+
+
+def certificate_state(data: Mapping[str, str]) -> str | None:
+    """A Secret's certificate and CA as one digest (of the base64 values, as the API gives
+    them); None for a Secret without a certificate."""
+    if CERT_KEY not in data:
+        return None
+    return _digest(f"{data[CERT_KEY]}/{data.get(CA_KEY, '')}")
+
+
+def _components(d: Desired) -> list[tuple[str, str, str, tuple[str, ...]]]:
+    """(kind, name, certificate Secret, member hosts) of what runs members or routers."""
+    out: list[tuple[str, str, str, tuple[str, ...]]] = [
+        ("StatefulSet", rs.name, member_secret(rs), rs.hosts) for rs in d.layout.replica_sets
+    ]
+    if d.layout.sharded:
+        out.append(("Deployment", d.layout.mongos, mongos_secret(d.layout), ()))
+    return out
 
 
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def renew_certificates(kube: KubeApi, admin: MongoAdmin, d: Desired, now: float) -> list[str]:
-    """Carry renewed certificates to the running members (tls_renewal decides how); returns
-    what was done, for the log and the Events. A member that cannot be reached raises (the next
-    sync tries again: nothing is recorded as served until every member rotated)."""
+@dataclass(frozen=True)
+class Renewals:
+    """What carrying renewed certificates did (for the log and the Events), and in how many
+    seconds a change seen now may be carried (None: nothing waits)."""
+
+    notes: list[str] = field(default_factory=list)
+    due_in: float | None = None
+
+
+def renew_certificates(
+    kube: KubeApi, admin: MongoAdmin, d: Desired, now: float, propagation: float | None = None
+) -> Renewals:
+    """Carry renewed certificates to the running members (tls_renewal decides how). A member
+    that cannot be reached raises (the next sync tries again: nothing is recorded as served
+    until every member rotated). `propagation`: the kubelet's delay (tls_renewal)."""
     if not d.spec.tls.enabled:
-        return []
+        return Renewals()
     secrets = cluster_secrets(kube, d.layout)
     rotate_online = capabilities(d.spec.version).rotate_certificates
-    components: list[tuple[str, str, str, tuple[str, ...]]] = [
-        ("StatefulSet", rs.name, member_secret(rs), rs.hosts) for rs in d.layout.replica_sets
-    ]
-    if d.layout.sharded:
-        components.append(("Deployment", d.layout.mongos, mongos_secret(d.layout), ()))
     done: list[str] = []
-    for kind, name, secret_name, hosts in components:
+    waits: list[float] = []
+    for kind, name, secret_name, hosts in _components(d):
         values = secrets.get(secret_name) or {}
         workload = kube.get(kind, d.layout.namespace, name)
         if workload is None or not values.get(CERT_KEY) or not values.get(CA_KEY):
             continue  # not created yet, or cert-manager has not issued it yet
         current = Certificate(_digest(values[CERT_KEY]), _digest(values[CA_KEY]))
-        note = _renew_one(
-            kube, admin, workload, current, hosts, now=now, rotate_online=rotate_online
+        step = _renew_one(
+            kube,
+            admin,
+            workload,
+            current,
+            hosts,
+            now=now,
+            rotate_online=rotate_online,
+            propagation=PROPAGATION_SECONDS if propagation is None else propagation,
         )
-        if note is not None:
-            done.append(note)
-    return done
+        if step is not None and step.action == "wait" and step.due_in is not None:
+            waits.append(step.due_in)
+        elif step is not None and step.action in ("rotate", "restart"):
+            done.append(f"{kind} {name}: certificate {step.action} ({step.reason})")
+    return Renewals(done, min(waits, default=None))
 
 
 def _renew_one(
@@ -132,7 +307,8 @@ def _renew_one(
     *,
     now: float,
     rotate_online: bool,
-) -> str | None:
+    propagation: float,
+) -> Renewal | None:
     meta = workload["metadata"]
     kind, name, namespace = workload["kind"], meta["name"], meta["namespace"]
     notes = meta.get("annotations") or {}
@@ -144,6 +320,7 @@ def _renew_one(
         now=now,
         rotate_online=rotate_online,
         mongos=kind == "Deployment",
+        propagation=propagation,
     )
     if step is None:
         return None
@@ -151,11 +328,11 @@ def _renew_one(
         if seen is None:
             first_seen = {SEEN_ANNOTATION: f"{current.digest}@{now:.0f}"}
             kube.patch(kind, namespace, name, {"metadata": {"annotations": first_seen}})
-        return None
+        return step
     patch: dict[str, Any] = {"metadata": {"annotations": {SERVED_ANNOTATION: current.encode()}}}
     if step.action == "record":
         kube.patch(kind, namespace, name, patch)
-        return None
+        return step
     if step.action == "rotate":
         for host in hosts:
             admin.rotate_certificates(host)
@@ -163,4 +340,4 @@ def _renew_one(
         template = {"metadata": {"annotations": {RESTART_ANNOTATION: current.digest}}}
         patch["spec"] = {"template": template}
     kube.patch(kind, namespace, name, patch)
-    return f"{kind} {name}: certificate {step.action} ({step.reason})"
+    return step

@@ -33,6 +33,7 @@ from mongobench.mongocluster import reconcile
 from mongobench.mongocluster.certificates import CAError, issue, load_ca, reissue_reason
 from mongobench.mongocluster.layout import cluster_layout
 from mongobench.mongocluster.objects import to_yaml
+from mongobench.mongocluster.secrets import connection_secret
 from mongobench.mongocluster.tls import (
     CA_FILE,
     CERT_KEY_FILE,
@@ -321,7 +322,7 @@ def test_the_operator_connects_with_the_ca_and_its_client_certificate(
     ("mode", "member_auth", "dials_tls"),
     [
         ("allowTLS", "keyFile", False),
-        ("preferTLS", "keyFile", False),
+        ("preferTLS", "keyFile", True),
         ("requireTLS", "keyFile", True),
         ("preferTLS", "x509", True),
     ],
@@ -330,9 +331,9 @@ def test_the_operator_dials_plain_while_a_cluster_rolls_onto_tls(
     ca: trustme.CA, mode: str, member_auth: str, dials_tls: bool
 ) -> None:
     """MongoDB's path onto TLS: allowTLS, then preferTLS, then requireTLS, a roll each. Members
-    not yet restarted speak plain only, and allowTLS and preferTLS members accept plain: the
-    operator dials plain until requireTLS (or x509, which authenticates by certificate), or it
-    could not reach the members it must restart."""
+    not yet restarted onto allowTLS speak plain only: the operator dials plain under allowTLS,
+    and TLS from preferTLS on (every member accepts it by then), or with x509 members. The
+    connection Secret's URI follows the same rule."""
     spec = {
         **REPLICA_SET_CA,
         "tls": {**REPLICA_SET_CA["tls"], "mode": mode, "memberAuth": member_auth},
@@ -340,6 +341,10 @@ def test_the_operator_dials_plain_while_a_cluster_rolls_onto_tls(
     connector = operator_connector(spec, ca)
     assert connector.tls is dials_tls
     assert (connector.tls_ca_file is not None) is dials_tls
+    parsed = MongoClusterSpec.parse(spec)
+    data = connection_secret(parsed, cluster_layout("c", "ns", parsed), "pw")["data"]
+    uri = base64.b64decode(data["uri"]).decode()
+    assert ("tls=true" in uri) is dials_tls
 
 
 def test_the_operator_waits_for_its_client_certificate() -> None:
@@ -411,7 +416,7 @@ def test_renewal_records_then_rotates_every_member_then_keeps_quiet(ca: trustme.
     admin = RecordingAdmin()
 
     def renew(now: float) -> list[str]:
-        return renew_certificates(kube, typing.cast(Any, admin), d, now)
+        return renew_certificates(kube, typing.cast(Any, admin), d, now).notes
 
     assert renew(0.0) == []  # the served certificate is recorded, nothing said
     sts = kube.objects[("StatefulSet", NS, "c-rs0")]
@@ -442,7 +447,7 @@ def test_renewal_of_a_new_ca_restarts_the_members_through_their_template(ca: tru
     kube.put(secret_of(ca_values(trustme.CA()), "bench-ca"))  # the user replaced the CA
     ensure_tls(kube, d, body(kube), NOW)
     renew_certificates(kube, typing.cast(Any, admin), d, 1.0)
-    (note,) = renew_certificates(kube, typing.cast(Any, admin), d, 1.0 + PROPAGATION_SECONDS)
+    (note,) = renew_certificates(kube, typing.cast(Any, admin), d, 1.0 + PROPAGATION_SECONDS).notes
     assert "restart (the CA changed" in note and admin.commands == []
     template = kube.objects[("StatefulSet", NS, "c-rs0")]["spec"]["template"]
     assert RESTART_ANNOTATION in template["metadata"]["annotations"]
