@@ -42,7 +42,7 @@ def _advance(memo: kopf.Memo, namespace: str, name: str) -> None:
     state = state_of(memo)
     with refusals(state.kube, KIND, namespace, name, cond.SUCCEEDED, locks=state.locks):
         outcome = orchestrate.advance(
-            state.kube,
+            state.run_kube,
             namespace,
             name,
             config,
@@ -193,7 +193,7 @@ def _archive_ticked(memo: kopf.Memo, namespace: str, name: str, record: Mapping[
         return
     state = state_of(memo)
     archive.sync(
-        state.kube,
+        state.run_kube,
         namespace,
         name,
         OperatorConfig.current(),
@@ -264,7 +264,7 @@ def delete(
 
         try:
             message = orchestrate.drop_data(
-                state.kube, state.cluster_data, parsed, body["metadata"]["namespace"]
+                state.run_kube, state.cluster_data, parsed, body["metadata"]["namespace"]
             )
         except (MongoAdminError, ApiError, SpecError) as exc:
             state.kube.event(body, cond.WARNING, cond.EVENT_DATA_NOT_DROPPED, str(exc))

@@ -22,6 +22,7 @@ from mongobench.benchmarkrun import jobs
 from mongobench.handlers import benchmarkrun, mongocluster
 from mongobench.handlers.benchmarkrun import FALLBACK, NEXT
 from mongobench.k8s import conditions as cond
+from mongobench.k8s.bodies import LatestBodies
 from mongobench.k8s.dependents import Dependents
 from mongobench.k8s.ticker import Ticker
 from mongobench.k8s.wakeups import Backoff, Wakeups
@@ -39,7 +40,11 @@ def state(monkeypatch: pytest.MonkeyPatch) -> Iterator[SimpleNamespace]:
     wakeups = Wakeups(pool, backoff=Backoff(60, 60))  # the test's own events decide what runs
     ticker = Ticker(wakeups)
     state = SimpleNamespace(
-        wakeups=wakeups, ticker=ticker, dependents=Dependents(wakeups), advanced=[]
+        wakeups=wakeups,
+        ticker=ticker,
+        dependents=Dependents(wakeups),
+        clusters=LatestBodies(),
+        advanced=[],
     )
     monkeypatch.setattr(benchmarkrun, "state_of", lambda memo: state)
     monkeypatch.setattr(mongocluster, "state_of", lambda memo: state)
@@ -169,6 +174,29 @@ def test_a_cluster_that_became_ready_before_the_runs_event_still_wakes_it(
     cluster_event(cond.PHASE_READY)
     run_event(run(cond.PHASE_PENDING, CLUSTER_NOT_READY))  # written before the cluster's event
     assert state.wakeups.idle(timeout=5) and state.advanced == [("ns", "r")]
+
+
+def test_a_woken_run_reads_its_cluster_as_the_event_that_woke_it_and_none_once_deleted(
+    state: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cluster's body is in the index before its runs are woken (they read it there, not
+    with a GET); a deleted cluster is never answered for again."""
+    key = ("MongoCluster", "ns", "c")
+    read: list[str | None] = []
+
+    def advance(memo: Any, namespace: str, name: str) -> None:
+        body = state.clusters.get(key)
+        read.append(None if body is None else body["status"].get("phase"))
+
+    monkeypatch.setattr(benchmarkrun, "_advance", advance)
+    cluster_event(cond.PHASE_PROVISIONING)
+    run_event(run(cond.PHASE_PENDING, CLUSTER_NOT_READY))
+    cluster_event(cond.PHASE_READY)
+    assert state.wakeups.idle(timeout=5) and read == [cond.PHASE_READY]
+    run_event(run(cond.RUN_LOADING, CLUSTER_READY, steps=[step(0, SUCCEEDED), step(1, RUNNING)]))
+    cluster_event(cond.PHASE_READY, type_="DELETED")
+    assert state.wakeups.idle(timeout=5) and read == [cond.PHASE_READY, None]
+    assert key not in state.clusters
 
 
 def job_events() -> dict[str, float]:
