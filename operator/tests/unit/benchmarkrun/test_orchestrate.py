@@ -486,6 +486,57 @@ def test_a_finished_steps_documents_are_archived_and_the_run_says_so(
     assert run is not None and not archive.pending(run["spec"], run["status"], config)
 
 
+class CountingKube(FakeKube):
+    """FakeKube that counts GETs by kind (and GET /version as "Version")."""
+
+    def __init__(self, *objects: Any) -> None:
+        super().__init__(*objects)
+        self.gets: dict[str, int] = {}
+
+    def get(self, kind: str, namespace: str | None, name: str) -> dict[str, Any] | None:
+        self.gets[kind] = self.gets.get(kind, 0) + 1
+        return super().get(kind, namespace, name)
+
+    def version(self) -> dict[str, Any]:
+        self.gets["Version"] = self.gets.get("Version", 0) + 1
+        return super().version()
+
+
+def pod(name: str, labels: dict[str, str], node: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"namespace": NS, "name": name, "labels": labels},
+        "spec": {"nodeName": node, "containers": [{"name": "main", "image": "img:1"}]},
+        "status": {"containerStatuses": [{"name": "main", "image": "img:1", "imageID": "sha"}]},
+    }
+
+
+def test_the_provenance_asks_for_the_apiserver_version_and_each_node_once_per_run(
+    tmp_path: Path,
+) -> None:
+    config = replace(CONFIG, archive_url=str(tmp_path))
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}
+    member = pod("c-rs0-0", {"mongobench.io/cluster": "c"}, "n1")
+    kube = CountingKube(mongocluster(), benchmarkrun(repetitions=1), node, member)
+    advance(kube)  # started, prepared, the load's Job applied
+    report(kube, 1)
+    finish_job(kube, 1)
+    advance(kube)  # the load collected, the run's Job applied
+    kube.gets.clear()  # the run's cluster snapshot read the node at the start
+    sync_archive(kube, config)
+    kube.put(pod("r-client", {"mongobench.io/run": "r"}, "n1"))  # the run step's client
+    report(kube, 2, "run")
+    finish_job(kube, 2)
+    advance(kube)  # collected, cleaned up
+    sync_archive(kube, config)
+    assert status(kube)["archive"]["uploadedSteps"] == [1, 2]
+    assert kube.gets["Version"] == 1 and kube.gets["Node"] == 1  # two uploads
+    [doc] = [json.loads(p.read_text()) for p in tmp_path.rglob("provenance.json")]
+    assert doc["kubernetes"]["gitVersion"] == "v1.32.2"
+    assert [(n["name"], n["roles"]) for n in doc["nodes"]] == [("n1", ["client", "database"])]
+
+
 def test_an_archive_that_cannot_be_written_is_retried_later(kube: FakeKube, tmp_path: Path) -> None:
     config = replace(CONFIG, archive_url=str(tmp_path))
     kube.objects[(RUN_KIND, NS, "r")]["spec"]["archive"] = {"credentialsSecret": "missing"}
