@@ -119,6 +119,7 @@ class PeakRss:
 
     def __init__(self, pid: int) -> None:
         self.pid, self.peak, self.threads = pid, 0, 0
+        self.rose = time.monotonic()  # when the peak last grew
         self.done = threading.Event()
         threading.Thread(target=self.loop, daemon=True).start()
 
@@ -127,7 +128,9 @@ class PeakRss:
             try:
                 for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
                     if line.startswith("VmHWM:"):
-                        self.peak = max(self.peak, int(line.split()[1]) * 1024)
+                        hwm = int(line.split()[1]) * 1024
+                        if hwm > self.peak:
+                            self.peak, self.rose = hwm, time.monotonic()
                     elif line.startswith("Threads:"):
                         self.threads = max(self.threads, int(line.split()[1]))
             except OSError:
@@ -202,6 +205,7 @@ class Figures:
     metrics: str  # the operator's /metrics at the end
 
     bare: bool = False  # the bare-kopf reference: its only milestone is "handled"
+    peak_at: float | None = None  # seconds from the apply to the peak RSS
 
     @property
     def ok(self) -> bool:
@@ -254,6 +258,7 @@ def measure(work: Path, pythonpath: str | None) -> Figures:
             elapsed,
             operator_requests(plane.audit_log),
             operator.metrics(),
+            peak_at=rss.rose - t0,
         )
 
 
@@ -312,7 +317,19 @@ def measure_bare_kopf(work: Path) -> Figures:
         rss.done.set()
         requests = operator_requests(plane.audit_log)
     return Figures(
-        t_applied, marks, 0, 0, rss.peak, rss.threads, cpu, machine, elapsed, requests, "", True
+        t_applied,
+        marks,
+        0,
+        0,
+        rss.peak,
+        rss.threads,
+        cpu,
+        machine,
+        elapsed,
+        requests,
+        "",
+        bare=True,
+        peak_at=rss.rose - t0,
     )
 
 
@@ -451,6 +468,7 @@ def _print_figures(figures: dict[str, Figures]) -> None:
         clients = [f.clients if f else None for f in real]
         _row(f"client processes at once (cap {CLIENTS})", clients, digits=0)
     _row("operator peak RSS (target < 75)", [f.peak_rss / 2**20 for f in runs], "MiB")
+    _row("  reached, s after the apply began", [f.peak_at for f in runs], "s")
     _row("operator threads at most", [f.threads for f in runs], digits=0)
     _row("operator CPU seconds", [f.cpu["operator"] for f in runs], "s")
     total = N + RUNS
