@@ -56,6 +56,8 @@ class Outcome:
     events: list[Event] = field(default_factory=list)
     run: Mapping[str, Any] = field(default_factory=dict)  # the BenchmarkRun, for Events
     phase: str | None = None
+    # Its status as this advance left it (what it read, with what it wrote over it).
+    status: Mapping[str, Any] = field(default_factory=dict)
 
     def info(self, reason: str, message: str) -> None:
         self.events.append((cond.NORMAL, reason, message))
@@ -302,6 +304,7 @@ class _Advance:
         self.report_knee_and_cost()
         self.publish()
         self.outcome.phase = self.new.get("phase", self.status.get("phase"))
+        self.outcome.status = {**self.status, **self.new}
         return self.outcome
 
     def chain(self, done: Action, observed: Observed) -> None:
@@ -423,8 +426,9 @@ class _Advance:
         ref = self.run_ref(target)
         if step.reset:
             self.data.prepare(self.spec, target.cluster)
-        for obj in jobs.build_client_rbac(ref, [s for s in self.plan if s.runs_job]):
-            self.kube.apply(obj)
+        if self.grants_with(step):
+            for obj in jobs.build_client_rbac(ref, [s for s in self.plan if s.runs_job]):
+                self.kube.apply(obj)
         if jobs.uses_barrier(self.spec, ref):
             self.kube.apply(jobs.build_barrier(self.spec, step, ref))
         applied = self.kube.apply(jobs.build_job(self.spec, step, ref))
@@ -433,6 +437,16 @@ class _Advance:
         started = (applied.get("status") or {}).get("startTime") or now_rfc3339()
         self.mark(step, phase=cond.STEP_RUNNING, job=job_name, startTime=started)
         self.outcome.info(cond.EVENT_STEP_STARTED, f"{step.label}: Job {job_name}")
+
+    def grants_with(self, step: Step) -> bool:
+        """Whether the clients' ServiceAccount, Role and RoleBinding are applied with this
+        step's Job: with the run's first Job (owned by the run, they name every planned step's
+        start barrier), and with every Job of a run whose plan grows as it goes (re-runs of
+        invalid trials, the knee's probes: barriers not planned before). Three writes per Job
+        were a tenth of a run's requests under make bench-scale."""
+        if self.spec.knee is not None or self.spec.validity.rerun_invalid:
+            return True
+        return not any(e.get("job") for e in self.steps() if e["index"] < step.index)
 
     def collect_step(self, step: Step, _action: Action, observed: Observed, target: Target) -> None:
         entry = self.steps()[step.index]

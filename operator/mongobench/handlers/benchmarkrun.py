@@ -57,10 +57,8 @@ def _advance(memo: kopf.Memo, namespace: str, name: str) -> None:
         metrics.set_running_steps(
             namespace, name, (outcome.run.get("status") or {}).get("steps") or ()
         )
-        if outcome.phase in TERMINAL:
-            run = state.kube.get(KIND, namespace, name)
-            if run is not None:
-                metrics.export_run(run)
+        if outcome.phase in TERMINAL:  # the run as this advance left it: no GET
+            metrics.export_run({**outcome.run, "status": dict(outcome.status)})
 
 
 @kopf.on.resume(*BENCHMARKRUN)

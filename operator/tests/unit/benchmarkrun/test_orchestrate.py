@@ -246,6 +246,26 @@ def test_a_completed_job_is_collected_and_the_next_steps_job_applied_in_one_pass
     assert kube.reasons().count(cond.EVENT_STEP_STARTED) == 2
 
 
+def test_the_clients_grants_go_with_the_first_job_and_with_every_job_of_a_growing_plan() -> None:
+    kube = FakeKube(mongocluster(), benchmarkrun(repetitions=2))
+    advance(kube)  # the load's Job, and the grants for every planned step's barrier
+    for index, phase in ((1, "load"), (2, "run")):
+        report(kube, index, phase)
+        finish_job(kube, index)
+        outcome = advance(kube)  # collected, the next Job applied
+    assert kube.verbs("apply", "Job") == [job_name(kube, i) for i in (1, 2, 3)]
+    assert kube.verbs("apply", "Role") == ["r-client"]  # once, for the run
+    assert outcome is not None and outcome.status["phase"] == outcome.phase == cond.RUN_RUNNING
+    assert outcome.status["steps"] == status(kube)["steps"]  # as written: nothing read again
+    # Re-runs of invalid trials add steps (and barriers) as the run goes: every Job grants.
+    kube = FakeKube(mongocluster(), benchmarkrun(repetitions=1, validity={"rerunInvalid": 1}))
+    advance(kube)
+    report(kube, 1)
+    finish_job(kube, 1)
+    advance(kube)
+    assert kube.verbs("apply", "Role") == ["r-client"] * 2
+
+
 def test_a_collect_that_fails_leaves_the_step_to_retry_and_applies_no_job(
     kube: FakeKube,
 ) -> None:
