@@ -32,6 +32,11 @@ So "apply returned" and the clusters' milestones measure the apiserver and the o
                          measured first, on a plane of its own, with its operator/, results/ and
                          archive/ first on PYTHONPATH of the same virtualenv; each figure is
                          printed for both, with after / before
+    BENCH_KOPF           1 (default): also the bare-kopf reference (bare_kopf.py: kopf alone,
+                         no-op handlers on the same two kinds, the operator's process set-up) on
+                         a plane of its own under the same apply, until kopf handled every
+                         object: its peak RSS, threads, CPU and requests are kopf's own share of
+                         the operator's (column "kopf"); 0 skips it
 
 What is real: apiserver, controller-manager, KWOK nodes, the operator process, the runs' YCSB
 clients (executed by the harness kubelet against FerretDB). MongoDB's replica-set state is the
@@ -42,11 +47,13 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,6 +68,7 @@ from localplane.executor import pod_executor, rewrite_hosts
 from localplane.ferretdb import running_ferretdb
 from localplane.keyfiles import keyfile_from_pods
 from localplane.mongomodel import MongoModel
+from localplane.net import free_port, wait_for_port
 from localplane.nodes import NodeSet
 from localplane.operator import OperatorProcess, start_operator, wait_until
 from localplane.plane import Plane
@@ -75,6 +83,7 @@ BATCH = int(os.environ.get("BENCH_BATCH", "50"))
 APPLY_TIMEOUT = float(os.environ.get("BENCH_APPLY_TIMEOUT", "300"))
 CLIENTS = int(os.environ.get("BENCH_CLIENTS", str(2 * (os.cpu_count() or 1))))
 BEFORE = os.environ.get("BENCH_BEFORE", "main")
+BARE_KOPF = os.environ.get("BENCH_KOPF", "1") == "1"
 GROUP = "mongobench.io"
 
 
@@ -110,6 +119,7 @@ class PeakRss:
 
     def __init__(self, pid: int) -> None:
         self.pid, self.peak, self.threads = pid, 0, 0
+        self.rose = time.monotonic()  # when the peak last grew
         self.done = threading.Event()
         threading.Thread(target=self.loop, daemon=True).start()
 
@@ -118,7 +128,9 @@ class PeakRss:
             try:
                 for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
                     if line.startswith("VmHWM:"):
-                        self.peak = max(self.peak, int(line.split()[1]) * 1024)
+                        hwm = int(line.split()[1]) * 1024
+                        if hwm > self.peak:
+                            self.peak, self.rose = hwm, time.monotonic()
                     elif line.startswith("Threads:"):
                         self.threads = max(self.threads, int(line.split()[1]))
             except OSError:
@@ -192,8 +204,13 @@ class Figures:
     requests: list[dict[str, Any]]  # the operator's API requests (audit events)
     metrics: str  # the operator's /metrics at the end
 
+    bare: bool = False  # the bare-kopf reference: its only milestone is "handled"
+    peak_at: float | None = None  # seconds from the apply to the peak RSS
+
     @property
     def ok(self) -> bool:
+        if self.bare:
+            return "handled" in self.marks
         return len(self.marks) == (4 if RUNS else 2) and not self.failed
 
 
@@ -241,7 +258,89 @@ def measure(work: Path, pythonpath: str | None) -> Figures:
             elapsed,
             operator_requests(plane.audit_log),
             operator.metrics(),
+            peak_at=rss.rose - t0,
         )
+
+
+def measure_bare_kopf(work: Path) -> Figures:
+    """bare_kopf.py on a fresh plane under the same apply, until every object carries kopf's
+    last-handled annotation (its create handler ran), then 2 s more."""
+    work.mkdir(parents=True, exist_ok=True)
+    with ExitStack() as stack:
+        plane = Plane.start(work / "plane", nodes=NodeSet(profile="kind", count=3), audit=True)
+        stack.callback(plane.stop)
+        plane.apply(REPO / "crds")
+        plane.kubectl("create", "namespace", NS)
+        probe = free_port()
+        with (work / "kopf.log").open("ab") as out:
+            process = subprocess.Popen(
+                [sys.executable, str(Path(__file__).with_name("bare_kopf.py")), NS, str(probe)],
+                env={**os.environ, "KUBECONFIG": str(plane.kubeconfig)},
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        stack.callback(_stop, process)
+        wait_for_port(probe, timeout=60)
+        rss = PeakRss(process.pid)
+        custom = k8s.CustomObjectsApi(plane.api_client())
+        objects = [cluster(i) for i in range(N)] + [run(i) for i in range(RUNS)]
+        time.sleep(2)  # kopf's initial listing
+        pids = {"operator": process.pid} | {p.name: p.pid for p in plane.procs}
+        cpu0 = {name: cpu_seconds(pid) for name, pid in pids.items()}
+        machine0 = machine_cpu_seconds()
+        t0 = time.monotonic()
+        apply_in_batches(plane, objects)
+        t_applied = time.monotonic() - t0
+
+        def handled() -> bool:
+            done = 0
+            for plural in ("mongoclusters", "benchmarkruns"):
+                items = custom.list_namespaced_custom_object(GROUP, "v1alpha1", NS, plural)
+                done += sum(
+                    "mongobench.io/last-handled-configuration"
+                    in (o["metadata"].get("annotations") or {})
+                    for o in items["items"]
+                )
+            return done >= len(objects)
+
+        marks: dict[str, float] = {}
+        try:
+            wait_until(handled, timeout=TIMEOUT, interval=0.5, what="handled")
+            marks["handled"] = time.monotonic() - t0
+        except TimeoutError:
+            print(f"bench-scale: kopf handled not all in {TIMEOUT:.0f} s", file=sys.stderr)
+        elapsed = time.monotonic() - t0
+        cpu = {name: cpu_seconds(pid) - cpu0[name] for name, pid in pids.items()}
+        machine = machine_cpu_seconds() - machine0
+        time.sleep(2)
+        rss.done.set()
+        requests = operator_requests(plane.audit_log)
+    return Figures(
+        t_applied,
+        marks,
+        0,
+        0,
+        rss.peak,
+        rss.threads,
+        cpu,
+        machine,
+        elapsed,
+        requests,
+        "",
+        bare=True,
+        peak_at=rss.rose - t0,
+    )
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
 
 
 def main() -> int:
@@ -251,9 +350,12 @@ def main() -> int:
         if BEFORE:  # the code before first, on a machine as loaded as for this tree
             trees = {"before": pythonpath(export_tree(BEFORE, work / "before")), **trees}
         figures = {name: measure(work / name, path) for name, path in trees.items()}
+        if BARE_KOPF:
+            figures["kopf"] = measure_bare_kopf(work / "kopf")
     print(
         f"bench-scale: {N} MongoClusters (1 member) + {RUNS} BenchmarkRuns (load + 1 run)"
         + (f", this tree next to {BEFORE}" if BEFORE else "")
+        + (", and bare kopf (no-op handlers, the same two kinds)" if BARE_KOPF else "")
     )
     _print_figures(figures)
     return 0 if all(f.ok for f in figures.values()) else 1
@@ -331,17 +433,23 @@ def _milestones(custom: k8s.CustomObjectsApi, apps: k8s.AppsV1Api, t0: float) ->
     return marks
 
 
-def _row(label: str, values: list[float | None], unit: str = "", digits: int = 1) -> None:
-    """One figure per tree, then after / before when there are two."""
+def _row(label: str, values: Sequence[float | None], unit: str = "", digits: int = 1) -> None:
+    """One figure per measurement (before, after, kopf), then after / before when both are."""
     cells = "".join(f"{v:10.{digits}f}" if v is not None else f"{'-':>10}" for v in values)
     ratio = ""
-    if len(values) == 2 and values[0] and values[1] is not None:
-        ratio = f"   {values[1] / values[0]:5.2f}x"
+    if len(_COLUMNS) >= 2 and _COLUMNS[:2] == ["before", "after"]:
+        before, after = values[0], values[1]
+        if before and after is not None:
+            ratio = f"   {after / before:5.2f}x"
     print(f"  {label:<36}{cells} {unit:<4}{ratio}")
+
+
+_COLUMNS: list[str] = []  # the measurements printed, in order (set by _print_figures)
 
 
 def _print_figures(figures: dict[str, Figures]) -> None:
     runs = list(figures.values())
+    _COLUMNS[:] = list(figures)
     print(f"  {'':<36}" + "".join(f"{name:>10}" for name in figures) + "      after / before")
     _row("kubectl apply returned", [f.applied for f in runs], "s")
     for name, what in (
@@ -352,10 +460,15 @@ def _print_figures(figures: dict[str, Figures]) -> None:
     ):
         if name not in ("loading", "runs") or RUNS:
             _row(what, [f.marks.get(name) for f in runs], "s")
+    if BARE_KOPF and "kopf" in figures:
+        _row("apply -> kopf handled all (no-op)", [f.marks.get("handled") for f in runs], "s")
     if RUNS:
-        _row("runs Failed (target 0)", [f.failed for f in runs], digits=0)
-        _row(f"client processes at once (cap {CLIENTS})", [f.clients for f in runs], digits=0)
+        real = [None if f.bare else f for f in runs]
+        _row("runs Failed (target 0)", [f.failed if f else None for f in real], digits=0)
+        clients = [f.clients if f else None for f in real]
+        _row(f"client processes at once (cap {CLIENTS})", clients, digits=0)
     _row("operator peak RSS (target < 75)", [f.peak_rss / 2**20 for f in runs], "MiB")
+    _row("  reached, s after the apply began", [f.peak_at for f in runs], "s")
     _row("operator threads at most", [f.threads for f in runs], digits=0)
     _row("operator CPU seconds", [f.cpu["operator"] for f in runs], "s")
     total = N + RUNS

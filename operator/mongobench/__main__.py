@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import importlib.util
 import sys
 from dataclasses import replace
 
@@ -18,6 +19,20 @@ def without_kubernetes_package() -> None:
     (tests/unit/test_image_dependencies.py), but the development environment, where `make dev`
     and the cluster tier run the operator, holds it beside the `mongobench` CLI."""
     sys.modules.setdefault("kubernetes", None)  # type: ignore[arg-type]
+
+
+def without_pyopenssl_probe() -> bool:
+    """Skip pymongo's probe for pyOpenSSL where pyOpenSSL is not installed (the image installs
+    none): pymongo tries its pyOpenSSL TLS context first, whose module imports cryptography's
+    x509 (~7.8 MiB resident) before it finds no `OpenSSL` and falls back to the standard
+    library's ssl, which is then what every client uses. The probe failing at once changes
+    nothing else. The saving shows once nothing else loads cryptography without TLS: today
+    mongocluster/reconcile.py does, importing tls_secrets (and with it certificates) at load
+    time for every cluster. True when the probe is skipped."""
+    if importlib.util.find_spec("OpenSSL") is not None:  # pyOpenSSL there: pymongo uses it
+        return False
+    sys.modules.setdefault("pymongo.pyopenssl_context", None)  # type: ignore[arg-type]
+    return True
 
 
 # glibc's mallopt parameter: at most this many malloc arenas.
@@ -49,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.command == "run":
         without_kubernetes_package()
+        without_pyopenssl_probe()
         fewer_malloc_arenas()
         from mongobench.main import run  # noqa: PLC0415 - kopf loads only for `run`
 

@@ -15,6 +15,8 @@ call, so nothing of the kind lives in module globals:
   with the wake-ups, the operator's only triggers besides kopf's handlers, so `pause` and
   `resume` (kopf's peering, relayed by k8s.peering) stop and start all of the operator's own
   work, as kopf stops and starts its watches;
+- the latest body of every MongoCluster, fed by its events (k8s.bodies): a BenchmarkRun reads
+  its cluster from it (`run_kube`) instead of a GET on every advance; emptied on a pause;
 - the MongoDB administration handles, one per cluster, replaced when the cluster's credentials
   change and closed when it is deleted.
 """
@@ -27,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mongobench.k8s.api import KubeApi, KubeClient
+from mongobench.k8s.bodies import LatestBodies, WatchedReads
 from mongobench.k8s.client import ApiClient, new_api_client
 from mongobench.k8s.dependents import Dependents
 from mongobench.k8s.locks import ResourceLocks
@@ -50,6 +53,7 @@ class OperatorState:
     wakeups: Wakeups
     ticker: Ticker
     dependents: Dependents
+    clusters: LatestBodies = field(default_factory=LatestBodies)
     own_pool: ThreadPoolExecutor | None = field(default=None, repr=False)
 
     @classmethod
@@ -77,8 +81,15 @@ class OperatorState:
             wakeups,
             Ticker(wakeups),
             Dependents(wakeups),
+            LatestBodies(),
             own,
         )
+
+    @property
+    def run_kube(self) -> KubeApi:
+        """The API as a BenchmarkRun's controller reads it: its MongoCluster from the cluster
+        events' bodies when they hold it (k8s.bodies), everything else from the apiserver."""
+        return WatchedReads(self.kube, "MongoCluster", self.clusters)
 
     @property
     def cluster_data(self) -> ClusterData:
@@ -93,6 +104,8 @@ class OperatorState:
         drop its lock and close its MongoDB clients."""
         self.ticker.stop((kind, namespace, name))
         self.dependents.forget((kind, namespace, name))
+        if kind == "MongoCluster":
+            self.clusters.gone((kind, namespace, name))
         self.wakeups.forget((kind, namespace, name))
         self.locks.forget(kind, namespace, name)
         if kind == "MongoCluster":
@@ -102,6 +115,7 @@ class OperatorState:
         """Peering paused the operator: drop every tick and all queued work; start none."""
         self.ticker.pause()
         self.dependents.pause()
+        self.clusters.pause()
         self.wakeups.pause()
 
     def resume(self) -> None:
@@ -110,6 +124,7 @@ class OperatorState:
         self.wakeups.resume()
         self.ticker.resume()
         self.dependents.resume()
+        self.clusters.resume()
 
     def busy(self) -> bool:
         """Whether work started before a pause still runs."""

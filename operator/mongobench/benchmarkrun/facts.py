@@ -2,7 +2,8 @@
 node-exporter's info metrics) and hand it to the pure builder (benchmarkrun.provenance).
 
 Called by the archive at each upload, so client pods are seen while their Jobs still exist;
-what a server says of itself is asked once (kept from the previous provenance.json after).
+what a server says of itself, the apiserver's version and each node are asked once per run
+(kept from the previous provenance.json after).
 Nothing here makes an upload fail: a fact that cannot be observed is left out and named in
 `missing`. MongoDB is reached through mongobench.mongo only, with the cluster's credentials.
 """
@@ -179,6 +180,39 @@ def known_servers(previous: Mapping[str, Any] | None) -> bool:
     return not any(s.get("errors") for s in previous["servers"])
 
 
+def _nodes(
+    kube: KubeApi, names: list[str], previous: Mapping[str, Any] | None, missing: list[str]
+) -> list[dict[str, Any]]:
+    """The nodes not described at an earlier upload of the run: those keep that description
+    (build merges it with the roles seen now), so a node is read once per run, not per upload."""
+    described = {str(n.get("name")) for n in (previous or {}).get("nodes") or ()}
+    nodes = []
+    for node in names:
+        if node in described:
+            continue
+        try:
+            found = kube.get("Node", None, node)
+        except ApiError as exc:
+            missing.append(f"node {node}: {exc.reason}")
+            continue
+        if found is not None:
+            nodes.append(found)
+    return nodes
+
+
+def _kubernetes(
+    kube: KubeApi, previous: Mapping[str, Any] | None, missing: list[str]
+) -> dict[str, Any] | None:
+    """GET /version, once per run (None after: build keeps the previous upload's)."""
+    if (previous or {}).get("kubernetes"):
+        return None
+    try:
+        return kube.version()
+    except ApiError as exc:
+        missing.append(f"Kubernetes version: {exc.reason}")
+        return None
+
+
 def collect(
     kube: KubeApi,
     run: Mapping[str, Any],
@@ -194,20 +228,8 @@ def collect(
     cluster_name = (cluster or {}).get("metadata", {}).get("name")
     pods = _pods(kube, namespace, name, cluster_name)
     node_names = sorted({str(n) for _, p in pods if (n := (p.get("spec") or {}).get("nodeName"))})
-    nodes = []
-    for node in node_names:
-        try:
-            found = kube.get("Node", None, node)
-        except ApiError as exc:
-            missing.append(f"node {node}: {exc.reason}")
-            continue
-        if found is not None:
-            nodes.append(found)
-    try:
-        kubernetes: dict[str, Any] | None = kube.version()
-    except ApiError as exc:
-        kubernetes = None
-        missing.append(f"Kubernetes version: {exc.reason}")
+    nodes = _nodes(kube, node_names, previous, missing)
+    kubernetes = _kubernetes(kube, previous, missing)
     observed: list[prov.ServerObservation] = []
     fcv: str | None = None
     secrets: list[str] = []

@@ -56,6 +56,8 @@ class Outcome:
     events: list[Event] = field(default_factory=list)
     run: Mapping[str, Any] = field(default_factory=dict)  # the BenchmarkRun, for Events
     phase: str | None = None
+    # Its status as this advance left it (what it read, with what it wrote over it).
+    status: Mapping[str, Any] = field(default_factory=dict)
 
     def info(self, reason: str, message: str) -> None:
         self.events.append((cond.NORMAL, reason, message))
@@ -208,10 +210,14 @@ class _Advance:
         cluster = None
         if self.spec.cluster_ref is not None:
             cluster = self.kube.get("MongoCluster", self.ns, self.spec.cluster_ref.name)
-        steps = {"steps": self.new["steps"]} if "steps" in self.new else {}
-        seen = Observed(self.spec, self.plan, {**self.status, **steps}, cluster)
+        return self.observe_with(cluster, read_job=True)
+
+    def observe_with(self, cluster: Mapping[str, Any] | None, *, read_job: bool) -> Observed:
+        """The pass's view with the run as it stands now (its status and what this pass changed
+        in it) and `cluster` as read; the current step's Job read when `read_job`."""
+        seen = Observed(self.spec, self.plan, {**self.status, **self.new}, cluster)
         job = None
-        if reads_job(seen):
+        if read_job and reads_job(seen):
             assert seen.step is not None
             job = self.kube.get("Job", self.ns, seen.step.job_name(self.name))
         return replace(
@@ -292,11 +298,51 @@ class _Advance:
         except MongoAdminError as exc:
             assert action.step is not None  # only the steps talk to MongoDB
             self.fail(action.step, f"{action.step.label}: {exc}")
+        else:
+            self.chain(action, observed)
         self.report_repetitions()
         self.report_knee_and_cost()
         self.publish()
         self.outcome.phase = self.new.get("phase", self.status.get("phase"))
+        self.outcome.status = {**self.status, **self.new}
         return self.outcome
+
+    def chain(self, done: Action, observed: Observed) -> None:
+        """A step that ended in this pass (prepared, or its Job's results collected) leads
+        straight to the next action, in the same pass, when that action is to start the next
+        step's Job or to clean up: without it the pass wrote the status, and the next one read
+        the run, its cluster and the absent Job again a tick later (~4.5 API requests per object
+        under make bench-scale). The next Job is not read (its name is new to this run: it
+        exists only if a pass applied it and then lost its status write, and applying it again
+        changes nothing: create_job takes its start from it). Anything else, a plan that changes
+        with the result (a re-run, the knee's next probe, repetitions no longer needed) or a
+        failure of the chained action, is left to the next pass, as before."""
+        if done.kind not in ("Prepare", "Collect") or done.step is None:
+            return
+        if self.new.get("phase") in TERMINAL or self.policy.adaptive or self.spec.knee:
+            return
+        if self.steps()[done.step.index].get("phase") != cond.STEP_SUCCEEDED:
+            return
+        merged = {**self.status, **self.new}
+        if with_reruns(self.spec, make_plan(self.spec), merged) != self.plan:
+            return
+        following = self.observe_with(observed.cluster, read_job=False)
+        action = decide(following)
+        if action.kind not in ("CreateJob", "CleanUp") or action.fails or action.start:
+            return
+        before, told = dict(self.new), len(self.outcome.events)
+        try:
+            self.act(action, following)
+        except Exception as exc:  # the next pass carries it out again, and reports it then
+            self.new, self.outcome.events[told:] = before, []
+            log.warning(
+                "%s/%s: %s after %s left to the next pass: %s",
+                self.ns,
+                self.name,
+                action.kind,
+                done.kind,
+                exc,
+            )
 
     def act(self, action: Action, observed: Observed) -> None:
         if action.phase is not None:
@@ -380,14 +426,27 @@ class _Advance:
         ref = self.run_ref(target)
         if step.reset:
             self.data.prepare(self.spec, target.cluster)
-        for obj in jobs.build_client_rbac(ref, [s for s in self.plan if s.runs_job]):
-            self.kube.apply(obj)
+        if self.grants_with(step):
+            for obj in jobs.build_client_rbac(ref, [s for s in self.plan if s.runs_job]):
+                self.kube.apply(obj)
         if jobs.uses_barrier(self.spec, ref):
             self.kube.apply(jobs.build_barrier(self.spec, step, ref))
-        self.kube.apply(jobs.build_job(self.spec, step, ref))
+        applied = self.kube.apply(jobs.build_job(self.spec, step, ref))
         job_name = step.job_name(self.name)
-        self.mark(step, phase=cond.STEP_RUNNING, job=job_name, startTime=now_rfc3339())
+        # A Job that ran already (applied by a pass whose status write was lost) says when.
+        started = (applied.get("status") or {}).get("startTime") or now_rfc3339()
+        self.mark(step, phase=cond.STEP_RUNNING, job=job_name, startTime=started)
         self.outcome.info(cond.EVENT_STEP_STARTED, f"{step.label}: Job {job_name}")
+
+    def grants_with(self, step: Step) -> bool:
+        """Whether the clients' ServiceAccount, Role and RoleBinding are applied with this
+        step's Job: with the run's first Job (owned by the run, they name every planned step's
+        start barrier), and with every Job of a run whose plan grows as it goes (re-runs of
+        invalid trials, the knee's probes: barriers not planned before). Three writes per Job
+        were a tenth of a run's requests under make bench-scale."""
+        if self.spec.knee is not None or self.spec.validity.rerun_invalid:
+            return True
+        return not any(e.get("job") for e in self.steps() if e["index"] < step.index)
 
     def collect_step(self, step: Step, _action: Action, observed: Observed, target: Target) -> None:
         entry = self.steps()[step.index]

@@ -343,8 +343,13 @@ def build(facts: Facts) -> dict[str, Any]:
         if (name := str((n.get("metadata") or {}).get("name")))
     ]
     known = {n["name"] for n in nodes}
-    # A node seen before (a client's, since gone) keeps its facts.
-    nodes += [n for n in previous.get("nodes") or [] if n.get("name") not in known]
+    # A node seen before (a client's, since gone, or one not read again) keeps its facts, with
+    # the roles seen on it since.
+    nodes += [
+        {**n, "roles": sorted({*(n.get("roles") or ()), *roles.get(str(n.get("name")), ())})}
+        for n in previous.get("nodes") or []
+        if n.get("name") not in known
+    ]
     nodes.sort(key=lambda n: str(n.get("name")))
     servers = [server_document(s) for s in facts.servers] or list(previous.get("servers") or [])
     kubernetes = facts.kubernetes or previous.get("kubernetes")

@@ -42,7 +42,7 @@ def _advance(memo: kopf.Memo, namespace: str, name: str) -> None:
     state = state_of(memo)
     with refusals(state.kube, KIND, namespace, name, cond.SUCCEEDED, locks=state.locks):
         outcome = orchestrate.advance(
-            state.kube,
+            state.run_kube,
             namespace,
             name,
             config,
@@ -57,10 +57,11 @@ def _advance(memo: kopf.Memo, namespace: str, name: str) -> None:
         metrics.set_running_steps(
             namespace, name, (outcome.run.get("status") or {}).get("steps") or ()
         )
-        if outcome.phase in TERMINAL:
-            run = state.kube.get(KIND, namespace, name)
-            if run is not None:
-                metrics.export_run(run)
+        if outcome.phase in TERMINAL:  # the run as this advance left it: no GET
+            metrics.export_run({**outcome.run, "status": dict(outcome.status)})
+            # It ended: what its cleanup's Job deletions woke meanwhile would only read it again.
+            state.ticker.stop((KIND, namespace, name))
+            state.wakeups.forget((KIND, namespace, name))
 
 
 @kopf.on.resume(*BENCHMARKRUN)
@@ -193,7 +194,7 @@ def _archive_ticked(memo: kopf.Memo, namespace: str, name: str, record: Mapping[
         return
     state = state_of(memo)
     archive.sync(
-        state.kube,
+        state.run_kube,
         namespace,
         name,
         OperatorConfig.current(),
@@ -264,7 +265,7 @@ def delete(
 
         try:
             message = orchestrate.drop_data(
-                state.kube, state.cluster_data, parsed, body["metadata"]["namespace"]
+                state.run_kube, state.cluster_data, parsed, body["metadata"]["namespace"]
             )
         except (MongoAdminError, ApiError, SpecError) as exc:
             state.kube.event(body, cond.WARNING, cond.EVENT_DATA_NOT_DROPPED, str(exc))

@@ -113,10 +113,16 @@ async def cluster_changed(
         lambda: timed_sync(memo, namespace, name),
         first=first,
     )
-    # Runs waiting on this cluster (Ready, not Ready, gone) wake when that changes.
+    # Its runs read it from here (k8s.bodies), fed before they are woken so they read this.
     deleted = type == "DELETED"
+    key = (KIND, namespace, name)
+    if deleted:
+        state.clusters.gone(key)
+    else:
+        state.clusters.seen(key, raw)
+    # Runs waiting on this cluster (Ready, not Ready, gone) wake when that changes.
     seen = cluster_as_runs_see_it(raw, deleted)
-    state.dependents.changed((KIND, namespace, name), seen, gone=deleted)
+    state.dependents.changed(key, seen, gone=deleted)
     _follow_certificates(memo, raw, deleted)
 
 

@@ -148,6 +148,10 @@ class Connector:
                 "appname": self.app_name,
                 "retryWrites": False,
                 "maxPoolSize": 4,
+                # One monitor thread per client, no round-trip-time thread beside it (the
+                # streaming protocol's): the operator selects no server by latency, and each
+                # client of hundreds of clusters wiring at once held three threads.
+                "serverMonitoringMode": "poll",
                 "tls": self.tls,
             }
             if self.tls_ca_file:

@@ -30,6 +30,24 @@ def test_the_operator_process_never_loads_the_kubernetes_package() -> None:
     assert "kubernetes" in json.loads(out.stdout.replace("'", '"'))
 
 
+def test_the_mongodb_driver_loads_without_cryptography_and_still_speaks_tls() -> None:
+    """pymongo's pyOpenSSL probe imported cryptography (~7.8 MiB) only to fall back to the
+    standard library's ssl, pyOpenSSL being absent (here as in the image)."""
+    code = (
+        "import sys\n"
+        "from mongobench.__main__ import without_pyopenssl_probe\n"
+        "print(without_pyopenssl_probe())\n"
+        "import pymongo, pymongo.ssl_support as tls\n"
+        "print(tls.HAVE_SSL, 'cryptography' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "True", "False"]
+    # The probe is not vacuous: without the guard, pymongo does load cryptography here.
+    code = code.replace("print(without_pyopenssl_probe())\n", "print(True)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "True", "True"]
+
+
 def test_the_operator_caps_glibcs_malloc_arenas() -> None:
     from mongobench.__main__ import fewer_malloc_arenas
 
@@ -39,16 +57,17 @@ def test_the_operator_caps_glibcs_malloc_arenas() -> None:
 def test_run_blocks_kubernetes_and_caps_arenas_before_kopf_starts(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The two guards above are what `mongobench-operator run` calls, before the operator runs."""
+    """The guards above are what `mongobench-operator run` calls, before the operator runs."""
     import mongobench.__main__ as cli
     from mongobench import main
 
     calls: list[str] = []
     monkeypatch.setattr(cli, "without_kubernetes_package", lambda: calls.append("no kubernetes"))
+    monkeypatch.setattr(cli, "without_pyopenssl_probe", lambda: calls.append("no probe") or True)
     monkeypatch.setattr(cli, "fewer_malloc_arenas", lambda: calls.append("arenas") or True)
     monkeypatch.setattr(main, "run", lambda config: calls.append("run"))
     assert cli.main(["run", "--plain-logs"]) == 0
-    assert calls == ["no kubernetes", "arenas", "run"]
+    assert calls == ["no kubernetes", "no probe", "arenas", "run"]
 
 
 def test_an_experiments_comparison_leaves_no_numeric_package_resident() -> None:

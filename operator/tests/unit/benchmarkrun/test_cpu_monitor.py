@@ -107,11 +107,9 @@ def test_the_run_owns_its_podmonitor_from_its_start_to_its_end() -> None:
     assert pm["spec"]["namespaceSelector"] == {"matchNames": ["obs"]}
     assert cond.EVENT_CPU_RESOLUTION in kube.reasons()
     for index, phase in ((1, "load"), (2, "run")):
-        _advance(kube)
         report(kube, index, phase)
         finish_job(kube, index)
-        _advance(kube)
-    outcome = _advance(kube)
+        outcome = _advance(kube)  # collected, then the next Job or the cleanup
     assert outcome is not None and outcome.phase == cond.RUN_SUCCEEDED
     assert kube.get("PodMonitor", NS, "r-cpu") is None
     assert kube.verbs("delete", "PodMonitor") == ["r-cpu"]

@@ -21,6 +21,7 @@ from mongobench.benchmarkrun.orchestrate import DataOps
 from mongobench.benchmarkrun.plan import make_plan
 from mongobench.config import OperatorConfig
 from mongobench.k8s import conditions as cond
+from mongobench.k8s.client import ApiError
 from mongobench.k8s.conditions import get_condition, now_rfc3339
 from mongobench.mongo.errors import PermanentMongoError, TransientMongoError
 from mongobench_results import configmaps, hdr
@@ -158,9 +159,9 @@ def kube() -> FakeKube:
 
 
 def started(kube: FakeKube) -> None:
-    """The run started and prepared its collection; its load step is next."""
+    """The run started, prepared its collection and, in the same pass, applied its load's Job."""
     advance(kube)
-    assert step_phases(kube)[0] == cond.STEP_SUCCEEDED
+    assert step_phases(kube)[:2] == [cond.STEP_SUCCEEDED, cond.STEP_RUNNING]
 
 
 # --- waiting and starting ----------------------------------------------------------------------
@@ -181,12 +182,14 @@ def test_a_run_waits_for_its_cluster_then_starts_by_preparing_the_collection() -
 
     kube.objects[("MongoCluster", NS, "c")]["status"]["phase"] = cond.PHASE_READY
     outcome = advance(kube, data)
-    assert outcome is not None and outcome.phase == cond.RUN_PREPARING
+    # Prepared, and the load's Job applied in the same pass (one status write for both).
+    assert outcome is not None and outcome.phase == cond.RUN_LOADING
     assert data.calls == ["prepare"]
     now = status(kube)
     assert now["clusterSnapshot"]["name"] == "c" and "startTime" in now
     assert now["progress"]["summary"] == "2/6"
-    assert kube.reasons() == [cond.EVENT_STARTED, cond.EVENT_PREPARED]
+    assert kube.reasons() == [cond.EVENT_STARTED, cond.EVENT_PREPARED, cond.EVENT_STEP_STARTED]
+    assert kube.verbs("patch_status", RUN_KIND) == ["r"] * 3
     assert {e[1] for e in kube.events} == {"r"}  # on the run
 
 
@@ -224,17 +227,75 @@ def test_a_step_creates_its_job_once_and_waits_for_it(kube: FakeKube) -> None:
     assert len(kube.writes) == writes
 
 
-def test_a_completed_job_is_collected_into_its_step(kube: FakeKube) -> None:
+def test_a_completed_job_is_collected_and_the_next_steps_job_applied_in_one_pass(
+    kube: FakeKube,
+) -> None:
     started(kube)
-    advance(kube)
     report(kube, 1)
     finish_job(kube, 1)
+    status_writes = len(kube.verbs("patch_status", RUN_KIND))
     outcome = advance(kube)
-    assert outcome is not None and outcome.phase == cond.RUN_COLLECTING
-    load = status(kube)["steps"][1]
+    assert outcome is not None and outcome.phase == cond.RUN_RUNNING
+    load, run = status(kube)["steps"][1:3]
     assert load["phase"] == cond.STEP_SUCCEEDED and load["clientsReported"] == 1
     assert load["result"]["operationsTotal"] == 3
     assert condition(kube, cond.CPU_COLLECTED) == (cond.FALSE, cond.CPU_NOT_CONFIGURED)
+    assert run["phase"] == cond.STEP_RUNNING and run["job"] == job_name(kube, 2)
+    assert kube.verbs("apply", "Job") == [job_name(kube, 1), job_name(kube, 2)]
+    assert len(kube.verbs("patch_status", RUN_KIND)) == status_writes + 1
+    assert kube.reasons().count(cond.EVENT_STEP_STARTED) == 2
+
+
+def test_the_clients_grants_go_with_the_first_job_and_with_every_job_of_a_growing_plan() -> None:
+    kube = FakeKube(mongocluster(), benchmarkrun(repetitions=2))
+    advance(kube)  # the load's Job, and the grants for every planned step's barrier
+    for index, phase in ((1, "load"), (2, "run")):
+        report(kube, index, phase)
+        finish_job(kube, index)
+        outcome = advance(kube)  # collected, the next Job applied
+    assert kube.verbs("apply", "Job") == [job_name(kube, i) for i in (1, 2, 3)]
+    assert kube.verbs("apply", "Role") == ["r-client"]  # once, for the run
+    assert outcome is not None and outcome.status["phase"] == outcome.phase == cond.RUN_RUNNING
+    assert outcome.status["steps"] == status(kube)["steps"]  # as written: nothing read again
+    # Re-runs of invalid trials add steps (and barriers) as the run goes: every Job grants.
+    kube = FakeKube(mongocluster(), benchmarkrun(repetitions=1, validity={"rerunInvalid": 1}))
+    advance(kube)
+    report(kube, 1)
+    finish_job(kube, 1)
+    advance(kube)
+    assert kube.verbs("apply", "Role") == ["r-client"] * 2
+
+
+def test_a_collect_that_fails_leaves_the_step_to_retry_and_applies_no_job(
+    kube: FakeKube,
+) -> None:
+    started(kube)
+    report(kube, 1)
+    finish_job(kube, 1)
+    kube.refuse("list", "ConfigMap", 500, "etcd timeout")
+    with pytest.raises(ApiError):
+        advance(kube)
+    assert step_phases(kube)[1:3] == [cond.STEP_RUNNING, cond.STEP_PENDING]
+    assert kube.verbs("apply", "Job") == [job_name(kube, 1)]
+    del kube.refusals[("list", "ConfigMap")]
+    advance(kube)  # the retry collects it, then starts the next step
+    assert step_phases(kube)[1:3] == [cond.STEP_SUCCEEDED, cond.STEP_RUNNING]
+
+
+def test_a_next_job_the_apiserver_refuses_in_the_same_pass_keeps_the_collected_step(
+    kube: FakeKube,
+) -> None:
+    started(kube)
+    report(kube, 1)
+    finish_job(kube, 1)
+    kube.refuse("apply", "Job", 500, "etcd timeout")
+    advance(kube)
+    assert step_phases(kube)[1:3] == [cond.STEP_SUCCEEDED, cond.STEP_PENDING]
+    assert kube.reasons().count(cond.EVENT_STEP_STARTED) == 1  # the load's only
+    del kube.refusals[("apply", "Job")]
+    outcome = advance(kube)  # the next pass applies it
+    assert outcome is not None and outcome.phase == cond.RUN_RUNNING
+    assert kube.verbs("apply", "Job") == [job_name(kube, 1), job_name(kube, 2)]
 
 
 def test_a_failed_job_fails_its_step_and_the_run_and_keeps_what_was_reported(
@@ -288,13 +349,11 @@ def test_a_job_created_just_before_a_restart_is_adopted_not_created_again(
 def test_the_last_step_cleans_up_and_the_run_succeeds() -> None:
     kube = FakeKube(mongocluster(), benchmarkrun(repetitions=1, cleanup={"data": "OnSuccess"}))
     data = Data()
-    advance(kube, data)
+    advance(kube, data)  # prepared, the load's Job applied
     for index, phase in ((1, "load"), (2, "run")):
-        advance(kube, data)
         report(kube, index, phase)
         finish_job(kube, index)
-        advance(kube, data)
-    outcome = advance(kube, data)
+        outcome = advance(kube, data)  # collected, then the next Job or the cleanup
     assert outcome is not None and outcome.phase == cond.RUN_SUCCEEDED
     assert step_phases(kube) == [cond.STEP_SUCCEEDED] * 4
     assert data.calls == ["prepare", "drop"]
@@ -309,13 +368,11 @@ def test_the_last_step_cleans_up_and_the_run_succeeds() -> None:
 def test_load_repetitions_reload_from_empty_and_each_load_is_a_result() -> None:
     kube = FakeKube(mongocluster(), benchmarkrun(repetitions=1, load={"repetitions": 2}))
     data = Data()
-    advance(kube, data)  # prepare
+    advance(kube, data)  # prepare, the first load's Job
     for index, phase in ((1, "load"), (2, "load"), (3, "run")):
-        advance(kube, data)
         report(kube, index, phase)
         finish_job(kube, index)
-        advance(kube, data)
-    outcome = advance(kube, data)
+        outcome = advance(kube, data)
     assert outcome is not None and outcome.phase == cond.RUN_SUCCEEDED
     # prepare's drop, then the second load's own drop and recreate before its inserts.
     assert data.calls == ["prepare", "prepare"]
@@ -374,15 +431,18 @@ def test_a_scenario_gone_before_its_step_fails_that_step() -> None:
         "data": {"find.py": "class Find: ..."},
     }
     kube = FakeKube(mongocluster(), locust(), scenarios)
-    advance(kube)  # started: every scenario found
+    advance(kube)  # started: every scenario found; the load's Job applied
     assert condition(kube, cond.SCENARIO_READY) == (cond.TRUE, cond.SCENARIO_FOUND)
     kube.objects[("ConfigMap", NS, SCENARIOS)]["data"] = {"other.py": ""}
+    report(kube, 1)
+    finish_job(kube, 1)
+    advance(kube)  # the load collected: the next step's failure is the next pass's to decide
     outcome = advance(kube)
     assert outcome is not None and outcome.phase == cond.RUN_FAILED
     assert condition(kube, cond.SCENARIO_READY) == (cond.FALSE, cond.SCENARIO_KEY_NOT_FOUND)
-    assert step_phases(kube)[1] == cond.STEP_FAILED
+    assert step_phases(kube)[1:3] == [cond.STEP_SUCCEEDED, cond.STEP_FAILED]
     assert kube.reasons()[-2:] == [cond.EVENT_STEP_FAILED, cond.RUN_FAILED]
-    assert kube.verbs("apply", "Job") == []
+    assert kube.verbs("apply", "Job") == [job_name(kube, 1)]
 
 
 def test_mongodb_unreachable_is_retried_and_refusing_fails_the_step(kube: FakeKube) -> None:
@@ -444,6 +504,57 @@ def test_a_finished_steps_documents_are_archived_and_the_run_says_so(
     assert doc["kubernetes"]["gitVersion"] == status(kube)["provenance"]["kubernetesVersion"]
     run = kube.get(RUN_KIND, NS, "r")
     assert run is not None and not archive.pending(run["spec"], run["status"], config)
+
+
+class CountingKube(FakeKube):
+    """FakeKube that counts GETs by kind (and GET /version as "Version")."""
+
+    def __init__(self, *objects: Any) -> None:
+        super().__init__(*objects)
+        self.gets: dict[str, int] = {}
+
+    def get(self, kind: str, namespace: str | None, name: str) -> dict[str, Any] | None:
+        self.gets[kind] = self.gets.get(kind, 0) + 1
+        return super().get(kind, namespace, name)
+
+    def version(self) -> dict[str, Any]:
+        self.gets["Version"] = self.gets.get("Version", 0) + 1
+        return super().version()
+
+
+def pod(name: str, labels: dict[str, str], node: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"namespace": NS, "name": name, "labels": labels},
+        "spec": {"nodeName": node, "containers": [{"name": "main", "image": "img:1"}]},
+        "status": {"containerStatuses": [{"name": "main", "image": "img:1", "imageID": "sha"}]},
+    }
+
+
+def test_the_provenance_asks_for_the_apiserver_version_and_each_node_once_per_run(
+    tmp_path: Path,
+) -> None:
+    config = replace(CONFIG, archive_url=str(tmp_path))
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}
+    member = pod("c-rs0-0", {"mongobench.io/cluster": "c"}, "n1")
+    kube = CountingKube(mongocluster(), benchmarkrun(repetitions=1), node, member)
+    advance(kube)  # started, prepared, the load's Job applied
+    report(kube, 1)
+    finish_job(kube, 1)
+    advance(kube)  # the load collected, the run's Job applied
+    kube.gets.clear()  # the run's cluster snapshot read the node at the start
+    sync_archive(kube, config)
+    kube.put(pod("r-client", {"mongobench.io/run": "r"}, "n1"))  # the run step's client
+    report(kube, 2, "run")
+    finish_job(kube, 2)
+    advance(kube)  # collected, cleaned up
+    sync_archive(kube, config)
+    assert status(kube)["archive"]["uploadedSteps"] == [1, 2]
+    assert kube.gets["Version"] == 1 and kube.gets["Node"] == 1  # two uploads
+    [doc] = [json.loads(p.read_text()) for p in tmp_path.rglob("provenance.json")]
+    assert doc["kubernetes"]["gitVersion"] == "v1.32.2"
+    assert [(n["name"], n["roles"]) for n in doc["nodes"]] == [("n1", ["client", "database"])]
 
 
 def test_an_archive_that_cannot_be_written_is_retried_later(kube: FakeKube, tmp_path: Path) -> None:

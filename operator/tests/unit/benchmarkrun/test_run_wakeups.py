@@ -22,7 +22,9 @@ from mongobench.benchmarkrun import jobs
 from mongobench.handlers import benchmarkrun, mongocluster
 from mongobench.handlers.benchmarkrun import FALLBACK, NEXT
 from mongobench.k8s import conditions as cond
+from mongobench.k8s.bodies import LatestBodies
 from mongobench.k8s.dependents import Dependents
+from mongobench.k8s.locks import ResourceLocks
 from mongobench.k8s.ticker import Ticker
 from mongobench.k8s.wakeups import Backoff, Wakeups
 from mongobench.observability.metrics import REGISTRY
@@ -30,6 +32,7 @@ from mongobench.observability.metrics import REGISTRY
 pytestmark = pytest.mark.unit
 
 RUN_KEY = ("BenchmarkRun", "ns", "r")
+ADVANCE = benchmarkrun._advance  # the fixture records its calls instead
 
 
 @pytest.fixture
@@ -39,7 +42,11 @@ def state(monkeypatch: pytest.MonkeyPatch) -> Iterator[SimpleNamespace]:
     wakeups = Wakeups(pool, backoff=Backoff(60, 60))  # the test's own events decide what runs
     ticker = Ticker(wakeups)
     state = SimpleNamespace(
-        wakeups=wakeups, ticker=ticker, dependents=Dependents(wakeups), advanced=[]
+        wakeups=wakeups,
+        ticker=ticker,
+        dependents=Dependents(wakeups),
+        clusters=LatestBodies(),
+        advanced=[],
     )
     monkeypatch.setattr(benchmarkrun, "state_of", lambda memo: state)
     monkeypatch.setattr(mongocluster, "state_of", lambda memo: state)
@@ -169,6 +176,59 @@ def test_a_cluster_that_became_ready_before_the_runs_event_still_wakes_it(
     cluster_event(cond.PHASE_READY)
     run_event(run(cond.PHASE_PENDING, CLUSTER_NOT_READY))  # written before the cluster's event
     assert state.wakeups.idle(timeout=5) and state.advanced == [("ns", "r")]
+
+
+def test_a_woken_run_reads_its_cluster_as_the_event_that_woke_it_and_none_once_deleted(
+    state: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cluster's body is in the index before its runs are woken (they read it there, not
+    with a GET); a deleted cluster is never answered for again."""
+    key = ("MongoCluster", "ns", "c")
+    read: list[str | None] = []
+
+    def advance(memo: Any, namespace: str, name: str) -> None:
+        body = state.clusters.get(key)
+        read.append(None if body is None else body["status"].get("phase"))
+
+    monkeypatch.setattr(benchmarkrun, "_advance", advance)
+    cluster_event(cond.PHASE_PROVISIONING)
+    run_event(run(cond.PHASE_PENDING, CLUSTER_NOT_READY))
+    cluster_event(cond.PHASE_READY)
+    assert state.wakeups.idle(timeout=5) and read == [cond.PHASE_READY]
+    run_event(run(cond.RUN_LOADING, CLUSTER_READY, steps=[step(0, SUCCEEDED), step(1, RUNNING)]))
+    cluster_event(cond.PHASE_READY, type_="DELETED")
+    assert state.wakeups.idle(timeout=5) and read == [cond.PHASE_READY, None]
+    assert key not in state.clusters
+
+
+def test_a_run_that_ended_drops_what_its_jobs_deletion_woke_meanwhile(
+    state: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pass that ends a run deletes its Jobs (cleanup); their DELETED events arrive while
+    it runs and queue the run again: that pass would only read a finished run."""
+    from mongobench.benchmarkrun import cpu_status, orchestrate
+
+    monkeypatch.setattr(benchmarkrun, "_advance", ADVANCE)  # the real one, over a fake pass
+    state.kube = state.run_kube = state.cluster_data = None
+    state.locks = ResourceLocks()
+    passes: list[str | None] = []
+    deleted = job(condition("Complete", cond.TRUE, ""), succeeded=1)
+
+    def advance(*_: Any, **__: Any) -> orchestrate.Outcome:
+        passes.append(None)
+        if len(passes) == 1:  # the finishing pass: its cleanup deletes the Job
+            meta = deleted["metadata"]
+            kwargs: dict[str, Any] = {"body": deleted, "meta": meta, "memo": kopf.Memo()}
+            asyncio.run(benchmarkrun.job_changed(type="DELETED", **kwargs))
+        ended = run(cond.RUN_SUCCEEDED, CLUSTER_READY)
+        return orchestrate.Outcome(run=ended, phase=cond.RUN_SUCCEEDED, status=ended["status"])
+
+    monkeypatch.setattr(orchestrate, "advance", advance)
+    monkeypatch.setattr(cpu_status, "cpu_for_step", lambda *_: None)
+    run_event(run(cond.RUN_LOADING, CLUSTER_READY, steps=[step(0, SUCCEEDED), step(1, RUNNING)]))
+    assert job_event("MODIFIED", job(condition("Complete", cond.TRUE, ""), succeeded=1))
+    assert passes == [None]  # the deletion's wake-up was dropped with the run's end
+    assert state.ticker.interval(RUN_KEY) is None
 
 
 def job_events() -> dict[str, float]:

@@ -18,6 +18,7 @@ from fake_kube import FakeKube
 from mongobench.handlers import mongocluster
 from mongobench.handlers.mongocluster import _waiting_for_pods, _wiring
 from mongobench.k8s import conditions as cond
+from mongobench.k8s.bodies import LatestBodies
 from mongobench.k8s.client import ApiError
 from mongobench.k8s.dependents import Dependents
 from mongobench.k8s.locks import ResourceLocks
@@ -154,7 +155,7 @@ def test_the_clusters_own_events_decide_how_often_its_sync_ticks(
     pool = ThreadPoolExecutor(1)
     wakeups = Wakeups(pool)
     ticker = Ticker(wakeups)
-    state = SimpleNamespace(ticker=ticker, dependents=Dependents(wakeups))
+    state = SimpleNamespace(ticker=ticker, dependents=Dependents(wakeups), clusters=LatestBodies())
     monkeypatch.setattr(mongocluster, "state_of", lambda memo: state)
     key = ("MongoCluster", "ns", "c")
     if type_ is not None:  # it was wiring before (kopf's listing finds nothing scheduled)
