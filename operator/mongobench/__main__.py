@@ -26,9 +26,8 @@ def without_pyopenssl_probe() -> bool:
     none): pymongo tries its pyOpenSSL TLS context first, whose module imports cryptography's
     x509 (~7.8 MiB resident) before it finds no `OpenSSL` and falls back to the standard
     library's ssl, which is then what every client uses. The probe failing at once changes
-    nothing else. The saving shows once nothing else loads cryptography without TLS: today
-    mongocluster/reconcile.py does, importing tls_secrets (and with it certificates) at load
-    time for every cluster. True when the probe is skipped."""
+    nothing else (certificates, which needs cryptography, loads only for a cluster issuing
+    from a CA Secret). True when the probe is skipped."""
     if importlib.util.find_spec("OpenSSL") is not None:  # pyOpenSSL there: pymongo uses it
         return False
     sys.modules.setdefault("pymongo.pyopenssl_context", None)  # type: ignore[arg-type]

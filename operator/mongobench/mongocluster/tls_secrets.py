@@ -26,14 +26,6 @@ from mongobench.k8s.client import owner_reference
 from mongobench.k8s.conditions import now_rfc3339
 from mongobench.mongo.admin import MongoAdmin
 from mongobench.mongo.versions import capabilities
-from mongobench.mongocluster.certificates import (
-    CAError,
-    issue,
-    load_ca,
-    reissue_reason,
-    renewal_time,
-    signed_by,
-)
 from mongobench.mongocluster.layout import cluster_layout
 from mongobench.mongocluster.provision import Desired, cluster_secrets, read_secret
 from mongobench.mongocluster.rolling import rolled
@@ -99,6 +91,16 @@ def _issue_from_ca(
 ) -> list[str]:
     """Each certificate issued from the CA Secret when absent, near its end or for other names,
     and a new CA carried through the trust bundle (tls_ca); the Secrets written."""
+    # Loaded with the first cluster that issues from a CA Secret: `cryptography` is ~8 MiB
+    # resident that an operator without such a cluster never needs.
+    from mongobench.mongocluster.certificates import (  # noqa: PLC0415
+        CAError,
+        issue,
+        load_ca,
+        reissue_reason,
+        signed_by,
+    )
+
     ref = owner_reference(owner)
     try:
         ca = read_secret(kube, d.layout.namespace, ca_secret)
@@ -152,6 +154,8 @@ def _ca_step(
     kube: KubeApi, d: Desired, new_ca: str, issued: Mapping[str, Mapping[str, str] | None]
 ) -> CAStep | None:
     """Where a change of CA stands (tls_ca); None before anything was issued."""
+    from mongobench.mongocluster.certificates import signed_by  # noqa: PLC0415
+
     present = {k: v for k, v in issued.items() if v and v.get(CERT_KEY) and v.get(CA_KEY)}
     if not present:
         return None
@@ -207,6 +211,8 @@ def renewal_due_in(kube: KubeApi, d: Desired, now: datetime.datetime) -> float |
     reissue (certificates.renewal_time); None for cert-manager (it renews its own) or none."""
     if not d.target.tls.enabled or d.target.tls.ca_secret_name is None:
         return None
+    from mongobench.mongocluster.certificates import renewal_time  # noqa: PLC0415
+
     secrets = cluster_secrets(kube, d.layout)
     due = [renewal_time(secrets.get(r.secret)) for r in certificate_requests(d.layout)]
     known = [t for t in due if t is not None]

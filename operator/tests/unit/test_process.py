@@ -48,6 +48,22 @@ def test_the_mongodb_driver_loads_without_cryptography_and_still_speaks_tls() ->
     assert out.stdout.split() == ["True", "True", "True"]
 
 
+def test_the_cluster_controller_loads_cryptography_only_to_issue_certificates() -> None:
+    """Every cluster loads its controller and the Secret watch its handler; `cryptography`
+    (~7.8 MiB resident) is for a cluster whose certificates the operator issues from a CA."""
+    code = (
+        "import sys\n"
+        "from mongobench.__main__ import without_pyopenssl_probe\n"
+        "without_pyopenssl_probe()\n"
+        "import mongobench.handlers.mongocluster, mongobench.mongocluster.reconcile\n"
+        "print('cryptography' in sys.modules)\n"
+        "import mongobench.mongocluster.certificates\n"
+        "print('cryptography' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"]
+
+
 def test_the_operator_caps_glibcs_malloc_arenas() -> None:
     from mongobench.__main__ import fewer_malloc_arenas
 
