@@ -156,6 +156,24 @@ class Watch:
             time.sleep(0.2)
 
 
+def wait_ended(api: k8s.ApiClient, namespace: str, name: str, timeout: float) -> dict[str, Any]:
+    """The experiment once it has ended (Succeeded or Failed)."""
+    return dict(
+        wait_until(
+            lambda: (
+                (o := get(api, namespace, "benchmarkexperiments", name))
+                .get("status", {})
+                .get("phase")
+                in ("Succeeded", "Failed")
+                and o
+            ),
+            timeout=timeout,
+            interval=1,
+            what=f"experiment {name} ended",
+        )
+    )
+
+
 def why(status: dict[str, Any], runs: dict[str, dict[str, Any]]) -> str:
     """What failed: every unsuccessful run's conditions and step messages, and the cells."""
     lines = [f"{c['label']}: {c['phase']} {c['runs']}" for c in status.get("cells") or ()]
@@ -221,18 +239,7 @@ def test_two_by_two_matrix_interleaved_resumes_and_compares(
             plane, namespace, model, tmp_path / "second.log", prometheus, kube_api, **env
         )
         try:
-            body = wait_until(
-                lambda: (
-                    (o := get(kube_api, namespace, "benchmarkexperiments", "mx"))
-                    .get("status", {})
-                    .get("phase")
-                    in ("Succeeded", "Failed")
-                    and o
-                ),
-                timeout=1500,
-                interval=1,
-                what="experiment ended",
-            )
+            body = wait_ended(kube_api, namespace, "mx", timeout=1500)
             wall = time.time() - began
             runs = {
                 r["metadata"]["name"]: r
@@ -387,18 +394,7 @@ def test_a_cell_whose_cluster_fails_goes_as_the_policy_says(
         operator = start(plane, namespace, model, tmp_path / "operator.log", prometheus, kube_api)
         try:
             apply(plane, namespace, manifest)
-            body = wait_until(
-                lambda: (
-                    (o := get(kube_api, namespace, "benchmarkexperiments", "fx"))
-                    .get("status", {})
-                    .get("phase")
-                    in ("Succeeded", "Failed")
-                    and o
-                ),
-                timeout=600,
-                interval=1,
-                what="experiment ended",
-            )
+            body = wait_ended(kube_api, namespace, "fx", timeout=600)
             clusters = [
                 c["metadata"]["name"]
                 for c in k8s.CustomObjectsApi(kube_api).list_namespaced_custom_object(
@@ -463,18 +459,7 @@ def test_an_aa_calibration_in_randomized_rounds_stops_when_the_target_is_met(
         operator = start(plane, namespace, model, tmp_path / "operator.log", prometheus, kube_api)
         try:
             apply(plane, namespace, manifest)
-            body = wait_until(
-                lambda: (
-                    (o := get(kube_api, namespace, "benchmarkexperiments", "aa"))
-                    .get("status", {})
-                    .get("phase")
-                    in ("Succeeded", "Failed")
-                    and o
-                ),
-                timeout=1200,
-                interval=1,
-                what="experiment ended",
-            )
+            body = wait_ended(kube_api, namespace, "aa", timeout=1200)
             runs = {
                 r["metadata"]["name"]: r
                 for r in k8s.CustomObjectsApi(kube_api).list_namespaced_custom_object(
