@@ -114,11 +114,12 @@ test-bench-jobs: ## the YCSB binding's own tests (Maven, JUnit)
 # The cluster tier mostly waits (on the apiserver, JVMs, timers): its files run on
 # CLUSTER_WORKERS pytest-xdist workers, each with its own plane and Prometheus on free ports
 # (--dist loadfile keeps a file's module fixtures on one worker; the slowest files go first,
-# localplane.pytest_plugin's SLOWEST_FIRST). test_cpu_profile.py compares this host's busy and
-# idle CPU windows, so it runs alone afterwards.
+# localplane.pytest_plugin's SLOWEST_FIRST, which --no-loadscope-reorder keeps: by default
+# xdist hands out the files with the most tests first). test_cpu_profile.py compares this
+# host's busy and idle CPU windows, so it runs alone afterwards.
 CPU_PROFILE := e2e/local/tests/test_cpu_profile.py
 test-cluster: ## cluster tier: real control plane + KWOK on loopback, the operator running for real
-	$(PYTEST) -q -m cluster -n $(CLUSTER_WORKERS) --dist loadfile --durations=15 --ignore=$(CPU_PROFILE) \
+	$(PYTEST) -q -m cluster -n $(CLUSTER_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15 --ignore=$(CPU_PROFILE) \
 	  e2e/local/tests cli/tests e2e/suite e2e/kind/tests
 	$(PYTEST) -q -m cluster $(CPU_PROFILE)
 

@@ -47,7 +47,8 @@ RESTRICTED_LABELS = {
 
 
 # The cluster tier's slowest files, slowest first (measured: --durations of `make test-cluster`).
-# pytest-xdist (--dist loadfile) hands files to workers in collection order, so a slow file
+# pytest-xdist (--dist loadfile --no-loadscope-reorder; without it, the files with the most tests
+# go first) hands files to workers in collection order, so a slow file
 # collected last runs alone at the end while the other workers idle: started first, the
 # tier's tail is the short files'. A file missing here runs in its usual place, after these.
 SLOWEST_FIRST = (
