@@ -79,16 +79,21 @@ images: ## build the operator, YCSB and Locust images (Docker or Podman), tagged
 kind-load: ## load the images into a kind cluster (KIND_CLUSTER, default mongobench)
 	bash hack/images.sh kind-load
 
-# pytest-xdist workers of the protocol and cluster tiers (TEST_WORKERS=0: one process).
+# pytest-xdist workers of the protocol and cluster tiers (TEST_WORKERS=0: one process). The
+# cluster tier mostly waits (a slow test's process tree used about 0.2 of a core over its wall
+# time): one worker more there, unless TEST_WORKERS=0.
 TEST_WORKERS ?= 2
+CLUSTER_WORKERS ?= $(if $(filter 0,$(TEST_WORKERS)),0,3)
 
 test: setup lint test-unit test-rules test-protocol test-bench-jobs test-cluster ## set up, lint, run every tier
 
 UNIT_TESTS := operator/tests bench-jobs/runner/tests archive/tests cli/tests results/tests benchmarks/tests dashboards/tests \
   alerts/tests e2e/local/tests e2e/suite e2e/kind/tests charts/tests manifests/tests hack/tests
 
+# On TEST_WORKERS workers too: it computes (about 140 CPU-s), and two workers took it from
+# 540 s to 377 s on this shared host.
 test-unit: ## unit tier: pure builders, parsers, statistics
-	$(PYTEST) -q -m unit $(UNIT_TESTS)
+	$(PYTEST) -q -m unit -n $(TEST_WORKERS) $(UNIT_TESTS)
 
 coverage: ## the unit tier under coverage.py: per package of operator/mongobench (controllers >= 85%)
 	$(VENV)/bin/coverage run --data-file=.coverage-unit --source=operator/mongobench \
@@ -107,12 +112,14 @@ test-bench-jobs: ## the YCSB binding's own tests (Maven, JUnit)
 	@if [ -x hack/build-java.sh ]; then bash hack/build-java.sh test; fi
 
 # The cluster tier mostly waits (on the apiserver, JVMs, timers): its files run on
-# TEST_WORKERS pytest-xdist workers, each with its own plane and Prometheus on free ports
-# (--dist loadfile keeps a file's module fixtures on one worker). test_cpu_profile.py compares
-# this host's busy and idle CPU windows, so it runs alone afterwards.
+# CLUSTER_WORKERS pytest-xdist workers, each with its own plane and Prometheus on free ports
+# (--dist loadfile keeps a file's module fixtures on one worker; the slowest files go first,
+# localplane.pytest_plugin's SLOWEST_FIRST, which --no-loadscope-reorder keeps: by default
+# xdist hands out the files with the most tests first). test_cpu_profile.py compares this
+# host's busy and idle CPU windows, so it runs alone afterwards.
 CPU_PROFILE := e2e/local/tests/test_cpu_profile.py
 test-cluster: ## cluster tier: real control plane + KWOK on loopback, the operator running for real
-	$(PYTEST) -q -m cluster -n $(TEST_WORKERS) --dist loadfile --durations=15 --ignore=$(CPU_PROFILE) \
+	$(PYTEST) -q -m cluster -n $(CLUSTER_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15 --ignore=$(CPU_PROFILE) \
 	  e2e/local/tests cli/tests e2e/suite e2e/kind/tests
 	$(PYTEST) -q -m cluster $(CPU_PROFILE)
 

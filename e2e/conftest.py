@@ -17,5 +17,6 @@ from localplane.pytest_plugin import (  # noqa: F401  (pytest finds fixtures by 
     prometheus,
     prometheus_operator_crds,
     prometheus_server,
+    pytest_collection_modifyitems,
     s3server,
 )

@@ -9,7 +9,8 @@
 #                       "--only-group locust-image" (one word list, quoted)
 #     WORKSPACE-PATH    the project's own packages, installed without dependencies
 # Run from the repository root (pyproject.toml, uv.lock and the packages' folders). UV (default
-# `uv`) and PYTHON (default `python3`) name the interpreters.
+# `uv`) and PYTHON (default `python3`) name the interpreters. OFFLINE=1 installs with `uv pip`
+# from uv's cache alone, hashes checked the same (the tests: no network beyond loopback).
 set -eu
 prefix=$1
 selection=$2
@@ -22,7 +23,15 @@ requirements=$(mktemp)
 "$python" -m venv "$prefix"
 # --no-deps: the export is already the whole closure uv resolved, overrides included (Otava's
 # own pins of numpy and scipy, which the lock overrides, would otherwise fail pip's check).
-"$prefix/bin/pip" install --no-cache-dir --disable-pip-version-check --quiet --require-hashes \
-  --no-deps -r "$requirements"
-"$prefix/bin/pip" install --no-cache-dir --disable-pip-version-check --quiet --no-deps "$@"
+if [ "${OFFLINE:-0}" = 1 ]; then
+  # Copies, not links: the environment must not share files with the cache.
+  "$uv" pip install --offline --link-mode=copy --quiet --python "$prefix/bin/python" \
+    --require-hashes --no-deps -r "$requirements"
+  "$uv" pip install --offline --link-mode=copy --quiet --python "$prefix/bin/python" \
+    --no-deps "$@"
+else
+  "$prefix/bin/pip" install --no-cache-dir --disable-pip-version-check --quiet --require-hashes \
+    --no-deps -r "$requirements"
+  "$prefix/bin/pip" install --no-cache-dir --disable-pip-version-check --quiet --no-deps "$@"
+fi
 rm -f "$requirements"

@@ -3,7 +3,8 @@
 No container engine exists on the build machines, so the images themselves are built only where
 Docker or Podman runs (`make images`). What goes into them is installed here by the very scripts
 their Dockerfiles call: `hack/image/install-python.sh` (the runner and the operator, dependencies
-from uv.lock with hashes checked, from PyPI) and `hack/image/jlink-jre.sh` (a Java runtime cut to
+from uv.lock with hashes checked; here from uv's cache, OFFLINE=1, where an image build takes
+them from PyPI) and `hack/image/jlink-jre.sh` (a Java runtime cut to
 the modules YCSB uses). The runner's then runs a real YCSB load against FerretDB, so a missing
 module or package fails here, not on a user's cluster.
 """
@@ -41,7 +42,8 @@ def install(tmp_path: Path, selection: str, *packages: str) -> Path:
     subprocess.run(
         ["sh", "hack/image/install-python.sh", str(prefix), selection, *packages],
         cwd=REPO,
-        env={**os.environ, "UV": uv(), "PYTHON": "python3.11"},
+        # OFFLINE: from uv's cache (warm after `make setup`), never from PyPI.
+        env={**os.environ, "UV": uv(), "PYTHON": "python3.11", "OFFLINE": "1"},
         check=True,
         capture_output=True,
         timeout=600,

@@ -24,7 +24,6 @@ from test_archive import BUCKET, archived, operator_env
 from localplane.executor import PodExecutor
 from localplane.ferretdb import FerretDB
 from localplane.mongomodel import MongoModel
-from localplane.operator import wait_until
 from localplane.plane import Plane
 from localplane.policies import LENIENT_VALIDITY
 from localplane.s3server import S3Server
@@ -110,18 +109,7 @@ def test_an_experiment_slower_than_its_history_ends_regressed(
         )
         try:
             apply(plane, namespace, manifest)
-            body = wait_until(
-                lambda: (
-                    (o := get(kube_api, namespace, "benchmarkexperiments", "hist"))
-                    .get("status", {})
-                    .get("phase")
-                    in ("Succeeded", "Failed")
-                    and o
-                ),
-                timeout=1200,
-                interval=1,
-                what="experiment ended",
-            )
+            body = bex.wait_ended(kube_api, namespace, "hist", timeout=1200)
         finally:
             operator.stop()
     status = body["status"]
