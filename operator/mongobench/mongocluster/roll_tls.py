@@ -98,6 +98,11 @@ def advance(
     # The record first: desired() builds the pods from it from now on, so a crash here resumes.
     _record(kube, namespace, name, update)
     ensure_secrets(kube, after, body)
+    if switched:
+        # Stamped again once the Secret holds the TLS URI: a client reads it when its container
+        # starts, so one created in a later second than the first stamp may still have read the
+        # plain URI (a slow write) and would not be waited for before requireTLS.
+        _record(kube, namespace, name, {"clientsSince": now_rfc3339()})
     apply_workloads(kube, after, body, held_replicas(d.layout, statefulsets, status))
     return [(cond.NORMAL, cond.EVENT_TLS_MODE_ROLLING, step.message)]
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -24,7 +25,7 @@ from test_rotation_keyfile import controller_rolls, ready_cluster
 from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.k8s import conditions as cond
 from mongobench.mongo.pool import AdminPool
-from mongobench.mongocluster import reconcile
+from mongobench.mongocluster import reconcile, roll_tls
 from mongobench.mongocluster.certificates import renewal_time, signed_by
 from mongobench.mongocluster.tls_ca import join_bundle, plan_ca_change, split_bundle
 from mongobench.mongocluster.tls_renewal import SERVED_ANNOTATION, plan_renewal
@@ -223,6 +224,35 @@ def test_a_running_cluster_rolls_onto_tls_one_mode_per_restart(
     sync(kube, admins)
     assert kube.reasons() == reasons  # nothing more to say
     assert body(kube)["status"]["phase"] == cond.PHASE_READY
+
+
+def test_clients_since_is_stamped_only_once_the_uri_reads_tls(
+    ca: trustme.CA, admins: AdminPool, mongo: FakeMongo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client reads the URI when its container starts: one created after `clientsSince` must
+    have read the TLS URI, or the step to requireTLS would not wait for it (it dials plain)."""
+    kube = plain_cluster(ca)
+    ready_cluster(kube, admins)
+    enable_tls(kube, TLS_ON)
+    sync(kube, admins)
+    controller_rolls(kube)
+    ticks = iter(range(10, 60))  # a clock that moves one second per reading
+    monkeypatch.setattr(
+        roll_tls, "now_rfc3339", lambda *_, **__: f"2026-11-26T10:00:{next(ticks):02d}Z"
+    )
+    switched_at: list[str] = []
+    apply = kube.apply
+
+    def recording(obj: Mapping[str, Any]) -> dict[str, Any]:
+        written = apply(obj)
+        if obj["metadata"]["name"] == "c-connection" and "tls=true" in uri(kube):
+            switched_at.append(f"2026-11-26T10:00:{next(ticks):02d}Z")  # a moment after it
+        return written
+
+    monkeypatch.setattr(kube, "apply", recording)
+    sync(kube, admins)  # every member accepts TLS: the URI switches
+    assert modes(kube) == {"preferTLS"} and switched_at
+    assert tls_status(kube)["clientsSince"] > switched_at[0]
 
 
 def test_a_cluster_created_with_tls_starts_in_its_mode_without_a_roll(
