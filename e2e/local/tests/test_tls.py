@@ -28,6 +28,7 @@ from localplane.executor import PodExecutor, pod_executor, rewrite_hosts
 from localplane.ferretdb import FerretDB, running_ferretdb
 from localplane.keyfiles import certificate_from_pods, keyfile_from_pods
 from localplane.mongomodel import MongoModel
+from localplane.objects import GROUP, VERSION, apply, ca_secret, get
 from localplane.operator import OperatorProcess, start_operator, wait_until
 from localplane.plane import Plane
 from localplane.policies import LENIENT_VALIDITY
@@ -35,7 +36,6 @@ from localplane.tools import cert_manager_crds
 
 pytestmark = pytest.mark.cluster
 
-GROUP, VERSION = "mongobench.io", "v1alpha1"
 CA_SECRET = "bench-ca"
 RUN: dict[str, Any] = {
     "workloads": [{"name": "a"}],
@@ -91,31 +91,6 @@ def executor(
 
     with pod_executor(plane, namespace, uri_rewrite=rewrite) as ex:
         yield ex
-
-
-def apply(plane: Plane, namespace: str, obj: dict[str, Any]) -> None:
-    plane.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(obj))
-
-
-def get(api: k8s.ApiClient, namespace: str, plural: str, name: str) -> dict[str, Any]:
-    return dict(
-        k8s.CustomObjectsApi(api).get_namespaced_custom_object(
-            GROUP, VERSION, namespace, plural, name
-        )
-    )
-
-
-def ca_secret(ca: trustme.CA) -> dict[str, Any]:
-    def b64(data: bytes) -> str:
-        return base64.b64encode(data).decode()
-
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": CA_SECRET},
-        "type": "kubernetes.io/tls",
-        "data": {"tls.crt": b64(ca.cert_pem.bytes()), "tls.key": b64(ca.private_key_pem.bytes())},
-    }
 
 
 def members(namespace: str, rs: str, n: int) -> list[str]:
@@ -183,7 +158,7 @@ def test_a_tls_cluster_is_ready_and_a_run_against_it_succeeds_with_tls_clients(
     hosts = members(namespace, "tc-rs0", 3)
     for host in hosts:
         tls_model.member(host)
-    apply(plane, namespace, ca_secret(ca))
+    apply(plane, namespace, ca_secret(CA_SECRET, ca))
     log = tmp_path / "operator.log"
     operator = start(plane, namespace, models, log, prometheus)
     try:
@@ -275,7 +250,7 @@ def test_tls_on_and_off_is_one_experiment_with_a_comparison(
     # The cells' clusters: group 0 has tls.enabled false (the baseline), group 1 true.
     plain_model.member(members(namespace, "tx-k0-rs0", 1)[0])
     tls_model.member(members(namespace, "tx-k1-rs0", 1)[0])
-    apply(plane, namespace, ca_secret(ca))
+    apply(plane, namespace, ca_secret(CA_SECRET, ca))
     operator = start(plane, namespace, models, tmp_path / "operator.log", prometheus)
     try:
         manifest = {

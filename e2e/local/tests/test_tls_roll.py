@@ -31,7 +31,6 @@ from typing import Any
 import pymongo
 import pytest
 import trustme
-import yaml
 from cryptography import x509
 from kubernetes import client as k8s
 from pymongo.errors import PyMongoError
@@ -46,6 +45,7 @@ from localplane.keyfiles import (
     tls_mode_from_pods,
 )
 from localplane.mongomodel import MongoModel
+from localplane.objects import GROUP, VERSION, apply, ca_secret, get
 from localplane.operator import OperatorProcess, start_operator, wait_until
 from localplane.plane import Plane
 from localplane.policies import LENIENT_VALIDITY
@@ -54,7 +54,6 @@ from mongobench.mongocluster.certificates import issue
 from mongobench.mongocluster.layout import cluster_layout
 from mongobench.mongocluster.tls import certificate_requests
 
-GROUP, VERSION = "mongobench.io", "v1alpha1"
 CA_SECRET = "roll-ca"
 MEMBERS = 3
 
@@ -119,31 +118,6 @@ def executor(plane: Plane, namespace: str, dialled: Dialled) -> Iterator[PodExec
         yield ex
 
 
-def apply(plane: Plane, namespace: str, obj: dict[str, Any]) -> None:
-    plane.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(obj))
-
-
-def get(api: k8s.ApiClient, namespace: str, plural: str, name: str) -> dict[str, Any]:
-    return dict(
-        k8s.CustomObjectsApi(api).get_namespaced_custom_object(
-            GROUP, VERSION, namespace, plural, name
-        )
-    )
-
-
-def ca_secret(ca: trustme.CA) -> dict[str, Any]:
-    def b64(data: bytes) -> str:
-        return base64.b64encode(data).decode()
-
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": CA_SECRET},
-        "type": "kubernetes.io/tls",
-        "data": {"tls.crt": b64(ca.cert_pem.bytes()), "tls.key": b64(ca.private_key_pem.bytes())},
-    }
-
-
 def cluster(tls: dict[str, Any] | None) -> dict[str, Any]:
     spec: dict[str, Any] = {"version": "7.0.14", "topology": {"replicaSet": {"members": MEMBERS}}}
     if tls is not None:
@@ -194,7 +168,7 @@ def test_a_running_cluster_rolls_onto_tls_under_a_run_with_no_failed_operation(
     hosts = [f"tr-rs0-{i}.tr-rs0-hl.{namespace}.svc.cluster.local:27017" for i in range(MEMBERS)]
     for host in hosts:
         model.member(host)
-    apply(plane, namespace, ca_secret(ca))
+    apply(plane, namespace, ca_secret(CA_SECRET, ca))
     log = tmp_path / "operator.log"
     operator = start(plane, namespace, model, log)
     core = k8s.CoreV1Api(kube_api)
@@ -329,7 +303,7 @@ def test_a_replaced_certificate_is_rotated_into_every_member_without_a_restart(
     hosts = [f"tw-rs0-{i}.tw-rs0-hl.{namespace}.svc.cluster.local:27017" for i in range(MEMBERS)]
     for host in hosts:
         model.member(host)
-    apply(plane, namespace, ca_secret(ca))
+    apply(plane, namespace, ca_secret(CA_SECRET, ca))
     host_map = ",".join(f"{k}={v}" for k, v in model.host_map.items())
     operator = start_operator(
         plane.kubeconfig,
@@ -408,7 +382,7 @@ def test_x509_members_are_ready_with_tls_required_and_the_keyfile_refused(
     hosts = [f"tx-rs0-{i}.tx-rs0-hl.{namespace}.svc.cluster.local:27017" for i in range(MEMBERS)]
     for host in hosts:
         model.member(host)
-    apply(plane, namespace, ca_secret(ca))
+    apply(plane, namespace, ca_secret(CA_SECRET, ca))
     operator = start(plane, namespace, model, tmp_path / "operator.log")
     manifest = cluster({"enabled": True, "caSecretName": CA_SECRET, "memberAuth": "x509"})
     manifest["metadata"]["name"] = "tx"
