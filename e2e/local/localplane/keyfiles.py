@@ -44,18 +44,26 @@ def keyfile_from_pods(api: k8s.ApiClient) -> Callable[[str], str | None]:
     As mongod reads it: once, when the member starts. A pod's keyfile is kept from the first
     read on (by the pod's uid: a restarted pod is a new one), so a changed Secret reaches a
     member only by its restart, and a member not yet restarted still refuses a new key."""
+    return _from_pods(api, _once_per_pod(_pod_keyfile))
+
+
+def _once_per_pod(
+    read: Callable[[Any, str, Any], str | None],
+) -> Callable[[Any, str, Any], str | None]:
+    """`read`, kept from its first answer per pod (by uid: a restarted pod is a new one), as
+    mongod reads its keyfile and options once, when it starts."""
     read_at_start: dict[str, str] = {}
 
     def once(core: Any, namespace: str, pod: Any) -> str | None:
         uid = pod.metadata.uid
         if uid not in read_at_start:
-            text = _pod_keyfile(core, namespace, pod)
-            if text is None:
+            value = read(core, namespace, pod)
+            if value is None:
                 return None
-            read_at_start[uid] = text
+            read_at_start[uid] = value
         return read_at_start[uid]
 
-    return _from_pods(api, once)
+    return once
 
 
 TLS_VOLUME = "tls"
@@ -91,18 +99,7 @@ def _pod_flag(pod: Any, flag: str, default: str) -> str | None:
 def _flag_from_pods(api: k8s.ApiClient, flag: str, default: str) -> Callable[[str], str | None]:
     """member DNS name -> `flag`'s value in its pod's arguments, read once per pod (by uid), as
     mongod reads its options at start: a member keeps them until restarted."""
-    read_at_start: dict[str, str] = {}
-
-    def once(core: Any, namespace: str, pod: Any) -> str | None:
-        uid = pod.metadata.uid
-        if uid not in read_at_start:
-            value = _pod_flag(pod, flag, default)
-            if value is None:
-                return None
-            read_at_start[uid] = value
-        return read_at_start[uid]
-
-    return _from_pods(api, once)
+    return _from_pods(api, _once_per_pod(lambda _core, _ns, pod: _pod_flag(pod, flag, default)))
 
 
 def tls_mode_from_pods(api: k8s.ApiClient) -> Callable[[str], str | None]:
