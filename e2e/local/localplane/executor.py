@@ -305,6 +305,7 @@ class PodExecutor:
         self._pods: dict[str, _PodState] = {}
         self._failing: list[tuple[PodPredicate, int, str]] = []
         self._delays: list[tuple[PodPredicate, float]] = []
+        self._holds: list[tuple[PodPredicate, Callable[[], bool]]] = []
         self._slots = threading.Semaphore(max_processes) if max_processes else None
         self._peak_lock = threading.Lock()
         self._live = 0
@@ -372,6 +373,12 @@ class PodExecutor:
         whose image pull or scheduling took longer than its peers'."""
         with self._lock:
             self._delays.append((predicate, seconds))
+
+    def hold_pods(self, predicate: PodPredicate, until: Callable[[], bool]) -> None:
+        """Pods matching `predicate(pod_dict)` start only once `until()` is true: their env
+        (Secrets included) is read then, as for a pod whose image pull lasted until then."""
+        with self._lock:
+            self._holds.append((predicate, until))
 
     @property
     def runs(self) -> list[PodRun]:
@@ -608,6 +615,12 @@ class PodExecutor:
         """Runs (and for restartPolicy OnFailure re-runs) one container; (exit code, reason)."""
         cstate = state.containers[container["name"]]
         policy = pod["spec"].get("restartPolicy", "Always")
+        with self._lock:
+            holds = list(self._holds)
+        for until in (u for p, u in holds if p(pod)):
+            while not until():
+                if state.gone.wait(0.5) or self._stop.is_set():
+                    return (-1, "Gone")
         while True:
             argv, env = self._prepare_until_ready(pod, state, container)
             if argv is None:

@@ -205,6 +205,20 @@ def test_a_running_cluster_rolls_onto_tls_under_a_run_with_no_failed_operation(
         }
         apply(plane, namespace, run)
 
+        def last_step(pod: dict[str, Any]) -> bool:  # its runner's `--phase run --workload b`
+            args = [a for c in pod["spec"]["containers"] for a in c.get("args") or []]
+            said = dict(zip(args, args[1:], strict=False))
+            return said.get("--phase") == "run" and said.get("--workload") == "b"
+
+        def switched() -> bool:
+            status = get(kube_api, namespace, "mongoclusters", "tr").get("status") or {}
+            return bool((status.get("tls") or {}).get("clientsSince"))
+
+        # The last step's client starts after the URI switched, however fast the other steps
+        # go on this machine (as a client whose image pull lasted that long): at least one
+        # client dials TLS, and requireTLS waits for the plain ones before it.
+        executor.hold_pods(last_step, switched)
+
         def load_running() -> bool:
             status = get(kube_api, namespace, "benchmarkruns", "spans-roll").get("status") or {}
             steps = {s["kind"]: s for s in status.get("steps") or []}
