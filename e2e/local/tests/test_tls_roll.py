@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import datetime
+import itertools
 import socket
 import ssl
 import time
@@ -207,7 +208,7 @@ def test_a_running_cluster_rolls_onto_tls_under_a_run_with_no_failed_operation(
 
         def last_step(pod: dict[str, Any]) -> bool:  # its runner's `--phase run --workload b`
             args = [a for c in pod["spec"]["containers"] for a in c.get("args") or []]
-            said = dict(zip(args, args[1:], strict=False))
+            said = dict(itertools.pairwise(args))
             return said.get("--phase") == "run" and said.get("--workload") == "b"
 
         def switched() -> bool:
