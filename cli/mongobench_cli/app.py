@@ -217,7 +217,7 @@ def list_runs(
     if output == ListFormat.json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
     elif output == ListFormat.csv:
-        sys.stdout.write(render.rows_csv(rows))
+        sys.stdout.write(render.csv_text(rows))
     elif output == ListFormat.markdown:
         sys.stdout.write(render.rows_markdown(rows))
     elif not rows:

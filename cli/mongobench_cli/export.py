@@ -5,13 +5,12 @@ export folder is an archive root that `compare`, `report` and `list` read back."
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mongobench_cli.render import csv_text
 from mongobench_cli.sources import LoadedRun, SourceError
 from mongobench_results import records
 
@@ -85,17 +84,6 @@ def _cell(value: Any) -> Any:
     return value
 
 
-def rows_csv(rows: Sequence[dict[str, Any]]) -> str:
-    fields: list[str] = []
-    for r in rows:
-        fields.extend(k for k in r if k not in fields)
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    return out.getvalue()
-
-
 def archive_run_object(run: LoadedRun) -> dict[str, Any]:
     """run.json: the object minus server bookkeeping and kubectl's last-applied copy."""
     obj = run.run
@@ -140,7 +128,7 @@ def export(
             rows.extend(step_rows(run))
             documents += _write_run(root, run)
         # The tables sit beside the run folders; readers look only at run manifests.
-        root.store.put("steps.csv", rows_csv(rows).encode())
+        root.store.put("steps.csv", csv_text(rows).encode())
         root.store.put("steps.json", (json.dumps(rows, indent=2, default=str) + "\n").encode())
     except ArchiveError as exc:
         raise SourceError(str(exc)) from exc

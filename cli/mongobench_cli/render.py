@@ -282,13 +282,17 @@ def _test_name(test: str) -> str:
 
 def compare_records(result: compare.Comparison) -> list[dict[str, Any]]:
     """Rows as flat records: grouped by keys, each key is a column of its own after the
-    configuration's name."""
+    configuration's name; the validity as the table's cell says it ("3/4 valid (NoisyNode 1)")
+    beside its counts, not as a nested mapping."""
     out = []
-    for r in result.row_dicts():
+    for row, r in zip(result.rows, result.row_dicts(), strict=True):
         group = r.pop("group", {})
+        r.pop("validity", None)
         at = list(r).index("configuration") + 1
         items = list(r.items())
-        out.append(dict([*items[:at], *group.items(), *items[at:]]))
+        cell = row.validity
+        validity = {"validity": cell.text(), "validTrials": cell.valid, "trials": cell.trials}
+        out.append(dict([*items[:at], *group.items(), *items[at:], *validity.items()]))
     return out
 
 
@@ -300,20 +304,7 @@ def compare_csv(
     lines, not columns: they are about the whole comparison, so a column would repeat them on
     every row; `pandas.read_csv(f, comment="#")` skips them, and a spreadsheet shows them as
     text above the header. No cell holds a `#` (it would cut the row short for pandas)."""
-    rows = compare_records(result)
-    fields: list[str] = []
-    for r in rows:
-        fields.extend(k for k in r if k not in fields)
-    out = io.StringIO()
-    for line in compare_notes(result, provenance):
-        out.write(f"# {line}\n")
-    writer = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
-    writer.writeheader()
-    for r in rows:
-        writer.writerow(
-            {k: ";".join(str(x) for x in v) if isinstance(v, list) else v for k, v in r.items()}
-        )
-    return out.getvalue()
+    return csv_text(compare_records(result), comments=compare_notes(result, provenance))
 
 
 def compare_notes(
@@ -506,20 +497,30 @@ def _phase_style(phase: str) -> str:
     return {"Succeeded": "green", "Failed": "red"}.get(phase, "cyan")
 
 
-def rows_csv(rows: Sequence[Mapping[str, Any]]) -> str:
-    if not rows:
-        return ""
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
-    writer.writeheader()
+def csv_text(rows: Sequence[Mapping[str, Any]], comments: Iterable[str] = ()) -> str:
+    """The one CSV writer of the CLI: `# ` comment lines, then a header of every row's keys in
+    order of appearance, then the rows; a list cell as `x;y`, a mapping as `k=v;k=v` (no JSON or
+    Python reprs in a spreadsheet)."""
+    fields: list[str] = []
     for r in rows:
-        writer.writerow(
-            {
-                k: ",".join(f"{a}={b}" for a, b in v.items()) if isinstance(v, dict) else v
-                for k, v in r.items()
-            }
-        )
+        fields.extend(k for k in r if k not in fields)
+    out = io.StringIO()
+    for line in comments:
+        out.write(f"# {line}\n")
+    if not fields:
+        return out.getvalue()
+    writer = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows({k: _csv_cell(v) for k, v in r.items()} for r in rows)
     return out.getvalue()
+
+
+def _csv_cell(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return ";".join(f"{k}={_csv_cell(v)}" for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return ";".join(str(_csv_cell(v)) for v in value)
+    return value
 
 
 def rows_markdown(rows: Sequence[Mapping[str, Any]]) -> str:

@@ -87,6 +87,9 @@ def test_compare_across_two_archives_shows_the_difference_and_no_difference(
     # The notes are comment lines before the header (pandas: read_csv(comment="#")).
     rows_csv = list(csv.DictReader(ln for ln in shown.splitlines() if not ln.startswith("#")))
     assert {"welchP", "rankP", "hedgesG", "deltaCiLow"} <= set(rows_csv[-1])
+    # Every cell reads as a spreadsheet shows it: validity as the table says it, no reprs.
+    assert all(r["validity"] == "unjudged" and r["trials"] == r["validTrials"] for r in rows_csv)
+    assert not any(c.startswith(("{", "[")) for r in rows_csv for c in r.values()), rows_csv
 
 
 def test_describe_an_archived_run(planes: tuple[Path, Path]) -> None:
