@@ -7,12 +7,22 @@ from __future__ import annotations
 
 import inspect
 import re
+import subprocess
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from backends.base import Backend, Env, namespace_name
-from backends.kind import KindBackend, KindEnv, PortForwards, forward_target, forwarded_port
+from backends.kind import (
+    CLIENT_SELECTOR,
+    KindBackend,
+    KindEnv,
+    PortForwards,
+    forward_target,
+    forwarded_port,
+)
 from backends.local import LocalBackend, LocalEnv
 from localplane.plane import Plane
 
@@ -53,6 +63,24 @@ def test_namespace_names_are_valid_and_distinct() -> None:
 def test_both_backends_implement_the_whole_interface(impl: type, base: type) -> None:
     assert not inspect.isabstract(impl), getattr(impl, "__abstractmethods__", None)
     assert issubclass(impl, base)
+
+
+@pytest.mark.unit
+def test_kind_says_what_each_failed_client_printed() -> None:
+    """A failed step names its Job; the kind backend's post-mortem adds the clients' own words:
+    the logs of the failed client pods, asked of kubectl by the clients' label."""
+    asked: list[tuple[str, ...]] = []
+
+    def kubectl(*args: str, input: str | None = None, check: bool = True) -> Any:
+        asked.append(args)
+        out = "pod/af-03-run-a-0-x1\n" if args[0] == "get" else "YCSB: connection refused\n"
+        return subprocess.CompletedProcess(args, 0, stdout=out, stderr="")
+
+    backend = SimpleNamespace(api=None, forwards=None, kubectl=kubectl)
+    env = KindEnv(backend, "e2e-b-1")  # type: ignore[arg-type]
+    assert env.client_failures() == ["pod/af-03-run-a-0-x1:\nYCSB: connection refused\n"]
+    assert CLIENT_SELECTOR in asked[0] and "--field-selector=status.phase=Failed" in asked[0]
+    assert asked[1][:4] == ("logs", "-n", "e2e-b-1", "pod/af-03-run-a-0-x1")
 
 
 @pytest.mark.unit

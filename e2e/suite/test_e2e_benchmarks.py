@@ -62,7 +62,7 @@ def test_a_to_f_twice_with_two_clients_keeps_results_distribution_and_cpu(
     env, run = finished_run
     status = run["status"]
     failed = [(s["label"], s.get("message")) for s in status["steps"] if s["phase"] != "Succeeded"]
-    assert status["phase"] == "Succeeded", failed
+    assert status["phase"] == "Succeeded", (failed, env.client_failures())
     labels = [s["label"] for s in status["steps"]]
     assert labels[:2] == ["prepare", "load"] and labels[-1] == "cleanup"
     assert labels[-5:-1] == ["run d #1", "run d #2", "run e #1", "run e #2"]  # inserting ones last
@@ -213,7 +213,10 @@ def test_operator_crash_mid_run_resumes_without_duplicate_jobs(backend: Backend)
         uids = {j.metadata.name: j.metadata.uid for j in jobs()}
         env.crash_operator()
         finished = env.wait_run("rs", timeout=240)
-        assert finished["status"]["phase"] == "Succeeded", finished["status"]
+        assert finished["status"]["phase"] == "Succeeded", (
+            finished["status"],
+            env.client_failures(),
+        )
         names = [j.metadata.name for j in jobs()]
         assert len(names) == len(set(names)) == 3  # load, run c #1, run c #2: each exactly once
         assert all(

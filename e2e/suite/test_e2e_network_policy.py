@@ -52,7 +52,8 @@ def test_a_guarded_cluster_serves_its_run_with_no_failed_operation(
 ) -> None:
     env, run = guarded
     status = run["status"]
-    assert status["phase"] == "Succeeded", [(s["label"], s.get("message")) for s in status["steps"]]
+    steps = [(s["label"], s.get("message")) for s in status["steps"]]
+    assert status["phase"] == "Succeeded", (steps, env.client_failures())
     for step in (s for s in status["steps"] if s["kind"] in ("load", "run")):
         for name, op in step["result"]["operations"].items():
             assert op["count"] > 0 and op["errors"] == 0, (step["label"], name, op)

@@ -79,6 +79,11 @@ class Env(abc.ABC):
     def operator_log(self) -> str:
         """What the operator logged while this Env existed."""
 
+    @abc.abstractmethod
+    def client_failures(self) -> list[str]:
+        """What each benchmark client that exited non-zero said: its pod, exit code and the
+        last lines of its output (a failed step's message names the Job, not the cause)."""
+
     # ---- shared -----------------------------------------------------------------------------
 
     def wait(

@@ -35,6 +35,7 @@ from localplane.tools import REPO
 
 OPERATOR_NAMESPACE = "mongobench"
 OPERATOR_SELECTOR = "app.kubernetes.io/name=mongobench,app.kubernetes.io/component=operator"
+CLIENT_SELECTOR = "app.kubernetes.io/name=mongobench-client"  # the BenchmarkRun Jobs' pods
 PROMETHEUS = ("monitoring", "svc/kube-prometheus-stack-prometheus", 9090)
 COLLECT = REPO / "e2e" / "kind" / "collect.sh"
 _FORWARDING = re.compile(rb"Forwarding from 127\.0\.0\.1:(\d+) ->")
@@ -171,6 +172,18 @@ class KindEnv(Env):
             f"--since-time={since}", "--max-log-requests=10", check=False,
         ).stdout  # fmt: skip
         return self._previous_logs + out
+
+    def client_failures(self) -> list[str]:
+        # The pods of failed client containers still there (a finished run's Jobs are deleted).
+        pods = self.kubectl(
+            "get", "pods", "-n", self.namespace, "-l", CLIENT_SELECTOR,
+            "--field-selector=status.phase=Failed", "-o", "name", check=False,
+        ).stdout.split()  # fmt: skip
+        return [
+            f"{pod}:\n"
+            + self.kubectl("logs", "-n", self.namespace, pod, "--tail=40", check=False).stdout
+            for pod in pods
+        ]
 
 
 class KindBackend(Backend):

@@ -36,7 +36,7 @@ from backends.manifests import (
     replica_set,
 )
 from backends.mongo import MongoView
-from localplane.executor import pod_executor, rewrite_hosts
+from localplane.executor import PodExecutor, pod_executor, rewrite_hosts
 from localplane.ferretdb import FerretDB, running_ferretdb
 from localplane.keyfiles import keyfile_from_pods
 from localplane.mongomodel import MongoModel
@@ -96,6 +96,7 @@ class LocalEnv(Env):
         self.log = log
         self._operator_env = operator_env
         self.operator: OperatorProcess | None = None
+        self.executor: PodExecutor | None = None  # the harness kubelet, when clients run
         data = pymongo.MongoClient(ferretdb.uri)
         self._data = data
         self.mongo = MongoView(self.api, namespace, model.host_map.__getitem__, data=lambda _: data)
@@ -105,6 +106,14 @@ class LocalEnv(Env):
             self.plane.kubeconfig, [self.namespace], self.log, **self._operator_env
         )
         set_operator_targets(self._prometheus, [self.operator.metrics_port])
+
+    def client_failures(self) -> list[str]:
+        runs = self.executor.runs if self.executor is not None else []
+        return [
+            f"{r.pod} exited {r.exit_code} ({r.reason}): {r.message}\n{r.output_tail[-2000:]}"
+            for r in runs
+            if r.exit_code != 0 and not r.injected
+        ]
 
     def stop_operator(self) -> None:
         if self.operator is not None:
@@ -225,9 +234,12 @@ class LocalBackend(Backend):
             model.sharded.documents = FerretCounts(  # type: ignore[assignment]
                 stack.enter_context(pymongo.MongoClient(ferretdb.uri))
             )
+            executor = None
             if clients:
                 rewrite = rewrite_hosts(f"{ferretdb.host}:{ferretdb.port}")
-                stack.enter_context(pod_executor(self.plane, namespace, uri_rewrite=rewrite))
+                executor = stack.enter_context(
+                    pod_executor(self.plane, namespace, uri_rewrite=rewrite)
+                )
             workdir = self.workdir / namespace
             workdir.mkdir(parents=True, exist_ok=True)
             env = LocalEnv(
@@ -247,6 +259,7 @@ class LocalBackend(Backend):
                     "MONGOBENCH_RESULT_PART_BYTES": RESULT_PART_BYTES,
                 },
             )
+            env.executor = executor
             stack.callback(env.close)
             env.start_operator()
             stack.callback(env.stop_operator)
