@@ -477,6 +477,12 @@ def test_a_slow_start_behind_the_gate_still_runs_the_whole_duration(ferretdb, tm
     assert first["driverRuntimeSeconds"] > first["window"]["seconds"] + duration
     merged = merge_documents(docs)
     validate(merged)
+    for doc in docs:
+        print(
+            f"client {doc['client']['index']}: waited {doc['startGate']['waitedSeconds']} s, "
+            f"window {doc['window']['seconds']} s, YCSB RunTime {doc['driverRuntimeSeconds']} s, "
+            f"{doc['operationsTotal']} ops"
+        )
     assert merged["startSkewSeconds"] < 0.5, merged["clients"]
     assert duration - 0.3 < merged["window"]["seconds"] < duration + 0.5
     assert merged["throughput"] == pytest.approx(
@@ -518,5 +524,9 @@ def test_a_slow_init_without_the_gate_still_runs_the_whole_duration(ferretdb, tm
     validate(doc)
     assert doc["status"] == "Succeeded", doc["error"]
     assert doc["operationsTotal"] > 0
+    print(
+        f"window {doc['window']['seconds']} s, YCSB RunTime {doc['driverRuntimeSeconds']} s, "
+        f"{doc['operationsTotal']} ops"
+    )
     assert 2.9 < doc["window"]["seconds"] < 3.5, doc["window"]
     assert doc["driverRuntimeSeconds"] > 4 + 2.9  # YCSB's timer would have counted the init
