@@ -47,7 +47,14 @@ from mongobench_runner.locust_driver import run_locust, run_worker
 from mongobench_runner.metrics import LiveMetrics
 from mongobench_runner.series import series_fields
 from mongobench_runner.sinks import SinkError, parse_output, write_termination_log
-from mongobench_runner.ycsb import YcsbOutcome, YcsbProcess, cross_check
+from mongobench_runner.ycsb import (
+    YcsbOutcome,
+    YcsbProcess,
+    cross_check,
+    duration_record,
+    duration_s,
+    honours_duration,
+)
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -222,7 +229,11 @@ def run_ycsb(args: argparse.Namespace, install: Callable[[Callable[[], None]], N
     threads = int(props.get("threadcount", "1"))
     if connection_per_thread(props):
         props["mongodb.url"] = per_thread_pool_uri(props["mongodb.url"], threads)
-    shown = {**wl.redacted(props), **connection_record(props, "ycsb", threads)}
+    shown = {
+        **wl.redacted(props),
+        **connection_record(props, "ycsb", threads),
+        **duration_record(props, args.phase),
+    }
     metrics = LiveMetrics(
         driver="ycsb", phase=args.phase, workload=label, client_index=args.client_index
     )
@@ -310,6 +321,11 @@ def ycsb_document(
         warnings.append(
             f"parallel clients inserting in the run phase with workload={props.get('workload')} "
             "reuse YCSB's insert key sequence (duplicate keys across clients)"
+        )
+    if duration_s(props, args.phase) > 0 and not honours_duration(props):
+        warnings.append(
+            f"workload={props.get('workload')} keeps YCSB's own maxexecutiontime, which counts "
+            "each thread's start-up (connecting, the start gate) against the duration"
         )
     return build_document(
         driver="ycsb",

@@ -8,6 +8,7 @@ and per-operation HDR histogram logs (merged exactly later).
 from __future__ import annotations
 
 import json
+import math
 import os
 import resource
 import shlex
@@ -26,12 +27,15 @@ from mongobench_results.document import OpResult
 from mongobench_runner import tls
 from mongobench_runner.barrier import BarrierError, ClientGate, describe
 from mongobench_runner.status import StatusLine, parse_status_line
+from mongobench_runner.workload import PARTITIONED_WORKLOAD
 
 BINDING_CLASS = "io.mongobench.ycsb.MongoDbClient"
 ERROR_MARKER = "MONGOBENCH_BINDING_ERROR"
 OP_ERROR_MARKER = "MONGOBENCH_BINDING_OP_ERROR"
 TIMING_MARKER = "MONGOBENCH_BINDING_TIMING"
 EXPORTER = "site.ycsb.measurements.exporter.JSONArrayMeasurementsExporter"
+EXPORT_FILE = "export.json"
+HDR_PREFIX = "hdr-"
 YCSB_VERSION = "0.17.0"
 
 
@@ -75,19 +79,59 @@ class YcsbOutcome:
 
 # Java's Integer.MAX_VALUE: YCSB parses operationcount as an int.
 UNBOUNDED_OPERATIONS = 2**31 - 1
+# The binding's PhaseDeadline: the measured phase's length, from its own start.
+DURATION = "mongobench.durationseconds"
+# The JVM's start gate waits this much longer than the runner's barrier timeout (the runner
+# decides first and says why; this only bounds a lost runner).
+GATE_GRACE_S = 120
+# Start-up (JVM, connecting, TLS) that YCSB's own timer, now a backstop, allows on top.
+STARTUP_ALLOWANCE_S = 120
 
 
-def bounded_by_time_only(props: dict[str, str], phase: str) -> dict[str, str]:
-    """A duration-only run (operationcount 0, maxexecutiontime set) as YCSB 0.17 can run it.
+def duration_s(props: dict[str, str], phase: str) -> int:
+    """The measured phase's duration a run asks for (`maxexecutiontime`, as the operator and
+    users pass it); 0 when the run is bounded by its operation count only, and for a load."""
+    return int(props.get("maxexecutiontime", "0") or 0) if phase == "run" else 0
 
-    Its Client.initDb lowers the thread count to the operation count ("the threadcount is bigger
-    than recordcount"), so operationcount=0 starts no thread: 0 operations, a NaN throughput.
-    A count no run reaches keeps every thread, and maxexecutiontime still ends the run.
+
+def honours_duration(props: dict[str, str]) -> bool:
+    """Whether the workload class ends its threads at the measured phase's end (the project's
+    own; a class of the user's keeps YCSB's timer)."""
+    return props.get("workload") == PARTITIONED_WORKLOAD
+
+
+def duration_record(props: dict[str, str], phase: str) -> dict[str, str]:
+    """What the document shows of the clock in effect: the binding's duration, when it has one."""
+    duration = duration_s(props, phase)
+    return {DURATION: str(duration)} if duration > 0 and honours_duration(props) else {}
+
+
+def time_bound(props: dict[str, str], phase: str, *, startup_s: float) -> dict[str, str]:
+    """The properties YCSB 0.17 is given for a run bounded by time (`maxexecutiontime` > 0).
+
+    YCSB's maxexecutiontime starts when its client threads start, so every thread's init()
+    (connecting, the TLS handshake, the start gate) is spent from the duration: a slow start
+    measures a short window, or none. The project's workload class ends each thread at the
+    duration after its operations start instead (the step's common start instant behind the
+    start gate, else the thread's first operation; `mongobench.durationseconds`), and YCSB's own
+    timer stays only as a backstop, for a binding without that clock: the duration plus
+    `startup_s`, which covers start-up (and the gate's own timeout when gated). Another workload
+    class keeps YCSB's timer as it was (the document warns).
+
+    Duration only (operationcount 0): YCSB's Client.initDb lowers the thread count to the
+    operation count ("the threadcount is bigger than recordcount"), so a count of 0 starts no
+    thread; a count no run reaches keeps every thread.
     """
-    duration = int(props.get("maxexecutiontime", "0") or 0)
-    if phase != "run" or duration <= 0 or int(props.get("operationcount", "0") or 0) != 0:
+    duration = duration_s(props, phase)
+    if duration <= 0:
         return props
-    return {**props, "operationcount": str(UNBOUNDED_OPERATIONS)}
+    out = dict(props)
+    if int(props.get("operationcount", "0") or 0) == 0:
+        out["operationcount"] = str(UNBOUNDED_OPERATIONS)
+    if honours_duration(props):
+        out[DURATION] = str(duration)
+        out["maxexecutiontime"] = str(duration + math.ceil(startup_s))
+    return out
 
 
 def write_properties(path: Path, props: dict[str, str]) -> None:
@@ -304,6 +348,33 @@ class YcsbProcess:
         if proc is not None and proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
 
+    def startup_allowance_s(self) -> float:
+        """How long the JVM may take before its first operation: connecting, and the gate."""
+        gated = self.gate.timeout_s + GATE_GRACE_S if self.gate is not None else 0.0
+        return STARTUP_ALLOWANCE_S + gated
+
+    def ycsb_properties(self, work: Path) -> dict[str, str]:
+        """What the JVM is given (besides the TLS truststore): the run's properties bounded as
+        YCSB can run them, the exporter and HDR logs in `work`, the start gate's files."""
+        props = {
+            **time_bound(self.props, self.phase, startup_s=self.startup_allowance_s()),
+            "exporter": EXPORTER,
+            "exportfile": str(work / EXPORT_FILE),
+            "measurementtype": "hdrhistogram",
+            "hdrhistogram.fileoutput": "true",
+            "hdrhistogram.output.path": str(work / HDR_PREFIX),
+            "hdrhistogram.percentiles": "50,95,99,99.9",
+        }
+        props.setdefault("status.interval", "10")
+        if self.gate is not None:
+            props["mongobench.startgate.readyfile"] = str(work / "gate-ready")
+            props["mongobench.startgate.startfile"] = str(work / "gate-start")
+            # The runner decides first (and says why); this only bounds a lost runner.
+            props["mongobench.startgate.timeoutms"] = str(
+                int((self.gate.timeout_s + GATE_GRACE_S) * 1000)
+            )
+        return props
+
     def run(self) -> YcsbOutcome:
         if not (self.home / "lib").is_dir():
             raise FileNotFoundError(
@@ -312,25 +383,9 @@ class YcsbProcess:
             )
         with tempfile.TemporaryDirectory(prefix="ycsb-", dir=self.workdir) as tmp:
             work = Path(tmp)
-            export_file = work / "export.json"
-            prefix = "hdr-"
-            props = {
-                **bounded_by_time_only(self.props, self.phase),
-                "exporter": EXPORTER,
-                "exportfile": str(export_file),
-                "measurementtype": "hdrhistogram",
-                "hdrhistogram.fileoutput": "true",
-                "hdrhistogram.output.path": str(work / prefix),
-                "hdrhistogram.percentiles": "50,95,99,99.9",
-            }
-            props.setdefault("status.interval", "10")
-            if self.gate is not None:
-                props["mongobench.startgate.readyfile"] = str(work / "gate-ready")
-                props["mongobench.startgate.startfile"] = str(work / "gate-start")
-                # The runner decides first (and says why); this only bounds a lost runner.
-                props["mongobench.startgate.timeoutms"] = str(
-                    int((self.gate.timeout_s + 120) * 1000)
-                )
+            export_file = work / EXPORT_FILE
+            prefix = HDR_PREFIX
+            props = self.ycsb_properties(work)
             java_opts = list(self.java_opts)
             ca_file = tls.ca_file_in(props.get("mongodb.url", ""))
             if ca_file is not None:  # the Java driver trusts the CA through a truststore

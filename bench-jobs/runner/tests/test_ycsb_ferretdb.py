@@ -325,15 +325,8 @@ public class SlowInitClient extends io.mongobench.ycsb.MongoDbClient {
 """
 
 
-def test_a_slow_init_is_outside_the_measured_window(ferretdb, tmp_path):
-    """The binding's init() made slow by a known 1.5 s (a subclass compiled here): YCSB's own
-    run time includes it, the reported window does not."""
-    import argparse
-
-    from mongobench_results.document import epoch_us, utc_now
-    from mongobench_runner.__main__ import _properties, ycsb_document
-    from mongobench_runner.ycsb import YcsbProcess
-
+def _slow_init_classes(tmp_path: Path) -> Path:
+    """SLOW_INIT compiled against the binding: its classes folder."""
     src = tmp_path / "src" / "slow"
     src.mkdir(parents=True)
     (src / "SlowInitClient.java").write_text(SLOW_INIT)
@@ -350,6 +343,19 @@ def test_a_slow_init_is_outside_the_measured_window(ferretdb, tmp_path):
         check=True,
         capture_output=True,
     )
+    return classes
+
+
+def test_a_slow_init_is_outside_the_measured_window(ferretdb, tmp_path):
+    """The binding's init() made slow by a known 1.5 s (a subclass compiled here): YCSB's own
+    run time includes it, the reported window does not."""
+    import argparse
+
+    from mongobench_results.document import epoch_us, utc_now
+    from mongobench_runner.__main__ import _properties, ycsb_document
+    from mongobench_runner.ycsb import YcsbProcess
+
+    classes = _slow_init_classes(tmp_path)
     uri = f"{ferretdb.uri}ycsb_slow"
     args = argparse.Namespace(
         workload="c", property=[f"recordcount={RECORDS}", f"operationcount={OPS}"], uri=uri,
@@ -410,3 +416,117 @@ def test_ycsb_connection_per_thread_opens_the_pool_for_every_thread(ferretdb, tm
     assert "minPoolSize=6" in props["mongodb.url"]
     print(f"peak connections: {peak}")
     assert peak >= 6
+
+
+def test_a_slow_start_behind_the_gate_still_runs_the_whole_duration(ferretdb, tmp_path):
+    """Two clients of a 3 s step, the second started 4 s after the first: the first waits at
+    the start gate longer than the whole duration. YCSB's own maxexecutiontime counts from its
+    threads' start and would end it before its first operation; the binding's clock counts from
+    the common start instant, so both clients run the full 3 s from it and end together."""
+    from mongobench_results.document import epoch_us
+
+    db = "ycsb_slow_start"
+    duration = 3
+    common = ["--workload", "c", "--uri", f"{ferretdb.uri}{db}", "--threads", "2"]
+    common += ["-p", f"recordcount={RECORDS}"]
+    assert run_runner(["ycsb", "--phase", "load", *common], tmp_path).returncode == 0
+    out = [tmp_path / f"client-{i}.json" for i in range(2)]
+    procs = []
+    for i in range(2):
+        if i:
+            time.sleep(4.0)
+        procs.append(
+            subprocess.Popen(
+                [
+                    sys.executable, "-m", "mongobench_runner", "ycsb", "--phase", "run",
+                    *common, "-p", "operationcount=0", "-p", f"maxexecutiontime={duration}",
+                    "--client-index", str(i), "--clients", "2", "--output", f"file:{out[i]}",
+                    "--barrier", f"dir:{tmp_path / 'barrier'}", "--barrier-timeout", "60",
+                ],
+                env=runner_env(),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )  # fmt: skip
+    for p in procs:
+        _, err = p.communicate(timeout=180)
+        assert p.returncode == 0, err[-2000:]
+    docs = [json.loads(o.read_text()) for o in out]
+    for doc in docs:
+        validate(doc)
+    first = docs[0]
+    # The first client waited at the gate longer than the step lasts, and still measured.
+    assert first["startGate"]["waitedSeconds"] > duration, first["startGate"]
+    start_us = epoch_us(first["startGate"]["startAt"])
+    end_us = start_us + duration * 1_000_000
+    for doc in docs:
+        assert doc["status"] == "Succeeded", doc["error"]
+        assert doc["operationsTotal"] > 0
+        assert doc["properties"]["mongobench.durationseconds"] == str(duration)
+        assert doc["properties"]["maxexecutiontime"] == str(duration)  # as asked
+        window = doc["window"]
+        assert window["source"] == "operations"
+        # From the common start to its end: its operations ran over the whole duration.
+        assert 0 <= epoch_us(window["start"]) - start_us < 500_000, window
+        assert -300_000 < epoch_us(window["end"]) - end_us < 500_000, window
+        assert doc["throughput"] == pytest.approx(
+            doc["operationsTotal"] / window["seconds"], abs=1e-3
+        )
+    # YCSB's own run time counted the wait at the gate: more than the window by that wait.
+    assert first["driverRuntimeSeconds"] > first["window"]["seconds"] + duration
+    merged = merge_documents(docs)
+    validate(merged)
+    for doc in docs:
+        print(
+            f"client {doc['client']['index']}: waited {doc['startGate']['waitedSeconds']} s, "
+            f"window {doc['window']['seconds']} s, YCSB RunTime {doc['driverRuntimeSeconds']} s, "
+            f"{doc['operationsTotal']} ops"
+        )
+    assert merged["startSkewSeconds"] < 0.5, merged["clients"]
+    assert duration - 0.3 < merged["window"]["seconds"] < duration + 0.5
+    assert merged["throughput"] == pytest.approx(
+        merged["operationsTotal"] / merged["window"]["seconds"], abs=1e-3
+    )
+
+
+def test_a_slow_init_without_the_gate_still_runs_the_whole_duration(ferretdb, tmp_path):
+    """No gate: every thread's init() takes 4 s, longer than the 3 s duration. YCSB's own
+    maxexecutiontime would stop the run before its first operation; the binding's clock
+    counts from each thread's first operation."""
+    import argparse
+
+    from mongobench_results.document import utc_now
+    from mongobench_runner.__main__ import _properties, ycsb_document
+    from mongobench_runner.ycsb import YcsbProcess
+
+    classes = _slow_init_classes(tmp_path)
+    uri = f"{ferretdb.uri}ycsb_slow_run"
+    load = ["ycsb", "--phase", "load", "--workload", "c", "--uri", uri, "-p", "recordcount=200"]
+    assert run_runner(load, tmp_path).returncode == 0
+    args = argparse.Namespace(
+        workload="c", property=["recordcount=200", "operationcount=0", "maxexecutiontime=3"],
+        uri=uri, threads=2, phase="run", client_index=0, clients=1, timeout=None,
+        max_error_ratio=0.0,
+    )  # fmt: skip
+    props, shown = _properties(args)
+    start = utc_now()
+    outcome = YcsbProcess(
+        phase="run",
+        props=props,
+        java_opts=["-Dslow.init.ms=4000"],
+        binding_class="slow.SlowInitClient",
+        extra_classpath=(classes,),
+    ).run()
+    doc = ycsb_document(
+        args, props=props, shown=shown, outcome=outcome, start=start, end=utc_now(), labels={}
+    )
+    validate(doc)
+    assert doc["status"] == "Succeeded", doc["error"]
+    assert doc["operationsTotal"] > 0
+    print(
+        f"window {doc['window']['seconds']} s, YCSB RunTime {doc['driverRuntimeSeconds']} s, "
+        f"{doc['operationsTotal']} ops"
+    )
+    assert 2.9 < doc["window"]["seconds"] < 3.5, doc["window"]
+    assert doc["driverRuntimeSeconds"] > 4 + 2.9  # YCSB's timer would have counted the init

@@ -160,7 +160,7 @@ def ycsb_properties(spec: BenchmarkRunSpec, step: Step) -> list[tuple[str, str]]
     duration = spec.warmup.duration_seconds if step.kind == "warmup" and spec.warmup else None
     if step.kind in ("probe", "run"):
         count, duration = run.operation_count, run.duration_seconds
-    # Duration-only runs: YCSB stops at maxexecutiontime; give operationcount no limit (0).
+    # Duration-only runs: maxexecutiontime, counted from the clients' common start; no count (0).
     props.append(("operationcount", str(count if count is not None else 0)))
     if duration is not None:
         props.append(("maxexecutiontime", str(duration)))

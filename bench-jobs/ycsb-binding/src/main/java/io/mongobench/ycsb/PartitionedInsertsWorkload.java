@@ -1,6 +1,10 @@
 package io.mongobench.ycsb;
 
+import java.util.OptionalLong;
 import java.util.Properties;
+import java.util.function.LongSupplier;
+import java.util.function.Supplier;
+import site.ycsb.DB;
 import site.ycsb.WorkloadException;
 import site.ycsb.workloads.CoreWorkload;
 
@@ -26,8 +30,15 @@ import site.ycsb.workloads.CoreWorkload;
  * Reads of new keys ("latest" in D) see exactly the keys this client inserted, as with one client.
  * The load phase is unchanged.
  *
+ * <p>A duration-bounded run phase ({@value PhaseDeadline#DURATION}) lasts its duration from the
+ * moment its operations start, not from the JVM's thread start as YCSB's {@code maxexecutiontime}
+ * does: each thread stops starting operations at its {@link PhaseDeadline} (the step's common
+ * start instant plus the duration behind the start gate, else its first operation plus the
+ * duration). Count-bounded phases and the load phase are unchanged.
+ *
  * <p>Properties: {@code mongobench.client} (0-based index, default 0), {@code mongobench.clients}
- * (default 1), {@code mongobench.insertoffset} (default 0).
+ * (default 1), {@code mongobench.insertoffset} (default 0), {@value PhaseDeadline#DURATION}
+ * (seconds, default none).
  */
 public class PartitionedInsertsWorkload extends CoreWorkload {
   public static final String CLIENT = "mongobench.client";
@@ -38,6 +49,19 @@ public class PartitionedInsertsWorkload extends CoreWorkload {
   private long clients;
   private long insertOffset;
   private boolean transactions;
+  private long durationMicros;
+  private final LongSupplier clock;
+  private final Supplier<OptionalLong> commonStart;
+
+  public PartitionedInsertsWorkload() {
+    this(OperationClock::nowMicros, StartGate::commonStart);
+  }
+
+  /** For tests: a controllable clock and start instant. */
+  PartitionedInsertsWorkload(LongSupplier clock, Supplier<OptionalLong> commonStart) {
+    this.clock = clock;
+    this.commonStart = commonStart;
+  }
 
   @Override
   public void init(Properties p) throws WorkloadException {
@@ -54,6 +78,26 @@ public class PartitionedInsertsWorkload extends CoreWorkload {
     }
     // The YCSB Client sets it: true for -t (run), false for -load.
     transactions = Boolean.parseBoolean(p.getProperty("dotransactions", "true"));
+    try {
+      durationMicros = PhaseDeadline.durationMicros(p.getProperty(PhaseDeadline.DURATION));
+    } catch (NumberFormatException e) {
+      throw new WorkloadException(PhaseDeadline.DURATION + ": " + e.getMessage());
+    }
+  }
+
+  /** Each thread's state: its own deadline (CoreWorkload keeps none). */
+  @Override
+  public Object initThread(Properties p, int threadId, int threadCount) {
+    return new PhaseDeadline(transactions ? durationMicros : 0, clock, commonStart);
+  }
+
+  /** CoreWorkload's operation, unless this thread's phase is over: false ends the thread. */
+  @Override
+  public boolean doTransaction(DB db, Object threadstate) {
+    if (threadstate instanceof PhaseDeadline deadline && deadline.passed()) {
+      return false;
+    }
+    return super.doTransaction(db, threadstate);
   }
 
   @Override

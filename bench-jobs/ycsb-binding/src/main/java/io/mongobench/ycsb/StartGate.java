@@ -5,6 +5,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.util.OptionalLong;
 import java.util.Properties;
 import java.util.concurrent.TimeUnit;
 import site.ycsb.DBException;
@@ -18,6 +19,10 @@ import site.ycsb.DBException;
  * of the step, answers with the {@value #START} file: the common start instant (epoch
  * microseconds), or {@code abort: reason}. Every thread then sleeps until that instant, so the
  * step's clients begin their measured phase together. Without both properties the gate is open.
+ *
+ * <p>The same instant starts a duration-bounded phase's clock ({@link PhaseDeadline}): every
+ * thread of every client ends it at this instant plus the duration, however long it took to get
+ * here.
  */
 final class StartGate {
   static final String READY = "mongobench.startgate.readyfile";
@@ -110,6 +115,13 @@ final class StartGate {
       Files.move(tmp, path, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
     } catch (IOException e) {
       throw new DBException("start gate: cannot write " + path + ": " + e.getMessage(), e);
+    }
+  }
+
+  /** The step's common start instant (epoch microseconds) once the runner gave it; else empty. */
+  static OptionalLong commonStart() {
+    synchronized (LOCK) {
+      return startMicros == null ? OptionalLong.empty() : OptionalLong.of(startMicros);
     }
   }
 
