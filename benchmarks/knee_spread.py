@@ -47,8 +47,7 @@ KNEE: dict[str, Any] = {
     "resolution": 0.05,
     "repetitions": 3,
 }
-# Long: a client JVM on this busy host takes up to ~11 s before its first operation, and YCSB's
-# maxexecutiontime counts from its start.
+# The measured phase of each probe (counted from its operations' start, not the JVM's).
 RUN_SECONDS = int(os.environ.get("BENCH_KNEE_SECONDS", "20"))
 
 
