@@ -12,7 +12,6 @@ start). No BenchmarkRun here: that runs survive a roll is the replica-set test's
 
 from __future__ import annotations
 
-import itertools
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +75,7 @@ def test_a_sharded_cluster_rolls_onto_tls_one_mode_at_a_time_across_every_compon
     core = k8s.CoreV1Api(kube_api)
     # (component -> the modes its pods run, status.tls.mode, cluster phase), when it changed
     samples: list[tuple[dict[str, frozenset[str]], str | None, str | None]] = []
+    unsteady: list[dict[str, Any]] = []  # status when neither Ready nor Degraded
 
     def sample() -> dict[str, Any]:
         status = get(kube_api, namespace, "mongoclusters", "sr").get("status") or {}
@@ -93,6 +93,8 @@ def test_a_sharded_cluster_rolls_onto_tls_one_mode_at_a_time_across_every_compon
         )
         if not samples or samples[-1] != now:
             samples.append(now)
+        if status.get("phase") not in ("Ready", "Degraded", None):
+            unsteady.append(status)
         return status
 
     try:
@@ -135,7 +137,7 @@ def test_a_sharded_cluster_rolls_onto_tls_one_mode_at_a_time_across_every_compon
         assert any(all(modes == {mode} for modes in r.values()) for r, _, _ in samples), samples
     recorded = [mode for _, mode, _ in samples if mode]
     assert list(dict.fromkeys(recorded)) == ["allowTLS", "preferTLS", "requireTLS"], samples
-    assert {phase for _, _, phase in samples} <= {"Ready", "Degraded"}, samples
+    assert {phase for _, _, phase in samples} <= {"Ready", "Degraded"}, unsteady[:2]
     assert status["tls"]["mode"] == "requireTLS"
     rolling = sorted((e for e in events if e.reason == "TLSModeRolling"),
                      key=lambda e: e.first_timestamp or e.event_time)  # fmt: skip
@@ -145,4 +147,4 @@ def test_a_sharded_cluster_rolls_onto_tls_one_mode_at_a_time_across_every_compon
     # Plain accepted by every member and the router before; after, refused, TLS accepted.
     assert plain_before == [True] * 4
     assert plain_after == [False] * 4 and tls_after == [True] * 4
-    assert list(itertools.chain(model.tls_connections)) and router in model.tls_connections
+    assert set(model.tls_connections) == {*members, router}
