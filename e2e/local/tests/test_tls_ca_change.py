@@ -260,8 +260,8 @@ def test_a_new_ca_replaces_the_old_through_a_trust_bundle_with_no_client_refused
     )]  # fmt: skip
     assert [m.split(":")[0] for m in said] == ["Bundling", "Reissuing", "Pruning", "Completed"]
 
-    # Two restarts per member (onto the bundle, onto the new CA alone), the reissued
-    # certificates rotated in without one: every member is a new pod, serving the new CA's.
+    # Members restarted (onto the bundle, onto the new CA alone: new pods) and took the
+    # reissued certificates in by rotateCertificates; they serve the new CA's now.
     assert all(pods_after[h] != pods_before[h] for h in hosts)
     assert sorted(set(model.rotations)) == sorted(hosts)
     assert served_by_new == [True] * MEMBERS and served_by_old == [False] * MEMBERS

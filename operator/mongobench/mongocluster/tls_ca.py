@@ -14,6 +14,9 @@ until every member serves what the previous one wrote (restarted, or rotated, an
              changed: a restart each (after it the old CA is no longer trusted anywhere).
   Completed  only the new CA is trusted and signs every certificate.
 
+Nothing announces that members took a rotation up (no restart, no status change): a sync that
+carried certificates during a change queues the next one at once (reconcile.tls_pass).
+
 Benchmark clients read ``ca.crt`` of the client Secret at their start: through the whole change
 it holds a CA that signed the members' leaves (the old one until Reissuing, both meanwhile).
 """
