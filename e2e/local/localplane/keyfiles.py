@@ -127,6 +127,11 @@ def ca_from_pods(api: k8s.ApiClient) -> Callable[[str], str | None]:
     return _from_pods(api, _pod_ca)
 
 
+def pod_start_from_pods(api: k8s.ApiClient) -> Callable[[str], str | None]:
+    """member DNS name -> its pod's uid: a restarted member is a new pod (a new uid)."""
+    return _from_pods(api, lambda _core, _ns, pod: str(pod.metadata.uid))
+
+
 def _from_pods(
     api: k8s.ApiClient, read: Callable[[Any, str, Any], str | None]
 ) -> Callable[[str], str | None]:

@@ -54,7 +54,11 @@ they agree on config, primary and users. Rules of the model (not of MongoDB in f
   arguments once per pod start: ``keyfiles.tls_mode_from_pods``) each peer answers as its
   mode says: none (``disabled``) serves plain connections only, allowTLS and preferTLS both,
   requireTLS TLS only; a peer tells a TLS handshake from a wire message by the first byte.
-  ``plain_connections`` counts plain connections served, ``refused`` the ones closed and why.
+  ``plain_connections`` counts plain connections served, ``refused`` the ones closed and why
+  (a TLS handshake that failed too: a certificate one side does not trust). With ``started``
+  (member name -> what identifies its process's start, e.g. its pod's uid:
+  ``keyfiles.pod_start_from_pods``) a member reads its certificate and CA again once restarted,
+  as mongod reads the files at start; without it, at its first handshake only.
   With ``tls_ca`` (member name -> its ca.crt) a peer asks clients for a certificate and verifies
   one given; ``authenticate`` with MONGODB-X509 logs in as ``__system`` a certificate whose O and
   OU are the member's own (MongoDB's member identity), recorded in ``x509_logins``. With
@@ -207,7 +211,11 @@ class _TLSPeer(MockupDB):  # type: ignore[misc]
             return
         try:
             wrapped = context.wrap_socket(client, server_side=True)
-        except (ssl.SSLError, OSError):
+        except ssl.SSLError as exc:
+            self._model.refuse(self._name, f"TLS handshake failed: {exc.reason}")
+            client.close()
+            return
+        except OSError:
             client.close()
             return
         self._server_socks[wrapped] = None  # stop() shuts it down too
@@ -228,15 +236,18 @@ class MongoModel:
         tls_mode: Callable[[str], str | None] | None = None,
         tls_ca: Callable[[str], str | None] | None = None,
         cluster_auth: Callable[[str], str | None] | None = None,
+        started: Callable[[str], str | None] | None = None,
     ) -> None:
         self.keyfile = keyfile
+        self.started = started
         self.tls = tls
         self.tls_mode = tls_mode
         self.tls_ca = tls_ca
         self.cluster_auth = cluster_auth
         self._subjects: dict[str, tuple[str, str]] = {}  # member -> (O, OU) of its certificate
         self.x509_logins: list[str] = []  # members where a member certificate logged in
-        self._tls_contexts: dict[str, ssl.SSLContext] = {}
+        # member -> (its start, the context it loaded then)
+        self._tls_contexts: dict[str, tuple[str | None, ssl.SSLContext]] = {}
         self.tls_connections: dict[str, int] = {}  # TLS handshakes begun, per peer
         self.plain_connections: dict[str, int] = {}  # plain connections served, per peer
         self.refused: list[tuple[str, str]] = []  # (peer, why) of connections closed at once
@@ -338,9 +349,14 @@ class MongoModel:
 
     def tls_context(self, name: str) -> ssl.SSLContext | None:
         with self._lock:
-            context = self._tls_contexts.get(name) or self._load_tls(name)
+            start = self.started(name) if self.started is not None else None
+            loaded = self._tls_contexts.get(name)
+            if loaded is not None and loaded[0] == start:
+                context: ssl.SSLContext | None = loaded[1]
+            else:  # not loaded yet, or the member restarted since: the files read again
+                context = self._load_tls(name)
             if context is not None:
-                self._tls_contexts[name] = context
+                self._tls_contexts[name] = (start, context)
                 self.tls_connections[name] = self.tls_connections.get(name, 0) + 1
             return context
 
@@ -355,7 +371,8 @@ class MongoModel:
             why = "no certificate to load"
         if context is None:  # the certificate in use stays
             return _err(request, 2, "BadValue", f"rotateCertificates: {why}")
-        self._tls_contexts[name] = context
+        start = self.started(name) if self.started is not None else None
+        self._tls_contexts[name] = (start, context)
         self.rotations.append(name)
         return bool(request.ok())
 

@@ -11,7 +11,10 @@ once per pod as mongod reads it at start, one key or a YAML list of keys).
 The data path here is FerretDB, not the model: that a client with a stale password would fail is
 the model's to show (old password refused), and that none ran across the change is shown by the
 run's own timeline: the rotation waited for the step in progress and the next step started after
-it, with no failed operation in the run.
+it, with no failed operation in the run. The exporter's password rotates with the users: its
+sidecar reads it from the Secret at start, so the member's pod is replaced (a new uid; no
+exporter process runs on the plane: the pod's restart from a template carrying the new password's
+digest is what a sidecar needs to read it).
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from localplane.policies import LENIENT_VALIDITY
 pytestmark = pytest.mark.cluster
 
 ferretdb, model, executor = bmr.ferretdb, bmr.model, bmr.executor
-ROTATED = ("bc-operator", "bc-admin", "bc-benchmark")
+ROTATED = ("bc-operator", "bc-admin", "bc-benchmark", "bc-exporter")
 
 
 def secret_values(api: k8s.ApiClient, namespace: str, name: str) -> dict[str, str]:
@@ -99,6 +102,7 @@ def test_users_rotate_between_steps_of_a_running_benchmark_with_no_failed_operat
             return steps.get("load", {}).get("phase") == "Running"
 
         wait_until(load_running, timeout=120, interval=0.2, what="the load step running")
+        member_pod = k8s.CoreV1Api(kube_api).read_namespaced_pod("bc-rs0-0", namespace)
         plane.kubectl(
             "annotate", "-n", namespace, "mongocluster", "bc", "mongobench.io/rotate=users"
         )
@@ -133,6 +137,8 @@ def test_users_rotate_between_steps_of_a_running_benchmark_with_no_failed_operat
             n: authenticates(model, namespace, users[n], new[n]["password"]) for n in ROTATED
         }
         connection = secret_values(kube_api, namespace, "bc-connection")["uri"]
+        member_after = k8s.CoreV1Api(kube_api).read_namespaced_pod("bc-rs0-0", namespace)
+        template = k8s.AppsV1Api(kube_api).read_namespaced_stateful_set("bc-rs0", namespace)
     finally:
         operator.stop()
 
@@ -161,8 +167,20 @@ def test_users_rotate_between_steps_of_a_running_benchmark_with_no_failed_operat
     assert all("nextPassword" not in new[n] for n in ROTATED)
     assert new["bc-benchmark"]["password"] in connection
     reasons = [e.reason for e in events]
-    for reason in ("RotationRequested", "RotationStarted", "CredentialsRotated"):
+    for reason in ("RotationRequested", "RotationStarted", "ExporterRestarting",
+                   "CredentialsRotated"):  # fmt: skip
         assert reasons.count(reason) == 1, reasons
+    # The member restarted (its exporter sidecar then reads the new password from the Secret),
+    # from a template carrying a digest of that password, never the password.
+    assert member_after.metadata.uid != member_pod.metadata.uid
+    said_on_pods = template.spec.template.metadata.annotations or {}
+    assert "mongobench.io/exporter-password" in said_on_pods
+    assert new["bc-exporter"]["password"] not in str(said_on_pods)
+    exporter = next(c for c in template.spec.template.spec.containers if c.name == "exporter")
+    assert {e.name: e.value_from.secret_key_ref.name for e in exporter.env} == {
+        "MONGODB_USER": "bc-exporter",
+        "MONGODB_PASSWORD": "bc-exporter",
+    }
     # No password, old or new, in status, Events or the operator's log.
     said = "\n".join(
         [str(cluster.get("status")), log.read_text(), *(e.message or "" for e in events)]

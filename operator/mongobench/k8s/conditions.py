@@ -445,6 +445,7 @@ EVENT_ROUND_ADDED = "RoundAdded"
 EVENT_ROTATION_REQUESTED = "RotationRequested"
 EVENT_ROTATION_STARTED = "RotationStarted"
 EVENT_KEYFILE_ROLLING = "KeyfileRolling"
+EVENT_EXPORTER_RESTARTING = "ExporterRestarting"
 EVENT_CREDENTIALS_ROTATED = "CredentialsRotated"
 EVENT_ROTATION_REFUSED = "RotationRefused"
 EVENT_TLS_MODE_ROLLING = "TLSModeRolling"
@@ -504,6 +505,9 @@ EVENT_REASONS: Mapping[str, str] = {
     EVENT_ROTATION_REQUESTED: "MongoCluster: a credential rotation was asked for (annotation)",
     EVENT_ROTATION_STARTED: "MongoCluster: no client runs a step; new credentials are staged",
     EVENT_KEYFILE_ROLLING: "MongoCluster: the keyfile changed its keys; members restart in turn",
+    EVENT_EXPORTER_RESTARTING: (
+        "MongoCluster: the exporter's password rotated; members restart for their sidecars"
+    ),
     EVENT_CREDENTIALS_ROTATED: "MongoCluster: MongoDB and the Secrets hold the new passwords",
     EVENT_ROTATION_REFUSED: "Warning: a rotation asked for something this operator cannot rotate",
     EVENT_TLS_MODE_ROLLING: "MongoCluster: members restart with the next --tlsMode (one step)",

@@ -42,7 +42,7 @@ from mongobench.mongo.pool import AdminPool, fingerprint
 from mongobench.mongo.tls_files import TLSFiles, write_tls_files
 from mongobench.mongo.versions import fcv_after_roll
 from mongobench.mongocluster import labels as lbl
-from mongobench.mongocluster import roll_tls, rotate, rotation
+from mongobench.mongocluster import roll_tls, rotate, rotation, tls_ca
 from mongobench.mongocluster.layout import ClusterLayout, ReplicaSetLayout
 from mongobench.mongocluster.placement import PLACED, Feasibility, feasibility, has_hard_rules
 from mongobench.mongocluster.platform import PlatformFacts
@@ -377,6 +377,10 @@ def tls_pass(
         log.info("MongoCluster %s/%s: %s", d.layout.namespace, d.layout.name, note)
         kube.event(body, NORMAL, EVENT_CERTIFICATES_ROTATED, note)
     due = [mongo.renewals.due_in, renewal_due_in(kube, d, datetime.datetime.now(datetime.UTC))]
+    if mongo.renewals.notes and tls_ca.under_way(body.get("status")):
+        # A CA change's next step waits until the members took up what was just carried, and
+        # a rotateCertificates changes nothing an event announces: look again at once.
+        due.append(0.0)
     return min((t for t in due if t is not None), default=None)
 
 

@@ -27,6 +27,7 @@ from mongobench.mongocluster.provision import Desired, ensure_secrets
 from mongobench.mongocluster.rolling import rolled
 from mongobench.mongocluster.rotation import (
     ANNOTATION,
+    EXPORTER_ANNOTATION,
     KEYFILE,
     KEYFILE_ANNOTATION,
     MONGOS,
@@ -38,6 +39,7 @@ from mongobench.mongocluster.rotation import (
     keyfile_digest,
     keyfile_step,
     next_stage,
+    restarts_exporters,
     rotated_users,
     rotates_keyfile,
     set_targets,
@@ -138,8 +140,8 @@ def _rotating(
     administration: Administration,
     parts: Sequence[str],
 ) -> list[Event]:
-    """The Rotating stage: the users' passwords, then the keyfile's steps (one per pass), then
-    Completed."""
+    """The Rotating stage: the users' passwords, the exporter sidecars' restart, the keyfile's
+    steps (one per pass), then Completed."""
     namespace, name = d.layout.namespace, d.layout.name
     rotation = (body.get("status") or {}).get("rotation") or {}
     users = rotated_users(d.spec, d.layout) if USERS in parts else []
@@ -148,15 +150,27 @@ def _rotating(
     fresh = _rotate(kube, d, body, users, administration) if users else []
     done = [*(rotation.get("rotated") or []), *fresh]
     rotated = list(dict.fromkeys(done))
+    events: list[Event] = []
+    exporter = _exporter_digest(kube, d.layout) if restarts_exporters(d.spec, parts) else None
+    # Every pass sets it (a no-op once done), so a crash after the Secret changed still
+    # restarts the sidecars; before the keyfile's first restart, so one restart carries both.
+    if exporter is not None and _restart_with(kube, d.layout, exporter, EXPORTER_ANNOTATION):
+        said = "the exporter's password changed: members restart for their sidecars to read it"
+        events.append((cond.NORMAL, cond.EVENT_EXPORTER_RESTARTING, said))
     if KEYFILE in parts and KEYFILE not in rotated:
         step = _keyfile(kube, d.layout)
         if step.action != "done":
             if rotation.get("message") != step.message:
                 _record(kube, namespace, name, {"message": step.message, "rotated": rotated})
             if step.action == "wait":
-                return []
-            return [(cond.NORMAL, cond.EVENT_KEYFILE_ROLLING, step.message)]
+                return events
+            return [*events, (cond.NORMAL, cond.EVENT_KEYFILE_ROLLING, step.message)]
         rotated.append(KEYFILE)
+    if exporter is not None and not _rolled(kube, d.layout, exporter, EXPORTER_ANNOTATION):
+        said = "members restarting for the exporter sidecars' new password"
+        if rotation.get("message") != said:
+            _record(kube, namespace, name, {"message": said, "rotated": rotated})
+        return events
     message = _completed_message(parts, [r for r in rotated if r != KEYFILE])
     _record(
         kube,
@@ -170,7 +184,7 @@ def _rotating(
         },
     )
     _unannotate(kube, namespace, name)
-    return [(cond.NORMAL, cond.EVENT_CREDENTIALS_ROTATED, message)]
+    return [*events, (cond.NORMAL, cond.EVENT_CREDENTIALS_ROTATED, message)]
 
 
 def _completed_message(parts: Sequence[str], users: Sequence[str]) -> str:
@@ -179,10 +193,7 @@ def _completed_message(parts: Sequence[str], users: Sequence[str]) -> str:
         said.append(f"new passwords for {', '.join(users)} in MongoDB and their Secrets")
     if KEYFILE in parts:
         said.append("a new keyfile on every member")
-    message = "; ".join(said) + "; the old ones are refused"
-    if USERS in parts:
-        message += " (the exporter's password is not rotated: it needs every member restarted)"
-    return message
+    return "; ".join(said) + "; the old ones are refused"
 
 
 def _record(kube: KubeApi, namespace: str, name: str, rotation: Mapping[str, Any]) -> None:
@@ -247,25 +258,44 @@ def _workloads(layout: ClusterLayout) -> list[tuple[str, str]]:
     return [*out, ("Deployment", layout.mongos)] if layout.sharded else out
 
 
-def _template_digest(workload: Mapping[str, Any]) -> str | None:
+def _template_digest(workload: Mapping[str, Any], annotation: str) -> str | None:
     template = (workload.get("spec") or {}).get("template") or {}
-    return ((template.get("metadata") or {}).get("annotations") or {}).get(KEYFILE_ANNOTATION)
+    return ((template.get("metadata") or {}).get("annotations") or {}).get(annotation)
 
 
-def _restart_with(kube: KubeApi, layout: ClusterLayout, digest: str) -> None:
-    """The pod templates carry `digest`: a changed one is a new revision, and the rolling
-    restart (mongocluster.rolling; the Deployment by itself) replaces every pod."""
+def _restart_with(
+    kube: KubeApi, layout: ClusterLayout, digest: str, annotation: str = KEYFILE_ANNOTATION
+) -> bool:
+    """The pod templates carry `digest` as `annotation`: a changed one is a new revision, and
+    the rolling restart (mongocluster.rolling; the Deployment by itself) replaces every pod.
+    Whether a template changed."""
+    changed = False
     for kind, name in _workloads(layout):
         workload = kube.get(kind, layout.namespace, name)
-        if workload is not None and _template_digest(workload) != digest:
-            template = {"metadata": {"annotations": {KEYFILE_ANNOTATION: digest}}}
+        if workload is not None and _template_digest(workload, annotation) != digest:
+            template = {"metadata": {"annotations": {annotation: digest}}}
             kube.patch(kind, layout.namespace, name, {"spec": {"template": template}})
+            changed = True
+    return changed
 
 
-def _rolled(kube: KubeApi, layout: ClusterLayout, digest: str) -> bool:
-    """Whether every pod mounting the keyfile was started from a template carrying `digest`
-    and is ready."""
-    return rolled(kube, layout, lambda workload, _: _template_digest(workload) == digest)
+def _rolled(
+    kube: KubeApi, layout: ClusterLayout, digest: str, annotation: str = KEYFILE_ANNOTATION
+) -> bool:
+    """Whether every pod of the cluster was started from a template carrying `digest` as
+    `annotation` and is ready."""
+    return rolled(
+        kube, layout, lambda workload, _: _template_digest(workload, annotation) == digest
+    )
+
+
+def _exporter_digest(kube: KubeApi, layout: ClusterLayout) -> str | None:
+    """A digest of the exporter's password, for the pod templates (never the password); None
+    while a new one is still staged (MongoDB may not have it yet: no restart before it has)."""
+    values = _decoded(kube.get("Secret", layout.namespace, layout.exporter_secret) or {})
+    if "password" not in values or NEXT in values:
+        return None
+    return keyfile_digest(values["password"])
 
 
 def _staged(

@@ -2,8 +2,9 @@
 
 `kubectl annotate mongocluster X mongobench.io/rotate=users|keyfile|users,keyfile` rotates the
 SCRAM passwords of the users whose Secrets the operator owns (its own, the admin user's unless
-the spec names the admin Secret, the benchmark user's) and the keyfile of an operator-owned
-keyfile Secret, in stages recorded in status.rotation, one Event each:
+the spec names the admin Secret, the benchmark user's, the exporter sidecars' when monitoring
+runs them) and the keyfile of an operator-owned keyfile Secret, in stages recorded in
+status.rotation, one Event each:
 
   Waiting   from the request on, BenchmarkRuns targeting the cluster start no new Job
             (benchmarkrun.decide); the stage lasts until no client pod of the cluster runs and
@@ -13,7 +14,11 @@ keyfile Secret, in stages recorded in status.rotation, one Event each:
             hears of it, so a crash never loses it); updateUser with it on every replica set
             (as the internal user, by keyfile: no user's own password is needed), then the
             Secret's `password` replaced and `nextPassword` dropped, and the connection URI
-            rewritten.
+            rewritten. The exporter sidecars read their password once, at start (env from the
+            Secret): the pod templates then carry a digest of it (EXPORTER_ANNOTATION) and every
+            member restarts in the rolling order (mongocluster.rolling; mongos by its
+            Deployment); the rotation completes once every pod runs it. With `keyfile` too, the
+            keyfile's first restart is that restart (both digests change before it).
             keyfile: MongoDB's documented transition (keyfile_step): the new key staged as
             `nextKeyfile`; the keyfile made the YAML list [new, old] and every member restarted
             (each then accepts either key, and authenticates to the others with one they
@@ -32,10 +37,12 @@ keyfile, two rolling restarts long). A second user per role would let a password
 mid-step, but doubles the users to keep and the clients would still need both passwords until
 every pod restarted.
 
-Not rotated: the exporter's password. Its sidecar reads the URI at start, so a new password
-would need every member restarted (a rolling restart, primaries stepped down) for a read-only
-monitoring identity that no benchmark client uses; a `users` rotation leaves it as it is, and
-says so in its message.
+The exporter's restart is the price of a sidecar that cannot reread its password
+(mongodb_exporter takes it from its environment or its URI only): a rolling restart, primaries
+stepped down, while runs pause between steps as for the keyfile. Between updateUser and its
+pod's restart a sidecar keeps the connections it has authenticated (MongoDB does not close them
+on a password change); a new connection it opens meanwhile is refused, a scrape gap of at most
+the rolling restart.
 """
 
 from __future__ import annotations
@@ -57,6 +64,8 @@ ROTATABLE = (USERS, KEYFILE)
 # should run with; changing it is what restarts them.
 KEYFILE_ANNOTATION = "mongobench.io/keyfile"
 NEXT_KEYFILE = "nextKeyfile"
+# On the pod templates: a digest of the exporter's password the sidecars should run with.
+EXPORTER_ANNOTATION = "mongobench.io/exporter-password"
 # Longer than one pass of a BenchmarkRun (read the cluster, create the step's Job).
 GRACE_SECONDS = 5.0
 ACTIVE = (cond.ROTATION_WAITING, cond.ROTATION_ROTATING)
@@ -139,12 +148,19 @@ class RotatedUser:
 
 def rotated_users(spec: MongoClusterSpec, layout: ClusterLayout) -> list[RotatedUser]:
     """The users whose passwords a `users` rotation changes: those in Secrets the operator owns
-    (a Secret the spec names is its owner's to rotate), the exporter's left out (see above)."""
+    (a Secret the spec names is its owner's to rotate), the exporter's while sidecars run."""
     out = [RotatedUser(layout.operator_secret)]
     if spec.auth.admin_secret_name is None:
         out.append(RotatedUser(layout.admin_secret))
     out.append(RotatedUser(layout.benchmark_secret))
+    if spec.monitoring.exporter:
+        out.append(RotatedUser(layout.exporter_secret))
     return out
+
+
+def restarts_exporters(spec: MongoClusterSpec, parts: Sequence[str]) -> bool:
+    """Whether the rotation must restart the pods for their exporter sidecars' new password."""
+    return USERS in parts and spec.monitoring.exporter
 
 
 def under_way(body: Mapping[str, Any]) -> bool:
@@ -172,9 +188,9 @@ MONGOS = "mongos"
 def set_targets(layout: ClusterLayout, user: RotatedUser) -> Sequence[str]:
     """Where the user's password is changed: each replica set's name, or MONGOS. A replica
     set's users live on it; in a sharded cluster the benchmark user is the cluster's (created
-    through mongos, kept by the config servers) and the operator's and admin's exist on every
-    set (they connect to shard members directly) and, through the config servers, in the
-    cluster."""
+    through mongos, kept by the config servers) and the operator's, admin's and exporter's
+    exist on every set (they connect to shard members directly) and, through the config
+    servers, in the cluster."""
     if not layout.sharded:
         return [rs.name for rs in layout.replica_sets]
     if user.secret == layout.benchmark_secret:
@@ -220,7 +236,8 @@ def keyfile_step(current: str, staged: str | None, rolled: bool) -> KeyfileStep:
 
 
 def keyfile_digest(keyfile: str) -> str:
-    """What the pod templates carry (KEYFILE_ANNOTATION): never the key itself."""
+    """What the pod templates carry (KEYFILE_ANNOTATION, EXPORTER_ANNOTATION): never the key
+    or the password itself."""
     return hashlib.sha256(keyfile.encode()).hexdigest()[:16]
 
 

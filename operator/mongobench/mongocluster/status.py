@@ -402,9 +402,13 @@ def _shape_differs(layout: ClusterLayout, observed: Observed, was_ready: bool) -
         wiring.config_members.get(rs.name, rs.members) != rs.members for rs in layout.replica_sets
     ):
         return True
-    # A shard added to a Ready cluster is scaling until listShards shows it.
+    # A shard added to a Ready cluster is scaling until listShards shows it; a pass that did
+    # not get as far as listShards (mongos pods restarting in a roll) says nothing of shards.
     return (
-        was_ready and layout.sharded and any(rs.name not in wiring.shards for rs in layout.shards)
+        was_ready
+        and layout.sharded
+        and wiring.shards_listed
+        and any(rs.name not in wiring.shards for rs in layout.shards)
     )
 
 

@@ -14,14 +14,18 @@ until every member serves what the previous one wrote (restarted, or rotated, an
              changed: a restart each (after it the old CA is no longer trusted anywhere).
   Completed  only the new CA is trusted and signs every certificate.
 
+Nothing announces that members took a rotation up (no restart, no status change): a sync that
+carried certificates during a change queues the next one at once (reconcile.tls_pass).
+
 Benchmark clients read ``ca.crt`` of the client Secret at their start: through the whole change
 it holds a CA that signed the members' leaves (the old one until Reissuing, both meanwhile).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from mongobench.k8s import conditions as cond
 
@@ -49,6 +53,12 @@ class CAStep:
     reissue: bool  # issue the leaves again from the new CA now
     message: str
     waiting: bool = False  # members have not all taken up the last change yet
+
+
+def under_way(status: Mapping[str, Any] | None) -> bool:
+    """Whether status.tls.caRotation records a change not completed yet."""
+    phase = (((status or {}).get("tls") or {}).get("caRotation") or {}).get("phase")
+    return phase in (cond.CA_BUNDLING, cond.CA_REISSUING, cond.CA_PRUNING)
 
 
 def plan_ca_change(

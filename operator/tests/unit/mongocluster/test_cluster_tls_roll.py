@@ -27,7 +27,7 @@ from mongobench.k8s import conditions as cond
 from mongobench.mongo.pool import AdminPool
 from mongobench.mongocluster import reconcile, roll_tls
 from mongobench.mongocluster.certificates import renewal_time, signed_by
-from mongobench.mongocluster.tls_ca import join_bundle, plan_ca_change, split_bundle
+from mongobench.mongocluster.tls_ca import join_bundle, plan_ca_change, split_bundle, under_way
 from mongobench.mongocluster.tls_renewal import SERVED_ANNOTATION, plan_renewal
 from mongobench.mongocluster.tls_roll import (
     DISABLED,
@@ -38,6 +38,7 @@ from mongobench.mongocluster.tls_roll import (
     template_mode,
 )
 from mongobench.mongocluster.tls_secrets import (
+    Renewals,
     certificate_state,
     ensure_tls,
     followed_secrets,
@@ -381,6 +382,36 @@ def test_a_new_ca_goes_through_bundling_reissuing_and_pruning(
     assert kube.reasons().count(cond.EVENT_CA_ROTATING) == 4
     served = kube.objects[("StatefulSet", NS, "c-rs0")]["metadata"]["annotations"]
     assert SERVED_ANNOTATION in served
+
+
+def test_a_ca_change_is_under_way_from_bundling_to_pruning() -> None:
+    def status(phase: str | None) -> dict[str, Any]:
+        return {"tls": {"caRotation": {"phase": phase}}} if phase else {}
+
+    assert [under_way(status(p)) for p in (cond.CA_BUNDLING, cond.CA_REISSUING, cond.CA_PRUNING)]
+    assert not under_way(status(cond.CA_COMPLETED)) and not under_way(status(None))
+    assert not under_way(None)
+
+
+def test_a_ca_change_looks_again_at_once_after_a_certificate_was_carried(
+    ca: trustme.CA, admins: AdminPool, mongo: FakeMongo
+) -> None:
+    """rotateCertificates changes nothing an event announces (no restart, no status): without
+    a sync queued at once, a CA change would stay in Reissuing (seen at cluster tier)."""
+    kube = plain_cluster(ca)
+    kube.patch(KIND, NS, "c", {"spec": {"tls": TLS_ON}})
+    ready_cluster(kube, admins)
+    d = reconcile.desired(kube, body(kube), body(kube)["status"])
+    carried = reconcile.MongoPass(renewals=Renewals(["StatefulSet c-rs0: certificate rotate"]))
+    quiet = reconcile.MongoPass()
+    changing = copy.deepcopy(body(kube))
+    changing["status"]["tls"] = {"caRotation": {"phase": cond.CA_REISSUING}}
+    assert reconcile.tls_pass(kube, changing, d, carried, {}) == 0.0
+    # Otherwise the next sync is due when a certificate nears its end, not at once.
+    later = reconcile.tls_pass(kube, body(kube), d, carried, {})
+    assert later is not None and later > 3600
+    nothing_carried = reconcile.tls_pass(kube, changing, d, quiet, {})
+    assert nothing_carried == pytest.approx(later, abs=60)
 
 
 # ---- what wakes certificate work ---------------------------------------------------------------

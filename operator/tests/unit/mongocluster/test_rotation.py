@@ -25,11 +25,14 @@ from mongobench.mongocluster import reconcile
 from mongobench.mongocluster.layout import cluster_layout
 from mongobench.mongocluster.rotation import (
     ANNOTATION,
+    EXPORTER_ANNOTATION,
     GRACE_SECONDS,
     MONGOS,
     Request,
     holds_new_jobs,
+    keyfile_digest,
     next_stage,
+    restarts_exporters,
     rotated_users,
     set_targets,
 )
@@ -108,15 +111,29 @@ def test_runs_hold_their_next_job_from_the_request_until_it_completes() -> None:
 def test_each_user_is_changed_where_it_lives() -> None:
     rs = MongoClusterSpec.parse(REPLICA_SET)
     layout = cluster_layout("c", NS, rs)
-    assert [u.secret for u in rotated_users(rs, layout)] == ["c-operator", "c-admin", "c-benchmark"]
+    assert [u.secret for u in rotated_users(rs, layout)] == [
+        "c-operator", "c-admin", "c-benchmark", "c-exporter"
+    ]  # fmt: skip
     assert all(set_targets(layout, u) == ["c-rs0"] for u in rotated_users(rs, layout))
     sharded = MongoClusterSpec.parse(SHARDED)
     layout = cluster_layout("c", NS, sharded)
-    operator, _, benchmark = rotated_users(sharded, layout)
+    operator, _, benchmark, exporter = rotated_users(sharded, layout)
     assert set_targets(layout, benchmark) == [MONGOS]  # the cluster's user, through mongos
     assert set_targets(layout, operator) == ["c-cfg", "c-shard0", "c-shard1"]
+    # The sidecars beside shard members and mongos log in on every set (config: the cluster's).
+    assert set_targets(layout, exporter) == ["c-cfg", "c-shard0", "c-shard1"]
     named = MongoClusterSpec.parse({**REPLICA_SET, "auth": {"adminSecretName": "mine"}})
     assert "c-admin" not in [u.secret for u in rotated_users(named, cluster_layout("c", NS, named))]
+
+
+def test_the_exporter_rotates_with_the_users_only_while_sidecars_run() -> None:
+    rs = MongoClusterSpec.parse(REPLICA_SET)
+    assert restarts_exporters(rs, ["users"]) and restarts_exporters(rs, ["users", "keyfile"])
+    assert not restarts_exporters(rs, ["keyfile"])
+    quiet = MongoClusterSpec.parse({**REPLICA_SET, "monitoring": {"exporter": False}})
+    layout = cluster_layout("c", NS, quiet)
+    assert "c-exporter" not in [u.secret for u in rotated_users(quiet, layout)]
+    assert not restarts_exporters(quiet, ["users"])
 
 
 def test_the_password_command_changes_the_password_only() -> None:
@@ -153,6 +170,29 @@ def sync(kube: FakeKube, admins: AdminPool) -> None:
 def secret(kube: FakeKube, name: str) -> dict[str, str]:
     data = kube.objects[("Secret", NS, name)]["data"]
     return {k: base64.b64decode(v).decode() for k, v in data.items()}
+
+
+def controller_rolls(kube: FakeKube) -> None:
+    """What the StatefulSet and Deployment controllers and the rolling restart end with: every
+    pod from the current template, ready."""
+    for (kind, _, _), obj in kube.objects.items():
+        if kind in ("StatefulSet", "Deployment"):
+            replicas = int(obj["spec"].get("replicas", 1))
+            obj.setdefault("status", {}).update(
+                observedGeneration=obj["metadata"]["generation"],
+                replicas=replicas,
+                readyReplicas=replicas,
+                updatedReplicas=replicas,
+            )
+
+
+def template_annotations(kube: FakeKube, key: str) -> dict[str, str | None]:
+    """`key`'s value on each workload's pod template, by workload name."""
+    return {
+        name: ((obj["spec"]["template"].get("metadata") or {}).get("annotations") or {}).get(key)
+        for (kind, _, name), obj in kube.objects.items()
+        if kind in ("StatefulSet", "Deployment")
+    }
 
 
 def ready_cluster(kube: FakeKube, admins: AdminPool) -> None:
@@ -204,7 +244,8 @@ def test_users_rotate_once_no_client_runs_and_every_stage_is_told(
                      "metadata": {"namespace": NS, "name": "c"},
                      "spec": copy.deepcopy(REPLICA_SET)})  # fmt: skip
     ready_cluster(kube, admins)
-    old = {n: secret(kube, n)["password"] for n in ("c-operator", "c-admin", "c-benchmark")}
+    rotated = ("c-operator", "c-admin", "c-benchmark", "c-exporter")
+    old = {n: secret(kube, n)["password"] for n in rotated}
     old_uri = secret(kube, "c-connection")["uri"]
     annotate(kube, "users")
     sync(kube, admins)
@@ -222,9 +263,25 @@ def test_users_rotate_once_no_client_runs_and_every_stage_is_told(
 
     kube.objects[("Pod", NS, "run-step-1-0")]["status"]["phase"] = "Succeeded"
     sync(kube, admins)
+    # MongoDB and the Secrets have the new passwords; the exporter sidecars read theirs at
+    # start: the members restart for them (a digest on the pod template, never the password).
+    rotation = body(kube)["status"]["rotation"]
+    assert rotation["phase"] == cond.ROTATION_ROTATING
+    assert "exporter sidecars" in rotation["message"]
+    exporter = secret(kube, "c-exporter")["password"]
+    assert template_annotations(kube, EXPORTER_ANNOTATION) == {"c-rs0": keyfile_digest(exporter)}
+    assert kube.reasons()[-1] == cond.EVENT_EXPORTER_RESTARTING
+    sync(kube, admins)  # the members have not restarted yet: still Rotating, no new Event
+    assert body(kube)["status"]["rotation"]["phase"] == cond.ROTATION_ROTATING
+    assert kube.reasons().count(cond.EVENT_EXPORTER_RESTARTING) == 1
+
+    controller_rolls(kube)
+    sync(kube, admins)
     rotation = body(kube)["status"]["rotation"]
     assert rotation["phase"] == cond.ROTATION_COMPLETED
-    assert sorted(rotation["rotated"]) == ["benchmark", "mongobench-admin", "mongobench-operator"]
+    assert sorted(rotation["rotated"]) == [
+        "benchmark", "mongobench-admin", "mongobench-exporter", "mongobench-operator"
+    ]  # fmt: skip
     new = {n: secret(kube, n) for n in old}
     assert all(new[n]["password"] != old[n] and "nextPassword" not in new[n] for n in old)
     assert mongo.passwords == {
@@ -233,7 +290,9 @@ def test_users_rotate_once_no_client_runs_and_every_stage_is_told(
     uri = secret(kube, "c-connection")["uri"]
     assert uri != old_uri and new["c-benchmark"]["password"] in uri
     assert ANNOTATION not in (body(kube)["metadata"].get("annotations") or {})
-    assert kube.reasons()[-2:] == [cond.EVENT_ROTATION_STARTED, cond.EVENT_CREDENTIALS_ROTATED]
+    assert kube.reasons()[-3:] == [
+        cond.EVENT_ROTATION_STARTED, cond.EVENT_EXPORTER_RESTARTING, cond.EVENT_CREDENTIALS_ROTATED
+    ]  # fmt: skip
     said = str(body(kube)["status"]) + " ".join(e[4] for e in kube.events)
     assert not any(p in said for p in (*old.values(), *(v["password"] for v in new.values())))
 
@@ -276,3 +335,71 @@ def test_a_keyfile_the_spec_names_is_refused_with_a_warning_and_the_annotation_r
     assert kube.reasons()[-1] == cond.EVENT_ROTATION_REFUSED
     assert ANNOTATION not in (body(kube)["metadata"].get("annotations") or {})
     assert secret(kube, "mine") == {"keyfile": "theirs"}
+
+
+def test_without_exporter_sidecars_users_rotate_with_no_restart(
+    admins: AdminPool, mongo: FakeMongo
+) -> None:
+    spec = {**copy.deepcopy(REPLICA_SET), "monitoring": {"exporter": False}}
+    kube = FakeKube({"apiVersion": "mongobench.io/v1alpha1", "kind": KIND,
+                     "metadata": {"namespace": NS, "name": "c"}, "spec": spec})  # fmt: skip
+    ready_cluster(kube, admins)
+    annotate(kube, "users")
+    sync(kube, admins)
+    backdate_request(kube)
+    sync(kube, admins)
+    assert body(kube)["status"]["rotation"]["phase"] == cond.ROTATION_COMPLETED
+    assert template_annotations(kube, EXPORTER_ANNOTATION) == {"c-rs0": None}
+    assert cond.EVENT_EXPORTER_RESTARTING not in kube.reasons()
+
+
+def test_a_crash_after_the_exporter_secret_changed_still_restarts_the_sidecars(
+    admins: AdminPool, mongo: FakeMongo
+) -> None:
+    """MongoDB and the exporter Secret hold the new password, the templates not yet (the
+    operator died between): the next pass restarts the members all the same."""
+    kube = FakeKube({"apiVersion": "mongobench.io/v1alpha1", "kind": KIND,
+                     "metadata": {"namespace": NS, "name": "c"},
+                     "spec": copy.deepcopy(REPLICA_SET)})  # fmt: skip
+    ready_cluster(kube, admins)
+    kube.objects[(KIND, NS, "c")]["status"]["rotation"] = {
+        "phase": cond.ROTATION_ROTATING,
+        "requested": ["users"],
+        "rotated": ["mongobench-operator", "mongobench-admin", "benchmark", "mongobench-exporter"],
+    }
+    sync(kube, admins)
+    assert not mongo.passwords  # nothing staged: no user changed again
+    digest = keyfile_digest(secret(kube, "c-exporter")["password"])
+    assert template_annotations(kube, EXPORTER_ANNOTATION) == {"c-rs0": digest}
+    assert body(kube)["status"]["rotation"]["phase"] == cond.ROTATION_ROTATING
+    controller_rolls(kube)
+    sync(kube, admins)
+    assert body(kube)["status"]["rotation"]["phase"] == cond.ROTATION_COMPLETED
+
+
+def test_a_sharded_clusters_mongos_restarts_for_its_exporter_too(
+    admins: AdminPool, mongo: FakeMongo
+) -> None:
+    kube = FakeKube({"apiVersion": "mongobench.io/v1alpha1", "kind": KIND,
+                     "metadata": {"namespace": NS, "name": "c"},
+                     "spec": copy.deepcopy(SHARDED)})  # fmt: skip
+    reconcile.provision(kube, body(kube))
+    controller_rolls(kube)
+    for _ in range(3):  # a sharded cluster wires in a few passes
+        sync(kube, admins)
+    assert body(kube)["status"]["phase"] == READY
+    annotate(kube, "users")
+    sync(kube, admins)
+    backdate_request(kube)
+    sync(kube, admins)
+    exporter = secret(kube, "c-exporter")
+    digest = keyfile_digest(exporter["password"])
+    assert template_annotations(kube, EXPORTER_ANNOTATION) == dict.fromkeys(
+        ("c-cfg", "c-shard0", "c-shard1", "c-mongos"), digest
+    )
+    assert {
+        s: mongo.passwords[(s, exporter["username"])] for s in ("c-cfg", "c-shard0", "c-shard1")
+    } == dict.fromkeys(("c-cfg", "c-shard0", "c-shard1"), exporter["password"])
+    controller_rolls(kube)
+    sync(kube, admins)
+    assert body(kube)["status"]["rotation"]["phase"] == cond.ROTATION_COMPLETED

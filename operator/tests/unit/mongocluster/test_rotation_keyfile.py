@@ -23,9 +23,11 @@ from test_rotation import (
     annotate,
     backdate_request,
     body,
+    controller_rolls,
     mongo,
     secret,
     sync,
+    template_annotations,
 )
 
 from mongobench.k8s import conditions as cond
@@ -40,6 +42,7 @@ from mongobench.mongo.pool import AdminPool
 from mongobench.mongocluster import reconcile
 from mongobench.mongocluster.rotation import (
     ANNOTATION,
+    EXPORTER_ANNOTATION,
     KEYFILE_ANNOTATION,
     NEXT_KEYFILE,
     keyfile_digest,
@@ -162,20 +165,6 @@ def test_keyfile_step(
 # ---- the I/O half, through a sync -----------------------------------------------------------
 
 
-def controller_rolls(kube: FakeKube) -> None:
-    """What the StatefulSet and Deployment controllers and the rolling restart end with: every
-    pod from the current template, ready."""
-    for (kind, _, _), obj in kube.objects.items():
-        if kind in ("StatefulSet", "Deployment"):
-            replicas = int(obj["spec"].get("replicas", 1))
-            obj.setdefault("status", {}).update(
-                observedGeneration=obj["metadata"]["generation"],
-                replicas=replicas,
-                readyReplicas=replicas,
-                updatedReplicas=replicas,
-            )
-
-
 def digests(kube: FakeKube) -> set[str | None]:
     return {
         ((obj["spec"]["template"].get("metadata") or {}).get("annotations") or {}).get(
@@ -257,18 +246,23 @@ def test_users_and_keyfile_together_rotate_the_users_first(
     sync(kube, admins)
     backdate_request(kube)
     sync(kube, admins)
-    assert len(mongo.passwords) == 3  # updateUser done before the restarts begin
+    assert len(mongo.passwords) == 4  # updateUser done before the restarts begin
     rotation = body(kube)["status"]["rotation"]
     assert rotation["phase"] == cond.ROTATION_ROTATING
+    # The keyfile's first restart is the exporter sidecars' too: both digests are on the
+    # templates before any member restarts, and no third restart follows.
+    exporter = keyfile_digest(secret(kube, "c-exporter")["password"])
+    assert template_annotations(kube, EXPORTER_ANNOTATION) == {"c-rs0": exporter}
+    assert template_annotations(kube, KEYFILE_ANNOTATION)["c-rs0"] is not None
     for _ in range(2):
         controller_rolls(kube)
         sync(kube, admins)
     rotation = body(kube)["status"]["rotation"]
     assert rotation["phase"] == cond.ROTATION_COMPLETED
     assert sorted(rotation["rotated"]) == sorted(
-        ["benchmark", "mongobench-admin", "mongobench-operator", "keyfile"]
+        ["benchmark", "mongobench-admin", "mongobench-exporter", "mongobench-operator", "keyfile"]
     )
-    assert "exporter's password is not rotated" in rotation["message"]
+    assert kube.reasons().count(cond.EVENT_KEYFILE_ROLLING) == 2
 
 
 def test_a_crash_between_the_secret_and_the_templates_restarts_the_members_next_pass(

@@ -217,3 +217,15 @@ def test_server_facts_in_status_are_the_stable_ones_so_idle_passes_write_nothing
     assert not differs(
         first, compute_status(LAYOUT, observed(), first, generation=1, created=T0, now=T1)
     )
+
+
+def test_a_pass_that_did_not_list_the_shards_is_no_shape_change() -> None:
+    """While the mongos pods restart (a roll between TLS modes, an upgrade) the wiring stops
+    before listShards: that says nothing of the shards, so the cluster is Degraded while pods
+    restart, never Scaling (seen at cluster tier in a sharded TLS roll)."""
+    cut_short = Wiring(False, "waiting for mongos pods", config_members=WIRED.config_members)
+    assert phase(observed(mongos=(2, 1), wiring=cut_short), READY_BEFORE) == "Degraded"
+    # A shard listShards does not show yet, once it was asked: Scaling.
+    added = Wiring(True, shards=frozenset({"c-shard0"}), config_members=WIRED.config_members,
+                   shards_listed=True)  # fmt: skip
+    assert phase(observed(wiring=added), READY_BEFORE) == "Scaling"
