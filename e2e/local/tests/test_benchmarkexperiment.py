@@ -424,7 +424,8 @@ def test_a_cell_whose_cluster_fails_goes_as_the_policy_says(
 
 # An A/A pair (two clusters from one template) in randomized rounds with a loose adaptive
 # target: 3 rounds at least, 6 at most. 6 runs and as many deployments (maxClusters 1: the
-# cells share one FerretDB, so no two runs at once): about 2 minutes on an idle machine.
+# cells share one FerretDB, so no two runs at once): about a minute (the harness's operator
+# looks at the experiment every 0.5 s, so a cell switch waits less than 2 s on its ticks).
 @pytest.mark.timeout(1500)
 def test_an_aa_calibration_in_randomized_rounds_stops_when_the_target_is_met(
     plane: Plane,
