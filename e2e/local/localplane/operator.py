@@ -39,9 +39,6 @@ class OperatorProcess:
             "MONGOBENCH_METRICS_PORT": str(self.metrics_port),
             "MONGOBENCH_PROBE_PORT": str(self.probe_port),
             "MONGOBENCH_RETRY_BACKOFF": "0.5",
-            # An experiment's cell switches (run ended, cluster deleted, the next one Ready)
-            # each wait a tick: 2 s ones made a third of an A/A calibration test's wall time.
-            "MONGOBENCH_EXPERIMENT_TICK_SECONDS": "0.5",
             **self.env,
         }
         with self.log.open("ab") as out:
