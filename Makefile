@@ -79,10 +79,13 @@ images: ## build the operator, YCSB and Locust images (Docker or Podman), tagged
 kind-load: ## load the images into a kind cluster (KIND_CLUSTER, default mongobench)
 	bash hack/images.sh kind-load
 
-# pytest-xdist workers of the protocol and cluster tiers (TEST_WORKERS=0: one process). The
-# cluster tier mostly waits (a slow test's process tree used about 0.2 of a core over its wall
-# time): one worker more there, unless TEST_WORKERS=0.
+# pytest-xdist workers of the unit, protocol and cluster tiers (TEST_WORKERS=0: one process).
+# The protocol and cluster tiers mostly wait (on JVMs, Locust, servers, the apiserver: a slow
+# cluster test's process tree used about 0.2 of a core over its wall time, the whole protocol
+# tier 3.5 CPU-minutes): one worker more there, unless TEST_WORKERS=0. The protocol tier on
+# this shared 2-core host: 398 s on 2 workers, 240 s on 3.
 TEST_WORKERS ?= 2
+PROTOCOL_WORKERS ?= $(if $(filter 0,$(TEST_WORKERS)),0,3)
 CLUSTER_WORKERS ?= $(if $(filter 0,$(TEST_WORKERS)),0,3)
 
 test: setup lint test-unit test-rules test-protocol test-bench-jobs test-cluster ## set up, lint, run every tier
@@ -105,7 +108,7 @@ test-rules: ## the chart's alerts: promtool check rules + promtool test rules (a
 
 # Its files wait on JVMs, Locust and servers too: the same workers (one FerretDB each).
 test-protocol: ## protocol tier: mockupdb, FerretDB and an S3 server (moto) on loopback
-	$(PYTEST) -q -m protocol -n $(TEST_WORKERS) --dist loadfile --durations=10 operator/tests \
+	$(PYTEST) -q -m protocol -n $(PROTOCOL_WORKERS) --dist loadfile --durations=10 operator/tests \
 	  bench-jobs/runner/tests archive/tests cli/tests e2e/local/tests hack/tests
 
 test-bench-jobs: ## the YCSB binding's own tests (Maven, JUnit)

@@ -71,6 +71,9 @@ class OperatorConfig:
     # Seconds a renewed certificate Secret takes to reach the pods' files (the kubelet's sync
     # period and cache TTL, about a minute by default): rotateCertificates waits for it.
     tls_propagation_seconds: float = 120.0
+    # Seconds between an unfinished experiment's looks at its clusters and runs (nothing else
+    # wakes it): each switch of a cell's cluster waits up to three of them.
+    experiment_tick_seconds: float = 2.0
 
     @classmethod
     def current(cls) -> OperatorConfig:
@@ -142,6 +145,7 @@ class OperatorConfig:
                 archive_retry_base=float(get("ARCHIVE_RETRY_BASE", "5")),
                 archive_retry_max=float(get("ARCHIVE_RETRY_MAX", "300")),
                 tls_propagation_seconds=float(get("TLS_PROPAGATION_SECONDS", "120")),
+                experiment_tick_seconds=float(get("EXPERIMENT_TICK_SECONDS", "2")),
             )
         except ValueError as exc:
             raise SystemExit(f"mongobench: invalid MONGOBENCH_* setting: {exc}") from None

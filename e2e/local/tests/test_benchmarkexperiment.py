@@ -424,7 +424,13 @@ def test_a_cell_whose_cluster_fails_goes_as_the_policy_says(
 
 # An A/A pair (two clusters from one template) in randomized rounds with a loose adaptive
 # target: 3 rounds at least, 6 at most. 6 runs and as many deployments (maxClusters 1: the
-# cells share one FerretDB, so no two runs at once): about 2 minutes on an idle machine.
+# cells share one FerretDB, so no two runs at once): about a minute, as the operator looks at
+# the experiment every 0.5 s (TICK): each cell switch (run ended, cluster deleted, the next one
+# Ready) waits a tick, and 2 s ones made half of this test's time. Not the harness's default:
+# test_studies.py's four experiments at once took 193 s at 0.5 s, 55 s at 2 s.
+TICK = {"MONGOBENCH_EXPERIMENT_TICK_SECONDS": "0.5"}
+
+
 @pytest.mark.timeout(1500)
 def test_an_aa_calibration_in_randomized_rounds_stops_when_the_target_is_met(
     plane: Plane,
@@ -456,7 +462,9 @@ def test_an_aa_calibration_in_randomized_rounds_stops_when_the_target_is_met(
         seed=11,
     )
     with Watch(kube_api, namespace, ferretdb.uri, model) as watch:
-        operator = start(plane, namespace, model, tmp_path / "operator.log", prometheus, kube_api)
+        operator = start(
+            plane, namespace, model, tmp_path / "operator.log", prometheus, kube_api, **TICK
+        )
         try:
             apply(plane, namespace, manifest)
             body = wait_ended(kube_api, namespace, "aa", timeout=1200)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
+import pymongo.common
 import pytest
 
 from localplane.mongomodel import MongoModel
@@ -39,6 +40,14 @@ def _hosts(prefix: str, n: int, port: int = 27017) -> tuple[str, ...]:
 
 KEYFILE = "c2VjcmV0LWtleWZpbGUtY29udGVudHM=\n"  # as a user's keyfile Secret may hold it
 ADMIN = admin_user("admin", "admin-pw")
+
+
+@pytest.fixture(autouse=True)
+def prompt_rechecks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pymongo waits at least MIN_HEARTBEAT_INTERVAL (0.5 s) before it checks a server again
+    when no server suits an operation: the model changes state at once (a primary right after
+    replSetInitiate), so those waits were most of this file's time (a test's 2-6 s)."""
+    monkeypatch.setattr(pymongo.common, "MIN_HEARTBEAT_INTERVAL", 0.02)
 
 
 @pytest.fixture

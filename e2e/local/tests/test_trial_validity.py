@@ -139,7 +139,9 @@ def test_an_accepted_reason_is_shown_and_the_trial_counts(
         # is about ClientBound, which the starved client always is.
         accept = ["ClientBound", "NoisyNode", "NotSteady"]
         policy = {"rerunInvalid": 1, "accept": accept}
-        bmr.apply(plane, namespace, judged_run("accepted", clients=starved, validity=policy))
+        # As few operations as the starved test's: ClientBound from the JVM's first second.
+        accepted = judged_run("accepted", operations=300, clients=starved, validity=policy)
+        bmr.apply(plane, namespace, accepted)
         run = bmr.wait_run(kube_api, namespace, "accepted", ("Succeeded", "Failed"), timeout=600)
         described = ok(cli(plane, "describe", "accepted", "-n", namespace))
         compared = ok(cli(plane, "compare", "accepted", "-n", namespace))

@@ -14,6 +14,7 @@ from typing import Any
 
 import kopf
 
+from mongobench.config import OperatorConfig
 from mongobench.handlers.common import BENCHMARKEXPERIMENT, refusals, settled
 from mongobench.k8s import conditions as cond
 from mongobench.observability.metrics import instrumented
@@ -41,10 +42,7 @@ def start(meta: kopf.Meta, memo: kopf.Memo, **_: Any) -> None:
 
 
 # Clusters and runs move on their own: the experiment looks every 2 s until it ends (k8s.ticker,
-# decided by the experiment's events).
-TICK_SECONDS = 2.0
-
-
+# decided by the experiment's events; MONGOBENCH_EXPERIMENT_TICK_SECONDS).
 @kopf.on.event(*BENCHMARKEXPERIMENT)
 async def experiment_changed(
     body: kopf.Body, meta: kopf.Meta, type: str | None, memo: kopf.Memo, **_: Any
@@ -59,7 +57,7 @@ async def experiment_changed(
         and not meta.get("deletionTimestamp")
         and status.get("phase") not in reconcile.TERMINAL
         and not settled(body, cond.SUCCEEDED),
-        TICK_SECONDS,
+        OperatorConfig.current().experiment_tick_seconds,
         lambda: tick(memo, namespace, name),
     )
 

@@ -89,10 +89,16 @@ def test_instrumented_counts_a_skip_and_hands_kopf_none() -> None:
 
 def test_config_from_env_and_clear_error() -> None:
     config = OperatorConfig.from_env(
-        {"MONGOBENCH_NAMESPACES": "a, b", "MONGOBENCH_RETRY_BACKOFF": "0.5"}
+        {
+            "MONGOBENCH_NAMESPACES": "a, b",
+            "MONGOBENCH_RETRY_BACKOFF": "0.5",
+            "MONGOBENCH_EXPERIMENT_TICK_SECONDS": "0.5",
+        }
     )
     assert config.namespaces == ("a", "b")
     assert config.retry_backoff == 0.5
+    assert config.experiment_tick_seconds == 0.5
+    assert OperatorConfig.from_env({}).experiment_tick_seconds == 2.0
     with pytest.raises(SystemExit, match="invalid MONGOBENCH_"):
         OperatorConfig.from_env({"MONGOBENCH_METRICS_PORT": "eighty"})
 
