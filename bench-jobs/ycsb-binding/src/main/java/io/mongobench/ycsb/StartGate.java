@@ -108,7 +108,8 @@ final class StartGate {
     }
   }
 
-  private static void writeAtomically(Path path, String text) throws DBException {
+  /** Written whole or not at all, as the runner writes the start file (tests use it too). */
+  static void writeAtomically(Path path, String text) throws DBException {
     try {
       Path tmp = path.resolveSibling(path.getFileName() + ".tmp");
       Files.writeString(tmp, text, StandardCharsets.UTF_8);

@@ -311,7 +311,7 @@ class PhaseDeadlineTest {
               Thread.sleep(5);
             }
             startUs[0] = Long.parseLong(Files.readString(ready).trim()) + 300_000;
-            Files.writeString(dir.resolve("start"), Long.toString(startUs[0]));
+            StartGate.writeAtomically(dir.resolve("start"), Long.toString(startUs[0]));
           } catch (Exception e) {
             throw new AssertionError(e);
           }

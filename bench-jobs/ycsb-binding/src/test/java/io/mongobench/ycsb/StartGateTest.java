@@ -74,7 +74,7 @@ class StartGateTest {
     long readyUs = Long.parseLong(Files.readString(dir.resolve("ready")).trim());
     assertTrue(readyUs <= OperationClock.nowMicros());
     long startUs = OperationClock.nowMicros() + 300_000;
-    Files.writeString(dir.resolve("start"), Long.toString(startUs));
+    StartGate.writeAtomically(dir.resolve("start"), Long.toString(startUs));
     for (Thread t : first) {
       t.join(5_000);
     }
@@ -92,7 +92,7 @@ class StartGateTest {
     Properties p = props(2, 10_000);
     ConcurrentLinkedQueue<Object> out = new ConcurrentLinkedQueue<>();
     List<Thread> threads = arrive(p, 2, out);
-    Files.writeString(dir.resolve("start"), "abort: clients [1] were not ready within 5 s");
+    StartGate.writeAtomically(dir.resolve("start"), "abort: clients [1] were not ready within 5 s");
     for (Thread t : threads) {
       t.join(5_000);
     }
