@@ -35,6 +35,7 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
             executor=settings.execution.executor,
             # Failed wake-ups and ticks: from half a second, doubling, up to a handler's retry.
             retries=Backoff(min(0.5, config.retry_backoff), config.retry_backoff),
+            mongo_clients=config.mongo_clients,
         )
     except CredentialsError as exc:
         raise kopf.PermanentError(str(exc)) from None
