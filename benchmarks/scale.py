@@ -121,7 +121,7 @@ class PeakRss:
     (threadnames/ names each OS thread after its Python thread) are counted by kind."""
 
     def __init__(self, pid: int) -> None:
-        self.pid, self.peak, self.threads = pid, 0, 0
+        self.pid, self.peak, self.threads, self.last = pid, 0, 0, 0
         self.names: dict[str, int] = {}  # threads by kind when they were most
         self.rose = time.monotonic()  # when the peak last grew
         self.done = threading.Event()
@@ -131,7 +131,9 @@ class PeakRss:
         while not self.done.wait(0.25):
             try:
                 for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-                    if line.startswith("VmHWM:"):
+                    if line.startswith("VmRSS:"):
+                        self.last = int(line.split()[1]) * 1024
+                    elif line.startswith("VmHWM:"):
                         hwm = int(line.split()[1]) * 1024
                         if hwm > self.peak:
                             self.peak, self.rose = hwm, time.monotonic()
@@ -221,6 +223,7 @@ class Figures:
     failed: int
     clients: int  # client processes at once, most
     peak_rss: int
+    last_rss: int  # at the end: every milestone reached and 2 s more
     threads: int
     thread_names: dict[str, int]  # threads by kind when they were most
     cpu: dict[str, float]  # CPU seconds per process of the plane and the operator
@@ -277,6 +280,7 @@ def measure(work: Path, pythonpath: str | None) -> Figures:
             failed,
             executor.peak_processes if executor is not None else 0,
             rss.peak,
+            rss.last,
             rss.threads,
             rss.names,
             cpu,
@@ -352,6 +356,7 @@ def measure_bare_kopf(work: Path) -> Figures:
         0,
         0,
         rss.peak,
+        rss.last,
         rss.threads,
         rss.names,
         cpu,
@@ -500,6 +505,7 @@ def _print_figures(figures: dict[str, Figures]) -> None:
         _row(f"client processes at once (cap {CLIENTS})", clients, digits=0)
     _row("operator peak RSS (target < 75)", [f.peak_rss / 2**20 for f in runs], "MiB")
     _row("  reached, s after the apply began", [f.peak_at for f in runs], "s")
+    _row("operator RSS at the end", [f.last_rss / 2**20 for f in runs], "MiB")
     _row("operator threads at most", [f.threads for f in runs], digits=0)
     _row("operator CPU seconds", [f.cpu["operator"] for f in runs], "s")
     total = N + RUNS
