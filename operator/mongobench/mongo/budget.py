@@ -8,6 +8,12 @@ and 120 threads at 100 clusters (make bench-scale). The budget bounds them all a
 `limit`, the least recently used idle client is closed and its connector forgets it (its next
 use reconnects). A client lent out (`Connector.lend`) is never closed by the budget: while more
 are lent than the limit allows, the budget is exceeded until they are returned.
+
+What it bounds is clients, not threads at every instant: pymongo's close() does not join its
+threads, which exit within about a second, so under churn a closed client's threads linger
+briefly. It matters most for clusters of many members (a sharded cluster's pass touches every
+member, up to three clients each); bench-scale's one-member clusters are already held near it by
+the pool's idle-handle limit.
 """
 
 from __future__ import annotations
