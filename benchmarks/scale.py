@@ -45,8 +45,10 @@ wire model (localplane.mongomodel), one loopback peer per member.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -114,27 +116,51 @@ def run(i: int) -> dict[str, Any]:
 
 
 class PeakRss:
-    """The process's peak resident set (VmHWM), sampled until stopped (it outlives the sample
-    only if the process dies first)."""
+    """The process's peak resident set (VmHWM) and most threads, sampled until stopped (it
+    outlives the sample only if the process dies first). At the most threads, their names
+    (threadnames/ names each OS thread after its Python thread) are counted by kind."""
 
     def __init__(self, pid: int) -> None:
-        self.pid, self.peak, self.threads = pid, 0, 0
+        self.pid, self.peak, self.threads, self.last = pid, 0, 0, 0
+        self.names: dict[str, int] = {}  # threads by kind when they were most
         self.rose = time.monotonic()  # when the peak last grew
         self.done = threading.Event()
         threading.Thread(target=self.loop, daemon=True).start()
 
     def loop(self) -> None:
-        while not self.done.wait(0.5):
+        while not self.done.wait(0.25):
             try:
                 for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-                    if line.startswith("VmHWM:"):
+                    if line.startswith("VmRSS:"):
+                        self.last = int(line.split()[1]) * 1024
+                    elif line.startswith("VmHWM:"):
                         hwm = int(line.split()[1]) * 1024
                         if hwm > self.peak:
                             self.peak, self.rose = hwm, time.monotonic()
-                    elif line.startswith("Threads:"):
-                        self.threads = max(self.threads, int(line.split()[1]))
+                    elif line.startswith("Threads:") and int(line.split()[1]) > self.threads:
+                        self.threads = int(line.split()[1])
+                        self.names = thread_kinds(self.pid)
             except OSError:
                 return
+
+
+def thread_kinds(pid: int) -> dict[str, int]:
+    """The process's threads counted by name, numbers left off (`wakeup_3` counts as `wakeup`)."""
+    kinds: dict[str, int] = {}
+    for comm in Path(f"/proc/{pid}/task").glob("*/comm"):
+        with contextlib.suppress(OSError):
+            kind = re.sub(r"[-_]?[0-9_-]+$", "", comm.read_text().strip()) or "?"
+            kinds[kind] = kinds.get(kind, 0) + 1
+    return kinds
+
+
+# Benchmark-only: the measured processes name their OS threads (threadnames/sitecustomize.py).
+THREAD_NAMES = str(Path(__file__).with_name("threadnames"))
+
+
+def with_thread_names(pythonpath: str | None) -> str:
+    rest = pythonpath or os.environ.get("PYTHONPATH", "")
+    return os.pathsep.join(p for p in (THREAD_NAMES, rest) if p)
 
 
 def cpu_seconds(pid: int) -> float:
@@ -197,7 +223,9 @@ class Figures:
     failed: int
     clients: int  # client processes at once, most
     peak_rss: int
+    last_rss: int  # at the end: every milestone reached and 2 s more
     threads: int
+    thread_names: dict[str, int]  # threads by kind when they were most
     cpu: dict[str, float]  # CPU seconds per process of the plane and the operator
     machine: float  # busy CPU seconds of the whole machine
     elapsed: float
@@ -219,7 +247,7 @@ def measure(work: Path, pythonpath: str | None) -> Figures:
     objects applied, every milestone awaited."""
     work.mkdir(parents=True, exist_ok=True)
     with ExitStack() as stack:
-        env = {"PYTHONPATH": pythonpath} if pythonpath else {}
+        env = {"PYTHONPATH": with_thread_names(pythonpath)}
         plane, operator, uri = _start(work, stack, env)
         assert operator.process is not None
         rss = PeakRss(operator.process.pid)
@@ -252,7 +280,9 @@ def measure(work: Path, pythonpath: str | None) -> Figures:
             failed,
             executor.peak_processes if executor is not None else 0,
             rss.peak,
+            rss.last,
             rss.threads,
+            rss.names,
             cpu,
             machine,
             elapsed,
@@ -275,7 +305,11 @@ def measure_bare_kopf(work: Path) -> Figures:
         with (work / "kopf.log").open("ab") as out:
             process = subprocess.Popen(
                 [sys.executable, str(Path(__file__).with_name("bare_kopf.py")), NS, str(probe)],
-                env={**os.environ, "KUBECONFIG": str(plane.kubeconfig)},
+                env={
+                    **os.environ,
+                    "KUBECONFIG": str(plane.kubeconfig),
+                    "PYTHONPATH": with_thread_names(None),
+                },
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
@@ -322,7 +356,9 @@ def measure_bare_kopf(work: Path) -> Figures:
         0,
         0,
         rss.peak,
+        rss.last,
         rss.threads,
+        rss.names,
         cpu,
         machine,
         elapsed,
@@ -469,6 +505,7 @@ def _print_figures(figures: dict[str, Figures]) -> None:
         _row(f"client processes at once (cap {CLIENTS})", clients, digits=0)
     _row("operator peak RSS (target < 75)", [f.peak_rss / 2**20 for f in runs], "MiB")
     _row("  reached, s after the apply began", [f.peak_at for f in runs], "s")
+    _row("operator RSS at the end", [f.last_rss / 2**20 for f in runs], "MiB")
     _row("operator threads at most", [f.threads for f in runs], digits=0)
     _row("operator CPU seconds", [f.cpu["operator"] for f in runs], "s")
     total = N + RUNS
@@ -476,6 +513,8 @@ def _print_figures(figures: dict[str, Figures]) -> None:
     _row("  writes per object", [_writes(f.requests) / total for f in runs])
     for name, f in figures.items():
         print(f"  {name}:")
+        named = sorted(f.thread_names.items(), key=lambda kv: (-kv[1], kv[0]))
+        print(f"    threads at the most, by name: {', '.join(f'{k} {v}' for k, v in named)}")
         _print_cpu(f.cpu, f.machine, f.elapsed)
         _print_requests(f.requests, f.metrics, total)
 

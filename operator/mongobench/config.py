@@ -8,6 +8,7 @@ import socket
 import zlib
 from dataclasses import dataclass, field
 
+from mongobench.mongo.budget import MONGO_CLIENTS
 from mongobench.mongocluster.networkpolicy import Peers
 from mongobench_archive import ArchiveError
 from mongobench_archive.layout import parse_location
@@ -22,6 +23,10 @@ class OperatorConfig:
     # Handlers running at once (threads). Each mostly waits on the apiserver or MongoDB, so
     # more than the cores: with Python's default (cores + 4) hundreds of clusters queue.
     workers: int = 16
+    # MongoDB clients open at once across every cluster (mongo.budget): each holds two threads
+    # and its sockets; beyond it the least recently used idle one is closed and reopened when
+    # next needed. A client in use is never closed, so the handlers (`workers`) may exceed it.
+    mongo_clients: int = MONGO_CLIENTS
     metrics_port: int = 8000
     probe_port: int = 8080
     # Operators sharing a peering name elect one active replica; the others stand by.
@@ -97,6 +102,9 @@ class OperatorConfig:
                 namespaces=namespaces,
                 retry_backoff=float(get("RETRY_BACKOFF", str(defaults.retry_backoff))),
                 workers=int(get("WORKERS", str(defaults.workers))),
+                mongo_clients=_positive(
+                    "MONGO_CLIENTS", get("MONGO_CLIENTS", str(defaults.mongo_clients))
+                ),
                 metrics_port=int(get("METRICS_PORT", str(defaults.metrics_port))),
                 probe_port=int(get("PROBE_PORT", str(defaults.probe_port))),
                 peering=get("PEERING", defaults.peering),
@@ -195,6 +203,13 @@ def _labels(
     ):
         raise ValueError(f"MONGOBENCH_{name} must be a JSON object of string values")
     return tuple(sorted(labels.items()))
+
+
+def _positive(name: str, text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(f"MONGOBENCH_{name} must be at least 1, not {value}")
+    return value
 
 
 def _default_priority() -> int:

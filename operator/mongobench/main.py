@@ -35,6 +35,7 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
             executor=settings.execution.executor,
             # Failed wake-ups and ticks: from half a second, doubling, up to a handler's retry.
             retries=Backoff(min(0.5, config.retry_backoff), config.retry_backoff),
+            mongo_clients=config.mongo_clients,
         )
     except CredentialsError as exc:
         raise kopf.PermanentError(str(exc)) from None
@@ -58,11 +59,19 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     settings.peering.priority = config.priority
     settings.peering.lifetime = config.peering_lifetime
     settings.peering.stealth = True
+    # kopf keeps a worker per object for this long after its last event, holding that event's
+    # whole body (managedFields too): under a burst, every child's (Secrets, StatefulSets,
+    # Jobs) for 5 s by default. A worker started again costs a task, not a request.
+    settings.queueing.idle_timeout = QUEUE_IDLE_SECONDS
     settings.watching.server_timeout = 270
     settings.watching.client_timeout = 300
     # kopf's own requests (patches, Events) time out too, as mongobench.k8s.client's do.
     settings.networking.connect_timeout = 5
     settings.networking.request_timeout = 30
+
+
+# Seconds kopf's per-object worker idles after its last event before it exits (kopf: 5).
+QUEUE_IDLE_SECONDS = 0.5
 
 
 # kopf holds one connection per watch stream: 7 resources (MongoCluster, BenchmarkRun,

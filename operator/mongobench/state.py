@@ -18,7 +18,7 @@ call, so nothing of the kind lives in module globals:
 - the latest body of every MongoCluster, fed by its events (k8s.bodies): a BenchmarkRun reads
   its cluster from it (`run_kube`) instead of a GET on every advance; emptied on a pause;
 - the MongoDB administration handles, one per cluster, replaced when the cluster's credentials
-  change and closed when it is deleted.
+  change and closed when it is deleted, and the budget of MongoDB clients open at once.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from mongobench.k8s.locks import ResourceLocks
 from mongobench.k8s.rollout import SeenRollouts
 from mongobench.k8s.ticker import Ticker
 from mongobench.k8s.wakeups import Backoff, Wakeups
+from mongobench.mongo.budget import MONGO_CLIENTS
 from mongobench.mongo.connect import resolver_from_env
 from mongobench.mongo.pool import AdminPool
 
@@ -62,12 +63,14 @@ class OperatorState:
         api: ApiClient | None = None,
         executor: Executor | None = None,
         retries: Backoff | None = None,
+        mongo_clients: int = MONGO_CLIENTS,
     ) -> OperatorState:
         """`executor`: kopf's, for handler threads (a pool of one's own when not given);
-        `retries`: how failed wake-ups and ticks are retried."""
+        `retries`: how failed wake-ups and ticks are retried; `mongo_clients`: MongoDB clients
+        open at once (mongo.budget)."""
         api = api or new_api_client()
         client = KubeClient(api)
-        admins = AdminPool(resolver=resolver_from_env(os.environ))
+        admins = AdminPool(resolver=resolver_from_env(os.environ), clients=mongo_clients)
         own: ThreadPoolExecutor | None = None  # shut down with the state
         if executor is None:
             executor = own = ThreadPoolExecutor(thread_name_prefix="wakeup")

@@ -101,8 +101,8 @@ class MongoAdmin:
         if bootstrap and self.connector.credentials is None:
             return self.bootstrap_command(host, cmd, db=db)
         try:
-            client = self.connector.client(host, authenticate=authenticate)
-            return client[db].command(dict(cmd))
+            with self.connector.lend(host, authenticate=authenticate) as client:
+                return client[db].command(dict(cmd))
         except driver.OperationFailure as exc:
             if not (bootstrap and authenticate and exc.code == AUTHENTICATION_FAILED):
                 raise classify(exc, operation, host) from None
@@ -124,7 +124,8 @@ class MongoAdmin:
             else "relying on the localhost exception",
         )
         try:
-            return self.connector.client(host, bootstrap=True)[db].command(dict(cmd))
+            with self.connector.lend(host, bootstrap=True) as client:
+                return client[db].command(dict(cmd))
         except driver.OperationFailure as exc:
             if exc.code == AUTHENTICATION_FAILED and self.connector.fall_back():
                 # The keyfile lists another key (a rotation's old one): the member may run
@@ -457,9 +458,8 @@ class MongoAdmin:
         host = self._target(target)
         log.info("updateUser %s on %s: new password (as the internal user)", username, host)
         try:
-            self.connector.client(host, bootstrap=True)["admin"].command(
-                plan.password_command(username, password)
-            )
+            with self.connector.lend(host, bootstrap=True) as client:
+                client["admin"].command(plan.password_command(username, password))
         except driver.OperationFailure as exc:
             if exc.code == USER_NOT_FOUND:
                 return False

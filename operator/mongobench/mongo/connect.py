@@ -13,7 +13,8 @@ variable, instead of waiting for a DNS timeout.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,7 @@ from mongobench.mongo.errors import HostUnresolvable
 from mongobench.mongo.model import X509
 
 if TYPE_CHECKING:
+    from mongobench.mongo.budget import ClientBudget
     from mongobench.mongo.driver import MongoClient
     from mongobench.mongo.model import Credentials
 
@@ -90,6 +92,10 @@ class Connector:
 
     Every client is ``directConnection=True``: the module discovers the primary itself from
     ``hello``, so replica-set discovery never needs the members' DNS names to resolve locally.
+
+    With a ``budget`` (mongo.budget, shared by every cluster's connector) the clients count
+    against the operator's limit: an idle one may be closed by it and is then reopened on its
+    next use; one lent out (``lend``) is not closed by it.
     """
 
     def __init__(
@@ -105,6 +111,7 @@ class Connector:
         tls_ca_file: str | None = None,
         tls_certificate_key_file: str | None = None,
         app_name: str = "mongobench-operator",
+        budget: ClientBudget | None = None,
     ) -> None:
         self.credentials = credentials
         # Used only while no user exists yet (see MongoAdmin.command); never for day-2 work.
@@ -118,8 +125,23 @@ class Connector:
         self.tls_ca_file = tls_ca_file
         self.tls_certificate_key_file = tls_certificate_key_file
         self.app_name = app_name
+        self.budget = budget
         self._clients: dict[tuple[str, str | None], MongoClient[dict[str, Any]]] = {}
         self._lock = threading.Lock()
+
+    @contextmanager
+    def lend(
+        self, host: str, *, authenticate: bool = True, bootstrap: bool = False
+    ) -> Iterator[MongoClient[dict[str, Any]]]:
+        """``client`` for the block: the budget closes it only once the block has ended."""
+        if self.budget is None:  # nothing closes it behind the caller's back
+            yield self.client(host, authenticate=authenticate, bootstrap=bootstrap)
+            return
+        client = self._client(host, authenticate=authenticate, bootstrap=bootstrap, lent=True)
+        try:
+            yield client
+        finally:
+            self.budget.give_back(client)
 
     def client(
         self, host: str, *, authenticate: bool = True, bootstrap: bool = False
@@ -128,7 +150,16 @@ class Connector:
 
         As the configured user by default; unauthenticated when asked or without credentials;
         with ``bootstrap``, as the bootstrap identity (unauthenticated when there is none).
+        Not lent: with a budget, it may be closed as soon as other clients need the room.
         """
+        client = self._client(host, authenticate=authenticate, bootstrap=bootstrap, lent=False)
+        if self.budget is not None:
+            self.budget.settle()
+        return client
+
+    def _client(
+        self, host: str, *, authenticate: bool, bootstrap: bool, lent: bool
+    ) -> MongoClient[dict[str, Any]]:
         address = self.resolver(host)
         if bootstrap:
             creds = self.bootstrap_credentials
@@ -137,45 +168,65 @@ class Connector:
         key = (address, None if creds is None else f"{creds.source}.{creds.username}")
         with self._lock:
             existing = self._clients.get(key)
-            if existing is not None:
+            # One the budget closed a moment ago (its closer waits for this lock) is replaced.
+            if existing is not None and self._counted(existing, lent=lent):
                 return existing
-            name, port = split_host(address)
-            options: dict[str, Any] = {
-                "directConnection": True,
-                "serverSelectionTimeoutMS": self.timeout_ms,
-                "connectTimeoutMS": self.timeout_ms,
-                "socketTimeoutMS": self.socket_timeout_ms,
-                "appname": self.app_name,
-                "retryWrites": False,
-                "maxPoolSize": 4,
-                # One monitor thread per client, no round-trip-time thread beside it (the
-                # streaming protocol's): the operator selects no server by latency, and each
-                # client of hundreds of clusters wiring at once held three threads.
-                "serverMonitoringMode": "poll",
-                "tls": self.tls,
-            }
-            if self.tls_ca_file:
-                options["tlsCAFile"] = self.tls_ca_file
-            if self.tls_certificate_key_file:
-                options["tlsCertificateKeyFile"] = self.tls_certificate_key_file
-            if creds is not None and creds.mechanism == X509:
-                # The certificate is the identity (tlsCertificateKeyFile): no name, no password.
-                options["authMechanism"] = X509
-                options["authSource"] = creds.source
-            elif creds is not None:
-                options["username"] = creds.username
-                options["password"] = creds.password
-                options["authSource"] = creds.source
-            client: MongoClient[dict[str, Any]] = driver.MongoClient(name, port, **options)
+            client = self._build(address, creds)
             self._clients[key] = client
+            if self.budget is not None:
+                self.budget.add(client, lambda: self._evicted(key, client), lent=lent)
             return client
+
+    def _counted(self, client: MongoClient[dict[str, Any]], *, lent: bool) -> bool:
+        """Whether the budget still counts the client as open (lent now, when `lent`)."""
+        if self.budget is None:
+            return True
+        return self.budget.borrow(client) if lent else self.budget.borrow_idle(client)
+
+    def _evicted(self, key: tuple[str, str | None], client: MongoClient[dict[str, Any]]) -> None:
+        """The budget closes an idle client: forget it here, so its next use reopens one."""
+        with self._lock:
+            if self._clients.get(key) is client:
+                del self._clients[key]
+        client.close()
+
+    def _build(self, address: str, creds: Credentials | None) -> MongoClient[dict[str, Any]]:
+        name, port = split_host(address)
+        options: dict[str, Any] = {
+            "directConnection": True,
+            "serverSelectionTimeoutMS": self.timeout_ms,
+            "connectTimeoutMS": self.timeout_ms,
+            "socketTimeoutMS": self.socket_timeout_ms,
+            "appname": self.app_name,
+            "retryWrites": False,
+            "maxPoolSize": 4,
+            # One monitor thread per client, no round-trip-time thread beside it (the
+            # streaming protocol's): the operator selects no server by latency, and each
+            # client of hundreds of clusters wiring at once held three threads.
+            "serverMonitoringMode": "poll",
+            "tls": self.tls,
+        }
+        if self.tls_ca_file:
+            options["tlsCAFile"] = self.tls_ca_file
+        if self.tls_certificate_key_file:
+            options["tlsCertificateKeyFile"] = self.tls_certificate_key_file
+        if creds is not None and creds.mechanism == X509:
+            # The certificate is the identity (tlsCertificateKeyFile): no name, no password.
+            options["authMechanism"] = X509
+            options["authSource"] = creds.source
+        elif creds is not None:
+            options["username"] = creds.username
+            options["password"] = creds.password
+            options["authSource"] = creds.source
+        client: MongoClient[dict[str, Any]] = driver.MongoClient(name, port, **options)
+        return client
 
     def discard(self, host: str) -> None:
         """Drop cached clients for a member (e.g. after it restarted or its address changed)."""
         address = self.resolver(host)
         with self._lock:
-            for key in [k for k in self._clients if k[0] == address]:
-                self._clients.pop(key).close()
+            gone = [self._clients.pop(k) for k in [k for k in self._clients if k[0] == address]]
+        self._close(gone)
 
     def release_bootstrap(self) -> int:
         """Close the bootstrap identity's clients: once the users exist they only idle, each
@@ -187,8 +238,7 @@ class Connector:
         tag = f"{creds.source}.{creds.username}"
         with self._lock:
             idle = [self._clients.pop(k) for k in [k for k in self._clients if k[1] == tag]]
-        for c in idle:
-            c.close()
+        self._close(idle)
         return len(idle)
 
     def fall_back(self) -> bool:
@@ -205,7 +255,12 @@ class Connector:
     def close(self) -> None:
         with self._lock:
             clients, self._clients = list(self._clients.values()), {}
+        self._close(clients)
+
+    def _close(self, clients: list[MongoClient[dict[str, Any]]]) -> None:
         for c in clients:
+            if self.budget is not None:
+                self.budget.drop(c)
             c.close()
 
     def __enter__(self) -> Connector:

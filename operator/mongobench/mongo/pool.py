@@ -6,6 +6,8 @@ and a deleted cluster's handle is closed. Every pymongo client holds two threads
 130 KiB, and a cluster needs no client between its reconciles once it is Ready: so at most
 ``keep_idle`` handles stay open while nobody uses them (the least recently used are closed
 first), and a handle is never closed while lent (`lease`), whatever replaced or evicted it.
+Across all handles, the clients themselves are bounded too (`budget`, mongo.budget): a handle
+lent to a handler thread keeps only the clients it uses now and recently.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from mongobench.mongo.budget import MONGO_CLIENTS, ClientBudget
 from mongobench.mongo.connect import HostResolver, identity_resolver
 
 if TYPE_CHECKING:  # the pool only keeps what its callers build (the idle operator loads none)
@@ -49,9 +52,15 @@ class _Handle:
 
 class AdminPool:
     def __init__(
-        self, keep_idle: int = KEEP_IDLE, resolver: HostResolver = identity_resolver
+        self,
+        keep_idle: int = KEEP_IDLE,
+        resolver: HostResolver = identity_resolver,
+        clients: int = MONGO_CLIENTS,
     ) -> None:
         self.keep_idle = keep_idle
+        # The MongoDB clients open at once across every handle: each handle's Connector is
+        # built with it (mongocluster.reconcile.administration).
+        self.budget = ClientBudget(clients)
         # How members' names become addresses, for every handle: built once (outside a pod it
         # is a map of every member, one copy per handle cost ~2 MiB under 200 clusters).
         self.resolver = resolver

@@ -202,6 +202,7 @@ def administration(
             ),
             bootstrap_fallbacks=() if d.spec.tls.x509_members else keys[1:],
             resolver=admins.resolver,
+            budget=admins.budget,
             tls=tls is not None and d.spec.tls.operator_dials_tls,
             tls_ca_file=tls.ca_file if tls and d.spec.tls.operator_dials_tls else None,
             tls_certificate_key_file=(

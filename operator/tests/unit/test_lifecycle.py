@@ -230,3 +230,27 @@ def test_kopfs_connections_cover_its_watches_and_each_handler_thread() -> None:
         == main.WATCH_STREAMS_PER_NAMESPACE + 16
     )
     assert main.connection_limit(replace(config, namespaces=("lab-*",))) == 0  # unknown: unbounded
+
+
+def test_configure_bounds_the_mongodb_clients_and_kopfs_idle_workers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """MONGOBENCH_MONGO_CLIENTS reaches the pool every cluster's handle is built from, and
+    kopf's per-object workers exit soon after their last event (each holds that event's body)."""
+    import kopf
+
+    from mongobench import main
+
+    create = OperatorState.create
+    api = RecordingApi(Credentials(server="http://127.0.0.1:9"))  # never asked
+    monkeypatch.setattr(OperatorState, "create", staticmethod(lambda **kw: create(api, **kw)))
+    replace(OperatorConfig.current(), mongo_clients=7).make_current()
+    settings, memo = kopf.OperatorSettings(), kopf.Memo()
+    try:
+        main.configure(settings=settings, memo=memo)
+        assert state_of(memo).admins.budget.limit == 7
+        assert settings.queueing.idle_timeout == main.QUEUE_IDLE_SECONDS < 5
+    finally:
+        OperatorConfig().make_current()
+        if hasattr(memo, "state"):
+            state_of(memo).close()
