@@ -239,7 +239,6 @@ class Result:
     uploaded: list[int] = field(default_factory=list)
     complete: bool = False
     error: str | None = None
-    missing: list[int] = field(default_factory=list)
     not_configured: bool = False
     provenance: dict[str, Any] | None = None  # its summary, for status
 
@@ -268,7 +267,10 @@ def status_patch(
         attempts = int(before.get("attempts") or 0) + 1
         wait = backoff(attempts, config)
         record.update(attempts=attempts, nextAttempt=_rfc3339(now + timedelta(seconds=wait)))
-        missing = describe_steps(result.missing)
+        # What is missing and whether the final manifest is due, both from the status this
+        # patch is written against: the sync's own snapshot may predate the run's last steps.
+        done = set(before.get("uploadedSteps") or [])
+        missing = describe_steps([i for i in finished_steps(status) if i not in done])
         terminal = status.get("phase") in TERMINAL
         what = f"{missing} and the final manifest" if terminal else missing
         message = f"{result.error}; not archived: {what}; next attempt in {wait:g}s"
@@ -493,9 +495,7 @@ def sync(
                 result = upload(kube, run, settings, config, admins)
             except (ArchiveError, ApiError, SpecError) as exc:
                 reason = exc.reason if isinstance(exc, ApiError) else str(exc)
-                done = set((status.get("archive") or {}).get("uploadedSteps") or [])
-                missing = [i for i in finished_steps(status) if i not in done]
-                result = Result(settings.url, error=str(reason), missing=missing)
+                result = Result(settings.url, error=str(reason))
                 log.warning("archive of %s/%s: %s", namespace, name, reason)
         return _record(kube, namespace, name, result, config=config, run_lock=run_lock)
     finally:

@@ -110,8 +110,10 @@ def test_describe_steps() -> None:
 
 
 def test_failure_status_says_what_is_missing_and_when_it_retries() -> None:
-    status = {"phase": "Succeeded", "archive": {"uploadedSteps": [1]}}
-    result = Result("s3://runs/lab/ns/r/u", error="cannot reach http://minio:9000", missing=[2, 3])
+    steps = [{"index": i, "kind": k, "phase": "Succeeded"} for i, k in
+             enumerate(["prepare", "load", "run", "run", "cleanup"])]  # fmt: skip
+    status = {"phase": "Succeeded", "steps": steps, "archive": {"uploadedSteps": [1]}}
+    result = Result("s3://runs/lab/ns/r/u", error="cannot reach http://minio:9000")
     patch, events = archive.status_patch(status, result, NOW, S3)
     assert patch["archive"]["attempts"] == 1
     assert patch["archive"]["nextAttempt"] == "2026-03-04T05:06:12Z"
@@ -130,6 +132,19 @@ def test_failure_status_says_what_is_missing_and_when_it_retries() -> None:
         and "next attempt in 10s" in again["conditions"][0]["message"]
     )
     assert events == []
+
+
+def test_a_failure_names_what_the_status_it_is_written_against_lacks() -> None:
+    """The sync read the run while its last run step was still going; by the time it records
+    its failure the run has Succeeded: the message names that step too, not the snapshot's."""
+    steps = [{"index": i, "kind": k, "phase": "Succeeded"} for i, k in
+             enumerate(["prepare", "load", "run", "cleanup"])]  # fmt: skip
+    fresh = {"phase": "Succeeded", "steps": steps}
+    patch, _ = archive.status_patch(fresh, Result("s3://b/ns/r/u", error="down"), NOW, S3)
+    assert "not archived: steps 1-2 and the final manifest" in patch["conditions"][0]["message"]
+    running = {"phase": "Running", "steps": [*steps[:2], {**steps[2], "phase": "Running"}]}
+    patch, _ = archive.status_patch(running, Result("s3://b/ns/r/u", error="down"), NOW, S3)
+    assert "not archived: step 1; next attempt" in patch["conditions"][0]["message"]
 
 
 def test_success_status_in_progress_then_complete() -> None:
