@@ -11,6 +11,7 @@ under the names the experiment gives them: <experiment>-k<group>).
 from __future__ import annotations
 
 import json
+import statistics
 import threading
 import time
 from pathlib import Path
@@ -22,6 +23,7 @@ import pytest
 # The BenchmarkRun suite's fixtures and helpers: one way to drive real runs.
 import test_benchmarkrun as bmr
 from kubernetes import client as k8s
+from scipy import stats as scipy_stats
 from test_archive import BUCKET, archived, operator_env
 from test_cli import cli  # the `mongobench` executable, run as a user runs it
 
@@ -431,6 +433,14 @@ def test_a_cell_whose_cluster_fails_goes_as_the_policy_says(
 TICK = {"MONGOBENCH_EXPERIMENT_TICK_SECONDS": "0.5"}
 
 
+def t_met(values: list[float], relative_half_width: float) -> bool:
+    """Whether the 95% t interval of the mean lies within +-relative_half_width of it (scipy,
+    not the results library the operator decides with)."""
+    mean = statistics.fmean(values)
+    half = scipy_stats.t.ppf(0.975, len(values) - 1) * statistics.stdev(values) / len(values) ** 0.5
+    return half <= relative_half_width * abs(mean)
+
+
 @pytest.mark.timeout(1500)
 def test_an_aa_calibration_in_randomized_rounds_stops_when_the_target_is_met(
     plane: Plane,
@@ -481,17 +491,30 @@ def test_an_aa_calibration_in_randomized_rounds_stops_when_the_target_is_met(
             operator.stop()
     status = body["status"]
     assert status["phase"] == "Succeeded", why(status, runs)
-    # Stopped early: the minimum of 3 rounds met the target, no round was added.
+    # Stopped at the first round from the minimum (3) on where every cell's interval met the
+    # target, by an independent t interval over the runs' throughputs (how many rounds that takes
+    # is this machine's noise: CI once needed all 6), and not one round before.
     rounds = status["rounds"]
-    assert rounds < 6, status["repetitions"]
+    throughput = {
+        c: [s["result"]["throughput"] for r in range(1, rounds + 1)
+            for s in runs[f"aa-c{c}-r{r}"]["status"]["steps"] if s["kind"] == "run"]
+        for c in range(2)
+    }  # fmt: skip
+    assert all(len(v) == rounds for v in throughput.values()), throughput
+    met_at = [
+        k for k in range(3, rounds + 1) if all(t_met(v[:k], 1.0) for v in throughput.values())
+    ]
+    assert rounds == (met_at[0] if met_at else 6), (throughput, status["repetitions"])
     assert status["seed"] == 11
     target = next(c for c in status["conditions"] if c["type"] == "TargetMet")
-    assert (target["status"], target["reason"]) == ("True", "Reached"), target
+    said = ("True", "Reached") if met_at else ("False", "NotReached")
+    assert (target["status"], target["reason"]) == said, target
     cells = status["repetitions"]["cells"]
     assert [c["name"] for c in cells] == ["calibration=a", "calibration=b"]
-    # Every trial counts (LENIENT_VALIDITY accepts what this plane's trials are judged): met
-    # with one valid trial per round run.
-    assert all(c["met"] and c["valid"] == rounds for c in cells), cells
+    # Every trial counts (LENIENT_VALIDITY accepts what this plane's trials are judged): one
+    # valid trial per round run.
+    assert not met_at or all(c["met"] for c in cells), cells
+    assert all(c["valid"] == rounds for c in cells), cells
     # Randomized rounds: every round ran each cell once, round after round.
     assert sorted(watch.runs.values()) == sorted(
         f"aa-c{c}-r{r}" for c in range(2) for r in range(1, rounds + 1)

@@ -44,6 +44,7 @@ from mongobench.mongocluster.tls_ca import (
     plan_ca_change,
     same_ca,
     split_bundle,
+    under_way,
 )
 from mongobench.mongocluster.tls_renewal import (
     PROPAGATION_SECONDS,
@@ -112,7 +113,8 @@ def _issue_from_ca(
         raise SpecError(f"spec.tls.caSecretName: {exc}") from None
     existing = cluster_secrets(kube, d.layout)
     requests = certificate_requests(d.layout)
-    step = _ca_step(kube, d, ca[CERT_KEY], {r.secret: existing.get(r.secret) for r in requests})
+    issued_now = {r.secret: existing.get(r.secret) for r in requests}
+    step = _ca_step(kube, d, ca[CERT_KEY], issued_now, under_way(owner.get("status")))
     if step is not None:
         _record_ca_step(kube, owner, step)
     bundle = join_bundle(step.bundle) if step is not None else ca[CERT_KEY]
@@ -151,17 +153,25 @@ def _write(
 
 
 def _ca_step(
-    kube: KubeApi, d: Desired, new_ca: str, issued: Mapping[str, Mapping[str, str] | None]
+    kube: KubeApi,
+    d: Desired,
+    new_ca: str,
+    issued: Mapping[str, Mapping[str, str] | None],
+    changing: bool,
 ) -> CAStep | None:
-    """Where a change of CA stands (tls_ca); None before anything was issued."""
+    """Where a change of CA stands (tls_ca); None before anything was issued. `changing`:
+    status records a change under way."""
     from mongobench.mongocluster.certificates import signed_by  # noqa: PLC0415
 
     present = {k: v for k, v in issued.items() if v and v.get(CERT_KEY) and v.get(CA_KEY)}
     if not present:
         return None
     bundle = next(iter(present.values()))[CA_KEY]
-    if all(same_ca(v[CA_KEY], new_ca) and signed_by(v, new_ca) for v in present.values()):
+    settled = all(same_ca(v[CA_KEY], new_ca) and signed_by(v, new_ca) for v in present.values())
+    if settled and not changing:
         return CAStep(cond.CA_COMPLETED, (new_ca,), False, "")  # the usual case: no reads
+    # Pruning wrote the new CA alone: Completed only once the members restarted onto it (a
+    # Completed read from the Secrets alone came while the last member was being replaced).
     return plan_ca_change(
         new_ca=new_ca,
         bundle=split_bundle(bundle),
