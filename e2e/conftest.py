@@ -18,5 +18,6 @@ from localplane.pytest_plugin import (  # noqa: F401  (pytest finds fixtures by 
     prometheus_operator_crds,
     prometheus_server,
     pytest_collection_modifyitems,
+    pytest_sessionstart,
     s3server,
 )

@@ -4,6 +4,8 @@
 #   hack/build-java.sh        build, skipped when pom.xml and src/main are unchanged since the last
 #                             successful build (hash stamp): seconds when warm
 #   hack/build-java.sh test   the binding's own JUnit tests (mvn test) and nothing else
+#   hack/build-java.sh check  exit 1, saying so, when the built jar is missing or older than its
+#                             sources (a checkout pulled without `make setup`): the tests' guard
 # Maven runs offline (-o) first; only when the local repository (~/.m2, outside the checkout)
 # lacks an artifact does it go online to Maven Central.
 set -euo pipefail
@@ -14,7 +16,9 @@ stamp=$proj/target/.build-stamp
 
 log() { echo "build-java: $*" >&2; }
 
-command -v mvn >/dev/null || { log "mvn not found (Maven 3.8+ and a JDK 17 are needed)"; exit 1; }
+need_mvn() {
+  command -v mvn >/dev/null || { log "mvn not found (Maven 3.8+ and a JDK 17 are needed)"; exit 1; }
+}
 
 # Hash of everything that shapes the build output.
 source_hash() {
@@ -51,8 +55,18 @@ build() {
   echo "$want" > "$stamp"
 }
 
+check() {
+  if [ ! -d "$proj/target/ycsb/lib" ]; then
+    log "the YCSB binding is not built: run make setup"; return 1
+  fi
+  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$(source_hash)" ]; then
+    log "the YCSB binding jar is older than its sources: run make setup"; return 1
+  fi
+}
+
 case "${1:-build}" in
-  build) build ;;
-  test) mvn_offline_first test ;;
-  *) echo "usage: $0 [build|test]" >&2; exit 2 ;;
+  build) need_mvn; build ;;
+  test) need_mvn; mvn_offline_first test ;;
+  check) check ;;
+  *) echo "usage: $0 [build|test|check]" >&2; exit 2 ;;
 esac

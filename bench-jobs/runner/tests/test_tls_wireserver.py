@@ -22,7 +22,7 @@ from cryptography import x509
 from pymongo.errors import OperationFailure, ServerSelectionTimeoutError
 from runner_support import run_runner, validate
 
-from mongobench_runner.ycsb import ycsb_home
+from localplane.tools import binding_problem
 
 pytestmark = pytest.mark.protocol
 
@@ -99,8 +99,8 @@ def test_pymongo_connects_with_the_ca_and_is_refused_without_it(
 def test_ycsb_loads_and_runs_over_tls_with_the_truststore_it_builds(
     server: Any, files: dict[str, Path], tmp_path: Path
 ) -> None:
-    if not (ycsb_home() / "lib").is_dir():
-        pytest.fail("the YCSB binding is not built: run `make setup` (hack/build-java.sh)")
+    if (problem := binding_problem()) is not None:  # not built, or older than its sources
+        pytest.fail(problem)
     common = [
         "--workload", "a", "--uri", uri(server, "ycsb_tls"), "--threads", "2",
         "-p", "recordcount=200", "-p", "operationcount=200",

@@ -18,6 +18,7 @@ import pymongo
 import pytest
 from runner_support import peak_connections, run_runner, runner_env, validate
 
+from localplane.tools import binding_problem
 from mongobench_results.merge import merge_documents
 from mongobench_runner.ycsb import ycsb_home
 
@@ -37,8 +38,8 @@ EXPECTED_OPS = {
 
 @pytest.fixture(scope="module", autouse=True)
 def _binding_built() -> None:
-    if not (ycsb_home() / "lib").is_dir():
-        pytest.fail("the YCSB binding is not built: run `make setup` (hack/build-java.sh)")
+    if (problem := binding_problem()) is not None:  # not built, or older than its sources
+        pytest.fail(problem)
 
 
 def _check_latencies(doc: dict) -> None:

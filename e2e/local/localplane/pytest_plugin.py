@@ -34,7 +34,7 @@ from localplane.nodes import NodeSet
 from localplane.plane import Plane, cleanup_stale
 from localplane.prometheus import Prometheus, start_prometheus
 from localplane.s3server import S3Server, start_s3server
-from localplane.tools import REPO
+from localplane.tools import REPO, binding_problem
 from localplane.tools import prometheus_operator_crds as promop_crds_dir
 
 CRDS_DIR = REPO / "crds"
@@ -81,6 +81,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return rank.get(path, len(rank))
 
     items.sort(key=key)
+
+
+# The tiers whose tests start YCSB from this checkout's build.
+_YCSB_TIERS = ("protocol", "cluster", "e2e")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """A `-m protocol`/`cluster`/`e2e` session stops at once on a YCSB binding older than its
+    sources (hack/build-java.sh check) rather than in its first YCSB step, minutes later and
+    unexplained. Once, in the controller (an xdist worker has `workerinput`)."""
+    config = session.config
+    markexpr = str(config.getoption("markexpr", "") or "")
+    if hasattr(config, "workerinput") or not any(t in markexpr for t in _YCSB_TIERS):
+        return
+    if (problem := binding_problem()) is not None:
+        pytest.exit(problem, returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 def _keep() -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,23 @@ def binary(name: str) -> Path:
             f"{path} is missing: run `make setup` (hack/build-tools.sh builds it)"
         )
     return path
+
+
+@cache
+def binding_problem() -> str | None:
+    """Why the checkout's YCSB binding (the runner's YCSB home without MONGOBENCH_YCSB_HOME)
+    cannot be used as built, or None: not built, or older than its sources. A pull without
+    `make setup` meets the runner's new properties with an old jar: a step bounded by
+    durationSeconds then ran until YCSB's backstop, 120 s later, with no error saying why."""
+    if os.environ.get("MONGOBENCH_YCSB_HOME"):
+        return None
+    done = subprocess.run(
+        ["bash", str(REPO / "hack" / "build-java.sh"), "check"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return None if done.returncode == 0 else done.stderr.strip().removeprefix("build-java: ")
 
 
 def prometheus_operator_crds() -> Path:
