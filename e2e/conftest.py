@@ -18,6 +18,7 @@ from localplane.pytest_plugin import (  # noqa: F401  (pytest finds fixtures by 
     prometheus_operator_crds,
     prometheus_server,
     pytest_collection_modifyitems,
+    pytest_runtest_makereport,
     pytest_sessionstart,
     s3server,
 )

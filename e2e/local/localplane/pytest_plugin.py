@@ -23,10 +23,11 @@ import os
 import re
 import subprocess
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
+import pluggy
 import pytest
 from kubernetes import client as k8s
 
@@ -97,6 +98,36 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         return
     if (problem := binding_problem()) is not None:
         pytest.exit(problem, returncode=pytest.ExitCode.USAGE_ERROR)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pluggy.Result[pytest.TestReport], None]:
+    """A failed cluster test's report ends with what the operator and the controller-manager
+    said last: the operator logs it wrote in its tmp_path (kopf's per-handler lines left out)
+    and the plane's kube-controller-manager errors. CI keeps neither once the session ends."""
+    outcome = yield
+    report = outcome.get_result()
+    if not report.failed or item.get_closest_marker("cluster") is None:
+        return
+    funcargs = getattr(item, "funcargs", {})
+    tmp = funcargs.get("tmp_path")
+    for log in sorted(Path(tmp).glob("*.log")) if tmp is not None else []:
+        lines = [line for line in _tail(log, 400) if "Handler '" not in line]
+        report.sections.append((f"{log.name}, last lines", "\n".join(lines[-25:])))
+    plane = funcargs.get("plane") or funcargs.get("bare_plane")
+    if isinstance(plane, Plane):
+        kcm = plane.logs / "kube-controller-manager.log"
+        errors = [line for line in _tail(kcm, 4000) if line.startswith("E")]
+        report.sections.append(("kube-controller-manager errors, last", "\n".join(errors[-15:])))
+
+
+def _tail(path: Path, lines: int) -> list[str]:
+    try:
+        return path.read_text(errors="replace").splitlines()[-lines:]
+    except OSError:
+        return []
 
 
 def _keep() -> bool:

@@ -43,13 +43,23 @@ def provision(
     body: kopf.Body, meta: kopf.Meta, status: kopf.Status, memo: kopf.Memo, **_: Any
 ) -> None:
     from mongobench.mongocluster import reconcile
+    from mongobench.mongocluster.predecessor import PredecessorPending
 
     state = state_of(memo)
     with refusals(state.kube, KIND, meta["namespace"], meta["name"], cond.READY, locks=state.locks):
-        d = reconcile.provision(state.kube, body)
+        try:
+            d = reconcile.provision(state.kube, body)
+        except PredecessorPending as waiting:
+            _sync(memo, meta["namespace"], meta["name"])  # status says what it waits for
+            raise kopf.TemporaryError(str(waiting), delay=PREDECESSOR_RETRY_SECONDS) from None
         if not status.get("phase"):
             state.kube.event(body, cond.NORMAL, cond.EVENT_PROVISIONING, "objects created")
         _sync(memo, meta["namespace"], meta["name"], detected=d.facts)
+
+
+# How often provisioning looks again while a deleted predecessor's objects remain: their
+# deletion by the garbage collector is no event of this cluster's.
+PREDECESSOR_RETRY_SECONDS = 5.0
 
 
 # Phases that only a child's event ends (pods created or becoming ready): WAITING ticks.

@@ -32,6 +32,7 @@ PURE_MODULES = (
     "platform",
     "podmonitor",
     "podspec",
+    "predecessor",
     "rotation",
     "secrets",
     "service",

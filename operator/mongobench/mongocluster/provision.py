@@ -110,12 +110,18 @@ def platform_status(d: Desired) -> dict[str, Any]:
     }
 
 
-def ensure_secrets(kube: KubeApi, d: Desired, owner: Mapping[str, Any]) -> None:
+def ensure_secrets(
+    kube: KubeApi,
+    d: Desired,
+    owner: Mapping[str, Any],
+    listed: list[dict[str, Any]] | None = None,
+) -> None:
     """Create missing Secrets with fresh values; existing ones are never touched, except the
-    connection Secret, which is derived (URI from the benchmark password and the topology)."""
+    connection Secret, which is derived (URI from the benchmark password and the topology).
+    `listed`: the cluster's Secrets as just listed (list_cluster_secrets), else listed here."""
     ref = owner_reference(owner)
     values = generate()
-    existing = cluster_secrets(kube, d.layout)
+    existing = decoded_by_name(list_cluster_secrets(kube, d.layout) if listed is None else listed)
     for manifest in build_secrets(d.spec, d.layout, values):
         name = manifest["metadata"]["name"]
         if name == d.layout.connection_secret or name in existing:
@@ -141,10 +147,16 @@ def _decoded(secret: Mapping[str, Any]) -> dict[str, str]:
 def cluster_secrets(kube: KubeApi, layout: ClusterLayout) -> dict[str, dict[str, str]]:
     """The Secrets the operator created for the cluster (labelled with it), decoded, by name:
     one LIST where reading each would take a request apiece on every reconcile."""
-    selector = f"{lbl.CLUSTER}={layout.name}"
-    return {
-        s["metadata"]["name"]: _decoded(s) for s in kube.list("Secret", layout.namespace, selector)
-    }
+    return decoded_by_name(list_cluster_secrets(kube, layout))
+
+
+def list_cluster_secrets(kube: KubeApi, layout: ClusterLayout) -> list[dict[str, Any]]:
+    """The Secrets labelled with the cluster, as the API lists them."""
+    return kube.list("Secret", layout.namespace, f"{lbl.CLUSTER}={layout.name}")
+
+
+def decoded_by_name(secrets: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, str]]:
+    return {s["metadata"]["name"]: _decoded(s) for s in secrets}
 
 
 def read_secrets(

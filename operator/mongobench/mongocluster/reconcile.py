@@ -25,8 +25,10 @@ from mongobench.k8s.conditions import (
     EVENT_MONGODB_ERROR,
     FALSE,
     NORMAL,
+    READY,
     WARNING,
     Event,
+    get_condition,
     now_rfc3339,
 )
 from mongobench.k8s.locks import ResourceLocks
@@ -46,12 +48,14 @@ from mongobench.mongocluster import roll_tls, rotate, rotation, tls_ca
 from mongobench.mongocluster.layout import ClusterLayout, ReplicaSetLayout
 from mongobench.mongocluster.placement import PLACED, Feasibility, feasibility, has_hard_rules
 from mongobench.mongocluster.platform import PlatformFacts
+from mongobench.mongocluster.predecessor import PredecessorPending, left_behind, waiting_message
 from mongobench.mongocluster.provision import (
     Desired,
     apply_workloads,
     delete_shard_objects,
     desired,
     ensure_secrets,
+    list_cluster_secrets,
     platform_status,
     read_secrets,
 )
@@ -102,35 +106,53 @@ class SyncResult:
 
 
 def provision(kube: KubeApi, body: Mapping[str, Any]) -> Desired:
-    """Secrets (once), then Services, StatefulSets, mongos, PDBs, PodMonitor (applied)."""
+    """Secrets (once), then Services, StatefulSets, mongos, PDBs, PodMonitor (applied).
+    PredecessorPending, with nothing written, while a deleted MongoCluster of the same name's
+    workloads or Secrets are still there (predecessor.py)."""
     status = body.get("status") or {}
     d = desired(kube, body, status)
-    ensure_secrets(kube, d, body)
+    uid = body["metadata"]["uid"]
+    secrets = list_cluster_secrets(kube, d.layout)
+    workloads = observe_workloads(kube, d.layout, uid)
+    stale = [*workloads.left_behind, *left_behind((("Secret", s) for s in secrets), uid)]
+    if stale:
+        raise PredecessorPending(stale)
+    ensure_secrets(kube, d, body, secrets)
     ensure_tls(kube, d, body, datetime.datetime.now(datetime.UTC))
-    replicas = held_replicas(d.layout, observe_workloads(kube, d.layout)[0], status)
+    replicas = held_replicas(d.layout, workloads.statefulsets, status)
     skipped = apply_workloads(kube, d, body, replicas)
     if skipped:
         log.info("skipped %s: the Prometheus Operator CRDs are not installed", ", ".join(skipped))
     return d
 
 
-def observe_workloads(
-    kube: KubeApi, layout: ClusterLayout
-) -> tuple[dict[str, WorkloadState], WorkloadState | None]:
+@dataclass(frozen=True)
+class Workloads:
+    """The cluster's StatefulSets (by name) and mongos Deployment as observed; none of them
+    when `left_behind` names workloads a deleted cluster of the same name still controls."""
+
+    statefulsets: dict[str, WorkloadState]
+    mongos: WorkloadState | None
+    left_behind: tuple[str, ...] = ()
+
+
+def observe_workloads(kube: KubeApi, layout: ClusterLayout, uid: str) -> Workloads:
+    """The workloads of the MongoCluster with `uid` (one LIST, one GET when sharded)."""
     selector = f"{lbl.CLUSTER}={layout.name}"
-    statefulsets = {
-        sts["metadata"]["name"]: WorkloadState.of_statefulset(sts)
-        for sts in kube.list("StatefulSet", layout.namespace, selector)
-    }
+    listed = kube.list("StatefulSet", layout.namespace, selector)
+    dep = kube.get("Deployment", layout.namespace, layout.mongos) if layout.sharded else None
+    objects = [("StatefulSet", sts) for sts in listed] + ([("Deployment", dep)] if dep else [])
+    stale = tuple(left_behind(objects, uid))
+    if stale:
+        return Workloads({}, None, stale)
+    statefulsets = {sts["metadata"]["name"]: WorkloadState.of_statefulset(sts) for sts in listed}
     mongos = None
-    if layout.sharded:
-        dep = kube.get("Deployment", layout.namespace, layout.mongos)
-        if dep is not None:
-            mongos = WorkloadState(
-                int(dep["spec"].get("replicas", 0)),
-                int((dep.get("status") or {}).get("readyReplicas", 0)),
-            )
-    return statefulsets, mongos
+    if dep is not None:
+        mongos = WorkloadState(
+            int(dep["spec"].get("replicas", 0)),
+            int((dep.get("status") or {}).get("readyReplicas", 0)),
+        )
+    return Workloads(statefulsets, mongos)
 
 
 def observe_placement(kube: KubeApi, d: Desired, ready: frozenset[str]) -> Feasibility | None:
@@ -403,15 +425,58 @@ def sync(
         return _sync(kube, body, admins, detected)
 
 
+def _new_status(
+    body: Mapping[str, Any], d: Desired, observed: Observed, fcv: str | None
+) -> tuple[dict[str, Any], bool]:
+    meta = body["metadata"]
+    return sync_status(
+        d.layout,
+        observed,
+        StatusInputs(
+            body.get("status") or {},
+            int(meta.get("generation") or 0),
+            meta["creationTimestamp"],
+            now_rfc3339(),
+            now_rfc3339(precise=True),
+            platform_status(d),
+            fcv,
+        ),
+    )
+
+
+def _patch_status(kube: KubeApi, body: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+    meta, was = body["metadata"], (body.get("status") or {}).get("phase")
+    kube.patch_status(KIND, meta["namespace"], meta["name"], new)
+    if new.get("phase") != was:
+        # What a phase waits on, in the log as it changes (a cluster stuck in one phase says
+        # which and why without a status dump).
+        ready = get_condition(new.get("conditions"), READY) or {}
+        log.info("MongoCluster %s/%s: %s -> %s (%s)", meta["namespace"], meta["name"], was,
+                 new.get("phase"), ready.get("message", ""))  # fmt: skip
+
+
+def _publish(kube: KubeApi, body: Mapping[str, Any], d: Desired, observed: Observed) -> SyncResult:
+    """Status from `observed` alone, nothing administered (waiting on a predecessor)."""
+    new, changed = _new_status(body, d, observed, (body.get("status") or {}).get(
+        "featureCompatibilityVersion"))  # fmt: skip
+    if changed:
+        _patch_status(kube, body, new)
+    return SyncResult(new["phase"], changed)
+
+
 def _sync(
     kube: KubeApi, body: Mapping[str, Any], admins: AdminPool, detected: PlatformFacts | None
 ) -> SyncResult:
     status = body.get("status") or {}
     meta = body["metadata"]
     d = desired(kube, body, status, detected)
-    statefulsets, mongos = observe_workloads(kube, d.layout)
+    workloads = observe_workloads(kube, d.layout, meta["uid"])
+    statefulsets, mongos = workloads.statefulsets, workloads.mongos
     ready = ready_sets(d.layout, statefulsets, mongos)
     deleting = bool(meta.get("deletionTimestamp"))
+    if workloads.left_behind and not deleting:
+        return _publish(kube, body, d, Observed({}, predecessor=waiting_message(
+            list(workloads.left_behind))))  # fmt: skip
     resize = None if deleting else grow_claims(kube, d, statefulsets)
     retiring = retiring_shards(d.layout, {n: s.replicas for n, s in statefulsets.items()})
     mongos_step = (
@@ -461,26 +526,14 @@ def _sync(
         retiring=tuple(rs.name for rs in retiring),
         placement=placement,
     )
-    new, changed = sync_status(
-        d.layout,
-        observed,
-        StatusInputs(
-            status,
-            int(meta.get("generation") or 0),
-            meta["creationTimestamp"],
-            now_rfc3339(),
-            now_rfc3339(precise=True),
-            platform_status(d),
-            mongo.fcv,
-        ),
-    )
+    new, changed = _new_status(body, d, observed, mongo.fcv)
     replicas = reapply(
         d.layout, statefulsets, status, new, mongos_step is not None and mongos_step.changes
     )
     if replicas is not None:
         apply_workloads(kube, d, body, replicas)
     if changed:
-        kube.patch_status(KIND, meta["namespace"], meta["name"], new)
+        _patch_status(kube, body, new)
     outcome = Outcome(
         new["phase"],
         changed,

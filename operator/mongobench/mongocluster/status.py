@@ -93,6 +93,9 @@ class Observed:
     # PlacementFeasible condition (status, reason, message), from placement.feasibility; None:
     # no hard placement rule, the condition is left out.
     placement: tuple[ConditionStatus, str, str] | None = None
+    # What a deleted MongoCluster of the same name left that garbage collection has yet to
+    # delete (predecessor.py): said in Ready while nothing of this cluster's runs.
+    predecessor: str | None = None
 
 
 def seconds_since(created: str, now: str) -> float:
@@ -285,8 +288,10 @@ def compute_conditions(
                 else (wiring.message if wiring else "waiting for pods"),
             )
         )
-    ready_message = observed.failure or (
-        removing if removing and phase != c.PHASE_READY else _ready_message(phase)
+    ready_message = (
+        observed.failure
+        or observed.predecessor
+        or (removing if removing and phase != c.PHASE_READY else _ready_message(phase))
     )
     updates.append((c.READY, c.TRUE if phase == c.PHASE_READY else c.FALSE, phase, ready_message))
     if observed.rolling:

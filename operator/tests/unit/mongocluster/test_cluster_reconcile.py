@@ -19,8 +19,9 @@ from mongobench.k8s import conditions as cond
 from mongobench.k8s.conditions import get_condition
 from mongobench.k8s.locks import ResourceLocks
 from mongobench.mongo.pool import AdminPool
-from mongobench.mongocluster import deletion, reconcile, rolling
+from mongobench.mongocluster import deletion, predecessor, reconcile, rolling
 from mongobench.mongocluster import labels as lbl
+from mongobench.mongocluster.predecessor import PredecessorPending
 
 pytestmark = pytest.mark.unit
 
@@ -105,6 +106,56 @@ def test_a_new_cluster_gets_its_secrets_once_and_its_workloads_applied() -> None
     assert set(kube.verbs("create", "Secret")) == secrets  # none created again
     assert kube.objects[("Secret", NS, "c-admin")]["data"] == password  # nor changed
     assert kube.verbs("apply", "PodMonitor") == ["c"]
+
+
+def test_a_cluster_created_again_waits_for_what_its_deleted_predecessor_left(
+    admins: AdminPool, mongo: FakeMongo
+) -> None:
+    """Deleted, then created again under the same name before garbage collection removed the
+    first one's children (an experiment's next round; CI saw a collector 45 s behind): the new
+    cluster takes none of them over. Adopted, they would have kept the old members, with their
+    users and keyfile, beside the new cluster's fresh Secrets."""
+    kube = FakeKube(mongocluster(SHARDED))
+    reconcile.provision(kube, body(kube))
+    old = {k: v["data"] for (kind, _, k), v in kube.objects.items() if kind == "Secret"}
+    kube.objects.pop((KIND, NS, "c"))
+    kube.put(mongocluster(SHARDED))  # the same name, a new uid
+    writes = len(kube.writes)
+
+    with pytest.raises(PredecessorPending) as waiting:
+        reconcile.provision(kube, body(kube))
+    assert {"StatefulSet c-cfg", "StatefulSet c-shard0", "Deployment c-mongos",
+            "Secret c-keyfile", "Secret c-admin"} <= set(waiting.value.objects)  # fmt: skip
+    assert len(kube.writes) == writes  # nothing created, applied or adopted
+    pods_ready(kube)  # the old members still run
+    result = sync(kube, admins)
+    assert result.phase == cond.PHASE_PENDING and mongo.calls == []
+    said = get_condition(body(kube)["status"]["conditions"], cond.READY)
+    assert said is not None and "c-cfg" in said["message"] and "same name" in said["message"]
+    assert kube.verbs("apply", "StatefulSet") == ["c-cfg", "c-shard0", "c-shard1"]  # the first only
+
+    # Collected: the new cluster creates its own, with fresh credentials.
+    for key in [k for k, v in kube.objects.items() if k[0] != KIND]:
+        kube.objects.pop(key)
+    reconcile.provision(kube, body(kube))
+    uid = body(kube)["metadata"]["uid"]
+    sts = kube.objects[("StatefulSet", NS, "c-cfg")]
+    assert sts["metadata"]["ownerReferences"][0]["uid"] == uid
+    assert kube.objects[("Secret", NS, "c-admin")]["data"] != old["c-admin"]
+
+
+def test_objects_orphaned_on_purpose_or_owned_by_the_cluster_itself_are_no_predecessors() -> None:
+    def owned(*refs: dict[str, Any]) -> dict[str, Any]:
+        return {"metadata": {"name": "x", "ownerReferences": list(refs)}}
+
+    ours = {"kind": "MongoCluster", "uid": "u2", "controller": True}
+    theirs = {"kind": "MongoCluster", "uid": "u1", "controller": True}
+    other_kind = {"kind": "StatefulSet", "uid": "u1", "controller": True}
+    assert not predecessor.foreign(owned(), "u2")  # orphaned: adopted as before
+    assert not predecessor.foreign(owned(ours), "u2")
+    assert not predecessor.foreign(owned(other_kind), "u2")
+    assert not predecessor.foreign(owned({**theirs, "controller": False}), "u2")
+    assert predecessor.foreign(owned(theirs), "u2")
 
 
 def test_a_sync_before_the_pods_are_ready_says_so_without_mongodb(
