@@ -159,7 +159,10 @@ def bare_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Plane]:
 def plane(bare_plane: Plane) -> Plane:
     # A separate fixture so a CRD the apiserver rejects fails the tests that need the CRDs,
     # not the plane's own tests.
-    apply_repo_crds(bare_plane)
+    if apply_repo_crds(bare_plane):
+        # Its garbage collector learns the CRDs at once (Plane.restart_controller_manager says
+        # why): a MongoCluster's children then go with it, as on a cluster installed beforehand.
+        bare_plane.restart_controller_manager()
     return bare_plane
 
 
