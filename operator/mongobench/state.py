@@ -138,8 +138,10 @@ class OperatorState:
         self.wakeups.close()
         if self.own_pool is not None:
             self.own_pool.shutdown(wait=False, cancel_futures=True)
-        self.admins.close()
+        # The API first: a sync still running would otherwise publish what the MongoDB clients
+        # closed under it made it see (a Ready cluster flickered Initializing at every stop).
         self.api.close()
+        self.admins.close()
 
 
 def state_of(memo: Any) -> OperatorState:

@@ -51,12 +51,18 @@ class ApiError(Exception):
             return self.reason
 
 
+class ClientClosed(RuntimeError):
+    """The operator is stopping: its API client takes no more requests."""
+
+
 class ApiClient:
     """Thread-safe: one connection pool; credentials refreshed when an exec plugin's expire,
-    a token file re-read once a minute, and both once more on a 401."""
+    a token file re-read once a minute, and both once more on a 401. Closed, it refuses every
+    request (ClientClosed): a sync still running as the operator stops writes nothing more."""
 
     def __init__(self, credentials: Credentials, timeout: tuple[float, float] = REQUEST_TIMEOUT):
         self.timeout = urllib3.Timeout(connect=timeout[0], read=timeout[1])
+        self._closed = False
         self._lock = threading.Lock()
         self._creds = credentials
         self._pool = _pool(credentials)
@@ -75,6 +81,8 @@ class ApiClient:
         content_type: str = "application/json",
     ) -> dict[str, Any]:
         """One API request; the decoded JSON response, or ApiError for any 4xx/5xx."""
+        if self._closed:
+            raise ClientClosed(f"{method} {path}: the operator is stopping")
         url = self._creds.server + path + (f"?{urlencode(query)}" if query else "")
         data = body if body is None or isinstance(body, str | bytes) else json.dumps(body)
         renewable = self._creds.exec_plugin is not None or self._creds.token_file is not None
@@ -132,6 +140,7 @@ class ApiClient:
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             self._pool.clear()
 
 

@@ -153,6 +153,25 @@ def test_the_state_owns_the_api_client_and_closes_it() -> None:
     assert api.closed
 
 
+def test_a_closed_api_client_refuses_requests_before_the_mongodb_clients_close() -> None:
+    """A sync still running when the operator stops writes no status from MongoDB clients
+    closed under it: the API client closes first, and refuses from then on."""
+    api = kube.ApiClient(Credentials(server="http://127.0.0.1:9"))
+    state = OperatorState.create(api)
+    order: list[str] = []
+
+    def close_admins() -> None:
+        with pytest.raises(kube.ClientClosed):
+            api.request("GET", "/version")
+        order.append("admins")
+
+    state.admins.close = close_admins  # type: ignore[method-assign]
+    state.close()
+    assert order == ["admins"]
+    with pytest.raises(kube.ClientClosed, match="the operator is stopping"):
+        api.request("PATCH", "/apis/mongobench.io/v1alpha1/namespaces/ns/mongoclusters/c/status")
+
+
 def test_handlers_find_the_state_in_kopfs_memo() -> None:
     class Memo:
         pass
