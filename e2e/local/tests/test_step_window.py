@@ -26,7 +26,9 @@ pytestmark = pytest.mark.cluster
 
 GROUP, VERSION = "mongobench.io", "v1alpha1"
 INDEX = "batch.kubernetes.io/job-completion-index"
-DELAY_S = 4.0
+# Client 1's late start. Without the barrier its window starts about this much later; how much
+# exactly also depends on each JVM's start-up, which differed by 2.2 s on a loaded CI machine.
+DELAY_S = 7.0
 
 
 @pytest.fixture
@@ -130,7 +132,7 @@ def test_a_late_client_starts_with_the_others_and_throughput_has_one_denominator
                 assert result["startSkewSeconds"] < 0.5, clients
                 assert result["startAt"]
             else:
-                assert result["startSkewSeconds"] > DELAY_S - 1.5, clients
+                assert result["startSkewSeconds"] > DELAY_S / 2, clients
                 # What v1 reported, the sum of each client's own rate, overstates the step.
                 assert sum_of_rates > 1.2 * result["throughput"]
     print("\n" + "\n".join(report))
