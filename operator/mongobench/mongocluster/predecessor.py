@@ -29,7 +29,7 @@ def foreign(obj: Mapping[str, Any], uid: str) -> bool:
 
 
 def left_behind(objects: Iterable[tuple[str, Mapping[str, Any]]], uid: str) -> list[str]:
-    """ "Kind name" of each (kind, object) a MongoCluster other than `uid` controls, in order."""
+    """The "Kind name" of each (kind, object) a MongoCluster other than `uid` controls."""
     return [f"{kind} {obj['metadata']['name']}" for kind, obj in objects if foreign(obj, uid)]
 
 
