@@ -17,7 +17,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
-UV_VERSION=0.13.8
+# shellcheck source=hack/versions.env
+source "$repo/hack/versions.env"
 uv=${UV:-${MONGOBENCH_CACHE:-$HOME/.cache/mongobench}/uv-$UV_VERSION/bin/uv}
 command -v "$uv" >/dev/null || uv=uv
 python=${PYTHON:-python3.11}  # an interpreter name or a version uv finds (or downloads: CI)

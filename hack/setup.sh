@@ -3,14 +3,35 @@
 #   python   : uv (pinned, from PyPI), the locked virtualenv .venv, the S3 test server (moto)
 #   tools    : control plane, KWOK, helm, FerretDB, mongodb_exporter, Argo CD's health-check
 #              engine (gopher-lua) from pinned Go modules (hack/build-tools.sh)
-#   system   : Prometheus and node-exporter from Debian (only when missing)
+#   system   : Prometheus, node-exporter and faketime from Debian (only when missing)
 #   java     : the YCSB binding (bench-jobs/ycsb-binding), built when its sources changed
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 cache=${MONGOBENCH_CACHE:-$HOME/.cache/mongobench}
-UV_VERSION=0.13.8
+# shellcheck source=hack/versions.env
+source "$here/versions.env"
 uv=$cache/uv-$UV_VERSION/bin/uv
+
+# `uv sync --frozen` fetches the locked wheels by URL and never reads the package index, so uv's
+# cache holds no index pages; the tests' offline installs (hack/image/install-python.sh with
+# OFFLINE=1, as the images install) resolve through the index and find nothing on a new machine.
+# One online dry run of the whole lock into an empty environment caches those pages (about a
+# second); skipped when an offline dry run already succeeds.
+warm_index_cache() {
+  local tmp
+  tmp=$(mktemp -d)
+  (cd "$repo" && "$uv" export --frozen --all-packages --all-groups --no-emit-workspace --no-header \
+    --quiet -o "$tmp/requirements.txt")
+  python3.11 -m venv --without-pip "$tmp/venv"
+  if ! "$uv" pip install --offline --dry-run --quiet --no-deps -r "$tmp/requirements.txt" \
+    --python "$tmp/venv/bin/python" 2>/dev/null; then
+    echo "setup: caching the package index pages of uv.lock's packages (offline installs)" >&2
+    "$uv" pip install --dry-run --quiet --no-deps -r "$tmp/requirements.txt" \
+      --python "$tmp/venv/bin/python"
+  fi
+  rm -rf "$tmp"
+}
 
 setup_python() {
   if [ ! -x "$uv" ]; then
@@ -22,6 +43,8 @@ setup_python() {
   # Bytecode compiled at install, as pip does for a user: uv does not by default, and with
   # PYTHONDONTWRITEBYTECODE set every `mongobench` command recompiled scipy (1.3 s of 2.6).
   (cd "$repo" && "$uv" sync --frozen --quiet --python python3.11 --compile-bytecode)
+  warm_index_cache
+
   # moto (the archive tests' S3 server) in its own locked environment, keyed by its lock; see
   # hack/s3server/pyproject.toml for why it cannot share .venv.
   local s3env
@@ -37,6 +60,8 @@ setup_system() {
   command -v prometheus >/dev/null || missing+=(prometheus)
   command -v prometheus-node-exporter >/dev/null || missing+=(prometheus-node-exporter)
   command -v openssl >/dev/null || missing+=(openssl)
+  # `make test` runs the unit tier again with the clock a year ahead (faketime moves it).
+  command -v faketime >/dev/null || missing+=(faketime)
   if [ ${#missing[@]} -gt 0 ]; then
     echo "setup: apt-get install ${missing[*]}" >&2
     export DEBIAN_FRONTEND=noninteractive

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -23,17 +22,11 @@ import pymongo
 import pytest
 
 from localplane.ferretdb import running_ferretdb
-from localplane.tools import REPO
+from localplane.tools import REPO, uv
 
 pytestmark = pytest.mark.protocol
 
 YCSB_HOME = REPO / "bench-jobs" / "ycsb-binding" / "target" / "ycsb"
-
-
-def uv() -> str:
-    cache = Path(os.environ.get("MONGOBENCH_CACHE", Path.home() / ".cache" / "mongobench"))
-    found = cache / "uv-0.13.8" / "bin" / "uv"
-    return str(found) if found.is_file() else (shutil.which("uv") or "uv")
 
 
 def install(tmp_path: Path, selection: str, *packages: str) -> Path:
@@ -43,7 +36,7 @@ def install(tmp_path: Path, selection: str, *packages: str) -> Path:
         ["sh", "hack/image/install-python.sh", str(prefix), selection, *packages],
         cwd=REPO,
         # OFFLINE: from uv's cache (warm after `make setup`), never from PyPI.
-        env={**os.environ, "UV": uv(), "PYTHON": "python3.11", "OFFLINE": "1"},
+        env={**os.environ, "UV": str(uv()), "PYTHON": "python3.11", "OFFLINE": "1"},
         check=True,
         capture_output=True,
         timeout=600,

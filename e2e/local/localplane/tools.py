@@ -50,6 +50,14 @@ _PINS = {
 }
 
 
+def uv() -> Path:
+    """The uv `make setup` installs (hack/setup.sh): by its path, never whatever is on PATH."""
+    path = cache_dir() / f"uv-{versions()['UV_VERSION']}" / "bin" / "uv"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: run `make setup` (hack/setup.sh installs it)")
+    return path
+
+
 def binary(name: str) -> Path:
     """Path of a cached tool binary; a clear error naming the setup step when it is missing."""
     path = cache_dir() / "bin" / f"{name}-{versions()[_PINS[name]]}"

@@ -21,7 +21,7 @@ import os
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from mongobench.api.benchmarkrun import Archive, BenchmarkRunSpec
@@ -32,6 +32,7 @@ from mongobench.benchmarkrun.cpu_status import node_mapping
 from mongobench.benchmarkrun.decide import TERMINAL
 from mongobench.benchmarkrun.plan import make_plan
 from mongobench.benchmarkrun.reruns import with_reruns
+from mongobench.clock import Clock, parse_rfc3339, rfc3339
 from mongobench.config import OperatorConfig
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.api import KubeApi
@@ -146,7 +147,7 @@ def pending(spec: Mapping[str, Any], status: Mapping[str, Any], config: Operator
 def due(status: Mapping[str, Any], now: datetime) -> bool:
     """Pure: is a backoff after a failed attempt over?"""
     nxt = (status.get("archive") or {}).get("nextAttempt")
-    return not nxt or _parse_time(nxt) <= now
+    return not nxt or parse_rfc3339(nxt) <= now
 
 
 def backoff(attempts: int, config: OperatorConfig) -> float:
@@ -161,14 +162,6 @@ def _condition_reason(status: Mapping[str, Any]) -> str | None:
         if c.get("type") == cond.ARCHIVED:
             return str(c.get("reason"))
     return None
-
-
-def _parse_time(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
-def _rfc3339(t: datetime) -> str:
-    return t.astimezone(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def describe_steps(indices: Sequence[int]) -> str:
@@ -266,7 +259,7 @@ def status_patch(
     elif result.error is not None:
         attempts = int(before.get("attempts") or 0) + 1
         wait = backoff(attempts, config)
-        record.update(attempts=attempts, nextAttempt=_rfc3339(now + timedelta(seconds=wait)))
+        record.update(attempts=attempts, nextAttempt=rfc3339(now + timedelta(seconds=wait)))
         # What is missing and whether the final manifest is due, both from the status this
         # patch is written against: the sync's own snapshot may predate the run's last steps.
         done = set(before.get("uploadedSteps") or [])
@@ -281,7 +274,7 @@ def status_patch(
         record.update(
             uploadedSteps=sorted(result.uploaded),
             complete=result.complete,
-            lastUpload=_rfc3339(now),
+            lastUpload=rfc3339(now),
             attempts=0,
             nextAttempt=None,  # merge patch: removes it
         )
@@ -469,12 +462,14 @@ def sync(
     *,
     upload_lock: threading.Lock,
     run_lock: threading.Lock,
+    clock: Clock,
     admins: AdminPool | None = None,
 ) -> list[cond.Event]:
     """Bring the run's archive up to date; the Events posted. Never raises for the store: a
     failure is recorded in status for the next attempt. A sync already under way for the run
     (another handler thread, holding `upload_lock`) makes this one return at once; status is
-    written under `run_lock`, the state machine's (both from mongobench.state)."""
+    written under `run_lock`, the state machine's (both from mongobench.state); `clock` dates
+    the attempt when it ends (its backoff)."""
     lock = upload_lock
     if not lock.acquire(blocking=False):
         return []
@@ -497,7 +492,7 @@ def sync(
                 reason = exc.reason if isinstance(exc, ApiError) else str(exc)
                 result = Result(settings.url, error=str(reason))
                 log.warning("archive of %s/%s: %s", namespace, name, reason)
-        return _record(kube, namespace, name, result, config=config, run_lock=run_lock)
+        return _record(kube, namespace, name, result, config=config, run_lock=run_lock, clock=clock)
     finally:
         lock.release()
 
@@ -510,6 +505,7 @@ def _record(
     *,
     config: OperatorConfig,
     run_lock: threading.Lock,
+    clock: Clock,
 ) -> list[cond.Event]:
     """Write one sync's result into the run's status and post its Events. Status writes of one
     run are serialised with the state machine's (conditions are one list: two writers could
@@ -519,9 +515,7 @@ def _record(
         if fresh is None or fresh["metadata"].get("deletionTimestamp"):
             return []
         generation = int(fresh["metadata"].get("generation") or 0)
-        patch, events = status_patch(
-            fresh.get("status") or {}, result, datetime.now(UTC), config, generation
-        )
+        patch, events = status_patch(fresh.get("status") or {}, result, clock(), config, generation)
         try:
             kube.patch_status("BenchmarkRun", namespace, name, patch)
         except ApiError as exc:

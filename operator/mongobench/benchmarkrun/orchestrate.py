@@ -13,7 +13,6 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from typing import Any
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec, Scenario
@@ -33,11 +32,12 @@ from mongobench.benchmarkrun.decide import (
 )
 from mongobench.benchmarkrun.plan import Step, make_plan
 from mongobench.benchmarkrun.reruns import with_reruns
+from mongobench.clock import Clock, rfc3339, seconds_since
 from mongobench.config import OperatorConfig
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.api import KubeApi
 from mongobench.k8s.client import ApiError
-from mongobench.k8s.conditions import Event, now_rfc3339, set_condition
+from mongobench.k8s.conditions import Event, set_condition
 from mongobench.mongo.errors import MongoAdminError, TransientMongoError
 from mongobench_results import summary
 from mongobench_results.configmaps import assemble
@@ -118,9 +118,10 @@ def advance(
     *,
     cpu: CpuQuery | None = None,
     lock: AbstractContextManager[Any] | None = None,  # the run's (mongobench.state)
+    clock: Clock,
 ) -> Outcome | None:
-    """One step of the run's state machine; None when it is gone, going or over. The Events
-    it decided are posted on the run, and returned with its phase."""
+    """One step of the run's state machine, as of `clock()` read once; None when it is gone,
+    going or over. The Events it decided are posted on the run, and returned with its phase."""
     with lock or nullcontext():
         run = kube.get(KIND, namespace, name)
         if run is None or run["metadata"].get("deletionTimestamp"):
@@ -128,7 +129,7 @@ def advance(
         status = dict(run.get("status") or {})
         if status.get("phase") in TERMINAL:
             return None
-        outcome = _Advance(kube, run, status, config, data, cpu=cpu).go()
+        outcome = _Advance(kube, run, status, config, data, cpu=cpu, clock=clock).go()
     for event in outcome.events:  # outside the run's lock: a slow apiserver holds no pass
         kube.event(run, *event)
     return outcome
@@ -144,8 +145,12 @@ class _Advance:
         data: DataOps,
         *,
         cpu: CpuQuery | None,
+        clock: Clock,
     ) -> None:
         self.kube = kube
+        # Decisions as of the pass's start; stamps (a step's start or end) read `clock` then.
+        self.clock = clock
+        self.now = clock()
         self.run = run
         self.meta = run["metadata"]
         self.ns = self.meta["namespace"]
@@ -167,7 +172,13 @@ class _Advance:
     def condition(self, type_: str, value: Any, reason: str, message: str) -> None:
         current = self.new.get("conditions", self.status.get("conditions"))
         self.new["conditions"] = set_condition(
-            current, type_, value, reason, message, generation=self.generation
+            current,
+            type_,
+            value,
+            reason,
+            message,
+            generation=self.generation,
+            now=rfc3339(self.now),
         )
 
     def steps(self) -> list[dict[str, Any]]:
@@ -224,7 +235,9 @@ class _Advance:
             seen,
             job=job,
             scenario_problem=self.scenario_problem(scenarios_to_check(seen, job is not None)),
-            age_seconds=age_seconds(self.meta.get("creationTimestamp")),
+            age_seconds=max(
+                seconds_since(self.meta.get("creationTimestamp"), self.now) or 0.0, 0.0
+            ),
         )
 
     def scenario_problem(self, scenarios: Sequence[tuple[str, Scenario]]) -> tuple[str, str] | None:
@@ -354,7 +367,7 @@ class _Advance:
             return
         target = self.target(observed.cluster)
         if action.start:
-            self.new["startTime"] = now_rfc3339()
+            self.new["startTime"] = rfc3339(self.clock())
             self.new["clusterSnapshot"] = snapshot(self.kube, target.cluster, self.ns)
             self.new["resultsRef"] = f"{results.RESULT_OF} (ConfigMaps of run {self.name})"
             self.outcome.info(cond.EVENT_STARTED, f"{len(self.plan)} steps")
@@ -366,7 +379,7 @@ class _Advance:
             return
         if action.adopt:  # the Job exists, created just before a restart
             job = observed.job or {}
-            started = (job.get("metadata") or {}).get("creationTimestamp") or now_rfc3339()
+            started = (job.get("metadata") or {}).get("creationTimestamp") or rfc3339(self.clock())
             self.mark(
                 step, phase=cond.STEP_RUNNING, job=step.job_name(self.name), startTime=started
             )
@@ -405,12 +418,14 @@ class _Advance:
     def prepare(self, step: Step, _action: Action, _observed: Observed, target: Target) -> None:
         skipped = self.spec.load.skip
         message = "load skipped" if skipped else self.data.prepare(self.spec, target.cluster)
-        self.mark(step, phase=cond.STEP_SUCCEEDED, message=message, completionTime=now_rfc3339())
+        self.mark(
+            step, phase=cond.STEP_SUCCEEDED, message=message, completionTime=rfc3339(self.clock())
+        )
         self.outcome.info(cond.EVENT_PREPARED, message)
 
     def clean_up(self, step: Step, _action: Action, _observed: Observed, _target: Target) -> None:
         self.cleanup(success=True)
-        self.mark(step, phase=cond.STEP_SUCCEEDED, completionTime=now_rfc3339())
+        self.mark(step, phase=cond.STEP_SUCCEEDED, completionTime=rfc3339(self.clock()))
         self.finish(cond.RUN_SUCCEEDED, "all steps succeeded")
 
     def recover_lost_job(
@@ -434,7 +449,7 @@ class _Advance:
         applied = self.kube.apply(jobs.build_job(self.spec, step, ref))
         job_name = step.job_name(self.name)
         # A Job that ran already (applied by a pass whose status write was lost) says when.
-        started = (applied.get("status") or {}).get("startTime") or now_rfc3339()
+        started = (applied.get("status") or {}).get("startTime") or rfc3339(self.clock())
         self.mark(step, phase=cond.STEP_RUNNING, job=job_name, startTime=started)
         self.outcome.info(cond.EVENT_STEP_STARTED, f"{step.label}: Job {job_name}")
 
@@ -515,7 +530,7 @@ class _Advance:
             return collection_problem(0, got.missing, {}, failed)
         merged = merge_documents(got.documents)
         job_status = (job or {}).get("status") or {}
-        end = job_status.get("completionTime") or now_rfc3339()
+        end = job_status.get("completionTime") or rfc3339(self.clock())
         # A restart between creating the Job and recording it leaves no startTime in status:
         # the Job itself knows when it started.
         start = (
@@ -695,7 +710,7 @@ class _Advance:
             except ApiError as exc:  # the owner reference removes it with the run
                 self.outcome.warn(cond.EVENT_CPU_RESOLUTION, f"PodMonitor not deleted: {exc}")
         self.new["phase"] = phase
-        self.new["completionTime"] = now_rfc3339()
+        self.new["completionTime"] = rfc3339(self.clock())
         steps = self.new.get("steps", self.status.get("steps") or [])
         replaced = validity.superseded(steps)  # invalid attempts a re-run replaced
         self.new["summary"] = summary.summarise(s for s in steps if s.get("index") not in replaced)
@@ -715,14 +730,6 @@ class _Advance:
                 self.outcome.info(cond.EVENT_DATA_DROPPED, dropped)
             except (MongoAdminError, ApiError) as exc:
                 self.outcome.warn(cond.EVENT_DATA_NOT_DROPPED, str(exc))
-
-
-def age_seconds(created: str | None) -> float:
-    """Seconds since an RFC 3339 creationTimestamp (0 when unknown)."""
-    if not created:
-        return 0.0
-    when = datetime.fromisoformat(created.replace("Z", "+00:00"))
-    return max((datetime.now(UTC) - when).total_seconds(), 0.0)
 
 
 def drop_data(kube: KubeApi, data: DataOps, spec: BenchmarkRunSpec, namespace: str) -> str:

@@ -8,12 +8,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from mongobench.api import SpecError
 from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.benchmarkrun import repetitions as reps
+from mongobench.clock import rfc3339, seconds_since
 from mongobench.config import OperatorConfig
 from mongobench.experiment import history, objects
 from mongobench.experiment import matrix as mx
@@ -93,23 +94,18 @@ def _dry_run(kube: KubeApi, obj: Mapping[str, Any], what: str) -> None:
 
 
 def _age(obj: Mapping[str, Any], now: datetime) -> float:
-    created = obj["metadata"].get("creationTimestamp")
-    if not created:
-        return 0.0
-    return (now - datetime.fromisoformat(created.replace("Z", "+00:00"))).total_seconds()
+    return seconds_since(obj["metadata"].get("creationTimestamp"), now) or 0.0
 
 
-def advance(
-    kube: KubeApi, namespace: str, name: str, now: datetime | None = None
-) -> Outcome | None:
-    """One reconcile; None when the experiment is gone, going or over. Its Events are posted."""
+def advance(kube: KubeApi, namespace: str, name: str, now: datetime) -> Outcome | None:
+    """One reconcile as of `now`; None when the experiment is gone, going or over. Its Events
+    are posted."""
     body = kube.get(KIND, namespace, name)
     if body is None or body["metadata"].get("deletionTimestamp"):
         return None
     status = dict(body.get("status") or {})
     if status.get("phase") in TERMINAL:
         return None
-    now = now or datetime.now(UTC)
     matrix, order, seed = plan(body)
     generation = int(body["metadata"].get("generation") or 0)
     if status.get("validatedGeneration") != generation:
@@ -153,7 +149,7 @@ def advance(
         status |= _target(adaptive, matrix, order, runs, failed, status, over=not running)
     if not running:
         status |= _finished(
-            status, matrix, runs, failed, phase=decision.phase, generation=generation
+            status, matrix, runs, failed, phase=decision.phase, generation=generation, now=now
         )
         judged = history.judge(kube, body, list(runs.values()), OperatorConfig.current())
         if judged is not None:
@@ -168,7 +164,7 @@ def advance(
                 f"{decision.phase}: {status['progress']['summary']} cells done",
             )
         )
-    status.setdefault("startTime", cond.now_rfc3339())
+    status.setdefault("startTime", rfc3339(now))
     kube.patch_status(KIND, namespace, name, status)
     for event in outcome.events:
         kube.event(body, *event)
@@ -347,11 +343,12 @@ def _finished(
     *,
     phase: str,
     generation: int,
+    now: datetime,
 ) -> dict[str, Any]:
     """The status fields of an experiment that ended: its completion, the comparison against
     the baseline cell and the Succeeded condition."""
     return {
-        "completionTime": cond.now_rfc3339(),
+        "completionTime": rfc3339(now),
         **_comparison(matrix, runs, failed),
         "conditions": cond.set_condition(
             status.get("conditions"),

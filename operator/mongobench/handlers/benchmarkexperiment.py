@@ -14,6 +14,7 @@ from typing import Any
 
 import kopf
 
+from mongobench.clock import wall
 from mongobench.config import OperatorConfig
 from mongobench.handlers.common import BENCHMARKEXPERIMENT, refusals, settled
 from mongobench.k8s import conditions as cond
@@ -31,7 +32,7 @@ def _advance(memo: kopf.Memo, namespace: str, name: str) -> None:
         refusals(state.kube, KIND, namespace, name, cond.SUCCEEDED, locks=state.locks),
         state.locks.lock(KIND, namespace, name),
     ):
-        reconcile.advance(state.kube, namespace, name)
+        reconcile.advance(state.kube, namespace, name, wall())
 
 
 @kopf.on.resume(*BENCHMARKEXPERIMENT)

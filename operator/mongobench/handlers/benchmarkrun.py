@@ -11,7 +11,6 @@ the operator handles (handlers/__init__.py says why).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 import kopf
@@ -20,6 +19,7 @@ from mongobench.api import BenchmarkRunSpec, SpecError
 from mongobench.api.names import check_benchmarkrun_name
 from mongobench.benchmarkrun import jobs
 from mongobench.benchmarkrun.decide import TERMINAL, job_outcome
+from mongobench.clock import wall
 from mongobench.config import OperatorConfig
 from mongobench.handlers.common import BENCHMARKRUN, cluster_as_run_saw_it, refusals, settled
 from mongobench.k8s import conditions as cond
@@ -49,6 +49,7 @@ def _advance(memo: kopf.Memo, namespace: str, name: str) -> None:
             state.cluster_data,
             cpu=cpu_for_step(state.kube, config),
             lock=state.locks.lock(KIND, namespace, name),
+            clock=wall,
         )
         if outcome is None:
             return
@@ -190,7 +191,7 @@ def _archive_ticked(memo: kopf.Memo, namespace: str, name: str, record: Mapping[
     """`record`: the run's status.archive when this was scheduled (its backoff)."""
     from mongobench.benchmarkrun import archive
 
-    if not archive.due(record, datetime.now(UTC)):
+    if not archive.due(record, wall()):
         return
     state = state_of(memo)
     archive.sync(
@@ -200,6 +201,7 @@ def _archive_ticked(memo: kopf.Memo, namespace: str, name: str, record: Mapping[
         OperatorConfig.current(),
         upload_lock=state.locks.lock(ARCHIVE_UPLOAD, namespace, name),
         run_lock=state.locks.lock(KIND, namespace, name),
+        clock=wall,
         admins=state.admins,
     )
 

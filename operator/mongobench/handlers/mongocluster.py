@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import kopf
 
+from mongobench.clock import wall
 from mongobench.handlers.common import (
     MONGOCLUSTER,
     cluster_as_runs_see_it,
@@ -48,7 +49,7 @@ def provision(
     state = state_of(memo)
     with refusals(state.kube, KIND, meta["namespace"], meta["name"], cond.READY, locks=state.locks):
         try:
-            d = reconcile.provision(state.kube, body)
+            d = reconcile.provision(state.kube, body, wall())
         except PredecessorPending as waiting:
             _sync(memo, meta["namespace"], meta["name"])  # status says what it waits for
             raise kopf.TemporaryError(str(waiting), delay=PREDECESSOR_RETRY_SECONDS) from None
@@ -245,7 +246,7 @@ def _sync(
 
     state = state_of(memo)
     result = reconcile.sync(
-        state.kube, namespace, name, state.locks, state.admins, detected=detected
+        state.kube, namespace, name, state.locks, state.admins, clock=wall, detected=detected
     )
     if result is not None and result.phase == cond.PHASE_READY:
         state.admins.release_bootstrap(namespace, name)

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Literal
+
+from mongobench.clock import rfc3339, wall
 
 ConditionStatus = Literal["True", "False", "Unknown"]
 TRUE: ConditionStatus = "True"
@@ -520,11 +521,8 @@ EVENT_REASONS: Mapping[str, str] = {
 
 
 def now_rfc3339(*, precise: bool = False) -> str:
-    """Now in RFC 3339; whole seconds (as the apiserver writes them) unless `precise`."""
-    t = datetime.now(UTC)
-    if not precise:
-        t = t.replace(microsecond=0)
-    return t.isoformat().replace("+00:00", "Z")
+    """Now in RFC 3339: a condition's lastTransitionTime when its caller passed no `now`."""
+    return rfc3339(wall(), precise=precise)
 
 
 def set_condition(

@@ -10,14 +10,14 @@ sync():      observe workloads and MongoDB, take the next wiring step, hold or r
 
 from __future__ import annotations
 
-import datetime
 import logging
-import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
+from mongobench.clock import Clock, rfc3339
 from mongobench.config import OperatorConfig
 from mongobench.k8s.api import KubeApi
 from mongobench.k8s.conditions import (
@@ -29,7 +29,6 @@ from mongobench.k8s.conditions import (
     WARNING,
     Event,
     get_condition,
-    now_rfc3339,
 )
 from mongobench.k8s.locks import ResourceLocks
 from mongobench.mongo.admin import MongoAdmin
@@ -105,8 +104,9 @@ class SyncResult:
     recheck_in: float | None = None
 
 
-def provision(kube: KubeApi, body: Mapping[str, Any]) -> Desired:
-    """Secrets (once), then Services, StatefulSets, mongos, PDBs, PodMonitor (applied).
+def provision(kube: KubeApi, body: Mapping[str, Any], now: datetime) -> Desired:
+    """Secrets (once), then Services, StatefulSets, mongos, PDBs, PodMonitor (applied);
+    certificates issued from a CA Secret are dated `now`.
     PredecessorPending, with nothing written, while a deleted MongoCluster of the same name's
     workloads or Secrets are still there (predecessor.py)."""
     status = body.get("status") or {}
@@ -118,7 +118,7 @@ def provision(kube: KubeApi, body: Mapping[str, Any]) -> Desired:
     if stale:
         raise PredecessorPending(stale)
     ensure_secrets(kube, d, body, secrets)
-    ensure_tls(kube, d, body, datetime.datetime.now(datetime.UTC))
+    ensure_tls(kube, d, body, now)
     replicas = held_replicas(d.layout, workloads.statefulsets, status)
     skipped = apply_workloads(kube, d, body, replicas)
     if skipped:
@@ -338,6 +338,7 @@ def administer_safely(
     retiring: tuple[ReplicaSetLayout, ...],
     fcv: str | None,
     mongos_waiting: str | None,
+    now: datetime,
 ) -> MongoPass:
     """administer() on the cluster's handle: a permanent refusal becomes `failure`, a Secret
     not created yet a wiring that waits."""
@@ -357,7 +358,11 @@ def administer_safely(
             renewals = (
                 # Once wired: renewed certificates carried to the members (tls_renewal).
                 renew_certificates(
-                    kube, admin, d, time.time(), OperatorConfig.current().tls_propagation_seconds
+                    kube,
+                    admin,
+                    d,
+                    now.timestamp(),
+                    OperatorConfig.current().tls_propagation_seconds,
                 )
                 if wiring.complete
                 else Renewals()
@@ -370,12 +375,12 @@ def administer_safely(
 
 
 def rotate_safely(
-    kube: KubeApi, body: Mapping[str, Any], d: Desired, admins: AdminPool
+    kube: KubeApi, body: Mapping[str, Any], d: Desired, admins: AdminPool, now: datetime
 ) -> list[Event]:
     """The rotation's next stage (mongocluster/rotate.py); a MongoDB error ends this pass's
     share of it (retried next pass: every stage repeats safely), reported as a Warning."""
     try:
-        return rotate.advance(kube, body, d, lambda: administration(kube, d, admins))
+        return rotate.advance(kube, body, d, lambda: administration(kube, d, admins), now)
     except TransientMongoError as exc:
         log.info("credential rotation waits: %s", exc)
         return []
@@ -389,17 +394,19 @@ def tls_pass(
     d: Desired,
     mongo: MongoPass,
     statefulsets: Mapping[str, WorkloadState],
+    *,
+    clock: Clock,
 ) -> float | None:
     """The TLS share of a sync once MongoDB was administered: the next step of a roll between
     TLS modes (tls_roll), the Events of certificates carried to the members; returns the
     seconds until certificate work falls due that no event announces (None: none)."""
     if mongo.wiring is not None and mongo.wiring.complete and mongo.failure is None:
-        for event in roll_tls.advance(kube, body, d, statefulsets):
+        for event in roll_tls.advance(kube, body, d, statefulsets, clock):
             kube.event(body, *event)
     for note in mongo.renewals.notes:
         log.info("MongoCluster %s/%s: %s", d.layout.namespace, d.layout.name, note)
         kube.event(body, NORMAL, EVENT_CERTIFICATES_ROTATED, note)
-    due = [mongo.renewals.due_in, renewal_due_in(kube, d, datetime.datetime.now(datetime.UTC))]
+    due = [mongo.renewals.due_in, renewal_due_in(kube, d, clock())]
     if mongo.renewals.notes and tls_ca.under_way(body.get("status")):
         # A CA change's next step waits until the members took up what was just carried, and
         # a rotateCertificates changes nothing an event announces: look again at once.
@@ -414,19 +421,22 @@ def sync(
     locks: ResourceLocks,
     admins: AdminPool,
     *,
+    clock: Clock,
     detected: PlatformFacts | None = None,
 ) -> SyncResult | None:
     """Observe, wire one step, publish, post the Events. None when the MongoCluster no longer
-    exists. `detected`: the platform provision() just read (the first status records it)."""
+    exists. `clock`: read once for the pass (certificates, renewals, rotations, status times),
+    again for a stamp that must follow a write. `detected`: the platform provision() just read
+    (the first status records it)."""
     with locks.lock(KIND, namespace, name):
         body = kube.get(KIND, namespace, name)
         if body is None:
             return None
-        return _sync(kube, body, admins, detected)
+        return _sync(kube, body, admins, clock, detected)
 
 
 def _new_status(
-    body: Mapping[str, Any], d: Desired, observed: Observed, fcv: str | None
+    body: Mapping[str, Any], d: Desired, observed: Observed, fcv: str | None, now: datetime
 ) -> tuple[dict[str, Any], bool]:
     meta = body["metadata"]
     return sync_status(
@@ -436,8 +446,8 @@ def _new_status(
             body.get("status") or {},
             int(meta.get("generation") or 0),
             meta["creationTimestamp"],
-            now_rfc3339(),
-            now_rfc3339(precise=True),
+            rfc3339(now),
+            rfc3339(now, precise=True),
             platform_status(d),
             fcv,
         ),
@@ -455,18 +465,25 @@ def _patch_status(kube: KubeApi, body: Mapping[str, Any], new: Mapping[str, Any]
                  new.get("phase"), ready.get("message", ""))  # fmt: skip
 
 
-def _publish(kube: KubeApi, body: Mapping[str, Any], d: Desired, observed: Observed) -> SyncResult:
+def _publish(
+    kube: KubeApi, body: Mapping[str, Any], d: Desired, observed: Observed, now: datetime
+) -> SyncResult:
     """Status from `observed` alone, nothing administered (waiting on a predecessor)."""
     new, changed = _new_status(body, d, observed, (body.get("status") or {}).get(
-        "featureCompatibilityVersion"))  # fmt: skip
+        "featureCompatibilityVersion"), now)  # fmt: skip
     if changed:
         _patch_status(kube, body, new)
     return SyncResult(new["phase"], changed)
 
 
 def _sync(
-    kube: KubeApi, body: Mapping[str, Any], admins: AdminPool, detected: PlatformFacts | None
+    kube: KubeApi,
+    body: Mapping[str, Any],
+    admins: AdminPool,
+    clock: Clock,
+    detected: PlatformFacts | None,
 ) -> SyncResult:
+    now = clock()
     status = body.get("status") or {}
     meta = body["metadata"]
     d = desired(kube, body, status, detected)
@@ -476,7 +493,7 @@ def _sync(
     deleting = bool(meta.get("deletionTimestamp"))
     if workloads.left_behind and not deleting:
         return _publish(kube, body, d, Observed({}, predecessor=waiting_message(
-            list(workloads.left_behind))))  # fmt: skip
+            list(workloads.left_behind))), now)  # fmt: skip
     resize = None if deleting else grow_claims(kube, d, statefulsets)
     retiring = retiring_shards(d.layout, {n: s.replicas for n, s in statefulsets.items()})
     mongos_step = (
@@ -489,10 +506,10 @@ def _sync(
     if not deleting and d.target.tls.ca_secret_name is not None and d.target.tls.enabled:
         # Certificates from the CA Secret: reissued near their end or for a new CA, woken by
         # the CA Secret's events and by recheck_in (provision issues them the first time).
-        ensure_tls(kube, d, body, datetime.datetime.now(datetime.UTC))
+        ensure_tls(kube, d, body, now)
     if ready and not deleting and rotation.under_way(body):
         # Before the wiring: it logs in with the Secrets' passwords, which a rotation changes.
-        for event in rotate_safely(kube, body, d, admins):
+        for event in rotate_safely(kube, body, d, admins, now):
             kube.event(body, *event)
     mongo = (
         administer_safely(
@@ -504,11 +521,12 @@ def _sync(
             retiring=retiring,
             fcv=fcv,
             mongos_waiting=mongos_waiting,
+            now=now,
         )
         if ready and not deleting
         else MongoPass(fcv=fcv)
     )
-    recheck = None if deleting else tls_pass(kube, body, d, mongo, statefulsets)
+    recheck = None if deleting else tls_pass(kube, body, d, mongo, statefulsets, clock=clock)
     placement = None if deleting else observe_placement(kube, d, ready)
     gone = drained(retiring, mongo.wiring)
     removed = [rs.name for rs in gone if delete_shard_objects(kube, d.layout, rs)]
@@ -526,7 +544,7 @@ def _sync(
         retiring=tuple(rs.name for rs in retiring),
         placement=placement,
     )
-    new, changed = _new_status(body, d, observed, mongo.fcv)
+    new, changed = _new_status(body, d, observed, mongo.fcv, now)
     replicas = reapply(
         d.layout, statefulsets, status, new, mongos_step is not None and mongos_step.changes
     )

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
+from mongobench.clock import Clock, rfc3339
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.api import KubeApi
-from mongobench.k8s.conditions import Event, now_rfc3339
+from mongobench.k8s.conditions import Event
 from mongobench.mongocluster import labels as lbl
 from mongobench.mongocluster.layout import ClusterLayout
 from mongobench.mongocluster.provision import (
@@ -49,8 +51,11 @@ def advance(
     body: Mapping[str, Any],
     d: Desired,
     statefulsets: Mapping[str, WorkloadState],
+    clock: Clock,
 ) -> list[Event]:
-    """The roll's next step, if one is due; the Events it decided."""
+    """The roll's next step, if one is due; the Events it decided. `clock` dates the records
+    (read again for the stamp that must follow the Secret's write)."""
+    now = clock()
     meta, status = body["metadata"], body.get("status") or {}
     record = dict(status.get("tls") or {})
     current, target = target_mode(d.spec), target_mode(d.target)
@@ -81,18 +86,18 @@ def advance(
     )
     if step.action in ("hold", "done"):  # a roll's end: every member runs the spec's mode
         done = {"mode": current, "phase": cond.TLS_ROLLED, "message": step.message}
-        _record(kube, namespace, name, {**done, "completedAt": now_rfc3339()})
+        _record(kube, namespace, name, {**done, "completedAt": rfc3339(now)})
         return [(cond.NORMAL, cond.EVENT_TLS_ROLLED, step.message)]
     if step.action == "wait":
         if not rolling or record.get("message") != step.message:
-            _record(kube, namespace, name, {**_started(record), "message": step.message})
+            _record(kube, namespace, name, {**_started(record, now), "message": step.message})
         return []
     spec = effective_spec(d.target, step.mode)
     after = dataclasses.replace(d, spec=spec, wanted=None if spec == d.target else d.target)
     switched = spec.tls.operator_dials_tls and not d.spec.tls.operator_dials_tls
-    update: dict[str, Any] = {**_started(record), "mode": step.mode, "message": step.message}
+    update: dict[str, Any] = {**_started(record, now), "mode": step.mode, "message": step.message}
     if switched:
-        update["clientsSince"] = now_rfc3339()
+        update["clientsSince"] = rfc3339(now)
     elif not spec.tls.operator_dials_tls:
         update["clientsSince"] = None
     # The record first: desired() builds the pods from it from now on, so a crash here resumes.
@@ -102,15 +107,15 @@ def advance(
         # Stamped again once the Secret holds the TLS URI: a client reads it when its container
         # starts, so one created in a later second than the first stamp may still have read the
         # plain URI (a slow write) and would not be waited for before requireTLS.
-        _record(kube, namespace, name, {"clientsSince": now_rfc3339()})
+        _record(kube, namespace, name, {"clientsSince": rfc3339(clock())})
     apply_workloads(kube, after, body, held_replicas(d.layout, statefulsets, status))
     return [(cond.NORMAL, cond.EVENT_TLS_MODE_ROLLING, step.message)]
 
 
-def _started(record: Mapping[str, Any]) -> dict[str, Any]:
+def _started(record: Mapping[str, Any], now: datetime) -> dict[str, Any]:
     if record.get("phase") == cond.TLS_ROLLING:
         return {}
-    return {"phase": cond.TLS_ROLLING, "startedAt": now_rfc3339(), "completedAt": None}
+    return {"phase": cond.TLS_ROLLING, "startedAt": rfc3339(now), "completedAt": None}
 
 
 def _record(kube: KubeApi, namespace: str, name: str, tls: Mapping[str, Any]) -> None:

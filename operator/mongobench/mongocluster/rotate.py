@@ -15,9 +15,10 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
+from mongobench.clock import rfc3339, seconds_since
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.api import KubeApi
-from mongobench.k8s.conditions import Event, now_rfc3339
+from mongobench.k8s.conditions import Event
 from mongobench.mongo.admin import MongoAdmin
 from mongobench.mongo.model import Mongos, keyfile_keys
 from mongobench.mongocluster import labels as lbl
@@ -52,14 +53,6 @@ NEXT = "nextPassword"
 Administration = Callable[[], AbstractContextManager[tuple[MongoAdmin, Any]]]
 
 
-def _seconds_since(stamp: str | None) -> float | None:
-    if not stamp:
-        return None
-    then = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    now = datetime.fromisoformat(now_rfc3339(precise=True).replace("Z", "+00:00"))
-    return (now - then).total_seconds()
-
-
 def running_clients(kube: KubeApi, namespace: str, cluster: str) -> int:
     """Benchmark client pods of the cluster that have not ended (one LIST by the label the
     cluster's NetworkPolicy admits them by)."""
@@ -68,9 +61,14 @@ def running_clients(kube: KubeApi, namespace: str, cluster: str) -> int:
 
 
 def advance(
-    kube: KubeApi, body: Mapping[str, Any], d: Desired, administration: Administration
+    kube: KubeApi,
+    body: Mapping[str, Any],
+    d: Desired,
+    administration: Administration,
+    now: datetime,
 ) -> list[Event]:
-    """Carry out the next stage; the Events it decided (none when nothing happened)."""
+    """Carry out the next stage, as of `now`; the Events it decided (none when nothing
+    happened)."""
     meta, status = body["metadata"], body.get("status") or {}
     namespace, name = meta["namespace"], meta["name"]
     rotation = dict(status.get("rotation") or {})
@@ -85,7 +83,7 @@ def advance(
         request,
         rotation,
         status.get("phase"),
-        _seconds_since(rotation.get("requestedAt")),
+        seconds_since(rotation.get("requestedAt"), now),
         running,
     )
     events: list[Event] = []
@@ -107,7 +105,7 @@ def advance(
             {
                 "phase": cond.ROTATION_WAITING,
                 "requested": list(request.parts),
-                "requestedAt": now_rfc3339(precise=True),
+                "requestedAt": rfc3339(now, precise=True),
                 "message": stage.message,
                 "completedAt": None,
                 "rotated": None,
@@ -130,7 +128,7 @@ def advance(
             _stage_keyfile(kube, d.layout)
         _record(kube, namespace, name, {"phase": cond.ROTATION_ROTATING, "message": stage.message})
         events.append((cond.NORMAL, cond.EVENT_ROTATION_STARTED, stage.message))
-    return [*events, *_rotating(kube, body, d, administration, parts)]
+    return [*events, *_rotating(kube, body, d, administration, parts, now=now)]
 
 
 def _rotating(
@@ -139,6 +137,8 @@ def _rotating(
     d: Desired,
     administration: Administration,
     parts: Sequence[str],
+    *,
+    now: datetime,
 ) -> list[Event]:
     """The Rotating stage: the users' passwords, the exporter sidecars' restart, the keyfile's
     steps (one per pass), then Completed."""
@@ -179,7 +179,7 @@ def _rotating(
         {
             "phase": cond.ROTATION_COMPLETED,
             "rotated": rotated,
-            "completedAt": now_rfc3339(precise=True),
+            "completedAt": rfc3339(now, precise=True),
             "message": message,
         },
     )

@@ -20,10 +20,10 @@ from typing import Any
 
 from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.api.schema import SpecError
+from mongobench.clock import rfc3339
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.api import KubeApi
 from mongobench.k8s.client import owner_reference
-from mongobench.k8s.conditions import now_rfc3339
 from mongobench.mongo.admin import MongoAdmin
 from mongobench.mongo.versions import capabilities
 from mongobench.mongocluster.layout import cluster_layout
@@ -116,7 +116,7 @@ def _issue_from_ca(
     issued_now = {r.secret: existing.get(r.secret) for r in requests}
     step = _ca_step(kube, d, ca[CERT_KEY], issued_now, under_way(owner.get("status")))
     if step is not None:
-        _record_ca_step(kube, owner, step)
+        _record_ca_step(kube, owner, step, now)
     bundle = join_bundle(step.bundle) if step is not None else ca[CERT_KEY]
     issued: list[str] = []
     for request in requests:
@@ -195,7 +195,9 @@ def _taken_up(kube: KubeApi, d: Desired, secrets: Mapping[str, Mapping[str, str]
     return rolled(kube, d.layout, lambda _workload, _container: True)
 
 
-def _record_ca_step(kube: KubeApi, owner: Mapping[str, Any], step: CAStep) -> None:
+def _record_ca_step(
+    kube: KubeApi, owner: Mapping[str, Any], step: CAStep, now: datetime.datetime
+) -> None:
     """status.tls.caRotation as the step says (nothing for a cluster that never changed CA),
     and an Event when a phase begins."""
     recorded = ((owner.get("status") or {}).get("tls") or {}).get("caRotation") or {}
@@ -205,9 +207,9 @@ def _record_ca_step(kube: KubeApi, owner: Mapping[str, Any], step: CAStep) -> No
         return
     update: dict[str, Any] = {"phase": step.phase, "message": step.message}
     if recorded.get("phase") in (None, cond.CA_COMPLETED):
-        update |= {"startedAt": now_rfc3339(), "completedAt": None}
+        update |= {"startedAt": rfc3339(now), "completedAt": None}
     if step.phase == cond.CA_COMPLETED:
-        update["completedAt"] = now_rfc3339()
+        update["completedAt"] = rfc3339(now)
     meta = owner["metadata"]
     kube.patch_status(
         "MongoCluster", meta["namespace"], meta["name"], {"tls": {"caRotation": update}}

@@ -14,13 +14,27 @@ import copy
 import itertools
 import json
 import re
+import time
 from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from mongobench.clock import rfc3339
 from mongobench.k8s.client import ApiError
-from mongobench.k8s.conditions import EventType, now_rfc3339
+from mongobench.k8s.conditions import EventType
 
 CREATED = "2026-01-01T00:00:00Z"  # of objects a test puts in place
+# The operator's clock in unit tests (mongobench.clock: the controllers are given it): a fixed
+# date running at the real rate from the session's start, so what a test sees never depends on
+# the day it runs (`make test` runs the unit tier again with the wall clock a year ahead).
+UNIT_EPOCH = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
+_STARTED = time.monotonic()
+
+
+def unit_clock() -> datetime:
+    return UNIT_EPOCH + timedelta(seconds=time.monotonic() - _STARTED)
+
+
 Key = tuple[str, str | None, str]
 
 
@@ -123,7 +137,7 @@ class FakeKube:
         if dry_run:
             return copy.deepcopy(dict(obj))
         self.writes.append(("create", obj["kind"], meta["name"]))
-        created = merge_patch(obj, {"metadata": {"creationTimestamp": now_rfc3339()}})
+        created = merge_patch(obj, {"metadata": {"creationTimestamp": rfc3339(unit_clock())}})
         return copy.deepcopy(self.put(created))
 
     def apply(self, obj: Mapping[str, Any]) -> dict[str, Any]:

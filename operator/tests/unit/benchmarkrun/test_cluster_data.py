@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from fake_kube import FakeKube
+from fake_kube import FakeKube, unit_clock
 from fake_mongo import FakeMongo
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec
@@ -57,7 +57,7 @@ def provisioned(kube: FakeKube, spec: dict[str, Any]) -> dict[str, Any]:
             "status": {"phase": cond.PHASE_READY},
         }
     )
-    reconcile.provision(kube, cluster)
+    reconcile.provision(kube, cluster, unit_clock())
     return cluster
 
 
@@ -162,7 +162,7 @@ def test_a_load_on_a_sharded_cluster_records_the_distribution_on_the_step_and_th
     data = ClusterData(kube, admins)
 
     def advance() -> None:
-        orchestrate.advance(kube, NS, "r", OperatorConfig(), data)
+        orchestrate.advance(kube, NS, "r", OperatorConfig(), data, clock=unit_clock)
 
     advance()  # prepare
     advance()  # the load's Job

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fake_kube import FakeKube
+from fake_kube import FakeKube, unit_clock
 from test_orchestrate import NS, Data, advance, benchmarkrun, finish_job, mongocluster, report
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec
@@ -91,7 +91,7 @@ def test_a_resolution_outside_1_to_60_seconds_is_refused(seconds: int) -> None:
 
 def _advance(kube: FakeKube) -> orchestrate.Outcome | None:
     """A pass of the run's controller with Prometheus configured (CONFIG)."""
-    return orchestrate.advance(kube, NS, "r", CONFIG, Data())
+    return orchestrate.advance(kube, NS, "r", CONFIG, Data(), clock=unit_clock)
 
 
 def test_the_run_owns_its_podmonitor_from_its_start_to_its_end() -> None:

@@ -9,7 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from fake_kube import FakeKube
+from fake_kube import FakeKube, unit_clock
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec
 from mongobench.benchmarkrun import jobs, knee, orchestrate
@@ -19,7 +19,7 @@ from mongobench.config import OperatorConfig
 from mongobench.k8s import conditions as cond
 from mongobench_results import configmaps, hdr
 from mongobench_results import knee as search
-from mongobench_results.document import OpResult, Window, build_document, utc_now
+from mongobench_results.document import OpResult, Window, build_document
 
 pytestmark = pytest.mark.unit
 
@@ -90,7 +90,7 @@ def measure(kube: FakeKube, entry: dict[str, Any]) -> None:
     histogram = hdr.new_histogram()
     for _ in range(100):
         histogram.record_value(p99_us)
-    start = utc_now()
+    start = unit_clock()
     window_us = int(100 / achieved * 1_000_000)
     document = build_document(
         driver="ycsb",
@@ -127,14 +127,14 @@ def measure(kube: FakeKube, entry: dict[str, Any]) -> None:
     kube.objects[("Job", NS, job)]["status"] = {
         "conditions": [{"type": "Complete", "status": "True"}],
         # The step's window: 30 s after the Job was created.
-        "completionTime": (utc_now() + timedelta(seconds=30)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "completionTime": (unit_clock() + timedelta(seconds=30)).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
 
 
 def drive(kube: FakeKube, passes: int = 400) -> list[orchestrate.Outcome]:
     outcomes = []
     for _ in range(passes):
-        outcome = orchestrate.advance(kube, NS, "r", OperatorConfig(), Data())
+        outcome = orchestrate.advance(kube, NS, "r", OperatorConfig(), Data(), clock=unit_clock)
         if outcome is None:
             break
         outcomes.append(outcome)

@@ -12,17 +12,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_kube import FakeKube
+from fake_kube import FakeKube, unit_clock
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec
 from mongobench.benchmarkrun import archive, orchestrate
 from mongobench.benchmarkrun.cpu import CpuUnavailable
 from mongobench.benchmarkrun.orchestrate import DataOps
 from mongobench.benchmarkrun.plan import make_plan
+from mongobench.clock import parse_rfc3339, rfc3339
 from mongobench.config import OperatorConfig
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.client import ApiError
-from mongobench.k8s.conditions import get_condition, now_rfc3339
+from mongobench.k8s.conditions import get_condition
 from mongobench.mongo.errors import PermanentMongoError, TransientMongoError
 from mongobench_results import configmaps, hdr
 from mongobench_results.document import OpResult, Window, build_document, utc_now
@@ -83,7 +84,7 @@ class Data(DataOps):
 
 
 def advance(kube: FakeKube, data: Data | None = None) -> orchestrate.Outcome | None:
-    return orchestrate.advance(kube, NS, "r", CONFIG, data or Data())
+    return orchestrate.advance(kube, NS, "r", CONFIG, data or Data(), clock=unit_clock)
 
 
 def status(kube: FakeKube) -> dict[str, Any]:
@@ -114,7 +115,7 @@ def finish_job(kube: FakeKube, index: int, outcome: str = "Complete", message: s
     job = kube.objects[("Job", NS, name)]
     job["status"] = {
         "conditions": [{"type": outcome, "status": "True", "message": message}],
-        "completionTime": now_rfc3339(),
+        "completionTime": rfc3339(unit_clock()),
     }
 
 
@@ -204,8 +205,8 @@ def test_a_database_the_clusters_user_may_not_write_refuses_the_run() -> None:
 
 
 def test_a_finished_deleted_or_absent_run_is_left_alone(kube: FakeKube) -> None:
-    assert orchestrate.advance(kube, NS, "other", CONFIG, Data()) is None
-    kube.objects[(RUN_KIND, NS, "r")]["metadata"]["deletionTimestamp"] = now_rfc3339()
+    assert orchestrate.advance(kube, NS, "other", CONFIG, Data(), clock=unit_clock) is None
+    kube.objects[(RUN_KIND, NS, "r")]["metadata"]["deletionTimestamp"] = rfc3339(unit_clock())
     assert advance(kube) is None
     assert kube.writes == []
 
@@ -415,7 +416,7 @@ def test_a_scenario_missing_for_a_minute_before_the_start_fails_the_run() -> Non
 
 def test_a_scenario_missing_just_after_creation_is_waited_for() -> None:
     run = locust()
-    run["metadata"]["creationTimestamp"] = now_rfc3339()
+    run["metadata"]["creationTimestamp"] = rfc3339(unit_clock())
     kube = FakeKube(mongocluster(), run)
     outcome = advance(kube)
     assert outcome is not None and outcome.phase == cond.PHASE_PENDING
@@ -479,6 +480,7 @@ def sync_archive(kube: FakeKube, config: OperatorConfig) -> list[Any]:
         config,
         upload_lock=threading.Lock(),
         run_lock=threading.Lock(),
+        clock=unit_clock,
     )
 
 
@@ -567,7 +569,7 @@ def test_an_archive_that_cannot_be_written_is_retried_later(kube: FakeKube, tmp_
     assert record["attempts"] == 1 and record["nextAttempt"]
     assert condition(kube, cond.ARCHIVED) == (cond.FALSE, cond.ARCHIVE_UPLOAD_FAILED)
     assert "credentials Secret missing" in kube.events[-1][4]
-    due_at = archive._parse_time(record["nextAttempt"])
+    due_at = parse_rfc3339(record["nextAttempt"])
     assert not archive.due(status(kube), due_at - timedelta(seconds=1))
     assert archive.due(status(kube), due_at)
 
@@ -577,11 +579,11 @@ def test_an_archive_that_cannot_be_written_is_retried_later(kube: FakeKube, tmp_
 
 def collected_with(kube: FakeKube, cpu: Any) -> dict[str, Any]:
     """The load step collected with `cpu` as the Prometheus query; its status entry."""
-    orchestrate.advance(kube, NS, "r", CONFIG, Data(), cpu=cpu)
-    orchestrate.advance(kube, NS, "r", CONFIG, Data(), cpu=cpu)
+    orchestrate.advance(kube, NS, "r", CONFIG, Data(), cpu=cpu, clock=unit_clock)
+    orchestrate.advance(kube, NS, "r", CONFIG, Data(), cpu=cpu, clock=unit_clock)
     report(kube, 1)
     finish_job(kube, 1)
-    orchestrate.advance(kube, NS, "r", CONFIG, Data(), cpu=cpu)
+    orchestrate.advance(kube, NS, "r", CONFIG, Data(), cpu=cpu, clock=unit_clock)
     return dict(status(kube)["steps"][1])
 
 

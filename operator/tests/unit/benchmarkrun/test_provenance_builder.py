@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_kube import FakeKube
+from fake_kube import FakeKube, unit_clock
 from fake_mongo import FakeMongo
 
 from mongobench.benchmarkrun import facts
@@ -318,7 +318,7 @@ def test_collected_provenance_holds_no_secret_of_the_cluster(
             "status": {"phase": cond.PHASE_READY},
         }
     )
-    reconcile.provision(kube, cluster)
+    reconcile.provision(kube, cluster, unit_clock())
     secrets = secret_values(kube)
     assert len(secrets) >= 4  # keyfile, admin, operator, benchmark passwords
     # A server started with every one of them on its command line, as mongod reports it.

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_kube import FakeKube
+from fake_kube import FakeKube, unit_clock
 
 from mongobench.config import OperatorConfig
 from mongobench.experiment import reconcile
@@ -101,7 +101,7 @@ def run_to_the_end(kube: FakeKube, throughput: float) -> dict[str, Any]:
     rng = random.Random(9)
     day = HISTORY
     for _ in range(60):
-        outcome = reconcile.advance(kube, NS, "x")
+        outcome = reconcile.advance(kube, NS, "x", unit_clock())
         if outcome is None or outcome.phase != cond.RUN_RUNNING:
             break
         for (kind, _, _name), obj in sorted(kube.objects.items()):

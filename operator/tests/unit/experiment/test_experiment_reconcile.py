@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fake_kube import FakeKube
+from fake_kube import FakeKube, unit_clock
 
 from mongobench.api import SpecError
 from mongobench.experiment import objects, reconcile
@@ -39,7 +39,7 @@ def experiment(**spec: Any) -> dict[str, Any]:
 
 
 def advance(kube: FakeKube) -> reconcile.Outcome | None:
-    return reconcile.advance(kube, NS, "x")
+    return reconcile.advance(kube, NS, "x", unit_clock())
 
 
 def status(kube: FakeKube) -> dict[str, Any]:
@@ -134,7 +134,7 @@ def test_a_cell_the_apiserver_would_refuse_refuses_the_experiment() -> None:
 
 def test_a_deleted_or_absent_experiment_is_left_alone() -> None:
     kube = FakeKube(experiment())
-    assert reconcile.advance(kube, NS, "other") is None
+    assert reconcile.advance(kube, NS, "other", unit_clock()) is None
     kube.objects[(KIND, NS, "x")]["metadata"]["deletionTimestamp"] = "2026-11-26T10:00:00Z"
     assert advance(kube) is None
     assert kube.writes == []

@@ -22,7 +22,7 @@ import pytest
 import trustme
 from cluster_fixtures import REPLICA_SET, SHARDED, build
 from cryptography import x509
-from fake_kube import FakeKube
+from fake_kube import FakeKube, unit_clock
 
 from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.api.schema import SpecError
@@ -245,7 +245,7 @@ def body(kube: FakeKube) -> dict[str, Any]:
 
 def test_a_ca_secret_cluster_gets_owned_certificate_secrets_once(ca: trustme.CA) -> None:
     kube = FakeKube(mongocluster(REPLICA_SET_CA), secret_of(ca_values(ca), "bench-ca"))
-    reconcile.provision(kube, body(kube))
+    reconcile.provision(kube, body(kube), unit_clock())
     issued = sorted(n for v, k, n in kube.writes if v == "apply" and k == "Secret" and "tls" in n)
     assert issued == ["c-client-tls", "c-rs0-tls"]
     member = kube.objects[("Secret", NS, "c-rs0-tls")]
@@ -257,7 +257,7 @@ def test_a_ca_secret_cluster_gets_owned_certificate_secrets_once(ca: trustme.CA)
     assert args[args.index("--tlsMode") + 1] == "preferTLS"
 
     before = len(kube.writes)
-    reconcile.provision(kube, body(kube))
+    reconcile.provision(kube, body(kube), unit_clock())
     again = [w for w in kube.writes[before:] if w[1] == "Secret" and "tls" in w[2]]
     assert again == []  # current certificates are kept, not reissued on every pass
 
@@ -267,17 +267,17 @@ def test_a_missing_ca_secret_or_cert_manager_is_told_as_a_spec_error() -> None:
     with pytest.raises(
         SpecError, match=r"spec\.tls\.caSecretName: Secret bench/bench-ca does not exist"
     ):
-        reconcile.provision(kube, body(kube))
+        reconcile.provision(kube, body(kube), unit_clock())
     issuer = {**REPLICA_SET, "tls": {"enabled": True, "issuerRef": {"name": "bench-ca"}}}
     kube = FakeKube(mongocluster(issuer))
     with pytest.raises(SpecError, match="cert-manager is not installed"):
-        reconcile.provision(kube, body(kube))
+        reconcile.provision(kube, body(kube), unit_clock())
 
 
 def test_an_issuer_cluster_gets_owned_certificates() -> None:
     issuer = {**REPLICA_SET, "tls": {"enabled": True, "issuerRef": {"name": "bench-ca"}}}
     kube = FakeKube(mongocluster(issuer), served=("cert-manager.io/v1/certificates",))
-    reconcile.provision(kube, body(kube))
+    reconcile.provision(kube, body(kube), unit_clock())
     assert sorted(kube.verbs("apply", "Certificate")) == ["c-client-tls", "c-rs0-tls"]
     cert = kube.objects[("Certificate", NS, "c-rs0-tls")]
     assert cert["metadata"]["ownerReferences"][0]["name"] == "c"
@@ -291,7 +291,7 @@ def test_an_issuer_cluster_gets_owned_certificates() -> None:
 def operator_connector(spec: dict[str, Any], ca: trustme.CA) -> Any:
     """The connector the operator's administration of a provisioned cluster dials with."""
     kube = FakeKube(mongocluster(spec), secret_of(ca_values(ca), "bench-ca"))
-    reconcile.provision(kube, body(kube))
+    reconcile.provision(kube, body(kube), unit_clock())
     d = reconcile.desired(kube, body(kube), {})
     pool = AdminPool()
     try:
@@ -350,7 +350,9 @@ def test_the_operator_dials_plain_while_a_cluster_rolls_onto_tls(
 def test_the_operator_waits_for_its_client_certificate() -> None:
     issuer = {**REPLICA_SET, "tls": {"enabled": True, "issuerRef": {"name": "bench-ca"}}}
     kube = FakeKube(mongocluster(issuer), served=("cert-manager.io/v1/certificates",))
-    reconcile.provision(kube, body(kube))  # cert-manager has not written the Secret yet
+    reconcile.provision(
+        kube, body(kube), unit_clock()
+    )  # cert-manager has not written the Secret yet
     d = reconcile.desired(kube, body(kube), {})
     with (
         pytest.raises(LookupError, match="c-client-tls"),
@@ -411,7 +413,7 @@ class RecordingAdmin:
 def test_renewal_records_then_rotates_every_member_then_keeps_quiet(ca: trustme.CA) -> None:
     spec = {**REPLICA_SET_CA, "tls": {**REPLICA_SET_CA["tls"], "mode": "requireTLS"}}
     kube = FakeKube(mongocluster(spec), secret_of(ca_values(ca), "bench-ca"))
-    reconcile.provision(kube, body(kube))
+    reconcile.provision(kube, body(kube), unit_clock())
     d = reconcile.desired(kube, body(kube), {})
     admin = RecordingAdmin()
 
@@ -440,7 +442,7 @@ def test_renewal_records_then_rotates_every_member_then_keeps_quiet(ca: trustme.
 
 def test_renewal_of_a_new_ca_restarts_the_members_through_their_template(ca: trustme.CA) -> None:
     kube = FakeKube(mongocluster(REPLICA_SET_CA), secret_of(ca_values(ca), "bench-ca"))
-    reconcile.provision(kube, body(kube))
+    reconcile.provision(kube, body(kube), unit_clock())
     d = reconcile.desired(kube, body(kube), {})
     admin = RecordingAdmin()
     renew_certificates(kube, typing.cast(Any, admin), d, 0.0)

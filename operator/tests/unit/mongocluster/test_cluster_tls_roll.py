@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import trustme
 from cryptography import x509
-from fake_kube import FakeKube
+from fake_kube import FakeKube, unit_clock
 from fake_mongo import FakeMongo
 from test_cluster_tls import NOW, REPLICA_SET_CA, ca, ca_values
 from test_cluster_tls import secret_of as bench_secret
@@ -24,8 +24,9 @@ from test_rotation_keyfile import controller_rolls, ready_cluster
 
 from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.k8s import conditions as cond
+from mongobench.k8s.locks import ResourceLocks
 from mongobench.mongo.pool import AdminPool
-from mongobench.mongocluster import reconcile, roll_tls
+from mongobench.mongocluster import reconcile
 from mongobench.mongocluster.certificates import renewal_time, signed_by
 from mongobench.mongocluster.tls_ca import join_bundle, plan_ca_change, split_bundle, under_way
 from mongobench.mongocluster.tls_renewal import SERVED_ANNOTATION, plan_renewal
@@ -169,7 +170,7 @@ def uri(kube: FakeKube) -> str:
 
 def enable_tls(kube: FakeKube, tls: dict[str, Any]) -> None:
     kube.patch(KIND, NS, "c", {"spec": {"tls": tls}})
-    reconcile.provision(kube, body(kube))
+    reconcile.provision(kube, body(kube), unit_clock())
 
 
 def tls_status(kube: FakeKube) -> dict[str, Any]:
@@ -238,9 +239,10 @@ def test_clients_since_is_stamped_only_once_the_uri_reads_tls(
     sync(kube, admins)
     controller_rolls(kube)
     ticks = iter(range(10, 60))  # a clock that moves one second per reading
-    monkeypatch.setattr(
-        roll_tls, "now_rfc3339", lambda *_, **__: f"2026-11-26T10:00:{next(ticks):02d}Z"
-    )
+
+    def ticking() -> datetime.datetime:
+        return datetime.datetime(2026, 11, 26, 10, 0, next(ticks), tzinfo=datetime.UTC)
+
     switched_at: list[str] = []
     apply = kube.apply
 
@@ -251,7 +253,8 @@ def test_clients_since_is_stamped_only_once_the_uri_reads_tls(
         return written
 
     monkeypatch.setattr(kube, "apply", recording)
-    sync(kube, admins)  # every member accepts TLS: the URI switches
+    # every member accepts TLS: the URI switches
+    assert reconcile.sync(kube, NS, "c", ResourceLocks(), admins, clock=ticking) is not None
     assert modes(kube) == {"preferTLS"} and switched_at
     assert tls_status(kube)["clientsSince"] > switched_at[0]
 
@@ -410,11 +413,11 @@ def test_a_ca_change_looks_again_at_once_after_a_certificate_was_carried(
     quiet = reconcile.MongoPass()
     changing = copy.deepcopy(body(kube))
     changing["status"]["tls"] = {"caRotation": {"phase": cond.CA_REISSUING}}
-    assert reconcile.tls_pass(kube, changing, d, carried, {}) == 0.0
+    assert reconcile.tls_pass(kube, changing, d, carried, {}, clock=unit_clock) == 0.0
     # Otherwise the next sync is due when a certificate nears its end, not at once.
-    later = reconcile.tls_pass(kube, body(kube), d, carried, {})
+    later = reconcile.tls_pass(kube, body(kube), d, carried, {}, clock=unit_clock)
     assert later is not None and later > 3600
-    nothing_carried = reconcile.tls_pass(kube, changing, d, quiet, {})
+    nothing_carried = reconcile.tls_pass(kube, changing, d, quiet, {}, clock=unit_clock)
     assert nothing_carried == pytest.approx(later, abs=60)
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from cluster_fixtures import build, by_kind
-from fake_kube import FakeKube
+from fake_kube import FakeKube, unit_clock
 
 from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.benchmarkrun.jobs import CLUSTER_LABEL
@@ -351,7 +351,7 @@ def test_the_sync_says_when_the_nodes_cannot_hold_the_preset_and_when_they_did()
     admins = AdminPool()
 
     def sync() -> dict[str, Any]:
-        reconcile.sync(kube, "ns", "c", ResourceLocks(), admins)
+        reconcile.sync(kube, "ns", "c", ResourceLocks(), admins, clock=unit_clock)
         found = kube.get("MongoCluster", "ns", "c")
         assert found is not None
         return found
@@ -359,7 +359,7 @@ def test_the_sync_says_when_the_nodes_cannot_hold_the_preset_and_when_they_did()
     try:
         stored = kube.get("MongoCluster", "ns", "c")
         assert stored is not None
-        reconcile.provision(kube, stored)
+        reconcile.provision(kube, stored, unit_clock())
         status = sync()["status"]
         feasible = get_condition(status["conditions"], cond.PLACEMENT_FEASIBLE)
         assert feasible is not None and feasible["status"] == cond.FALSE

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from cluster_fixtures import REPLICA_SET, SHARDED
-from fake_kube import FakeKube
+from fake_kube import FakeKube, unit_clock
 from fake_mongo import FakeMongo
 
 from mongobench.api.mongocluster import MongoClusterSpec
@@ -164,7 +164,7 @@ def body(kube: FakeKube) -> dict[str, Any]:
 
 
 def sync(kube: FakeKube, admins: AdminPool) -> None:
-    assert reconcile.sync(kube, NS, "c", ResourceLocks(), admins) is not None
+    assert reconcile.sync(kube, NS, "c", ResourceLocks(), admins, clock=unit_clock) is not None
 
 
 def secret(kube: FakeKube, name: str) -> dict[str, str]:
@@ -196,7 +196,7 @@ def template_annotations(kube: FakeKube, key: str) -> dict[str, str | None]:
 
 
 def ready_cluster(kube: FakeKube, admins: AdminPool) -> None:
-    reconcile.provision(kube, body(kube))
+    reconcile.provision(kube, body(kube), unit_clock())
     for (kind, _, _), obj in kube.objects.items():
         if kind == "StatefulSet":
             replicas = int(obj["spec"]["replicas"])
@@ -383,7 +383,7 @@ def test_a_sharded_clusters_mongos_restarts_for_its_exporter_too(
     kube = FakeKube({"apiVersion": "mongobench.io/v1alpha1", "kind": KIND,
                      "metadata": {"namespace": NS, "name": "c"},
                      "spec": copy.deepcopy(SHARDED)})  # fmt: skip
-    reconcile.provision(kube, body(kube))
+    reconcile.provision(kube, body(kube), unit_clock())
     controller_rolls(kube)
     for _ in range(3):  # a sharded cluster wires in a few passes
         sync(kube, admins)

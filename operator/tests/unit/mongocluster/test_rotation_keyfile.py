@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from cluster_fixtures import REPLICA_SET, SHARDED
-from fake_kube import FakeKube
+from fake_kube import FakeKube, unit_clock
 from fake_mongo import FakeMongo
 from pymongo.errors import OperationFailure
 from test_rotation import (
@@ -182,7 +182,7 @@ def cluster(spec: dict[str, Any]) -> FakeKube:
 
 
 def ready_cluster(kube: FakeKube, admins: AdminPool) -> None:
-    reconcile.provision(kube, body(kube))
+    reconcile.provision(kube, body(kube), unit_clock())
     controller_rolls(kube)
     for _ in range(3):  # a sharded cluster wires in a few passes
         sync(kube, admins)
