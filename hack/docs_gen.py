@@ -21,7 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import typer.main
 import yaml
+
+from mongobench_cli.app import app
 
 REPO = Path(__file__).resolve().parent.parent
 API_PAGE = Path("docs/reference/api.md")
@@ -286,9 +289,6 @@ def crd_documents(repo: Path = REPO) -> list[dict[str, Any]]:
 
 
 def cli_command() -> Any:
-    import typer.main
-    from mongobench_cli.app import app
-
     return typer.main.get_command(app)
 
 

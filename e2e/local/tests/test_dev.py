@@ -1,7 +1,8 @@
 """Cluster tier: the getting-started page's `make dev` path as written (docs/getting-started.md).
 `make dev` starts a plane that outlives the command, with the CRDs and the operator; the page's
-sample applied with kubectl is reconciled by that operator; `make dev-down` stops everything. (Run with its state in a test
-folder, MONGOBENCH_DEV_DIR, so a developer's own `make dev` is left alone.)"""
+sample applied with kubectl is reconciled by that operator; `make dev-down` stops everything.
+(Run with its state in a test folder, MONGOBENCH_DEV_DIR, so a developer's own `make dev` is
+left alone.)"""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ def make(target: str, env: dict[str, str]) -> str:
     return done.stdout
 
 
-def test_make_dev_starts_an_operator_that_reconciles_the_getting_started_sample(tmp_path: Path) -> None:
+def test_make_dev_starts_an_operator_that_reconciles_the_pages_sample(tmp_path: Path) -> None:
     env = {**os.environ, "MONGOBENCH_DEV_DIR": str(tmp_path / "dev")}
     try:
         out = make("dev", env)
