@@ -133,8 +133,13 @@ def _cell(text: str) -> str:
 
 
 def _code(text: str) -> str:
-    escaped = text.replace("|", "\\|")
-    return f"`{escaped}`" if text else ""
+    """Code in a table cell. With a pipe, as HTML with the pipe (and backslashes, which Markdown
+    would take as escapes there) as entities: MkDocs keeps a backslash-escaped pipe in code
+    literally, GitHub would split the cell at a bare one."""
+    if "|" in text:
+        escaped = html.escape(text, quote=False).replace("\\", "&#92;").replace("|", "&#124;")
+        return f"<code>{escaped}</code>"
+    return f"`{text}`" if text else ""
 
 
 def field_table(rows: Sequence[Field]) -> list[str]:
