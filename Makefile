@@ -19,7 +19,7 @@ ARGOCD_HEALTH := manifests/gitops/argocd/healthcheck
 
 .PHONY: help setup lint test test-unit coverage test-protocol test-bench-jobs test-cluster demo dev dev-down \
         crds-check crds-sync chart-docs chart-lint manifests images kind-load test-rules test-e2e \
-        e2e-kind e2e-kind-down cli-dist cli-krew
+        e2e-kind e2e-kind-down cli-dist cli-krew docs docs-gen
 
 help: ## list targets
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
@@ -27,7 +27,7 @@ help: ## list targets
 setup: ## install everything the tests need (idempotent; seconds when warm)
 	@bash hack/setup.sh all
 
-lint: ## ruff, mypy (strict on the packages), yamllint, shellcheck, hadolint, chart, CRD copies, workflows, Go
+lint: ## ruff, mypy (strict on the packages), yamllint, shellcheck, hadolint, chart, CRD copies, workflows, Go, docs
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
@@ -41,6 +41,18 @@ lint: ## ruff, mypy (strict on the packages), yamllint, shellcheck, hadolint, ch
 	$(ACTIONLINT) -shellcheck $(VENV)/bin/shellcheck .github/workflows/*.yaml
 	@out=$$(gofmt -l $(ARGOCD_HEALTH)); if [ -n "$$out" ]; then gofmt -d $(ARGOCD_HEALTH); exit 1; fi
 	cd $(ARGOCD_HEALTH) && go vet -mod=readonly ./...
+	$(VENV)/bin/python hack/docs_gen.py --check
+	$(MKDOCS) build --strict --quiet
+
+# The documentation site (mkdocs.yml, docs/): strict, so a broken link, a missing page or anchor
+# fails; built into site/ (git-ignored). Material's notice about MkDocs 2 is not a warning of ours.
+MKDOCS := NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs
+
+docs-gen: ## regenerate docs/reference/api.md (from crds/) and cli.md (from the CLI)
+	$(VENV)/bin/python hack/docs_gen.py
+
+docs: docs-gen ## regenerate the references and build the documentation site into site/ (open site/index.html)
+	$(MKDOCS) build --strict
 
 crds-check: ## the CRD chart's files are real-file copies of crds/ (the one source); fix with crds-sync
 	$(VENV)/bin/python hack/crds_check.py $(HELM)

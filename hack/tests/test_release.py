@@ -161,3 +161,33 @@ def test_a_chart_is_never_released_half_pinned(
 ) -> None:
     result = release("chart", "0.1.0", str(tmp_path), *(f"{n}={d}" for n, d in digests.items()))
     assert result.returncode != 0 and error in result.stderr
+
+
+def test_the_install_pages_history_image_command_runs_the_history_image_of_a_released_chart(
+    tmp_path: Path,
+) -> None:
+    """docs/install.md: a released chart pins the operator by digest, so the page's command
+    clears it; the history image then runs by the chart's appVersion. Without the cleared digest
+    the history image would be asked for under the plain operator's digest (what the page warns
+    of)."""
+    out = tmp_path / "charts"
+    result = release("chart", "0.1.0", str(out), *[f"{n}={d}" for n, d in DIGESTS.items()])
+    assert result.returncode == 0, result.stderr
+    page = (REPO / "docs" / "install.md").read_text()
+    line = next(ln for ln in page.splitlines() if ln.startswith("helm upgrade") and "history" in ln)
+    sets = re.findall(r"--set (\S+)", line.split("#")[0])
+    assert sets == ["image.repository=ghcr.io/mongobench/operator-history", "image.digest="]
+
+    def operator_image(*values: str) -> str:
+        args = [a for v in values for a in ("--set", v)]
+        rendered = subprocess.run(
+            [str(binary("helm")), "template", "mb", str(out / "mongobench"), *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout
+        return re.findall(r'image: "?(ghcr\.io/mongobench/operator[^"\s]*)', rendered)[0]
+
+    assert operator_image(*sets) == "ghcr.io/mongobench/operator-history:0.1.0"
+    assert operator_image(sets[0]) == f"ghcr.io/mongobench/operator-history@{DIGESTS['operator']}"

@@ -1,7 +1,8 @@
-"""Cluster tier: the README's `make dev` path as written. `make dev` starts a plane that outlives
-the command, with the CRDs and the operator; the README's sample applied with kubectl is
-reconciled by that operator; `make dev-down` stops everything. (Run with its state in a test
-folder, MONGOBENCH_DEV_DIR, so a developer's own `make dev` is left alone.)"""
+"""Cluster tier: the getting-started page's `make dev` path as written (docs/getting-started.md).
+`make dev` starts a plane that outlives the command, with the CRDs and the operator; the page's
+sample applied with kubectl is reconciled by that operator; `make dev-down` stops everything.
+(Run with its state in a test folder, MONGOBENCH_DEV_DIR, so a developer's own `make dev` is
+left alone.)"""
 
 from __future__ import annotations
 
@@ -19,11 +20,11 @@ from localplane.tools import REPO
 pytestmark = pytest.mark.cluster
 
 
-def readme_block(after: str) -> list[str]:
-    """The commands of the first ```sh block after `after` in the README."""
-    text = (REPO / "README.md").read_text()
+def page_block(after: str) -> list[str]:
+    """The commands of the first ```sh block after `after` on the getting-started page."""
+    text = (REPO / "docs" / "getting-started.md").read_text()
     block = re.search(r"```sh\n(.*?)```", text[text.index(after) :], re.S)
-    assert block is not None, f"no sh block after {after!r} in README.md"
+    assert block is not None, f"no sh block after {after!r} in docs/getting-started.md"
     return [line.split("#")[0].strip() for line in block[1].splitlines() if line.strip()]
 
 
@@ -41,7 +42,7 @@ def make(target: str, env: dict[str, str]) -> str:
     return done.stdout
 
 
-def test_make_dev_starts_an_operator_that_reconciles_the_readmes_sample(tmp_path: Path) -> None:
+def test_make_dev_starts_an_operator_that_reconciles_the_pages_sample(tmp_path: Path) -> None:
     env = {**os.environ, "MONGOBENCH_DEV_DIR": str(tmp_path / "dev")}
     try:
         out = make("dev", env)
@@ -50,7 +51,7 @@ def test_make_dev_starts_an_operator_that_reconciles_the_readmes_sample(tmp_path
         operator_log = tmp_path / "dev" / "operator.log"
         assert "OPERATOR" not in out, out  # "OPERATOR NOT STARTED" / "FAILED TO START"
 
-        apply, watch = readme_block("`make dev` (start; prints the")
+        apply, watch = page_block("`make dev` (start; prints the")
         assert apply == "kubectl apply -f manifests/samples/mongocluster-minimal.yaml"
         assert watch.startswith("kubectl get mongoclusters,benchmarkruns")
         kube_env = {**env, "KUBECONFIG": kubeconfig[1]}

@@ -1,10 +1,10 @@
-"""Cluster tier: the README's "Install on a cluster" commands, as written, on a fresh plane.
+"""Cluster tier: the install page's commands (docs/install.md), as written, on a fresh plane.
 
-The commands are read from the README's `sh` blocks (and the chart README's upgrade block), so
+The commands are read from the page's `sh` blocks (and the chart README's upgrade block), so
 the documentation cannot drift from what runs here. Each line runs verbatim in bash with the
 real kubectl and helm on PATH, from the repository's root, except what cannot run on this
 machine; `SUBSTITUTED` names each of those and what stands in for it, and a test fails when a
-substituted line is no longer in the README (a stale substitution would hide a new command):
+substituted line is no longer on the page (a stale substitution would hide a new command):
 
 - `kind create cluster` / `eksctl create cluster`: a fresh local plane (real apiserver, KWOK
   nodes) with the nodes the recipe declares (roles and counts read from the recipe's file);
@@ -15,7 +15,7 @@ substituted line is no longer in the README (a stale substitution would hide a n
   Operator CRDs (the Go module's) and the `monitoring` namespace stand in;
 - `oci://ghcr.io/mongobench/charts/<chart>`: the chart folder of this checkout;
 - `kubectl get ... -w`: the test's own wait (the kind samples: until ycsb-a Succeeded, as the
-  README's comment says; the EKS samples: both reconciled, their volumes having no EBS CSI
+  page's comment says; the EKS samples: both reconciled, their volumes having no EBS CSI
   driver here).
 
 The Magnum block shares the kustomize commands of the kind block (its overlay only adds a
@@ -53,7 +53,7 @@ from localplane.tools import REPO, binary, prometheus_operator_crds
 
 pytestmark = pytest.mark.cluster
 
-README = REPO / "README.md"
+INSTALL_PAGE = REPO / "docs" / "install.md"
 CHART_README = REPO / "charts" / "mongobench" / "README.md"
 OCI = "oci://ghcr.io/mongobench/charts/"
 GROUP, VERSION = "mongobench.io", "v1alpha1"
@@ -68,7 +68,7 @@ SUBSTITUTED = {
 }
 
 
-# --- the README, read -------------------------------------------------------------------------
+# --- the install page, read --------------------------------------------------------------------
 def sh_blocks(text: str) -> list[str]:
     return re.findall(r"^```sh\n(.*?)^```$", text, flags=re.S | re.M)
 
@@ -79,9 +79,7 @@ def command_lines(block: str) -> list[str]:
 
 
 def install_section() -> str:
-    text = README.read_text()
-    start = text.index("## Install on a cluster")
-    return text[start : text.index("\n## ", start + 1)]
+    return INSTALL_PAGE.read_text()
 
 
 def block_after(section: str, marker: str) -> list[str]:
@@ -95,7 +93,7 @@ def substitution(line: str) -> str | None:
 
 # --- running it -------------------------------------------------------------------------------
 class Shell:
-    """Runs README lines in bash with the pinned kubectl and helm, KUBECONFIG the plane's."""
+    """Runs the page's lines in bash with the pinned kubectl and helm, KUBECONFIG the plane's."""
 
     def __init__(self, plane: Plane, tmp: Path, charts: dict[str, Path]) -> None:
         bindir = tmp / "bin"
@@ -240,14 +238,14 @@ def data_path(
 
 
 # --- the tests --------------------------------------------------------------------------------
-def test_readme_substitutions_all_name_lines_of_the_install_section() -> None:
+def test_install_page_substitutions_all_name_lines_of_the_page() -> None:
     """Unit-fast guard, run with the cluster tier: every substitution still matches a line."""
     lines = [line for block in sh_blocks(install_section()) for line in command_lines(block)]
     for prefix in SUBSTITUTED:
         assert any(line.startswith(prefix) for line in lines), f"stale substitution: {prefix}"
 
 
-def test_readme_kustomize_install_on_kind_ends_with_the_sample_run_succeeded(
+def test_install_page_kustomize_install_on_kind_ends_with_the_sample_run_succeeded(
     make_plane: Any, prometheus: str, tmp_path: Path
 ) -> None:
     section = install_section()
@@ -257,9 +255,9 @@ def test_readme_kustomize_install_on_kind_ends_with_the_sample_run_succeeded(
     stand_in = {k: (lambda: None) for k in SUBSTITUTED}
     stand_in["helm install kube-prometheus-stack"] = lambda: monitoring_prerequisite(plane)
 
-    run_block(shell, block_after(section, "Prerequisite: kube-prometheus-stack"), stand_in)
-    waits = run_block(shell, block_after(section, "**kind**"), stand_in)
-    assert waits == [next(x for x in block_after(section, "**kind**") if " -w" in x)]
+    run_block(shell, block_after(section, "## Prerequisite: kube-prometheus-stack"), stand_in)
+    waits = run_block(shell, block_after(section, "## kind"), stand_in)
+    assert waits == [next(x for x in block_after(section, "## kind") if " -w" in x)]
     # The CRDs were applied on their own before the operator, which needs them served.
     assert shell.ran.index(next(x for x in shell.ran if "install/crds" in x)) < shell.ran.index(
         next(x for x in shell.ran if "overlays/kind" in x)
@@ -320,7 +318,7 @@ def printer_columns(api: k8s.ApiClient) -> list[str]:
     return [c.name for v in crd.spec.versions for c in v.additional_printer_columns or []]
 
 
-def test_readme_helm_install_on_eks_then_chart_readme_upgrade_changes_the_crds(
+def test_install_page_helm_install_on_eks_then_chart_readme_upgrade_changes_the_crds(
     make_plane: Any, tmp_path: Path
 ) -> None:
     section = install_section()
@@ -330,8 +328,8 @@ def test_readme_helm_install_on_eks_then_chart_readme_upgrade_changes_the_crds(
     stand_in = {k: (lambda: None) for k in SUBSTITUTED}
     stand_in["helm install kube-prometheus-stack"] = lambda: monitoring_prerequisite(plane)
 
-    run_block(shell, block_after(section, "Prerequisite: kube-prometheus-stack"), stand_in)
-    waits = run_block(shell, block_after(section, "**EKS**"), stand_in)
+    run_block(shell, block_after(section, "## Prerequisite: kube-prometheus-stack"), stand_in)
+    waits = run_block(shell, block_after(section, "## EKS"), stand_in)
     assert len(waits) == 1 and "ycsb-a" in waits[0]
     operator = installed_operator(plane, tmp_path, "mongobench", "mongobench")
     try:

@@ -1,6 +1,6 @@
 """Cluster tier: TLS end to end from a CA Secret, and TLS as an experiment dimension.
 
-cert-manager's controller is not built here (see the README's TLS section), so the CA-Secret
+cert-manager's controller is not built here (see docs/operations/tls.md), so the CA-Secret
 path is the one proved on the plane: the operator issues member and client certificates from the
 user's CA into Secrets the cluster owns. Real: the apiserver, controller-manager, the operator
 process, its pymongo administration over TLS, the benchmark Jobs executed by the harness
