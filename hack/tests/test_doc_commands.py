@@ -62,7 +62,7 @@ BROKEN = {
     "kubectl mongobench report x -o out --calibration aa": "experiment/aa",
     "kubectl mongobench compre a b": "no such mongobench command: compre",
     "mongobench list [-A | -n NS] [--selecter X]": "no such option: --selecter",
-    "kubectl apply --server-sid -k manifests/install/crds": "kubectl apply: unknown flag --server-sid",
+    "kubectl apply --server-sid -k manifests/install/crds": "unknown flag --server-sid",
     "kubectl --context eks aply -f x.yaml": "unknown kubectl command 'aply'",
     "helm upgrade mongobench charts/mongobench --reset-then-reuse": "unknown flag",
     "helm instal mongobench charts/mongobench": "unknown helm command 'instal'",
