@@ -9,16 +9,13 @@ archived under platforms/eks, so the Magnum side's compare found nothing of its 
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
 from localplane import doccommands as dc
-from localplane.plane import kubectl_path
 from localplane.tools import REPO
 
 pytestmark = pytest.mark.unit
@@ -38,23 +35,6 @@ def docs(text: str) -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all(text) if isinstance(d, dict)]
 
 
-def kustomize(path: Path) -> str:
-    proc = subprocess.run(
-        [kubectl_path(), "kustomize", str(path)], capture_output=True, text=True, timeout=60,
-        check=False,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
-
-
-def manifest_text(path: Path) -> str:
-    if path.is_dir():
-        if (path / "kustomization.yaml").is_file():
-            return kustomize(path)
-        return "\n---\n".join(f.read_text() for f in sorted(path.glob("*.yaml")))
-    return path.read_text()
-
-
 def placements(where: str, context: str, text: str) -> list[Placement]:
     out = []
     for d in docs(text):
@@ -66,48 +46,15 @@ def placements(where: str, context: str, text: str) -> list[Placement]:
     return out
 
 
-def option(words: list[str], *names: str) -> str | None:
-    for i, w in enumerate(words):
-        for n in names:
-            if w == n and i + 1 < len(words):
-                return words[i + 1]
-            if w.startswith(f"{n}="):
-                return w.split("=", 1)[1]
-    return None
-
-
-def applied(s: dc.Snippet) -> list[Placement]:
-    """What a documented `kubectl apply` puts where (a pipeline's upstream run here: it only
-    edits files of the repository)."""
-    out = []
-    for words in s.commands():
-        if dc.program(words) != "kubectl" or "apply" not in words:
-            continue
-        context = option(words, "--context") or ""
-        source = option(words, "-f", "--filename") or option(words, "-k", "--kustomize")
-        if source == "-":
-            upstream = s.text.rsplit("|", 1)[0]
-            proc = subprocess.run(
-                ["bash", "-c", dc.substitute(upstream)], cwd=REPO, capture_output=True,
-                text=True, timeout=60, check=False,
-            )  # fmt: skip
-            if "No such file" in proc.stderr and "manifests/" not in upstream:
-                continue  # the user's own file (an example), not one the repository ships
-            assert proc.returncode == 0, f"{s.where}: {upstream}: {proc.stderr}"
-            out += placements(s.where, context, proc.stdout)
-        elif source and (REPO / source).exists():
-            out += placements(s.where, context, manifest_text(REPO / source))
-    return out
-
-
 def everything() -> list[Placement]:
     out = []
     for f in sorted((REPO / "manifests" / "samples").glob("*.yaml")):
         out += placements(str(f.relative_to(REPO)), "", f.read_text())
     for build in sorted((REPO / "manifests" / "studies").glob("*/*/kustomization.yaml")):
-        out += placements(str(build.parent.relative_to(REPO)), "", kustomize(build.parent))
-    for s in dc.snippets():
-        out += applied(s)
+        text = dc.manifests_at(build.parent, kustomization=True)
+        out += placements(str(build.parent.relative_to(REPO)), "", text)
+    for a in dc.kubectl_applies(dc.snippets()):
+        out += placements(a.snippet.where, a.context, dc.applied_manifests(a) or "")
     return out
 
 

@@ -312,16 +312,24 @@ def _some(problem: str | None) -> list[str]:
     return [] if problem is None else [problem]
 
 
-def path_problems(words: list[str], root: Path = REPO) -> list[str]:
-    """Repository paths a command names (manifests/..., charts/...) that do not exist."""
-    out = []
+def repo_paths(words: Iterable[str], root: Path = REPO) -> list[str]:
+    """The words (or `--flag=` values) that name a path inside the repository."""
     tops = {p.name for p in root.iterdir() if not p.name.startswith(".")}
+    out = []
     for word in words:
         value = word.split("=", 1)[1] if word.startswith("-") and "=" in word else word
-        first = value.split("/", 1)[0]
-        if "/" in value and first in tops and not (root / value).exists():
-            out.append(f"{value}: no such file or folder in the repository")
+        if "/" in value and value.split("/", 1)[0] in tops:
+            out.append(value)
     return out
+
+
+def path_problems(words: list[str], root: Path = REPO) -> list[str]:
+    """Repository paths a command names (manifests/..., charts/...) that do not exist."""
+    return [
+        f"{v}: no such file or folder in the repository"
+        for v in repo_paths(words, root)
+        if not (root / v).exists()
+    ]
 
 
 # mongobench: click's own parser, the subcommand chain resolved as the CLI resolves it.
@@ -481,6 +489,103 @@ def make_targets(root: Path = REPO) -> frozenset[str]:
         ):
             targets.update(m.group(1).split())
     return frozenset(targets)
+
+
+# --- what a documented `kubectl apply` applies ------------------------------------------------
+# kubectl's global flags that take a value, as the documents place them before the subcommand.
+_KUBECTL_VALUE_FLAGS = frozenset({"--context", "--kubeconfig", "-n", "--namespace"})
+
+
+@dataclass(frozen=True)
+class Apply:
+    """One documented `kubectl apply`: its arguments without `--context`, and that context."""
+
+    snippet: Snippet
+    args: tuple[str, ...]  # after `kubectl`
+    context: str  # "" when the command names none
+
+    @property
+    def source(self) -> str | None:
+        """What it applies: a file or folder (-f), a kustomization (-k), or `-` (stdin)."""
+        return option(list(self.args), "-f", "--filename") or option(
+            list(self.args), "-k", "--kustomize"
+        )
+
+    @property
+    def kustomization(self) -> bool:
+        return option(list(self.args), "-k", "--kustomize") is not None
+
+
+def option(words: list[str], *names: str) -> str | None:
+    """The value of the first of `names` among `words` (`-f X` or `-f=X`)."""
+    for i, w in enumerate(words):
+        for n in names:
+            if w == n and i + 1 < len(words):
+                return words[i + 1]
+            if w.startswith(f"{n}="):
+                return w.split("=", 1)[1]
+    return None
+
+
+def kubectl_applies(items: Iterable[Snippet]) -> list[Apply]:
+    out = []
+    for s, prog, words in by_program(items):
+        if prog != "kubectl":
+            continue
+        args: list[str] = []
+        context, i, sub = "", 1, None
+        while i < len(words):
+            w = words[i]
+            if w == "--context" and i + 1 < len(words):
+                context, i = words[i + 1], i + 2
+                continue
+            if w.startswith("--context="):
+                context, i = w.split("=", 1)[1], i + 1
+                continue
+            if sub is None and not w.startswith("-"):
+                sub = w
+            args.append(w)
+            if w in _KUBECTL_VALUE_FLAGS and i + 1 < len(words):
+                args.append(words[i + 1])
+                i += 1
+            i += 1
+        if sub == "apply":
+            out.append(Apply(s, tuple(args), context))
+    return out
+
+
+def applied_manifests(a: Apply, root: Path = REPO) -> str | None:
+    """The YAML an apply sends (a pipeline's upstream run here, from the repository's root), or
+    None when it applies a file of the user's own that the repository does not ship."""
+    source = a.source
+    if source == "-":
+        upstream = substitute(a.snippet.text).rsplit("|", 1)[0]
+        proc = subprocess.run(
+            ["bash", "-eo", "pipefail", "-c", upstream], cwd=root, capture_output=True,
+            text=True, timeout=60, check=False,
+        )  # fmt: skip
+        if proc.returncode != 0:
+            if "No such file" in proc.stderr and not repo_paths(shlex.split(upstream), root):
+                return None  # an example's own file (bulk-import.yaml)
+            raise RuntimeError(f"{a.snippet.where}: {upstream}: {proc.stderr.strip()}")
+        return proc.stdout
+    if source is None or not (root / source).exists():
+        return None
+    return manifests_at(root / source, kustomization=a.kustomization)
+
+
+def manifests_at(path: Path, *, kustomization: bool) -> str:
+    """The YAML of a file, of a folder's files (as `kubectl apply -f DIR`) or a kustomization's
+    build (the real kubectl's kustomize, as `kubectl apply -k DIR`)."""
+    if kustomization:
+        proc = subprocess.run(
+            [kubectl_path(), "kustomize", str(path)], capture_output=True, text=True,
+            timeout=60, check=True,
+        )  # fmt: skip
+        return proc.stdout
+    if path.is_dir():
+        return "\n---\n".join(f.read_text() for f in sorted(path.glob("*.y*ml")))
+    return path.read_text()
 
 
 def main() -> None:
