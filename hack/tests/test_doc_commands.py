@@ -17,8 +17,6 @@ it: e2e/local/tests/test_doc_commands_applied.py).
 
 from __future__ import annotations
 
-from collections import Counter
-
 import pytest
 
 from localplane import doccommands as dc
@@ -36,16 +34,9 @@ def test_every_documented_command_parses_with_its_own_program(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     bad = failures(SNIPPETS)
-    checked = Counter(
-        p for s, p, _ in dc.by_program(s for s in SNIPPETS if not s.synopsis) if p in dc.CHECKED
-    )
-    usage = sum(1 for s in SNIPPETS if s.synopsis)
+    checked, usage, line = dc.summary(SNIPPETS)
     with capsys.disabled():
-        print(
-            f"\ndocumented commands: {len(SNIPPETS)} lines in {len(dc.documents())} files; parsed "
-            f"by their program: {', '.join(f'{p} {n}' for p, n in sorted(checked.items()))}; "
-            f"usage lines checked for their options: {usage}"
-        )
+        print(f"\n{line}")
     assert not bad, "\n".join(bad)
     # The extraction found the documents' commands (a broken extractor checks nothing).
     assert checked["mongobench"] >= 8 and checked["kubectl"] >= 15 and checked["helm"] >= 5
@@ -132,5 +123,9 @@ def test_placeholders_become_sample_values_and_the_plugin_form_is_mongobench() -
     s = dc.Snippet("d", 1, "kubectl get bmr -l mongobench.io/gitops-entry=<name> -n NAMESPACE")
     assert s.commands() == [["kubectl", "get", "bmr", "-l", "mongobench.io/gitops-entry=name",
                              "-n", "docs"]]  # fmt: skip
+    # A redirection's file is no command of its own.
+    assert dc.simple_commands("go run . eval h.lua < obj.yaml > out.json") == [
+        ["go", "run", ".", "eval", "h.lua"]
+    ]
     assert dc.program(["kubectl", "mongobench", "list"]) == "mongobench"
     assert dc.program(["kubectl", "apply", "-f", "x"]) == "kubectl"

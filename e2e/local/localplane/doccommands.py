@@ -94,7 +94,14 @@ def simple_commands(text: str) -> list[list[str]]:
         tokens = list(lexer)
     except ValueError:  # unbalanced quotes: keep the words as written
         tokens = text.split()
+    redirect = False
     for token in tokens:
+        if redirect:  # a redirection's file: a word of the command it redirects
+            redirect = False
+            continue
+        if token in ("<", ">", ">>", "&>", ">&", "2>"):
+            redirect = True
+            continue
         if token and set(token) <= set(";&|()<>"):
             if current:
                 out.append(current)
@@ -588,14 +595,25 @@ def manifests_at(path: Path, *, kustomization: bool) -> str:
     return path.read_text()
 
 
+def summary(items: list[Snippet]) -> tuple[Counter[str], int, str]:
+    """Commands by program (usage lines apart), the usage lines, and both said in a line."""
+    by = Counter(p for _, p, _ in by_program(s for s in items if not s.synopsis))
+    usage = sum(1 for s in items if s.synopsis)
+    checked = ", ".join(f"{p} {by[p]}" for p in CHECKED)
+    others = ", ".join(f"{p} {n}" for p, n in sorted(by.items()) if p not in CHECKED)
+    line = (
+        f"{len(items)} documented command lines; parsed by their program: {checked}; usage "
+        f"lines checked for their options: {usage}; not checked: {others or 'none'}"
+    )
+    return by, usage, line
+
+
 def main() -> None:
     found = snippets()
-    counts = Counter(p for _, p, _ in by_program(found))
     for s in found:
         mark = f"  [not run here: {s.not_run}]" if s.not_run else ""
         print(f"{s.where}: {s.text}{mark}")
-    summary = ", ".join(f"{p} {n}" for p, n in counts.most_common())
-    print(f"{len(found)} documented command lines; simple commands by program: {summary}")
+    print(summary(found)[2])
 
 
 if __name__ == "__main__":
