@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import wraps
@@ -551,8 +551,7 @@ def rerun(
     To stdout as YAML documents, or into --output-dir; apply them with kubectl."""
     from mongobench_cli import rerun as reruns  # noqa: PLC0415
 
-    if not sources.is_archive_ref(archive):
-        raise UserError(f"{archive}: give an archived run (s3://BUCKET/PREFIX/... or a folder)")
+    _refuse(ref_problem("rerun", {"archive": archive}))
     found = sources.archive_runs(archive, endpoint_url=s3_endpoint, region=s3_region)
     if len(found) != 1:
         names = ", ".join(f"{r.namespace}/{r.name}" for r in found[:5])
@@ -629,6 +628,7 @@ def report_runs(
     study ran under (false-positive rate, minimum detectable effect) when there is one."""
     from mongobench_cli import report  # noqa: PLC0415 - matplotlib loads only here
 
+    _refuse(ref_problem("report", {"calibration_ref": calibration_ref}))
     r = target.resolver()
     runs = r.resolve(refs)
     # The report shows every role's CPU (cores) beside the default metrics.
@@ -648,6 +648,43 @@ def report_runs(
         calibrated = (calibration_ref, cal)
     written = report.write(runs, result, out, experiments, calibrated)
     console().print(f"wrote {written.html} and {len(written.figures)} figures", markup=False)
+
+
+# --- object kinds --------------------------------------------------------------------------------
+
+
+def ref_problem(command: str, params: Mapping[str, Any]) -> str | None:
+    """Why a command's references name the wrong kind of object, told from their form alone
+    (before any request), or None. `params` are the command's parsed parameters; the
+    documentation's test calls this with what click parsed from each documented command."""
+    if command == "rerun":
+        archive = str(params.get("archive"))
+        if not sources.is_archive_ref(archive):
+            return f"{archive}: give an archived run (s3://BUCKET/PREFIX/... or a folder)"
+    elif command == "calibrate":
+        return _calibration_problem(list(params.get("refs") or []))
+    elif command == "report" and params.get("calibration_ref"):
+        return _calibration_problem([str(params["calibration_ref"])])
+    return None
+
+
+def _calibration_problem(refs: list[str]) -> str | None:
+    # A name alone is a BenchmarkRun, one cell of the A/A pair: never a calibration. The user
+    # meant the experiment (`mongobench calibrate NAME` looked up a run NAME, not found).
+    if len(refs) != 1:
+        return None
+    (ref,) = refs
+    if sources.is_archive_ref(ref) or sources.experiment_name(ref) is not None:
+        return None
+    return (
+        f"{ref} names one BenchmarkRun, one cell of an A/A calibration: give the calibration "
+        f"experiment, experiment/{ref} (or the runs of both its cells)"
+    )
+
+
+def _refuse(problem: str | None) -> None:
+    if problem is not None:
+        raise UserError(problem)
 
 
 # --- calibrate ---------------------------------------------------------------------------------
@@ -709,6 +746,7 @@ def calibrate(
     cells calibration=a and calibration=b, on two clusters), per workload and metric: the
     false-positive rate of compare's verdicts over windows of rounds, and the minimum
     detectable effect at the observed noise (80% power, compare's alpha)."""
+    _refuse(ref_problem("calibrate", {"refs": refs}))
     result = _calibration(target.resolver(), refs, window=window, metric=metric, verdict=verdict)
     from mongobench_cli import calibration as rendering  # noqa: PLC0415
 

@@ -79,3 +79,24 @@ def test_a_study_names_its_calibration_by_annotation() -> None:
     study = {"metadata": {"name": "s", "annotations": {calibration.ANNOTATION: "aa-rs3"}}}
     assert rendering.named([{"metadata": {"name": "other"}}, study]) == "aa-rs3"
     assert rendering.named([{"metadata": {"name": "other"}}]) is None
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("calibrate", "calibration-rs3"),
+        ("report", "experiment/study", "-o", "out", "--calibration", "calibration-rs3"),
+    ],
+    ids=["calibrate", "report --calibration"],
+)
+def test_a_calibration_given_as_a_run_name_is_one_line_naming_the_experiment_form(
+    args: tuple[str, ...],
+) -> None:
+    # A name alone is one BenchmarkRun (one cell of the pair): refused before any request (the
+    # kubeconfig does not exist), with the experiment form the user meant.
+    result = run(*args)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "error: calibration-rs3 names one BenchmarkRun, one cell of an A/A calibration: give the "
+        "calibration experiment, experiment/calibration-rs3 (or the runs of both its cells)"
+    ]
