@@ -9,6 +9,8 @@
 #   cli/release.sh assets VERSION URL [OUT]      what the GitHub Release gets: the manifest, then
 #                                                OUT/checksums.txt (sha256 of archives, wheels,
 #                                                sdists and the manifest; `sha256sum -c` reads it)
+#   cli/release.sh missing VERSION [OUT]         the platforms with no archive in OUT (one line,
+#                                                empty when all five are there)
 # OUT defaults to dist/cli. Third-party packages come from uv.lock (hashes checked); with
 # UV_OFFLINE=1 from the uv cache only (the tests do that: `make setup` fills it).
 # The executable is cached by a hash of what goes into it (the wheels, uv.lock, the entry point,
@@ -21,7 +23,7 @@ UV_VERSION=0.13.8
 uv=${UV:-${MONGOBENCH_CACHE:-$HOME/.cache/mongobench}/uv-$UV_VERSION/bin/uv}
 command -v "$uv" >/dev/null || uv=uv
 python=${PYTHON:-python3.11}  # an interpreter name or a version uv finds (or downloads: CI)
-usage() { sed -n '2,16p' "$0" >&2; exit 2; }
+usage() { sed -n '2,18p' "$0" >&2; exit 2; }
 cache=${MONGOBENCH_CACHE:-$HOME/.cache/mongobench}/cli-exe
 # Git Bash on Windows: a path the native tools (uv, Python) read too.
 if command -v cygpath >/dev/null; then cache=$(cygpath -m "$cache"); fi
@@ -53,8 +55,9 @@ print(h.hexdigest()[:24])
 PY
 }
 
-# The executable is built in a virtualenv holding only the CLI and what it imports (the lock's
-# pins), so PyInstaller bundles nothing the CLI does not use.
+# The executable is built in a virtualenv holding only the CLI with every extra (the Kubernetes
+# client, plotting, change points) and what they import (the lock's pins), so PyInstaller bundles
+# nothing the CLI does not use.
 bundle() {
   local out=$1 dest=$2 build venv bin
   build=$(mktemp -d)
@@ -67,7 +70,7 @@ bundle() {
   [ -d "$bin" ] || bin=$venv/Scripts  # Windows
   # `uv sync` of the lock (not `uv pip install`): the same cached downloads as `make setup`'s.
   (cd "$repo" && UV_PROJECT_ENVIRONMENT=$venv "$uv" sync --frozen --quiet --no-default-groups \
-    --package mongobench-cli --extra history --no-install-workspace)
+    --package mongobench-cli --all-extras --no-install-workspace)
   (cd "$repo" && UV_PROJECT_ENVIRONMENT=$venv "$uv" sync --frozen --quiet --inexact \
     --only-group cli-bundle)
   "$uv" pip install --quiet --python "$venv" --no-deps "$out"/mongobench_*-py3-none-any.whl
@@ -118,5 +121,7 @@ case "${1:-}" in
   archive) [ $# -ge 2 ] || usage; archive "$2" "${3:-$repo/dist/cli}" ;;
   manifest) [ $# -ge 3 ] || usage; manifest "$2" "$3" "${4:-$repo/dist/cli}" ;;
   assets) [ $# -ge 3 ] || usage; assets "$2" "$3" "${4:-$repo/dist/cli}" ;;
+  missing) [ $# -ge 2 ] || usage; "$uv" run --quiet --no-project --python "$python" \
+    "$here/krew/krew.py" missing "$2" "${3:-$repo/dist/cli}" ;;
   *) usage ;;
 esac
