@@ -103,7 +103,7 @@ test-unit: ## unit tier: pure builders, parsers, statistics
 # and each extra, third-party packages resolved from the index; prints each install's size.
 # pip's cache is MONGOBENCH_CACHE/pip: a warm run downloads only the index pages.
 test-packaging: ## packaging tier: the CLI's wheels pip-installed from the package index, per extra
-	$(PYTEST) -q -m packaging -n 0 -s cli/tests/test_packaging.py
+	$(PYTEST) -q -m packaging -n 2 -rA cli/tests/test_packaging.py
 
 coverage: ## the unit tier under coverage.py: per package of operator/mongobench (controllers >= 85%)
 	$(VENV)/bin/coverage run --data-file=.coverage-unit --source=operator/mongobench \
