@@ -82,7 +82,7 @@ bundle() {
   cp "$build"/exe/kubectl-mongobench* "$dest.$$.tmp/"
   rm -rf "$dest"
   mv "$dest.$$.tmp" "$dest"
-  # Only the newest few executables stay (each one ~50 MB; a branch switch may want one back).
+  # Only the newest few executables stay (each one ~100 MB; a branch switch may want one back).
   local old
   # shellcheck disable=SC2012  # the names are hex keys
   ls -1td "$cache"/[0-9a-f]*[0-9a-f] | tail -n +5 | while read -r old; do rm -rf "$old"; done
