@@ -203,5 +203,20 @@ def test_pip_installs_the_wheels_from_the_index_and_each_extra_does_its_commands
     if extra == "cluster":  # the client loads, and says what it finds: no kubeconfig
         assert listed.returncode == 2 and "mongobench-cli[" not in listed.stderr
         assert "kube" in listed.stderr, listed.stderr
+        # Beside a project that holds the client below 37 (pinned exactly, this was
+        # unsatisfiable): pip's resolution, without installing.
+        report = run(
+            *(BASE, "-m", "pip", "--python", venv / "bin" / "python"),
+            *("install", "--dry-run", "--quiet", "--disable-pip-version-check", "--report", "-"),
+            *(wheels["mongobench_results"], wheels["mongobench_archive"]),
+            f"{wheels['mongobench_cli']}[cluster]",
+            "kubernetes<37",
+            env=pip_env(),
+        )
+        chosen = {
+            i["metadata"]["name"]: i["metadata"]["version"]
+            for i in json.loads(report.stdout)["install"]
+        }
+        assert chosen["kubernetes"].startswith("36."), chosen
     else:
         names_extra(listed, "cluster")
