@@ -101,7 +101,8 @@ test-unit: ## unit tier: pure builders, parsers, statistics
 # The one tier that reaches the package index (the issue it answers: uv.lock's pins and overrides
 # do not travel with the wheels): the CLI's wheels installed by pip into fresh virtualenvs, core
 # and each extra, third-party packages resolved from the index; prints each install's size.
-# pip's cache is MONGOBENCH_CACHE/pip: a warm run downloads only the index pages.
+# pip's cache is MONGOBENCH_CACHE/pip: a warm run downloads only the index pages (about 80 s on
+# two workers on this 2-core host; 3.5 minutes cold).
 test-packaging: ## packaging tier: the CLI's wheels pip-installed from the package index, per extra
 	$(PYTEST) -q -m packaging -n 2 -rA cli/tests/test_packaging.py
 
