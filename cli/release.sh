@@ -107,12 +107,21 @@ manifest() {
 }
 
 # The checksums of everything the Release carries (the manifest names the archives' own).
+# Without any archive (every platform's build failed) the Release still gets the packages: no
+# manifest then, the sums of what there is.
 assets() {
   local version=$1 url=$2 out=$3
-  manifest "$version" "$url" "$out" >/dev/null
-  (cd "$out" && rm -f checksums.txt &&
-    sha256sum -- kubectl-mongobench_* mongobench_*.whl mongobench_*.tar.gz mongobench.yaml \
-      >checksums.txt.tmp && mv checksums.txt.tmp checksums.txt)
+  rm -f "$out/mongobench.yaml"
+  if ls "$out"/kubectl-mongobench_* >/dev/null 2>&1; then
+    manifest "$version" "$url" "$out" >/dev/null
+  fi
+  (
+    cd "$out" && rm -f checksums.txt
+    shopt -s nullglob
+    local files=(kubectl-mongobench_* mongobench_*.whl mongobench_*.tar.gz mongobench.yaml)
+    if [ ! -f mongobench.yaml ]; then unset 'files[-1]'; fi
+    sha256sum -- "${files[@]}" >checksums.txt.tmp && mv checksums.txt.tmp checksums.txt
+  )
   ls "$out"/*
 }
 

@@ -116,3 +116,22 @@ def test_the_workflow_runs_these_commands() -> None:
     ):
         assert command in workflow, command
     assert "sha256sum" not in workflow  # checksums come from the script only
+
+
+def test_without_any_archive_the_release_still_gets_the_packages_and_their_sums(
+    tmp_path: Path,
+) -> None:
+    """Every platform's archive failed: the Release job still attaches the wheels and sdists,
+    with checksums.txt, and no manifest that would name no platform."""
+    out = tmp_path / "dist"
+    release_sh("wheels", str(out))
+    release_sh("assets", "v0.1.0", URL, str(out))
+    assert not (out / "mongobench.yaml").exists()
+    lines = (out / "checksums.txt").read_text().splitlines()
+    assert sorted(line.split("  ")[1] for line in lines) == sorted(
+        p.name for p in out.iterdir() if p.name != "checksums.txt"
+    )
+    assert len(lines) == 6
+    assert release_sh("missing", "v0.1.0", str(out)).split() == [
+        f"{o}_{a}" for o, a in krew.PLATFORMS
+    ]
