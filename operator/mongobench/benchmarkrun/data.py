@@ -32,8 +32,9 @@ class ClusterData(DataOps):
         with administration(self.kube, d, self.admins) as (admin, _):
             if d.layout.sharded:
                 mongos = Mongos((d.layout.mongos_host,))
-                admin.drop_collection(mongos, spec.database, spec.collection)
                 sharding = sharding_spec(spec)
+                admin.check_sharding(mongos, sharding)  # a layout MongoDB refuses: nothing done
+                admin.drop_collection(mongos, spec.database, spec.collection)
                 done = admin.shard_collection(mongos, sharding)
                 if indexes:  # after sharding: a unique index must start with the shard key
                     admin.ensure_collection(mongos, spec.database, spec.collection, indexes)
