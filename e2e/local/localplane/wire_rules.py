@@ -243,3 +243,31 @@ def check(command: str, doc: Mapping[str, Any], *, process: str, version: str) -
                 40415, "Location40415", f"BSON field '{name}.{field}' is an unknown field."
             )
     return None
+
+
+# The mongod/mongos flags the operator's pod builders write (mongocluster/statefulset.py,
+# mongos.py, podspec.py, tls.py) -> where each is a startup option, and the source checked: the
+# options manual pages and src/mongo/db/mongod_options*.idl / src/mongo/s/mongos_options.idl.
+# Every one exists on every supported release (5.0-8.x); a process given a flag it does not
+# know refuses to start.
+_SERVER_OPTS = "src/mongo/db/server_options_general.idl"
+_TLS_OPTS = "src/mongo/util/net/ssl_options_server.idl"
+FLAGS: dict[str, tuple[frozenset[str], str]] = {
+    "--port": (BOTH, "src/mongo/db/server_options_nongeneral.idl"),
+    "--bind_ip_all": (BOTH, "src/mongo/db/server_options_nongeneral.idl"),
+    "--keyFile": (BOTH, _SERVER_OPTS),
+    "--clusterAuthMode": (BOTH, _SERVER_OPTS),
+    "--dbpath": (frozenset({MONGOD}), "src/mongo/db/mongod_options_storage.idl"),
+    "--replSet": (frozenset({MONGOD}), "src/mongo/db/mongod_options_replication.idl"),
+    "--configsvr": (frozenset({MONGOD}), "src/mongo/db/mongod_options_sharding.idl"),
+    "--shardsvr": (frozenset({MONGOD}), "src/mongo/db/mongod_options_sharding.idl"),
+    "--wiredTigerCacheSizeGB": (
+        frozenset({MONGOD}),
+        "src/mongo/db/storage/wiredtiger/wiredtiger_global_options.idl",
+    ),
+    "--configdb": (frozenset({MONGOS}), "src/mongo/s/mongos_options.idl"),
+    "--tlsMode": (BOTH, _TLS_OPTS),
+    "--tlsCertificateKeyFile": (BOTH, _TLS_OPTS),
+    "--tlsCAFile": (BOTH, _TLS_OPTS),
+    "--tlsAllowConnectionsWithoutCertificates": (BOTH, _TLS_OPTS),
+}
