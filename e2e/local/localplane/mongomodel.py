@@ -31,7 +31,8 @@ they agree on config, primary and users. Rules of the model (not of MongoDB in f
   namespace has zone ranges already (recorded in ``presplit``);
   ``addShardToZone``/``updateZoneKeyRange`` record zones (a range needs a zone with a shard);
   ``createIndexes``/``listIndexes`` record indexes per collection (``create`` of a sharded one is
-  NamespaceExists 48). A hashed key has no chunk records (two per active shard are reported).
+  NamespaceExists 48). A hashed key has no chunk records (two per active shard are reported),
+  except after ``presplitHashedZones``, which creates each zone's chunks on its shards;
   Documents (``sharded.documents``, set by the test as the load) spread over a ranged
   collection's chunks evenly, over shards otherwise;
 - serverStatus on members and mongos reports ``server_version`` and, on members, the
@@ -41,6 +42,14 @@ they agree on config, primary and users. Rules of the model (not of MongoDB in f
   ``git_version``; getCmdLineOpts reports the options the operator's StatefulSet starts a member
   with (replSet, keyFile, the cache as ``cache_bytes`` in GB) or a mongos with (configdb), plus
   ``extra_options`` (``--setParameter name=value`` pairs, verbatim: a test's secret goes there);
+- what each release refuses (localplane/wire_rules.py, the conformance table in
+  e2e/local/README.md): commands unknown to the process kind or release (59), unknown fields of
+  strict commands (40415), recorded in ``refusals``; shardCollection's presplitHashedZones
+  rules (31387-31412) and hashed zone bounds that are not NumberLong/MinKey/MaxKey (72);
+  ``numInitialChunks`` honoured before 7.2 and ignored from 7.2 (``sharded.initial_chunks``);
+  drop of a missing collection: ok through mongos, NamespaceNotFound (26) on mongod before 7.0;
+  getParameter featureCompatibilityVersion on mongos: InvalidOptions (72) on 5.0 and 8.3+, the
+  routers' own series on 6.0-8.2;
 - one featureCompatibilityVersion for the whole model (``fcv``): getParameter reads it,
   setFeatureCompatibilityVersion sets it and is recorded in ``fcv_history``; as binaries of
   ``server_version`` answer: ``confirm: true`` required from 7.0, an unknown field (40415) before.
@@ -67,6 +76,7 @@ they agree on config, primary and users. Rules of the model (not of MongoDB in f
 
 from __future__ import annotations
 
+import itertools
 import socket
 import ssl
 import tempfile
@@ -896,8 +906,39 @@ class MongoModel:
                     "shard": primary,
                 }
             ]
+        if doc.get("presplitHashedZones"):
+            sh.chunks[ns] = self._zone_chunks(key, sh.zone_ranges[ns])
         self.sharded_history.append((ns, key))
         return bool(request.ok(collectionsharded=ns))
+
+    def _zone_chunks(self, key: dict[str, Any], ranges: list[dict[str, Any]]) -> list[Any]:
+        """The chunks presplitHashedZones creates (PresplitHashedZonesSplitPolicy): each zone's
+        range split into chunks on every shard of the zone (one per shard from FCV 8.0, two
+        before: gOneChunkPerShardEmptyCollectionWithHashedShardKey), the holes between zones
+        round-robin over the active shards. Split points stand in for the hash values."""
+        hashed = next(f for f, kind in key.items() if kind == "hashed")
+        per = 1 if wire_rules.release_of(self.fcv) >= (8, 0) else 2
+        active = self._active_shards()
+        full = [{f: r[b].get(f, MinKey()) for f in key} for r in ranges for b in ("min", "max")]
+        bounds = {id(r): (full[2 * i], full[2 * i + 1]) for i, r in enumerate(ranges)}
+        chunks: list[dict[str, Any]] = []
+        last: dict[str, Any] = {f: MinKey() for f in key}
+        for r in sorted(ranges, key=lambda z: _order(tuple(bounds[id(z)][0].values()))):
+            low, high = bounds[id(r)]
+            if _order(tuple(low.values())) > _order(tuple(last.values())):
+                chunks.append({"min": last, "max": low, "shard": active[len(chunks) % len(active)]})
+            owners = [s for s in sorted(self.sharded.zones) if r["zone"] in self.sharded.zones[s]]
+            owners = [s for s in owners for _ in range(per)]
+            points = [low, *({**low, hashed: Int64(i)} for i in range(1, len(owners))), high]
+            chunks.extend(
+                {"min": lo, "max": hi, "shard": owner}
+                for (lo, hi), owner in zip(itertools.pairwise(points), owners, strict=True)
+            )
+            last = high
+        if any(not isinstance(v, MaxKey) for v in last.values()):
+            top = {f: MaxKey() for f in key}
+            chunks.append({"min": last, "max": top, "shard": active[len(chunks) % len(active)]})
+        return chunks
 
     def _full_key(self, ns: str, value: Any) -> tuple[Any, ...] | None:
         """A shard key value in key order, or None unless it names exactly the key's fields."""

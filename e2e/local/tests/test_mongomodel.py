@@ -329,6 +329,9 @@ def test_hashed_zones_are_presplit_by_shard_collection_once_declared(
     assert model.sharded.presplit == ["ycsb.usertable"]
     assert model.sharded.zones == {"sh0": {"eu"}, "sh1": {"us"}, "sh2": {"us"}}
     assert [r["zone"] for r in model.sharded.zone_ranges["ycsb.usertable"]] == ["eu", "us"]
+    # the hole below eu on the first shard, then two chunks per zone shard (FCV 7.0)
+    held = [c["shard"] for c in model.sharded.chunks["ycsb.usertable"]]
+    assert held == ["sh0", "sh0", "sh0", "sh1", "sh1", "sh2", "sh2"]
     assert admin.shard_collection(mongos, hashed) == "already sharded"  # a re-run: nothing
     assert model.sharded.presplit == ["ycsb.usertable"]
     # The order matters: without the zones declared, the server refuses the pre-split.
