@@ -61,6 +61,11 @@ def _strict(*fields: str) -> frozenset[str]:
     return frozenset(fields)
 
 
+# createUser's and updateUser's fields (user_management_commands.idl)
+_USER_FIELDS = _strict(
+    "pwd", "customData", "roles", "digestPassword", "authenticationRestrictions", "mechanisms"
+)
+
 RULES: dict[str, CommandRule] = {
     "hello": CommandRule(BOTH, None, "src/mongo/db/repl/hello.idl"),
     "serverStatus": CommandRule(BOTH, None, "src/mongo/db/commands/server_status.cpp"),
@@ -106,30 +111,8 @@ RULES: dict[str, CommandRule] = {
         ),
         "src/mongo/db/auth/user_management_commands.idl",
     ),
-    "createUser": CommandRule(
-        BOTH,
-        _strict(
-            "pwd",
-            "customData",
-            "roles",
-            "digestPassword",
-            "authenticationRestrictions",
-            "mechanisms",
-        ),
-        "src/mongo/db/auth/user_management_commands.idl",
-    ),
-    "updateUser": CommandRule(
-        BOTH,
-        _strict(
-            "pwd",
-            "customData",
-            "roles",
-            "digestPassword",
-            "authenticationRestrictions",
-            "mechanisms",
-        ),
-        "src/mongo/db/auth/user_management_commands.idl",
-    ),
+    "createUser": CommandRule(BOTH, _USER_FIELDS, "src/mongo/db/auth/user_management_commands.idl"),
+    "updateUser": CommandRule(BOTH, _USER_FIELDS, "src/mongo/db/auth/user_management_commands.idl"),
     "create": CommandRule(BOTH, None, "src/mongo/db/commands/create.idl"),
     "drop": CommandRule(
         BOTH,
