@@ -429,18 +429,22 @@ def test_a_sharded_cluster_raises_an_fcv_left_behind_then_upgrades_by_one_major(
     old_version, new_version = upgrade
     running = ".".join(old_version.split(".")[:2])
     behind = previous_series(old_version)
-    old = mongocluster("shup", sharded(1), old_version, featureCompatibilityVersion=behind)
-    new = mongocluster("shup", sharded(1), new_version)
+    lowered = mongocluster("shup", sharded(1), old_version, featureCompatibilityVersion=behind)
+    old, new = (
+        mongocluster("shup", sharded(1), old_version),
+        mongocluster("shup", sharded(1), new_version),
+    )
     sets = ("shup-cfg", "shup-shard0")
     with backend.env("sharded-upgrade", clusters=[old]) as env:
         core = k8s.CoreV1Api(env.api)
-        env.apply(old)
+        env.apply(lowered)
         env.wait_phase("shup", "Ready", timeout=90)
         env.wait(
             lambda: all(env.mongo.fcv("shup", rs) == behind for rs in sets),
             30,
             f"featureCompatibilityVersion {behind} on every set",
         )
+        env.apply(old)  # unset again: MongoDB keeps it, as after an earlier upgrade
         env.apply(new)
         new_image = f"mongo:{new_version}"
 
