@@ -55,12 +55,17 @@ class CommandRule:
     until: Release | None = None
     # field -> the releases that know it (a field added later is unknown before)
     field_since: tuple[tuple[str, Release], ...] = ()
+    # field -> the BSON types its IDL type takes (another is TypeMismatch, 14)
+    types: tuple[tuple[str, tuple[type, ...]], ...] = ()
 
 
 def _strict(*fields: str) -> frozenset[str]:
     return frozenset(fields)
 
 
+_STR, _BOOL, _NUM, _DOC, _LIST = (str,), (bool,), (int, float), (dict,), (list,)
+_USERS_IDL = "src/mongo/db/auth/user_management_commands.idl"
+_USER_TYPES = (("pwd", _STR), ("roles", _LIST))
 # createUser's and updateUser's fields (user_management_commands.idl)
 _USER_FIELDS = _strict(
     "pwd", "customData", "roles", "digestPassword", "authenticationRestrictions", "mechanisms"
@@ -72,7 +77,10 @@ RULES: dict[str, CommandRule] = {
     "buildInfo": CommandRule(BOTH, None, "src/mongo/db/commands/generic.cpp"),
     "getCmdLineOpts": CommandRule(BOTH, None, "src/mongo/db/commands/generic.cpp"),
     "rotateCertificates": CommandRule(
-        BOTH, _strict("message"), "src/mongo/db/commands/rotate_certificates.idl"
+        BOTH,
+        _strict("message"),
+        "src/mongo/db/commands/rotate_certificates.idl",
+        types=(("message", _STR),),
     ),
     "replSetInitiate": CommandRule(
         frozenset({MONGOD}), None, "src/mongo/db/repl/repl_set_commands.cpp"
@@ -92,6 +100,7 @@ RULES: dict[str, CommandRule] = {
         frozenset({MONGOD}),
         _strict("secondaryCatchUpPeriodSecs", "force"),
         "src/mongo/db/repl/repl_set_commands.idl",
+        types=(("secondaryCatchUpPeriodSecs", _NUM), ("force", _BOOL)),
     ),
     "getParameter": CommandRule(BOTH, None, "src/mongo/db/commands/parameters.cpp"),
     "setFeatureCompatibilityVersion": CommandRule(
@@ -99,6 +108,7 @@ RULES: dict[str, CommandRule] = {
         _strict("confirm", "fromConfigServer", "changeTimestamp", "phase", "dryRun"),
         "src/mongo/db/commands/set_feature_compatibility_version.idl",
         field_since=(("confirm", (7, 0)), ("dryRun", (8, 2))),
+        types=(("confirm", _BOOL),),
     ),
     "usersInfo": CommandRule(
         BOTH,
@@ -111,8 +121,8 @@ RULES: dict[str, CommandRule] = {
         ),
         "src/mongo/db/auth/user_management_commands.idl",
     ),
-    "createUser": CommandRule(BOTH, _USER_FIELDS, "src/mongo/db/auth/user_management_commands.idl"),
-    "updateUser": CommandRule(BOTH, _USER_FIELDS, "src/mongo/db/auth/user_management_commands.idl"),
+    "createUser": CommandRule(BOTH, _USER_FIELDS, _USERS_IDL, types=_USER_TYPES),
+    "updateUser": CommandRule(BOTH, _USER_FIELDS, _USERS_IDL, types=_USER_TYPES),
     "create": CommandRule(BOTH, None, "src/mongo/db/commands/create.idl"),
     "drop": CommandRule(
         BOTH,
@@ -124,16 +134,19 @@ RULES: dict[str, CommandRule] = {
         BOTH,
         _strict("filter", "nameOnly", "authorizedCollections", "cursor", "includePendingDrops"),
         "src/mongo/db/list_collections.idl",
+        types=(("filter", _DOC), ("nameOnly", _BOOL), ("cursor", _DOC)),
     ),
     "listIndexes": CommandRule(
         BOTH,
         _strict("cursor", "includeBuildUUIDs", "includeIndexBuildInfo"),
         "src/mongo/db/list_indexes.idl",
+        types=(("cursor", _DOC),),
     ),
     "createIndexes": CommandRule(
         BOTH,
         _strict("indexes", "commitQuorum", "ignoreUnknownIndexOptions", "returnOnStart"),
         "src/mongo/db/create_indexes.idl",
+        types=(("indexes", _LIST),),
     ),
     "find": CommandRule(BOTH, None, "src/mongo/db/query/find_command.idl"),
     "aggregate": CommandRule(BOTH, None, "src/mongo/db/pipeline/aggregate_command.idl"),
@@ -147,6 +160,7 @@ RULES: dict[str, CommandRule] = {
             "includeQueryStatsMetrics",
         ),
         "src/mongo/db/query/getmore_command.idl",
+        types=(("collection", _STR),),
     ),
     "listShards": CommandRule(
         frozenset({MONGOS}), None, "src/mongo/s/commands/cluster_list_shards_cmd.cpp"
@@ -176,14 +190,19 @@ RULES: dict[str, CommandRule] = {
         _strict("toShard", "min", "max", "forceJumbo", "waitForDelete", "secondaryThrottle"),
         "src/mongo/s/request_types/move_range_request.idl",
         since=(6, 0),
+        types=(("toShard", _STR), ("min", _DOC), ("max", _DOC)),
     ),
     "addShardToZone": CommandRule(
-        frozenset({MONGOS}), _strict("zone"), "src/mongo/s/request_types/add_shard_to_zone.idl"
+        frozenset({MONGOS}),
+        _strict("zone"),
+        "src/mongo/s/request_types/add_shard_to_zone.idl",
+        types=(("zone", _STR),),
     ),
     "updateZoneKeyRange": CommandRule(
         frozenset({MONGOS}),
         _strict("min", "max", "zone"),
         "src/mongo/s/request_types/update_zone_key_range.idl",
+        types=(("min", _DOC), ("max", _DOC), ("zone", _STR)),
     ),
 }
 
@@ -217,7 +236,7 @@ def check(command: str, doc: Mapping[str, Any], *, process: str, version: str) -
         return Refusal(59, "CommandNotFound", f"no such command: '{name}'")
     if rule.fields is None:
         return None
-    added = dict(rule.field_since)
+    added, types = dict(rule.field_since), dict(rule.types)
     for field in list(doc)[1:]:
         if field in GENERIC_FIELDS:
             continue
@@ -225,7 +244,16 @@ def check(command: str, doc: Mapping[str, Any], *, process: str, version: str) -
             return Refusal(
                 40415, "Location40415", f"BSON field '{name}.{field}' is an unknown field."
             )
+        if field in types and not _typed(doc[field], types[field]):
+            return Refusal(14, "TypeMismatch", f"BSON field '{name}.{field}' is the wrong type")
     return None
+
+
+def _typed(value: Any, kinds: tuple[type, ...]) -> bool:
+    """As the IDL parses: a bool is not a number, a number not a bool."""
+    if isinstance(value, bool):
+        return bool in kinds
+    return isinstance(value, kinds)
 
 
 # The mongod/mongos flags the operator's pod builders write (mongocluster/statefulset.py,

@@ -713,13 +713,14 @@ def test_drop_says_whether_the_collection_existed(
 def test_the_model_refuses_what_the_release_does_not_know(
     model: MongoModel, admin: MongoAdmin, release: str
 ) -> None:
-    """Protocol tier: unknown fields of strict commands (40415), commands a mongos does not
-    have (59), commands and fields newer than the release."""
+    """Protocol tier: unknown (40415) and mistyped (14) fields of strict commands, commands a
+    mongos does not have (59), commands and fields newer than the release."""
     model.server_version = release
     _mongos, router = _three_shards(model, admin)
     member = model.sets["sh0"].config["members"][0]["host"]
     refused = {
         "unknown field": (router, {"addShardToZone": "sh0", "zone": "z", "shard": "sh0"}, 40415),
+        "mistyped field": (router, {"addShardToZone": "sh0", "zone": 5}, 14),
         "not on mongos": (router, {"replSetGetStatus": 1}, 59),
         "not on mongod": (member, {"listShards": 1}, 59),
         "confirm": (member, {"setFeatureCompatibilityVersion": "5.0", "confirm": True}, 40415),
