@@ -13,6 +13,7 @@ from typing import Any
 from mongobench.api.benchmarkrun import BenchmarkRunSpec, KeyValues, Sharding
 from mongobench.benchmarkrun.orchestrate import DataOps
 from mongobench.k8s.api import KubeApi
+from mongobench.mongo import chunks
 from mongobench.mongo.model import Bound, IndexSpec, KeyField, Mongos, ShardingSpec, Zone
 from mongobench.mongo.pool import AdminPool
 from mongobench.mongocluster.provision import desired
@@ -113,6 +114,13 @@ def sharding_spec(spec: BenchmarkRunSpec) -> ShardingSpec:
         ycsb_hashed_keys=spec.load.insert_order == "hashed",
         ycsb_records=spec.load.record_count,
     )
+
+
+def sharding_layout_problem(spec: BenchmarkRunSpec) -> str | None:
+    """What every MongoDB release refuses in the run's sharding (zone layouts presplitHashedZones
+    does not take, string bounds of a hashed field), told when the run starts; what depends on
+    the release (preSplitChunks from 7.2) waits for prepare, which asks the routers."""
+    return chunks.sharding_problem(sharding_spec(spec), None)
 
 
 def index_specs(spec: BenchmarkRunSpec) -> tuple[IndexSpec, ...]:

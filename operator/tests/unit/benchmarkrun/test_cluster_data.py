@@ -15,7 +15,7 @@ from fake_mongo import FakeMongo
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec
 from mongobench.benchmarkrun import orchestrate
-from mongobench.benchmarkrun.data import ClusterData, sharding_spec
+from mongobench.benchmarkrun.data import ClusterData, sharding_layout_problem, sharding_spec
 from mongobench.config import OperatorConfig
 from mongobench.k8s import conditions as cond
 from mongobench.mongo.errors import PermanentMongoError
@@ -219,3 +219,20 @@ def test_pre_split_chunks_of_a_hashed_key_is_refused_before_the_drop_where_mongo
     with pytest.raises(PermanentMongoError, match="ignores numInitialChunks for a hashed key"):
         data.prepare(spec, cluster)
     assert not any(c.startswith(("drop", "shard")) for c in mongo.calls)
+
+
+def test_a_zone_layout_every_release_refuses_is_told_when_the_run_starts() -> None:
+    """Issue 39: the start handler refuses (SpecError: condition and Event) what no release
+    takes; preSplitChunks, which depends on the release, is left to prepare."""
+    same_prefix = {
+        "fields": [{"field": "region"}, {"field": "_id", "type": "Hashed"}],
+        "zones": [
+            {"name": "eu", "shards": ["c-shard0"], "min": {"region": "eu"}, "max": {"region": "eu"}}
+        ],
+    }
+    problem = sharding_layout_problem(run_spec(sharding=same_prefix))
+    assert problem is not None and "31390" in problem
+    fine = {**same_prefix, "zones": [{**same_prefix["zones"][0], "max": {"region": "us"}}]}
+    assert sharding_layout_problem(run_spec(sharding=fine)) is None
+    presplit = {"key": "_id", "hashed": True, "preSplitChunks": 8}
+    assert sharding_layout_problem(run_spec(sharding=presplit)) is None
