@@ -699,11 +699,7 @@ class MongoAdmin:
         silently ignore (chunks.sharding_problem), before any command changes anything;
         returns the router it asked."""
         host = self._mongos(mongos)
-        try:
-            version: str | None = self.running_version(host)
-        except MongoAdminError:
-            version = None  # the layout's own rules still apply
-        problem = chunks.sharding_problem(spec, version)
+        problem = chunks.sharding_problem(spec, self.running_version(host))
         if problem is not None:
             raise PermanentMongoError("shardCollection", host, problem)
         return host
