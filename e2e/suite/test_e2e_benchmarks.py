@@ -47,7 +47,9 @@ def finished_run(backend: Backend) -> Iterator[tuple[Env, dict[str, Any]]]:
         "af",
         "bench",
         load={"recordCount": RECORDS, "threads": 2},
-        sharding={"key": "_id", "hashed": True, "preSplitChunks": 4},
+        # No preSplitChunks: 8.0 ignores numInitialChunks for a hashed key (the operator
+        # refuses it there) and places one chunk per shard itself.
+        sharding={"key": "_id", "hashed": True},
     )
     with backend.env("benchmark", clusters=[cluster], clients=True) as env:
         env.apply(cluster)
@@ -231,4 +233,39 @@ def test_operator_crash_mid_run_resumes_without_duplicate_jobs(backend: Backend)
             "a DataDropped event",
         )
         assert dropped == ["ycsb.usertable dropped"]
+        assert not env.mongodb_errors() and not env.refused_commands()
+
+
+def test_a_hashed_key_with_a_zone_is_presplit_onto_the_zones_shard(
+    backend: Backend, version: str
+) -> None:
+    """Issue 39: a hashed key with one zone over the whole key (the only presplitHashedZones
+    layout MongoDB takes for a hashed first field): shardCollection pre-splits the zone onto its
+    shard, and the load lands there. kind: every release on real mongos and shards."""
+    cluster = mongocluster("zoned", sharded(2), version)
+    run = benchmarkrun(
+        "hz",
+        "zoned",
+        workloads=[{"name": "c"}],
+        repetitions=1,
+        sharding={
+            "key": "_id",
+            "hashed": True,
+            "zones": [{"name": "all", "shards": ["zoned-shard1"]}],
+        },
+    )
+    with backend.env("hashed-zones", clusters=[cluster], clients=True) as env:
+        env.apply(cluster)
+        env.wait_phase("zoned", "Ready", timeout=90)
+        env.apply(run)
+        finished = env.wait_run("hz", timeout=240)
+        status = finished["status"]
+        assert status["phase"] == "Succeeded", (status, env.client_failures())
+        assert "sharded on hashed _id" in status["steps"][0]["message"]
+        assert set(env.mongo.chunks("zoned", "ycsb.usertable")) == {"zoned-shard1"}
+        load = next(s for s in status["steps"] if s["kind"] == "load")
+        held = {
+            s["shard"]: s["documents"] for s in load["distribution"]["shards"] if s["documents"]
+        }
+        assert held == {"zoned-shard1": RECORDS}
         assert not env.mongodb_errors() and not env.refused_commands()

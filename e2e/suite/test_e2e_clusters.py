@@ -33,6 +33,8 @@ pytestmark = [pytest.mark.cluster, pytest.mark.e2e]
 
 OPERATOR_ROLES = ["clusterAdmin", "readWriteAnyDatabase", "userAdminAnyDatabase"]
 USERS = ["benchmark", "mongobench-admin", "mongobench-exporter", "mongobench-operator"]
+# The database containers of a sharded cluster's pods (members and routers).
+MONGO_NAMES = ("mongod", "mongos")
 # replSetStepDown's own bound: secondaryCatchUpPeriodSecs (10) + electionTimeoutMillis (10 s).
 ELECTION_BOUND_S = 30.0
 
@@ -412,6 +414,55 @@ def test_rolling_upgrade_by_one_major_restarts_the_primary_last_then_sets_fcv(
             if p.metadata.name in restart_order
         ]
         assert all(event_time(fcv_set) >= p.metadata.creation_timestamp for p in restarted)
+        assert_mongodb_happy(env)
+
+
+def test_a_sharded_cluster_raises_an_fcv_left_behind_then_upgrades_by_one_major(
+    backend: Backend, upgrade: tuple[str, str]
+) -> None:
+    """Issue 39: a sharded cluster's FCV is read on its config servers' and shards' primaries,
+    not through mongos (a 5.0 router refuses the parameter; 6.0-8.2 routers answer with their
+    own series, which hid an FCV left behind), and set through mongos. An FCV an earlier upgrade
+    left behind is raised to the running series before any member restarts, then every member
+    and router rolls to the next major and the FCV stays (unset in the spec: MongoDB's policy).
+    kind: each one-major step on real mongod and mongos; local: 7.0 -> 8.0 (conftest.py)."""
+    old_version, new_version = upgrade
+    running = ".".join(old_version.split(".")[:2])
+    behind = previous_series(old_version)
+    lowered = mongocluster("shup", sharded(1), old_version, featureCompatibilityVersion=behind)
+    old, new = (
+        mongocluster("shup", sharded(1), old_version),
+        mongocluster("shup", sharded(1), new_version),
+    )
+    sets = ("shup-cfg", "shup-shard0")
+    with backend.env("sharded-upgrade", clusters=[old]) as env:
+        core = k8s.CoreV1Api(env.api)
+        env.apply(lowered)
+        env.wait_phase("shup", "Ready", timeout=90)
+        env.wait(
+            lambda: all(env.mongo.fcv("shup", rs) == behind for rs in sets),
+            30,
+            f"featureCompatibilityVersion {behind} on every set",
+        )
+        env.apply(old)  # unset again: MongoDB keeps it, as after an earlier upgrade
+        env.apply(new)
+        new_image = f"mongo:{new_version}"
+
+        def upgraded() -> bool:
+            pods = core.list_namespaced_pod(
+                env.namespace, label_selector="mongobench.io/cluster=shup"
+            ).items
+            images = {c.image for p in pods for c in p.spec.containers if c.name in MONGO_NAMES}
+            updated = conditions(env.get("mongoclusters", "shup")).get("Updated")
+            return images == {new_image} and updated == "True"
+
+        env.wait(upgraded, 240, f"every mongod and mongos on {new_image}", interval=0.2)
+        assert [env.mongo.fcv("shup", rs) for rs in sets] == [running, running]
+        assert env.get("mongoclusters", "shup")["status"]["featureCompatibilityVersion"] == running
+        told = [
+            e.message for e in env.events("shup") if e.reason == "FeatureCompatibilityVersionSet"
+        ]
+        assert f"featureCompatibilityVersion set to {running}" in told, told
         assert_mongodb_happy(env)
 
 

@@ -167,6 +167,10 @@ def test_the_suites_custom_resources_are_valid_for_the_crds() -> None:
         mongocluster("del", replica_set(1), deletionPolicy="Delete"),
         mongocluster("guarded", replica_set(1), networkPolicy={"enabled": True}),
         benchmarkrun("af", "sh", sharding={"key": "_id", "hashed": True, "preSplitChunks": 4}),
+        benchmarkrun(  # the hashed-zones scenario's run
+            "hz", "sh", sharding={"key": "_id", "zones": [{"name": "all", "shards": ["sh-shard1"]}]}
+        ),
+        mongocluster("shup", sharded(1), OLD_VERSION, featureCompatibilityVersion="6.0"),
         benchmarkrun(
             "c", "sh", workloads=[{"name": "c"}], cleanup={"jobs": "Never", "data": "OnSuccess"}
         ),

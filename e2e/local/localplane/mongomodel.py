@@ -31,7 +31,8 @@ they agree on config, primary and users. Rules of the model (not of MongoDB in f
   namespace has zone ranges already (recorded in ``presplit``);
   ``addShardToZone``/``updateZoneKeyRange`` record zones (a range needs a zone with a shard);
   ``createIndexes``/``listIndexes`` record indexes per collection (``create`` of a sharded one is
-  NamespaceExists 48). A hashed key has no chunk records (two per active shard are reported).
+  NamespaceExists 48). A hashed key has no chunk records (two per active shard are reported),
+  except after ``presplitHashedZones``, which creates each zone's chunks on its shards;
   Documents (``sharded.documents``, set by the test as the load) spread over a ranged
   collection's chunks evenly, over shards otherwise;
 - serverStatus on members and mongos reports ``server_version`` and, on members, the
@@ -41,6 +42,14 @@ they agree on config, primary and users. Rules of the model (not of MongoDB in f
   ``git_version``; getCmdLineOpts reports the options the operator's StatefulSet starts a member
   with (replSet, keyFile, the cache as ``cache_bytes`` in GB) or a mongos with (configdb), plus
   ``extra_options`` (``--setParameter name=value`` pairs, verbatim: a test's secret goes there);
+- what each release refuses (localplane/wire_rules.py, the conformance table in
+  e2e/local/README.md): commands unknown to the process kind or release (59), unknown fields of
+  strict commands (40415), recorded in ``refusals``; shardCollection's presplitHashedZones
+  rules (31387-31412) and hashed zone bounds that are not NumberLong/MinKey/MaxKey (72);
+  ``numInitialChunks`` honoured before 7.2 and ignored from 7.2 (``sharded.initial_chunks``);
+  drop of a missing collection: ok through mongos, NamespaceNotFound (26) on mongod before 7.0;
+  getParameter featureCompatibilityVersion on mongos: InvalidOptions (72) on 5.0 and 8.3+, the
+  routers' own series on 6.0-8.2;
 - one featureCompatibilityVersion for the whole model (``fcv``): getParameter reads it,
   setFeatureCompatibilityVersion sets it and is recorded in ``fcv_history``; as binaries of
   ``server_version`` answer: ``confirm: true`` required from 7.0, an unknown field (40415) before.
@@ -67,6 +76,7 @@ they agree on config, primary and users. Rules of the model (not of MongoDB in f
 
 from __future__ import annotations
 
+import itertools
 import socket
 import ssl
 import tempfile
@@ -76,11 +86,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from bson import Binary, MaxKey, MinKey
+from bson import Binary, Int64, MaxKey, MinKey
 from cryptography import x509
 from cryptography.x509.oid import NameOID
 from mockupdb import MockupDB
 
+from localplane import wire_rules
 from localplane.keyfiles import keyfile_keys
 from localplane.scram import ScramServer
 
@@ -155,6 +166,7 @@ class SetState:
     primary: str
     joined: dict[str, float] = field(default_factory=dict)
     users: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    collections: set[str] = field(default_factory=set)  # namespaces created on the set
 
 
 @dataclass
@@ -173,6 +185,9 @@ class Sharded:
     moves: list[tuple[str, str]] = field(default_factory=list)  # (ns, to) of every move
     moved_by: list[str] = field(default_factory=list)  # moveChunk or moveRange, per move
     presplit: list[str] = field(default_factory=list)  # namespaces presplitHashedZones made
+    created: set[str] = field(default_factory=set)  # unsharded namespaces created via mongos
+    # namespace -> numInitialChunks as the release took it: honoured (before 7.2) or ignored
+    initial_chunks: dict[str, tuple[int, bool]] = field(default_factory=dict)
 
 
 class _TLSPeer(MockupDB):  # type: ignore[misc]
@@ -278,10 +293,11 @@ class MongoModel:
         self.writes: list[str] = []  # write commands admitted while holding, in order
         self.dropped: list[str] = []  # namespaces dropped, in order (drop commands)
         self.sharded_history: list[tuple[str, dict[str, Any]]] = []  # shardCollection calls
+        self.refusals: list[str] = []  # "code message" of every command wire_rules refused
 
     # ---- lifecycle --------------------------------------------------------------------------
 
-    def _serve(self, name: str, handler: Any) -> str:
+    def _serve(self, name: str, handler: Any, process: str) -> str:
         server = (
             _TLSPeer(self, name, auto_ismaster=False, request_timeout=int(1e6))
             if self.tls is not None or self.tls_mode is not None
@@ -296,6 +312,16 @@ class MongoModel:
                     return _err(
                         request, 13, "Unauthorized", f"command {cmd} requires authentication"
                     )
+                # As the release parses it: unknown on this process or release, unknown fields
+                refused = wire_rules.check(
+                    request.command_name or "",
+                    request.doc,
+                    process=process,
+                    version=self.server_version,
+                )
+                if refused is not None:
+                    self.refusals.append(f"{refused.code} {refused.message}")
+                    return _err(request, refused.code, refused.code_name, refused.message)
                 if cmd == "rotatecertificates":
                     return self._rotate_certificates(name, request)
                 if cmd in WRITE_COMMANDS and self.hold_after_write:
@@ -378,10 +404,10 @@ class MongoModel:
 
     def member(self, name: str) -> str:
         """A mongod started with --replSet, known by its DNS ``name``; returns its address."""
-        return self._serve(name, self._member)
+        return self._serve(name, self._member, wire_rules.MONGOD)
 
     def mongos(self, name: str) -> str:
-        return self._serve(name, self._router)
+        return self._serve(name, self._router, wire_rules.MONGOS)
 
     def stop(self) -> None:
         # All at once: a mockupdb server's stop waits out its accept loop's 1 s select, so one
@@ -507,9 +533,32 @@ class MongoModel:
             return handler(self, name, request, rs)
         if name != rs.primary:
             return _err(request, 10107, "NotWritablePrimary", "not primary")
+        if cmd in ("replsetreconfig", "create", "drop", "listcollections"):
+            return self._on_primary(cmd, name, request, rs)
+        return self._users(rs.users, request, cmd)
+
+    def _on_primary(self, cmd: str, name: str, request: Any, rs: SetState) -> bool:
         if cmd == "replsetreconfig":
             return self._reconfig(name, request, rs)
-        return self._users(rs.users, request, cmd)
+        return self._set_collections(cmd, request, rs)
+
+    def _set_collections(self, cmd: str, request: Any, rs: SetState) -> bool:
+        """create/drop/listCollections on a set's primary. A drop of a collection that does
+        not exist is NamespaceNotFound (26) before 7.0 and ok from 7.0 (SERVER-43894)."""
+        db = request.doc.get("$db", "test")
+        if cmd == "listcollections":
+            return _list_collections(request, db, rs.collections)
+        ns = f"{db}.{request.doc[request.command_name]}"
+        if cmd == "create":
+            if ns in rs.collections:
+                return _err(request, 48, "NamespaceExists", f"Collection {ns} already exists.")
+            rs.collections.add(ns)
+            return bool(request.ok())
+        self.dropped.append(ns)
+        if ns not in rs.collections and wire_rules.release_of(self.server_version) < (7, 0):
+            return _err(request, 26, "NamespaceNotFound", "ns not found")
+        rs.collections.discard(ns)
+        return bool(request.ok())
 
     def _member_hello(self, name: str, request: Any, rs: SetState | None) -> bool:
         if rs is None:
@@ -679,11 +728,6 @@ class MongoModel:
         self.fcv_history.append(version)
         return bool(request.ok())
 
-    def _drop(self, users: _Users, request: Any) -> bool:
-        # No documents are modelled: only record what was asked.
-        self.dropped.append(f"{request.doc.get('$db', 'admin')}.{request.doc['drop']}")
-        return bool(request.ok())
-
     def _acknowledge(self, users: _Users, request: Any) -> bool:
         return bool(request.ok())
 
@@ -695,8 +739,6 @@ class MongoModel:
         "ping": _acknowledge,
         "getparameter": _get_parameter,
         "setfeaturecompatibilityversion": _set_fcv,
-        "create": _acknowledge,  # collections hold no documents in the model
-        "drop": _drop,
     }
 
     # ---- mongos -----------------------------------------------------------------------------
@@ -724,6 +766,23 @@ class MongoModel:
                 request.ok(cursor={"id": 0, "ns": "config.collections", "firstBatch": batch})
             )
         return self._users(self.sharded.users, request, cmd)
+
+    def _router_get_parameter(self, request: Any) -> bool:
+        """mongos keeps no FCV document: a 5.0 router does not know the parameter
+        (SERVER-59158), 6.0-8.2 routers answer with their own binaries' series whatever the
+        shards hold (SERVER-118760), 8.3 refuses it again."""
+        release = wire_rules.release_of(self.server_version)
+        if "featureCompatibilityVersion" not in request.doc or not (6, 0) <= release < (8, 3):
+            return _err(request, 72, "InvalidOptions", "no option found to get")
+        return bool(
+            request.ok(featureCompatibilityVersion={"version": f"{release[0]}.{release[1]}"})
+        )
+
+    def _router_list_collections(self, request: Any) -> bool:
+        sh = self.sharded
+        return _list_collections(
+            request, request.doc.get("$db", "test"), sh.created | set(sh.collections)
+        )
 
     def _router_hello(self, request: Any) -> bool:
         return self._hello(request, {**WIRE, "isWritablePrimary": True, "msg": "isdbgrid"})
@@ -812,7 +871,8 @@ class MongoModel:
         sh = self.sharded
         for kept in (sh.collections, sh.chunks, sh.indexes, sh.zone_ranges):
             kept.pop(ns, None)
-        return bool(request.ok())
+        sh.created.discard(ns)
+        return bool(request.ok())  # also when it did not exist: mongos says ok (SERVER-36317)
 
     def _shard_collection(self, request: Any) -> bool:
         doc, sh = request.doc, self.sharded
@@ -825,20 +885,17 @@ class MongoModel:
             return _err(
                 request, 2, "BadValue", "A compound shard key may contain at most one hashed field"
             )
+        refused = _shard_collection_refusal(doc, key, sh.zone_ranges.get(ns, []))
+        if refused is not None:
+            return _err(request, *refused)
         if doc.get("presplitHashedZones"):
-            # As mongos refuses it: hashed keys only, with the zones declared first.
-            if not hashed:
-                return _err(
-                    request, 2, "BadValue", "presplitHashedZones is only supported for hashed keys"
-                )
-            if not sh.zone_ranges.get(ns):
-                return _err(
-                    request,
-                    2,
-                    "BadValue",
-                    "presplitHashedZones is true but no zones are defined for the collection",
-                )
             sh.presplit.append(ns)
+        if "numInitialChunks" in doc:
+            # Honoured for a hashed key before 7.2; from 7.2 parsed and ignored (SERVER-74747,
+            # SERVER-82611): the server places one chunk per shard itself.
+            honoured = wire_rules.release_of(self.server_version) < (7, 2)
+            sh.initial_chunks[ns] = (int(doc["numInitialChunks"]), honoured)
+        sh.created.discard(ns)
         sh.collections[ns] = {"_id": ns, "key": key, "uuid": Binary(ns.encode())}
         if not hashed:
             primary = sh.primaries.get(ns.split(".", 1)[0]) or (self._active_shards() or [""])[0]
@@ -849,8 +906,39 @@ class MongoModel:
                     "shard": primary,
                 }
             ]
+        if doc.get("presplitHashedZones"):
+            sh.chunks[ns] = self._zone_chunks(key, sh.zone_ranges[ns])
         self.sharded_history.append((ns, key))
         return bool(request.ok(collectionsharded=ns))
+
+    def _zone_chunks(self, key: dict[str, Any], ranges: list[dict[str, Any]]) -> list[Any]:
+        """The chunks presplitHashedZones creates (PresplitHashedZonesSplitPolicy): each zone's
+        range split into chunks on every shard of the zone (one per shard from FCV 8.0, two
+        before: gOneChunkPerShardEmptyCollectionWithHashedShardKey), the holes between zones
+        round-robin over the active shards. Split points stand in for the hash values."""
+        hashed = next(f for f, kind in key.items() if kind == "hashed")
+        per = 1 if wire_rules.release_of(self.fcv) >= (8, 0) else 2
+        active = self._active_shards()
+        full = [{f: r[b].get(f, MinKey()) for f in key} for r in ranges for b in ("min", "max")]
+        bounds = {id(r): (full[2 * i], full[2 * i + 1]) for i, r in enumerate(ranges)}
+        chunks: list[dict[str, Any]] = []
+        last: dict[str, Any] = {f: MinKey() for f in key}
+        for r in sorted(ranges, key=lambda z: _order(tuple(bounds[id(z)][0].values()))):
+            low, high = bounds[id(r)]
+            if _order(tuple(low.values())) > _order(tuple(last.values())):
+                chunks.append({"min": last, "max": low, "shard": active[len(chunks) % len(active)]})
+            owners = [s for s in sorted(self.sharded.zones) if r["zone"] in self.sharded.zones[s]]
+            owners = [s for s in owners for _ in range(per)]
+            points = [low, *({**low, hashed: Int64(i)} for i in range(1, len(owners))), high]
+            chunks.extend(
+                {"min": lo, "max": hi, "shard": owner}
+                for (lo, hi), owner in zip(itertools.pairwise(points), owners, strict=True)
+            )
+            last = high
+        if any(not isinstance(v, MaxKey) for v in last.values()):
+            top = {f: MaxKey() for f in key}
+            chunks.append({"min": last, "max": top, "shard": active[len(chunks) % len(active)]})
+        return chunks
 
     def _full_key(self, ns: str, value: Any) -> tuple[Any, ...] | None:
         """A shard key value in key order, or None unless it names exactly the key's fields."""
@@ -937,6 +1025,9 @@ class MongoModel:
         ns, zone = doc["updateZoneKeyRange"], str(doc["zone"])
         if not any(zone in zs for zs in sh.zones.values()):
             return _err(request, 2, "BadValue", f"zone {zone} does not exist")
+        key = sh.collections.get(ns, {}).get("key")
+        if key is not None and _untyped_hashed_bound(key, doc["min"], doc["max"]):
+            return _err(request, 72, "InvalidOptions", _HASHED_TYPES)
         ranges = [r for r in sh.zone_ranges.get(ns, []) if r["min"] != doc["min"]]
         sh.zone_ranges[ns] = [
             *ranges,
@@ -953,8 +1044,9 @@ class MongoModel:
 
     def _router_create(self, request: Any) -> bool:
         ns = f"{request.doc['$db']}.{request.doc['create']}"
-        if ns in self.sharded.collections:  # shardCollection created it
+        if ns in self.sharded.collections or ns in self.sharded.created:
             return _err(request, 48, "NamespaceExists", f"Collection {ns} already exists.")
+        self.sharded.created.add(ns)
         return bool(request.ok())
 
     def _list_indexes(self, request: Any) -> bool:
@@ -1108,6 +1200,8 @@ class MongoModel:
         "enablesharding": _enable_sharding,
         "moveprimary": _move_primary,
         "drop": _router_drop,
+        "getparameter": _router_get_parameter,
+        "listcollections": _router_list_collections,
         "shardcollection": _shard_collection,
         "aggregate": _aggregate,
         "split": _split,
@@ -1119,6 +1213,99 @@ class MongoModel:
         "createindexes": _create_indexes,
         "listindexes": _list_indexes,
     }
+
+
+def _list_collections(request: Any, db: str, namespaces: set[str]) -> bool:
+    wanted = (request.doc.get("filter") or {}).get("name")
+    names = sorted(ns.split(".", 1)[1] for ns in namespaces if ns.split(".", 1)[0] == db)
+    batch = [{"name": n, "type": "collection"} for n in names if wanted in (None, n)]
+    return bool(
+        request.ok(cursor={"id": 0, "ns": f"{db}.$cmd.listCollections", "firstBatch": batch})
+    )
+
+
+_HASHED_TYPES = (
+    "there exists a field in the range not of type NumberLong, MinKey, or MaxKey which "
+    "corresponds to a hashed field in the shard key pattern"
+)
+
+
+def _untyped_hashed_bound(
+    key: Mapping[str, Any], low: Mapping[str, Any], high: Mapping[str, Any]
+) -> bool:
+    """A hashed field's bound that is not NumberLong, MinKey or MaxKey (pymongo sends a small
+    int as int32; checkHashedShardKeyRange refuses it, and strings)."""
+    hashed = [f for f, kind in key.items() if kind == "hashed"]
+    return any(
+        f in bound and not isinstance(bound[f], Int64 | MinKey | MaxKey)
+        for f in hashed
+        for bound in (low, high)
+    )
+
+
+Refused = tuple[int, str, str]  # code, codeName, message
+
+
+def _shard_collection_refusal(
+    doc: Mapping[str, Any], key: dict[str, Any], ranges: list[dict[str, Any]]
+) -> Refused | None:
+    """shardCollection's refusals on an empty collection, as the IDL's types, the hashed
+    bounds' check and initial_split_policy.cpp (PresplitHashedZonesSplitPolicy::_validate)
+    state them."""
+    for name, kind in (("numInitialChunks", int), ("presplitHashedZones", bool)):
+        value = doc.get(name)
+        if value is not None and type(value) is not kind and not isinstance(value, Int64):
+            return 14, "TypeMismatch", f"BSON field 'shardCollection.{name}' is the wrong type"
+    hashed = [i for i, f in enumerate(key) if key[f] == "hashed"]
+    if hashed and any(_untyped_hashed_bound(key, r["min"], r["max"]) for r in ranges):
+        return 72, "InvalidOptions", "cannot do hash sharding: a zone's " + _HASHED_TYPES
+    if not doc.get("presplitHashedZones"):
+        return None
+    if not hashed or not ranges:
+        return (
+            31387,
+            "Location31387",
+            "'presplitHashedZones' is only supported when the collection is empty, zones are "
+            "set up and shard key pattern has a hashed field",
+        )
+    if hashed[0] == 0:
+        return _hashed_prefix_refusal(list(key), ranges)
+    return next((r for z in ranges if (r := _ranged_prefix_refusal(list(key), hashed[0], z))), None)
+
+
+def _hashed_prefix_refusal(fields: list[str], ranges: list[dict[str, Any]]) -> Refused | None:
+    whole = len(ranges) == 1 and all(
+        isinstance(ranges[0]["min"].get(f), MinKey) and isinstance(ranges[0]["max"].get(f), MaxKey)
+        for f in fields
+    )
+    if whole:
+        return None
+    return (
+        31412,
+        "Location31412",
+        "For hashed prefix shard keys, 'presplitHashedZones' is only supported when there is "
+        "a single zone defined which covers entire shard key range",
+    )
+
+
+def _ranged_prefix_refusal(fields: list[str], at: int, zone: dict[str, Any]) -> Refused | None:
+    """One zone against the rules for a ranged prefix before the hashed field ``at``."""
+    low = [zone["min"].get(f, MinKey()) for f in fields]
+    high = [zone["max"].get(f, MinKey()) for f in fields]
+    name = zone["zone"]
+    if any(isinstance(v, MinKey | MaxKey) for v in low[:at]):
+        why = (31388, "Cannot have MinKey or MaxKey in the lower bound for fields preceding the")
+        return why[0], f"Location{why[0]}", f"{why[1]} hashed field, for zone {name}"
+    if _order(tuple(low[:at])) == _order(tuple(high[:at])):
+        text = "The value preceding hashed field of the upper bound should be greater than that"
+        return 31390, "Location31390", f"{text} of lower bound, for zone {name}"
+    if not isinstance(low[at], MinKey):
+        text = "The hashed field value for lower bound must be MinKey"
+        return 31389, "Location31389", f"{text}, for zone {name}"
+    if any(not isinstance(v, MinKey) for v in low[at + 1 :]):
+        text = "The fields after the hashed field must have MinKey value"
+        return 31391, "Location31391", f"{text}, for zone {name}"
+    return None
 
 
 def _rank(value: Any) -> tuple[int, Any]:

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import pymongo.common
 import pytest
+from bson import Int64, MaxKey, MinKey
 
 from localplane.mongomodel import MongoModel
 from mongobench.mongo import (
@@ -30,6 +31,8 @@ from mongobench.mongo import (
     internal_credentials_each,
 )
 from mongobench.mongo.model import Bound, IndexSpec, KeyField, Zone
+from mongobench.mongocluster.layout import ClusterLayout, ReplicaSetLayout
+from mongobench.mongocluster.rolling import before_series_change, fcv_target
 
 pytestmark = pytest.mark.protocol
 
@@ -316,23 +319,25 @@ def test_hashed_zones_are_presplit_by_shard_collection_once_declared(
     hashed = ShardingSpec(
         "ycsb",
         "usertable",
-        initial_chunks=8,
         fields=(KeyField("region"), KeyField("_id", hashed=True)),
         zones=(
-            Zone("eu", ("sh0",), ("eu", Bound.MIN), ("eu", Bound.MAX)),
-            Zone("us", ("sh1", "sh2"), ("us", Bound.MIN), ("us", Bound.MAX)),
+            Zone("eu", ("sh0",), ("eu",), ("us",)),
+            Zone("us", ("sh1", "sh2"), ("us",), (Bound.MAX,)),
         ),
     )
     assert admin.shard_collection(mongos, hashed) == "sharded"
     assert model.sharded.presplit == ["ycsb.usertable"]
     assert model.sharded.zones == {"sh0": {"eu"}, "sh1": {"us"}, "sh2": {"us"}}
     assert [r["zone"] for r in model.sharded.zone_ranges["ycsb.usertable"]] == ["eu", "us"]
+    # the hole below eu on the first shard, then two chunks per zone shard (FCV 7.0)
+    held = [c["shard"] for c in model.sharded.chunks["ycsb.usertable"]]
+    assert held == ["sh0", "sh0", "sh0", "sh1", "sh1", "sh2", "sh2"]
     assert admin.shard_collection(mongos, hashed) == "already sharded"  # a re-run: nothing
     assert model.sharded.presplit == ["ycsb.usertable"]
     # The order matters: without the zones declared, the server refuses the pre-split.
     model.sharded.zone_ranges.clear()
     admin.drop_collection(mongos, "ycsb", "usertable")
-    with pytest.raises(PermanentMongoError, match="no zones are defined"):
+    with pytest.raises(PermanentMongoError, match="zones are set up"):
         admin.command(
             router,
             {
@@ -341,6 +346,7 @@ def test_hashed_zones_are_presplit_by_shard_collection_once_declared(
                 "presplitHashedZones": True,
             },
         )
+    assert model.refusals == []  # every command the operator sent was one the routers know
 
 
 def test_rolling_restart_steps_down_the_primary_last(model: MongoModel, admin: MongoAdmin) -> None:
@@ -500,3 +506,228 @@ def test_describe_server_reads_build_options_and_cache_and_provenance_redacts_th
     assert described.server_status["process"] == "mongos"
     assert "wiredTiger" not in described.server_status
     assert described.build_info is not None and described.build_info["version"] == "7.0.14"
+
+
+# ---- issue 39: what real 5.0-8.0 servers refuse or ignore, per release ------------------------
+
+RELEASES = ("5.0.31", "6.0.20", "7.0.14", "8.0.4")
+
+
+def _sharded_layout(model: MongoModel, admin: MongoAdmin) -> ClusterLayout:
+    """A one-member config set, one one-member shard and a router, named as the operator's
+    layout names them, wired by the operator's own MongoAdmin."""
+    sets = tuple(
+        ReplicaSetLayout(name, role, 1, component, "bench")
+        for name, role, component in (
+            ("c-cfg", Role.CONFIG, "configsvr"),
+            ("c-sh0", Role.SHARD, "shard"),
+        )
+    )
+    layout = ClusterLayout("c", "bench", True, sets, 1, "c-keyfile", "c-admin")
+    for rs in sets:
+        model.member(rs.member_host(0))
+    model.mongos(layout.mongos_host)
+    for rs in sets:
+        _converge(admin, rs.to_spec())
+    admin.ensure_shard(Mongos((layout.mongos_host,)), sets[1].to_spec())
+    return layout
+
+
+@pytest.mark.parametrize(
+    ("release", "left_behind", "target"),
+    [
+        ("5.0.31", "4.4", "6.0.20"),
+        ("6.0.20", "5.0", "7.0.14"),
+        ("7.0.14", "6.0", "8.0.4"),
+        ("8.0.4", "7.0", "8.2.1"),
+    ],
+)
+def test_sharded_fcv_is_read_on_the_sets_primaries_and_raised_through_mongos(
+    model: MongoModel, admin: MongoAdmin, release: str, left_behind: str, target: str
+) -> None:
+    """Protocol tier, per release. mongos keeps no FCV: 5.0 routers refuse the parameter
+    (InvalidOptions, which the operator classes permanent: every roll failed), 6.0-8.0 routers
+    answer with their own series (the raise before an upgrade was skipped). The operator reads
+    it on the config servers' and shards' primaries and sets it through mongos."""
+    model.server_version, model.fcv = release, left_behind
+    layout = _sharded_layout(model, admin)
+    series = release.rsplit(".", 1)[0]
+    if release.startswith("5."):
+        with pytest.raises(PermanentMongoError) as refused:
+            admin.command(layout.mongos_host, {"getParameter": 1, "featureCompatibilityVersion": 1})
+        assert refused.value.code == 72
+    else:  # the routers' own binaries, not the cluster's FCV
+        routers = admin.command(
+            layout.mongos_host, {"getParameter": 1, "featureCompatibilityVersion": 1}
+        )
+        assert routers["featureCompatibilityVersion"]["version"] == series != left_behind
+    step, fcv = before_series_change(admin, layout, target, None)
+    assert (step.action, fcv, model.fcv_history) == ("raise", series, [series])
+    assert admin.feature_compatibility_version(fcv_target(layout)) == series
+    assert model.refusals == []
+
+
+_BAD_HASHED_ZONES = [
+    pytest.param(
+        (KeyField("_id", hashed=True),),
+        (Zone("a", ("sh0",), (Bound.MIN,), (0,)), Zone("b", ("sh1",), (0,), (Bound.MAX,))),
+        "one zone over the whole key",
+        id="hashed-first-two-zones-31412",
+    ),
+    pytest.param(
+        (KeyField("region"), KeyField("_id", hashed=True)),
+        (Zone("eu", ("sh0",), ("eu",), ("eu", Bound.MAX)),),
+        "max must differ from min",
+        id="same-prefix-31390",
+    ),
+    pytest.param(
+        (KeyField("region"), KeyField("_id", hashed=True)),
+        (Zone("low", ("sh0",), (Bound.MIN,), ("eu",)),),
+        "min must give every field before the hashed field",
+        id="minkey-prefix-31388",
+    ),
+    pytest.param(
+        (KeyField("region"), KeyField("_id", hashed=True)),
+        (Zone("eu", ("sh0",), ("eu", 5), ("us",)),),
+        "min may not give the hashed field",
+        id="hashed-lower-bound-31389",
+    ),
+    pytest.param(
+        (KeyField("region"), KeyField("_id", hashed=True)),
+        (Zone("eu", ("sh0",), ("eu",), ("us", "x")),),
+        "takes 64-bit hash values",
+        id="string-hashed-bound",
+    ),
+]
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_hashed_zone_layouts_the_server_refuses_are_refused_before_any_command(
+    model: MongoModel, admin: MongoAdmin, release: str
+) -> None:
+    """Protocol tier, per release: presplitHashedZones' rules (initial_split_policy.cpp) and
+    the hashed bounds' types. The operator says why in one line and sends nothing that changes
+    the cluster (one model per release: a refused layout leaves it as it was)."""
+    model.server_version = release
+    mongos, _ = _three_shards(model, admin)
+    for case in _BAD_HASHED_ZONES:
+        fields, zones, why = case.values
+        spec = ShardingSpec("ycsb", "usertable", fields=fields, zones=zones)
+        with pytest.raises(PermanentMongoError, match=why):
+            admin.shard_collection(mongos, spec)
+        assert (model.sharded_history, model.sharded.zones, model.refusals) == ([], {}, []), case.id
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_the_model_refuses_a_presplit_zone_layout_as_the_server_does(
+    model: MongoModel, admin: MongoAdmin, release: str
+) -> None:
+    """Protocol tier: the layout the operator sent before this fix (one zone whose bounds share
+    the prefix), sent raw: refused with 31390 by every release's policy."""
+    model.server_version = release
+    _, router = _three_shards(model, admin)
+    admin.command(router, {"addShardToZone": "sh0", "zone": "eu"})
+    low, high = {"region": "eu", "_id": MinKey()}, {"region": "eu", "_id": MaxKey()}
+    admin.command(router, {"updateZoneKeyRange": "ycsb.t", "min": low, "max": high, "zone": "eu"})
+    with pytest.raises(PermanentMongoError) as refused:
+        admin.command(
+            router,
+            {
+                "shardCollection": "ycsb.t",
+                "key": {"region": 1, "_id": "hashed"},
+                "presplitHashedZones": True,
+            },
+        )
+    assert refused.value.code == 31390
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_hashed_bounds_travel_as_number_long(
+    model: MongoModel, admin: MongoAdmin, release: str
+) -> None:
+    """Protocol tier, per release: a hashed field's integer bound is sent as NumberLong; the
+    driver's int32 is refused (InvalidOptions) by shardCollection with zones on every release."""
+    model.server_version = release
+    mongos, _ = _three_shards(model, admin)
+    spec = ShardingSpec(
+        "ycsb",
+        "usertable",
+        fields=(KeyField("region"), KeyField("_id", hashed=True)),
+        zones=(Zone("eu", ("sh0",), ("eu",), ("us", 0)),),
+    )
+    assert admin.shard_collection(mongos, spec) == "sharded"
+    (zone,) = model.sharded.zone_ranges["ycsb.usertable"]
+    assert type(zone["max"]["_id"]) is Int64
+    assert model.refusals == []
+
+
+@pytest.mark.parametrize(
+    ("release", "honoured"),
+    [("5.0.31", True), ("6.0.20", True), ("7.0.14", True), ("8.0.4", False)],
+)
+def test_pre_split_chunks_of_a_hashed_key_is_refused_where_the_server_ignores_it(
+    model: MongoModel, admin: MongoAdmin, release: str, honoured: bool
+) -> None:
+    """Protocol tier, per release: numInitialChunks is honoured before 7.2 and ignored from
+    7.2 (SERVER-74747): on 8.0 the operator refuses preSplitChunks with the reason instead of
+    reporting a pre-split that did not happen."""
+    model.server_version = release
+    mongos, _ = _three_shards(model, admin)
+    spec = ShardingSpec("ycsb", "usertable", initial_chunks=8)
+    if honoured:
+        assert admin.shard_collection(mongos, spec) == "sharded"
+        assert model.sharded.initial_chunks == {"ycsb.usertable": (8, True)}
+    else:
+        with pytest.raises(PermanentMongoError, match="ignores numInitialChunks"):
+            admin.shard_collection(mongos, spec)
+        assert model.sharded_history == [] and model.sharded.initial_chunks == {}
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_drop_says_whether_the_collection_existed(
+    model: MongoModel, admin: MongoAdmin, release: str
+) -> None:
+    """Protocol tier, per release: mongos answers ok for a collection that does not exist
+    (SERVER-36317), mongod too from 7.0 (SERVER-43894), NamespaceNotFound before: the operator
+    says "was already gone" on every release and target."""
+    model.server_version = release
+    mongos, _ = _three_shards(model, admin)
+    assert admin.drop_collection(mongos, "ycsb", "usertable") is False
+    admin.shard_collection(mongos, ShardingSpec("ycsb", "usertable"))
+    assert admin.drop_collection(mongos, "ycsb", "usertable") is True
+    assert admin.drop_collection(mongos, "ycsb", "usertable") is False
+    rs = ReplicaSetSpec("rs0", Role.REPLICA, _hosts("rs0", 1))
+    model.member(rs.members[0])
+    _converge(admin, rs)
+    assert admin.drop_collection(rs, "ycsb", "usertable") is False
+    admin.ensure_collection(rs, "ycsb", "usertable")
+    assert admin.drop_collection(rs, "ycsb", "usertable") is True
+    assert model.refusals == []
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_the_model_refuses_what_the_release_does_not_know(
+    model: MongoModel, admin: MongoAdmin, release: str
+) -> None:
+    """Protocol tier: unknown (40415) and mistyped (14) fields of strict commands, commands a
+    mongos does not have (59), commands and fields newer than the release."""
+    model.server_version = release
+    _mongos, router = _three_shards(model, admin)
+    member = model.sets["sh0"].config["members"][0]["host"]
+    refused = {
+        "unknown field": (router, {"addShardToZone": "sh0", "zone": "z", "shard": "sh0"}, 40415),
+        "mistyped field": (router, {"addShardToZone": "sh0", "zone": 5}, 14),
+        "not on mongos": (router, {"replSetGetStatus": 1}, 59),
+        "not on mongod": (member, {"listShards": 1}, 59),
+        "confirm": (member, {"setFeatureCompatibilityVersion": "5.0", "confirm": True}, 40415),
+        "moveRange": (router, {"moveRange": "ycsb.t", "toShard": "sh1", "min": {"_id": 0}}, 59),
+    }
+    if release >= "7":  # confirm is known from 7.0
+        del refused["confirm"]
+    if release >= "6":  # moveRange exists from 6.0
+        del refused["moveRange"]
+    for what, (host, cmd, code) in refused.items():
+        with pytest.raises(PermanentMongoError) as err:
+            admin.command(host, cmd)
+        assert err.value.code == code, what
+    assert len(model.refusals) == len(refused)

@@ -10,6 +10,7 @@ model's (see its docstring), and the documents per shard are those it is told we
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -125,3 +126,70 @@ def test_compound_ranged_key_presplit_zone_and_index_reach_mongodb_status_and_de
     rows = [" ".join(line.split()) for line in shown.stdout.splitlines()]
     assert "Shard distribution after each load" in shown.stdout
     assert f"{loads[0]['label']} sk-shard0 100 33.3 0.1 MiB 1" in rows, shown.stdout
+
+
+def test_layouts_mongodb_refuses_or_ignores_fail_the_run_with_the_reason_and_send_nothing(
+    plane: Plane,
+    namespace: str,
+    kube_api: k8s.ApiClient,
+    model: MongoModel,
+    executor: PodExecutor,
+    prometheus: str,
+    tmp_path: Path,
+) -> None:
+    """Issue 39, cluster tier against the model as 8.0 routers: a zone layout no release takes
+    is refused when the run starts; preSplitChunks for a hashed key, which 8.0 ignores, at
+    prepare before the drop. Neither run sends the cluster a command that changes it."""
+    register_sharded(model, namespace, "z8", 2)
+    model.server_version, model.fcv = "8.0.4", "8.0"
+    operator = bmr.start(plane, namespace, model, tmp_path / "operator.log", prometheus, kube_api)
+    try:
+        bmr.apply(
+            plane,
+            namespace,
+            {
+                "apiVersion": f"{bmr.GROUP}/{bmr.VERSION}",
+                "kind": "MongoCluster",
+                "metadata": {"name": "z8"},
+                "spec": {
+                    "version": "8.0.4",
+                    "topology": {
+                        "type": "Sharded",
+                        "sharded": {"shards": 2, "membersPerShard": 1, "configServers": 1},
+                    },
+                },
+            },
+        )
+        wait_until(
+            lambda: (
+                bmr.get(kube_api, namespace, "mongoclusters", "z8").get("status", {}).get("phase")
+                == "Ready"
+            ),
+            timeout=120,
+            what="sharded cluster Ready",
+        )
+        eu = {"region": "eu"}
+        runs = {
+            "same-prefix": {
+                "fields": [{"field": "region"}, {"field": "_id", "type": "Hashed"}],
+                "zones": [{"name": "eu", "shards": ["z8-shard0"], "min": eu, "max": eu}],
+            },
+            "presplit-on-8": {"key": "_id", "hashed": True, "preSplitChunks": 8},
+        }
+        for name, sharding in runs.items():
+            manifest = bmr.run_manifest(
+                name, clusterRef={"name": "z8"}, workloads=[{"name": "a"}], sharding=sharding
+            )
+            bmr.apply(plane, namespace, manifest)
+        done = {
+            name: bmr.wait_run(kube_api, namespace, name, ("Succeeded", "Failed"), timeout=120)
+            for name in runs
+        }
+    finally:
+        operator.stop()
+    told = {name: json.dumps(run["status"]) for name, run in done.items()}
+    assert all(run["status"]["phase"] == "Failed" for run in done.values()), told
+    assert "max must differ from min in a field before the hashed field _id" in told["same-prefix"]
+    assert "ignores numInitialChunks for a hashed key" in told["presplit-on-8"]
+    assert (model.sharded_history, model.dropped, model.sharded.zones) == ([], [], {})
+    assert model.refusals == []

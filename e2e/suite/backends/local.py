@@ -144,6 +144,9 @@ class LocalEnv(Env):
     def refused_commands(self) -> list[str]:
         # The model records what it refused, whether or not the operator logged it.
         model = [f"the model refused {c}" for c in self.model.unauthorized]
+        # ... and what no real server of its release would take (wire_rules: unknown commands
+        # and fields), so every scenario holds the operator to MongoDB's definitions.
+        model += [f"the model refused {r}" for r in self.model.refusals]
         return super().refused_commands() + model
 
 

@@ -28,7 +28,6 @@ from mongobench.config import OperatorConfig
 from mongobench.k8s.api import KubeApi
 from mongobench.k8s.client import ApiError
 from mongobench.mongo.errors import MongoAdminError
-from mongobench.mongo.model import Mongos
 
 if TYPE_CHECKING:  # the pool is the caller's
     from mongobench.mongo.pool import AdminPool
@@ -141,6 +140,7 @@ def servers(
 ) -> tuple[list[prov.ServerObservation], str | None]:
     """Every member's and one mongos's own description, and the FCV."""
     from mongobench.mongocluster.reconcile import administration  # noqa: PLC0415
+    from mongobench.mongocluster.rolling import fcv_target  # noqa: PLC0415
 
     layout = d.layout
     observed: list[prov.ServerObservation] = []
@@ -158,12 +158,7 @@ def servers(
                 )
             )
         try:
-            target = (
-                Mongos((layout.mongos_host,))
-                if layout.sharded
-                else layout.replica_sets[0].to_spec()
-            )
-            fcv = admin.feature_compatibility_version(target)
+            fcv = admin.feature_compatibility_version(fcv_target(layout))
         except MongoAdminError as exc:
             missing.append(f"featureCompatibilityVersion: {exc}")
     return observed, fcv

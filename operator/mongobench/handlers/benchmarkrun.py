@@ -81,10 +81,15 @@ def start(
         state.kube, KIND, meta["namespace"], meta["name"], cond.SUCCEEDED, locks=state.locks
     ):
         check_benchmarkrun_name(meta["name"])
-        BenchmarkRunSpec.parse(dict(spec))
+        parsed = BenchmarkRunSpec.parse(dict(spec))
         if status.get("phase") in TERMINAL:
             metrics.export_run(dict(body))  # results of finished runs stay exported after restarts
             return
+        # A layout MongoDB refuses on every release: refused now, not at the prepare step.
+        from mongobench.benchmarkrun.data import sharding_layout_problem
+
+        if (problem := sharding_layout_problem(parsed)) is not None:
+            raise SpecError(problem)
         _advance(memo, meta["namespace"], meta["name"])
 
 

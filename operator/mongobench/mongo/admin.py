@@ -43,6 +43,7 @@ from mongobench.mongo.model import (
     Bound,
     Distribution,
     DrainingProgress,
+    FcvScope,
     Hello,
     IndexSpec,
     MemberStatus,
@@ -58,7 +59,7 @@ from mongobench.mongo.model import (
     ShardShare,
     UserSpec,
 )
-from mongobench.mongo.versions import UnsupportedVersion, capabilities
+from mongobench.mongo.versions import UnsupportedVersion, capabilities, major_minor
 
 log = logging.getLogger("mongobench.mongo")
 
@@ -392,22 +393,28 @@ class MongoAdmin:
         host = self._target(target)
         return str(self.command(host, {"serverStatus": 1})["version"])
 
-    def feature_compatibility_version(self, target: ReplicaSetSpec | Mongos | str) -> str:
+    def feature_compatibility_version(self, target: ReplicaSetSpec | FcvScope | str) -> str:
+        """The FCV a set's primary (or a named server) holds; for a sharded cluster
+        (``FcvScope``) the lowest its sets' primaries hold, never the routers' answer."""
+        if isinstance(target, FcvScope):
+            return min(
+                (self.feature_compatibility_version(rs) for rs in target.sets),
+                key=major_minor,
+            )
         host = self._target(target)
         doc = self.command(host, {"getParameter": 1, "featureCompatibilityVersion": 1})
         return str(doc["featureCompatibilityVersion"]["version"])
 
     def ensure_feature_compatibility_version(
-        self, target: ReplicaSetSpec | Mongos | str, version: str, *, binaries: str
+        self, target: ReplicaSetSpec | FcvScope | str, version: str, *, binaries: str
     ) -> bool:
         """Set FCV (raised after an upgrade, or lowered before a downgrade) on servers running
         `binaries` (MAJOR.MINOR.PATCH: the command's form depends on them, not on the FCV);
-        True when it changed something."""
-        host = self._target(target)
-        doc = self.command(host, {"getParameter": 1, "featureCompatibilityVersion": 1})
-        if doc["featureCompatibilityVersion"].get("version") == version:
+        True when it changed something. A sharded cluster's is set through its routers."""
+        if self.feature_compatibility_version(target) == version:
             return False
-        self.command(host, capabilities(binaries).fcv_command(version))
+        setter = target.routers if isinstance(target, FcvScope) else target
+        self.command(self._target(setter), capabilities(binaries).fcv_command(version))
         return True
 
     # ---- users ------------------------------------------------------------------------------
@@ -491,15 +498,24 @@ class MongoAdmin:
     def drop_collection(
         self, target: ReplicaSetSpec | Mongos | str, database: str, collection: str
     ) -> bool:
-        """Drop the collection (and its sharding metadata); False when it did not exist."""
+        """Drop the collection (and its sharding metadata); False when it did not exist.
+
+        Asked first, not read from drop's reply: mongos answers ok for a collection that does
+        not exist (SERVER-36317), and so does mongod from 7.0 (SERVER-43894)."""
         host = self._target(target)
+        listed = self.command(
+            host,
+            {"listCollections": 1, "filter": {"name": collection}, "nameOnly": True},
+            db=database,
+        )
+        existed = bool(listed.get("cursor", {}).get("firstBatch"))
         try:
             self.command(host, {"drop": collection}, db=database)
         except PermanentMongoError as exc:
             if exc.code != NAMESPACE_NOT_FOUND:
                 raise
             return False
-        return True
+        return existed
 
     def ensure_collection(
         self,
@@ -678,10 +694,20 @@ class MongoAdmin:
             self.command(host, _to_bson(cmd))
         return len(moves)
 
+    def check_sharding(self, mongos: Mongos, spec: ShardingSpec) -> str:
+        """Refuse (PermanentMongoError, one line) a layout the routers' release would refuse or
+        silently ignore (chunks.sharding_problem), before any command changes anything;
+        returns the router it asked."""
+        host = self._mongos(mongos)
+        problem = chunks.sharding_problem(spec, self.running_version(host))
+        if problem is not None:
+            raise PermanentMongoError("shardCollection", host, problem)
+        return host
+
     def shard_collection(self, mongos: Mongos, spec: ShardingSpec) -> str:
         """enableSharding + shardCollection, then zones and a ranged key's pre-split and chunk
         moves (chunks.py); says what it did or that it matched."""
-        host = self._mongos(mongos)
+        host = self.check_sharding(mongos, spec)
         entry = self._collection_entry(host, spec.namespace)
         if entry is not None:
             if dict(entry.get("key", {})) != spec.key_doc:

@@ -22,7 +22,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mongobench.mongo import driver
 from mongobench.mongo.model import Bound, KeyValue, ShardingSpec
+from mongobench.mongo.versions import UnsupportedVersion, capabilities, series
 
 # YCSB's key names are "user" + a decimal number, compared as strings. Read as a decimal
 # fraction 0.d1d2..., ordered keys (0..n-1) fill [0.1, 1) about evenly; hashed keys (the absolute
@@ -142,6 +144,17 @@ def shard_collection_command(spec: ShardingSpec) -> dict[str, Any]:
     return cmd
 
 
+def zone_bound(spec: ShardingSpec, value: KeyValue) -> dict[str, Any]:
+    """A zone bound as the server takes it: a hashed field's value is a 64-bit hash, which
+    must travel as NumberLong (the driver sends a small int as int32, which MongoDB refuses
+    for a hashed field: InvalidOptions)."""
+    doc = key_document(spec, value)
+    for f in spec.key_fields:
+        if f.hashed and isinstance(doc[f.field], int) and not isinstance(doc[f.field], bool):
+            doc[f.field] = driver.Int64(doc[f.field])
+    return doc
+
+
 def zone_commands(spec: ShardingSpec) -> list[dict[str, Any]]:
     """addShardToZone for every (shard, zone), then updateZoneKeyRange per zone (idempotent)."""
     cmds: list[dict[str, Any]] = []
@@ -151,12 +164,89 @@ def zone_commands(spec: ShardingSpec) -> list[dict[str, Any]]:
         cmds.append(
             {
                 "updateZoneKeyRange": spec.namespace,
-                "min": key_document(spec, spec.value(zone.min)),
-                "max": key_document(spec, spec.value(zone.max)),
+                "min": zone_bound(spec, spec.value(zone.min)),
+                "max": zone_bound(spec, spec.value(zone.max)),
                 "zone": zone.name,
             }
         )
     return cmds
+
+
+# --- what MongoDB refuses or ignores, told before any command ---------------------------------
+
+
+def sharding_problem(spec: ShardingSpec, version: str | None) -> str | None:
+    """Why MongoDB (binaries of ``version``, when known) would refuse or silently ignore this
+    layout; None when it takes it. One line, for the run's condition and Event."""
+    return (
+        _hashed_value_problem(spec)
+        or _presplit_zones_problem(spec)
+        or _initial_chunks_problem(spec, version)
+    )
+
+
+def _hashed_value_problem(spec: ShardingSpec) -> str | None:
+    """A hashed field's zone bound must be NumberLong, MinKey or MaxKey: never a string."""
+    for zone in spec.zones:
+        for bound in (spec.value(zone.min), spec.value(zone.max)):
+            for f, v in zip(spec.key_fields, bound, strict=True):
+                if f.hashed and isinstance(v, str):
+                    return (
+                        f"sharding.zones {zone.name}: the hashed field {f.field} takes 64-bit "
+                        f"hash values (integers), not {v!r} (MongoDB: InvalidOptions)"
+                    )
+    return None
+
+
+def _presplit_zones_problem(spec: ShardingSpec) -> str | None:
+    """presplitHashedZones' rules (MongoDB's initial_split_policy.cpp, errors 31388-31412)."""
+    if not presplits_hashed_zones(spec):
+        return None
+    fields = spec.key_fields
+    at = next(i for i, f in enumerate(fields) if f.hashed)
+    hashed = fields[at].field
+    if at == 0:
+        whole = len(spec.zones) == 1 and (
+            spec.value(spec.zones[0].min) == (Bound.MIN,) * len(fields)
+            and spec.value(spec.zones[0].max) == (Bound.MAX,) * len(fields)
+        )
+        if whole:
+            return None
+        return (
+            f"sharding.zones: with the hashed field {hashed} first, MongoDB pre-splits zones "
+            "only as one zone over the whole key (min and max left out) (error 31412)"
+        )
+    before = ", ".join(f.field for f in fields[:at])
+    for zone in spec.zones:
+        low, high = spec.value(zone.min), spec.value(zone.max)
+        if any(isinstance(v, Bound) for v in low[:at]):
+            why = f"min must give every field before the hashed field {hashed} ({before}) (31388)"
+        elif order(low[:at]) == order(high[:at]):
+            why = f"max must differ from min in a field before the hashed field {hashed} (31390)"
+        elif any(v is not Bound.MIN for v in low[at:]):
+            why = f"min may not give the hashed field {hashed} or a field after it (31389/31391)"
+        else:
+            continue
+        return f"sharding.zones {zone.name}: {why}"
+    return None
+
+
+def _initial_chunks_problem(spec: ShardingSpec, version: str | None) -> str | None:
+    """numInitialChunks for a hashed first field is ignored from 7.2 on (SERVER-74747): the
+    server puts one chunk on each shard itself. Refused, not silently dropped."""
+    if not spec.initial_chunks or not spec.key_fields[0].hashed or presplits_hashed_zones(spec):
+        return None
+    try:
+        honoured = version is None or capabilities(version).num_initial_chunks
+    except UnsupportedVersion:
+        honoured = True  # not a release this operator runs: the server decides
+    if honoured:
+        return None
+    return (
+        f"sharding.preSplitChunks: MongoDB {series(version or '0.0')} ignores numInitialChunks "
+        "for a hashed key (7.2 and later create one chunk per shard themselves): leave "
+        "preSplitChunks out, or use a ranged _id key, which is split and moved explicitly"
+    )
 
 
 def split_commands(spec: ShardingSpec) -> list[dict[str, Any]]:

@@ -13,7 +13,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from bson import MaxKey, MinKey, Timestamp
+    from bson import Int64, MaxKey, MinKey, Timestamp
     from pymongo import MongoClient
     from pymongo.errors import (
         AutoReconnect,
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 _NAMES = {
     "MongoClient": "pymongo",
     "Timestamp": "bson",
+    "Int64": "bson",
     "MinKey": "bson",
     "MaxKey": "bson",
     "AutoReconnect": "pymongo.errors",
@@ -60,6 +61,7 @@ __all__ = [
     "ConfigurationError",
     "ConnectionFailure",
     "ExecutionTimeout",
+    "Int64",
     "MaxKey",
     "MinKey",
     "MongoClient",

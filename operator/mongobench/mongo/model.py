@@ -111,6 +111,17 @@ class Mongos:
 
 
 @dataclass(frozen=True)
+class FcvScope:
+    """Where a sharded cluster's featureCompatibilityVersion is read and set. mongos keeps no
+    FCV document (a 5.0 router refuses the parameter, 6.0-8.2 routers answer with their own
+    binaries' series, 8.3 refuses it again), so it is read on every replica set's primary,
+    config servers first, and set through the routers, as MongoDB's upgrade procedure does."""
+
+    routers: Mongos
+    sets: tuple[ReplicaSetSpec, ...]
+
+
+@dataclass(frozen=True)
 class RoleGrant:
     role: str
     db: str = "admin"

@@ -21,7 +21,7 @@ from typing import Any
 
 from mongobench.k8s.api import KubeApi
 from mongobench.mongo.admin import MongoAdmin
-from mongobench.mongo.model import Mongos, ReplicaSetSpec
+from mongobench.mongo.model import FcvScope, Mongos, ReplicaSetSpec
 from mongobench.mongo.versions import FcvStep, fcv_before_roll
 from mongobench.mongocluster import labels as lbl
 from mongobench.mongocluster.layout import ClusterLayout, ReplicaSetLayout
@@ -125,9 +125,14 @@ def observe_mongos_upgrade(kube: KubeApi, layout: ClusterLayout, wanted: str) ->
     return mongos_upgrade(wanted, dep, upgraded)
 
 
-def fcv_target(layout: ClusterLayout) -> Mongos | ReplicaSetSpec:
-    """Where the cluster's FCV is read and set: through mongos, or the replica set's primary."""
-    return Mongos((layout.mongos_host,)) if layout.sharded else layout.replica_sets[0].to_spec()
+def fcv_target(layout: ClusterLayout) -> FcvScope | ReplicaSetSpec:
+    """Where the cluster's FCV is read and set: the replica set's primary, or (sharded) read on
+    every set's primary and set through mongos (mongos has no FCV of its own: FcvScope)."""
+    if not layout.sharded:
+        return layout.replica_sets[0].to_spec()
+    return FcvScope(
+        Mongos((layout.mongos_host,)), tuple(rs.to_spec() for rs in layout.replica_sets)
+    )
 
 
 def before_series_change(
@@ -136,7 +141,8 @@ def before_series_change(
     """Before a roll may replace the binaries: the FCV step MongoDB's upgrade procedure needs
     (versions.fcv_before_roll), done here when it is a raise. Returns (the step, the FCV now)."""
     target = fcv_target(layout)
-    running = admin.running_version(target)
+    # The routers' binaries are the last to move: mid-roll they still run the old series.
+    running = admin.running_version(target.routers if isinstance(target, FcvScope) else target)
     observed = admin.feature_compatibility_version(target)
     step = fcv_before_roll(
         running=running, target=version, observed_fcv=observed, wanted_fcv=wanted_fcv

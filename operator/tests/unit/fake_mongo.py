@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from mongobench.mongo.chunks import sharding_problem
+from mongobench.mongo.errors import PermanentMongoError
 from mongobench.mongo.model import (
     Distribution,
     DrainingProgress,
+    FcvScope,
     MemberStatus,
     Mongos,
     ReplicaSetSpec,
@@ -134,11 +137,11 @@ class FakeMongo:
         self.calls.append("serverStatus")
         return self.running
 
-    def feature_compatibility_version(self, target: ReplicaSetSpec | Mongos) -> str:
+    def feature_compatibility_version(self, target: ReplicaSetSpec | FcvScope) -> str:
         return self.fcv or ".".join(self.running.split(".")[:2])
 
     def ensure_feature_compatibility_version(
-        self, target: ReplicaSetSpec | Mongos, version: str, *, binaries: str
+        self, target: ReplicaSetSpec | FcvScope, version: str, *, binaries: str
     ) -> bool:
         self.fcv_binaries = binaries  # the version the caller says every member runs
         changed, self.fcv = self.fcv != version, version
@@ -158,6 +161,13 @@ class FakeMongo:
         self.calls.append(f"create {database}.{collection}")
         self.calls.extend(f"index {ix.name} {ix.document()}" for ix in indexes)
         self.collections.add(f"{database}.{collection}")
+
+    def check_sharding(self, mongos: Mongos, spec: ShardingSpec) -> str:
+        """As MongoAdmin: the layout's problem for the running release, before any command."""
+        problem = sharding_problem(spec, self.running)
+        if problem is not None:
+            raise PermanentMongoError("shardCollection", mongos.hosts[0], problem)
+        return mongos.hosts[0]
 
     def shard_collection(self, mongos: Mongos, spec: ShardingSpec) -> str:
         self.calls.append(f"shard {spec.namespace} on {spec.key_doc}")

@@ -15,9 +15,10 @@ from fake_mongo import FakeMongo
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec
 from mongobench.benchmarkrun import orchestrate
-from mongobench.benchmarkrun.data import ClusterData, sharding_spec
+from mongobench.benchmarkrun.data import ClusterData, sharding_layout_problem, sharding_spec
 from mongobench.config import OperatorConfig
 from mongobench.k8s import conditions as cond
+from mongobench.mongo.errors import PermanentMongoError
 from mongobench.mongo.model import Bound, KeyField, Zone
 from mongobench.mongo.pool import AdminPool
 from mongobench.mongocluster import reconcile
@@ -197,3 +198,41 @@ def test_split_points_and_zone_bounds_become_key_values_in_key_order() -> None:
     )
     assert sharding.value((Bound.MAX,)) == (Bound.MAX, Bound.MAX)
     assert sharding.value(("t",)) == ("t", Bound.MIN)
+
+
+@pytest.mark.parametrize(
+    ("running", "refused"), [("7.0.14", False), ("8.0.4", True)], ids=["7.0", "8.0"]
+)
+def test_pre_split_chunks_of_a_hashed_key_is_refused_before_the_drop_where_mongodb_ignores_it(
+    mongo: FakeMongo, admins: AdminPool, running: str, refused: bool
+) -> None:
+    """Issue 39: from 7.2 numInitialChunks is ignored for a hashed key; a run asking for it is
+    refused with the reason before anything is dropped, never reported as pre-split."""
+    kube = FakeKube()
+    cluster = provisioned(kube, SHARDED)
+    mongo.running = running
+    data = ClusterData(kube, admins)
+    spec = run_spec(sharding={"key": "_id", "hashed": True, "preSplitChunks": 8})
+    if not refused:
+        assert "sharded on hashed _id" in data.prepare(spec, cluster)
+        return
+    with pytest.raises(PermanentMongoError, match="ignores numInitialChunks for a hashed key"):
+        data.prepare(spec, cluster)
+    assert not any(c.startswith(("drop", "shard")) for c in mongo.calls)
+
+
+def test_a_zone_layout_every_release_refuses_is_told_when_the_run_starts() -> None:
+    """Issue 39: the start handler refuses (SpecError: condition and Event) what no release
+    takes; preSplitChunks, which depends on the release, is left to prepare."""
+    same_prefix = {
+        "fields": [{"field": "region"}, {"field": "_id", "type": "Hashed"}],
+        "zones": [
+            {"name": "eu", "shards": ["c-shard0"], "min": {"region": "eu"}, "max": {"region": "eu"}}
+        ],
+    }
+    problem = sharding_layout_problem(run_spec(sharding=same_prefix))
+    assert problem is not None and "31390" in problem
+    fine = {**same_prefix, "zones": [{**same_prefix["zones"][0], "max": {"region": "us"}}]}
+    assert sharding_layout_problem(run_spec(sharding=fine)) is None
+    presplit = {"key": "_id", "hashed": True, "preSplitChunks": 8}
+    assert sharding_layout_problem(run_spec(sharding=presplit)) is None

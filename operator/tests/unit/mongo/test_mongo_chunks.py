@@ -124,7 +124,7 @@ def test_a_hashed_key_with_zones_is_presplit_by_shard_collection_not_by_initial_
         "usertable",
         initial_chunks=8,
         fields=(KeyField("region"), KeyField("_id", hashed=True)),
-        zones=(Zone("eu", ("s0",), ("eu", MIN), ("eu", MAX)),),
+        zones=(Zone("eu", ("s0",), ("eu",), ("us",)),),
     )
     assert chunks.presplits_hashed_zones(zoned)
     assert chunks.shard_collection_command(zoned) == {
@@ -158,3 +158,46 @@ def test_a_hashed_key_leaves_chunks_to_the_server_and_numeric_points_sort_before
     # an unsplit ranged key stays where shardCollection put it
     plain = ShardingSpec("d", "c", key="f", hashed=False)
     assert chunks.move_commands(plain, [Chunk((MIN,), (MAX,), "s0")], SHARDS) == []
+
+
+REGION_HASHED = (KeyField("region"), KeyField("_id", hashed=True))
+
+
+@pytest.mark.parametrize(
+    ("fields", "zones", "version", "why"),
+    [
+        ((KeyField("_id", hashed=True),), (Zone("a", ("s0",), (MIN,), (0,)),), None, "31412"),
+        (REGION_HASHED, (Zone("eu", ("s0",), ("eu",), ("eu", MAX)),), None, "31390"),
+        (REGION_HASHED, (Zone("eu", ("s0",), (MIN,), ("eu",)),), None, "31388"),
+        (REGION_HASHED, (Zone("eu", ("s0",), ("eu", 0), ("us",)),), None, "31389"),
+        (REGION_HASHED, (Zone("eu", ("s0",), ("eu", MIN, 1), ("us",)),), None, "31391"),
+        (REGION_HASHED, (Zone("eu", ("s0",), ("eu",), ("us", "x")),), None, "64-bit hash"),
+        ((KeyField("_id", hashed=True),), (), "8.0.4", "ignores numInitialChunks"),
+    ],
+)
+def test_layouts_mongodb_refuses_or_ignores_are_named_in_one_line(
+    fields: tuple[KeyField, ...], zones: tuple[Zone, ...], version: str | None, why: str
+) -> None:
+    if why == "31391":
+        fields = (*REGION_HASHED, KeyField("ts"))
+    spec = ShardingSpec("ycsb", "t", fields=fields, zones=zones, initial_chunks=8)
+    problem = chunks.sharding_problem(spec, version)
+    assert problem is not None and why in problem and "\n" not in problem
+
+
+@pytest.mark.parametrize("version", ["5.0.31", "6.0.20", "7.0.14", "8.0.4", None])
+def test_layouts_mongodb_takes_pass_and_hashed_bounds_are_number_long(version: str | None) -> None:
+    whole = ShardingSpec("ycsb", "t", zones=(Zone("all", ("s0",), (MIN,), (MAX,)),))
+    regions = ShardingSpec(
+        "ycsb",
+        "t",
+        fields=REGION_HASHED,
+        zones=(Zone("eu", ("s0",), ("eu",), ("us", 7)), Zone("us", ("s1",), ("us",), (MAX,))),
+    )
+    for spec in (whole, regions):
+        assert chunks.sharding_problem(spec, version) is None
+    eu = chunks.zone_commands(regions)[-2]
+    assert type(eu["max"]["_id"]).__name__ == "Int64" and eu["max"]["_id"] == 7
+    # numInitialChunks is honoured before 7.2: no problem there
+    honoured = chunks.sharding_problem(ShardingSpec("ycsb", "t", initial_chunks=8), version)
+    assert (honoured is None) == (version != "8.0.4")
