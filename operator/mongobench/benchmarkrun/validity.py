@@ -252,6 +252,11 @@ def tally(steps: Sequence[Mapping[str, Any]]) -> tuple[int, int, int]:
     return len(judged), invalid, reruns
 
 
+def advice_text(verdict: v.Validity) -> str:
+    """What to change for an invalid trial, one clause per reason that makes it so."""
+    return "; ".join(v.advice_line(name) for name in verdict.reason_names)
+
+
 def invalid_reasons(steps: Sequence[Mapping[str, Any]]) -> list[tuple[str, int]]:
     """(reason, invalid trials with it), in the order found; accepted reasons are not."""
     verdicts = (v.parse(s.get("validity")) for s in steps if s.get("kind") == "run")

@@ -228,9 +228,7 @@ def test_the_condition_says_what_to_change_per_reason() -> None:
     steps[0]["validity"] = steps[1]["validity"] = bound.to_dict()
     ok, message = validity.condition_message(steps)
     assert not ok
-    assert message == (
-        "2 of 3 trials invalid (ClientBound 2: " + v.advice(v.CLIENT_BOUND) + ")"
-    )
+    assert message == ("2 of 3 trials invalid (ClientBound 2: " + v.advice(v.CLIENT_BOUND) + ")")
     assert "clients.resources.limits.cpu" in message
 
 
