@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 from rich import box
 from rich.console import Console, Group
+from rich.constrain import Constrain
 from rich.table import Table
 from rich.text import Text
 
@@ -69,22 +70,6 @@ def _ci(row: compare.Row) -> str:
     return f"[{num(s.ci_low)}, {num(s.ci_high)}]"
 
 
-def _change(row: compare.Row) -> str:
-    d = row.difference
-    if row.baseline or d is None:
-        return ""
-    if row.metric.points:
-        ci = f" [{d.ci_low:+.1f}, {d.ci_high:+.1f}]" if d.ci_low is not None else ""
-        return f"{d.delta:+.1f} pp{ci}"
-    rel, rel_ci = d.relative, d.relative_ci
-    if rel is None:
-        return f"{d.delta:+.3g}"
-    ci = f" [{100 * rel_ci[0]:+.1f}, {100 * rel_ci[1]:+.1f}]" if rel_ci else ""
-    if d.relative_unbounded:
-        ci = " [unbounded]"  # Fieller: the baseline's mean is not known to differ from 0
-    return f"{100 * rel:+.1f}%{ci}"
-
-
 def _g(row: compare.Row) -> str:
     if row.baseline:
         return ""
@@ -122,7 +107,7 @@ def compare_cells(row: compare.Row) -> list[str]:
         row.validity.text(),
         _mean_sd(row),
         _ci(row),
-        _change(row),
+        row.change_text(),
         pval(d.welch_p) if d else "",
         pval(d.rank_p) if d else "",
         pval(row.p_adjusted) if d else "",
@@ -228,6 +213,73 @@ def compare_table(result: compare.Comparison) -> Group:
             _notes_text(row, notes),
         )
     return Group(table, *_compare_footer(result, notes))
+
+
+# The compact table fits an ordinary terminal; `--wide` and -o csv|json|markdown have it all.
+COMPACT_WIDTH = 100
+
+
+def compare_compact(result: compare.Comparison) -> Constrain:
+    """What `compare` prints by default, within COMPACT_WIDTH columns: the method in a line,
+    one headline per configuration against the baseline, then per workload and metric each
+    configuration's verdict with its change and interval and its valid trials, then the
+    invalid trials' reasons with what to change."""
+    conf = f"{100 * result.confidence:.0f}%"
+    parts: list[Any] = [Text(comparison_heading(result), style="dim"), Text("")]
+    parts += [Text(line, style="bold") for line in compare.headlines(result)]
+    table = Table(box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), pad_edge=False)
+    for col in ("metric", "configuration", "valid", f"change [{conf} CI]"):
+        table.add_column(col, no_wrap=col.startswith(("change", "valid")), overflow="fold")
+    table.add_column("verdict", no_wrap=True)
+    previous: tuple[str, str] | None = None
+    flagged = 0
+    for row in result.rows:
+        if row.baseline:
+            continue
+        workload, metric = row.workload, row.metric.id
+        if previous is None or previous[0] != workload:
+            # The workload heads its rows: a column of its own would not fit 100 columns.
+            if previous is not None:
+                table.add_section()
+            table.add_row(Text(f"workload {workload}", style="bold"))
+        shown_metric = "" if previous == (workload, metric) else metric
+        previous = (workload, metric)
+        flagged += bool(row.flags)
+        table.add_row(
+            shown_metric,
+            Text(row.configuration),
+            f"{row.validity.valid}/{row.validity.trials}" if row.validity.judged else "-",
+            Text(row.change_text()),
+            _verdict_text(row, row.outcome() + (" !" if row.flags else "")),
+        )
+    parts += [Text(""), table, *invalid_trial_lines(result)]
+    notes = [*(f"not comparable: {r}" for r in result.incomparable), *result.notes]
+    parts += [Text(line, style="yellow") for line in notes]
+    more = "--wide: every figure (mean, SD, p-values, Hedges' g), -o csv|json|markdown"
+    if flagged:
+        more = f"!: {flagged} rows carry flags (noise, few trials, Little's law); " + more
+    parts.append(Text(more, style="dim"))
+    return Constrain(Group(*parts), width=COMPACT_WIDTH)
+
+
+def invalid_trial_lines(result: compare.Comparison) -> list[Text]:
+    """Per validity reason: how many trials of which configurations and workloads it made
+    invalid, and what to change (the results library's advice)."""
+    cells = {(r.configuration, r.workload): r.validity for r in result.rows}
+    found: dict[str, list[tuple[str, str, int]]] = {}
+    for (config, workload), cell in cells.items():
+        for name, n in cell.reasons:
+            found.setdefault(name, []).append((config, workload, n))
+    if not found:
+        return []
+    out = [Text("invalid trials (left out of the figures unless --include-invalid):")]
+    for name, where in found.items():
+        total = sum(n for _, _, n in where)
+        places = ", ".join(f"{c} on {w}: {n}" for c, w, n in where)
+        line = f"  {name}, {total} trial{'s' if total > 1 else ''} ({places})"
+        tip = _validity.advice(name)
+        out.append(Text(line + (f": {tip}" if tip else ""), style="yellow"))
+    return out
 
 
 def _verdict_text(row: compare.Row, verdict: str) -> Text:
