@@ -596,6 +596,7 @@ def describe(run: LoadedRun, confidence: float = stats.DEFAULT_CONFIDENCE) -> Gr
     obj = run.run
     measured = records.measured(obj)
     parts: list[Any] = [_overview_grid(records.overview(obj, run.origin)), _plan_table(obj)]
+    parts += validity_notes(records.plan_rows(obj))
     if measured:
         parts.append(_summary_table(run, confidence))
         parts.append(_cpu_table(measured))
@@ -751,20 +752,29 @@ def _plan_table(obj: Mapping[str, Any]) -> Table:
 
 
 def _validity_cell(verdict: _validity.Validity) -> Text:
-    """`valid`, `unjudged`, or `invalid: ...` with each reason's message (the operator's
-    verdict, spec.validity), accepted reasons said so; the attempt when it is a re-run."""
+    """`valid`, `unjudged`, or `invalid: ...` (the operator's verdict, spec.validity), accepted
+    reasons said so; the attempt when it is a re-run. What was seen and what to change follow
+    the table (validity_notes): a cell is too narrow for them."""
     text = verdict.text()
-    if verdict.reasons:
-        text += "".join(
-            f"\n- {r.reason}{' (accepted)' if r.accepted else ''}: {r.message}"
-            for r in verdict.reasons
-        )
     if verdict.warmup_seconds is not None and verdict.valid:
         text += f" (warm-up {verdict.warmup_seconds:g} s)"
     if verdict.attempt > 1:
         text += f" [attempt {verdict.attempt}]"
     style = "" if not verdict.judged else ("green" if verdict.valid else "red")
     return Text(text, style=style)
+
+
+def validity_notes(steps: Sequence[records.StepView]) -> list[Text]:
+    """Under the plan: each judged trial's reasons with what was seen, then per reason that
+    made trials invalid, what to change (the results library's advice)."""
+    out: list[Text] = []
+    for s in steps:
+        for r in s.validity.reasons:
+            accepted = " (accepted)" if r.accepted else ""
+            out.append(Text(f"  {s.label}: {r.reason}{accepted}: {r.message}", style="yellow"))
+    kinds = dict.fromkeys(n for s in steps for n in s.validity.reason_names)
+    out += [Text(f"  to change: {_validity.advice_line(n)}") for n in kinds if n]
+    return [Text("Trial validity", style="bold italic"), *out] if out else []
 
 
 def _operations_cell(res: Mapping[str, Any]) -> str:

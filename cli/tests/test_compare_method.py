@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from mongobench_cli import experiment, export, render
 from mongobench_cli.app import app
-from mongobench_results import compare
+from mongobench_results import compare, validity
 
 pytestmark = pytest.mark.unit
 
@@ -103,6 +103,9 @@ def test_describe_and_list_show_the_steps_validity(archives: tuple[str, str]) ->
     described = invoke("describe", f"{archives[1]}")
     run_a2 = next(ln for ln in described.splitlines() if "run a #2" in ln and "NoisyNode" in ln)
     assert "invalid: NoisyNode" in run_a2
+    # Under the reason, what to change (one advice table for status, describe, compare, report).
+    flat = " ".join(described.split())
+    assert "to change: " + " ".join(validity.advice(validity.NOISY_NODE).split()) in flat
     listed = json.loads(invoke("list", *archives, "-o", "json"))
     assert [r["validity"] for r in listed] == ["8/8 valid", "7/8 valid"]
     assert "7/8 valid" in invoke("list", *archives)
