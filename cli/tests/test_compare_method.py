@@ -105,7 +105,7 @@ def test_describe_and_list_show_the_steps_validity(archives: tuple[str, str]) ->
     assert "invalid: NoisyNode" in run_a2
     # Under the reason, what to change (one advice table for status, describe, compare, report).
     flat = " ".join(described.split())
-    assert "to change: " + " ".join(validity.advice(validity.NOISY_NODE).split()) in flat
+    assert "to change: " + validity.advice_line(validity.NOISY_NODE) in flat
     listed = json.loads(invoke("list", *archives, "-o", "json"))
     assert [r["validity"] for r in listed] == ["8/8 valid", "7/8 valid"]
     assert "7/8 valid" in invoke("list", *archives)

@@ -205,7 +205,9 @@ def test_describe_shows_each_steps_validity_with_its_reasons() -> None:
     text = console.export_text()
     assert "validity" in text
     assert "invalid: ClientBound" in text
-    assert "- ClientBound: client CPU 97% of its limit" in text
+    # Under the plan: what was seen on the trial, then what to change.
+    assert "run a #1: ClientBound: client CPU 97% of its limit" in text
+    assert "to change: ClientBound: raise clients.resources.limits.cpu" in text
     assert "valid (warm-up 3 s) [attempt 2]" in text
     # A reason the policy accepts (spec.validity.accept): said, and the trial valid.
     first["validity"] = {
@@ -218,7 +220,8 @@ def test_describe_shows_each_steps_validity_with_its_reasons() -> None:
     text = console.export_text()
     assert "invalid" not in text
     assert "valid (accepted: ClientBound)" in text
-    assert "- ClientBound (accepted): client CPU 97%" in text
+    assert "run a #1: ClientBound (accepted): client CPU 97%" in text
+    assert "to change" not in text  # an accepted reason needs no change
 
 
 def test_describe_shows_documents_data_and_chunks_per_shard_after_each_load() -> None:
