@@ -146,7 +146,7 @@ def test_an_accepted_reason_is_shown_and_the_trial_counts(
         bmr.apply(plane, namespace, accepted)
         run = bmr.wait_run(kube_api, namespace, "accepted", ("Succeeded", "Failed"), timeout=600)
         described = ok(cli(plane, "describe", "accepted", "-n", namespace))
-        compared = ok(cli(plane, "compare", "accepted", "-n", namespace))
+        compared = ok(cli(plane, "compare", "accepted", "-n", namespace, "--wide"))
     finally:
         operator.stop()
     assert run["status"]["phase"] == "Succeeded", run["status"].get("conditions")
@@ -162,7 +162,7 @@ def test_an_accepted_reason_is_shown_and_the_trial_counts(
     assert "ClientBound" in trials["message"]
     assert not events(kube_api, namespace, "TrialInvalid")
     assert "accepted: ClientBound" in " ".join(described.split()), described
-    assert "- ClientBound (accepted):" in described, described
+    assert "run c #1: ClientBound (accepted):" in described, described
     assert "1/1 valid (accepted: ClientBound 1" in " ".join(compared.split()), compared
 
 
