@@ -14,6 +14,7 @@ import yaml
 from rich import box
 from rich.console import Console, Group
 from rich.constrain import Constrain
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -227,7 +228,7 @@ def compare_compact(result: compare.Comparison) -> Constrain:
     conf = f"{100 * result.confidence:.0f}%"
     parts: list[Any] = [Text(comparison_heading(result), style="dim"), Text("")]
     parts += [Text(line, style="bold") for line in compare.headlines(result)]
-    table = Table(box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), pad_edge=False)
+    table = Table(box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), pad_edge=False, show_edge=False)
     for col in ("metric", "configuration", "valid", f"change [{conf} CI]"):
         table.add_column(col, no_wrap=col.startswith(("change", "valid")), overflow="fold")
     table.add_column("verdict", no_wrap=True)
@@ -252,7 +253,10 @@ def compare_compact(result: compare.Comparison) -> Constrain:
             Text(row.change_text()),
             _verdict_text(row, row.outcome() + (" !" if row.flags else "")),
         )
-    parts += [Text(""), table, *invalid_trial_lines(result)]
+    invalid = invalid_trial_lines(result)
+    # Wrapped lines keep their indent: the reasons read as items under their heading.
+    parts += [Text(""), table, Text(""), *invalid[:1]]
+    parts += [Padding(t, (0, 0, 0, 2)) for t in invalid[1:]]
     notes = [*(f"not comparable: {r}" for r in result.incomparable), *result.notes]
     parts += [Text(line, style="yellow") for line in notes]
     more = "--wide: every figure (mean, SD, p-values, Hedges' g), -o csv|json|markdown"
@@ -276,7 +280,7 @@ def invalid_trial_lines(result: compare.Comparison) -> list[Text]:
     for name, where in found.items():
         total = sum(n for _, _, n in where)
         places = ", ".join(f"{c} on {w}: {n}" for c, w, n in where)
-        line = f"  {name}, {total} trial{'s' if total > 1 else ''} ({places})"
+        line = f"{name}, {total} trial{'s' if total > 1 else ''} ({places})"
         tip = _validity.advice(name)
         out.append(Text(line + (f": {tip}" if tip else ""), style="yellow"))
     return out
