@@ -227,7 +227,13 @@ def compare_compact(result: compare.Comparison) -> Constrain:
     invalid trials' reasons with what to change."""
     conf = f"{100 * result.confidence:.0f}%"
     parts: list[Any] = [Text(comparison_heading(result), style="dim"), Text("")]
-    parts += [Text(line, style="bold") for line in compare.headlines(result)]
+    # A grid: a headline's wrapped lines hang under its first word, not under the dash.
+    heads = Table.grid()
+    heads.add_column(no_wrap=True)
+    heads.add_column()
+    for line in compare.headlines(result):
+        heads.add_row("- ", Text(line, style="bold"))
+    parts.append(heads)
     table = Table(box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), pad_edge=False, show_edge=False)
     for col in ("metric", "configuration", "valid", f"change [{conf} CI]"):
         table.add_column(col, no_wrap=col.startswith(("change", "valid")), overflow="fold")
@@ -259,11 +265,28 @@ def compare_compact(result: compare.Comparison) -> Constrain:
     parts += [Padding(t, (0, 0, 0, 2)) for t in invalid[1:]]
     notes = [*(f"not comparable: {r}" for r in result.incomparable), *result.notes]
     parts += [Text(line, style="yellow") for line in notes]
+    if any(r.significant is False and _clear_of_zero(r) for r in result.rows):
+        parts.append(
+            Text(
+                "an interval clear of 0 with no difference: each interval is on its own, the "
+                f"verdicts are adjusted together ({result.adjustment_text()})",
+                style="dim",
+            )
+        )
     more = "--wide: every figure (mean, SD, p-values, Hedges' g), -o csv|json|markdown"
     if flagged:
         more = f"!: {flagged} rows carry flags (noise, few trials, Little's law); " + more
     parts.append(Text(more, style="dim"))
     return Constrain(Group(*parts), width=COMPACT_WIDTH)
+
+
+def _clear_of_zero(row: compare.Row) -> bool:
+    """The row's change interval lies on one side of zero."""
+    d = row.difference
+    if d is None:
+        return False
+    low, high = (d.ci_low, d.ci_high) if row.metric.points else (d.relative_ci or (None, None))
+    return low is not None and high is not None and (low > 0 or high < 0)
 
 
 def invalid_trial_lines(result: compare.Comparison) -> list[Text]:
