@@ -631,10 +631,14 @@ def report_runs(
     ] = None,
     target: Target,
 ) -> None:
-    """One self-contained HTML file (report.html) plus PNG figures: throughput and latency with
-    CI error bars, latency percentile curves from the merged HDR histograms, CPU per node and
-    step, scaling plots when the runs differ in one dimension, and the A/A calibration the
-    study ran under (false-positive rate, minimum detectable effect) when there is one."""
+    """One self-contained HTML file (report.html) plus PNG figures. It opens with the question
+    (the configurations, what differs) and the answer (a headline per configuration, the
+    changes with their intervals in a forest plot, the verdicts, what to change for invalid
+    trials); then the figures: throughput and latency with CI error bars, latency percentile
+    curves from the merged HDR histograms, CPU per node and step, scaling plots when the runs
+    differ in one dimension, and the A/A calibration the study ran under (false-positive rate,
+    minimum detectable effect) when there is one; then the tables, the warnings by kind and
+    each run's trials."""
     from mongobench_cli import report  # noqa: PLC0415 - matplotlib loads only here
 
     _refuse(ref_problem("report", {"calibration_ref": calibration_ref}))

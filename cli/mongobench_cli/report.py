@@ -293,7 +293,12 @@ def forest_figure(figs: _Figures, result: compare.Comparison) -> None:
     ax.grid(axis="x", alpha=0.3)
     for name in others:
         ax.plot([], [], "o", color=colors[name], label=name)
-    ax.legend(fontsize=7, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=min(3, len(others)))
+    # The scale on top as well: the first screen shows the figure's top rows.
+    ax.tick_params(axis="x", labeltop=True, labelsize=7)
+    ax.set_title(f"change against {result.baseline}", fontsize=9, loc="left", pad=16)
+    # Above the top tick labels (about a quarter inch), level with the title.
+    above = 1.0 + 0.25 / (fig.get_figheight() * ax.get_position().height)
+    ax.legend(fontsize=7, loc="lower right", bbox_to_anchor=(1.0, above), ncol=min(3, len(others)))
     figs.save(
         fig,
         "changes",
