@@ -774,8 +774,9 @@ def _row(
 
 def what_differs(base: Configuration, config: Configuration) -> list[str]:
     """What `config`'s (first) run sets differently from the baseline's: the cluster's shape,
-    the clients' concurrency and resources, the workloads' parameters, the labels
-    ("clients.parallelism 2 vs 1"). Empty: the same spec, an A/A pair."""
+    the clients' concurrency and resources, the workloads' parameters ("clients.parallelism 2
+    vs 1"). Labels are not among them: they name a configuration, they change nothing that
+    runs. Empty: the same spec, an A/A pair."""
     if not base.runs or not config.runs:
         return []
     a, b = base.runs[0].run, config.runs[0].run
@@ -793,7 +794,6 @@ def _spec_facts(run: Mapping[str, Any]) -> dict[str, Any]:
         facts["clients.resources"] = resources
     for w in records.workloads([run]):
         facts |= records.workload_parameters(run, w)
-    facts |= {f"labels.{k}": v for k, v in (spec.get("labels") or {}).items()}
     return facts
 
 
