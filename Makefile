@@ -17,7 +17,8 @@ CHARTS := charts/mongobench-crds charts/mongobench
 # Argo CD's health-check engine (gopher-lua) for the Lua health checks, a Go module of its own.
 ARGOCD_HEALTH := manifests/gitops/argocd/healthcheck
 
-.PHONY: help setup lint test test-unit coverage test-protocol test-bench-jobs test-cluster demo dev dev-down \
+.PHONY: help setup lint test test-unit test-unit-later test-packaging coverage test-protocol test-bench-jobs test-cluster \
+        demo dev dev-down \
         crds-check crds-sync chart-docs chart-lint manifests images kind-load test-rules test-e2e \
         e2e-kind e2e-kind-down cli-dist cli-krew docs docs-gen
 
@@ -100,7 +101,7 @@ TEST_WORKERS ?= 2
 PROTOCOL_WORKERS ?= $(if $(filter 0,$(TEST_WORKERS)),0,3)
 CLUSTER_WORKERS ?= $(if $(filter 0,$(TEST_WORKERS)),0,3)
 
-test: setup lint test-unit test-rules test-protocol test-bench-jobs test-cluster ## set up, lint, run every tier
+test: setup lint test-unit test-unit-later test-packaging test-rules test-protocol test-bench-jobs test-cluster ## set up, lint, run every tier
 
 UNIT_TESTS := operator/tests bench-jobs/runner/tests archive/tests cli/tests results/tests benchmarks/tests dashboards/tests \
   alerts/tests e2e/local/tests e2e/suite e2e/kind/tests charts/tests manifests/tests hack/tests
@@ -109,6 +110,22 @@ UNIT_TESTS := operator/tests bench-jobs/runner/tests archive/tests cli/tests res
 # 540 s to 377 s on this shared host.
 test-unit: ## unit tier: pure builders, parsers, statistics
 	$(PYTEST) -q -m unit -n $(TEST_WORKERS) $(UNIT_TESTS)
+
+# The unit tier again with the wall clock LATER_DAYS ahead (localplane.clock_ahead): a test that
+# passes only near the date it was written (a certificate issued "now" and judged at a fixed date)
+# fails here, the day it is written, not ten days later on every machine.
+LATER_DAYS ?= 400
+test-unit-later: ## the unit tier again with the wall clock a year ahead: no test may depend on today's date
+	MONGOBENCH_CLOCK_AHEAD_DAYS=$(LATER_DAYS) $(PYTEST) -q -m unit -n $(TEST_WORKERS) \
+	  -p localplane.clock_ahead -p no:cacheprovider $(UNIT_TESTS)
+
+# The one tier that reaches the package index (the issue it answers: uv.lock's pins and overrides
+# do not travel with the wheels): the CLI's wheels installed by pip into fresh virtualenvs, core
+# and each extra, third-party packages resolved from the index; prints each install's size.
+# pip's cache is MONGOBENCH_CACHE/pip: a warm run downloads only the index pages (about 80 s on
+# two workers on this 2-core host; 3.5 minutes cold).
+test-packaging: ## packaging tier: the CLI's wheels pip-installed from the package index, per extra
+	$(PYTEST) -q -m packaging -n 2 -rA cli/tests/test_packaging.py
 
 coverage: ## the unit tier under coverage.py: per package of operator/mongobench (controllers >= 85%)
 	$(VENV)/bin/coverage run --data-file=.coverage-unit --source=operator/mongobench \

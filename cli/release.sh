@@ -9,6 +9,8 @@
 #   cli/release.sh assets VERSION URL [OUT]      what the GitHub Release gets: the manifest, then
 #                                                OUT/checksums.txt (sha256 of archives, wheels,
 #                                                sdists and the manifest; `sha256sum -c` reads it)
+#   cli/release.sh missing VERSION [OUT]         the platforms with no archive in OUT (one line,
+#                                                empty when all five are there)
 # OUT defaults to dist/cli. Third-party packages come from uv.lock (hashes checked); with
 # UV_OFFLINE=1 from the uv cache only (the tests do that: `make setup` fills it).
 # The executable is cached by a hash of what goes into it (the wheels, uv.lock, the entry point,
@@ -22,7 +24,7 @@ source "$repo/hack/versions.env"
 uv=${UV:-${MONGOBENCH_CACHE:-$HOME/.cache/mongobench}/uv-$UV_VERSION/bin/uv}
 command -v "$uv" >/dev/null || uv=uv
 python=${PYTHON:-python3.11}  # an interpreter name or a version uv finds (or downloads: CI)
-usage() { sed -n '2,16p' "$0" >&2; exit 2; }
+usage() { sed -n '2,18p' "$0" >&2; exit 2; }
 cache=${MONGOBENCH_CACHE:-$HOME/.cache/mongobench}/cli-exe
 # Git Bash on Windows: a path the native tools (uv, Python) read too.
 if command -v cygpath >/dev/null; then cache=$(cygpath -m "$cache"); fi
@@ -54,8 +56,9 @@ print(h.hexdigest()[:24])
 PY
 }
 
-# The executable is built in a virtualenv holding only the CLI and what it imports (the lock's
-# pins), so PyInstaller bundles nothing the CLI does not use.
+# The executable is built in a virtualenv holding only the CLI with every extra (the Kubernetes
+# client, plotting, change points) and what they import (the lock's pins), so PyInstaller bundles
+# nothing the CLI does not use.
 bundle() {
   local out=$1 dest=$2 build venv bin
   build=$(mktemp -d)
@@ -68,7 +71,7 @@ bundle() {
   [ -d "$bin" ] || bin=$venv/Scripts  # Windows
   # `uv sync` of the lock (not `uv pip install`): the same cached downloads as `make setup`'s.
   (cd "$repo" && UV_PROJECT_ENVIRONMENT=$venv "$uv" sync --frozen --quiet --no-default-groups \
-    --package mongobench-cli --extra history --no-install-workspace)
+    --package mongobench-cli --all-extras --no-install-workspace)
   (cd "$repo" && UV_PROJECT_ENVIRONMENT=$venv "$uv" sync --frozen --quiet --inexact \
     --only-group cli-bundle)
   "$uv" pip install --quiet --python "$venv" --no-deps "$out"/mongobench_*-py3-none-any.whl
@@ -80,7 +83,7 @@ bundle() {
   cp "$build"/exe/kubectl-mongobench* "$dest.$$.tmp/"
   rm -rf "$dest"
   mv "$dest.$$.tmp" "$dest"
-  # Only the newest few executables stay (each one ~50 MB; a branch switch may want one back).
+  # Only the newest few executables stay (each one ~100 MB; a branch switch may want one back).
   local old
   # shellcheck disable=SC2012  # the names are hex keys
   ls -1td "$cache"/[0-9a-f]*[0-9a-f] | tail -n +5 | while read -r old; do rm -rf "$old"; done
@@ -105,12 +108,21 @@ manifest() {
 }
 
 # The checksums of everything the Release carries (the manifest names the archives' own).
+# Without any archive (every platform's build failed) the Release still gets the packages: no
+# manifest then, the sums of what there is.
 assets() {
   local version=$1 url=$2 out=$3
-  manifest "$version" "$url" "$out" >/dev/null
-  (cd "$out" && rm -f checksums.txt &&
-    sha256sum -- kubectl-mongobench_* mongobench_*.whl mongobench_*.tar.gz mongobench.yaml \
-      >checksums.txt.tmp && mv checksums.txt.tmp checksums.txt)
+  rm -f "$out/mongobench.yaml"
+  if ls "$out"/kubectl-mongobench_* >/dev/null 2>&1; then
+    manifest "$version" "$url" "$out" >/dev/null
+  fi
+  (
+    cd "$out" && rm -f checksums.txt
+    shopt -s nullglob
+    local files=(kubectl-mongobench_* mongobench_*.whl mongobench_*.tar.gz mongobench.yaml)
+    if [ ! -f mongobench.yaml ]; then unset 'files[-1]'; fi
+    sha256sum -- "${files[@]}" >checksums.txt.tmp && mv checksums.txt.tmp checksums.txt
+  )
   ls "$out"/*
 }
 
@@ -119,5 +131,7 @@ case "${1:-}" in
   archive) [ $# -ge 2 ] || usage; archive "$2" "${3:-$repo/dist/cli}" ;;
   manifest) [ $# -ge 3 ] || usage; manifest "$2" "$3" "${4:-$repo/dist/cli}" ;;
   assets) [ $# -ge 3 ] || usage; assets "$2" "$3" "${4:-$repo/dist/cli}" ;;
+  missing) [ $# -ge 2 ] || usage; "$uv" run --quiet --no-project --python "$python" \
+    "$here/krew/krew.py" missing "$2" "${3:-$repo/dist/cli}" ;;
   *) usage ;;
 esac

@@ -3,7 +3,7 @@
 #   python   : uv (pinned, from PyPI), the locked virtualenv .venv, the S3 test server (moto)
 #   tools    : control plane, KWOK, helm, FerretDB, mongodb_exporter, Argo CD's health-check
 #              engine (gopher-lua) from pinned Go modules (hack/build-tools.sh)
-#   system   : Prometheus, node-exporter and faketime from Debian (only when missing)
+#   system   : Prometheus and node-exporter from Debian (only when missing)
 #   java     : the YCSB binding (bench-jobs/ycsb-binding), built when its sources changed
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -60,8 +60,6 @@ setup_system() {
   command -v prometheus >/dev/null || missing+=(prometheus)
   command -v prometheus-node-exporter >/dev/null || missing+=(prometheus-node-exporter)
   command -v openssl >/dev/null || missing+=(openssl)
-  # `make test` runs the unit tier again with the clock a year ahead (faketime moves it).
-  command -v faketime >/dev/null || missing+=(faketime)
   if [ ${#missing[@]} -gt 0 ]; then
     echo "setup: apt-get install ${missing[*]}" >&2
     export DEBIAN_FRONTEND=noninteractive

@@ -3,6 +3,7 @@ release runners of every OS need nothing more than Python).
 
     krew.py archive VERSION EXECUTABLE LICENSE OUT   this host's archive of the executable
     krew.py manifest VERSION URL OUT                 OUT/mongobench.yaml for the archives in OUT
+    krew.py missing VERSION OUT                      the platforms (os_arch) with no archive in OUT
 
 Archives are named kubectl-mongobench_<version>_<os>_<arch>.tar.gz (.zip on Windows), hold the
 executable and the LICENSE (krew's validation wants one), and add nothing variable (fixed
@@ -36,6 +37,12 @@ def _project(key: str) -> str:
 
 
 HOMEPAGE = _project("PROJECT_URL")
+# The Linux archives are built in a manylinux_2_28 container (the release workflow, cli-archives):
+# a PyInstaller executable needs the build host's glibc or newer.
+GLIBC = (
+    "Linux: glibc 2.28 or newer (RHEL/Rocky/Alma 8, Debian 10, Ubuntu 20.04 and later; "
+    "not musl/Alpine)."
+)
 # The platforms the release workflow builds on native runners.
 PLATFORMS = [
     ("linux", "amd64"),
@@ -96,6 +103,16 @@ def write_archive(version: str, executable: Path, license_file: Path, out: Path)
     return path
 
 
+def missing(version: str, out: Path) -> list[str]:
+    """The platforms of PLATFORMS whose archive is not in `out` (a release job that failed)."""
+    version = krew_version(version)
+    return [
+        f"{os_name}_{arch}"
+        for os_name, arch in PLATFORMS
+        if not (out / archive_name(version, os_name, arch)).is_file()
+    ]
+
+
 def manifest(version: str, url: str, out: Path) -> str:
     version = krew_version(version)
     platforms = []
@@ -134,8 +151,9 @@ spec:
   description: |
     Works with the mongobench operator's BenchmarkRuns in the current kube context and with
     archived runs (S3 or folders): list (with label selectors), describe, watch (exit code for
-    CI), compare with confidence intervals and benchstat-style verdicts, export, and HTML
-    reports. A self-contained executable: no Python needed.
+    CI), compare with confidence intervals and benchstat-style verdicts, export, HTML
+    reports and change points across an archive's history. A self-contained executable: no
+    Python needed. {GLIBC}
   platforms:
 {"".join(platforms)}"""
 
@@ -148,6 +166,8 @@ def main(argv: list[str]) -> None:
         path = out / f"{NAME}.yaml"
         path.write_text(manifest(argv[1], argv[2], out))
         print(path)
+    elif len(argv) == 3 and argv[0] == "missing":
+        print(" ".join(missing(argv[1], Path(argv[2]))))
     else:
         raise SystemExit(__doc__)
 

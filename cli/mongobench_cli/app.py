@@ -639,6 +639,7 @@ def report_runs(
     differ in one dimension, and the A/A calibration the study ran under (false-positive rate,
     minimum detectable effect) when there is one; then the tables, the warnings by kind and
     each run's trials."""
+    sources.require_extra("matplotlib", "report", "mongobench report draws with matplotlib")
     from mongobench_cli import report  # noqa: PLC0415 - matplotlib loads only here
 
     _refuse(ref_problem("report", {"calibration_ref": calibration_ref}))
@@ -842,15 +843,10 @@ def history_cmd(
     that changed there. The series are cached in the archive (history/series.json) and updated
     with the runs archived since."""
     from mongobench_cli import history as history_view  # noqa: PLC0415
-    from mongobench_cli import report  # noqa: PLC0415
 
-    try:
-        import otava.analysis  # noqa: F401, PLC0415 - the extra is present, else say how
-    except ImportError:
-        raise UserError(
-            "mongobench history needs change-point detection (Apache Otava): "
-            "pip install 'mongobench-cli[history]' (the kubectl-mongobench executable has it)"
-        ) from None
+    sources.require_extra("otava.analysis", "history", "mongobench history needs Apache Otava")
+    if report_dir is not None:
+        sources.require_extra("matplotlib", "report", "history --report draws with matplotlib")
     method = history_lib.Method(max_pvalue=max_pvalue, window=window)
     u = history_view.update(
         archive,
@@ -865,6 +861,8 @@ def history_cmd(
     if grafana is not None:
         history_view.write_grafana(u, grafana)
     if report_dir is not None:
+        from mongobench_cli import report  # noqa: PLC0415 - matplotlib loads only here
+
         written = report.write_history(u, report_dir, history_view.summary_line(u))
         console(stderr=True).print(f"wrote {written.html}", markup=False)
     if output == ListFormat.json:

@@ -5,6 +5,7 @@ one-line message for the user.
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +22,18 @@ TIMEOUT = 15
 
 class SourceError(Exception):
     """A run or archive that cannot be read; str() is one line for the user."""
+
+
+def require_extra(module: str, extra: str, what: str) -> None:
+    """`pip install mongobench-cli` leaves the Kubernetes client, plotting and change points to
+    extras: a command that needs one fails in one line naming the extra, before reading a run."""
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        raise SourceError(
+            f"{what}: pip install 'mongobench-cli[{extra}]' "
+            "(the kubectl-mongobench executable has it)"
+        ) from None
 
 
 Loader = Callable[[int], Any]
@@ -162,6 +175,7 @@ class KubeSource:
         all_namespaces: bool = False,
         kubeconfig: str | None = None,
     ) -> None:
+        require_extra("kubernetes", "cluster", "reading runs from a cluster needs its client")
         from kubernetes import client, config  # noqa: PLC0415 - only when the API is used
         from kubernetes.config.config_exception import ConfigException  # noqa: PLC0415
 

@@ -1,26 +1,20 @@
-"""The CLI as a user installs it with pip: `pip install mongobench-cli` from the wheels the
-release builds (cli/release.sh wheels, `make cli-dist`).
+"""The CLI's packages as PyPI gets them (cli/release.sh wheels, `make cli-dist`).
 
-Unit tier: the packages' metadata (one version, the results library an exact pin, the license
-and homepage everywhere, no upper Python bound). Protocol tier (local processes only, no network:
-the third-party packages come from the uv cache `make setup` filled, as uv.lock pins them): the
-wheels built and installed into a fresh virtualenv with pip, from the built files only
-(--no-index), then `mongobench --help` and `mongobench compare` on archive folders.
+Unit tier: the packages' metadata. One version; the three published packages pin each other
+exactly (released together from one tag, they call each other's internals) and every
+third-party dependency as a range (exact pins stay in uv.lock and the images), so the CLI installs
+beside other packages; a readme, classifiers and the docs site for the PyPI page; the license
+and homepage everywhere, no upper Python bound. The packaging tier (cli/tests/test_packaging.py)
+installs the built wheels with pip, resolving from the package index.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
 import pytest
-from builders import benchmark_run
-
-from mongobench_cli import export
+from packaging.requirements import Requirement
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ["operator", "bench-jobs/runner", "archive", "results", "cli"]
@@ -58,101 +52,44 @@ def test_published_packages_share_one_version_and_pin_each_other_exactly() -> No
     assert f'appVersion: "{version}"' in chart  # the release tag is v<appVersion>
 
 
-def uv() -> str:
-    cache = Path(os.environ.get("MONGOBENCH_CACHE", Path.home() / ".cache" / "mongobench"))
-    return str(cache / "uv-0.13.8" / "bin" / "uv")
+@pytest.mark.unit
+@pytest.mark.parametrize("folder", ["results", "archive", "cli"])
+def test_published_packages_declare_ranges_and_a_page_for_pypi(folder: str) -> None:
+    meta = project(folder)
+    extras = meta.get("optional-dependencies", {})
+    assert isinstance(extras, dict)
+    listed = [*meta["dependencies"]]  # type: ignore[misc]
+    for group in extras.values():
+        listed += group
+    deps = [Requirement(d) for d in listed if not d.startswith(f"{meta['name']}[")]  # [all]
+    assert deps
+    for dep in deps:
+        if dep.name.startswith("mongobench-"):
+            assert str(dep.specifier) == f"=={meta['version']}", dep
+        else:  # a lower bound, never one version (the lock pins; the package lets others in)
+            assert any(s.operator == ">=" for s in dep.specifier), dep
+            assert not any(s.operator in ("==", "===", "~=") for s in dep.specifier), dep
+    assert meta["readme"] == "README.md" and (REPO / folder / "README.md").is_file()
+    classifiers = meta["classifiers"]
+    assert isinstance(classifiers, list)
+    assert "Programming Language :: Python :: 3.11" in classifiers  # hatchling checks spelling
+    urls = meta["urls"]
+    assert isinstance(urls, dict)
+    assert urls["Documentation"] == "https://mongobench.github.io/mongobench/"
 
 
-OFFLINE = {**os.environ, "UV": uv(), "UV_OFFLINE": "1", "PIP_NO_INDEX": "1"}
-
-
-def sh(*args: str, env: dict[str, str] | None = None) -> str:
-    result = subprocess.run(
-        args,
-        cwd=REPO,
-        env=env or OFFLINE,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert result.returncode == 0, (args, result.stdout[-3000:], result.stderr[-3000:])
-    return result.stdout
-
-
-@pytest.mark.protocol
-def test_pip_installs_the_built_wheels_into_a_fresh_venv_and_the_cli_works(
-    tmp_path: Path,
-) -> None:
-    dist = tmp_path / "dist"
-    sh("bash", "cli/release.sh", "wheels", str(dist))
-    built = sorted(p.name for p in dist.glob("*.whl"))
-    assert built == [
-        "mongobench_archive-0.1.0-py3-none-any.whl",
-        "mongobench_cli-0.1.0-py3-none-any.whl",
-        "mongobench_results-0.1.0-py3-none-any.whl",
-    ]
-    # A fresh virtualenv with pip; the third-party dependencies as uv.lock pins them, from the
-    # uv cache (the stand-in for PyPI: no network here).
-    venv = tmp_path / "venv"
-    base = getattr(sys, "_base_executable", sys.executable)
-    sh(base, "-m", "venv", str(venv))
-    sh(
-        uv(),
-        "sync",
-        "--frozen",
-        "--offline",
-        "--quiet",
-        "--inexact",
-        "--no-default-groups",
-        "--package",
-        "mongobench-cli",
-        "--no-install-workspace",
-        env={**OFFLINE, "UV_PROJECT_ENVIRONMENT": str(venv)},
-    )
-    # What a user runs, from the built files only: a missing or unpublished dependency fails.
-    sh(
-        str(venv / "bin" / "pip"),
-        "install",
-        "--quiet",
-        "--disable-pip-version-check",
-        "--no-index",
-        "--find-links",
-        str(dist),
-        "mongobench-cli",
-    )
-    # The installed distribution's metadata and code, as the fresh interpreter sees them.
-    probe = (
-        "import json, importlib.metadata as m, mongobench_cli;"
-        "d = m.metadata('mongobench-cli');"
-        "print(json.dumps({'license': d['License-Expression'], 'python': d['Requires-Python'],"
-        " 'urls': d.get_all('Project-URL'), 'requires': d.get_all('Requires-Dist'),"
-        " 'code': mongobench_cli.__file__}))"
-    )
-    meta = json.loads(sh(str(venv / "bin" / "python"), "-c", probe))
-    assert meta["license"] == "Apache-2.0" and meta["python"] == ">=3.11"
-    assert "Homepage, https://github.com/mongobench/mongobench" in meta["urls"]
-    assert {"mongobench-results==0.1.0", "mongobench-archive==0.1.0"} <= set(meta["requires"])
-    assert meta["code"].startswith(str(venv))  # the installed copy, not the workspace's
-
-    env = {"PATH": "/usr/bin:/bin", "KUBECONFIG": "/nonexistent", "COLUMNS": "250"}
-    assert "compare" in sh(str(venv / "bin" / "mongobench"), "--help", env=env)
-    assert "Usage: kubectl mongobench" in sh(
-        str(venv / "bin" / "kubectl-mongobench"), "--help", env=env
-    )
-    three, five = tmp_path / "plane-3", tmp_path / "plane-5"
-    export.export(
-        [benchmark_run("bench", shards=3, throughput={"a": 1000, "c": 2000}, seed=1)], str(three)
-    )
-    export.export(
-        [benchmark_run("bench", shards=5, throughput={"a": 1300, "c": 2000}, seed=2)], str(five)
-    )
-    doc = json.loads(
-        sh(
-            str(venv / "bin" / "mongobench"),
-            *("compare", str(three), str(five), "--metric", "throughput", "-o", "json"),
-            env=env,
-        )
-    )
-    row = next(r for r in doc["rows"] if r["workload"] == "a" and not r["baseline"])
-    assert row["significant"] and row["verdict"].endswith("better")
+@pytest.mark.unit
+def test_the_cli_core_leaves_the_kubernetes_client_plotting_and_numerics_to_extras() -> None:
+    meta = project("cli")
+    core = {Requirement(d).name for d in meta["dependencies"]}  # type: ignore[attr-defined]
+    assert not core & {"kubernetes", "matplotlib", "numpy", "scipy", "apache-otava"}, core
+    extras = meta["optional-dependencies"]
+    assert isinstance(extras, dict)
+    assert set(extras) == {"cluster", "report", "history", "all"}
+    assert extras["all"] == ["mongobench-cli[cluster,report,history]"]
+    # What the commands' one-line errors name is what the extras hold.
+    app = (REPO / "cli" / "mongobench_cli" / "app.py").read_text()
+    sources = (REPO / "cli" / "mongobench_cli" / "sources.py").read_text()
+    assert 'require_extra("matplotlib", "report"' in app and "matplotlib>=3.9" in extras["report"]
+    assert 'require_extra("kubernetes", "cluster"' in sources
+    assert extras["cluster"] == ["kubernetes>=30"]

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import random
-import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -161,16 +160,3 @@ def test_history_of_an_s3_archive_finds_the_drop(
     archive_runs(root, 60, 61)
     doc = check_found(invoke(*args, env=s3_env))
     assert doc["newRuns"] == 1 and doc["runs"] == 61
-
-
-@pytest.mark.unit
-def test_without_the_history_extra_the_command_says_how_to_install_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """pip install mongobench-cli leaves Otava out (its numpy/scipy pins and importers): the
-    command then fails in one line naming the extra, before reading the archive."""
-    monkeypatch.setitem(sys.modules, "otava.analysis", None)  # its import: ImportError
-    result = CliRunner().invoke(app, ["history", str(tmp_path)])
-    assert result.exit_code == 2
-    assert "pip install 'mongobench-cli[history]'" in result.output
-    assert len(result.output.strip().splitlines()) == 1

@@ -74,6 +74,25 @@ def test_manifest_has_one_platform_per_archive_with_its_sha256(tmp_path: Path) -
 
 
 @pytest.mark.unit
+def test_manifest_says_which_glibc_the_linux_executable_needs(tmp_path: Path) -> None:
+    (tmp_path / krew.archive_name("v1.2.3", "linux", "amd64")).write_bytes(b"x")
+    doc = yaml.safe_load(krew.manifest("v1.2.3", "https://example.org", tmp_path))
+    assert "Linux: glibc 2.28 or newer" in doc["spec"]["description"]
+
+
+@pytest.mark.unit
+def test_missing_names_the_platforms_whose_archive_did_not_build(tmp_path: Path) -> None:
+    """The Release is created with the archives that built; its notes name the others."""
+    assert krew.missing("v1.2.3", tmp_path) == [f"{o}_{a}" for o, a in krew.PLATFORMS]
+    for os_name, arch in krew.PLATFORMS:
+        if os_name != "darwin":
+            (tmp_path / krew.archive_name("v1.2.3", os_name, arch)).write_bytes(b"x")
+    assert krew.missing("1.2.3", tmp_path) == ["darwin_amd64", "darwin_arm64"]
+    doc = yaml.safe_load(krew.manifest("v1.2.3", "https://example.org", tmp_path))
+    assert len(doc["spec"]["platforms"]) == 3  # krew users on macOS: "not available" until then
+
+
+@pytest.mark.unit
 @pytest.mark.parametrize("version", ["latest", "1.2", "v1.2.3.4", "v01.2.3"])
 def test_versions_krew_would_refuse_are_refused(version: str, tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="not semantic"):
@@ -208,6 +227,48 @@ def test_krew_validates_and_installs_the_plugin_and_kubectl_finds_it(
     assert (report / "figures" / "percentiles-a.png").stat().st_size > 10_000
     selected = run("kubectl", "mongobench", "list", str(three), "-l", "nothere", env=user)
     assert "No BenchmarkRuns found." in selected
+
+
+@pytest.mark.cluster
+def test_users_install_from_the_projects_krew_index_and_upgrade_from_it(
+    built: Path, served: str, kubectl_path: Path, tmp_path: Path
+) -> None:
+    """The release's krew-index job commits its manifest as plugins/mongobench.yaml on the
+    default branch; users add the repository as an index (here a git repository in a folder,
+    the archives on a loopback server), install from it, and `kubectl krew upgrade` takes the
+    next release from it."""
+    index = tmp_path / "index"
+    (index / "plugins").mkdir(parents=True)
+    git = ("git", "-C", str(index), "-c", "user.name=t", "-c", "user.email=t@example.org")
+    base = {"PATH": f"{kubectl_path}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    run("git", "init", "--quiet", str(index), env=base)
+
+    def release(version: str) -> None:
+        """What the release workflow publishes: the archive and the index's manifest."""
+        [first] = built.glob("kubectl-mongobench_v0.1.0_linux_amd64.tar.gz")
+        archive = built / krew.archive_name(version, "linux", "amd64")
+        if not archive.exists():
+            archive.write_bytes(first.read_bytes())
+        (index / "plugins" / "mongobench.yaml").write_text(krew.manifest(version, served, built))
+        run(*git, "add", "plugins/mongobench.yaml", env=base)
+        run(*git, "commit", "--quiet", "-m", f"krew index: mongobench {version}", env=base)
+
+    release("v0.1.0")
+    root = tmp_path / "krew-root"
+    env = {**base, "KREW_ROOT": str(root), "KREW_NO_UPGRADE_CHECK": "1"}
+    run("kubectl", "krew", "index", "add", "mongobench", f"file://{index}", env=env)
+    said = run("kubectl", "krew", "install", "mongobench/mongobench", env=env)
+    assert "Installed plugin: mongobench" in said
+    receipt = root / "receipts" / "mongobench.yaml"
+    assert yaml.safe_load(receipt.read_text())["spec"]["version"] == "v0.1.0"
+    assert yaml.safe_load(receipt.read_text())["status"]["source"]["name"] == "mongobench"
+
+    release("v0.1.1")
+    said = run("kubectl", "krew", "upgrade", env=env)
+    assert "Upgraded plugin: mongobench" in said, said
+    assert yaml.safe_load(receipt.read_text())["spec"]["version"] == "v0.1.1"
+    user = {**env, "PATH": f"{root / 'bin'}:{env['PATH']}", "KUBECONFIG": "/nonexistent"}
+    assert "Usage: kubectl mongobench" in run("kubectl", "mongobench", "--help", env=user)
 
 
 @pytest.mark.cluster

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from test_krew import krew
 
 pytestmark = pytest.mark.protocol
 
@@ -90,6 +91,13 @@ def test_release_assets_checksums_and_manifest_match_the_files(tmp_path: Path) -
         exe = tar.extractfile("kubectl-mongobench")
         assert exe is not None and exe.read(4) == b"\x7fELF"  # the executable itself
 
+    # The platforms without an archive, for the Release's notes (here: all but this host's).
+    others = sorted(f"{o}_{a}" for o, a in krew.PLATFORMS)
+    host = archive.name.removeprefix("kubectl-mongobench_v0.1.0_").removesuffix(".tar.gz")
+    assert sorted(release_sh("missing", "v0.1.0", str(out)).split()) == [
+        p for p in others if p != host
+    ]
+
     # A file changed after the fact is caught by the published sums.
     (out / "mongobench_cli-0.1.0-py3-none-any.whl").write_bytes(b"tampered")
     tampered = subprocess.run(["sha256sum", "--quiet", "-c", "checksums.txt"], cwd=out, check=False)
@@ -104,6 +112,26 @@ def test_the_workflow_runs_these_commands() -> None:
         'bash cli/release.sh archive "$GITHUB_REF_NAME" dist/cli',
         'bash cli/release.sh assets "$GITHUB_REF_NAME" '
         '"$SOURCE/releases/download/$GITHUB_REF_NAME" dist/cli',
+        'bash cli/release.sh missing "$GITHUB_REF_NAME" dist/cli',
     ):
         assert command in workflow, command
     assert "sha256sum" not in workflow  # checksums come from the script only
+
+
+def test_without_any_archive_the_release_still_gets_the_packages_and_their_sums(
+    tmp_path: Path,
+) -> None:
+    """Every platform's archive failed: the Release job still attaches the wheels and sdists,
+    with checksums.txt, and no manifest that would name no platform."""
+    out = tmp_path / "dist"
+    release_sh("wheels", str(out))
+    release_sh("assets", "v0.1.0", URL, str(out))
+    assert not (out / "mongobench.yaml").exists()
+    lines = (out / "checksums.txt").read_text().splitlines()
+    assert sorted(line.split("  ")[1] for line in lines) == sorted(
+        p.name for p in out.iterdir() if p.name != "checksums.txt"
+    )
+    assert len(lines) == 6
+    assert release_sh("missing", "v0.1.0", str(out)).split() == [
+        f"{o}_{a}" for o, a in krew.PLATFORMS
+    ]

@@ -53,7 +53,7 @@ def can_publish(job: dict[str, Any]) -> bool:
 
 def test_every_publishing_job_waits_for_the_tests_and_the_kind_e2e() -> None:
     publishing = {name for name, job in JOBS.items() if can_publish(job)}
-    assert publishing == {"images", "chart", "pypi", "github-release"}
+    assert publishing == {"images", "chart", "pypi", "github-release", "krew-index"}
     for name in publishing:
         assert {"test", "e2e-kind"} <= needs(name), name
     # The gates themselves: the README's test command, and e2e-kind.yaml called as it runs alone.
@@ -135,3 +135,71 @@ def test_three_images_with_the_oci_labels_from_build_args() -> None:
             assert f'--build-arg "{arg}=' in script, arg
     for key in labels:
         assert f"index:{key}=" in annotations, key
+
+
+def test_the_release_completes_when_one_platforms_archive_fails() -> None:
+    """Every runner label exists (macos-13 was retired in December 2025 and its job never
+    started); one archive failing neither cancels the others nor holds the Release back, which
+    waits for what is published and takes the archives that built."""
+    archives = JOBS["cli-archives"]
+    assert archives["strategy"]["fail-fast"] is False
+    runners = {e["platform"]: e["runner"] for e in archives["strategy"]["matrix"]["include"]}
+    assert runners == {
+        "linux_amd64": "ubuntu-24.04",
+        "linux_arm64": "ubuntu-24.04-arm",
+        "darwin_amd64": "macos-15-intel",
+        "darwin_arm64": "macos-14",
+        "windows_amd64": "windows-2022",
+    }
+    release = JOBS["github-release"]
+    condition = " ".join(release["if"].split())
+    assert condition.startswith("always() && ")
+    for job in ("images", "chart", "pypi", "cli-wheels"):
+        assert f"needs.{job}.result == 'success'" in condition, job
+    assert "cli-archives" not in condition
+    script = " ".join(s.get("run", "") for s in release["steps"])
+    assert "cli/release.sh missing" in script and "gh release upload" in script
+    assert JOBS["krew-index"]["if"] == "always() && needs.github-release.result == 'success'"
+
+
+def test_linux_archives_are_built_on_the_glibc_the_krew_manifest_names() -> None:
+    """PyInstaller's executable needs the build host's glibc or newer: the Linux archives are
+    built in a manylinux_2_28 container (glibc 2.28), pinned by its dated tag, and the manifest's
+    description says 2.28."""
+    include = JOBS["cli-archives"]["strategy"]["matrix"]["include"]
+    for entry in include:
+        if entry["platform"].startswith("linux"):
+            image, tag = entry["container"].split(":")
+            assert image.startswith("quay.io/pypa/manylinux_2_28_"), entry
+            assert re.fullmatch(r"\d{4}\.\d{2}\.\d{2}-\d+", tag), entry
+        else:
+            assert "container" not in entry
+    assert JOBS["cli-archives"]["container"] == "${{ matrix.container }}"
+    krew_py = (REPO / "cli" / "krew" / "krew.py").read_text()
+    assert "Linux: glibc 2.28 or newer" in krew_py
+
+
+def test_pull_requests_run_lint_and_the_unit_tier() -> None:
+    ci = workflow("ci.yaml")
+    assert "pull_request" in ci["on"]
+    runs = [s.get("run", "") for job in ci["jobs"].values() for s in job["steps"]]
+    assert "make lint" in runs and "make test-unit" in runs
+    assert ci["permissions"] == {"contents": "read"}
+
+
+def test_dependabot_proposes_every_kind_of_pin() -> None:
+    config = yaml.safe_load((REPO / ".github" / "dependabot.yml").read_text())
+    updates = {u["package-ecosystem"]: u for u in config["updates"]}
+    assert set(updates) == {"uv", "pip", "docker", "gomod", "maven", "github-actions"}
+    # Each folder named holds what its ecosystem reads.
+    markers = {
+        "uv": "uv.lock",
+        "pip": "uv-requirements.txt",
+        "docker": "Dockerfile*",
+        "gomod": "go.mod",
+        "maven": "pom.xml",
+        "github-actions": ".github/workflows/*.yaml",
+    }
+    for ecosystem, update in updates.items():
+        for folder in update.get("directories") or [update["directory"]]:
+            assert list((REPO / folder.lstrip("/")).glob(markers[ecosystem])), (ecosystem, folder)
