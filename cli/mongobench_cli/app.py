@@ -483,14 +483,23 @@ def compare_runs(
     *,
     how: Comparing,
     output: TableOutput = ListFormat.table,
+    wide: Annotated[
+        bool,
+        typer.Option(
+            "--wide",
+            help="the full table (mean, SD, CI, p-values, Hedges' g, flags) instead of the "
+            "compact one",
+        ),
+    ] = False,
     target: Target,
 ) -> None:
-    """Per workload and metric: mean, SD, n, valid trials, CI, the change against the baseline
-    with its interval, Welch and rank-test p-values, the p-value adjusted for the table's
-    comparisons (Holm by default), Hedges' g and a benchstat-style verdict ("~" where the change
-    is not significant after adjustment). Trials judged invalid are left out unless
-    --include-invalid. An experiment (experiment/NAME) brings its runs, grouped
-    by cell, against its baseline cell."""
+    """Per configuration a headline against the baseline, then per workload and metric the
+    verdict with its change and interval and the valid trials, within 100 columns; invalid
+    trials' reasons with what to change. --wide and -o csv|json|markdown: mean, SD, n, CI,
+    Welch and rank-test p-values, the p-value adjusted for the table's comparisons (Holm by
+    default), Hedges' g and a benchstat-style verdict ("~" where the change is not significant
+    after adjustment). Trials judged invalid are left out unless --include-invalid. An
+    experiment (experiment/NAME) brings its runs, grouped by cell, against its baseline cell."""
     r = target.resolver()
     runs = r.resolve(refs)
     result = _comparison(r, refs, runs, how)
@@ -502,7 +511,7 @@ def compare_runs(
     elif output == ListFormat.markdown:
         sys.stdout.write(render.compare_markdown(result, differences))
     else:
-        console().print(render.compare_table(result))
+        console().print(render.compare_table(result) if wide else render.compare_compact(result))
         shards = render.distribution_summary(runs)
         if shards is not None:
             console().print(shards)
@@ -622,10 +631,14 @@ def report_runs(
     ] = None,
     target: Target,
 ) -> None:
-    """One self-contained HTML file (report.html) plus PNG figures: throughput and latency with
-    CI error bars, latency percentile curves from the merged HDR histograms, CPU per node and
-    step, scaling plots when the runs differ in one dimension, and the A/A calibration the
-    study ran under (false-positive rate, minimum detectable effect) when there is one."""
+    """One self-contained HTML file (report.html) plus PNG figures. It opens with the question
+    (the configurations, what differs) and the answer (a headline per configuration, the
+    changes with their intervals in a forest plot, the verdicts, what to change for invalid
+    trials); then the figures: throughput and latency with CI error bars, latency percentile
+    curves from the merged HDR histograms, CPU per node and step, scaling plots when the runs
+    differ in one dimension, and the A/A calibration the study ran under (false-positive rate,
+    minimum detectable effect) when there is one; then the tables, the warnings by kind and
+    each run's trials."""
     sources.require_extra("matplotlib", "report", "mongobench report draws with matplotlib")
     from mongobench_cli import report  # noqa: PLC0415 - matplotlib loads only here
 

@@ -13,6 +13,8 @@ from typing import Any
 import yaml
 from rich import box
 from rich.console import Console, Group
+from rich.constrain import Constrain
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -69,22 +71,6 @@ def _ci(row: compare.Row) -> str:
     return f"[{num(s.ci_low)}, {num(s.ci_high)}]"
 
 
-def _change(row: compare.Row) -> str:
-    d = row.difference
-    if row.baseline or d is None:
-        return ""
-    if row.metric.points:
-        ci = f" [{d.ci_low:+.1f}, {d.ci_high:+.1f}]" if d.ci_low is not None else ""
-        return f"{d.delta:+.1f} pp{ci}"
-    rel, rel_ci = d.relative, d.relative_ci
-    if rel is None:
-        return f"{d.delta:+.3g}"
-    ci = f" [{100 * rel_ci[0]:+.1f}, {100 * rel_ci[1]:+.1f}]" if rel_ci else ""
-    if d.relative_unbounded:
-        ci = " [unbounded]"  # Fieller: the baseline's mean is not known to differ from 0
-    return f"{100 * rel:+.1f}%{ci}"
-
-
 def _g(row: compare.Row) -> str:
     if row.baseline:
         return ""
@@ -122,7 +108,7 @@ def compare_cells(row: compare.Row) -> list[str]:
         row.validity.text(),
         _mean_sd(row),
         _ci(row),
-        _change(row),
+        row.change_text(),
         pval(d.welch_p) if d else "",
         pval(d.rank_p) if d else "",
         pval(row.p_adjusted) if d else "",
@@ -228,6 +214,99 @@ def compare_table(result: compare.Comparison) -> Group:
             _notes_text(row, notes),
         )
     return Group(table, *_compare_footer(result, notes))
+
+
+# The compact table fits an ordinary terminal; `--wide` and -o csv|json|markdown have it all.
+COMPACT_WIDTH = 100
+
+
+def compare_compact(result: compare.Comparison) -> Constrain:
+    """What `compare` prints by default, within COMPACT_WIDTH columns: the method in a line,
+    one headline per configuration against the baseline, then per workload and metric each
+    configuration's verdict with its change and interval and its valid trials, then the
+    invalid trials' reasons with what to change."""
+    conf = f"{100 * result.confidence:.0f}%"
+    parts: list[Any] = [Text(comparison_heading(result), style="dim"), Text("")]
+    # A grid: a headline's wrapped lines hang under its first word, not under the dash.
+    heads = Table.grid()
+    heads.add_column(no_wrap=True)
+    heads.add_column()
+    for line in compare.headlines(result):
+        heads.add_row("- ", Text(line, style="bold"))
+    parts.append(heads)
+    table = Table(box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), pad_edge=False, show_edge=False)
+    for col in ("metric", "configuration", "valid", f"change [{conf} CI]"):
+        table.add_column(col, no_wrap=col.startswith(("change", "valid")), overflow="fold")
+    table.add_column("verdict", no_wrap=True)
+    previous: tuple[str, str] | None = None
+    flagged = 0
+    for row in result.rows:
+        if row.baseline:
+            continue
+        workload, metric = row.workload, row.metric.id
+        if previous is None or previous[0] != workload:
+            # The workload heads its rows: a column of its own would not fit 100 columns.
+            if previous is not None:
+                table.add_section()
+            table.add_row(Text(f"workload {workload}", style="bold"))
+        shown_metric = "" if previous == (workload, metric) else metric
+        previous = (workload, metric)
+        flagged += bool(row.flags)
+        table.add_row(
+            shown_metric,
+            Text(row.configuration),
+            f"{row.validity.valid}/{row.validity.trials}" if row.validity.judged else "-",
+            Text(row.change_text()),
+            _verdict_text(row, row.outcome() + (" !" if row.flags else "")),
+        )
+    invalid = invalid_trial_lines(result)
+    # Wrapped lines keep their indent: the reasons read as items under their heading.
+    parts += [Text(""), table, Text(""), *invalid[:1]]
+    parts += [Padding(t, (0, 0, 0, 2)) for t in invalid[1:]]
+    notes = [*(f"not comparable: {r}" for r in result.incomparable), *result.notes]
+    parts += [Text(line, style="yellow") for line in notes]
+    if any(r.significant is False and _clear_of_zero(r) for r in result.rows):
+        parts.append(
+            Text(
+                "an interval clear of 0 with no difference: each interval is on its own, the "
+                f"verdicts are adjusted together ({result.adjustment_text()})",
+                style="dim",
+            )
+        )
+    more = "--wide: every figure (mean, SD, p-values, Hedges' g), -o csv|json|markdown"
+    if flagged:
+        more = f"!: {flagged} rows carry flags (noise, few trials, Little's law); " + more
+    parts.append(Text(more, style="dim"))
+    return Constrain(Group(*parts), width=COMPACT_WIDTH)
+
+
+def _clear_of_zero(row: compare.Row) -> bool:
+    """The row's change interval lies on one side of zero."""
+    d = row.difference
+    if d is None:
+        return False
+    low, high = (d.ci_low, d.ci_high) if row.metric.points else (d.relative_ci or (None, None))
+    return low is not None and high is not None and (low > 0 or high < 0)
+
+
+def invalid_trial_lines(result: compare.Comparison) -> list[Text]:
+    """Per validity reason: how many trials of which configurations and workloads it made
+    invalid, and what to change (the results library's advice)."""
+    cells = {(r.configuration, r.workload): r.validity for r in result.rows}
+    found: dict[str, list[tuple[str, str, int]]] = {}
+    for (config, workload), cell in cells.items():
+        for name, n in cell.reasons:
+            found.setdefault(name, []).append((config, workload, n))
+    if not found:
+        return []
+    out = [Text("invalid trials (left out of the figures unless --include-invalid):")]
+    for name, where in found.items():
+        total = sum(n for _, _, n in where)
+        places = ", ".join(f"{c} on {w}: {n}" for c, w, n in where)
+        line = f"{name}, {total} trial{'s' if total > 1 else ''} ({places})"
+        tip = _validity.advice(name)
+        out.append(Text(line + (f": {tip}" if tip else ""), style="yellow"))
+    return out
 
 
 def _verdict_text(row: compare.Row, verdict: str) -> Text:
@@ -544,6 +623,7 @@ def describe(run: LoadedRun, confidence: float = stats.DEFAULT_CONFIDENCE) -> Gr
     obj = run.run
     measured = records.measured(obj)
     parts: list[Any] = [_overview_grid(records.overview(obj, run.origin)), _plan_table(obj)]
+    parts += validity_notes(records.plan_rows(obj))
     if measured:
         parts.append(_summary_table(run, confidence))
         parts.append(_cpu_table(measured))
@@ -699,20 +779,29 @@ def _plan_table(obj: Mapping[str, Any]) -> Table:
 
 
 def _validity_cell(verdict: _validity.Validity) -> Text:
-    """`valid`, `unjudged`, or `invalid: ...` with each reason's message (the operator's
-    verdict, spec.validity), accepted reasons said so; the attempt when it is a re-run."""
+    """`valid`, `unjudged`, or `invalid: ...` (the operator's verdict, spec.validity), accepted
+    reasons said so; the attempt when it is a re-run. What was seen and what to change follow
+    the table (validity_notes): a cell is too narrow for them."""
     text = verdict.text()
-    if verdict.reasons:
-        text += "".join(
-            f"\n- {r.reason}{' (accepted)' if r.accepted else ''}: {r.message}"
-            for r in verdict.reasons
-        )
     if verdict.warmup_seconds is not None and verdict.valid:
         text += f" (warm-up {verdict.warmup_seconds:g} s)"
     if verdict.attempt > 1:
         text += f" [attempt {verdict.attempt}]"
     style = "" if not verdict.judged else ("green" if verdict.valid else "red")
     return Text(text, style=style)
+
+
+def validity_notes(steps: Sequence[records.StepView]) -> list[Text]:
+    """Under the plan: each judged trial's reasons with what was seen, then per reason that
+    made trials invalid, what to change (the results library's advice)."""
+    out: list[Text] = []
+    for s in steps:
+        for r in s.validity.reasons:
+            accepted = " (accepted)" if r.accepted else ""
+            out.append(Text(f"  {s.label}: {r.reason}{accepted}: {r.message}", style="yellow"))
+    kinds = dict.fromkeys(n for s in steps for n in s.validity.reason_names)
+    out += [Text(f"  to change: {_validity.advice_line(n)}") for n in kinds if n]
+    return [Text("Trial validity", style="bold italic"), *out] if out else []
 
 
 def _operations_cell(res: Mapping[str, Any]) -> str:

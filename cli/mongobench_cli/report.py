@@ -22,6 +22,7 @@ from __future__ import annotations
 import base64
 import html
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -224,6 +225,87 @@ def throughput_figure(figs: _Figures, result: compare.Comparison) -> None:
             ),
             ylabel=throughput_label(group[0]),
         )
+
+
+ANSWER = "Answer"  # the forest plot's section: shown at the top, not among the figures
+
+
+def forest_rows(result: compare.Comparison) -> list[tuple[str, list[compare.Row]]]:
+    """The forest plot's rows, top to bottom: (label "a throughput", that row's comparisons of
+    each configuration with the baseline)."""
+    out: dict[str, list[compare.Row]] = {}
+    for r in result.rows:
+        if not r.baseline:
+            out.setdefault(f"{r.workload}  {r.metric.id}", []).append(r)
+    return list(out.items())
+
+
+def _forest_point(row: compare.Row) -> tuple[float, float, float] | None:
+    """(change, low, high) in % of the baseline, or pp for CPU; None without an interval."""
+    d = row.difference
+    if d is None or row.outcome() in (compare.NO_VALID, "not comparable"):
+        return None
+    if row.metric.points:
+        if d.ci_low is None or d.ci_high is None:
+            return None
+        return d.delta, d.ci_low, d.ci_high
+    if d.relative is None or d.relative_ci is None or d.relative_unbounded:
+        return None
+    return 100 * d.relative, 100 * d.relative_ci[0], 100 * d.relative_ci[1]
+
+
+def forest_figure(figs: _Figures, result: compare.Comparison) -> None:
+    """The changes against the baseline with their intervals: one row per workload and
+    metric, one marker per configuration (filled where the verdict says it changed), the zero
+    line; rows without a change to show say why at the right."""
+    rows = forest_rows(result)
+    if not rows:
+        return
+    colors = _config_colors(result)
+    others = [c.name for c in result.configurations if c.name != result.baseline]
+    step = 0.7 / max(1, len(others))
+    fig, ax = plt.subplots(figsize=(7.5, 0.8 + 0.2 * len(rows) * max(1, len(others) / 2)))
+    for y, (_, cells) in enumerate(rows):
+        for row in cells:
+            i = others.index(row.configuration)
+            yy = y + (i - (len(others) - 1) / 2) * step
+            point = _forest_point(row)
+            if point is None:
+                ax.annotate(
+                    row.outcome(), (1.0, yy), xycoords=("axes fraction", "data"),
+                    xytext=(4, 0), textcoords="offset points", fontsize=7, va="center",
+                    color=colors[row.configuration],
+                )  # fmt: skip
+                continue
+            mid, low, high = point
+            color = colors[row.configuration]
+            ax.plot([low, high], [yy, yy], color=color, lw=1.5)
+            ax.plot(
+                [mid], [yy], "o", ms=5, color=color,
+                markerfacecolor=color if row.significant else "white",
+            )  # fmt: skip
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([label for label, _ in rows], fontsize=7)
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    conf = f"{100 * result.confidence:.0f}%"
+    ax.set_xlabel(f"change against {result.baseline} (%; CPU in percentage points)", fontsize=8)
+    ax.grid(axis="x", alpha=0.3)
+    for name in others:
+        ax.plot([], [], "o", color=colors[name], label=name)
+    # The scale on top as well: the first screen shows the figure's top rows.
+    ax.tick_params(axis="x", labeltop=True, labelsize=7)
+    ax.set_title(f"change against {result.baseline}", fontsize=9, loc="left", pad=16)
+    # Above the top tick labels (about a quarter inch), level with the title.
+    above = 1.0 + 0.25 / (fig.get_figheight() * ax.get_position().height)
+    ax.legend(fontsize=7, loc="lower right", bbox_to_anchor=(1.0, above), ncol=min(3, len(others)))
+    figs.save(
+        fig,
+        "changes",
+        ANSWER,
+        f"Change of each configuration against the baseline {result.baseline}, with its {conf} "
+        "interval (filled: a change by the verdict; hollow: none shown); 0: no change",
+    )
 
 
 def latency_figures(figs: _Figures, result: compare.Comparison) -> None:
@@ -807,6 +889,9 @@ tr.first td { border-top: 2px solid #ccc; }
 .wrap { white-space: normal; display: inline-block; min-width: 16em; }
 .legend { font-size: 0.85em; color: #555; margin: 0.2em 0; }
 .note { background: #fff7e0; padding: 0.5em 1em; border-left: 4px solid #e0a800; }
+ul.headline li { font-size: 1.05em; margin: 0.3em 0; }
+summary { cursor: pointer; color: #333; }
+div.scroll { overflow-x: auto; max-width: 100%; }
 figure { display: inline-block; margin: 0.5em 1em 1em 0; }
 figcaption { font-size: 0.8em; color: #555; max-width: 700px; }
 img { max-width: 100%; }
@@ -828,7 +913,11 @@ def _table(
             for j, c in enumerate(row)
         )
         body.append(f"<tr{cls}>{cells}</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    # A wide table scrolls in its own box: the page keeps the window's width.
+    return (
+        f"<div class='scroll'><table><thead><tr>{head}</tr></thead>"
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
 
 
 def _compare_html(result: compare.Comparison) -> str:
@@ -862,6 +951,100 @@ def _compare_html(result: compare.Comparison) -> str:
         for line in render.comparison_legend(result, short=False)
     )
     return _table(headers, rows, numeric=render.NUMERIC, classes=classes) + legend
+
+
+def _question_html(result: compare.Comparison) -> str:
+    """The question: which configurations, against which baseline, differing in what."""
+    base = next(c for c in result.configurations if c.name == result.baseline)
+    items = [f"<li><b>{html.escape(base.name)}</b> (baseline): {len(base.runs)} run(s)</li>"]
+    for c in result.configurations:
+        if c is base:
+            continue
+        differs = compare.what_differs(base, c)
+        what = "; ".join(differs) if differs else "the same spec: an A/A pair"
+        items.append(
+            f"<li><b>{html.escape(c.name)}</b>: {len(c.runs)} run(s); against the baseline: "
+            f"{html.escape(what)}</li>"
+        )
+    return f"<ul>{''.join(items)}</ul>"
+
+
+def _answer_html(result: compare.Comparison, figs: _Figures) -> list[str]:
+    """The answer: a headline per configuration, the verdict per workload and metric (the
+    compact table of `compare`), the forest plot of the changes."""
+    heads = "".join(f"<li>{html.escape(h)}</li>" for h in compare.headlines(result))
+    conf = f"{100 * result.confidence:.0f}%"
+    rows, classes, previous = [], [], None
+    for r in result.rows:
+        if r.baseline:
+            continue
+        word = r.outcome()
+        kind = ("better" if "better" in r.verdict else "worse") if r.significant else ""
+        cells = [
+            html.escape(r.workload) if r.workload != previous else "",
+            html.escape(r.metric.id),
+            html.escape(r.configuration),
+            html.escape(f"{r.validity.valid}/{r.validity.trials}" if r.validity.judged else "-"),
+            html.escape(r.change_text()),
+            f'<span class="{kind}">{html.escape(word)}</span>' if kind else html.escape(word),
+        ]
+        classes.append("first" if r.workload != previous else "")
+        previous = r.workload
+        rows.append(cells)
+    headers = ["workload", "metric", "configuration", "valid", f"change [{conf} CI]", "verdict"]
+    figure = [_figure_html(c, p) for sec, c, p in figs.items if sec == ANSWER]
+    advice = _advice_html(result)
+    counts = Counter(r.outcome() for r in result.rows if not r.baseline)
+    tally = ", ".join(f"{n} {word}" for word, n in counts.most_common())
+    return [
+        f"<ul class='headline'>{heads}</ul>",
+        *figure,
+        # Collapsed: its rows are the figure's, in words; the first screen keeps the answer.
+        f"<details><summary>Verdicts per workload and metric ({html.escape(tally)})</summary>",
+        _table(headers, rows, classes=classes),
+        "</details>",
+        *advice,
+    ]
+
+
+def _advice_html(result: compare.Comparison) -> list[str]:
+    """Per validity reason: the invalid trials it made and what to change."""
+    lines = [str(t) for t in render.invalid_trial_lines(result)]
+    if not lines:
+        return []
+    return [
+        f"<p class='note'>{html.escape(lines[0])}<br>"
+        + "<br>".join(html.escape(x.strip()) for x in lines[1:])
+        + "</p>"
+    ]
+
+
+def _trials_html(runs: Sequence[LoadedRun]) -> list[str]:
+    """Each run's trials in a collapsed section: step, throughput, verdict, what was seen and
+    what to change."""
+    out = []
+    for r in runs:
+        measured = records.measured(r.run)
+        if not measured:
+            continue
+        invalid = sum(1 for s in measured if not s.validity.valid)
+        rows = []
+        for s in measured:
+            why = "<br>".join(
+                html.escape(
+                    f"{x.reason}{' (accepted)' if x.accepted else ''}: {x.message}"
+                    + (f"; to change: {x.advice}" if x.advice and not x.accepted else "")
+                )
+                for x in s.validity.reasons
+            )
+            tp = records.throughput(s.result) if s.result else None
+            rows.append([html.escape(s.label), render.num(tp), html.escape(s.validity.text()), why])
+        summary = f"{html.escape(r.key)}: {len(measured)} trials" + (
+            f", {invalid} invalid" if invalid else ""
+        )
+        table = _table(["step", "ops/s", "validity", "reasons"], rows, numeric=(1,))
+        out.append(f"<details><summary>{summary}</summary>{table}</details>")
+    return out
 
 
 def _runs_html(runs: Sequence[LoadedRun], result: compare.Comparison) -> str:
@@ -906,10 +1089,13 @@ def _distribution_html(runs: Sequence[LoadedRun], figs: _Figures) -> list[str]:
 
 
 def _warnings_html(runs: Sequence[LoadedRun]) -> str:
+    """Warnings grouped by kind with their count; where each was seen in a collapsed list."""
+    groups = records.warning_groups([(r.key, w) for r in runs for w in records.warnings(r.run)])
     items = [
-        f"<li><b>{html.escape(r.key)}</b>: {html.escape(w)}</li>"
-        for r in runs
-        for w in records.warnings(r.run)
+        f"<li><b>{len(where)} &times;</b> {html.escape(kind)}<details><summary>where</summary>"
+        + "<br>".join(html.escape(w) for w in where)
+        + "</details></li>"
+        for kind, where in groups
     ]
     return f"<ul>{''.join(items)}</ul>" if items else "<p>none</p>"
 
@@ -960,6 +1146,7 @@ def write(
         raise SourceError(f"cannot create {out}: {exc.strerror}") from exc
     by_key = {r.key: r for r in runs}
     figs = _Figures(figures_dir)
+    forest_figure(figs, result)
     throughput_figure(figs, result)
     latency_figures(figs, result)
     dim = scaling_figure(figs, result)
@@ -973,22 +1160,29 @@ def write(
     knee_table = knee_figures(figs, runs)
     distribution_figure(figs, runs)
 
+    # First screen: the question, the answer, the changes' figure; then the figures; then
+    # the tables; then the warnings and each run's trials.
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         "<title>mongobench report</title>",
         f"<style>{_CSS}</style></head><body>",
         "<h1>mongobench report</h1>",
-        f"<p>{len(runs)} runs in {len(result.configurations)} configurations; baseline "
-        f"<b>{html.escape(result.baseline)}</b>. A change is shown only where "
+        "<h2>Question</h2>",
+        f"<p>{len(runs)} runs in {len(result.configurations)} configurations, each compared "
+        f"with the baseline <b>{html.escape(result.baseline)}</b>:</p>",
+        _question_html(result),
+        "<h2>Answer</h2>",
+        *_answer_html(result, figs),
+        f"<p class='legend'>A change is shown only where "
         f"{'Welch&#39;s t-test' if result.test == 'welch' else 'the Mann-Whitney U test'} "
         f"finds it significant at alpha {result.alpha} after adjusting for the table's "
-        f"comparisons ({html.escape(result.adjustment_text())}), otherwise ~. Intervals are "
-        f"{100 * result.confidence:.0f}% (t distribution for means; for changes: "
+        f"comparisons ({html.escape(result.adjustment_text())}), otherwise no difference. "
+        f"Intervals are {100 * result.confidence:.0f}% (t distribution for means; for changes: "
         f"{html.escape(result.interval_method)}). CPU changes are in percentage points. "
         + (
             "Trials judged invalid are included and flagged.</p>"
             if result.include_invalid
-            else "Trials judged invalid are left out; the validity column counts them.</p>"
+            else "Trials judged invalid are left out; the valid column counts them.</p>"
         ),
     ]
     for line in [*(f"not comparable: {r}" for r in result.incomparable), *result.notes]:
@@ -1001,6 +1195,14 @@ def write(
             "has the runs' result ConfigMaps.</p>"
         )
     parts += _calibration_parts(calibrated)
+    section = None
+    for sec, caption, path in figs.items:
+        if sec in ("Deploy times", DISTRIBUTION_SECTION, ANSWER):  # shown elsewhere
+            continue
+        if sec != section:
+            parts.append(f"<h2>{html.escape(sec)}</h2>")
+            section = sec
+        parts.append(_figure_html(caption, path))
     parts += ["<h2>Runs</h2>", _runs_html(runs, result), *_distribution_html(runs, figs)]
     parts += ["<h2>Comparison</h2>", _compare_html(result)]
     if knee_table:
@@ -1008,15 +1210,8 @@ def write(
     if experiments:
         parts += ["<h2>Deploy times</h2>", deploy_html(experiments)]
         parts += [_figure_html(c, p) for sec, c, p in figs.items if sec == "Deploy times"]
-    section = None
-    for sec, caption, path in figs.items:
-        if sec in ("Deploy times", DISTRIBUTION_SECTION):  # shown beside their tables
-            continue
-        if sec != section:
-            parts.append(f"<h2>{html.escape(sec)}</h2>")
-            section = sec
-        parts.append(_figure_html(caption, path))
-    parts += ["<h2>Warnings</h2>", _warnings_html(runs), "</body></html>"]
+    parts += ["<h2>Warnings</h2>", _warnings_html(runs)]
+    parts += ["<h2>Trials</h2>", *_trials_html(runs), "</body></html>"]
     page = out / "report.html"
     page.write_text("\n".join(parts), encoding="utf-8")
     return Written(page, [p for _, _, p in figs.items])

@@ -62,31 +62,14 @@ class View:
 def progress_view(
     run: Mapping[str, Any], now: datetime, live_throughput: float | None = None
 ) -> View:
-    """Where the run is, and an ETA from the mean time of finished steps of each kind."""
+    """Where the run is, and an ETA from the time finished steps took (remaining_seconds)."""
     status = run.get("status") or {}
     progress = status.get("progress") or {}
     steps = records.steps(run)
     total = int(progress.get("steps") or len(steps))
     done = sum(1 for s in steps if s.phase == "Succeeded")
-    finished = [s for s in steps if s.phase == "Succeeded" and s.seconds is not None]
-    by_kind: dict[str, list[float]] = {}
-    for s in finished:
-        by_kind.setdefault(s.kind, []).append(float(s.seconds or 0))
-    overall = [x for xs in by_kind.values() for x in xs]
-    eta: float | None = None
     phase = str(status.get("phase") or "Pending")
-    if phase in records.TERMINAL:
-        eta = 0.0
-    elif overall:
-        eta = 0.0
-        for s in steps:
-            if s.phase == "Succeeded":
-                continue
-            durations = by_kind.get(s.kind) or overall
-            expected = sum(durations) / len(durations)
-            if s.phase == "Running" and s.start is not None:
-                expected = max(0.0, expected - (now - s.start).total_seconds())
-            eta += expected
+    eta = 0.0 if phase in records.TERMINAL else remaining_seconds(steps, run.get("spec"), now)
     last = next(
         (
             records.throughput(s.result)
@@ -109,6 +92,43 @@ def progress_view(
         elapsed=elapsed,
         eta=eta,
     )
+
+
+def remaining_seconds(
+    steps: list[records.StepView], spec: Mapping[str, Any] | None, now: datetime
+) -> float | None:
+    """The time the unfinished steps will take, each expected to take as long as the finished
+    steps of its workload did (a scan step is not a point read), else those of its kind, else
+    any; a step bounded by time alone no less than its duration. None before any step
+    finished."""
+    finished = [s for s in steps if s.phase == "Succeeded" and s.seconds is not None]
+    if not finished:
+        return None
+    took: dict[tuple[str, str | None] | str, list[float]] = {}
+    for s in finished:
+        took.setdefault((s.kind, s.workload), []).append(float(s.seconds or 0))
+        took.setdefault(s.kind, []).append(float(s.seconds or 0))
+    overall = [float(s.seconds or 0) for s in finished]
+    eta = 0.0
+    for s in steps:
+        if s.phase == "Succeeded":
+            continue
+        durations = took.get((s.kind, s.workload)) or took.get(s.kind) or overall
+        expected = sum(durations) / len(durations)
+        expected = max(expected, _timed_seconds(spec or {}, s.kind))
+        if s.phase == "Running" and s.start is not None:
+            expected = max(0.0, expected - (now - s.start).total_seconds())
+        eta += expected
+    return eta
+
+
+def _timed_seconds(spec: Mapping[str, Any], kind: str) -> float:
+    """The least a measured or warm-up step takes when time alone bounds it (`durationSeconds`
+    without an `operationCount` in spec.run or spec.warmup); 0 otherwise."""
+    bound = (spec.get(kind) or {}) if kind in ("run", "warmup") else {}
+    if bound.get("operationCount") or not bound.get("durationSeconds"):
+        return 0.0
+    return float(bound["durationSeconds"])
 
 
 def panel(view: View) -> Group:

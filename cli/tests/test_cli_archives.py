@@ -82,7 +82,8 @@ def test_compare_across_two_archives_shows_the_difference_and_no_difference(
     md = invoke("compare", str(planes[0]), str(planes[1]), "-o", "markdown")
     assert md.startswith("Baseline **bench/bench@") and "| ~ |" in md
     table = invoke("compare", str(planes[0]), str(planes[1]), "--group-by", "shards")
-    assert "shards=5" in table and "better" in table
+    # The compact table: the headline against the baseline says which way and what differs.
+    assert "shards=5 vs shards=3 (shards 5 vs 3" in table and "throughput faster on a" in table
     shown = invoke("compare", str(planes[0]), str(planes[1]), "-o", "csv")
     # The notes are comment lines before the header (pandas: read_csv(comment="#")).
     rows_csv = list(csv.DictReader(ln for ln in shown.splitlines() if not ln.startswith("#")))
@@ -235,7 +236,7 @@ def test_compare_and_report_show_cpu_per_role_from_archives(tmp_path: Path) -> N
         built = benchmark_run(name, shards=2, seed=seed, mongos_cores=mongos_cores)
         export.export([built], str(tmp_path / name))
         folders.append(str(tmp_path / name))
-    table = invoke("compare", *folders, "--metric", "cpu:mongos", "--allow-incomparable")
+    table = invoke("compare", *folders, "--metric", "cpu:mongos", "--allow-incomparable", "--wide")
     lines = [" ".join(line.split()) for line in table.splitlines()]
     assert sum("cpu:mongos (cores) two-routers" in x for x in lines) == 2, table  # a and c
     four = [x for x in lines if x.startswith("four-routers 3")]

@@ -75,7 +75,7 @@ def test_two_keys_pool_runs_by_their_combination(cloud_by_shards: list[str]) -> 
     assert aws["unit"] == "s" and aws["n"] == 4 and aws["verdict"].endswith("better")
     assert by[("load", "throughput", "cloud=aws,shards=5")]["verdict"].endswith("better")
 
-    table = invoke(*args)
+    table = invoke(*args, "--wide")
     assert "cloud,shards" in table  # the configuration column's header names both keys
     assert "time to load" in table
     shown = invoke(*args, "-o", "csv")

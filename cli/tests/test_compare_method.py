@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from mongobench_cli import experiment, export, render
 from mongobench_cli.app import app
-from mongobench_results import compare
+from mongobench_results import compare, validity
 
 pytestmark = pytest.mark.unit
 
@@ -62,7 +62,7 @@ def rows(doc: dict, workload: str) -> dict:  # type: ignore[type-arg]
 def test_the_table_has_a_validity_column_and_names_the_adjustment(
     archives: tuple[str, str],
 ) -> None:
-    text = invoke("compare", *archives, "--metric", "throughput")
+    text = invoke("compare", *archives, "--metric", "throughput", "--wide")
     assert "Holm across the 2 comparisons of this table" in text.splitlines()[0]
     a_line = next(ln for ln in text.splitlines() if "3/4 valid (NoisyNode 1)" in ln)
     assert "better" in a_line
@@ -70,7 +70,7 @@ def test_the_table_has_a_validity_column_and_names_the_adjustment(
     assert "p(adj)" in text and "adjusted (Holm) across the 2 comparisons" in text
     assert "invalid trials are left out (--include-invalid keeps them)" in text
     assert "change interval: Fieller's for the relative change" in text
-    plain = invoke("compare", *archives, "--metric", "throughput", "--adjust", "none")
+    plain = invoke("compare", *archives, "--metric", "throughput", "--adjust", "none", "--wide")
     assert "no adjustment for the 2 comparisons" in plain
     md = invoke("compare", *archives, "--metric", "throughput", "-o", "markdown")
     assert "| validity |" in md and "| 3/4 valid (NoisyNode 1) |" in md
@@ -96,13 +96,16 @@ def test_bootstrap_intervals_name_their_method(archives: tuple[str, str]) -> Non
     assert booted["intervalMethod"] == method and rows(booted, "c")["intervalMethod"] == method
     parametric = json.loads(invoke(*args, "-o", "json"))
     assert rows(parametric, "c")["relativeCiLow"] != rows(booted, "c")["relativeCiLow"]
-    assert f"change interval: {method}" in invoke(*args, "--ci", "bootstrap")
+    assert f"change interval: {method}" in invoke(*args, "--ci", "bootstrap", "--wide")
 
 
 def test_describe_and_list_show_the_steps_validity(archives: tuple[str, str]) -> None:
     described = invoke("describe", f"{archives[1]}")
     run_a2 = next(ln for ln in described.splitlines() if "run a #2" in ln and "NoisyNode" in ln)
     assert "invalid: NoisyNode" in run_a2
+    # Under the reason, what to change (one advice table for status, describe, compare, report).
+    flat = " ".join(described.split())
+    assert "to change: " + validity.advice_line(validity.NOISY_NODE) in flat
     listed = json.loads(invoke("list", *archives, "-o", "json"))
     assert [r["validity"] for r in listed] == ["8/8 valid", "7/8 valid"]
     assert "7/8 valid" in invoke("list", *archives)

@@ -104,7 +104,7 @@ def test_the_report_draws_the_knee_curve_with_its_table(folders: list[str], tmp_
 def test_compare_has_cost_per_million_operations_when_prices_are_given(
     folders: list[str],
 ) -> None:
-    out = invoke("compare", *folders)
+    out = invoke("compare", *folders, "--wide")
     lines = out.splitlines()
     at = next(i for i, line in enumerate(lines) if "cost (per Mops)" in line)
     assert "cheap" in lines[at] and "baseline" in lines[at]

@@ -48,6 +48,43 @@ def test_progress_view_of_a_run_half_way() -> None:
     assert view.elapsed == pytest.approx((now - T0).total_seconds())
 
 
+def timed(run: dict[str, Any], seconds: dict[int, float]) -> None:
+    """Steps `index` took `seconds`, one after another from T0; the others are pending."""
+    t = T0
+    for s in run["status"]["steps"]:
+        if s["index"] in seconds:
+            s["phase"] = "Succeeded"
+            s["startTime"] = t.strftime("%Y-%m-%dT%H:%M:%SZ")
+            t += timedelta(seconds=seconds[s["index"]])
+            s["completionTime"] = t.strftime("%Y-%m-%dT%H:%M:%SZ")
+        else:
+            s["phase"] = "Pending"
+            for key in ("result", "startTime", "completionTime"):
+                s.pop(key, None)
+    run["status"]["phase"] = "Running"
+
+
+def test_eta_expects_each_workload_to_take_what_its_own_steps_took() -> None:
+    """Unit tier: the ETA of `watch` (issue: "ETA 38s" with three 60-second scan steps to
+    run). Steps: prepare, load, run a #1-3, run e #1-3, cleanup."""
+    run = benchmark_run("eta", workloads=("a", "e"), repetitions=3).run
+    # Point reads took 5 s each; the first scan took 60 s: the two scans left take 60 s each,
+    # not the 18.75 s mean of every measured step; the cleanup, none of its kind done yet,
+    # the mean of all finished steps.
+    timed(run, {0: 1, 1: 1, 2: 5, 3: 5, 4: 5, 5: 60})
+    view = progress_view(run, T0 + timedelta(seconds=77))
+    assert view.eta == pytest.approx(60 + 60 + 77 / 6)
+
+
+def test_eta_of_a_time_bounded_workload_not_yet_seen_is_at_least_its_duration() -> None:
+    run = benchmark_run("eta", workloads=("a", "e"), repetitions=3).run
+    run["spec"]["run"] = {"durationSeconds": 60, "threads": 4}
+    timed(run, {0: 1, 1: 1, 2: 5, 3: 5, 4: 5})  # a's steps were short: e's cannot be
+    view = progress_view(run, T0 + timedelta(seconds=17))
+    assert view.eta == pytest.approx(3 * 60 + 17 / 5)
+    assert "ETA 3m03s" in view.line()
+
+
 def test_watch_in_a_log_prints_a_line_per_change_of_progress_not_per_poll() -> None:
     import copy
     import io
@@ -205,7 +242,9 @@ def test_describe_shows_each_steps_validity_with_its_reasons() -> None:
     text = console.export_text()
     assert "validity" in text
     assert "invalid: ClientBound" in text
-    assert "- ClientBound: client CPU 97% of its limit" in text
+    # Under the plan: what was seen on the trial, then what to change.
+    assert "run a #1: ClientBound: client CPU 97% of its limit" in text
+    assert "to change: ClientBound: raise clients.resources.limits.cpu" in text
     assert "valid (warm-up 3 s) [attempt 2]" in text
     # A reason the policy accepts (spec.validity.accept): said, and the trial valid.
     first["validity"] = {
@@ -218,7 +257,8 @@ def test_describe_shows_each_steps_validity_with_its_reasons() -> None:
     text = console.export_text()
     assert "invalid" not in text
     assert "valid (accepted: ClientBound)" in text
-    assert "- ClientBound (accepted): client CPU 97%" in text
+    assert "run a #1: ClientBound (accepted): client CPU 97%" in text
+    assert "to change" not in text  # an accepted reason needs no change
 
 
 def test_describe_shows_documents_data_and_chunks_per_shard_after_each_load() -> None:

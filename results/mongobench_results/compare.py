@@ -50,6 +50,10 @@ ROLE_CPU_METRICS = tuple(m for m in ROLE_METRICS if m.startswith("cpu:"))
 METRIC_CHOICES = ("throughput", *LATENCY_STATS, "cpu", *ROLE_METRICS, "cost")
 _ROLE_FIGURE = {"cpu": ("cores", "cpuCores"), "memory": ("bytes", "memoryWorkingSetBytes")}
 
+# Row.outcome's words (the compact table and the headlines).
+FASTER, SLOWER, NO_DIFFERENCE = "faster", "slower", "no difference"
+NO_VALID, TOO_FEW = "no valid trials", "too few valid trials"
+
 Test = Literal["welch", "utest"]
 Adjust = Literal["holm", "bh", "none"]
 IntervalKind = Literal["parametric", "bootstrap"]
@@ -250,6 +254,40 @@ class Row:
     values: tuple[float, ...]
     validity: CellValidity = CellValidity(0, 0, 0, (), False)
     p_adjusted: float | None = None  # p adjusted for the table's family of comparisons
+
+    def change_text(self) -> str:
+        """The change with its interval: "+12.1% [+8.0, +16.2]", "-3.0 pp [-5.1, -0.9]";
+        empty on the baseline's row."""
+        d = self.difference
+        if self.baseline or d is None:
+            return ""
+        if self.metric.points:
+            ci = f" [{d.ci_low:+.1f}, {d.ci_high:+.1f}]" if d.ci_low is not None else ""
+            return f"{d.delta:+.1f} pp{ci}"
+        rel, rel_ci = d.relative, d.relative_ci
+        if rel is None:
+            return f"{d.delta:+.3g}"
+        ci = f" [{100 * rel_ci[0]:+.1f}, {100 * rel_ci[1]:+.1f}]" if rel_ci else ""
+        if d.relative_unbounded:
+            ci = " [unbounded]"  # Fieller: the baseline's mean is not known to differ from 0
+        return f"{100 * rel:+.1f}%{ci}"
+
+    def outcome(self) -> str:
+        """The verdict in a word or three: "faster"/"slower" (throughput, latency, time to
+        load), "higher"/"lower" (CPU, memory, cost), "no difference", "no valid trials", "too
+        few valid trials", or the verdict as it stands ("baseline", "not comparable")."""
+        if self.verdict.startswith("no valid trials"):
+            return NO_VALID
+        if self.verdict.startswith("too few valid trials"):
+            return TOO_FEW
+        if self.significant is False:
+            return NO_DIFFERENCE
+        if self.significant and self.difference is not None:
+            up = self.difference.delta > 0
+            if self.metric.id == "throughput" or self.metric.unit in ("us", "s"):
+                return FASTER if up == self.metric.higher_is_better else SLOWER
+            return "higher" if up else "lower"
+        return self.verdict
 
     def to_dict(self) -> dict[str, Any]:
         s, d = self.summary, self.difference
@@ -729,3 +767,82 @@ def _row(
         values=tuple(values),
         validity=cell,
     )
+
+
+# --- the answer in a sentence -------------------------------------------------------------------
+
+
+def what_differs(base: Configuration, config: Configuration) -> list[str]:
+    """What `config`'s (first) run sets differently from the baseline's: the cluster's shape,
+    the clients' concurrency and resources, the workloads' parameters ("clients.parallelism 2
+    vs 1"). Labels are not among them: they name a configuration, they change nothing that
+    runs. Empty: the same spec, an A/A pair."""
+    if not base.runs or not config.runs:
+        return []
+    a, b = base.runs[0].run, config.runs[0].run
+    return _parameter_differences(_spec_facts(b), _spec_facts(a))
+
+
+def _spec_facts(run: Mapping[str, Any]) -> dict[str, Any]:
+    spec = run.get("spec") or {}
+    facts: dict[str, Any] = {
+        k: v for k, v in records.shape(run).dimensions().items() if v is not None
+    }
+    facts |= records.concurrency(run)
+    resources = (spec.get("clients") or {}).get("resources")
+    if resources:
+        facts["clients.resources"] = resources
+    for w in records.workloads([run]):
+        facts |= records.workload_parameters(run, w)
+    return facts
+
+
+def headline_metric(result: Comparison) -> str | None:
+    """The metric a headline speaks of: throughput when compared, else the first one."""
+    ids = [r.metric.id for r in result.rows]
+    return "throughput" if "throughput" in ids else (ids[0] if ids else None)
+
+
+def headline(result: Comparison, config: Configuration) -> str:
+    """One sentence per configuration against the baseline, on the headline metric: "b vs a
+    (clients.parallelism 2 vs 1): throughput faster on a (+12.1% [+8.0, +16.2]); no difference
+    on c". An A/A pair (nothing differs) says what its result means."""
+    base = next(c for c in result.configurations if c.name == result.baseline)
+    metric = headline_metric(result)
+    rows = [
+        r
+        for r in result.rows
+        if r.configuration == config.name and r.metric.id == metric and not r.baseline
+    ]
+    by_outcome: dict[str, list[str]] = {}
+    for r in rows:
+        word = r.outcome()
+        shown = (
+            f"{r.workload} ({r.change_text()})"
+            if word in (FASTER, SLOWER, "higher", "lower")
+            else r.workload
+        )
+        by_outcome.setdefault(word, []).append(shown)
+    order = (FASTER, SLOWER, "higher", "lower", NO_DIFFERENCE, TOO_FEW, NO_VALID)
+    words = sorted(by_outcome, key=lambda w: order.index(w) if w in order else len(order))
+    parts = [f"{word} on {', '.join(by_outcome[word])}" for word in words]
+    differs = what_differs(base, config)
+    aa = not differs
+    who = f"{config.name} vs {base.name}"
+    who += " (A/A: the same spec)" if aa else f" ({'; '.join(differs)})"
+    text = f"{who}: {metric} " + "; ".join(parts) if parts else f"{who}: no {metric} to compare"
+    if aa:
+        changed = any(r.significant for r in rows)
+        text += (
+            "; an A/A pair differs only by chance: these are false positives, and a difference "
+            "this size is noise on this setup"
+            if changed
+            else "; as an A/A pair should: no difference where there is none (a verdict here "
+            "would be a false positive)"
+        )
+    return text
+
+
+def headlines(result: Comparison) -> list[str]:
+    """A headline per configuration other than the baseline, in the table's order."""
+    return [headline(result, c) for c in result.configurations if c.name != result.baseline]

@@ -7,6 +7,7 @@ with a diagnosis); older runs without them fall back to the fields they have.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -444,6 +445,17 @@ def warnings(run: Mapping[str, Any]) -> list[str]:
                 out.append(f"step {s.label}: Little's law ratio {ll.get('ratio')}: {why}")
             out.extend(f"step {s.label}: {w}" for w in s.result.get("warnings") or [])
     return out
+
+
+def warning_groups(found: Sequence[tuple[str, str]]) -> list[tuple[str, list[str]]]:
+    """(run, warning) pairs grouped by kind: the warning without its step and with its
+    figures as "…" ("short run (… s): ..."), each with where it was seen ("run: step ...")."""
+    groups: dict[str, list[str]] = {}
+    for run, text in found:
+        what = re.sub(r"^step [^:]*: ", "", text)
+        kind = re.sub(r"\d+(\.\d+)?", "…", what)
+        groups.setdefault(kind, []).append(f"{run}: {text}")
+    return list(groups.items())
 
 
 def plan_rows(run: Mapping[str, Any]) -> list[StepView]:

@@ -39,6 +39,32 @@ LITTLES_LAW = "LittlesLaw"
 
 REASONS = (CLIENT_BOUND, NOISY_NODE, NOT_STEADY, ERRORS, LITTLES_LAW)
 
+# What to change so the next trial is valid, per reason: the one table status, describe,
+# compare and the report read (the reason's message says what was seen, this what to do).
+ADVICE = {
+    CLIENT_BOUND: "raise clients.resources.limits.cpu or clients.parallelism (or lower "
+    "run.targetOpsPerSecond): the clients, not MongoDB, set the pace",
+    NOISY_NODE: "keep the benchmark off the disturbed node named (clients.nodeSelector, the "
+    "cluster's placement) or move its neighbour away, then run again",
+    NOT_STEADY: "a longer run.durationSeconds or a warmup before the measured window",
+    ERRORS: "find why operations failed (the clients' logs); lower run.targetOpsPerSecond or "
+    "give the database more resources",
+    LITTLES_LAW: "check the clients' threads (run.threads) against what they recorded; a client "
+    "that stalled or lost time gives this: run again",
+}
+
+
+def advice(reason: str) -> str:
+    """What to change for a trial invalid for `reason` (a name not in REASONS: none known)."""
+    return ADVICE.get(reason, "")
+
+
+def advice_line(reason: str, count: int | None = None) -> str:
+    """ "ClientBound 2: raise clients.resources.limits.cpu ..." for lists of reasons."""
+    name = reason if count is None else f"{reason} {count}"
+    tip = advice(reason)
+    return f"{name}: {tip}" if tip else name
+
 
 @dataclass(frozen=True)
 class Reason:
@@ -48,6 +74,10 @@ class Reason:
     threshold: float | None = None
     # Found, but the policy accepts it (spec.validity.accept): shown, not excluding the trial.
     accepted: bool = False
+
+    @property
+    def advice(self) -> str:
+        return advice(self.reason)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"reason": self.reason, "message": self.message}

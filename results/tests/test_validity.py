@@ -75,3 +75,26 @@ def test_an_accepted_reason_is_kept_and_shown_but_the_trial_is_valid() -> None:
     # Without a stored `valid`, what is stored decides: accepted reasons alone leave it valid.
     assert validity.parse({"reasons": written["reasons"]}).valid
     assert not validity.parse({"reasons": [{"reason": "Errors", "message": "1%"}]}).valid
+
+
+@pytest.mark.parametrize(
+    ("reason", "words"),
+    [
+        (validity.CLIENT_BOUND, ("clients.resources.limits.cpu", "clients.parallelism")),
+        (validity.NOT_STEADY, ("run.durationSeconds", "warmup")),
+        (validity.NOISY_NODE, ("node", "neighbour")),
+        (validity.ERRORS, ("failed", "run.targetOpsPerSecond")),
+        (validity.LITTLES_LAW, ("run.threads",)),
+    ],
+)
+def test_every_reason_says_what_to_change(reason: str, words: tuple[str, ...]) -> None:
+    """Unit tier: the one advice table status, describe, compare and the report read."""
+    tip = validity.advice(reason)
+    assert all(w in tip for w in words), tip
+    assert validity.Reason(reason, "seen").advice == tip
+    assert validity.advice_line(reason, 2) == f"{reason} 2: {tip}"
+
+
+def test_every_reason_has_advice_and_an_unknown_one_none() -> None:
+    assert set(validity.ADVICE) == set(validity.REASONS)
+    assert validity.advice("Cosmic") == "" and validity.advice_line("Cosmic") == "Cosmic"

@@ -169,14 +169,15 @@ def test_sharded_run_status_has_mongos_cpu_and_memory_and_compare_prints_them(
     assert all("memoryWorkingSetBytes" not in p for p in step["roles"]["mongod"]["pods"])
     # On this shared machine the trial may be judged client-bound: compare it all the same.
     shown = cli(
-        plane, "compare", "routed", "-n", namespace, "--metric", "cpu:mongos", "--include-invalid"
-    )
+        plane, "compare", "routed", "-n", namespace, "--metric", "cpu:mongos", "--include-invalid",
+        "--wide",
+    )  # fmt: skip
     assert shown.returncode == 0, shown.stderr
     rows = [" ".join(line.split()) for line in shown.stdout.splitlines()]
     assert any(r.startswith("a cpu:mongos (cores) routed 1") for r in rows), shown.stdout
     shown = cli(
         plane, "compare", "routed", "-n", namespace, "--metric", "memory:mongos",
-        "--include-invalid",
+        "--include-invalid", "--wide",
     )  # fmt: skip
     assert shown.returncode == 0, shown.stderr
     rows = [" ".join(line.split()) for line in shown.stdout.splitlines()]

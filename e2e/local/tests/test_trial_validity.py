@@ -34,6 +34,7 @@ from localplane.plane import Plane
 from localplane.prometheus import Prometheus, set_cadvisor_targets
 from localplane.stages import BENCHMARK_CLIENT_LABEL
 from mongobench.benchmarkrun.jobs import CLUSTER_LABEL
+from mongobench_results.validity import advice
 
 pytestmark = pytest.mark.cluster
 HOG = "while :; do :; done & while :; do :; done"
@@ -117,7 +118,8 @@ def test_a_client_starved_of_cpu_is_client_bound_and_re_run(
     assert any("of its limit" in m or "throttled" in m for m in messages), messages
     trials = {c["type"]: c for c in run["status"]["conditions"]}["TrialsValid"]
     assert trials["status"] == "False"
-    assert trials["message"] == "2 of 2 trials invalid; 1 re-run"
+    assert trials["message"].startswith("2 of 2 trials invalid (ClientBound 2: raise ")
+    assert trials["message"].endswith("; 1 re-run")
     invalid = events(kube_api, namespace, "TrialInvalid")
     assert any("re-running (attempt 2 of 2)" in m for m in invalid), invalid
 
@@ -144,7 +146,7 @@ def test_an_accepted_reason_is_shown_and_the_trial_counts(
         bmr.apply(plane, namespace, accepted)
         run = bmr.wait_run(kube_api, namespace, "accepted", ("Succeeded", "Failed"), timeout=600)
         described = ok(cli(plane, "describe", "accepted", "-n", namespace))
-        compared = ok(cli(plane, "compare", "accepted", "-n", namespace))
+        compared = ok(cli(plane, "compare", "accepted", "-n", namespace, "--wide"))
     finally:
         operator.stop()
     assert run["status"]["phase"] == "Succeeded", run["status"].get("conditions")
@@ -160,7 +162,7 @@ def test_an_accepted_reason_is_shown_and_the_trial_counts(
     assert "ClientBound" in trials["message"]
     assert not events(kube_api, namespace, "TrialInvalid")
     assert "accepted: ClientBound" in " ".join(described.split()), described
-    assert "- ClientBound (accepted):" in described, described
+    assert "run c #1: ClientBound (accepted):" in described, described
     assert "1/1 valid (accepted: ClientBound 1" in " ".join(compared.split()), compared
 
 
@@ -234,4 +236,6 @@ def test_a_cpu_hog_beside_the_database_is_a_noisy_node_and_re_run(
         )
         assert step["neighbours"]["cadvisor"] is True
     trials = {c["type"]: c for c in run["status"]["conditions"]}["TrialsValid"]
-    assert trials["message"] == "2 of 2 trials invalid; 1 re-run"
+    # Each reason with what to change (ClientBound may be among them, see above).
+    assert f"NoisyNode 2: {advice('NoisyNode')}" in trials["message"]
+    assert trials["message"].endswith("; 1 re-run")

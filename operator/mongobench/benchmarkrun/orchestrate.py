@@ -608,7 +608,10 @@ class _Advance:
                 then = f"no re-run left ({step.attempt} attempts)"
             else:
                 then = "kept (validity.rerunInvalid is 0)"
-            self.outcome.warn(cond.EVENT_TRIAL_INVALID, f"{step.label}: {why}; {then}")
+            self.outcome.warn(
+                cond.EVENT_TRIAL_INVALID,
+                f"{step.label}: {why}; {then}; to change: {validity.advice_text(verdict)}",
+            )
         return {"validity": verdict.to_dict(), "attempt": step.attempt}
 
     def trials_condition(self) -> None:

@@ -21,6 +21,7 @@ Not checked: the throttling of the database's containers.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -251,6 +252,18 @@ def tally(steps: Sequence[Mapping[str, Any]]) -> tuple[int, int, int]:
     return len(judged), invalid, reruns
 
 
+def advice_text(verdict: v.Validity) -> str:
+    """What to change for an invalid trial, one clause per reason that makes it so."""
+    return "; ".join(v.advice_line(name) for name in verdict.reason_names)
+
+
+def invalid_reasons(steps: Sequence[Mapping[str, Any]]) -> list[tuple[str, int]]:
+    """(reason, invalid trials with it), in the order found; accepted reasons are not."""
+    verdicts = (v.parse(s.get("validity")) for s in steps if s.get("kind") == "run")
+    names = Counter(name for j in verdicts if not j.valid for name in j.reason_names)
+    return list(names.items())
+
+
 def accepted(steps: Sequence[Mapping[str, Any]]) -> list[str]:
     """The reasons the policy accepted on any trial, in the order found."""
     names = (
@@ -264,9 +277,13 @@ def accepted(steps: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def condition_message(steps: Sequence[Mapping[str, Any]]) -> tuple[bool, str]:
-    """(all valid, "2 of 9 trials invalid; 1 re-run; accepted: ClientBound")."""
+    """(all valid, "2 of 9 trials invalid (ClientBound 2: raise clients.resources.limits.cpu
+    ...); 1 re-run; accepted: ClientBound"): each reason with what to change."""
     judged, invalid, reruns = tally(steps)
     text = f"{invalid} of {judged} trials invalid" if invalid else f"all {judged} trials valid"
+    why = invalid_reasons(steps)
+    if why:
+        text += " (" + "; ".join(v.advice_line(r, n) for r, n in why) + ")"
     if reruns:
         text += f"; {reruns} re-run{'s' if reruns > 1 else ''}"
     kinds = accepted(steps)

@@ -585,6 +585,8 @@ def _comparison(
             "intervalMethod": out["intervalMethod"],
             "incomparable": out["incomparable"],
             "notes": out["notes"],
+            # The answer in a sentence per cell, as `mongobench compare` prints it first.
+            "headlines": compare.headlines(result),
             "rows": summary.compact_rows(out["rows"]),
         }
     }

@@ -27,6 +27,7 @@ from mongobench.k8s.conditions import get_condition
 from mongobench.mongo.errors import PermanentMongoError, TransientMongoError
 from mongobench_results import configmaps, hdr
 from mongobench_results.document import OpResult, Window, build_document, utc_now
+from mongobench_results.validity import advice
 
 pytestmark = pytest.mark.unit
 
@@ -642,7 +643,7 @@ def test_an_invalid_trial_is_judged_said_and_re_run_as_a_new_step() -> None:
     warned = [m for _, reason, m in outcome.events if reason == cond.EVENT_TRIAL_INVALID]
     assert warned == [
         f"run a #1: LittlesLaw: {trial['validity']['reasons'][0]['message']}; "
-        "re-running (attempt 2 of 2)"
+        "re-running (attempt 2 of 2); to change: LittlesLaw: " + advice("LittlesLaw")
     ]
     advance(kube)  # the re-run is the next step: its own Job
     steps = status(kube)["steps"]

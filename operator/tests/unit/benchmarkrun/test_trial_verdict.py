@@ -220,6 +220,18 @@ def test_the_run_counts_its_trials_and_replaced_attempts_count_nowhere() -> None
     assert validity.condition_message([entry(2, 1, True)]) == (True, "all 1 trials valid")
 
 
+def test_the_condition_says_what_to_change_per_reason() -> None:
+    """Unit tier: TrialsValid's message carries each reason's advice (the results library's
+    table), so `kubectl describe` tells the user what to change, not only what happened."""
+    bound = v.judge([v.Reason(v.CLIENT_BOUND, "client CPU 97% of its limit", 0.97, 0.9)])
+    steps = [entry(2, 1, False), entry(3, 2, False), entry(4, 3, True)]
+    steps[0]["validity"] = steps[1]["validity"] = bound.to_dict()
+    ok, message = validity.condition_message(steps)
+    assert not ok
+    assert message == ("2 of 3 trials invalid (ClientBound 2: " + v.advice(v.CLIENT_BOUND) + ")")
+    assert "clients.resources.limits.cpu" in message
+
+
 def test_neighbours_are_the_containers_that_are_not_the_benchmarks() -> None:
     from mongobench.benchmarkrun import neighbours
     from mongobench.benchmarkrun.cpu import ContainerSeries

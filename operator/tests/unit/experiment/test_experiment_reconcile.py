@@ -275,7 +275,8 @@ def finished_with_loads(kube: FakeKube, name: str, load_seconds: float) -> None:
     }
 
 
-def test_the_cells_summaries_and_the_comparison_carry_the_loads() -> None:
+def finished_experiment() -> dict[str, Any]:
+    """The status of the two-cell experiment after both runs loaded (2 s, then 1 s) and ran."""
     kube = FakeKube(experiment(clusterPolicy="Keep"))
     advance(kube)
     set_phase(kube, "MongoCluster", CLUSTER, cond.PHASE_READY)
@@ -285,8 +286,22 @@ def test_the_cells_summaries_and_the_comparison_carry_the_loads() -> None:
     finished_with_loads(kube, RUNS[1], 1.0)
     advance(kube)
     advance(kube)
-    final = status(kube)
+    return status(kube)
+
+
+def test_the_cells_summaries_and_the_comparison_carry_the_loads() -> None:
+    final = finished_experiment()
     loads = [c["summary"]["load"] for c in final["cells"]]
     assert [(s["n"], s["seconds"]) for s in loads] == [(2, 2.015), (2, 1.015)]
     rows = [r for r in final["comparison"]["rows"] if r["workload"] == "load"]
     assert {r["metric"] for r in rows} >= {"time to load", "throughput"}
+
+
+def test_the_comparison_in_status_opens_with_a_headline_per_cell() -> None:
+    """Unit tier: status.comparison.headlines, the sentence `mongobench compare` prints first,
+    naming what the cell changes (the dimension's field)."""
+    comparison = finished_experiment()["comparison"]
+    # Two runs of one repetition each: no verdict, and the sentence says so.
+    assert comparison["headlines"] == [
+        "threads=4 vs threads=1 (run.threads 4 vs 1): throughput too few valid trials on load, a"
+    ]

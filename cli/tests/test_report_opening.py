@@ -1,0 +1,75 @@
+"""Unit tier: the HTML report opens with its conclusion: the question (configurations and what
+differs), the answer (a headline per configuration, the forest plot of the changes, the
+verdicts, what to change for invalid trials); then the figures, then the tables; warnings
+grouped by kind with counts; each run's trials in a collapsed section."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import pytest
+from builders import benchmark_run
+
+from mongobench_cli import report
+from mongobench_results import compare, records, validity
+
+pytestmark = pytest.mark.unit
+
+
+def test_the_report_opens_with_the_question_and_the_answer(tmp_path: Path) -> None:
+    base = benchmark_run("base", workloads=("a", "c"), seed=1)
+    twin = benchmark_run("twin", workloads=("a", "c"), seed=2)
+    other = benchmark_run(
+        "other",
+        workloads=("a", "c"),
+        clients=2,
+        throughput={"a": 1300.0, "c": 1000.0},
+        invalid={f"c#{i}": [validity.CLIENT_BOUND] for i in (1, 2, 3)},
+        seed=3,
+    )
+    runs = [base, twin, other]
+    result = compare.compare(
+        [compare.RunInput(r.key, r.run) for r in runs], baseline="base", metrics=("throughput",)
+    )
+    page = report.write(runs, result, tmp_path).html.read_text()
+    order = [
+        "<h2>Question</h2>",
+        "clients.parallelism 2 vs 1",
+        "<h2>Answer</h2>",
+        html.escape(compare.headlines(result)[1]),
+        "changes.png",  # the forest plot, on the first screen
+        html.escape(validity.advice(validity.CLIENT_BOUND)),
+        "<h2>Throughput</h2>",  # then the figures
+        "<h2>Runs</h2>",  # then the tables
+        "<h2>Comparison</h2>",
+        "<h2>Warnings</h2>",
+        "<h2>Trials</h2>",
+    ]
+    at = [page.find(x) for x in order]
+    assert -1 not in at and at == sorted(at), list(zip(order, at, strict=True))
+    assert "twin</b>: 1 run(s); against the baseline: the same spec: an A/A pair" in page
+    assert "faster on a" in page and "no valid trials on c" in page
+    # Warnings by kind, counted: every run's short-run warning is one line, not 18.
+    short = [w for r in runs for w in records.warnings(r.run) if "short run" in w]
+    assert len(short) > 3
+    assert f"<b>{len(short)} &times;</b> short run (… s)" in page
+    # Each run's trials, collapsed, the invalid ones counted and advised.
+    assert "<details><summary>other: 6 trials, 3 invalid</summary>" in page
+    assert "<details><summary>base: 6 trials</summary>" in page
+    assert page.count("to change: " + html.escape(validity.advice(validity.CLIENT_BOUND))) == 3
+
+
+def test_the_forest_has_a_row_per_workload_and_metric() -> None:
+    base = benchmark_run("base", workloads=("a", "c"), seed=1)
+    other = benchmark_run("other", workloads=("a", "c"), clients=2, seed=3)
+    result = compare.compare(
+        [compare.RunInput(r.key, r.run) for r in (base, other)],
+        baseline="base",
+        metrics=("throughput", "p99"),
+    )
+    rows = report.forest_rows(result)
+    labels = [label for label, _ in rows]
+    assert labels[:2] == ["a  throughput", "a  READ p99"] and "c  READ p99" in labels
+    assert len(labels) == len({(r.workload, r.metric.id) for r in result.rows})
+    assert all(len(cells) == 1 and cells[0].configuration == "other" for _, cells in rows)
