@@ -111,3 +111,21 @@ def test_an_interval_clear_of_zero_without_a_verdict_is_explained() -> None:
     assert puzzling and all("[+" in r.change_text() for r in puzzling)
     text = " ".join(" ".join(shown(result, 100)).split())
     assert "an interval clear of 0 with no difference: each interval is on its own" in text
+
+
+def test_a_headline_names_every_change_the_table_found_on_other_metrics() -> None:
+    """ "no difference" on throughput must not hide a slower p99: each change the table judged on
+    another metric is in the headline after "also"."""
+    base = benchmark_run("base", workloads=WORKLOADS, seed=1)
+    two = benchmark_run("two-clients", workloads=WORKLOADS, clients=2, seed=3)
+    result = compared(base, two, metrics=("throughput", "p99"))
+    (line,) = compare.headlines(result)
+    changes = [
+        r
+        for r in result.rows
+        if not r.baseline and r.metric.id != "throughput" and r.outcome() in ("faster", "slower")
+    ]
+    assert changes, "the fixture's two clients change some p99"
+    for r in changes:
+        assert f"{r.metric.id} {r.outcome()} on {r.workload} ({r.change_text()})" in line
+    assert line.index("also") > line.index("throughput")

@@ -831,6 +831,18 @@ def headline(result: Comparison, config: Configuration) -> str:
     who = f"{config.name} vs {base.name}"
     who += " (A/A: the same spec)" if aa else f" ({'; '.join(differs)})"
     text = f"{who}: {metric} " + "; ".join(parts) if parts else f"{who}: no {metric} to compare"
+    # The other metrics only where the table found a change: a headline that says "no difference"
+    # on throughput must not hide a slower p99.
+    changed_elsewhere = [
+        f"{r.metric.id} {r.outcome()} on {r.workload} ({r.change_text()})"
+        for r in result.rows
+        if r.configuration == config.name
+        and r.metric.id != metric
+        and not r.baseline
+        and r.outcome() in (FASTER, SLOWER, "higher", "lower")
+    ]
+    if changed_elsewhere:
+        text += "; also " + ", ".join(changed_elsewhere)
     if aa:
         changed = any(r.significant for r in rows)
         text += (
