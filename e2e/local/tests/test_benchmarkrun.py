@@ -354,7 +354,7 @@ def test_adaptive_repetitions_skip_what_a_met_target_no_longer_needs(
     """repeatUntil with a loose target (the interval within +-100% of the mean: a CV under
     ~40% at n = 3): 3 repetitions, then the other 3 the maximum allows are skipped. The clients
     run at a rate the plane always reaches, so a loaded machine's noise (unthrottled
-    throughputs once varied more than that in CI) cannot ask for a fourth."""
+    throughputs once varied more than that in CI) rarely asks for a fourth."""
     operator = start(plane, namespace, model, tmp_path / "operator.log", prometheus, kube_api)
     try:
         cluster(plane, namespace, kube_api)
@@ -377,11 +377,16 @@ def test_adaptive_repetitions_skip_what_a_met_target_no_longer_needs(
     status = run["status"]
     assert status["phase"] == "Succeeded", status.get("conditions")
     runs = [s for s in status["steps"] if s["kind"] == "run"]
-    assert [s["phase"] for s in runs] == ["Succeeded"] * 3 + ["Skipped"] * 3, status
-    assert runs[3]["message"] == "repeatUntil met after 3 valid repetitions"
+    # At least the 3 repetitions asked for; a fourth or fifth only if those trials' interval
+    # missed the target (CI saw a fourth once, on a machine loaded by other suites): whatever
+    # the count, the target met stops the run and the rest of the maximum is skipped.
+    done = sum(1 for s in runs if s["phase"] == "Succeeded")
+    assert 3 <= done < 6, status
+    assert [s["phase"] for s in runs] == ["Succeeded"] * done + ["Skipped"] * (6 - done), status
+    assert runs[done]["message"] == f"repeatUntil met after {done} valid repetitions"
     assert status["repetitions"]["workloads"][0] | {"relativeHalfWidth": None} == {
         "name": "c",
-        "valid": 3,
+        "valid": done,
         "done": True,
         "met": True,
         "relativeHalfWidth": None,
