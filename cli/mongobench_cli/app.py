@@ -499,7 +499,8 @@ def compare_runs(
     Welch and rank-test p-values, the p-value adjusted for the table's comparisons (Holm by
     default), Hedges' g and a benchstat-style verdict ("~" where the change is not significant
     after adjustment). Trials judged invalid are left out unless --include-invalid. An
-    experiment (experiment/NAME) brings its runs, grouped by cell, against its baseline cell."""
+    experiment (experiment/NAME) brings its runs, grouped by cell, against its baseline cell.
+    One configuration alone (nothing to compare it with) is shown as the full table."""
     r = target.resolver()
     runs = r.resolve(refs)
     result = _comparison(r, refs, runs, how)
@@ -511,7 +512,9 @@ def compare_runs(
     elif output == ListFormat.markdown:
         sys.stdout.write(render.compare_markdown(result, differences))
     else:
-        console().print(render.compare_table(result) if wide else render.compare_compact(result))
+        # One configuration has nothing to judge against: its figures are the answer.
+        full = wide or len(result.configurations) < 2
+        console().print(render.compare_table(result) if full else render.compare_compact(result))
         shards = render.distribution_summary(runs)
         if shards is not None:
             console().print(shards)

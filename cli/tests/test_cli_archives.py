@@ -246,3 +246,15 @@ def test_compare_and_report_show_cpu_per_role_from_archives(tmp_path: Path) -> N
     assert (out / "figures" / "cpu-roles.png").exists()
     page = (out / "report.html").read_text()
     assert "CPU per role" in page and "cpu:mongos (cores)" in page
+
+
+def test_compare_of_one_configuration_shows_its_figures(planes: tuple[Path, Path]) -> None:
+    """Nothing to judge it against: the compact view would be empty, so the full table (mean,
+    SD, n, interval) is the answer, as with --wide."""
+    alone = invoke("compare", str(planes[0]), "--metric", "throughput")
+    assert alone == invoke("compare", str(planes[0]), "--metric", "throughput", "--wide")
+    assert "mean" in alone
+    two = invoke("compare", str(planes[0]), str(planes[1]), "--metric", "throughput")
+    assert two != invoke(
+        "compare", str(planes[0]), str(planes[1]), "--metric", "throughput", "--wide"
+    )

@@ -221,7 +221,7 @@ def test_krew_validates_and_installs_the_plugin_and_kubectl_finds_it(
         [benchmark_run("b", shards=5, throughput={"a": 1300, "c": 2000}, seed=2)], str(five)
     )
     compared = run("kubectl", "mongobench", "compare", str(three), str(five), env=user)
-    assert "better" in compared
+    assert "faster on a" in compared  # the headline: 5 shards against the baseline's 3
     report = tmp_path / "report"
     run("kubectl", "mongobench", "report", str(three), str(five), "-o", str(report), env=user)
     assert (report / "figures" / "percentiles-a.png").stat().st_size > 10_000
