@@ -60,6 +60,8 @@ setup_system() {
   command -v prometheus >/dev/null || missing+=(prometheus)
   command -v prometheus-node-exporter >/dev/null || missing+=(prometheus-node-exporter)
   command -v openssl >/dev/null || missing+=(openssl)
+  # The demo's second database backend (FerretDB on PostgreSQL): the server, not only psql.
+  compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null || missing+=(postgresql)
   if [ ${#missing[@]} -gt 0 ]; then
     echo "setup: apt-get install ${missing[*]}" >&2
     export DEBIAN_FRONTEND=noninteractive
@@ -68,9 +70,13 @@ setup_system() {
     # Debian starts the services on install; the tests run their own on loopback ports.
     # Only the services just installed: another suite's Prometheus may be running.
     for s in "${missing[@]}"; do
-      case $s in prometheus | prometheus-node-exporter) ;; *) continue ;; esac
-      (command -v systemctl >/dev/null && systemctl stop "$s" 2>/dev/null) || true
-      pkill -x "$s" 2>/dev/null || true
+      case $s in
+        prometheus | prometheus-node-exporter)
+          (command -v systemctl >/dev/null && systemctl stop "$s" 2>/dev/null) || true
+          pkill -x "$s" 2>/dev/null || true
+          ;;
+        postgresql) (command -v pg_ctlcluster >/dev/null && pg_ctlcluster --force "$(ls /usr/lib/postgresql | sort -n | tail -1)" main stop 2>/dev/null) || true ;;
+      esac
     done
   fi
 }

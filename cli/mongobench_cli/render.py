@@ -240,8 +240,9 @@ def compare_compact(result: compare.Comparison) -> Constrain:
     table.add_column("verdict", no_wrap=True)
     previous: tuple[str, str] | None = None
     flagged = 0
+    once = compare.measured_once(result)
     for row in result.rows:
-        if row.baseline:
+        if row.baseline or row.workload in once:
             continue
         workload, metric = row.workload, row.metric.id
         if previous is None or previous[0] != workload:
@@ -258,6 +259,12 @@ def compare_compact(result: compare.Comparison) -> Constrain:
             f"{row.validity.valid}/{row.validity.trials}" if row.validity.judged else "-",
             Text(row.change_text()),
             _verdict_text(row, row.outcome() + (" !" if row.flags else "")),
+        )
+    if once:
+        table.add_section()
+        table.add_row(
+            Text(f"workload {', '.join(once)}", style="bold"),
+            Text("measured once a run: no verdict (--wide has the figures)", style="dim"),
         )
     invalid = invalid_trial_lines(result)
     # Wrapped lines keep their indent: the reasons read as items under their heading.

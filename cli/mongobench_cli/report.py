@@ -496,7 +496,12 @@ def cpu_figures(figs: _Figures, result: compare.Comparison, runs: dict[str, Load
                 "CPU",
                 f"{r.key}: CPU busy per node"
                 + (" over time (grey: measured steps)" if series else " averaged over each step")
-                + " (solid: database nodes, dashed: client nodes)",
+                + (
+                    # Nothing tells which node serves a URI: the database's CPU is not observed.
+                    " (client nodes only: the database is an external URI, its CPU is not observed)"
+                    if records.shape(r.run).kind == "External"
+                    else " (solid: database nodes, dashed: client nodes)"
+                ),
             )
 
 

@@ -129,3 +129,43 @@ def test_a_headline_names_every_change_the_table_found_on_other_metrics() -> Non
     for r in changes:
         assert f"{r.metric.id} {r.outcome()} on {r.workload} ({r.change_text()})" in line
     assert line.index("also") > line.index("throughput")
+
+
+def test_a_load_measured_once_a_run_gets_no_headline_and_one_line() -> None:
+    # The demo's shape: each run loads once, then measures its workloads three times. The load
+    # can have no verdict: the headline speaks of the workloads only, the table gives it a line.
+    base = benchmark_run("base", workloads=("a",), loads=1, seed=1)
+    other = benchmark_run("other", workloads=("a",), loads=1, clients=2, seed=2)
+    result = compared(base, other)
+    assert compare.measured_once(result) == ["load"]
+    (line,) = compare.headlines(result)
+    assert "load" not in line and "on a" in line
+    text = "\n".join(shown(result, 100))
+    assert "workload load" in text and "measured once a run: no verdict" in text
+    assert "too few valid trials" not in text
+
+
+def test_a_table_without_any_verdict_says_so_instead_of_counting_zero_comparisons() -> None:
+    invalid = {f"a#{i}": [validity.NOT_STEADY] for i in (1, 2, 3)}
+    base = benchmark_run("base", workloads=("a",), invalid=invalid, seed=1)
+    other = benchmark_run("other", workloads=("a",), clients=2, invalid=invalid, seed=2)
+    result = compared(base, other)
+    text = " ".join(" ".join(shown(result, 100)).split())
+    assert "0 comparisons" not in text
+    assert "no comparison had the valid trials for a verdict" in text
+
+
+def test_two_external_databases_differ_and_one_secret_twice_is_an_a_a_pair() -> None:
+    def external(name: str, secret: str, seed: int) -> object:
+        spec = {"uriSecretRef": {"name": secret, "key": "uri"}, "database": name}
+        return benchmark_run(name, workloads=("a",), spec=spec, seed=seed)
+
+    base = external("base", "ferretdb-sqlite", 1)
+    twin = external("twin", "ferretdb-sqlite", 2)
+    other = external("other", "ferretdb-postgresql", 3)
+    lines = compare.headlines(compared(base, twin, other))
+    assert any(ln.startswith("twin vs base (A/A: the same spec)") for ln in lines), lines
+    assert any(
+        ln.startswith("other vs base (uriSecretRef ferretdb-postgresql vs ferretdb-sqlite)")
+        for ln in lines
+    ), lines

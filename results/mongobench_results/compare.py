@@ -361,6 +361,8 @@ class Comparison:
 
     def adjustment_text(self) -> str:
         """For legends: "Holm across the 12 comparisons of this table"."""
+        if self.family == 0:
+            return "no comparison had the valid trials for a verdict"
         if self.adjust == "none":
             return f"no adjustment for {self.family_text()}"
         return f"{stats.ADJUSTMENT_NAMES[self.adjust]} across {self.family_text()}"
@@ -789,6 +791,11 @@ def _spec_facts(run: Mapping[str, Any]) -> dict[str, Any]:
         k: v for k, v in records.shape(run).dimensions().items() if v is not None
     }
     facts |= records.concurrency(run)
+    # An external database is known only by the Secret that holds its URI: two Secrets are two
+    # databases (the same Secret, an A/A pair however the runs' database names differ).
+    secret = (spec.get("uriSecretRef") or {}).get("name")
+    if secret:
+        facts["uriSecretRef"] = secret
     resources = (spec.get("clients") or {}).get("resources")
     if resources:
         facts["clients.resources"] = resources
@@ -809,10 +816,14 @@ def headline(result: Comparison, config: Configuration) -> str:
     on c". An A/A pair (nothing differs) says what its result means."""
     base = next(c for c in result.configurations if c.name == result.baseline)
     metric = headline_metric(result)
+    once = set(measured_once(result))
     rows = [
         r
         for r in result.rows
-        if r.configuration == config.name and r.metric.id == metric and not r.baseline
+        if r.configuration == config.name
+        and r.metric.id == metric
+        and not r.baseline
+        and r.workload not in once
     ]
     by_outcome: dict[str, list[str]] = {}
     for r in rows:
@@ -853,6 +864,20 @@ def headline(result: Comparison, config: Configuration) -> str:
             "would be a false positive)"
         )
     return text
+
+
+LOAD = "load"  # the load phase's row label
+
+
+def measured_once(result: Comparison) -> list[str]:
+    """The load phase when measured at most once a configuration (a run's one load): there is
+    no verdict to give on it, so the headlines and the compact table do not weigh it."""
+    seen: dict[str, int] = {}
+    for r in result.rows:
+        seen[r.workload] = max(seen.get(r.workload, 0), r.summary.n, r.validity.trials)
+    # Only the load: a workload measured once is a run of one repetition, whose missing verdict
+    # is the news, not to be left out.
+    return [w for w, n in seen.items() if n <= 1 and w == LOAD]
 
 
 def headlines(result: Comparison) -> list[str]:

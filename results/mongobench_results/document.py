@@ -197,6 +197,11 @@ def littles_law(
     }
 
 
+# Below this measured window a step has too few per-second throughput samples for the steadiness
+# check (validity NotSteady) to find a warm-up; from it on, the check judges the warm-up itself.
+SHORT_RUN_SECONDS = 10.0
+
+
 def sanity(
     operations: dict[str, Any],
     window_s: float,
@@ -221,9 +226,10 @@ def sanity(
             f"{name}: {e['errors']}" for name, e in sorted(operations.items()) if e["errors"]
         )
         warnings.append(f"{errors} operations failed ({per_op})")
-    if 0 < window_s < 30:
+    if 0 < window_s < SHORT_RUN_SECONDS:
         warnings.append(
-            f"short run ({window_s:.1f} s): throughput and tail latency include warm-up"
+            f"short run ({window_s:.1f} s): too few throughput samples to see a warm-up; "
+            "throughput and tail latency may include one"
         )
     return {"littlesLaw": law, "warnings": warnings}
 

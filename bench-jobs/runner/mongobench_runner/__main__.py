@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -137,7 +138,9 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help="folder with lib/*.jar (default env MONGOBENCH_YCSB_HOME or the build)",
     )
-    y.add_argument("--java-opts", default=None, help="JVM options (default env JAVA_OPTS)")
+    y.add_argument(
+        "--java-opts", default=None, help="JVM options after the image's (env JAVA_OPTS)"
+    )
     lo = sub.add_parser("locust", help="run the pymongo Locust driver")
     _add_common(lo)
     lo.add_argument("--role", choices=["standalone", "master", "worker"], default="standalone")
@@ -239,7 +242,10 @@ def run_ycsb(args: argparse.Namespace, install: Callable[[Callable[[], None]], N
     )
     if args.metrics_port is not None:
         metrics.serve(args.metrics_port, args.metrics_addr)
-    java_opts = None if args.java_opts is None else args.java_opts.split()
+    # After the image's own: the JVM takes the last of two settings of one option.
+    java_opts = None
+    if args.java_opts is not None:
+        java_opts = shlex.split(os.environ.get("JAVA_OPTS", "")) + args.java_opts.split()
     proc = YcsbProcess(
         phase=args.phase,
         props=props,

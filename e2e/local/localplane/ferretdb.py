@@ -1,4 +1,4 @@
-"""FerretDB (a MongoDB wire-protocol server, SQLite backend) on a free loopback port.
+"""FerretDB (a MongoDB wire-protocol server, SQLite backend by default) on a free loopback port.
 
 The protocol tier's data-path peer: pymongo and the Java driver talk to it for real. It does not
 implement replica sets, sharding or users (see ../shared/toolchain.md).
@@ -46,8 +46,10 @@ def start_ferretdb(
     cgroup: ContainerCgroup | None = None,
     *,
     plain_too: bool = False,
+    postgresql_url: str | None = None,
 ) -> FerretDB:
-    """`tls`: (certificate, key) files; FerretDB then listens with TLS only (clients verify it
+    """`postgresql_url`: FerretDB's PostgreSQL backend on that server instead of SQLite.
+    `tls`: (certificate, key) files; FerretDB then listens with TLS only (clients verify it
     with the CA that signed the certificate; it asks for no client certificate), or with
     `plain_too` on `port` plain and on `tls_port` with TLS, one database behind both. `cgroup`
     (created already): moved in as soon as it runs, as a kubelet starts a container in its
@@ -59,12 +61,7 @@ def start_ferretdb(
     log = workdir / "ferretdb.log"
     cmd = [
         str(binary("ferretdb")),
-        "--handler=sqlite",
-        # BEGIN IMMEDIATE: concurrent updaters queue on SQLite's write lock (busy_timeout) instead
-        # of failing with SQLITE_BUSY when a read transaction cannot be upgraded to a write. They
-        # queue up to a minute (FerretDB's default, 10 s, ran out with 8 YCSB threads on a
-        # 2-core machine at load 20: "database is locked (5)", a failed step).
-        f"--sqlite-url=file:{state}/?_txlock=immediate&_pragma=busy_timeout(60000)",
+        *_backend(state, postgresql_url),
         *(
             [
                 f"--listen-addr=127.0.0.1:{port}",
@@ -103,6 +100,19 @@ def start_ferretdb(
     return server
 
 
+def _backend(state: Path, postgresql_url: str | None) -> list[str]:
+    if postgresql_url:
+        return ["--handler=postgresql", f"--postgresql-url={postgresql_url}"]
+    return [
+        "--handler=sqlite",
+        # BEGIN IMMEDIATE: concurrent updaters queue on SQLite's write lock (busy_timeout) instead
+        # of failing with SQLITE_BUSY when a read transaction cannot be upgraded to a write. They
+        # queue up to a minute (FerretDB's default, 10 s, ran out with 8 YCSB threads on a
+        # 2-core machine at load 20: "database is locked (5)", a failed step).
+        f"--sqlite-url=file:{state}/?_txlock=immediate&_pragma=busy_timeout(60000)",
+    ]
+
+
 @contextmanager
 def running_ferretdb(
     workdir: Path | None = None,
@@ -110,9 +120,12 @@ def running_ferretdb(
     cgroup: ContainerCgroup | None = None,
     *,
     plain_too: bool = False,
+    postgresql_url: str | None = None,
 ) -> Iterator[FerretDB]:
     with tempfile.TemporaryDirectory(prefix="ferretdb-") as tmp:
-        server = start_ferretdb(workdir or Path(tmp), tls, cgroup, plain_too=plain_too)
+        server = start_ferretdb(
+            workdir or Path(tmp), tls, cgroup, plain_too=plain_too, postgresql_url=postgresql_url
+        )
         try:
             yield server
         finally:

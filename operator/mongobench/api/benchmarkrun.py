@@ -227,6 +227,8 @@ class Clients:
     start_timeout_seconds: int = 300
     # A connection per client thread instead of one shared pool per client process.
     connection_per_thread: bool = False
+    # The YCSB client JVM's options, after the image's JAVA_OPTS.
+    jvm_options: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

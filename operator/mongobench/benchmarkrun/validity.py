@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from itertools import pairwise
 from typing import Any
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec, ValidityPolicy
@@ -192,11 +193,31 @@ def not_steady(
             )
         )
     for client, s in verdicts:
-        shifts = s.get("shiftsSeconds") or ()
+        shifts = list(s.get("shiftsSeconds") or ())
         if shifts:
-            at = ", ".join(f"{t:g} s" for t in shifts)
+            pairs = zip(shifts, _shift_levels(s), strict=True)
+            at = ", ".join(_shift_text(t, pair) for t, pair in pairs)
             out.append(v.Reason(v.NOT_STEADY, f"client {client}: throughput level shift at {at}"))
     return out, warmup
+
+
+def _shift_levels(steadiness: Mapping[str, Any]) -> list[tuple[float, float] | None]:
+    """The levels either side of each shift: the shifts are the series' last change points, so
+    the last len(shifts) pairs of adjacent segment levels (None where the runner gave none)."""
+    shifts = list(steadiness.get("shiftsSeconds") or ())
+    levels = [float(x) for x in steadiness.get("levels") or ()]
+    pairs = list(pairwise(levels))
+    if len(pairs) < len(shifts):
+        return [None] * len(shifts)
+    return list(pairs[len(pairs) - len(shifts) :])
+
+
+def _shift_text(at: float, pair: tuple[float, float] | None) -> str:
+    """ "21 s (140 -> 162 ops/s, +16%)": where, and how large (the size the user weighs)."""
+    if pair is None or pair[0] <= 0:
+        return f"{at:g} s"
+    before, after = pair
+    return f"{at:g} s ({before:.0f} -> {after:.0f} ops/s, {after / before - 1:+.0%})"
 
 
 def _steadiness(merged: Mapping[str, Any]) -> list[tuple[Any, Mapping[str, Any]]]:

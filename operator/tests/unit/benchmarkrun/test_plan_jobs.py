@@ -365,3 +365,12 @@ def test_clients_of_a_tls_cluster_get_its_ca_and_nothing_else_of_its_secret() ->
 
     assert cluster_ca_secret({**cluster, "spec": {"tls": {"enabled": False}}}) is None
     assert cluster_ca_secret(None) is None
+
+
+def test_jvm_options_reach_the_ycsb_client_after_the_images_own() -> None:
+    s = spec(clients={"jvmOptions": ["-XX:TieredStopAtLevel=1", "-Xmx512m"]})
+    step = next(st for st in make_plan(s) if st.kind == "run")
+    args = runner_args(s, step, REF)
+    assert args[args.index("--java-opts") + 1] == "-XX:TieredStopAtLevel=1 -Xmx512m"
+    # None given: the image's JAVA_OPTS alone, as before.
+    assert "--java-opts" not in runner_args(spec(), step, REF)

@@ -93,6 +93,17 @@ def test_a_long_warm_up_or_a_shift_is_not_steady_and_a_short_warm_up_is_reported
     shifted["clients"][0]["steadiness"] = {"steady": False, "shiftsSeconds": [41.0]}
     verdict = validity.judge_step(POLICY, shifted, None, limit_cores=1.0)
     assert reasons(verdict) == [v.NOT_STEADY] and "41 s" in verdict.reasons[0].message
+    # With the runner's segment levels, the message says how large the shift was: a user weighs
+    # a 3% wobble and a halving differently. A warm-up's levels come first and are skipped.
+    sized = merged()
+    sized["clients"][0]["steadiness"] = {
+        "steady": False,
+        "warmupSeconds": 2.0,
+        "shiftsSeconds": [21.0],
+        "levels": [90.0, 140.0, 162.0],
+    }
+    verdict = validity.judge_step(POLICY, sized, None, limit_cores=1.0)
+    assert "level shift at 21 s (140 -> 162 ops/s, +16%)" in verdict.reasons[0].message
 
 
 def test_errors_and_littles_law() -> None:
