@@ -75,7 +75,11 @@ setup_system() {
           (command -v systemctl >/dev/null && systemctl stop "$s" 2>/dev/null) || true
           pkill -x "$s" 2>/dev/null || true
           ;;
-        postgresql) (command -v pg_ctlcluster >/dev/null && pg_ctlcluster --force "$(ls /usr/lib/postgresql | sort -n | tail -1)" main stop 2>/dev/null) || true ;;
+        postgresql)
+          # Debian's own cluster (main, port 5432): the demo starts a throwaway one of its own.
+          (command -v systemctl >/dev/null && systemctl stop postgresql 2>/dev/null) || true
+          pkill -u postgres -x postgres 2>/dev/null || true
+          ;;
       esac
     done
   fi

@@ -218,7 +218,8 @@ def runner_args(spec: BenchmarkRunSpec, step: Step, run: RunRef) -> list[str]:
     if scenario is not None:
         args += ["--scenario", f"{SCENARIO_DIR}/{scenario.config_map_ref.key}"]
     if spec.clients.jvm_options and spec.driver == "ycsb":
-        args += ["--java-opts", " ".join(spec.clients.jvm_options)]
+        # One "--java-opts=..." word: a separate value starting with "-" is read as an option.
+        args.append(f"--java-opts={' '.join(spec.clients.jvm_options)}")
     if uses_barrier(spec, run):
         args += [
             "--barrier",
