@@ -155,7 +155,7 @@ def change_lines(c: history.Change, head: str) -> list[str]:
             f"{num(c.mean_before)} -> {num(c.mean_after)} {c.series.unit}, p {c.pvalue:.2g}"
         ),
         *_wrap(f"  before {c.before.run} ({c.before.time})"),
-        *_wrap(f"  after  {c.after.run} ({c.after.time})"),
+        *_wrap(f"  after  {c.after.run} ({c.after.time}, uid {c.after.uid})"),
     ]
 
 
@@ -168,7 +168,7 @@ def gate_lines(v: history.Verdict) -> list[str]:
         out += [
             f"  to accept it, list it under acknowledgements: in {history.ACKS} (or --acks):",
             *_wrap(f"    - series: {c.series.id}", "        "),
-            f"      run: {c.after.run}",
+            f"      run: {history.ack_run(c)}",
             "      reason: ...",
             "      by: ...",
         ]
@@ -176,7 +176,10 @@ def gate_lines(v: history.Verdict) -> list[str]:
         out += change_lines(c, "acknowledged regression")
         out += _wrap(f"  {ack.text()}")
     for a in v.unmatched:
-        out += _wrap(f"note: no change point at {a.run} in {a.series} to acknowledge")
+        out += _wrap(
+            f"note: no change point at {a.run} in {a.series} to acknowledge (a run name "
+            "several runs share is no match: name the uid)"
+        )
     if not v.standing:
         out.append(
             "no regression"

@@ -252,3 +252,13 @@ def test_bad_acknowledgements_are_one_line_and_exit_2(tmp_path: Path) -> None:
     assert "acknowledgements[0]: run is missing" in out
     code, out = gate(str(tmp_path / "archive"), "--acks", str(tmp_path / "missing.yaml"))
     assert (code, out.count("\n")) == (2, 1) and "missing.yaml" in out
+
+
+@pytest.mark.unit
+def test_the_ci_examples_acknowledgements_parse() -> None:
+    """The acknowledgements the documented workflow passes with --acks are well-formed."""
+    from mongobench_cli import history as history_view
+
+    repo = Path(__file__).resolve().parents[2]
+    [entry] = history_view.read_acks(repo / "manifests" / "ci" / "acks.yaml")
+    assert entry.series == SERIES and entry.by == "alice"

@@ -567,7 +567,8 @@ _FIXED_KEYS = ("topology", "workload", "metric")
 @dataclass(frozen=True)
 class Ack:
     """A change for the worse accepted by someone: the series (its id, as the history names
-    it), the change's run (the first run after it: namespace/name or uid), why and who."""
+    it), the change's run (the first run after it: namespace/name, or its uid when runs of the
+    series share the name), why and who."""
 
     series: str
     run: str
@@ -643,12 +644,19 @@ def match_acks(changes: Sequence[Change], acks: Iterable[Ack]) -> dict[tuple[str
             continue
         points = found[0].series.points
         at = [i for i, p in enumerate(points) if a.run in (p.run, p.uid)]
-        if not at:
+        if len(at) != 1:  # none, or a name runs reuse (an experiment's, night after night)
             continue
         nearest = min(found, key=lambda c: (abs(c.index - at[0]), c.index))
         if abs(nearest.index - at[0]) <= ACK_SHIFT:
             out.setdefault((a.series, nearest.index), a)
     return out
+
+
+def ack_run(c: Change) -> str:
+    """How an acknowledgement names the change's run: namespace/name, or the uid when other
+    runs of the series share the name."""
+    names = [p.run for p in c.series.points]
+    return c.after.run if names.count(c.after.run) == 1 else c.after.uid
 
 
 @dataclass(frozen=True)

@@ -99,3 +99,18 @@ def test_acknowledgements_parse_from_a_file_or_a_list_and_bad_ones_say_where() -
     for doc, message in bad:
         with pytest.raises(history.HistoryError, match=re.escape(message)):
             history.parse_acks(doc, "f")
+
+
+def test_a_run_name_runs_share_names_no_change_and_the_uid_does() -> None:
+    """An experiment's runs keep their names night after night: its name is ambiguous."""
+    values = shifted(120, {60: 0.95}, seed=3)
+    runs = [light_run(i, v) for i, v in enumerate(values)]
+    for hr in runs:
+        hr.run["metadata"]["name"] = "nightly-c0-r1"
+    named = [history.HistoryRun("bench/nightly-c0-r1", hr.uid, hr.run) for hr in runs]
+    [drop] = history.build(named, metrics=["throughput"]).changes()
+    assert history.ack_run(drop) == "uid-060"
+    assert history.verdict([drop], [ack("bench/nightly-c0-r1")]).standing == [drop]
+    assert history.verdict([drop], [ack("uid-060")]).standing == []
+    [unique] = changes_of({60: 0.95})
+    assert history.ack_run(unique) == "bench/r060"

@@ -50,18 +50,19 @@ def run_status(throughput: float, start: datetime) -> dict[str, Any]:
     }
 
 
-def archive_history(folder: Path) -> None:
-    """60 earlier runs of the study at about 1000 ops/s (2% noise), archived as the operator
-    archives runs (the archive writer, manifest last)."""
+def archive_history(folder: Path, drop_at: int = HISTORY) -> None:
+    """60 earlier runs of the study at about 1000 ops/s (2% noise; 950 from run `drop_at` on),
+    archived as the operator archives runs (the archive writer, manifest last)."""
     rng = random.Random(3)
     root = open_root(str(folder / "lab"))
     for i in range(HISTORY):
+        level = 950 if i >= drop_at else 1000
         obj = {
             "apiVersion": "mongobench.io/v1alpha1",
             "kind": "BenchmarkRun",
             "metadata": {"namespace": NS, "name": f"nightly-{i:03d}", "uid": f"old-{i:03d}"},
             "spec": {},
-            "status": run_status(1000 * (1 + 0.02 * rng.gauss(0, 1)), T0 + timedelta(days=i)),
+            "status": run_status(level * (1 + 0.02 * rng.gauss(0, 1)), T0 + timedelta(days=i)),
         }
         root.writer(NS, obj["metadata"]["name"], obj["metadata"]["uid"]).put_manifest(
             obj, cond.RUN_SUCCEEDED, True
@@ -238,20 +239,7 @@ def test_runs_after_an_earlier_regression_are_regressed_until_it_is_acknowledged
 ) -> None:
     """The history dropped 5% at nightly-030 and stayed there; this experiment, as slow as the
     history's newest runs, is no change point itself but still sits after the drop."""
-    rng = random.Random(3)
-    root = open_root(str(folder_default / "lab"))
-    for i in range(HISTORY):
-        level = 950 if i >= 30 else 1000
-        obj = {
-            "apiVersion": "mongobench.io/v1alpha1",
-            "kind": "BenchmarkRun",
-            "metadata": {"namespace": NS, "name": f"nightly-{i:03d}", "uid": f"old-{i:03d}"},
-            "spec": {},
-            "status": run_status(level * (1 + 0.02 * rng.gauss(0, 1)), T0 + timedelta(days=i)),
-        }
-        root.writer(NS, obj["metadata"]["name"], obj["metadata"]["uid"]).put_manifest(
-            obj, cond.RUN_SUCCEEDED, True
-        )
+    archive_history(folder_default, drop_at=30)
     final = run_to_the_end(FakeKube(experiment()), 950.0)
     regressed = get_condition(final["conditions"], cond.REGRESSED)
     assert regressed is not None and regressed["status"] == cond.TRUE
