@@ -23,6 +23,12 @@ points around it), the relative change of the mean, whether it is for the worse 
 and the provenance fields (`provenance.json` of each run, when recorded) that differ between
 the run before and the run after.
 
+The gate (`verdict`): a regression holds at the newest runs of its series until later changes
+win back at least half of it; those that hold fail `mongobench history --fail-on regression`
+unless an acknowledgement (`history/acks.yaml`, `--acks`, spec.history.acknowledgements: series,
+the change's run, reason, who) names that change, following it ACK_SHIFT runs either way (where
+Otava places a change can move by a run as runs are added), never a later one.
+
 The CLI (`mongobench history`) and the operator (a BenchmarkExperiment's `spec.history`,
 condition Regressed) both use this module; it imports no CLI, archive or Kubernetes package.
 """
