@@ -52,7 +52,7 @@ def update(
         given = [a for path in acks for a in read_acks(path)]
         root = archive.open_root(ref, endpoint_url=endpoint_url, region=region)
         u = history.update_archive(root, series_keys, metrics, method, rebuild=rebuild, write=write)
-        known = [*history.archive_acks(root, yaml.safe_load), *given]
+        known = [*history.archive_acks(root, yaml.safe_load, yaml.YAMLError), *given]
     except archive.ArchiveError as exc:
         raise SourceError(str(exc)) from exc
     except history.HistoryError as exc:

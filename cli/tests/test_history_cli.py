@@ -219,6 +219,9 @@ def test_an_acknowledged_regression_passes_the_gate_and_is_shown_apart(tmp_path:
     assert f"acknowledged regression: {SERIES}" in out
     assert "no regression (1 acknowledged) at the newest runs" in out
     assert "REGRESSION" not in out
+    # The history's own table shows it apart too, with or without the gate.
+    table = invoke("history", str(tmp_path), "--read-only")
+    assert "acknowledged: mongod 7.0.15 is 5% slower" in table
 
 
 @pytest.mark.unit
@@ -252,6 +255,11 @@ def test_bad_acknowledgements_are_one_line_and_exit_2(tmp_path: Path) -> None:
     assert "acknowledgements[0]: run is missing" in out
     code, out = gate(str(tmp_path / "archive"), "--acks", str(tmp_path / "missing.yaml"))
     assert (code, out.count("\n")) == (2, 1) and "missing.yaml" in out
+    (tmp_path / "archive" / history.ACKS).parent.mkdir(exist_ok=True)
+    (tmp_path / "archive" / history.ACKS).write_text("acknowledgements: [\n")
+    code, out = gate(str(tmp_path / "archive"))
+    assert (code, out.count("\n")) == (2, 1)
+    assert out.startswith(f"error: {history.ACKS}: not YAML: ")
 
 
 @pytest.mark.unit

@@ -624,15 +624,18 @@ def parse_acks(doc: Any, source: str) -> list[Ack]:
     return out
 
 
-def archive_acks(root: _Root, loads: Callable[[bytes], Any]) -> list[Ack]:
+def archive_acks(
+    root: _Root, loads: Callable[[bytes], Any], error: type[Exception] = ValueError
+) -> list[Ack]:
     """The archive's acknowledgements (`history/acks.yaml`; none when absent). `loads` parses
-    YAML (the caller's yaml.safe_load: this library depends on no YAML package)."""
+    YAML and raises `error` (the caller's yaml.safe_load and yaml.YAMLError: this library
+    depends on no YAML package)."""
     data = root.store.get(ACKS)
     if data is None:
         return []
     try:
         doc = loads(data)
-    except ValueError as exc:  # yaml.YAMLError is one
+    except error as exc:
         raise HistoryError(f"{ACKS}: not YAML: {' '.join(str(exc).split())}") from exc
     return parse_acks(doc, ACKS)
 

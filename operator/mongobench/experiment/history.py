@@ -96,7 +96,7 @@ def judge(
             write=False,
             extra=mine,
         )
-        acks = [*history.archive_acks(root, yaml.safe_load), *given]
+        acks = [*history.archive_acks(root, yaml.safe_load, yaml.YAMLError), *given]
     except (ArchiveError, archive.NotConfigured, history.HistoryError, SpecError) as exc:
         return {"error": str(exc)}, (cond.UNKNOWN, cond.HISTORY_UNAVAILABLE, str(exc))
     except ImportError as exc:  # Otava (the extra) is not installed
