@@ -39,7 +39,7 @@ lint: ## ruff, mypy (strict on the packages), yamllint, shellcheck, hadolint, ch
 	$(VENV)/bin/hadolint Dockerfile bench-jobs/Dockerfile.ycsb bench-jobs/Dockerfile.locust
 	$(MAKE) --no-print-directory crds-check chart-lint
 	$(VENV)/bin/python hack/manifests.py $(HELM) --check
-	$(ACTIONLINT) -shellcheck $(VENV)/bin/shellcheck .github/workflows/*.yaml
+	$(ACTIONLINT) -shellcheck $(VENV)/bin/shellcheck .github/workflows/*.yaml manifests/ci/github-actions-regression-gate.yaml
 	@out=$$(gofmt -l $(ARGOCD_HEALTH)); if [ -n "$$out" ]; then gofmt -d $(ARGOCD_HEALTH); exit 1; fi
 	cd $(ARGOCD_HEALTH) && go vet -mod=readonly ./...
 	$(VENV)/bin/python hack/docs_gen.py --check

@@ -3,7 +3,8 @@ BenchmarkRuns from the current kube context or from archives (S3 URLs, folders);
 reads an A/A calibration experiment.
 
 Bad input (an unknown run, an unreadable archive, runs that are not comparable) is one line on
-stderr and exit code 2; `watch` exits 0 when the run Succeeded, 1 when it Failed.
+stderr and exit code 2; `watch` exits 0 when the run Succeeded, 1 when it Failed; `history
+--fail-on regression` exits 3 when the newest runs sit after an unacknowledged regression.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from mongobench_results import history as history_lib
 from mongobench_results import provenance as provenance_
 
 EXIT_BAD_INPUT = 2
+# `history --fail-on regression`: a change for the worse nobody acknowledged (1 stays an error).
+EXIT_REGRESSION = 3
 
 app = typer.Typer(
     name="mongobench",
@@ -791,6 +794,10 @@ class Shell(StrEnum):
 # --- history -----------------------------------------------------------------------------------
 
 
+class FailOn(StrEnum):
+    regression = "regression"
+
+
 @app.command("history")
 @one_line_errors
 def history_cmd(
@@ -837,6 +844,22 @@ def history_cmd(
     read_only: Annotated[
         bool, typer.Option("--read-only", help="do not write the cache back to the archive")
     ] = False,
+    fail_on: Annotated[
+        FailOn | None,
+        typer.Option(
+            "--fail-on",
+            help="regression: exit 3 when the newest runs sit after a change for the worse "
+            "that no acknowledgement silences (a CI gate)",
+        ),
+    ] = None,
+    acks: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--acks",
+            help="repeatable: a YAML file of acknowledged changes (acknowledgements: [{series, "
+            "run, reason, by}]), besides the archive's history/acks.yaml",
+        ),
+    ] = None,
     s3_endpoint: Endpoint = None,
     s3_region: Region = None,
 ) -> None:
@@ -844,23 +867,26 @@ def history_cmd(
     --series keys, in the order the runs started, and the change points in them (Apache Otava's
     E-Divisive means): the change of the mean, the runs either side, and the provenance fields
     that changed there. The series are cached in the archive (history/series.json) and updated
-    with the runs archived since."""
+    with the runs archived since. Acknowledged changes (history/acks.yaml in the archive,
+    --acks files) are shown apart and do not fail --fail-on regression."""
     from mongobench_cli import history as history_view  # noqa: PLC0415
 
     sources.require_extra("otava.analysis", "history", "mongobench history needs Apache Otava")
     if report_dir is not None:
         sources.require_extra("matplotlib", "report", "history --report draws with matplotlib")
     method = history_lib.Method(max_pvalue=max_pvalue, window=window)
-    u = history_view.update(
+    j = history_view.update(
         archive,
         series or [],
         metric or list(history_lib.DEFAULT_METRICS),
         method,
+        acks=acks or [],
         endpoint_url=s3_endpoint,
         region=s3_region,
         rebuild=rebuild,
         write=not read_only,
     )
+    u = j.update
     if grafana is not None:
         history_view.write_grafana(u, grafana)
     if report_dir is not None:
@@ -869,10 +895,17 @@ def history_cmd(
         written = report.write_history(u, report_dir, history_view.summary_line(u))
         console(stderr=True).print(f"wrote {written.html}", markup=False)
     if output == ListFormat.json:
-        sys.stdout.write(history_view.to_json(u))
+        sys.stdout.write(history_view.to_json(j))
     else:
         console().print(history_view.summary_line(u), markup=False)
-        console().print(history_view.changes_table(u))
+        console().print(history_view.changes_table(u, j.verdict))
+    if fail_on is not None:
+        # The verdict goes where a CI log shows it; stdout stays JSON with -o json.
+        gate = console(stderr=output == ListFormat.json)
+        for line in history_view.gate_lines(j.verdict):
+            gate.print(line, markup=False, soft_wrap=True)
+        if j.verdict.standing:
+            raise typer.Exit(EXIT_REGRESSION)
 
 
 @app.command()

@@ -160,3 +160,113 @@ def test_history_of_an_s3_archive_finds_the_drop(
     archive_runs(root, 60, 61)
     doc = check_found(invoke(*args, env=s3_env))
     assert doc["newRuns"] == 1 and doc["runs"] == 61
+
+
+# --- the gate: --fail-on regression and acknowledgements (unit tier, a folder archive) ----------
+
+SERIES = "topology=ReplicaSet,workload=a,metric=throughput"
+
+
+def gate(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(
+        app, ["history", *args, "--fail-on", "regression"], env={"COLUMNS": "250"}
+    )
+    return result.exit_code, result.output
+
+
+def write_acks(path: Path, run: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        "acknowledgements:\n"
+        f"  - series: {SERIES}\n"
+        f"    run: {run}\n"
+        "    reason: mongod 7.0.15 is 5% slower on workload a, accepted\n"
+        "    by: alice\n"
+    )
+
+
+@pytest.mark.unit
+def test_fail_on_regression_exits_3_naming_the_change_in_100_columns(tmp_path: Path) -> None:
+    archive_runs(open_root(str(tmp_path)), 0, 60)
+    code, out = gate(str(tmp_path))
+    assert code == 3, out
+    gate_out = out[out.index("REGRESSION: ") :]
+    assert all(len(line) <= 100 for line in gate_out.splitlines())
+    assert f"REGRESSION: {SERIES}" in gate_out
+    assert "  change -5." in gate_out and "(worse)" in gate_out
+    assert "  before bench/weekly-03" in gate_out and "  after  bench/weekly-04" in gate_out
+    assert "1 unacknowledged regression(s) at the newest runs" in gate_out
+    # Without --fail-on the same history is a report: exit 0.
+    assert invoke("history", str(tmp_path), "--read-only")
+    # JSON keeps stdout parseable; the regression is listed there too.
+    result = CliRunner().invoke(
+        app, ["history", str(tmp_path), "-o", "json", "--fail-on", "regression"]
+    )
+    assert result.exit_code == 3
+    doc = json.loads(result.stdout)
+    [regression] = doc["regressions"]
+    assert regression["series"] == SERIES and regression["acknowledged"] is None
+
+
+@pytest.mark.unit
+def test_an_acknowledged_regression_passes_the_gate_and_is_shown_apart(tmp_path: Path) -> None:
+    archive_runs(open_root(str(tmp_path)), 0, 60)
+    # The change's run as the failing gate named it (40 or 41: it follows a run or two).
+    write_acks(tmp_path / history.ACKS, "bench/weekly-040")
+    code, out = gate(str(tmp_path))
+    assert code == 0, out
+    assert "acknowledged: mongod 7.0.15 is 5% slower on workload a, accepted (alice)" in out
+    assert f"acknowledged regression: {SERIES}" in out
+    assert "no regression (1 acknowledged) at the newest runs" in out
+    assert "REGRESSION" not in out
+    # The history's own table shows it apart too, with or without the gate.
+    table = invoke("history", str(tmp_path), "--read-only")
+    assert "acknowledged: mongod 7.0.15 is 5% slower" in table
+
+
+@pytest.mark.unit
+def test_acks_given_with_the_option_silence_only_the_change_they_name(tmp_path: Path) -> None:
+    archive_runs(open_root(str(tmp_path / "archive")), 0, 60)
+    write_acks(tmp_path / "acks.yaml", "bench/weekly-040")
+    code, out = gate(str(tmp_path / "archive"), "--acks", str(tmp_path / "acks.yaml"))
+    assert code == 0, out
+    # An acknowledgement of a run far from the change silences nothing, and says so.
+    write_acks(tmp_path / "acks.yaml", "bench/weekly-010")
+    code, out = gate(str(tmp_path / "archive"), "--acks", str(tmp_path / "acks.yaml"))
+    assert code == 3, out
+    assert f"note: no change point at bench/weekly-010 in {SERIES}" in out
+
+
+@pytest.mark.unit
+def test_a_history_without_a_regression_passes_the_gate(tmp_path: Path) -> None:
+    archive_runs(open_root(str(tmp_path)), 0, DROP_AT)  # before the drop: steady
+    code, out = gate(str(tmp_path))
+    assert code == 0, out
+    assert "no regression at the newest runs" in out
+
+
+@pytest.mark.unit
+def test_bad_acknowledgements_are_one_line_and_exit_2(tmp_path: Path) -> None:
+    archive_runs(open_root(str(tmp_path / "archive")), 0, 60)
+    (tmp_path / "acks.yaml").write_text("acknowledgements:\n  - series: workload=a\n")
+    code, out = gate(str(tmp_path / "archive"), "--acks", str(tmp_path / "acks.yaml"))
+    assert code == 2
+    assert out.strip().startswith("error: ") and len(out.strip().splitlines()) == 1
+    assert "acknowledgements[0]: run is missing" in out
+    code, out = gate(str(tmp_path / "archive"), "--acks", str(tmp_path / "missing.yaml"))
+    assert (code, out.count("\n")) == (2, 1) and "missing.yaml" in out
+    (tmp_path / "archive" / history.ACKS).parent.mkdir(exist_ok=True)
+    (tmp_path / "archive" / history.ACKS).write_text("acknowledgements: [\n")
+    code, out = gate(str(tmp_path / "archive"))
+    assert (code, out.count("\n")) == (2, 1)
+    assert out.startswith(f"error: {history.ACKS}: not YAML: ")
+
+
+@pytest.mark.unit
+def test_the_ci_examples_acknowledgements_parse() -> None:
+    """The acknowledgements the documented workflow passes with --acks are well-formed."""
+    from mongobench_cli import history as history_view
+
+    repo = Path(__file__).resolve().parents[2]
+    [entry] = history_view.read_acks(repo / "manifests" / "ci" / "acks.yaml")
+    assert entry.series == SERIES and entry.by == "alice"

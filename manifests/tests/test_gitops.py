@@ -68,6 +68,7 @@ def test_overlays_and_samples_are_valid_for_kubeconform_strict(crds: list[dict[s
     texts += [kustomize(MANIFESTS / "install" / "overlays" / o) for o in OVERLAYS]
     texts += [p.read_text() for p in sorted(MANIFESTS.glob("platforms/*/samples/*.yaml"))]
     texts += [p.read_text() for p in sorted(MANIFESTS.glob("samples/*.yaml"))]
+    texts.append((MANIFESTS / "ci" / "nightly-experiment.yaml").read_text())
     texts.append(experiments(EXPERIMENTS / "examples" / "kind.yaml"))
     # Argo CD's own kinds have no schema here (its CRDs are not in a package registry).
     assert validate("\n---\n".join(texts), crds) == []

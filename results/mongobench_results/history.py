@@ -23,6 +23,12 @@ points around it), the relative change of the mean, whether it is for the worse 
 and the provenance fields (`provenance.json` of each run, when recorded) that differ between
 the run before and the run after.
 
+The gate (`verdict`): a regression holds at the newest runs of its series until later changes
+win back at least half of it; those that hold fail `mongobench history --fail-on regression`
+unless an acknowledgement (`history/acks.yaml`, `--acks`, spec.history.acknowledgements: series,
+the change's run, reason, who) names that change, following it ACK_SHIFT runs either way (where
+Otava places a change can move by a run as runs are added), never a later one.
+
 The CLI (`mongobench history`) and the operator (a BenchmarkExperiment's `spec.history`,
 condition Regressed) both use this module; it imports no CLI, archive or Kubernetes package.
 """
@@ -549,6 +555,161 @@ def update_archive(
         root.store.put(SERIES_CACHE, h.to_json())
         root.store.put(GRAFANA_EXPORT, json.dumps(grafana_rows(h, changes), indent=1).encode())
     return Update(h, changes, len(new), from_cache)
+
+
+# --- acknowledgements and the gate ------------------------------------------------------------
+
+# The archive's acknowledgements, next to the series they are about (YAML; JSON is YAML too).
+ACKS = "history/acks.yaml"
+# Where Otava places a change can move by a point as runs are added (the same drop is found at
+# the run it happened or the next): an acknowledgement follows its change that far.
+ACK_SHIFT = 2
+# A regression stands while the newest level has won back less than this share of it.
+RECOVERED = 0.5
+_ACK_FIELDS = ("series", "run", "reason", "by")
+_FIXED_KEYS = ("topology", "workload", "metric")
+
+
+@dataclass(frozen=True)
+class Ack:
+    """A change for the worse accepted by someone: the series (its id, as the history names
+    it), the change's run (the first run after it: namespace/name, or its uid when runs of the
+    series share the name), why and who."""
+
+    series: str
+    run: str
+    reason: str
+    by: str
+
+    def text(self) -> str:
+        return f"acknowledged: {self.reason} ({self.by})"
+
+    def to_dict(self) -> dict[str, str]:
+        return {"series": self.series, "run": self.run, "reason": self.reason, "by": self.by}
+
+
+def parse_acks(doc: Any, source: str) -> list[Ack]:
+    """The acknowledgements of a parsed file (`acknowledgements: [{series, run, reason, by}]`)
+    or of a list of entries (spec.history.acknowledgements); empty or None: none. Bad input is
+    a HistoryError naming the source and the entry."""
+    if doc is None:
+        return []
+    entries = doc.get("acknowledgements") if isinstance(doc, Mapping) else doc
+    if isinstance(doc, Mapping) and set(doc) - {"acknowledgements"}:
+        raise HistoryError(f"{source}: the only top-level key is acknowledgements")
+    if entries is None:
+        return []
+    if not isinstance(entries, list):
+        raise HistoryError(f"{source}: acknowledgements must be a list of entries")
+    out: list[Ack] = []
+    for i, e in enumerate(entries):
+        where = f"{source}: acknowledgements[{i}]"
+        if not isinstance(e, Mapping):
+            raise HistoryError(f"{where}: an entry is a mapping of {', '.join(_ACK_FIELDS)}")
+        missing = [k for k in _ACK_FIELDS if not isinstance(e.get(k), str) or not e[k].strip()]
+        if missing:
+            raise HistoryError(f"{where}: {missing[0]} is missing (a non-empty string)")
+        unknown = sorted(set(e) - set(_ACK_FIELDS))
+        if unknown:
+            raise HistoryError(f"{where}: unknown field {unknown[0]!r}")
+        keys = [kv.partition("=") for kv in e["series"].split(",")]
+        if any(not k or not sep for k, sep, _ in keys) or [k for k, _, _ in keys][:3] != list(
+            _FIXED_KEYS
+        ):
+            raise HistoryError(
+                f"{where}: series {e['series']!r} is not a series id "
+                "(topology=...,workload=...,metric=...[,key=value...], as history prints it)"
+            )
+        out.append(Ack(*(str(e[k]).strip() for k in _ACK_FIELDS)))
+    return out
+
+
+def archive_acks(
+    root: _Root, loads: Callable[[bytes], Any], error: type[Exception] = ValueError
+) -> list[Ack]:
+    """The archive's acknowledgements (`history/acks.yaml`; none when absent). `loads` parses
+    YAML and raises `error` (the caller's yaml.safe_load and yaml.YAMLError: this library
+    depends on no YAML package)."""
+    data = root.store.get(ACKS)
+    if data is None:
+        return []
+    try:
+        doc = loads(data)
+    except error as exc:
+        raise HistoryError(f"{ACKS}: not YAML: {' '.join(str(exc).split())}") from exc
+    return parse_acks(doc, ACKS)
+
+
+def match_acks(changes: Sequence[Change], acks: Iterable[Ack]) -> dict[tuple[str, int], Ack]:
+    """Which change each acknowledgement silences, by (series id, index): the change of its
+    series nearest its run, at most ACK_SHIFT points away; no other change."""
+    by_series: dict[str, list[Change]] = {}
+    for c in changes:
+        by_series.setdefault(c.series.id, []).append(c)
+    out: dict[tuple[str, int], Ack] = {}
+    for a in acks:
+        found = by_series.get(a.series) or []
+        if not found:
+            continue
+        points = found[0].series.points
+        at = [i for i, p in enumerate(points) if a.run in (p.run, p.uid)]
+        if len(at) != 1:  # none, or a name runs reuse (an experiment's, night after night)
+            continue
+        nearest = min(found, key=lambda c: (abs(c.index - at[0]), c.index))
+        if abs(nearest.index - at[0]) <= ACK_SHIFT:
+            out.setdefault((a.series, nearest.index), a)
+    return out
+
+
+def ack_run(c: Change) -> str:
+    """How an acknowledgement names the change's run: namespace/name, or the uid when other
+    runs of the series share the name."""
+    names = [p.run for p in c.series.points]
+    return c.after.run if names.count(c.after.run) == 1 else c.after.uid
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The gate's view of the changes: the regressions the newest runs still sit after,
+    unacknowledged (`standing`: these fail a gate) and acknowledged; the acknowledgements that
+    silence no change (the change is gone, or a typo)."""
+
+    standing: list[Change]
+    acknowledged: list[tuple[Change, Ack]]
+    unmatched: list[Ack]
+    acks: dict[tuple[str, int], Ack]
+
+    def ack_of(self, c: Change) -> Ack | None:
+        return self.acks.get((c.series.id, c.index))
+
+
+def holds(c: Change, newest: float) -> bool:
+    """A regression still holds at the newest level (the mean after its series' last change)
+    unless later changes won back at least RECOVERED of it."""
+    lost = c.mean_before - c.mean_after
+    return c.regression and (lost == 0 or (newest - c.mean_after) / lost < RECOVERED)
+
+
+def verdict(changes: Sequence[Change], acks: Sequence[Ack]) -> Verdict:
+    """Split the regressions the newest runs of each series sit after into unacknowledged
+    and acknowledged ones (direction per metric: throughput down, latency and cost up)."""
+    matched = match_acks(changes, acks)
+    last: dict[str, Change] = {}
+    for c in changes:
+        if c.series.id not in last or c.index > last[c.series.id].index:
+            last[c.series.id] = c
+    standing: list[Change] = []
+    acknowledged: list[tuple[Change, Ack]] = []
+    for c in changes:
+        if not holds(c, last[c.series.id].mean_after):
+            continue
+        ack = matched.get((c.series.id, c.index))
+        if ack is None:
+            standing.append(c)
+        else:
+            acknowledged.append((c, ack))
+    used = set(matched.values())
+    return Verdict(standing, acknowledged, [a for a in acks if a not in used], matched)
 
 
 # --- views -------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ are enforced at admission); these models only give the operator typed access. A 
 both and fails when they disagree on a field, a type or a default.
 """
 
+from mongobench.api.benchmarkexperiment import HistorySpec
 from mongobench.api.benchmarkrun import BenchmarkRunSpec
 from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.api.schema import SpecError
@@ -13,4 +14,12 @@ GROUP = "mongobench.io"
 VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
 
-__all__ = ["API_VERSION", "GROUP", "VERSION", "BenchmarkRunSpec", "MongoClusterSpec", "SpecError"]
+__all__ = [
+    "API_VERSION",
+    "GROUP",
+    "VERSION",
+    "BenchmarkRunSpec",
+    "HistorySpec",
+    "MongoClusterSpec",
+    "SpecError",
+]

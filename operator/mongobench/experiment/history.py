@@ -1,6 +1,11 @@
 """A BenchmarkExperiment judged against the history it names (spec.history): condition
 Regressed and status.history, once, when the experiment ends.
 
+Regressed is True when the experiment's runs sit after a change for the worse that still holds
+and that no acknowledgement silences (spec.history.acknowledgements and the archive's
+history/acks.yaml): the verdict `mongobench history --fail-on regression` gives, from the same
+library. Acknowledged changes are named apart and never make it True.
+
 The history is the archive's (read through the archive reader, as spec.archive resolves, never
 written: the operator lends no write to a store a user named for reading); the experiment's own
 succeeded runs are added from the API, since their uploads may still be under way. The series
@@ -10,9 +15,13 @@ the condition is Unknown and says so."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import yaml
+
+from mongobench.api import HistorySpec, SpecError
 from mongobench.benchmarkrun import archive
 from mongobench.config import OperatorConfig
 from mongobench.k8s import conditions as cond
@@ -37,6 +46,18 @@ def _change(c: history.Change) -> dict[str, Any]:
     }
 
 
+def _sits_after(c: history.Change, uids: set[str]) -> bool:
+    """One of the experiment's runs is a point at or after the change in its series."""
+    return any(p.uid in uids for p in c.series.points[c.index :])
+
+
+def _named(c: history.Change) -> str:
+    return (
+        f"{c.series.id}: {100 * c.magnitude:+.1f}% ({c.mean_before:.4g} -> {c.mean_after:.4g} "
+        f"{c.series.unit}) after {c.before.run}"
+    )
+
+
 def judge(
     kube: KubeApi,
     body: Mapping[str, Any],
@@ -45,8 +66,8 @@ def judge(
 ) -> tuple[dict[str, Any], tuple[cond.ConditionStatus, str, str]] | None:
     """status.history and the Regressed condition (status, reason, message); None without
     spec.history. Never raises for an unreadable history: that is the condition's Unknown."""
-    spec = body["spec"].get("history")
-    if not spec:
+    raw = body["spec"].get("history")
+    if not raw:
         return None
     namespace = body["metadata"]["namespace"]
     ended = [r for r in runs if (r.get("status") or {}).get("phase") == cond.RUN_SUCCEEDED]
@@ -59,18 +80,24 @@ def judge(
         for r in ended
     ]
     try:
-        settings = archive.resolve({"archive": spec.get("archive") or {}}, config)
+        spec = HistorySpec.parse(raw)
+        given = history.parse_acks(
+            [dataclasses.asdict(a) for a in spec.acknowledgements],
+            "spec.history.acknowledgements",
+        )
+        settings = archive.resolve({"archive": spec.archive}, config)
         if settings is None:
             raise ArchiveError("spec.history.archive opts out of archiving: no history to read")
         root, _ = archive.open_archive(kube, settings, namespace)
         u = history.update_archive(
             root,
-            list(spec.get("series") or ()),
-            list(spec.get("metrics") or history.DEFAULT_METRICS),
+            list(spec.series),
+            list(spec.metrics or history.DEFAULT_METRICS),
             write=False,
             extra=mine,
         )
-    except (ArchiveError, archive.NotConfigured, history.HistoryError) as exc:
+        acks = [*history.archive_acks(root, yaml.safe_load, yaml.YAMLError), *given]
+    except (ArchiveError, archive.NotConfigured, history.HistoryError, SpecError) as exc:
         return {"error": str(exc)}, (cond.UNKNOWN, cond.HISTORY_UNAVAILABLE, str(exc))
     except ImportError as exc:  # Otava (the extra) is not installed
         message = (
@@ -79,23 +106,31 @@ def judge(
         )
         return {"error": message}, (cond.UNKNOWN, cond.HISTORY_UNAVAILABLE, message)
     uids = {r.uid for r in mine}
-    worse = [c for c in u.changes if c.regression and c.after.uid in uids]
+    v = history.verdict(u.changes, acks)
+    worse = [c for c in v.standing if _sits_after(c, uids)]
+    accepted = [(c, a) for c, a in v.acknowledged if _sits_after(c, uids)]
     status = {
         "archive": settings.url,
         "runs": len(u.history.runs),
         "series": len(u.history.series),
         "regressed": [_change(c) for c in worse[:MAX_LISTED]],
+        "acknowledged": [
+            {**_change(c), "reason": a.reason, "by": a.by} for c, a in accepted[:MAX_LISTED]
+        ],
     }
-    if not worse:
+    apart = "; ".join(f"{_named(c)}, {a.text()}" for c, a in accepted)
+    if worse:
+        named = "; ".join(_named(c) for c in worse)
         return status, (
-            cond.FALSE,
-            cond.NO_REGRESSION,
-            f"{len(u.history.series)} series over {len(u.history.runs)} runs: no change for the "
-            "worse at this experiment's runs",
+            cond.TRUE,
+            cond.REGRESSION_FOUND,
+            named + (f" (also {apart})" if apart else ""),
         )
-    named = "; ".join(
-        f"{c.series.id}: {100 * c.magnitude:+.1f}% ({c.mean_before:.4g} -> {c.mean_after:.4g} "
-        f"{c.series.unit}) after {c.before.run}"
-        for c in worse
+    if accepted:
+        return status, (cond.FALSE, cond.ACKNOWLEDGED, apart)
+    return status, (
+        cond.FALSE,
+        cond.NO_REGRESSION,
+        f"{len(u.history.series)} series over {len(u.history.runs)} runs: no change for the "
+        "worse at this experiment's runs",
     )
-    return status, (cond.TRUE, cond.REGRESSION_FOUND, named)

@@ -106,6 +106,7 @@ TARGET_MEASURING = "Measuring"
 # Regressed (spec.history), BenchmarkExperiment.
 REGRESSION_FOUND = "ChangePoint"
 NO_REGRESSION = "NoChangePoint"
+ACKNOWLEDGED = "Acknowledged"
 HISTORY_UNAVAILABLE = "HistoryUnavailable"
 
 # --- phases (status.phase) of a BenchmarkRun (and a BenchmarkExperiment: Pending, Running and the
@@ -324,12 +325,15 @@ CONDITIONS: tuple[ConditionDoc, ...] = (
         REGRESSED,
         ("BenchmarkExperiment",),
         "the experiment ended and, in the history it names (spec.history: an archive and the "
-        "series keys), one of its runs is a change point for the worse (E-Divisive means, "
-        "mongobench_results.history): a lower throughput, a higher latency; absent without "
-        "spec.history. status.history lists the series and each change",
+        "series keys), its runs sit after a change for the worse (E-Divisive means, "
+        "mongobench_results.history: a lower throughput, a higher latency or cost) that still "
+        "holds and that no acknowledgement silences; absent without spec.history. "
+        "status.history lists each change, the acknowledged ones apart",
         {
             REGRESSION_FOUND: "the message names the series, the change of the mean and the run "
-            "before it",
+            "before it (acknowledged changes apart, after 'also')",
+            ACKNOWLEDGED: "every change for the worse its runs sit after is acknowledged "
+            "(False); the message names each with the reason and who",
             NO_REGRESSION: "no series has a change for the worse at this experiment's runs (False)",
             HISTORY_UNAVAILABLE: "the history could not be judged (Unknown): the archive could "
             "not be read, or this operator lacks the history extra; the message says which",

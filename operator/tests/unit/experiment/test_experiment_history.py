@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from fake_kube import FakeKube, unit_clock
 
 from mongobench.config import OperatorConfig
@@ -49,18 +50,19 @@ def run_status(throughput: float, start: datetime) -> dict[str, Any]:
     }
 
 
-def archive_history(folder: Path) -> None:
-    """60 earlier runs of the study at about 1000 ops/s (2% noise), archived as the operator
-    archives runs (the archive writer, manifest last)."""
+def archive_history(folder: Path, drop_at: int = HISTORY) -> None:
+    """60 earlier runs of the study at about 1000 ops/s (2% noise; 950 from run `drop_at` on),
+    archived as the operator archives runs (the archive writer, manifest last)."""
     rng = random.Random(3)
     root = open_root(str(folder / "lab"))
     for i in range(HISTORY):
+        level = 950 if i >= drop_at else 1000
         obj = {
             "apiVersion": "mongobench.io/v1alpha1",
             "kind": "BenchmarkRun",
             "metadata": {"namespace": NS, "name": f"nightly-{i:03d}", "uid": f"old-{i:03d}"},
             "spec": {},
-            "status": run_status(1000 * (1 + 0.02 * rng.gauss(0, 1)), T0 + timedelta(days=i)),
+            "status": run_status(level * (1 + 0.02 * rng.gauss(0, 1)), T0 + timedelta(days=i)),
         }
         root.writer(NS, obj["metadata"]["name"], obj["metadata"]["uid"]).put_manifest(
             obj, cond.RUN_SUCCEEDED, True
@@ -170,3 +172,79 @@ def test_without_spec_history_there_is_no_regressed_condition(folder_default: Pa
     final = run_to_the_end(FakeKube(body), 950.0)
     assert get_condition(final["conditions"], cond.REGRESSED) is None
     assert "history" not in final
+
+
+# --- acknowledgements: spec.history.acknowledgements and the archive's history/acks.yaml --------
+
+SERIES = "topology=ReplicaSet,workload=a,metric=throughput"
+REASON = "the 7.0.15 upgrade costs 5% on workload a; accepted"
+
+
+def ack(run: str) -> dict[str, str]:
+    return {"series": SERIES, "run": run, "reason": REASON, "by": "alice"}
+
+
+def first_run_after_the_change(folder: Path) -> str:
+    """The run the change is placed at, as an experiment without acknowledgements finds it."""
+    final = run_to_the_end(FakeKube(experiment()), 950.0)
+    [change] = final["history"]["regressed"]
+    return str(change["runAfter"])
+
+
+def test_an_acknowledged_regression_is_named_apart_and_not_true(folder_default: Path) -> None:
+    archive_history(folder_default)
+    run = first_run_after_the_change(folder_default)
+    # The same experiment created again with the change acknowledged in its spec.
+    final = run_to_the_end(FakeKube(experiment(acknowledgements=[ack(run)])), 950.0)
+    regressed = get_condition(final["conditions"], cond.REGRESSED)
+    assert regressed is not None
+    assert (regressed["status"], regressed["reason"]) == (cond.FALSE, cond.ACKNOWLEDGED)
+    assert f"{SERIES}: -" in regressed["message"]
+    assert f"acknowledged: {REASON} (alice)" in regressed["message"]
+    assert final["history"]["regressed"] == []
+    [accepted] = final["history"]["acknowledged"]
+    assert (accepted["series"], accepted["runAfter"]) == (SERIES, run)
+    assert (accepted["reason"], accepted["by"]) == (REASON, "alice")
+
+
+def test_the_archives_acknowledgements_count_as_the_specs(folder_default: Path) -> None:
+    archive_history(folder_default)
+    run = first_run_after_the_change(folder_default)
+    acks = folder_default / "lab" / "history" / "acks.yaml"
+    acks.parent.mkdir(parents=True)
+    acks.write_text(yaml.safe_dump({"acknowledgements": [ack(run)]}))
+    final = run_to_the_end(FakeKube(experiment()), 950.0)
+    regressed = get_condition(final["conditions"], cond.REGRESSED)
+    assert regressed is not None and regressed["reason"] == cond.ACKNOWLEDGED
+    # A bad file is the condition's Unknown, naming the file and the entry.
+    acks.write_text("acknowledgements:\n  - {series: nonsense, run: r, reason: x, by: y}\n")
+    final = run_to_the_end(FakeKube(experiment()), 950.0)
+    regressed = get_condition(final["conditions"], cond.REGRESSED)
+    assert regressed is not None
+    assert (regressed["status"], regressed["reason"]) == (cond.UNKNOWN, cond.HISTORY_UNAVAILABLE)
+    assert "history/acks.yaml: acknowledgements[0]: series 'nonsense'" in regressed["message"]
+
+
+def test_an_acknowledgement_of_another_run_silences_nothing(folder_default: Path) -> None:
+    archive_history(folder_default)
+    final = run_to_the_end(FakeKube(experiment(acknowledgements=[ack(f"{NS}/nightly-010")])), 950.0)
+    regressed = get_condition(final["conditions"], cond.REGRESSED)
+    assert regressed is not None
+    assert (regressed["status"], regressed["reason"]) == (cond.TRUE, cond.REGRESSION_FOUND)
+    assert final["history"]["acknowledged"] == []
+
+
+def test_runs_after_an_earlier_regression_are_regressed_until_it_is_acknowledged(
+    folder_default: Path,
+) -> None:
+    """The history dropped 5% at nightly-030 and stayed there; this experiment, as slow as the
+    history's newest runs, is no change point itself but still sits after the drop."""
+    archive_history(folder_default, drop_at=30)
+    final = run_to_the_end(FakeKube(experiment()), 950.0)
+    regressed = get_condition(final["conditions"], cond.REGRESSED)
+    assert regressed is not None and regressed["status"] == cond.TRUE
+    [change] = final["history"]["regressed"]
+    assert change["runAfter"] in {f"{NS}/nightly-{i:03d}" for i in (29, 30, 31)}
+    final = run_to_the_end(FakeKube(experiment(acknowledgements=[ack(change["runAfter"])])), 950.0)
+    regressed = get_condition(final["conditions"], cond.REGRESSED)
+    assert regressed is not None and regressed["reason"] == cond.ACKNOWLEDGED
