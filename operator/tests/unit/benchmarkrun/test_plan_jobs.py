@@ -374,7 +374,7 @@ def test_jvm_options_reach_the_ycsb_client_after_the_images_own() -> None:
     assert "--java-opts=-XX:TieredStopAtLevel=1 -Xmx512m" in args
     # The runner reads it as the value it is (a separate "-XX:..." word would be an option):
     # the contract with the client image's runner, parsed by the runner itself.
-    from mongobench_runner.__main__ import parser as runner_parser  # noqa: PLC0415
+    from mongobench_runner.__main__ import parser as runner_parser
 
     # (the kubelet expands $(JOB_COMPLETION_INDEX) before the runner sees it)
     expanded = [a.replace("$(JOB_COMPLETION_INDEX)", "0") for a in args]
