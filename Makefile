@@ -33,7 +33,7 @@ lint: ## ruff, mypy (strict on the packages), yamllint, shellcheck, hadolint, ch
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/yamllint -s crds manifests .github e2e/kind
-	$(VENV)/bin/shellcheck -x hack/*.sh hack/image/*.sh manifests/platforms/magnum/cluster.sh .ci/run \
+	$(VENV)/bin/shellcheck -x hack/*.sh hack/image/*.sh manifests/platforms/magnum/*.sh .ci/run \
 	  cli/release.sh e2e/kind/*.sh
 	$(KIND_CONFIGCHECK) e2e/kind/kind-config.yaml manifests/platforms/kind/kind-config.yaml >/dev/null
 	$(VENV)/bin/hadolint Dockerfile bench-jobs/Dockerfile.ycsb bench-jobs/Dockerfile.locust

@@ -92,6 +92,28 @@ def test_an_unknown_key_is_one_line_and_a_failure(cloud_by_shards: list[str]) ->
     assert "each key once" in out
 
 
+def test_pooling_targets_of_different_shapes_is_one_line_and_a_failure(tmp_path: Path) -> None:
+    """Study 1's README grouped by platform,shards: its 3 x 3 "production" runs fell in one
+    configuration with the 3 x 1 runs. Compare and report refuse, naming the key to add."""
+    folders = []
+    for name, members in (("three-nodes", 1), ("production", 3)):
+        run = benchmark_run(name, platform="eks", shards=3, members=members, workloads=("a",))
+        export.export([run], str(tmp_path / name))
+        folders.append(str(tmp_path / name))
+    for command in ("compare", "report"):
+        extra = ["-o", str(tmp_path / "report")] if command == "report" else []
+        out = invoke(command, *folders, "--group-by", "platform,shards", *extra, code=2)
+        assert out.strip().count("\n") == 0, out
+        assert "differ in members 1, 3" in out and "add members to --group-by" in out
+    doc = json.loads(
+        invoke("compare", *folders, "--group-by", "platform,shards,members", "-o", "json")
+    )
+    assert [c["name"] for c in doc["configurations"]] == [
+        "platform=eks,shards=3,members=1",
+        "platform=eks,shards=3,members=3",
+    ]
+
+
 def test_the_report_plots_time_to_load_against_the_dimensions(
     cloud_by_shards: list[str], tmp_path: Path
 ) -> None:

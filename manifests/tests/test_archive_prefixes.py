@@ -35,14 +35,20 @@ def docs(text: str) -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all(text) if isinstance(d, dict)]
 
 
+# An archive naming no bucket goes to the operator's default one (the chart's archive.bucket):
+# one bucket for every such object of one install, as the studies use it.
+DEFAULT_BUCKET = "<the operator's default>"
+
+
 def placements(where: str, context: str, text: str) -> list[Placement]:
     out = []
     for d in docs(text):
         archive = (d.get("spec") or {}).get("archive")
-        if isinstance(archive, dict) and archive.get("bucket"):
+        if isinstance(archive, dict) and archive.get("enabled", True):
             kind, name = d["kind"], d["metadata"]["name"]
-            prefix = archive.get("prefix", "").strip("/")
-            out.append(Placement(where, context, kind, name, archive["bucket"], prefix))
+            prefix = (archive.get("prefix") or "").strip("/")
+            bucket = archive.get("bucket") or DEFAULT_BUCKET
+            out.append(Placement(where, context, kind, name, bucket, prefix))
     return out
 
 
@@ -85,6 +91,14 @@ def test_no_two_shipped_experiments_or_contexts_archive_into_one_place() -> None
     # The platforms sample, applied through both documented contexts, lands in two places.
     platforms = {(p.context, p.prefix) for p in items if p.name == "platforms" and p.context}
     assert platforms == {("eks", "platforms/eks"), ("magnum", "platforms/magnum")}
+    # The studies name no bucket (runnable as shipped: S3 names are global), only a prefix each.
+    studies = {p for p in items if p.where.startswith("manifests/studies/")}
+    assert studies and {p.bucket for p in studies} == {DEFAULT_BUCKET}
+    study1 = {(p.context, p.prefix) for p in studies if p.name == "aws-vs-openstack" and p.context}
+    assert study1 == {
+        ("eks", "studies/aws-vs-openstack/aws"),
+        ("magnum", "studies/aws-vs-openstack/openstack"),
+    }
 
 
 def test_two_contexts_under_one_prefix_collide() -> None:

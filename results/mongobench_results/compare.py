@@ -456,7 +456,26 @@ def configurations(runs: Sequence[RunInput], group_by: str | None = None) -> lis
             return group[0][1]
         return ",".join(f"{k}={v}" for k, v in group)
 
+    for g, rs in groups.items():
+        mixed = mixed_shape(rs)
+        if mixed:
+            raise ComparisonError(
+                f"--group-by {','.join(keys)} pools runs whose targets differ in {mixed} into "
+                f"configuration {name(g)}: add {mixed.split()[0]} to --group-by"
+            )
     return [Configuration(name(g), tuple(rs), g) for g, rs in groups.items()]
+
+
+def mixed_shape(runs: Sequence[RunInput]) -> str | None:
+    """The first target dimension the runs differ in, with its values ("members 1, 3"); None
+    when they share one shape. Pooling a 3x3 cluster's runs with a 3x1's into one mean
+    describes neither (issue 35). Unknown values (no snapshot) count as no difference."""
+    shapes = [s.dimensions() for r in runs if (s := records.shape(r.run)).kind != "unknown"]
+    for dim in DIMENSIONS:
+        values = {v for shape in shapes if (v := shape.get(dim)) is not None}
+        if len(values) > 1:
+            return f"{dim} {', '.join(sorted(map(str, values)))}"
+    return None
 
 
 def _is_varied(key: str, varied: Sequence[str]) -> bool:

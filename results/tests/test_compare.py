@@ -399,6 +399,37 @@ def test_group_by_two_keys_pools_by_their_combination() -> None:
     assert result.configurations[0].group == (("cloud", "os"), ("shards", "3"))
     assert row(result, "a", "throughput", "cloud=os,shards=3").summary.n == 6
     assert result.to_dict()["groupBy"] == ["cloud", "shards"]
-    assert compare.compare(inputs(*runs), group_by="cloud").configurations[0].name == "aws"
+    one_shape = inputs(runs[0], runs[2], runs[3])
+    assert compare.compare(one_shape, group_by="cloud").configurations[0].name == "aws"
     with pytest.raises(compare.ComparisonError, match="no run has a label 'region'"):
         compare.compare(inputs(*runs), group_by="cloud,region")
+
+
+def test_group_by_refuses_to_pool_targets_of_different_shapes() -> None:
+    """Unit tier (issue 35): study 1's `--group-by platform,shards` put its "production" 3
+    shards x 3 members in one configuration with the 3 shards x 1, one mean over both. Pooling
+    targets that differ in a dimension no key names is refused, naming the key to add."""
+    runs = [
+        benchmark_run("node3", platform="eks", shards=3, members=1, seed=60),
+        benchmark_run("prod", platform="eks", shards=3, members=3, throughput=800, seed=61),
+        benchmark_run("node5", platform="eks", shards=5, members=1, throughput=1500, seed=62),
+    ]
+    with pytest.raises(compare.ComparisonError) as refused:
+        compare.compare(inputs(*runs), group_by="platform,shards")
+    assert str(refused.value) == (
+        "--group-by platform,shards pools runs whose targets differ in members 1, 3 into "
+        "configuration platform=eks,shards=3: add members to --group-by"
+    )
+    # A label pools them just as well: the check is on the targets, not the key's kind.
+    with pytest.raises(compare.ComparisonError, match="differ in shards 3, 5"):
+        compare.compare(inputs(runs[0], runs[2]), group_by="platform")
+    result = compare.compare(inputs(*runs), group_by="platform,shards,members")
+    assert [c.name for c in result.configurations] == [
+        "platform=eks,shards=3,members=1",
+        "platform=eks,shards=3,members=3",
+        "platform=eks,shards=5,members=1",
+    ]
+    # Runs without a snapshot (shape unknown) are no evidence of a difference.
+    unknown = benchmark_run("unknown", platform="eks", shards=3, members=1, seed=63)
+    del unknown.run["status"]["clusterSnapshot"]
+    assert compare.mixed_shape(inputs(runs[0], unknown)) is None

@@ -227,12 +227,17 @@ def test_study_1_throughput_per_workload_per_configuration(
         assert set(cell["summary"]) == {"load", "a", "c"}
         assert all(w["throughput"] > 0 for w in cell["summary"].values())
     # The study's figure: throughput per workload, a bar per configuration, grouped as the
-    # README compares the two clouds (platform and shards; one platform on this plane).
-    page = report(plane, studies, s, tmp_path / "r", "--group-by", "platform,shards")
+    # README compares the two clouds (platform, shards and members: without members the full
+    # study's 3 x 3 runs would pool with its 3 x 1; one platform on this plane).
+    grouping = "platform,shards,members"
+    page = report(plane, studies, s, tmp_path / "r", "--group-by", grouping)
     assert "throughput.png" in figures(tmp_path / "r")
     assert "Throughput per workload (mean, 95% CI) (throughput.png)" in captions(page)
-    configurations = re.findall(r"<td>(platform=[^<]*,shards=\d)</td>", page)
-    assert sorted(set(configurations)) == ["platform=kind,shards=1", "platform=kind,shards=2"]
+    configurations = re.findall(r"<td>(platform=[^<]*,shards=\d,members=\d)</td>", page)
+    assert sorted(set(configurations)) == [
+        "platform=kind,shards=1,members=1",
+        "platform=kind,shards=2,members=1",
+    ]
 
 
 @pytest.mark.timeout(1800)
