@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from statistics import median
 from typing import Any
@@ -42,8 +42,10 @@ PENALTY_PER_LOG_N = 4.0
 MIN_SEGMENT = 3  # points: a change point is looked for no closer than this to another
 MIN_SHIFT = 0.05  # relative level difference below which adjacent segments are one level
 MIN_POINTS = 10  # shorter series are not judged (too few points to tell noise from change)
-# The first points include the clients' start-up within the first interval: ignore a change
-# this close to the start (it is the partial first interval, not a warm-up).
+# The first and the last interval are partial: the first holds the clients' start within it,
+# the last ends when the phase does, mid-interval (a duration-bounded step's last point was a
+# third to a half of the level in every trial of the demo). Neither is a warm-up or a shift:
+# the series is judged without them.
 EDGE_POINTS = 1
 # A first change within this share of the series ends a warm-up; later, it is a level shift.
 WARMUP_MAX_SHARE = 0.5
@@ -171,10 +173,25 @@ def _mean(values: Sequence[float]) -> float:
 
 def judge_series(values: Sequence[float], interval_seconds: float = 1.0) -> Steadiness:
     """Warm-up and level shifts of one throughput series (ops/s per interval)."""
+    if len(values) < MIN_POINTS:
+        return Steadiness(
+            True, points=len(values), interval_seconds=interval_seconds, judged=False
+        )
+    verdict = _judge_whole(values[EDGE_POINTS : len(values) - EDGE_POINTS], interval_seconds)
+    # Times from the series' own start again (the first interval was set aside).
+    edge = EDGE_POINTS * interval_seconds
+    return replace(
+        verdict,
+        warmup_seconds=None if verdict.warmup_seconds is None else verdict.warmup_seconds + edge,
+        shifts_seconds=tuple(t + edge for t in verdict.shifts_seconds),
+        points=len(values),
+    )
+
+
+def _judge_whole(values: Sequence[float], interval_seconds: float) -> Steadiness:
+    """judge_series on a series without partial intervals."""
     n = len(values)
-    if n < MIN_POINTS:
-        return Steadiness(True, points=n, interval_seconds=interval_seconds, judged=False)
-    breaks = [b for b in change_points(values) if b > EDGE_POINTS]
+    breaks = change_points(values)
     breaks = _merge_small(values, breaks)
     bounds = [0, *breaks, n]
     levels = tuple(_mean(values[a:b]) for a, b in pairwise(bounds))

@@ -74,3 +74,23 @@ def test_trim_warmup_cuts_the_warm_up_only() -> None:
     trimmed = steady.trim_warmup(values, verdict)
     assert verdict.warmup_seconds is not None
     assert len(trimmed) == 60 - round(verdict.warmup_seconds)
+
+
+def test_the_partial_first_and_last_intervals_are_neither_warm_up_nor_shift() -> None:
+    # A duration-bounded trial as the demo measured it: 25 full seconds between a first interval
+    # holding the client's start and a last one cut off by the deadline (a third of the level).
+    for seed in range(1, 21):
+        values = series(27, 0.05, seed=seed)
+        cut = [300.0, *values[1:-1], 350.0]
+        whole, partial = steady.judge_series(values), steady.judge_series(cut)
+        assert (partial.steady, partial.warmup_seconds, partial.shifts_seconds) == (
+            whole.steady,
+            whole.warmup_seconds,
+            whole.shifts_seconds,
+        ), seed
+        assert partial.points == 27
+    # A real warm-up is still found, and its seconds still count from the series' start.
+    ramp = series(27, 0.03, warmup=8, seed=3)
+    ramp[-1] = 350.0
+    found = steady.judge_series(ramp)
+    assert found.warmup_seconds is not None and abs(found.warmup_seconds - 8) <= 2

@@ -1,7 +1,7 @@
 """`make demo`: the main job on the embedded default, with no cluster and no Docker.
 
     python -m localplane.demo [--keep] [--workloads ac] [--repetitions 3] [--max-repetitions 0]
-                              [--records 1000] [--seconds 20] [--threads 1]
+                              [--records 1000] [--seconds 25] [--threads 1]
 
 Starts the local control plane (real kube-apiserver, etcd, controller-manager, scheduler; KWOK
 nodes), the CRDs and the operator, a real Prometheus scraping a real node-exporter, and the
@@ -255,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
         help="more trials until the throughput's interval is within +-10%% (adaptive)",
     )
     parser.add_argument("--records", type=int, default=1000)
-    parser.add_argument("--seconds", type=int, default=20, help="each trial's measured window")
+    parser.add_argument("--seconds", type=int, default=25, help="each trial's measured window")
     parser.add_argument("--threads", type=int, default=1, help="YCSB threads of the client")
     args = parser.parse_args(argv)
     # A stopped demo (SIGTERM, Ctrl-C) unwinds its ExitStack: nothing is left running.
