@@ -234,8 +234,9 @@ def forest_rows(result: compare.Comparison) -> list[tuple[str, list[compare.Row]
     """The forest plot's rows, top to bottom: (label "a throughput", that row's comparisons of
     each configuration with the baseline)."""
     out: dict[str, list[compare.Row]] = {}
+    once = set(compare.measured_once(result))  # a load measured once a run: no verdict to draw
     for r in result.rows:
-        if not r.baseline:
+        if not r.baseline and r.workload not in once:
             out.setdefault(f"{r.workload}  {r.metric.id}", []).append(r)
     return list(out.items())
 
@@ -264,7 +265,8 @@ def forest_figure(figs: _Figures, result: compare.Comparison) -> None:
     colors = _config_colors(result)
     others = [c.name for c in result.configurations if c.name != result.baseline]
     step = 0.7 / max(1, len(others))
-    fig, ax = plt.subplots(figsize=(7.5, 0.8 + 0.2 * len(rows) * max(1, len(others) / 2)))
+    # A row's height holds each configuration's marker or label apart (7-point text).
+    fig, ax = plt.subplots(figsize=(7.5, 0.9 + len(rows) * max(0.25, 0.2 * len(others))))
     for y, (_, cells) in enumerate(rows):
         for row in cells:
             i = others.index(row.configuration)
