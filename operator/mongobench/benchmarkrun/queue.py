@@ -48,7 +48,7 @@ class Claim:
 @dataclass(frozen=True)
 class Place:
     """A queued run's place: it waits behind `behind` (the nearest conflicting run ahead of it)
-    at `place` (1: the next to start once the target is free of what blocks it)."""
+    at `place`: 1 + the conflicting runs ahead of it that wait too (1: next once it is free)."""
 
     behind: str
     place: int
