@@ -127,10 +127,13 @@ def advance(
     *,
     cpu: CpuQuery | None = None,
     lock: AbstractContextManager[Any] | None = None,  # the run's (mongobench.state)
+    target_lock: Callable[[str], AbstractContextManager[Any]] | None = None,
     clock: Clock,
 ) -> Outcome | None:
     """One step of the run's state machine, as of `clock()` read once; None when it is gone,
-    going or over. The Events it decided are posted on the run, and returned with its phase."""
+    going or over. The Events it decided are posted on the run, and returned with its phase.
+    `target_lock`: a lock by target (queue.target_of, joined), held by a pass of a run not
+    started yet, so two such runs on one target never both read the queue free and start."""
     with lock or nullcontext():
         run = kube.get(KIND, namespace, name)
         if run is None or run["metadata"].get("deletionTimestamp"):
@@ -138,7 +141,11 @@ def advance(
         status = dict(run.get("status") or {})
         if status.get("phase") in TERMINAL:
             return None
-        outcome = _Advance(kube, run, status, config, data, cpu=cpu, clock=clock).go()
+        guard: AbstractContextManager[Any] = nullcontext()
+        if target_lock is not None and "startTime" not in status:
+            guard = target_lock("/".join(queue.target_of(run.get("spec") or {})))
+        with guard:
+            outcome = _Advance(kube, run, status, config, data, cpu=cpu, clock=clock).go()
     for event in outcome.events:  # outside the run's lock: a slow apiserver holds no pass
         kube.event(run, *event)
     return outcome

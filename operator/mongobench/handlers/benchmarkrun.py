@@ -32,6 +32,7 @@ from mongobench.state import state_of
 KIND = "BenchmarkRun"
 MONGOCLUSTER_KIND = "MongoCluster"  # the key its cluster's events report under
 ARCHIVE_UPLOAD = "BenchmarkRun/archive"  # one upload of a run at a time (not its state machine)
+TARGET_LOCK = "BenchmarkRun/target"  # one start decision at a time per target (benchmarkrun/queue)
 
 
 def _advance(memo: kopf.Memo, namespace: str, name: str) -> None:
@@ -49,6 +50,7 @@ def _advance(memo: kopf.Memo, namespace: str, name: str) -> None:
             state.cluster_data,
             cpu=cpu_for_step(state.kube, config),
             lock=state.locks.lock(KIND, namespace, name),
+            target_lock=lambda target: state.locks.lock(TARGET_LOCK, namespace, target),
             clock=wall,
         )
         if outcome is None:

@@ -5,6 +5,7 @@ target is free; a queued run deleted leaves without touching the data of the run
 
 from __future__ import annotations
 
+import threading
 from types import SimpleNamespace
 from typing import Any
 
@@ -20,6 +21,7 @@ from mongobench.config import OperatorConfig
 from mongobench.handlers import benchmarkrun as handlers
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.conditions import get_condition
+from mongobench.k8s.locks import ResourceLocks
 
 pytestmark = pytest.mark.unit
 
@@ -258,3 +260,42 @@ def test_a_queued_run_deleted_leaves_the_data_of_the_run_ahead_alone() -> None:
     finally:
         handlers.state_of = original
     assert data.calls == ["drop"]  # the started run's only
+
+
+def test_two_runs_deciding_at_once_on_one_target_do_not_both_start() -> None:
+    """b (created first, in the same second as a) is preparing, its startTime not written yet,
+    when a (ahead by name) decides: the target's lock makes a read the queue after b's pass."""
+    kube = FakeKube(cluster(), body("b", T0))
+    locks = ResourceLocks()
+    entered, release = threading.Event(), threading.Event()
+
+    class Slow(Data):
+        def prepare(self, spec: BenchmarkRunSpec, cluster: Any) -> str:
+            entered.set()
+            release.wait(10)
+            return super().prepare(spec, cluster)
+
+    def advance_locked(name: str, data: Data) -> None:
+        orchestrate.advance(
+            kube,
+            NS,
+            name,
+            OperatorConfig(),
+            data,
+            target_lock=lambda target: locks.lock("target", NS, target),
+            clock=unit_clock,
+        )
+
+    first = threading.Thread(target=advance_locked, args=("b", Slow()))
+    first.start()
+    assert entered.wait(10)
+    kube.put(body("a", T0))
+    second = threading.Thread(target=advance_locked, args=("a", Data()))
+    second.start()
+    second.join(2)  # without the lock, a's pass ends here, started beside b
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert "startTime" in stored(kube, "b")
+    assert stored(kube, "a")["phase"] == cond.RUN_QUEUED
+    assert stored(kube, "a")["queue"]["behind"] == "b"
