@@ -299,3 +299,11 @@ def test_two_runs_deciding_at_once_on_one_target_do_not_both_start() -> None:
     assert "startTime" in stored(kube, "b")
     assert stored(kube, "a")["phase"] == cond.RUN_QUEUED
     assert stored(kube, "a")["queue"]["behind"] == "b"
+
+
+def test_an_experiment_cell_whose_runs_all_wait_is_pending_not_running() -> None:
+    """A cell's runs are BenchmarkRuns and queue like any; until one starts, the cell has not."""
+    from mongobench.experiment.reconcile import cell_phase
+
+    assert cell_phase([cond.RUN_QUEUED, cond.PHASE_PENDING]) == cond.PHASE_PENDING
+    assert cell_phase([cond.RUN_SUCCEEDED, cond.RUN_QUEUED]) == cond.RUN_RUNNING
