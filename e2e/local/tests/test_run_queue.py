@@ -80,12 +80,14 @@ def test_a_second_run_on_one_cluster_waits_queued_through_a_restart_then_runs_af
         "first", repetitions=2, run={"durationSeconds": 6, "threads": 1, "statusIntervalSeconds": 1}
     )
     second = manifest("second", repetitions=1)
+    # Deleted while it waits: its cleanup.data Always must not reach the data ahead of it.
+    third = manifest("third", repetitions=1, cleanup={"data": "Always"})
     operator = bmr.start(plane, namespace, model, tmp_path / "operator.log", prometheus, kube_api)
     try:
         bmr.cluster(plane, namespace, kube_api)
         # Both at once: one apply, one creation second; the name breaks the tie.
-        both = {"apiVersion": "v1", "kind": "List", "items": [first, second]}
-        plane.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(both))
+        runs = {"apiVersion": "v1", "kind": "List", "items": [first, second, third]}
+        plane.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(runs))
         queued = bmr.wait_run(kube_api, namespace, "second", ("Queued",), timeout=60)
         condition = {c["type"]: c for c in queued["status"]["conditions"]}["Queued"]
         assert (condition["status"], condition["reason"]) == ("True", "TargetBusy")
@@ -94,13 +96,17 @@ def test_a_second_run_on_one_cluster_waits_queued_through_a_restart_then_runs_af
         shown = plane.kubectl("get", "benchmarkruns", "-n", namespace).stdout
         line = next(row for row in shown.splitlines() if row.startswith("second "))
         assert "Queued" in line and "1st in line behind run first" in line
+        last = bmr.wait_run(kube_api, namespace, "third", ("Queued",), timeout=30)
+        assert last["status"]["queue"]["message"].startswith("2nd in line behind run second")
+        plane.kubectl("delete", "benchmarkrun", "third", "-n", namespace, "--wait=true")
 
         wait_until(
             lambda: steps(run("first")).get("run c #1", {}).get("phase") == "Running",
             timeout=90,
             what="the first run's first measured step",
         )
-        # Only the first run prepared (dropped and created) the collection; its data is there.
+        # Only the first run prepared (dropped and created) the collection; its data is there
+        # (the deleted third dropped nothing).
         assert model.dropped == ["ycsb.usertable"]
         assert records.count_documents({}) == 200
         operator.stop()
