@@ -238,12 +238,16 @@ class _Advance:
         cluster = None
         if self.spec.cluster_ref is not None:
             cluster = self.kube.get("MongoCluster", self.ns, self.spec.cluster_ref.name)
-        return replace(self.observe_with(cluster, read_job=True), queue=self.queue_place())
+        return replace(self.observe_with(cluster, read_job=True), queue=self.queue_place(cluster))
 
-    def queue_place(self) -> queue.Place | None:
+    def queue_place(self, cluster: Mapping[str, Any] | None) -> queue.Place | None:
         """Where the run waits for its target: from the runs the API holds (one LIST), so a
-        restarted operator or another replica finds the same queue; none once started."""
+        restarted operator or another replica finds the same queue; none once started, and
+        not read while its MongoCluster is absent or not Ready (it waits for that first)."""
         if "startTime" in self.status:
+            return None
+        ready = ((cluster or {}).get("status") or {}).get("phase") == cond.PHASE_READY
+        if self.spec.cluster_ref is not None and not ready:
             return None
         runs = self.kube.list(KIND, self.ns)
         return queue.place_in_queue(queue.claim(self.run), (queue.claim(r) for r in runs))

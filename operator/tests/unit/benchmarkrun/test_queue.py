@@ -307,3 +307,22 @@ def test_an_experiment_cell_whose_runs_all_wait_is_pending_not_running() -> None
 
     assert cell_phase([cond.RUN_QUEUED, cond.PHASE_PENDING]) == cond.PHASE_PENDING
     assert cell_phase([cond.RUN_SUCCEEDED, cond.RUN_QUEUED]) == cond.RUN_RUNNING
+
+
+def test_the_queue_is_read_only_once_the_cluster_is_ready_and_never_after_the_start() -> None:
+    """A LIST of the namespace's runs per pass costs: none while the cluster is awaited (the
+    run waits for it first) nor once the run has started (only runs not started queue)."""
+    waiting = cluster()
+    waiting["status"]["phase"] = cond.PHASE_PROVISIONING
+    kube = FakeKube(waiting, body("only", T0))
+    kube.refuse("list", "BenchmarkRun")
+    data = Data()
+    outcome = advance(kube, "only", data)
+    assert outcome is not None and outcome.phase == cond.PHASE_PENDING
+    kube.refusals.clear()
+    kube.objects[("MongoCluster", NS, "c")]["status"]["phase"] = cond.PHASE_READY
+    advance(kube, "only", data)
+    assert "startTime" in stored(kube, "only")
+    kube.refuse("list", "BenchmarkRun")
+    outcome = advance(kube, "only", data)
+    assert outcome is not None and outcome.phase not in (cond.RUN_FAILED, cond.RUN_QUEUED)
