@@ -17,6 +17,8 @@ Driver = Literal["ycsb", "locust"]
 StandardWorkload = Literal["a", "b", "c", "d", "e", "f"]
 STANDARD_WORKLOADS: tuple[str, ...] = ("a", "b", "c", "d", "e", "f")
 CleanupPolicy = Literal["OnSuccess", "Always", "Never"]
+# Whether a run shares its target with others (benchmarkrun/queue.py).
+Concurrency = Literal["Exclusive", "Shared"]
 
 
 @dataclass(frozen=True)
@@ -340,6 +342,7 @@ class BenchmarkRunSpec:
     image: str | None = None
     database: str = "ycsb"
     collection: str = "usertable"
+    concurrency: Concurrency = "Exclusive"
     load: Load = field(default_factory=Load)
     run: Run = field(default_factory=lambda: Run(operation_count=100000))
     warmup: Warmup | None = None

@@ -11,6 +11,7 @@ Decision rules (first match wins):
   WaitForScenario  not started; a scenario's ConfigMap or key is missing, for at most
                    SCENARIO_WAIT_SECONDS after the run's creation (apply order may differ)
   ScenarioMissing  it is still missing, or went missing before a step that needs it: fail
+  Queue            not started; another run ahead of it holds or waits for its target (queue.py)
   Finish           every step succeeded
   Prepare          the current step is prepare (drop and create the collection)
   CleanUp          the current step is cleanup (the cleanup policies), then finish
@@ -31,6 +32,7 @@ from typing import Any, Literal
 from mongobench.api.benchmarkrun import BenchmarkRunSpec, CleanupPolicy, Scenario
 from mongobench.benchmarkrun.jobs import step_scenario
 from mongobench.benchmarkrun.plan import Step
+from mongobench.benchmarkrun.queue import Place
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.conditions import ConditionStatus, get_condition
 from mongobench.mongocluster.rotation import holds_new_jobs
@@ -41,6 +43,7 @@ ActionKind = Literal[
     "ClusterGone",
     "WaitForScenario",
     "ScenarioMissing",
+    "Queue",
     "Finish",
     "Prepare",
     "CleanUp",
@@ -85,6 +88,8 @@ class Observed:
     # every scenario before the start, the step's own before its Job); None: found or none.
     scenario_problem: tuple[str, str] | None = None
     age_seconds: float = 0.0  # since the run's creation
+    # Where it waits for its target (queue.place_in_queue); None: started, or nothing ahead.
+    queue: Place | None = None
 
     @property
     def started(self) -> bool:
@@ -124,6 +129,8 @@ class Action:
     scenario_condition: ConditionUpdate | None = None
     # What a failing action (Refuse, ClusterGone, ScenarioMissing) fails.
     fails: Fails | None = None
+    # Queue: where it waits.
+    queue: Place | None = None
 
     @property
     def phase(self) -> str | None:
@@ -131,6 +138,8 @@ class Action:
         phase the outcome decides)."""
         if self.kind in ("WaitForCluster", "WaitForScenario"):
             return cond.PHASE_PENDING
+        if self.kind == "Queue":
+            return cond.RUN_QUEUED
         if self.kind == "Collect":
             return cond.RUN_COLLECTING
         if self.step is None or self.fails is not None or self.kind == "Finish":
@@ -241,6 +250,14 @@ def decide(observed: Observed) -> Action:
             cluster_condition,
             scenario_condition=scenario,
             fails=fails,
+        )
+    if not started and observed.queue is not None:
+        return Action(
+            "Queue",
+            message=observed.queue.message,
+            cluster_condition=cluster_condition,
+            scenario_condition=scenario,
+            queue=observed.queue,
         )
     return replace(
         _step_action(observed, step, cluster_condition, not started), scenario_condition=scenario

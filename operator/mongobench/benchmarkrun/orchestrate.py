@@ -16,7 +16,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec, Scenario
-from mongobench.benchmarkrun import cost, cpu_monitor, jobs, knee, repetitions, results, validity
+from mongobench.benchmarkrun import (
+    cost,
+    cpu_monitor,
+    jobs,
+    knee,
+    queue,
+    repetitions,
+    results,
+    validity,
+)
 from mongobench.benchmarkrun.cpu import CpuUnavailable
 from mongobench.benchmarkrun.decide import (
     TERMINAL,
@@ -37,7 +46,7 @@ from mongobench.config import OperatorConfig
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.api import KubeApi
 from mongobench.k8s.client import ApiError
-from mongobench.k8s.conditions import Event, set_condition
+from mongobench.k8s.conditions import Event, get_condition, set_condition
 from mongobench.mongo.errors import MongoAdminError, TransientMongoError
 from mongobench_results import summary
 from mongobench_results.configmaps import assemble
@@ -118,10 +127,13 @@ def advance(
     *,
     cpu: CpuQuery | None = None,
     lock: AbstractContextManager[Any] | None = None,  # the run's (mongobench.state)
+    target_lock: Callable[[str], AbstractContextManager[Any]] | None = None,
     clock: Clock,
 ) -> Outcome | None:
     """One step of the run's state machine, as of `clock()` read once; None when it is gone,
-    going or over. The Events it decided are posted on the run, and returned with its phase."""
+    going or over. The Events it decided are posted on the run, and returned with its phase.
+    `target_lock`: a lock by target (queue.target_of, joined), held by a pass of a run not
+    started yet, so two such runs on one target never both read the queue free and start."""
     with lock or nullcontext():
         run = kube.get(KIND, namespace, name)
         if run is None or run["metadata"].get("deletionTimestamp"):
@@ -129,7 +141,11 @@ def advance(
         status = dict(run.get("status") or {})
         if status.get("phase") in TERMINAL:
             return None
-        outcome = _Advance(kube, run, status, config, data, cpu=cpu, clock=clock).go()
+        guard: AbstractContextManager[Any] = nullcontext()
+        if target_lock is not None and "startTime" not in status:
+            guard = target_lock("/".join(queue.target_of(run.get("spec") or {})))
+        with guard:
+            outcome = _Advance(kube, run, status, config, data, cpu=cpu, clock=clock).go()
     for event in outcome.events:  # outside the run's lock: a slow apiserver holds no pass
         kube.event(run, *event)
     return outcome
@@ -217,11 +233,24 @@ class _Advance:
 
     def observe(self) -> Observed:
         """Read what the decision needs (decide says what): the referenced MongoCluster,
-        the current step's Job, and the scenario ConfigMaps."""
+        the current step's Job, the scenario ConfigMaps, and before the start the runs of the
+        namespace (its place in the target's queue)."""
         cluster = None
         if self.spec.cluster_ref is not None:
             cluster = self.kube.get("MongoCluster", self.ns, self.spec.cluster_ref.name)
-        return self.observe_with(cluster, read_job=True)
+        return replace(self.observe_with(cluster, read_job=True), queue=self.queue_place(cluster))
+
+    def queue_place(self, cluster: Mapping[str, Any] | None) -> queue.Place | None:
+        """Where the run waits for its target: from the runs the API holds (one LIST), so a
+        restarted operator or another replica finds the same queue; none once started, and
+        not read while its MongoCluster is absent or not Ready (it waits for that first)."""
+        if "startTime" in self.status:
+            return None
+        ready = ((cluster or {}).get("status") or {}).get("phase") == cond.PHASE_READY
+        if self.spec.cluster_ref is not None and not ready:
+            return None
+        runs = self.kube.list(KIND, self.ns)
+        return queue.place_in_queue(queue.claim(self.run), (queue.claim(r) for r in runs))
 
     def observe_with(self, cluster: Mapping[str, Any] | None, *, read_job: bool) -> Observed:
         """The pass's view with the run as it stands now (its status and what this pass changed
@@ -365,8 +394,12 @@ class _Advance:
             return
         if action.kind in ("WaitForCluster", "WaitForScenario", "WaitForRotation"):
             return
+        if action.queue is not None:
+            self.queued(action.queue)
+            return
         target = self.target(observed.cluster)
         if action.start:
+            self.left_queue()
             self.new["startTime"] = rfc3339(self.clock())
             self.new["clusterSnapshot"] = snapshot(self.kube, target.cluster, self.ns)
             self.new["resultsRef"] = f"{results.RESULT_OF} (ConfigMaps of run {self.name})"
@@ -393,6 +426,21 @@ class _Advance:
         }.get(action.kind)
         if carry_out is not None:  # WaitForJob: nothing to do until the Job ends
             carry_out(step, action, observed, target)
+
+    def queued(self, place: queue.Place) -> None:
+        """Queued, and status.queue; an Event when it enters the line or its place changes."""
+        before = get_condition(self.status.get("conditions"), cond.QUEUED) or {}
+        self.condition(cond.QUEUED, cond.TRUE, place.reason, place.message)
+        self.new["queue"] = place.status()
+        if before.get("status") != cond.TRUE or before.get("message") != place.message:
+            self.outcome.info(cond.EVENT_QUEUED, place.message)
+
+    def left_queue(self) -> None:
+        """At the start of a run that waited: Queued turns False, status.queue goes."""
+        if get_condition(self.status.get("conditions"), cond.QUEUED) is None:
+            return
+        self.condition(cond.QUEUED, cond.FALSE, cond.QUEUED_TARGET_FREE, "nothing ahead blocks it")
+        self.new["queue"] = None
 
     def fail_as(self, action: Action) -> None:
         """A failure as decided: of the current step (then the run), or of the run alone."""

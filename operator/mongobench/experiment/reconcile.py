@@ -475,12 +475,12 @@ def _slot_phase(
 
 def cell_phase(phases: Sequence[str]) -> str:
     """A cell's phase from its slots': Failed when one failed, Succeeded when all did, Pending
-    when none started, else Running."""
+    when none started (a run Queued behind another on its target has not), else Running."""
     if any(p == cond.RUN_FAILED for p in phases):
         return cond.RUN_FAILED
     if all(p == cond.RUN_SUCCEEDED for p in phases):
         return cond.RUN_SUCCEEDED
-    if all(p == cond.PHASE_PENDING for p in phases):
+    if all(p in (cond.PHASE_PENDING, cond.RUN_QUEUED) for p in phases):
         return cond.PHASE_PENDING
     return cond.RUN_RUNNING
 

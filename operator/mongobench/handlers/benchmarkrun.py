@@ -32,6 +32,7 @@ from mongobench.state import state_of
 KIND = "BenchmarkRun"
 MONGOCLUSTER_KIND = "MongoCluster"  # the key its cluster's events report under
 ARCHIVE_UPLOAD = "BenchmarkRun/archive"  # one upload of a run at a time (not its state machine)
+TARGET_LOCK = "BenchmarkRun/target"  # one start decision at a time per target (benchmarkrun/queue)
 
 
 def _advance(memo: kopf.Memo, namespace: str, name: str) -> None:
@@ -49,6 +50,7 @@ def _advance(memo: kopf.Memo, namespace: str, name: str) -> None:
             state.cluster_data,
             cpu=cpu_for_step(state.kube, config),
             lock=state.locks.lock(KIND, namespace, name),
+            target_lock=lambda target: state.locks.lock(TARGET_LOCK, namespace, target),
             clock=wall,
         )
         if outcome is None:
@@ -104,9 +106,12 @@ def start(
 # the final manifest is written; a failed upload waits out its backoff
 # (status.archive.nextAttempt). The run's events decide (k8s.ticker: kopf's timers kept every
 # run's body); its ticks, its Jobs' and its cluster's events share one wake-up key.
+# A queued run (phase Queued) follows the run it waits behind the same way: that run's end or
+# deletion wakes it (HOLDS: it still advances; LEFT: it ended).
 NEXT = (1.0, 1.0)  # (interval, first tick) in seconds
 FALLBACK = (120.0, 120.0)
 ARCHIVE_SECONDS = 2.0
+HOLDS, LEFT = "Holds", "Left"
 
 
 def advancing(body: Mapping[str, Any]) -> bool:
@@ -119,7 +124,8 @@ def ticks(body: Mapping[str, Any]) -> tuple[float, float] | None:
     if not advancing(body):
         return None
     status = body.get("status") or {}
-    return FALLBACK if _job_runs(status) or _awaits_cluster(status) else NEXT
+    waits = _job_runs(status) or _awaits_cluster(status) or _behind(status) is not None
+    return FALLBACK if waits else NEXT
 
 
 def _job_runs(status: Mapping[str, Any]) -> bool:
@@ -136,6 +142,14 @@ def _awaits_cluster(status: Mapping[str, Any]) -> bool:
         cond.CLUSTER_NOT_FOUND,
         cond.CLUSTER_NOT_READY,
     )
+
+
+def _behind(status: Mapping[str, Any]) -> str | None:
+    """The run a queued run waits behind (status.queue): its events wake this one."""
+    if status.get("phase") != cond.RUN_QUEUED:
+        return None
+    behind = (status.get("queue") or {}).get("behind")
+    return behind if isinstance(behind, str) else None
 
 
 def _cluster_of(body: Mapping[str, Any]) -> str | None:
@@ -159,8 +173,15 @@ async def run_changed(
         key, every is not None, interval, lambda: _ticked(memo, namespace, name), first=first
     )
     status = raw.get("status") or {}
-    cluster = _cluster_of(raw)
-    if every is not None and cluster is not None:
+    # The runs queued behind this one follow it (k8s.dependents): its end or deletion wakes them.
+    state.dependents.changed(key, HOLDS if every is not None else LEFT, gone=not live)
+    cluster, behind = _cluster_of(raw), _behind(status)
+    if every is not None and behind is not None:
+        # Queued: the run ahead ending frees the target; its cluster is read again then.
+        state.dependents.follow(
+            key, (KIND, namespace, behind), HOLDS, lambda: _cluster_advance(memo, namespace, name)
+        )
+    elif every is not None and cluster is not None:
         state.dependents.follow(
             key,
             (MONGOCLUSTER_KIND, namespace, cluster),
@@ -251,6 +272,10 @@ def delete(
     state.forget(KIND, body["metadata"]["namespace"], body["metadata"]["name"])
     state.forget(ARCHIVE_UPLOAD, body["metadata"]["namespace"], body["metadata"]["name"])
     succeeded = status.get("phase") == cond.RUN_SUCCEEDED
+    if "startTime" not in status:
+        # It never started (queued, or waiting for its cluster): the data on its target, if
+        # any, is another run's, and no cleanup policy of this one reaches it.
+        return
     try:
         parsed = BenchmarkRunSpec.parse(dict(spec))
     except SpecError as exc:

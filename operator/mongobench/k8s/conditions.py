@@ -45,6 +45,7 @@ ARCHIVED = "Archived"
 TARGET_MET = "TargetMet"
 REGRESSED = "Regressed"
 TRIALS_VALID = "TrialsValid"
+QUEUED = "Queued"
 
 # --- reasons shared by both kinds ---------------------------------------------------------------
 INVALID_SPEC = "InvalidSpec"
@@ -95,6 +96,10 @@ METRICS_COMPLETE = "Complete"
 METRICS_MISSING = "MetricsMissing"
 TRIALS_ALL_VALID = "AllValid"
 TRIALS_SOME_INVALID = "SomeInvalid"
+# Queued (one run at a time on a target, benchmarkrun/queue.py).
+QUEUED_TARGET_BUSY = "TargetBusy"
+QUEUED_SAME_DATA = "SameData"
+QUEUED_TARGET_FREE = "TargetFree"
 ARCHIVE_COMPLETE = "Complete"
 ARCHIVE_IN_PROGRESS = "InProgress"
 ARCHIVE_UPLOAD_FAILED = "UploadFailed"
@@ -111,6 +116,7 @@ HISTORY_UNAVAILABLE = "HistoryUnavailable"
 
 # --- phases (status.phase) of a BenchmarkRun (and a BenchmarkExperiment: Pending, Running and the
 # RUN_SUCCEEDED/RUN_FAILED above), and of a run's steps (status.steps[].phase) -------------------
+RUN_QUEUED = "Queued"
 RUN_PREPARING = "Preparing"
 RUN_LOADING = "Loading"
 RUN_RUNNING = "Running"
@@ -228,6 +234,21 @@ CONDITIONS: tuple[ConditionDoc, ...] = (
             CLUSTER_NOT_FOUND: "no such MongoCluster; the run waits",
             CLUSTER_DELETED: "deleted during the run; the run fails, results so far kept",
             DATABASE_NOT_WRITABLE: "the benchmark user may not write spec.database",
+        },
+    ),
+    ConditionDoc(
+        QUEUED,
+        ("BenchmarkRun",),
+        "the run waits for its target (the MongoCluster, or the uriSecretRef's Secret name and "
+        "key): a target runs one run at a time, first created first served (creationTimestamp, "
+        "then the name); the message names the run ahead and the place in line, status.queue "
+        "holds both; absent for a run that never waited",
+        {
+            QUEUED_TARGET_BUSY: "a run ahead holds or waits for the target, and it or this run is "
+            "concurrency Exclusive",
+            QUEUED_SAME_DATA: "both are concurrency Shared but use the same database and "
+            "collection: this one waits (is not refused) until the other ends",
+            QUEUED_TARGET_FREE: "it waited and started once nothing ahead blocked it (False)",
         },
     ),
     ConditionDoc(
@@ -373,6 +394,8 @@ PHASES: Mapping[str, Mapping[str, str]] = {
     },
     "BenchmarkRun": {
         PHASE_PENDING: "waiting for its cluster (or a scenario) before the start",
+        RUN_QUEUED: "waiting for its target: another run on it is ahead (the Queued condition "
+        "says which, and the place in line)",
         RUN_PREPARING: "the collection is being recreated (and sharded)",
         RUN_LOADING: "a load step runs",
         RUN_RUNNING: "a warm-up or a measured run step runs",
@@ -426,6 +449,7 @@ EVENT_DATA_DROPPED = "DataDropped"
 EVENT_DATA_NOT_DROPPED = "DataNotDropped"
 EVENT_DATA_KEPT = "DataKept"
 EVENT_STARTED = "Started"
+EVENT_QUEUED = "Queued"
 EVENT_PREPARED = "Prepared"
 EVENT_STEP_STARTED = "StepStarted"
 EVENT_STEP_SUCCEEDED = "StepSucceeded"
@@ -475,6 +499,8 @@ EVENT_REASONS: Mapping[str, str] = {
     EVENT_DATA_NOT_DROPPED: "Warning: the collection could not be dropped (the message says why)",
     EVENT_DATA_KEPT: "BenchmarkRun deleted with a spec that does not parse: data left alone",
     EVENT_STARTED: "BenchmarkRun: the plan is made (the message counts its steps)",
+    EVENT_QUEUED: "BenchmarkRun: it waits for its target, or its place in line changed (the "
+    "message names the run ahead and the place)",
     EVENT_PREPARED: "BenchmarkRun: the collection was recreated (and sharded)",
     EVENT_STEP_STARTED: "BenchmarkRun: a step's Job was created",
     EVENT_STEP_SUCCEEDED: "BenchmarkRun: a step's results were collected (its throughput)",

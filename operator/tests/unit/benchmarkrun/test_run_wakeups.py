@@ -293,3 +293,35 @@ def job_event(type_: str | None, body: dict[str, Any]) -> dict[str, float]:
     assert benchmarkrun.state_of(None).wakeups.idle(timeout=5)
     after = job_events()
     return {o: after[o] - before[o] for o in after if after[o] != before[o]}
+
+
+def test_a_queued_run_ticks_slowly_and_wakes_when_the_run_ahead_ends_or_is_deleted(
+    state: SimpleNamespace,
+) -> None:
+    """The run ahead's own events wake the run queued behind it (k8s.dependents)."""
+
+    def named(name: str, phase: str, **status: Any) -> dict[str, Any]:
+        body = run(phase, CLUSTER_READY)
+        body["metadata"]["name"] = name
+        body["status"].update(status)
+        return body
+
+    ahead = named("a", cond.RUN_LOADING, steps=[step(0, SUCCEEDED), step(1, RUNNING)])
+    run_event(ahead)
+    queued = named("r", cond.RUN_QUEUED, queue={"place": 1, "behind": "a", "message": ""})
+    run_event(queued)
+    assert state.ticker.interval(RUN_KEY) == FALLBACK[0]
+    assert state.dependents.following(RUN_KEY) == ("BenchmarkRun", "ns", "a")
+    run_event(named("a", cond.RUN_RUNNING, steps=[step(0, SUCCEEDED), step(1, RUNNING)]))
+    assert state.wakeups.idle(timeout=5) and state.advanced == []  # it still holds the target
+    run_event(named("a", cond.RUN_SUCCEEDED))
+    assert state.wakeups.idle(timeout=5) and state.advanced == [("ns", "r")]
+
+    # Queued behind another that is deleted while it waits.
+    run_event(named("b", cond.RUN_QUEUED))
+    queued["status"]["queue"]["behind"] = "b"
+    run_event(queued)
+    gone = named("b", cond.RUN_QUEUED)
+    gone["metadata"]["deletionTimestamp"] = "2026-11-26T00:00:00Z"
+    run_event(gone)
+    assert state.wakeups.idle(timeout=5) and state.advanced == [("ns", "r")] * 2
