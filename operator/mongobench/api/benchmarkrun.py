@@ -82,6 +82,8 @@ class Run:
     field_count: int = 10
     field_length: int = 100
     status_interval_seconds: int = 1  # the steadiness check's resolution
+    # Unmeasured reads in each trial's own client process before its window (ClientWarmup).
+    warmup_seconds: int | None = None
     properties: dict[str, str] = field(default_factory=dict)
 
 

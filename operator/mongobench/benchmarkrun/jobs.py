@@ -160,6 +160,9 @@ def ycsb_properties(spec: BenchmarkRunSpec, step: Step) -> list[tuple[str, str]]
     duration = spec.warmup.duration_seconds if step.kind == "warmup" and spec.warmup else None
     if step.kind in ("probe", "run"):
         count, duration = run.operation_count, run.duration_seconds
+        if run.warmup_seconds:
+            # The binding's name for it (ClientWarmup.SECONDS).
+            props.append(("mongobench.warmupseconds", str(run.warmup_seconds)))
     # Duration-only runs: maxexecutiontime, counted from the clients' common start; no count (0).
     props.append(("operationcount", str(count if count is not None else 0)))
     if duration is not None:

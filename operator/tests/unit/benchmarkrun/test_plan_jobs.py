@@ -382,3 +382,13 @@ def test_jvm_options_reach_the_ycsb_client_after_the_images_own() -> None:
     assert parsed.java_opts == "-XX:TieredStopAtLevel=1 -Xmx512m"
     # None given: the image's JAVA_OPTS alone, as before.
     assert not any(a.startswith("--java-opts") for a in runner_args(spec(), step, REF))
+
+
+def test_the_client_warm_up_reaches_the_measured_steps_only() -> None:
+    s = spec(run={"durationSeconds": 25, "warmupSeconds": 5})
+    plan = make_plan(s)
+    run = next(st for st in plan if st.kind == "run")
+    load = next(st for st in plan if st.kind == "load")
+    assert "mongobench.warmupseconds=5" in runner_args(s, run, REF)
+    assert not any("warmupseconds" in a for a in runner_args(s, load, REF))
+    assert not any("warmupseconds" in a for a in runner_args(spec(), run, REF))

@@ -91,8 +91,14 @@ public class MongoDbClient extends DB {
         throw new DBException(msg, e);
       }
     }
-    // Outside the lock: every thread of the process waits here for the step's common start.
+    // Outside the lock: each thread warms up (unmeasured), then every thread of the process
+    // waits here for the step's common start.
     try {
+      long warmup = ClientWarmup.micros(getProperties().getProperty(ClientWarmup.SECONDS));
+      if (warmup > 0) {
+        String table = getProperties().getProperty("table", "usertable");
+        ClientWarmup.run(collection(table), warmup, OperationClock::nowMicros);
+      }
       StartGate.await(getProperties());
     } catch (DBException | RuntimeException e) {
       String msg = ERROR_MARKER + " " + e.getMessage();

@@ -103,6 +103,27 @@ class MongoDbClientTest {
   }
 
   @Test
+  void warmupReadsBeforeTheMeasuredPhaseAndChangesNothing() throws DBException {
+    MongoDbClient writer = client(Map.of());
+    writer.insert(TABLE, "user5", record("field0", "a"));
+    writer.insert(TABLE, "user7", record("field0", "b"));
+    long before = System.nanoTime();
+    MongoDbClient warmed = client(Map.of(ClientWarmup.SECONDS, "0.3"));
+    // init() returned only after the warm-up: it is not part of the measured phase.
+    assertTrue(System.nanoTime() - before >= 300_000_000L);
+    Map<String, ByteIterator> got = new HashMap<>();
+    assertEquals(Status.OK, warmed.read(TABLE, "user7", null, got));
+    assertEquals(Map.of("field0", "b"), strings(got));
+    try (MongoClient mc = MongoClients.create(uri)) {
+      assertEquals(2, raw(mc).countDocuments());
+    }
+    // Without the property, no warm-up; a bad value is the binding's error, not a silent 0.
+    assertEquals(0, ClientWarmup.micros(null));
+    assertEquals(1_500_000, ClientWarmup.micros("1.5"));
+    assertThrows(IllegalArgumentException.class, () -> ClientWarmup.micros("-1"));
+  }
+
+  @Test
   void readOfAMissingKeyIsNotFound() throws DBException {
     MongoDbClient c = client(Map.of());
     assertEquals(Status.NOT_FOUND, c.read(TABLE, "nope", null, new HashMap<>()));
