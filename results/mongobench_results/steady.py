@@ -197,6 +197,10 @@ def _judge_whole(values: Sequence[float], interval_seconds: float) -> Steadiness
     # of them is where the series settled); later ones are level shifts.
     early = [b for b in breaks if b <= n * WARMUP_MAX_SHARE]
     shifts = [b for b in breaks if b > n * WARMUP_MAX_SHARE]
+    if early and levels[0] >= levels[len(early)]:
+        # An early change that lowers the throughput is no warm-up (a warm-up speeds up): a
+        # level shift, said as one.
+        shifts, early = [*early, *shifts], []
     warmup = None
     if early:
         settled_until = shifts[0] if shifts else n

@@ -94,3 +94,11 @@ def test_the_partial_first_and_last_intervals_are_neither_warm_up_nor_shift() ->
     ramp[-1] = 350.0
     found = steady.judge_series(ramp)
     assert found.warmup_seconds is not None and abs(found.warmup_seconds - 8) <= 2
+
+
+def test_an_early_drop_is_a_level_shift_not_a_warm_up() -> None:
+    values = [1000.0 if i < 8 else 800.0 for i in range(30)]
+    values = [v * (1 + 0.02 * ((i * 7) % 5 - 2) / 2) for i, v in enumerate(values)]
+    verdict = steady.judge_series(values)
+    assert not verdict.steady
+    assert verdict.warmup_seconds is None and verdict.shifts_seconds
