@@ -46,7 +46,8 @@ ADVICE = {
     "run.targetOpsPerSecond): the clients, not MongoDB, set the pace",
     NOISY_NODE: "keep the benchmark off the disturbed node named (clients.nodeSelector, the "
     "cluster's placement) or move its neighbour away, then run again",
-    NOT_STEADY: "a longer run.durationSeconds or a warmup before the measured window",
+    NOT_STEADY: "a longer run.durationSeconds, or run.warmupSeconds (warms each trial's own "
+    "client process and connections) or a warmup step before the measured window",
     ERRORS: "find why operations failed (the clients' logs); lower run.targetOpsPerSecond or "
     "give the database more resources",
     LITTLES_LAW: "check the clients' threads (run.threads) against what they recorded; a client "
