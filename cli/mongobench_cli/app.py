@@ -537,7 +537,10 @@ def compare_runs(
     r = target.resolver()
     if pair_by is not None or baseline_value is not None:
         _pairs_check(how, pair_by, baseline_value)
-        paired = _paired(r, refs, r.resolve(refs), how, pair_by or "", baseline_value or "")
+        runs = r.resolve(refs)
+        paired = _paired(
+            r, refs, runs, how, pair_by=pair_by or "", baseline_value=baseline_value or ""
+        )
         writers = {
             ListFormat.json: render.pairs_json,
             ListFormat.csv: render.pairs_csv,
@@ -587,6 +590,7 @@ def _paired(
     refs: list[str],
     runs: list[sources.LoadedRun],
     how: Comparing,
+    *,
     pair_by: str,
     baseline_value: str,
 ) -> compare.Pairs:

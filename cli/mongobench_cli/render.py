@@ -397,7 +397,7 @@ def pairs_table(result: compare.Pairs) -> Constrain:
 
 def pairs_notes(result: compare.Pairs) -> list[str]:
     lines = [pairs_heading(result), *pairs_legend(result)]
-    return lines + [*(f"not comparable: {r}" for r in result.incomparable), *result.notes]
+    return [*lines, *(f"not comparable: {r}" for r in result.incomparable), *result.notes]
 
 
 def pairs_csv(result: compare.Pairs) -> str:

@@ -1019,6 +1019,21 @@ def _in_paired_table(metric: Metric, wanted: str) -> bool:
     return metric.id == wanted
 
 
+def _other_values(
+    configs: Sequence[Configuration], pair_by: str, baseline_value: str
+) -> tuple[str, ...]:
+    """The paired key's values other than the baseline's, in order first seen."""
+    values = list(dict.fromkeys(dict(c.group)[pair_by] for c in configs))
+    if baseline_value not in values:
+        raise ComparisonError(
+            f"--baseline-value {baseline_value!r} is no run's {pair_by} ({', '.join(values)})"
+        )
+    others = tuple(v for v in values if v != baseline_value)
+    if not others:
+        raise ComparisonError(f"nothing to pair: every run has {pair_by}={baseline_value}")
+    return others
+
+
 def pairs(
     runs: Sequence[RunInput],
     *,
@@ -1046,14 +1061,7 @@ def pairs(
     if metric not in METRIC_CHOICES:
         raise ComparisonError(f"unknown metric {metric!r}: choose from {', '.join(METRIC_CHOICES)}")
     configs = configurations(runs, group_by)
-    values = list(dict.fromkeys(dict(c.group)[pair_by] for c in configs))
-    if baseline_value not in values:
-        raise ComparisonError(
-            f"--baseline-value {baseline_value!r} is no run's {pair_by} ({', '.join(values)})"
-        )
-    others = tuple(v for v in values if v != baseline_value)
-    if not others:
-        raise ComparisonError(f"nothing to pair: every run has {pair_by}={baseline_value}")
+    others = _other_values(configs, pair_by, baseline_value)
     by_topology: dict[tuple[tuple[str, str], ...], list[Configuration]] = {}
     for c in configs:
         by_topology.setdefault(tuple(kv for kv in c.group if kv[0] != pair_by), []).append(c)

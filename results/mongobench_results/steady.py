@@ -174,9 +174,7 @@ def _mean(values: Sequence[float]) -> float:
 def judge_series(values: Sequence[float], interval_seconds: float = 1.0) -> Steadiness:
     """Warm-up and level shifts of one throughput series (ops/s per interval)."""
     if len(values) < MIN_POINTS:
-        return Steadiness(
-            True, points=len(values), interval_seconds=interval_seconds, judged=False
-        )
+        return Steadiness(True, points=len(values), interval_seconds=interval_seconds, judged=False)
     verdict = _judge_whole(values[EDGE_POINTS : len(values) - EDGE_POINTS], interval_seconds)
     # Times from the series' own start again (the first interval was set aside).
     edge = EDGE_POINTS * interval_seconds
