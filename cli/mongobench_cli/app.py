@@ -354,34 +354,32 @@ def _experiment_or_none(kube: sources.KubeSource, name: str) -> dict[str, Any] |
 def _comparison(
     r: sources.Resolver, refs: list[str], runs: list[sources.LoadedRun], how: Comparing
 ) -> compare.Comparison:
-    alpha, confidence = _levels(how)
     group_by, baseline, varied = _experiment_defaults(r, refs, how.group_by, how.baseline)
     result = compare.compare(
         [compare.RunInput(r.key, r.run) for r in runs],
         baseline=baseline,
         group_by=group_by,
         metrics=tuple(how.metric or compare.DEFAULT_METRICS),
-        alpha=alpha,
-        confidence=confidence,
-        test=how.verdict.test_name,
-        adjust=_adjust(how),
-        ci="bootstrap" if how.ci == Interval.bootstrap else "parametric",
-        include_invalid=how.include_invalid,
-        varied=varied,
+        **_method(how, varied),
     )
     _refuse_incomparable(result.incomparable, how)
     return result
 
 
-def _levels(how: Comparing) -> tuple[float, float]:
+def _method(how: Comparing, varied: list[str]) -> compare.Method:
+    """The options of method compare and the paired table share."""
     alpha, confidence = how.verdict.alpha, how.confidence
     if not 0 < alpha < 1 or not 0 < confidence < 1:
         raise UserError("--alpha and --confidence must lie between 0 and 1")
-    return alpha, confidence
-
-
-def _adjust(how: Comparing) -> compare.Adjust:
-    return "holm" if how.adjust == Adjust.holm else "bh" if how.adjust == Adjust.bh else "none"
+    return compare.Method(
+        alpha=alpha,
+        confidence=confidence,
+        test=how.verdict.test_name,
+        adjust="holm" if how.adjust == Adjust.holm else "bh" if how.adjust == Adjust.bh else "none",
+        ci="bootstrap" if how.ci == Interval.bootstrap else "parametric",
+        include_invalid=how.include_invalid,
+        varied=varied,
+    )
 
 
 def _refuse_incomparable(incomparable: list[str], how: Comparing) -> None:
@@ -594,7 +592,6 @@ def _paired(
     pair_by: str,
     baseline_value: str,
 ) -> compare.Pairs:
-    alpha, confidence = _levels(how)
     _, _, varied = _experiment_defaults(r, refs, how.group_by, None)
     result = compare.pairs(
         [compare.RunInput(x.key, x.run) for x in runs],
@@ -602,13 +599,7 @@ def _paired(
         pair_by=pair_by,
         baseline_value=baseline_value,
         metric=(how.metric or ["throughput"])[0],
-        alpha=alpha,
-        confidence=confidence,
-        test=how.verdict.test_name,
-        adjust=_adjust(how),
-        ci="bootstrap" if how.ci == Interval.bootstrap else "parametric",
-        include_invalid=how.include_invalid,
-        varied=varied,
+        **_method(how, varied),
     )
     _refuse_incomparable(result.incomparable, how)
     return result

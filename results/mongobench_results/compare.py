@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, Unpack
 
 from mongobench_results import records, stats
 
@@ -1019,6 +1019,18 @@ def _in_paired_table(metric: Metric, wanted: str) -> bool:
     return metric.id == wanted
 
 
+class Method(TypedDict, total=False):
+    """compare's keywords of method (defaults as compare's), passed on by `pairs`."""
+
+    alpha: float
+    confidence: float
+    test: Test
+    adjust: Adjust
+    ci: IntervalKind
+    include_invalid: bool
+    varied: Sequence[str]
+
+
 def _other_values(
     configs: Sequence[Configuration], pair_by: str, baseline_value: str
 ) -> tuple[str, ...]:
@@ -1041,13 +1053,7 @@ def pairs(
     pair_by: str,
     baseline_value: str,
     metric: str = "throughput",
-    alpha: float = stats.DEFAULT_ALPHA,
-    confidence: float = stats.DEFAULT_CONFIDENCE,
-    test: Test = "welch",
-    adjust: Adjust = DEFAULT_ADJUST,
-    ci: IntervalKind = "parametric",
-    include_invalid: bool = False,
-    varied: Sequence[str] = (),
+    **method: Unpack[Method],
 ) -> Pairs:
     """Within each topology (the values of the --group-by keys other than `pair_by`), the
     configuration whose `pair_by` is `baseline_value` against each other one, per workload: the
@@ -1076,17 +1082,13 @@ def pairs(
             baseline=base[0].name,
             group_by=group_by,
             metrics=(metric,),
-            alpha=alpha,
-            confidence=confidence,
-            test=test,
-            adjust="none",  # decided below, over the whole table
-            ci=ci,
-            include_invalid=include_invalid,
-            varied=varied,
+            **(method | {"adjust": "none"}),  # decided below, over the whole table
         )
         tables.append((topology, result))
     # One family: the p-values of the table's rows (only theirs) adjusted together.
     shown = [[r for r in t.rows if _in_paired_table(r.metric, metric)] for _, t in tables]
+    alpha = method.get("alpha", stats.DEFAULT_ALPHA)
+    adjust = method.get("adjust", DEFAULT_ADJUST)
     decided = iter(_decide([r for rows in shown for r in rows], alpha, adjust))
     out: list[Pair] = []
     incomparable: list[str] = []
@@ -1109,10 +1111,10 @@ def pairs(
         metric=metric,
         pairs=out,
         alpha=alpha,
-        confidence=confidence,
-        test=test,
+        confidence=method.get("confidence", stats.DEFAULT_CONFIDENCE),
+        test=method.get("test", "welch"),
         adjust=adjust,
-        ci=ci,
+        ci=method.get("ci", "parametric"),
         incomparable=sorted(set(incomparable)),
         notes=notes,
     )
