@@ -48,6 +48,7 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], dict[str
                 throughput={"a": 1000 * slower, "c": 2000.0},
                 cpu=(cpu, 20.0),
                 seed=seed,
+                loads=1,  # measured once a run: no pair (no verdict to give)
             )
             export.export([run], str(root / name))
             folders.append(str(root / name))
@@ -117,6 +118,9 @@ def test_effect_size_is_hedges_g_with_the_small_sample_correction(
         ["openstack"],
     )
     assert doc["topologyKeys"] == ["shards", "members"]
+    assert [(r["shards"], r["members"], r["workload"]) for r in doc["rows"]] == [
+        (str(s), str(m), w) for s, m in TOPOLOGIES for w in ("a", "c")
+    ]
     row = next(
         r for r in doc["rows"] if (r["shards"], r["members"], r["workload"]) == ("5", "1", "a")
     )

@@ -1085,8 +1085,16 @@ def pairs(
             **(method | {"adjust": "none"}),  # decided below, over the whole table
         )
         tables.append((topology, result))
-    # One family: the p-values of the table's rows (only theirs) adjusted together.
-    shown = [[r for r in t.rows if _in_paired_table(r.metric, metric)] for _, t in tables]
+    # One family: the p-values of the table's rows (only theirs) adjusted together. A load
+    # measured once a run has no verdict to give: left out, as from compare's compact table.
+    shown = [
+        [
+            r
+            for r in t.rows
+            if _in_paired_table(r.metric, metric) and r.workload not in measured_once(t)
+        ]
+        for _, t in tables
+    ]
     alpha = method.get("alpha", stats.DEFAULT_ALPHA)
     adjust = method.get("adjust", DEFAULT_ADJUST)
     decided = iter(_decide([r for rows in shown for r in rows], alpha, adjust))
