@@ -354,15 +354,24 @@ def _experiment_or_none(kube: sources.KubeSource, name: str) -> dict[str, Any] |
 def _comparison(
     r: sources.Resolver, refs: list[str], runs: list[sources.LoadedRun], how: Comparing
 ) -> compare.Comparison:
-    alpha, confidence = how.verdict.alpha, how.confidence
-    if not 0 < alpha < 1 or not 0 < confidence < 1:
-        raise UserError("--alpha and --confidence must lie between 0 and 1")
     group_by, baseline, varied = _experiment_defaults(r, refs, how.group_by, how.baseline)
     result = compare.compare(
         [compare.RunInput(r.key, r.run) for r in runs],
         baseline=baseline,
         group_by=group_by,
         metrics=tuple(how.metric or compare.DEFAULT_METRICS),
+        **_method(how, varied),
+    )
+    _refuse_incomparable(result.incomparable, how)
+    return result
+
+
+def _method(how: Comparing, varied: list[str]) -> compare.Method:
+    """The options of method compare and the paired table share."""
+    alpha, confidence = how.verdict.alpha, how.confidence
+    if not 0 < alpha < 1 or not 0 < confidence < 1:
+        raise UserError("--alpha and --confidence must lie between 0 and 1")
+    return compare.Method(
         alpha=alpha,
         confidence=confidence,
         test=how.verdict.test_name,
@@ -371,13 +380,15 @@ def _comparison(
         include_invalid=how.include_invalid,
         varied=varied,
     )
-    if result.incomparable and not how.allow_incomparable:
-        more = f" (and {len(result.incomparable) - 1} more)" if len(result.incomparable) > 1 else ""
+
+
+def _refuse_incomparable(incomparable: list[str], how: Comparing) -> None:
+    if incomparable and not how.allow_incomparable:
+        more = f" (and {len(incomparable) - 1} more)" if len(incomparable) > 1 else ""
         raise UserError(
-            f"runs are not comparable: {result.incomparable[0]}{more}; "
+            f"runs are not comparable: {incomparable[0]}{more}; "
             "--allow-incomparable shows them flagged"
         )
-    return result
 
 
 def _experiment_defaults(
@@ -494,6 +505,22 @@ def compare_runs(
             "compact one",
         ),
     ] = False,
+    pair_by: Annotated[
+        str | None,
+        typer.Option(
+            "--pair-by",
+            help="one of the --group-by keys: within each value of the others (a topology), "
+            "its --baseline-value against each other value, per workload, in one table (one "
+            "--metric, default throughput): the studies' AWS-vs-OpenStack layout",
+        ),
+    ] = None,
+    baseline_value: Annotated[
+        str | None,
+        typer.Option(
+            "--baseline-value",
+            help="with --pair-by: the value the others are compared with (e.g. aws)",
+        ),
+    ] = None,
     target: Target,
 ) -> None:
     """Per configuration a headline against the baseline, then per workload and metric the
@@ -503,8 +530,25 @@ def compare_runs(
     default), Hedges' g and a benchstat-style verdict ("~" where the change is not significant
     after adjustment). Trials judged invalid are left out unless --include-invalid. An
     experiment (experiment/NAME) brings its runs, grouped by cell, against its baseline cell.
-    One configuration alone (nothing to compare it with) is shown as the full table."""
+    One configuration alone (nothing to compare it with) is shown as the full table.
+    --pair-by: the paired table instead (Hedges' g with the small-sample correction)."""
     r = target.resolver()
+    if pair_by is not None or baseline_value is not None:
+        _pairs_check(how, pair_by, baseline_value)
+        runs = r.resolve(refs)
+        paired = _paired(
+            r, refs, runs, how, pair_by=pair_by or "", baseline_value=baseline_value or ""
+        )
+        writers = {
+            ListFormat.json: render.pairs_json,
+            ListFormat.csv: render.pairs_csv,
+            ListFormat.markdown: render.pairs_markdown,
+        }
+        if output in writers:
+            sys.stdout.write(writers[output](paired))
+        else:
+            console().print(render.pairs_table(paired))
+        return
     runs = r.resolve(refs)
     result = _comparison(r, refs, runs, how)
     differences = _provenance_differences(result, runs)
@@ -523,6 +567,42 @@ def compare_runs(
             console().print(shards)
         for line in render.provenance_differences(differences, result.baseline):
             console().print(line)
+
+
+def _pairs_check(how: Comparing, pair_by: str | None, baseline_value: str | None) -> None:
+    """The paired table's options, refused before anything is read."""
+    if pair_by is None:
+        raise UserError("--baseline-value needs --pair-by (the key whose values it names)")
+    if baseline_value is None:
+        raise UserError(f"--pair-by {pair_by} needs --baseline-value (one of its values)")
+    if how.group_by is None:
+        raise UserError(f"--pair-by {pair_by} needs --group-by with {pair_by} among its keys")
+    if how.baseline is not None:
+        raise UserError("--baseline names a configuration; with --pair-by use --baseline-value")
+    if len(how.metric or ()) > 1:
+        raise UserError("--pair-by draws one metric a table: give --metric once")
+
+
+def _paired(
+    r: sources.Resolver,
+    refs: list[str],
+    runs: list[sources.LoadedRun],
+    how: Comparing,
+    *,
+    pair_by: str,
+    baseline_value: str,
+) -> compare.Pairs:
+    _, _, varied = _experiment_defaults(r, refs, how.group_by, None)
+    result = compare.pairs(
+        [compare.RunInput(x.key, x.run) for x in runs],
+        group_by=how.group_by or "",
+        pair_by=pair_by,
+        baseline_value=baseline_value,
+        metric=(how.metric or ["throughput"])[0],
+        **_method(how, varied),
+    )
+    _refuse_incomparable(result.incomparable, how)
+    return result
 
 
 def _provenance_differences(

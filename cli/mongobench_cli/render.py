@@ -287,6 +287,132 @@ def compare_compact(result: compare.Comparison) -> Constrain:
     return Constrain(Group(*parts), width=COMPACT_WIDTH)
 
 
+# --- the paired table (compare --pair-by): a study's AWS-vs-OpenStack layout -----------------
+
+
+def pairs_heading(result: compare.Pairs) -> str:
+    other = ", ".join(result.values)
+    return (
+        f"{result.metric}: {other} against {result.baseline_value} ({result.pair_by}) per "
+        f"{','.join(result.topology_keys) or 'configuration'} and workload; verdict by "
+        f"{_test_name(result.test)}, alpha {result.alpha}, {_pairs_adjustment(result)}"
+    )
+
+
+def _pairs_adjustment(result: compare.Pairs) -> str:
+    if result.family == 0:
+        return "no pair had the valid trials for a verdict"
+    family = f"the {result.family} pair{'' if result.family == 1 else 's'} of this table"
+    if result.adjust == "none":
+        return f"no adjustment for {family}"
+    return f"{stats.ADJUSTMENT_NAMES[result.adjust]} across {family}"
+
+
+# The study reported g without J; at its 5 + 5 repetitions that overstates the effect by 1/J.
+_STUDY_DF = 8
+
+
+def pairs_legend(result: compare.Pairs) -> list[str]:
+    conf = f"{100 * result.confidence:.0f}%"
+    unit = "percentage points" if result.metric == "cpu" else f"% of {result.baseline_value}'s mean"
+    return [
+        f"change: {' / '.join(result.values)} minus {result.baseline_value}, in {unit}, with its "
+        f"{conf} interval ("
+        + (
+            "Welch-Satterthwaite)"
+            if result.metric == "cpu"
+            else "Fieller's, the ratio of two uncertain means)"
+            if result.ci == "parametric"
+            else "percentile bootstrap)"
+        ),
+        "g: Hedges' g with the small-sample correction J (pooled SD); the study's g lacked J, "
+        f"which overstates the effect by a factor 1/J ({1 / stats.hedges_j(_STUDY_DF):.2f} at "
+        "5 + 5 repetitions); -o csv|json give both",
+        *(
+            ["cpu: the database nodes' busy %, averaged over the nodes, as the study's dstat"]
+            if result.metric == "cpu"
+            else []
+        ),
+    ]
+
+
+def _change_and_interval(row: compare.Row) -> tuple[str, str]:
+    """compare's change text ("+12.1% [+8.0, +16.2]") as its two columns."""
+    change, _, interval = row.change_text().partition(" [")
+    return change, f"[{interval}" if interval else ""
+
+
+def pairs_table(result: compare.Pairs) -> Constrain:
+    """The paired table within COMPACT_WIDTH columns: rows topology x workload, the two means,
+    the change with its interval, g and the verdict; the method and the legend around it."""
+    conf = f"{100 * result.confidence:.0f}%"
+    several = len(result.values) > 1
+    unit = result.pairs[0].row.metric.unit if result.pairs else ""
+    table = Table(box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), pad_edge=False, show_edge=False)
+    if result.topology_keys:
+        table.add_column(",".join(result.topology_keys), overflow="fold")
+    table.add_column("workload", overflow="fold")
+    if several:
+        table.add_column(result.pair_by, overflow="fold")
+    table.add_column(f"{result.baseline_value} ({unit})", justify="right", no_wrap=True)
+    table.add_column("other" if several else result.values[0], justify="right", no_wrap=True)
+    for col in ("change", f"{conf} CI", "g"):
+        table.add_column(col, justify="right", no_wrap=True)
+    table.add_column("verdict", overflow="fold")
+    previous: tuple[tuple[str, str], ...] | None = None
+    for p in result.pairs:
+        if previous is not None and previous != p.topology:
+            table.add_section()
+        topology = ",".join(f"{k}={v}" for k, v in p.topology)
+        change, interval = _change_and_interval(p.row)
+        cells = [
+            *([topology if p.topology != previous else ""] if result.topology_keys else []),
+            p.label,
+            *([p.value] if several else []),
+            num(p.base.summary.mean),
+            num(p.row.summary.mean),
+            change,
+            interval,
+            _g(p.row),
+        ]
+        previous = p.topology
+        table.add_row(*(Text(c) for c in cells), _verdict_text(p.row, p.row.outcome()))
+    parts: list[Any] = [Text(pairs_heading(result), style="dim"), Text(""), table, Text("")]
+    parts += [Text(line, style="dim") for line in pairs_legend(result)]
+    notes = [*(f"not comparable: {r}" for r in result.incomparable), *result.notes]
+    parts += [Text(line, style="yellow") for line in notes]
+    if any(p.row.significant is False and _clear_of_zero(p.row) for p in result.pairs):
+        parts.append(
+            Text(
+                "an interval clear of 0 with no difference: each interval is on its own, the "
+                f"verdicts are adjusted together ({_pairs_adjustment(result)})",
+                style="dim",
+            )
+        )
+    parts.append(
+        Text("-o csv|json|markdown: every column (n, SD, p-values, g without J)", style="dim")
+    )
+    return Constrain(Group(*parts), width=COMPACT_WIDTH)
+
+
+def pairs_notes(result: compare.Pairs) -> list[str]:
+    lines = [pairs_heading(result), *pairs_legend(result)]
+    return [*lines, *(f"not comparable: {r}" for r in result.incomparable), *result.notes]
+
+
+def pairs_csv(result: compare.Pairs) -> str:
+    return csv_text(result.records(), comments=pairs_notes(result))
+
+
+def pairs_json(result: compare.Pairs) -> str:
+    return json.dumps(result.to_dict(), indent=2, default=_json_default) + "\n"
+
+
+def pairs_markdown(result: compare.Pairs) -> str:
+    notes = [f"{_md(line)}  " for line in pairs_notes(result)]
+    return "\n".join(notes) + "\n\n" + rows_markdown(result.records())
+
+
 def _clear_of_zero(row: compare.Row) -> bool:
     """The row's change interval lies on one side of zero."""
     d = row.difference

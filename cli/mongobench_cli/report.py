@@ -6,7 +6,8 @@ Figures (matplotlib, Agg backend, no display needed):
 - latency percentile curves per workload and operation from the HDR histograms of every
   measured step of a configuration, summed exactly (mongobench_results.hdr);
 - CPU per node for each step (busy % over each step's window; a time series where the
-  archive's resources carry one);
+  archive's resources carry one); per configuration, CPU averaged over the database nodes per
+  workload over time, every trial of every run (the studies' dstat figure);
 - scaling: a metric against shards, members, mongos or version when the configurations differ
   in exactly that one dimension;
 - loads: the time to load per configuration, and against each numeric dimension in which the
@@ -505,6 +506,78 @@ def cpu_figures(figs: _Figures, result: compare.Comparison, runs: dict[str, Load
                     else " (solid: database nodes, dashed: client nodes)"
                 ),
             )
+
+
+@dataclass(frozen=True)
+class Trace:
+    """One trial's CPU averaged over the database nodes: seconds since the step started."""
+
+    run: str
+    repetition: int | None
+    points: list[tuple[float, float]]
+
+
+def node_average_cpu(
+    config: compare.Configuration, runs: Mapping[str, LoadedRun]
+) -> dict[str, list[Trace]]:
+    """workload -> a trace per measured step of every run of the configuration: at each sample
+    the mean busy % of the step's database nodes (records.node_average). Steps without a raw
+    series (archives keep them in resources.json) have no trace."""
+    out: dict[str, list[Trace]] = {}
+    for r in config.runs:
+        for s in records.measured(r.run):
+            try:
+                res = runs[r.key].resources(s.index) or {}
+            except SourceError:
+                continue
+            nodes = (res.get("cpuSeries") or {}).get("nodes") or {}
+            database = {
+                n: records.cpu_busy_series(nodes[n])
+                for n in records.database_nodes(s)
+                if n in nodes
+            }
+            average = records.node_average(database)
+            if not average or s.workload is None:
+                continue
+            origin = s.start.timestamp() if s.start else average[0][0]
+            points = [(t - origin, v) for t, v in average]
+            out.setdefault(str(s.workload), []).append(Trace(r.key, s.repetition, points))
+    return out
+
+
+def node_average_cpu_figures(
+    figs: _Figures, result: compare.Comparison, runs: Mapping[str, LoadedRun]
+) -> None:
+    """Per configuration, the study's CPU figure: CPU averaged over the database nodes per
+    workload over time, every trial of every run (thin) and their mean (thick)."""
+    for config in result.configurations:
+        traces = node_average_cpu(config, runs)
+        if not traces:
+            continue
+        fig, ax = plt.subplots(figsize=(8, 3.6))
+        colors = plt.get_cmap("tab10")
+        for i, (workload, trials) in enumerate(sorted(traces.items())):
+            color = colors(i % 10)
+            for tr in trials:
+                ax.plot(*zip(*tr.points, strict=True), lw=0.6, alpha=0.35, color=color)
+            mean = records.mean_trace([tr.points for tr in trials])
+            ax.plot(
+                *zip(*mean, strict=True), lw=2, color=color, label=f"{workload} ({len(trials)})"
+            )
+        ax.set_xlabel("seconds since the step started")
+        ax.set_ylabel("CPU busy, mean of the database nodes (%)")
+        ax.set_ylim(0, 100)
+        ax.set_title(f"{config.name}: CPU averaged over the database nodes", fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, title="workload (trials)", title_fontsize=7, loc="upper right")
+        figs.save(
+            fig,
+            f"cpu-average-{_safe(config.name)}",
+            "CPU",
+            f"{config.name}: CPU busy averaged over the database nodes at each sample, per "
+            f"workload over time; every trial of its {len(config.runs)} run(s) (thin) and their "
+            "mean (thick)",
+        )
 
 
 OVERLAY_NODES = 4  # database nodes shown, one panel each
@@ -1162,6 +1235,7 @@ def write(
     curves = percentile_figures(figs, result, by_key)
     role_cpu_figure(figs, result)
     cpu_figures(figs, result, by_key)
+    node_average_cpu_figures(figs, result, by_key)
     cpu_overlay_figure(figs, result, by_key)
     deploy_figure(figs, experiments)
     knee_table = knee_figures(figs, runs)

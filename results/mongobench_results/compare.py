@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, Unpack
 
 from mongobench_results import records, stats
 
@@ -902,3 +902,227 @@ def measured_once(result: Comparison) -> list[str]:
 def headlines(result: Comparison) -> list[str]:
     """A headline per configuration other than the baseline, in the table's order."""
     return [headline(result, c) for c in result.configurations if c.name != result.baseline]
+
+
+# --- pairs across a dimension (a study's AWS-vs-OpenStack table) --------------------------------
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One row of a paired table: within one topology (the --group-by keys but the paired one),
+    a workload's metric on the baseline value and on another value of the paired key."""
+
+    topology: tuple[tuple[str, str], ...]
+    value: str  # the paired key's value compared with the baseline value
+    base: Row
+    row: Row
+
+    @property
+    def label(self) -> str:
+        """The workload, with the operation for a latency ("a READ")."""
+        op = self.row.metric.id.rsplit(" ", 1)[0] if self.row.metric.unit == "us" else ""
+        return f"{self.row.workload} {op}".strip()
+
+    def uncorrected_g(self) -> float | None:
+        """Cohen's d with the pooled SD: Hedges' g without the small-sample correction J, the
+        effect size the studies reported."""
+        d = self.row.difference
+        if d is None or d.hedges_g is None:
+            return None
+        return d.hedges_g / stats.hedges_j(d.n_base + d.n_new - 2)
+
+    def to_dict(self, pair_by: str, baseline_value: str) -> dict[str, Any]:
+        b, r, d = self.base.summary, self.row.summary, self.row.difference
+        rel_ci = d.relative_ci if d else None
+        out: dict[str, Any] = dict(self.topology)
+        out |= {
+            "workload": self.row.workload,
+            "metric": self.row.metric.id,
+            "unit": self.row.metric.unit,
+            pair_by: self.value,
+            f"{baseline_value} n": b.n,
+            f"{baseline_value} mean": b.mean,
+            f"{baseline_value} sd": b.sd,
+            f"{self.value} n": r.n,
+            f"{self.value} mean": r.mean,
+            f"{self.value} sd": r.sd,
+            "change": self.row.change_text(),
+            "delta": d.delta if d else None,
+            "deltaCiLow": d.ci_low if d else None,
+            "deltaCiHigh": d.ci_high if d else None,
+            "relative": d.relative if d else None,
+            "relativeCiLow": rel_ci[0] if rel_ci else None,
+            "relativeCiHigh": rel_ci[1] if rel_ci else None,
+            "hedgesG": d.hedges_g if d else None,
+            "hedgesGUncorrected": self.uncorrected_g(),
+            "p": self.row.p,
+            "pAdjusted": self.row.p_adjusted,
+            "verdict": self.row.outcome(),
+            "validity": self.row.validity.text(),
+            "baselineValidity": self.base.validity.text(),
+            "flags": "; ".join(self.row.flags),
+        }
+        return out
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """A paired table: one metric, rows = topology x workload, the baseline value against each
+    other value of the paired key, its p-values adjusted together (one family)."""
+
+    pair_by: str
+    baseline_value: str
+    values: tuple[str, ...]  # the other values of the paired key, in order first seen
+    topology_keys: tuple[str, ...]
+    metric: str
+    pairs: list[Pair]
+    alpha: float
+    confidence: float
+    test: Test
+    adjust: Adjust
+    ci: IntervalKind
+    incomparable: list[str]
+    notes: list[str]
+
+    @property
+    def family(self) -> int:
+        return sum(1 for p in self.pairs if p.row.p_adjusted is not None)
+
+    def records(self) -> list[dict[str, Any]]:
+        return [p.to_dict(self.pair_by, self.baseline_value) for p in self.pairs]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pairBy": self.pair_by,
+            "baselineValue": self.baseline_value,
+            "values": list(self.values),
+            "topologyKeys": list(self.topology_keys),
+            "metric": self.metric,
+            "alpha": self.alpha,
+            "confidence": self.confidence,
+            "test": self.test,
+            "adjust": self.adjust,
+            "family": self.family,
+            "incomparable": self.incomparable,
+            "notes": self.notes,
+            "rows": self.records(),
+        }
+
+
+def _in_paired_table(metric: Metric, wanted: str) -> bool:
+    """The rows of one metric as the studies tabulate it: the database nodes' CPU (not the
+    clients'), a load's throughput (not its time to load), each operation's latency."""
+    if wanted == "cpu":
+        return metric.id == "cpu database"
+    if wanted in LATENCY_STATS:
+        return metric.id.endswith(f" {wanted}")
+    return metric.id == wanted
+
+
+class Method(TypedDict, total=False):
+    """compare's keywords of method (defaults as compare's), passed on by `pairs`."""
+
+    alpha: float
+    confidence: float
+    test: Test
+    adjust: Adjust
+    ci: IntervalKind
+    include_invalid: bool
+    varied: Sequence[str]
+
+
+def _other_values(
+    configs: Sequence[Configuration], pair_by: str, baseline_value: str
+) -> tuple[str, ...]:
+    """The paired key's values other than the baseline's, in order first seen."""
+    values = list(dict.fromkeys(dict(c.group)[pair_by] for c in configs))
+    if baseline_value not in values:
+        raise ComparisonError(
+            f"--baseline-value {baseline_value!r} is no run's {pair_by} ({', '.join(values)})"
+        )
+    others = tuple(v for v in values if v != baseline_value)
+    if not others:
+        raise ComparisonError(f"nothing to pair: every run has {pair_by}={baseline_value}")
+    return others
+
+
+def pairs(
+    runs: Sequence[RunInput],
+    *,
+    group_by: str,
+    pair_by: str,
+    baseline_value: str,
+    metric: str = "throughput",
+    **method: Unpack[Method],
+) -> Pairs:
+    """Within each topology (the values of the --group-by keys other than `pair_by`), the
+    configuration whose `pair_by` is `baseline_value` against each other one, per workload: the
+    study's AWS-vs-OpenStack table in one call. Each topology is compared on its own (its
+    comparability, its baseline); the verdicts are decided over the whole table (one family)."""
+    keys = group_keys(group_by)
+    if pair_by not in keys:
+        raise ComparisonError(
+            f"--pair-by {pair_by!r} is not among the --group-by keys ({', '.join(keys)})"
+        )
+    if metric not in METRIC_CHOICES:
+        raise ComparisonError(f"unknown metric {metric!r}: choose from {', '.join(METRIC_CHOICES)}")
+    configs = configurations(runs, group_by)
+    others = _other_values(configs, pair_by, baseline_value)
+    by_topology: dict[tuple[tuple[str, str], ...], list[Configuration]] = {}
+    for c in configs:
+        by_topology.setdefault(tuple(kv for kv in c.group if kv[0] != pair_by), []).append(c)
+    tables: list[tuple[tuple[tuple[str, str], ...], Comparison]] = []
+    for topology, members in by_topology.items():
+        base = [c for c in members if dict(c.group)[pair_by] == baseline_value]
+        if not base:
+            where = ",".join(f"{k}={v}" for k, v in topology) or "the runs"
+            raise ComparisonError(f"{where}: no run with {pair_by}={baseline_value} to pair with")
+        result = compare(
+            [r for c in members for r in c.runs],
+            baseline=base[0].name,
+            group_by=group_by,
+            metrics=(metric,),
+            **(method | {"adjust": "none"}),  # decided below, over the whole table
+        )
+        tables.append((topology, result))
+    # One family: the p-values of the table's rows (only theirs) adjusted together. A load
+    # measured once a run has no verdict to give: left out, as from compare's compact table.
+    shown = [
+        [
+            r
+            for r in t.rows
+            if _in_paired_table(r.metric, metric) and r.workload not in measured_once(t)
+        ]
+        for _, t in tables
+    ]
+    alpha = method.get("alpha", stats.DEFAULT_ALPHA)
+    adjust = method.get("adjust", DEFAULT_ADJUST)
+    decided = iter(_decide([r for rows in shown for r in rows], alpha, adjust))
+    out: list[Pair] = []
+    incomparable: list[str] = []
+    notes: list[str] = []
+    for (topology, result), table in zip(tables, shown, strict=True):
+        rows = [next(decided) for _ in table]
+        value_of = {c.name: dict(c.group)[pair_by] for c in result.configurations}
+        bases = {(r.workload, r.metric.id): r for r in rows if r.baseline}
+        for r in rows:
+            base_row = bases.get((r.workload, r.metric.id))
+            if not r.baseline and base_row is not None:
+                out.append(Pair(topology, value_of[r.configuration], base_row, r))
+        incomparable += result.incomparable
+        notes += result.notes
+    return Pairs(
+        pair_by=pair_by,
+        baseline_value=baseline_value,
+        values=others,
+        topology_keys=tuple(k for k in keys if k != pair_by),
+        metric=metric,
+        pairs=out,
+        alpha=alpha,
+        confidence=method.get("confidence", stats.DEFAULT_CONFIDENCE),
+        test=method.get("test", "welch"),
+        adjust=adjust,
+        ci=method.get("ci", "parametric"),
+        incomparable=sorted(set(incomparable)),
+        notes=notes,
+    )

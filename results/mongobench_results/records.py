@@ -335,6 +335,38 @@ def cpu_busy_series(
     ]
 
 
+DATABASE_ROLES = ("cluster", "both")  # a step's cpu.nodes roles that carry the database
+
+
+def database_nodes(step: StepView) -> list[str]:
+    """The nodes of a step's CPU figures that ran the database (a client node is not one)."""
+    return [
+        str(n["name"])
+        for n in (step.cpu or {}).get("nodes") or []
+        if n.get("role") in DATABASE_ROLES
+    ]
+
+
+def node_average(series: Mapping[str, Sequence[tuple[float, float]]]) -> list[tuple[float, float]]:
+    """Per-node busy % series ({node: [(t, busy)]}) as one: at each sample time, the mean over
+    the nodes with a sample then (the active ones), as the studies averaged dstat's nodes."""
+    at: dict[float, list[float]] = {}
+    for points in series.values():
+        for t, busy in points:
+            at.setdefault(t, []).append(busy)
+    return [(t, sum(v) / len(v)) for t, v in sorted(at.items())]
+
+
+def mean_trace(traces: Sequence[Sequence[tuple[float, float]]]) -> list[tuple[float, float]]:
+    """Several trials' series (t in seconds since each trial's start) as their mean at each
+    whole second, where any trial has a sample."""
+    at: dict[float, list[float]] = {}
+    for points in traces:
+        for t, v in points:
+            at.setdefault(float(round(t)), []).append(v)
+    return [(t, sum(v) / len(v)) for t, v in sorted(at.items())]
+
+
 def littles_law(result: Mapping[str, Any]) -> Mapping[str, Any]:
     return result.get("littlesLaw") or {}
 

@@ -19,6 +19,7 @@ its longest study.
 from __future__ import annotations
 
 import copy
+import json
 import os
 import re
 import subprocess
@@ -189,16 +190,21 @@ def finished(plane: Plane, running: Running, study: Study) -> dict[str, Any]:
         api.close()  # type: ignore[no-untyped-call]
 
 
-def report(plane: Plane, running: Running, study: Study, out: Path, *args: str) -> str:
-    """`mongobench report` of the study, as its README says; the HTML page."""
+def mongobench(plane: Plane, running: Running, study: Study, command: str, *args: str) -> str:
+    """`mongobench COMMAND` of the study's experiment (or run) on a wide terminal; its output."""
     ref = f"experiment/{study.name}" if study.kind == "benchmarkexperiments" else study.name
     done = subprocess.run(
-        [str(MONGOBENCH), "report", ref, "-n", running.namespaces[study.folder], "-o", str(out),
-         *args],
+        [str(MONGOBENCH), command, ref, "-n", running.namespaces[study.folder], *args],
         capture_output=True, text=True, check=False, timeout=900,
         env={**os.environ, "KUBECONFIG": str(plane.kubeconfig), "COLUMNS": "250"},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def report(plane: Plane, running: Running, study: Study, out: Path, *args: str) -> str:
+    """`mongobench report` of the study, as its README says; the HTML page."""
+    mongobench(plane, running, study, "report", "-o", str(out), *args)
     return (out / "report.html").read_text()
 
 
@@ -238,6 +244,28 @@ def test_study_1_throughput_per_workload_per_configuration(
         "platform=kind,shards=1,members=1",
         "platform=kind,shards=2,members=1",
     ]
+    # The study's tables (README: pairs across the platform): one platform on this plane, so
+    # the same command pairs across shards, 1 against 2, checking the layout, not the numbers
+    # (one repetition here: no verdict). Rows: the other keys x workload, the load left out.
+    pairing = ("--group-by", grouping, "--pair-by", "shards", "--baseline-value", "1")
+    for metric, shown in (("throughput", "throughput"), ("cpu", "cpu database")):
+        doc = json.loads(
+            mongobench(plane, studies, s, "compare", *pairing, "--metric", metric, "-o", "json")
+        )
+        assert (doc["pairBy"], doc["values"], doc["topologyKeys"]) == (
+            "shards", ["2"], ["platform", "members"]
+        )  # fmt: skip
+        rows = doc["rows"]
+        assert [(r["platform"], r["members"], r["workload"], r["metric"]) for r in rows] == [
+            ("kind", "1", w, shown) for w in ("a", "c")
+        ]
+        assert {"1 mean", "2 mean", "change", "hedgesG", "hedgesGUncorrected"} <= set(rows[0])
+    lines = mongobench(plane, studies, s, "compare", *pairing).splitlines()
+    assert max(map(len, lines)) <= 100
+    header = next(line for line in lines if line.startswith("platform,members"))
+    assert header.split() == [
+        "platform,members", "workload", "1", "(ops/s)", "2", "change", "95%", "CI", "g", "verdict"
+    ]  # fmt: skip
 
 
 @pytest.mark.timeout(1800)
