@@ -29,6 +29,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -37,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pymongo import MongoClient
 
 from localplane.executor import pod_executor
 from localplane.ferretdb import running_ferretdb
@@ -83,6 +85,9 @@ def check_pieces() -> None:
         raise Missing("missing: " + "; ".join(problems))
 
 
+# Adaptive repetitions: at least --repetitions trials a workload, then more until the throughput's
+# 95% interval is within +-10% of its mean, or --max-repetitions.
+TARGET_HALF_WIDTH = 0.10
 # Each client container's CPU limit: the clients are judged against their own cgroup (ClientBound
 # at 90% of it), not against this machine, whose CPU the database shares.
 CLIENT_CPU = "1"
@@ -102,43 +107,30 @@ WHY = (
 
 @dataclass(frozen=True)
 class Config:
-    name: str  # the configuration: the runs' label `config`, the comparison's row
+    name: str  # the BenchmarkRun
     secret: str  # the Secret with its database's URI
     backend: str  # sqlite | postgresql
     what: str  # one line for the terminal
 
 
-# The baseline, the configuration under test, and the baseline again: an A/A twin, which must come
-# out "no difference".
+# The baseline, the configuration under test, and the baseline again: an A/A twin after both, so
+# that a drift of this machine over the demo shows as a "difference" where there can be none.
 CONFIGS = (
-    Config("sqlite", "ferretdb-sqlite", "sqlite", "FerretDB on SQLite (the baseline)"),
-    Config("postgresql", "ferretdb-postgresql", "postgresql", "FerretDB on PostgreSQL"),
-    Config("sqlite-again", "ferretdb-sqlite", "sqlite", "FerretDB on SQLite again (A/A twin)"),
+    Config("demo-sqlite", "ferretdb-sqlite", "sqlite", "FerretDB on SQLite (the baseline)"),
+    Config("demo-postgresql", "ferretdb-postgresql", "postgresql", "FerretDB on PostgreSQL"),
+    Config("demo-sqlite-again", "ferretdb-sqlite", "sqlite", "FerretDB on SQLite again (A/A twin)"),
 )
 
 
-def rounds(count: int) -> list[list[Config]]:
-    """Each round runs every configuration once, in an order rotated round by round (a Latin
-    square over three rounds): run one after the other, the configurations first measured
-    SQLite 20-30% slower than its A/A twin measured minutes later (this machine and its servers
-    drift), a bias rounds spread over every configuration alike."""
-    return [[CONFIGS[(r + i) % len(CONFIGS)] for i in range(len(CONFIGS))] for r in range(count)]
-
-
-def run_name(config: Config, round_: int) -> str:
-    return f"demo-r{round_}-{config.name}"
-
-
-def run_manifest(config: Config, round_: int, args: argparse.Namespace) -> Any:
-    name = run_name(config, round_)
+def run_manifest(config: Config, args: argparse.Namespace) -> Any:
     return {
         "apiVersion": "mongobench.io/v1alpha1",
         "kind": "BenchmarkRun",
-        "metadata": {"name": name},
+        "metadata": {"name": config.name},
         "spec": {
             "uriSecretRef": {"name": config.secret, "key": "uri"},
             # An external database is used as it is (nothing dropped): each run loads its own.
-            "database": name.replace("-", "_"),
+            "database": config.name.replace("-", "_"),
             "workloads": [{"name": w} for w in args.workloads],
             "load": {"recordCount": args.records, "threads": 2},
             # Bounded by time: every trial measures the same window, long enough for the
@@ -157,9 +149,19 @@ def run_manifest(config: Config, round_: int, args: argparse.Namespace) -> Any:
                 "statusIntervalSeconds": 2,
             },
             "repetitions": args.repetitions,
-            # An invalid trial is run again at once (the invalid one stays in status): a round's
-            # one trial per workload is then most often a valid one.
+            # An invalid trial is run again at once (the invalid one stays in status).
             "validity": {"rerunInvalid": 1},
+            **(
+                {
+                    "repeatUntil": {
+                        "metric": "throughput",
+                        "relativeHalfWidth": TARGET_HALF_WIDTH,
+                        "maxRepetitions": args.max_repetitions,
+                    }
+                }
+                if args.max_repetitions > args.repetitions
+                else {}
+            ),
             "clients": {
                 "parallelism": 1,
                 "resources": {"requests": {"cpu": "500m"}, "limits": {"cpu": CLIENT_CPU}},
@@ -168,7 +170,7 @@ def run_manifest(config: Config, round_: int, args: argparse.Namespace) -> Any:
                 # the first tier alone is at speed within a second or two.
                 "jvmOptions": ["-XX:TieredStopAtLevel=1"],
             },
-            "labels": {"demo": "backend", "config": config.name, "backend": config.backend},
+            "labels": {"demo": "backend", "backend": config.backend},
         },
     }
 
@@ -186,19 +188,6 @@ def judged(plane: Plane, name: str) -> list[str]:
     ]
 
 
-def trial_counts(plane: Plane, names: list[str]) -> tuple[int, int]:
-    """(valid, judged) trials over the runs: the share a person reads first."""
-    valid = judged_count = 0
-    for name in names:
-        out = plane.kubectl("get", "benchmarkrun", name, "-n", NS, "-o", "json")
-        for step in json.loads(out.stdout).get("status", {}).get("steps", []):
-            verdict = step.get("validity")
-            if step.get("kind") == "run" and verdict:
-                judged_count += 1
-                valid += bool(verdict.get("valid"))
-    return valid, judged_count
-
-
 def cli(kubeconfig: Path, *args: str, check: bool = True) -> int:
     """The user's CLI, as a user runs it (its output goes to this terminal)."""
     env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
@@ -206,6 +195,37 @@ def cli(kubeconfig: Path, *args: str, check: bool = True) -> int:
     if check and code != 0:
         raise RuntimeError(f"`mongobench {' '.join(args)}` exited {code}")
     return code
+
+
+# Fresh servers were slower for their first minutes: run one after the other, the baseline (first)
+# measured 20-30% below its A/A twin (last). Reads and updates on a throwaway database first.
+SERVER_WARMUP_SECONDS = 30
+
+
+def warm_servers(uris: list[str], seconds: float) -> None:
+    """Reads and updates by _id on a throwaway collection of each server, all at once."""
+
+    def warm(uri: str) -> None:
+        client: MongoClient[dict[str, Any]]
+        with MongoClient(uri, serverSelectionTimeoutMS=10_000) as client:
+            docs = client.demo_warmup.usertable
+            docs.drop()
+            fields = {f"field{j}": "x" * 100 for j in range(10)}
+            docs.insert_many([{"_id": f"user{i}", **fields} for i in range(1000)])
+            until = time.monotonic() + seconds
+            i = 0
+            while time.monotonic() < until:
+                key = f"user{(i * 7919) % 1000}"
+                docs.find_one({"_id": key})
+                docs.update_one({"_id": key}, {"$set": {"field0": f"y{i}"}})
+                i += 1
+            client.drop_database("demo_warmup")
+
+    threads = [threading.Thread(target=warm, args=(uri,)) for uri in uris]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
 
 
 def node_aliases(plane: Plane) -> str:
@@ -243,6 +263,8 @@ def embedded(work: Path, keep: bool) -> Iterator[tuple[Plane, str]]:
             )
         # The Secrets' URIs are this machine's loopback already: nothing to rewrite.
         stack.enter_context(pod_executor(plane, NS, uri_rewrite=lambda uri: uri))
+        say(f"warming both servers for {SERVER_WARMUP_SECONDS} s (not measured)")
+        warm_servers([fdb.uri for fdb in servers.values()], SERVER_WARMUP_SECONDS)
         operator = start_operator(
             plane.kubeconfig,
             [NS],
@@ -271,8 +293,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m localplane.demo", description=__doc__)
     parser.add_argument("--keep", action="store_true", help="keep everything up until Ctrl-C")
     parser.add_argument("--workloads", default="ac")
-    parser.add_argument("--rounds", type=int, default=3, help="each runs every configuration")
-    parser.add_argument("--repetitions", type=int, default=1, help="trials a workload a run")
+    parser.add_argument("--repetitions", type=int, default=3, help="the minimum per workload")
+    parser.add_argument(
+        "--max-repetitions",
+        type=int,
+        default=0,
+        help="more trials until the throughput's interval is within +-10%% (adaptive)",
+    )
     parser.add_argument("--records", type=int, default=1000)
     parser.add_argument("--seconds", type=int, default=20, help="each trial's measured window")
     parser.add_argument("--threads", type=int, default=1, help="YCSB threads of the client")
@@ -291,45 +318,42 @@ def main(argv: list[str] | None = None) -> int:
     work = DEMO / "work"
     report = DEMO / "report"
     export = DEMO / "export"
-    plan = rounds(args.rounds)
-    names = [run_name(c, r) for r, configs in enumerate(plan, 1) for c in configs]
+    names = [c.name for c in CONFIGS]
+    maximum = max(args.max_repetitions, args.repetitions)
     say(f"the question: is FerretDB faster on PostgreSQL than on SQLite? {WHY}")
-    say(
-        f"{args.rounds} rounds, each running every configuration once (the order rotates): "
-        f"workloads {args.workloads.upper()}, {args.repetitions} trial(s) of {args.seconds} s "
-        f"after {WARMUP_SECONDS} s of unmeasured reads, 1 client x {args.threads} "
-        f"thread{'s' if args.threads > 1 else ''}"
-    )
     try:
         with embedded(work, args.keep) as (plane, _):
-            for round_, configs in enumerate(plan, 1):
-                for config in configs:
-                    name = run_name(config, round_)
-                    manifest = run_manifest(config, round_, args)
-                    plane.kubectl("apply", "-n", NS, "-f", "-", input=yaml.safe_dump(manifest))
-                    say(f"round {round_}: BenchmarkRun {name}: {config.what}")
-                    if cli(plane.kubeconfig, "watch", name, check=False) != 0:
-                        cli(plane.kubeconfig, "describe", name, check=False)
-                        raise RuntimeError(f"BenchmarkRun {name} did not succeed (described above)")
-                    for line in judged(plane, name):
-                        say(f"  {line}")
-            valid, trials = trial_counts(plane, names)
-            pooled = ["--group-by", "config", "--baseline", CONFIGS[0].name]
-            cli(plane.kubeconfig, "report", *names, *pooled, "-o", str(report))
+            for config in CONFIGS:
+                manifest = run_manifest(config, args)
+                plane.kubectl("apply", "-n", NS, "-f", "-", input=yaml.safe_dump(manifest))
+                trials = (
+                    f"{args.repetitions} to {maximum} trials (until +-{TARGET_HALF_WIDTH:.0%})"
+                    if maximum > args.repetitions
+                    else f"{args.repetitions} trials"
+                )
+                say(
+                    f"BenchmarkRun {config.name}: {config.what}; workloads "
+                    f"{args.workloads.upper()} x {trials} of {args.seconds} s, 1 client x "
+                    f"{args.threads} thread{'s' if args.threads > 1 else ''}"
+                )
+                if cli(plane.kubeconfig, "watch", config.name, check=False) != 0:
+                    cli(plane.kubeconfig, "describe", config.name, check=False)
+                    raise RuntimeError(
+                        f"BenchmarkRun {config.name} did not succeed (described above)"
+                    )
+                for line in judged(plane, config.name):
+                    say(f"  {line}")
+            cli(plane.kubeconfig, "report", *names, "--baseline", names[0], "-o", str(report))
             cli(plane.kubeconfig, "export", *names, "-o", str(export))
             say(
                 f"done in {time.monotonic() - began:.0f}s. FerretDB stood in for MongoDB.\n"
-                f"  trials valid:  {valid} of {trials} ({valid / max(trials, 1):.0%})\n"
                 f"  report:        {report / 'report.html'}\n"
                 f"  export:        {export}\n"
                 f"  operator log:  {work / 'operator.log'}"
             )
             # The answer last, where the terminal stops.
-            say(
-                f"the answer (the runs pooled by configuration; {CONFIGS[2].name} is the A/A "
-                f"twin of {CONFIGS[0].name}):"
-            )
-            cli(plane.kubeconfig, "compare", *names, *pooled)
+            say(f"the answer ({CONFIGS[2].name} is the A/A twin of {names[0]}):")
+            cli(plane.kubeconfig, "compare", *names, "--baseline", names[0])
     except (RuntimeError, TimeoutError, subprocess.CalledProcessError) as e:
         print(f"demo: FAILED: {e} (logs under {work})", file=sys.stderr)
         return 1
