@@ -1,7 +1,7 @@
 """`make demo`: the main job on the embedded default, with no cluster and no Docker.
 
     python -m localplane.demo [--keep] [--workloads ac] [--repetitions 3] [--max-repetitions 0]
-                              [--records 1000] [--seconds 20] [--threads 1]
+                              [--records 1000] [--seconds 20] [--threads 1] [--warm-servers 30]
 
 Starts the local control plane (real kube-apiserver, etcd, controller-manager, scheduler; KWOK
 nodes), the CRDs and the operator, a real Prometheus scraping a real node-exporter, and the
@@ -14,9 +14,10 @@ BenchmarkRuns through `spec.uriSecretRef` that differ only in their database: SQ
 baseline), PostgreSQL, and SQLite again (an A/A twin, run last: a drift of this machine over the
 demo shows there as a "difference" where there can be none). Each trial is bounded by time
 (`run.durationSeconds`), one client with a CPU limit of its own, so the operator's checks judge
-the client against its limit and not against this machine, whose CPU the databases share. It
-shows `mongobench watch` for each run, writes the HTML report and an export, and ends with
-`mongobench compare` of the three. Everything stops at the end; `--keep` (make demo KEEP=1)
+the client against its limit and not against this machine, whose CPU the databases share, and
+after unmeasured reads in its own process (`run.warmupSeconds`); both servers get unmeasured load
+first (`--warm-servers`). It shows `mongobench watch` for each run, writes the HTML report and an
+export, and ends with `mongobench compare` of the three. Everything stops at the end; `--keep` (make demo KEEP=1)
 keeps it all running for kubectl until Ctrl-C.
 """
 
@@ -39,6 +40,7 @@ from typing import Any
 
 import yaml
 from pymongo import MongoClient
+from pymongo.collection import Collection
 
 from localplane.executor import pod_executor
 from localplane.ferretdb import running_ferretdb
@@ -208,7 +210,7 @@ def warm_servers(uris: list[str], seconds: float) -> None:
     def warm(uri: str) -> None:
         client: MongoClient[dict[str, Any]]
         with MongoClient(uri, serverSelectionTimeoutMS=10_000) as client:
-            docs = client.demo_warmup.usertable
+            docs: Collection[dict[str, Any]] = client.demo_warmup.usertable
             docs.drop()
             fields = {f"field{j}": "x" * 100 for j in range(10)}
             docs.insert_many([{"_id": f"user{i}", **fields} for i in range(1000)])
@@ -236,7 +238,7 @@ def node_aliases(plane: Plane) -> str:
 
 
 @contextmanager
-def embedded(work: Path, keep: bool) -> Iterator[tuple[Plane, str]]:
+def embedded(work: Path, keep: bool, warm_seconds: float) -> Iterator[tuple[Plane, str]]:
     """The whole embedded default, stopped on exit."""
     with ExitStack() as stack:
         say("starting the local control plane (kube-apiserver, etcd, scheduler, KWOK nodes) ...")
@@ -263,8 +265,8 @@ def embedded(work: Path, keep: bool) -> Iterator[tuple[Plane, str]]:
             )
         # The Secrets' URIs are this machine's loopback already: nothing to rewrite.
         stack.enter_context(pod_executor(plane, NS, uri_rewrite=lambda uri: uri))
-        say(f"warming both servers for {SERVER_WARMUP_SECONDS} s (not measured)")
-        warm_servers([fdb.uri for fdb in servers.values()], SERVER_WARMUP_SECONDS)
+        say(f"warming both servers for {warm_seconds:g} s (not measured)")
+        warm_servers([fdb.uri for fdb in servers.values()], warm_seconds)
         operator = start_operator(
             plane.kubeconfig,
             [NS],
@@ -303,6 +305,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=1000)
     parser.add_argument("--seconds", type=int, default=20, help="each trial's measured window")
     parser.add_argument("--threads", type=int, default=1, help="YCSB threads of the client")
+    parser.add_argument(
+        "--warm-servers",
+        type=float,
+        default=SERVER_WARMUP_SECONDS,
+        help="seconds of unmeasured load on both servers first",
+    )
     args = parser.parse_args(argv)
     # A stopped demo (SIGTERM, Ctrl-C) unwinds its ExitStack: nothing is left running.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -322,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     maximum = max(args.max_repetitions, args.repetitions)
     say(f"the question: is FerretDB faster on PostgreSQL than on SQLite? {WHY}")
     try:
-        with embedded(work, args.keep) as (plane, _):
+        with embedded(work, args.keep, args.warm_servers) as (plane, _):
             for config in CONFIGS:
                 manifest = run_manifest(config, args)
                 plane.kubectl("apply", "-n", NS, "-f", "-", input=yaml.safe_dump(manifest))

@@ -23,7 +23,10 @@ def test_make_demo_runs_compares_and_judges_the_three_runs(tmp_path: Path) -> No
     env = {
         **os.environ,
         "MONGOBENCH_DEMO_DIR": str(tmp_path / "demo"),
-        "DEMO_ARGS": "--workloads a --repetitions 2 --max-repetitions 3 --records 100 --seconds 10",
+        "DEMO_ARGS": (
+            "--workloads a --repetitions 2 --max-repetitions 3 --records 100 --seconds 10 "
+            "--warm-servers 2"
+        ),
     }
     done = subprocess.run(
         ["make", "--no-print-directory", "demo"],
