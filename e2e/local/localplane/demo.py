@@ -151,8 +151,6 @@ def run_manifest(config: Config, args: argparse.Namespace) -> Any:
                 "statusIntervalSeconds": 2,
             },
             "repetitions": args.repetitions,
-            # An invalid trial is run again at once (the invalid one stays in status).
-            "validity": {"rerunInvalid": 1},
             **(
                 {
                     "repeatUntil": {
