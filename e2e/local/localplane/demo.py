@@ -17,8 +17,8 @@ demo shows there as a "difference" where there can be none). Each trial is bound
 the client against its limit and not against this machine, whose CPU the databases share, and
 after unmeasured reads in its own process (`run.warmupSeconds`); both servers get unmeasured load
 first (`--warm-servers`). It shows `mongobench watch` for each run, writes the HTML report and an
-export, and ends with `mongobench compare` of the three. Everything stops at the end; `--keep` (make demo KEEP=1)
-keeps it all running for kubectl until Ctrl-C.
+export, and ends with `mongobench compare` of the three. Everything stops at the end; `--keep`
+(make demo KEEP=1) keeps it all running for kubectl until Ctrl-C.
 """
 
 from __future__ import annotations
