@@ -272,14 +272,11 @@ def delete(
     state.forget(KIND, body["metadata"]["namespace"], body["metadata"]["name"])
     state.forget(ARCHIVE_UPLOAD, body["metadata"]["namespace"], body["metadata"]["name"])
     succeeded = status.get("phase") == cond.RUN_SUCCEEDED
-    if "startTime" not in status:
-        # It never started (queued, or waiting for its cluster): the data on its target, if
-        # any, is another run's, and no cleanup policy of this one reaches it.
-        return
     try:
         parsed = BenchmarkRunSpec.parse(dict(spec))
     except SpecError as exc:
-        # Which data, where: without a spec the operator cannot tell, so it keeps it.
+        # Which data, where: without a spec the operator cannot tell, so it keeps it (and says
+        # so: the user asked for a drop).
         cleanup = spec.get("cleanup")
         asked = cleanup.get("data", "Never") if isinstance(cleanup, Mapping) else None
         if asked not in ("Never", "OnSuccess") and not succeeded:
@@ -289,6 +286,10 @@ def delete(
                 cond.EVENT_DATA_KEPT,
                 f"the spec cannot be read ({exc}): the benchmark data is left as it is",
             )
+        return
+    if "startTime" not in status:
+        # It never started (queued, or waiting for its cluster): the data on its target, if
+        # any, is another run's, and no cleanup policy of this one reaches it.
         return
     if parsed.cleanup.data == "Always" and not succeeded:
         # Best effort: an unreachable MongoDB (or a cluster whose own spec is refused) must not
