@@ -164,7 +164,7 @@ e2e-kind: ## the e2e suite on kind with real mongod (needs Docker, kind, kubectl
 e2e-kind-down: ## delete the kind cluster of e2e-kind
 	bash e2e/kind/e2e.sh down
 
-demo: setup ## the main job on the embedded default: plane, operator, Prometheus, FerretDB; two runs compared (KEEP=1 keeps it up)
+demo: setup ## the main job on the embedded default: is FerretDB faster on PostgreSQL than on SQLite? three runs compared (KEEP=1 keeps it up)
 	$(PY) -m localplane.demo $(if $(KEEP),--keep,) $(DEMO_ARGS)
 
 dev: setup ## start the local control plane with CRDs and the operator; prints the kubeconfig path

@@ -260,15 +260,19 @@ def compare_compact(result: compare.Comparison) -> Constrain:
             Text(row.change_text()),
             _verdict_text(row, row.outcome() + (" !" if row.flags else "")),
         )
-    if once:
-        table.add_section()
-        table.add_row(
-            Text(f"workload {', '.join(once)}", style="bold"),
-            Text("measured once a run: no verdict (--wide has the figures)", style="dim"),
-        )
     invalid = invalid_trial_lines(result)
     # Wrapped lines keep their indent: the reasons read as items under their heading.
-    parts += [Text(""), table, Text(""), *invalid[:1]]
+    parts += [Text(""), table]
+    if once:
+        # A line under the table: in the table's columns its words wrapped into a narrow cell.
+        parts.append(
+            Text(
+                f"workload {', '.join(once)}: measured once a run, no verdict (--wide has the "
+                "figures)",
+                style="dim",
+            )
+        )
+    parts += [Text(""), *invalid[:1]]
     parts += [Padding(t, (0, 0, 0, 2)) for t in invalid[1:]]
     notes = [*(f"not comparable: {r}" for r in result.incomparable), *result.notes]
     parts += [Text(line, style="yellow") for line in notes]

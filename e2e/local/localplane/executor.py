@@ -274,7 +274,8 @@ class PodExecutor:
     `uri_rewrite` maps each MongoDB URI found in env values and args (e.g. `rewrite_hosts(...)`).
     `image_commands` maps an image (exact, or without its tag) to its entrypoint, used when a
     container has no `command`; default `mongobench-runner`. `timeout` bounds every process;
-    `max_processes` (default: no cap) is how many run at once.
+    `max_processes` (default: no cap) is how many run at once. `cpuset`: the CPUs every container
+    runs on (a kubelet's static CPU manager gives a Guaranteed pod cores of its own); None: any.
     """
 
     def __init__(
@@ -289,8 +290,10 @@ class PodExecutor:
         workdir: Path | None = None,
         max_processes: int | None = None,
         cpu_limits: bool = True,
+        cpuset: frozenset[int] | None = None,
     ) -> None:
         self.plane = plane
+        self.cpuset = cpuset
         self.namespace = namespace
         self.uri_rewrite = uri_rewrite
         self.image_commands = dict(image_commands or {})
@@ -825,6 +828,9 @@ class PodExecutor:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # one group: the runner's JVM goes with it
             )
+        if self.cpuset:
+            # Inherited by every thread and process it starts (the runner's JVM), as a cgroup.
+            os.sched_setaffinity(proc.pid, self.cpuset)
         if group is not None:
             # Before it starts anything (the runner takes a second to start its JVM): what
             # it starts stays inside.

@@ -41,6 +41,11 @@ class Postgres:
     as_user: list[str]
 
     @property
+    def pid(self) -> int:
+        """The postmaster's process id (its pid file's first line)."""
+        return int((self.data / "postmaster.pid").read_text().split()[0])
+
+    @property
     def url(self) -> str:
         """FerretDB's --postgresql-url."""
         return f"postgres://{USER}@127.0.0.1:{self.port}/{DATABASE}"

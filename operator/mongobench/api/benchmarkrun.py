@@ -279,6 +279,11 @@ class ValidityPolicy:
     # shorter one is reported only). The window cannot be trimmed: the latency histograms
     # cover all of it.
     max_warmup_fraction: float = 0.1
+    # A level shift, or the rise that ends a warm-up, of at most this share of the level before
+    # it is reported, not NotSteady: a 10% shift moves a trial's mean at most 5% from either
+    # level, within the trial-to-trial noise of a VM (30-s trials on an idle 2-CPU machine
+    # shifted 5-15%). The runner reports no change below 5% (steady.MIN_SHIFT).
+    max_level_shift: float = 0.1
     # Little's law disagreeing with the client threads makes the step invalid.
     littles_law: bool = True
     # How often an invalid trial is run again (a new step; the invalid one stays in status).
@@ -300,6 +305,7 @@ class ValidityPolicy:
             "neighbourCpuFraction": self.neighbour_cpu_fraction,
             "errorRate": self.error_rate,
             "maxWarmupFraction": self.max_warmup_fraction,
+            "maxLevelShift": self.max_level_shift,
         }
         for name, value in shares.items():
             if not 0 <= value <= 1:

@@ -175,7 +175,9 @@ def noisy_node(policy: ValidityPolicy, profile: Mapping[str, Any] | None) -> lis
 def not_steady(
     policy: ValidityPolicy, merged: Mapping[str, Any]
 ) -> tuple[list[v.Reason], float | None]:
-    """(reasons, the longest warm-up any client saw) from the clients' own verdicts."""
+    """(reasons, the longest warm-up any client saw) from the clients' own verdicts. A change
+    of level no larger than policy.max_level_shift is reported (the warm-up) or left in the
+    client's document (a shift), not a reason; one of unknown size counts."""
     verdicts = _steadiness(merged)
     if not verdicts:
         return [], None
@@ -183,22 +185,50 @@ def not_steady(
     warmup = max(warmups) if warmups else None
     out: list[v.Reason] = []
     seconds = float(merged.get("runtimeSeconds") or 0)
-    if warmup is not None and seconds > 0 and warmup / seconds > policy.max_warmup_fraction:
-        out.append(
-            v.Reason(
-                v.NOT_STEADY,
-                f"warm-up of {warmup:g} s ({warmup / seconds:.0%} of the {seconds:.0f} s window)",
-                round(warmup / seconds, 3),
-                policy.max_warmup_fraction,
+    counted = [
+        (float(s["warmupSeconds"]), _warmup_levels(s))
+        for _, s in verdicts
+        if "warmupSeconds" in s and _beyond(policy, _warmup_levels(s))
+    ]
+    if counted and seconds > 0:
+        longest, pair = max(counted, key=lambda c: c[0])
+        if longest / seconds > policy.max_warmup_fraction:
+            size = "" if pair is None else f", {_levels_text(pair)}"
+            out.append(
+                v.Reason(
+                    v.NOT_STEADY,
+                    f"warm-up of {longest:g} s ({longest / seconds:.0%} of the {seconds:.0f} s "
+                    f"window{size})",
+                    round(longest / seconds, 3),
+                    policy.max_warmup_fraction,
+                )
             )
-        )
     for client, s in verdicts:
         shifts = list(s.get("shiftsSeconds") or ())
-        if shifts:
-            pairs = zip(shifts, _shift_levels(s), strict=True)
+        pairs = [
+            (t, pair)
+            for t, pair in zip(shifts, _shift_levels(s), strict=True)
+            if _beyond(policy, pair)
+        ]
+        if pairs:
             at = ", ".join(_shift_text(t, pair) for t, pair in pairs)
             out.append(v.Reason(v.NOT_STEADY, f"client {client}: throughput level shift at {at}"))
     return out, warmup
+
+
+def _beyond(policy: ValidityPolicy, pair: tuple[float, float] | None) -> bool:
+    """Is the change from pair[0] to pair[1] larger than the policy tolerates (unknown: yes)?"""
+    if pair is None or pair[0] <= 0:
+        return True
+    return abs(pair[1] / pair[0] - 1) > policy.max_level_shift
+
+
+def _warmup_levels(steadiness: Mapping[str, Any]) -> tuple[float, float] | None:
+    """The level a warm-up started at and the one it reached: the segments before the shifts."""
+    shifts = list(steadiness.get("shiftsSeconds") or ())
+    levels = [float(x) for x in steadiness.get("levels") or ()]
+    before = levels[: len(levels) - len(shifts)]
+    return (before[0], before[-1]) if len(before) >= 2 else None
 
 
 def _shift_levels(steadiness: Mapping[str, Any]) -> list[tuple[float, float] | None]:
@@ -216,8 +246,12 @@ def _shift_text(at: float, pair: tuple[float, float] | None) -> str:
     """ "21 s (140 -> 162 ops/s, +16%)": where, and how large (the size the user weighs)."""
     if pair is None or pair[0] <= 0:
         return f"{at:g} s"
+    return f"{at:g} s ({_levels_text(pair)})"
+
+
+def _levels_text(pair: tuple[float, float]) -> str:
     before, after = pair
-    return f"{at:g} s ({before:.0f} -> {after:.0f} ops/s, {after / before - 1:+.0%})"
+    return f"{before:.0f} -> {after:.0f} ops/s, {after / before - 1:+.0%}"
 
 
 def _steadiness(merged: Mapping[str, Any]) -> list[tuple[Any, Mapping[str, Any]]]:
