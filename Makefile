@@ -18,7 +18,7 @@ CHARTS := charts/mongobench-crds charts/mongobench
 ARGOCD_HEALTH := manifests/gitops/argocd/healthcheck
 
 .PHONY: help setup lint test test-unit test-unit-later test-packaging coverage test-protocol test-bench-jobs test-cluster \
-        demo dev dev-down \
+        demo setup-demo dev dev-down \
         crds-check crds-sync chart-docs chart-lint manifests images kind-load test-rules test-e2e \
         e2e-kind e2e-kind-down cli-dist cli-krew docs docs-gen
 
@@ -164,7 +164,10 @@ e2e-kind: ## the e2e suite on kind with real mongod (needs Docker, kind, kubectl
 e2e-kind-down: ## delete the kind cluster of e2e-kind
 	bash e2e/kind/e2e.sh down
 
-demo: setup ## the main job on the embedded default: is FerretDB faster on PostgreSQL than on SQLite? three runs compared (KEEP=1 keeps it up)
+setup-demo: ## install only what `make demo` runs (the control plane, FerretDB, the YCSB binding, Debian's packages)
+	@bash hack/setup.sh demo
+
+demo: setup-demo ## the main job on the embedded default: is FerretDB faster on PostgreSQL than on SQLite? three runs compared (KEEP=1 keeps it up)
 	$(PY) -m localplane.demo $(if $(KEEP),--keep,) $(DEMO_ARGS)
 
 dev: setup ## start the local control plane with CRDs and the operator; prints the kubeconfig path

@@ -44,7 +44,9 @@ k8s_ldflags() {
   echo "-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=$major -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
 }
 
-build_plane() {
+# The local control plane: etcd, the Kubernetes components and kubectl, KWOK (what `make demo`
+# starts); build_plane adds helm, which the chart's tests use.
+build_control_plane() {
   build_wrapper "etcd-$ETCD_VERSION" "$repo/e2e/local/gomod/etcd" . "-s -w"
   local f
   for c in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
@@ -52,6 +54,10 @@ build_plane() {
     build_wrapper "$c-$K8S_VERSION" "$repo/e2e/local/gomod/kube" "./cmd/$c" "$f"
   done
   install_module "kwok-$KWOK_VERSION" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+}
+
+build_plane() {
+  build_control_plane
   build_helm
 }
 
@@ -196,6 +202,7 @@ build_mongodb_exporter() {
 
 case "${1:-all}" in
   plane) build_plane; fetch_promop_crds; fetch_cert_manager_crds ;;
+  demo) build_control_plane; build_ferretdb ;;
   ferretdb) build_ferretdb ;;
   helm) build_helm ;;
   lint) build_lint_tools ;;
@@ -204,5 +211,5 @@ case "${1:-all}" in
   mongodb-exporter) build_mongodb_exporter ;;
   krew) build_krew ;;
   all) build_plane; fetch_promop_crds; fetch_cert_manager_crds; build_ferretdb; build_lint_tools; build_mongodb_exporter; build_krew ;;
-  *) echo "usage: $0 [plane|helm|ferretdb|lint|kind-configcheck|argocd-health|mongodb-exporter|krew|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [plane|demo|helm|ferretdb|lint|kind-configcheck|argocd-health|mongodb-exporter|krew|all]" >&2; exit 2 ;;
 esac

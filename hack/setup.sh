@@ -5,6 +5,8 @@
 #              engine (gopher-lua) from pinned Go modules (hack/build-tools.sh)
 #   system   : Prometheus and node-exporter from Debian (only when missing)
 #   java     : the YCSB binding (bench-jobs/ycsb-binding), built when its sources changed
+#   demo     : only what `make demo` runs: the virtualenv, the system packages, the control plane,
+#              FerretDB and the YCSB binding
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -33,7 +35,7 @@ warm_index_cache() {
   rm -rf "$tmp"
 }
 
-setup_python() {
+setup_venv() {
   if [ ! -x "$uv" ]; then
     echo "setup: installing uv $UV_VERSION" >&2
     rm -rf "$cache/uv-$UV_VERSION.tmp"
@@ -43,6 +45,10 @@ setup_python() {
   # Bytecode compiled at install, as pip does for a user: uv does not by default, and with
   # PYTHONDONTWRITEBYTECODE set every `mongobench` command recompiled scipy (1.3 s of 2.6).
   (cd "$repo" && "$uv" sync --frozen --quiet --python python3.11 --compile-bytecode)
+}
+
+setup_python() {
+  setup_venv
   warm_index_cache
 
   # moto (the archive tests' S3 server) in its own locked environment, keyed by its lock; see
@@ -89,11 +95,19 @@ case "${1:-all}" in
   python) setup_python ;;
   tools) bash "$here/build-tools.sh" all ;;
   system) setup_system ;;
+  demo)
+    # What `make demo` starts and nothing else (no lint tools, exporter, krew, helm or S3 server):
+    # on a new machine the rest is most of the building.
+    setup_venv
+    setup_system
+    bash "$here/build-tools.sh" demo
+    bash "$here/build-java.sh"
+    ;;
   all)
     setup_python
     setup_system
     bash "$here/build-tools.sh" all
     if [ -x "$here/build-java.sh" ]; then bash "$here/build-java.sh"; fi
     ;;
-  *) echo "usage: $0 [python|tools|system|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [python|tools|system|demo|all]" >&2; exit 2 ;;
 esac
