@@ -2,6 +2,9 @@ package io.mongobench.ycsb;
 
 import com.mongodb.client.MongoCollection;
 import com.mongodb.client.model.Filters;
+import com.mongodb.client.model.Projections;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.LongSupplier;
 import org.bson.Document;
@@ -16,12 +19,16 @@ import org.bson.Document;
  * steadiness check finds them as a warm-up. A spec's {@code warmup} step runs in a process of its
  * own and cannot warm this one. These reads run inside {@code init()}, before the start gate:
  * YCSB measures only the operations of its workload loop, the measured window starts at the
- * first of them ({@link PhaseDeadline}) and no status line counts these. They only read: a
- * document at or after a random key, so a real document is decoded as the workload's reads do.
+ * first of them ({@link PhaseDeadline}) and no status line counts these. They only read, as the
+ * workload's reads do: a document by its _id, among {@link #SAMPLE} keys taken from the
+ * collection once.
  */
 final class ClientWarmup {
   /** Seconds of reads per thread before the measured phase (the runner's run.warmupSeconds). */
   static final String SECONDS = "mongobench.warmupseconds";
+
+  /** Keys taken from the collection for the warm-up's reads. */
+  static final int SAMPLE = 100;
 
   private ClientWarmup() {}
 
@@ -43,10 +50,24 @@ final class ClientWarmup {
       return 0;
     }
     long until = nowMicros.getAsLong() + micros;
+    // Real keys, taken once: the reads are then the workload's own, by _id equality. Range reads
+    // (_id >= a random key) were not: FerretDB answered them on PostgreSQL by reading the whole
+    // table, and the measured reads after them sped up for their first 4-6 s (the server's
+    // garbage from the range reads settling), a warm-up that made trials NotSteady.
+    List<Object> ids = new ArrayList<>();
+    for (Document d :
+        collection.find().projection(Projections.include("_id")).limit(SAMPLE)) {
+      ids.add(d.get("_id"));
+    }
     long reads = 0;
     while (nowMicros.getAsLong() < until) {
-      String from = "user" + ThreadLocalRandom.current().nextLong(Long.MAX_VALUE);
-      collection.find(Filters.gte("_id", from)).limit(1).first();
+      if (ids.isEmpty()) {
+        // An empty collection: nothing to find, still the path of a read.
+        collection.find(Filters.eq("_id", "user0")).first();
+      } else {
+        Object id = ids.get(ThreadLocalRandom.current().nextInt(ids.size()));
+        collection.find(Filters.eq("_id", id)).first();
+      }
       reads++;
     }
     return reads;

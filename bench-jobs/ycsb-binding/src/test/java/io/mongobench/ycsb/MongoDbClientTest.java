@@ -6,9 +6,13 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.mongodb.ConnectionString;
+import com.mongodb.MongoClientSettings;
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoClients;
 import com.mongodb.client.MongoCollection;
+import com.mongodb.event.CommandListener;
+import com.mongodb.event.CommandStartedEvent;
 import de.bwaldvogel.mongo.MongoServer;
 import de.bwaldvogel.mongo.backend.memory.MemoryBackend;
 import java.net.InetSocketAddress;
@@ -21,6 +25,8 @@ import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.Vector;
+import org.bson.BsonDocument;
+import org.bson.BsonValue;
 import org.bson.Document;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -121,6 +127,47 @@ class MongoDbClientTest {
     assertEquals(0, ClientWarmup.micros(null));
     assertEquals(1_500_000, ClientWarmup.micros("1.5"));
     assertThrows(IllegalArgumentException.class, () -> ClientWarmup.micros("-1"));
+  }
+
+  @Test
+  void theWarmUpReadsRealKeysByIdEqualityAsTheWorkloadDoes() {
+    // Range reads (_id >= a random key) took another path in FerretDB on PostgreSQL (the whole
+    // table read) and the measured reads after them sped up for seconds: NotSteady trials.
+    List<BsonDocument> finds = new Vector<>();
+    CommandListener listener =
+        new CommandListener() {
+          @Override
+          public void commandStarted(CommandStartedEvent event) {
+            if (event.getCommandName().equals("find")) {
+              finds.add(event.getCommand().clone());
+            }
+          }
+        };
+    MongoClientSettings settings =
+        MongoClientSettings.builder()
+            .applyConnectionString(new ConnectionString(uri))
+            .addCommandListener(listener)
+            .build();
+    try (MongoClient mc = MongoClients.create(settings)) {
+      MongoCollection<Document> users = mc.getDatabase("ycsbtest").getCollection(TABLE);
+      for (int i = 0; i < 5; i++) {
+        users.insertOne(new Document("_id", "user" + i).append("field0", "x"));
+      }
+      long[] now = {0};
+      long reads = ClientWarmup.run(users, 50, () -> now[0]++);
+      assertTrue(reads > 10, "reads until the clock passed 50 us: " + reads);
+      // One query for keys, then every read by _id equality on one of them.
+      assertEquals(1 + reads, finds.size());
+      assertTrue(finds.get(0).getDocument("filter", new BsonDocument()).isEmpty());
+      Set<String> seen = new java.util.HashSet<>();
+      for (BsonDocument find : finds.subList(1, finds.size())) {
+        BsonValue id = find.getDocument("filter").get("_id");
+        assertTrue(id != null && id.isString(), "an _id equality filter: " + find.toJson());
+        seen.add(id.asString().getValue());
+      }
+      assertTrue(Set.of("user0", "user1", "user2", "user3", "user4").containsAll(seen));
+      assertTrue(seen.size() > 1, "random keys among those taken: " + seen);
+    }
   }
 
   @Test
