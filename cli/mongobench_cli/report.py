@@ -1055,9 +1055,11 @@ def _answer_html(result: compare.Comparison, figs: _Figures) -> list[str]:
     heads = "".join(f"<li>{html.escape(h)}</li>" for h in compare.headlines(result))
     conf = f"{100 * result.confidence:.0f}%"
     rows, classes, previous = [], [], None
-    for r in result.rows:
-        if r.baseline:
-            continue
+    # A load measured once a run has no verdict to give: not "too few valid trials" in the
+    # tally; one line says so, as in `compare`.
+    once = compare.measured_once(result)
+    shown = [r for r in result.rows if not r.baseline and r.workload not in once]
+    for r in shown:
         word = r.outcome()
         kind = ("better" if "better" in r.verdict else "worse") if r.significant else ""
         cells = [
@@ -1074,14 +1076,23 @@ def _answer_html(result: compare.Comparison, figs: _Figures) -> list[str]:
     headers = ["workload", "metric", "configuration", "valid", f"change [{conf} CI]", "verdict"]
     figure = [_figure_html(c, p) for sec, c, p in figs.items if sec == ANSWER]
     advice = _advice_html(result)
-    counts = Counter(r.outcome() for r in result.rows if not r.baseline)
+    counts = Counter(r.outcome() for r in shown)
     tally = ", ".join(f"{n} {word}" for word, n in counts.most_common())
+    measured_once = (
+        [
+            f"<p class='note'>workload {html.escape(', '.join(once))}: measured once a run, no "
+            "verdict (the runs' tables have its figures)</p>"
+        ]
+        if once
+        else []
+    )
     return [
         f"<ul class='headline'>{heads}</ul>",
         *figure,
         # Collapsed: its rows are the figure's, in words; the first screen keeps the answer.
         f"<details><summary>Verdicts per workload and metric ({html.escape(tally)})</summary>",
         _table(headers, rows, classes=classes),
+        *measured_once,
         "</details>",
         *advice,
     ]

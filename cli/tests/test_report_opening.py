@@ -73,3 +73,22 @@ def test_the_forest_has_a_row_per_workload_and_metric() -> None:
     assert labels[:2] == ["a  throughput", "a  READ p99"] and "c  READ p99" in labels
     assert len(labels) == len({(r.workload, r.metric.id) for r in result.rows})
     assert all(len(cells) == 1 and cells[0].configuration == "other" for _, cells in rows)
+
+
+def test_a_load_measured_once_is_no_invalid_row_in_the_answer(tmp_path: Path) -> None:
+    """The demo's shape: each run loads once. The answer's verdicts count the workloads only
+    ("too few valid trials" for a load that can have none would read as a failure) and say
+    in one line that the load has no verdict."""
+    runs = [
+        benchmark_run("base", workloads=("a",), loads=1, seed=1),
+        benchmark_run("other", workloads=("a",), loads=1, clients=2, seed=2),
+    ]
+    result = compare.compare(
+        [compare.RunInput(r.key, r.run) for r in runs], baseline="base", metrics=("throughput",)
+    )
+    assert compare.measured_once(result) == ["load"]
+    page = report.write(runs, result, tmp_path).html.read_text()
+    start = page.index("<summary>Verdicts per workload and metric")
+    summary = page[start : page.index("</summary>", start)]
+    assert "too few valid trials" not in summary and "no valid trials" not in summary
+    assert "workload load: measured once a run, no verdict" in page
