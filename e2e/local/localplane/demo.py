@@ -380,8 +380,17 @@ def main(argv: list[str] | None = None) -> int:
                 f"  operator log:  {work / 'operator.log'}"
             )
             # The answer last, where the terminal stops.
-            say(f"the answer ({CONFIGS[2].name} is the A/A twin of {names[0]}):")
-            cli(plane.kubeconfig, "compare", *names, "--baseline", names[0])
+            # On the question's metric: the verdicts are adjusted together across the table's
+            # comparisons, and the latency and CPU rows (20 with them, 4 without) asked more
+            # of a 3-trial throughput difference than the question does. The report has them.
+            say(
+                f"the answer, on throughput ({CONFIGS[2].name} is the A/A twin; latency and "
+                "CPU: the report):"
+            )
+            cli(
+                plane.kubeconfig, "compare", *names, "--baseline", names[0], "--metric",
+                "throughput",
+            )  # fmt: skip
     except (RuntimeError, TimeoutError, subprocess.CalledProcessError) as e:
         print(f"demo: FAILED: {e} (logs under {work})", file=sys.stderr)
         return 1

@@ -50,7 +50,7 @@ def test_make_demo_runs_compares_and_judges_the_three_runs(tmp_path: Path) -> No
     assert out.count("TargetMet ") == 3, out[-4000:]
     # The answer comes last and fits the terminal: a headline per configuration, the one under
     # test named by what differs (its database), the twin as an A/A pair.
-    answer = out[out.index("the answer (") :]
+    answer = out[out.index("the answer, on throughput (") :]
     assert "demo-postgresql vs demo-sqlite (uriSecretRef ferretdb-postgresql vs" in answer
     assert "demo-sqlite-again vs demo-sqlite (A/A" in answer
     assert max(len(line) for line in answer.splitlines()) <= 100, answer
