@@ -3,7 +3,7 @@
 A 1-thread closed loop (one client thread waiting on one server) keeps about one CPU busy; on a
 2-CPU machine the control plane (kube-apiserver, etcd, the operator, Prometheus) shares the
 other, and when it bursts onto the first the throughput moves by a third (the demo measured
-A/A intervals of +-45% unpinned, +-3% pinned). As a kubelet's static CPU manager gives a
+A/A intervals of +-45% unpinned, +-3 to 8% pinned). As a kubelet's static CPU manager gives a
 Guaranteed pod exclusive cores, the demo runs the databases and the benchmark client on the
 last CPU and everything else on the rest: `Split.harness` for this process (its children
 inherit it), `Split.measured` for the servers and the pod executor's containers.

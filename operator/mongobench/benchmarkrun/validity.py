@@ -186,9 +186,9 @@ def not_steady(
     out: list[v.Reason] = []
     seconds = float(merged.get("runtimeSeconds") or 0)
     counted = [
-        (float(s["warmupSeconds"]), _warmup_levels(s))
+        (float(s["warmupSeconds"]), pair)
         for _, s in verdicts
-        if "warmupSeconds" in s and _beyond(policy, _warmup_levels(s))
+        if "warmupSeconds" in s and _beyond(policy, pair := _warmup_levels(s))
     ]
     if counted and seconds > 0:
         longest, pair = max(counted, key=lambda c: c[0])
