@@ -315,7 +315,8 @@ def step_summary(step: StepView) -> dict[str, int | None]:
     operations were kept and the slowest, and the collections' totals."""
     ops = (step.slow_operations or {}).get("operations")
     millis = [_count(o.get("millis")) or 0 for o in ops or [] if isinstance(o, Mapping)]
-    collections = [c for c in (step.disk_use or {}).get("collections") or [] if isinstance(c, Mapping)]
+    listed = (step.disk_use or {}).get("collections") or []
+    collections = [c for c in listed if isinstance(c, Mapping)]
 
     def total(key: str) -> int | None:
         return sum(_count(c.get(key)) or 0 for c in collections) if collections else None
