@@ -62,7 +62,10 @@ PROFILE_FIELDS = (
 
 def profile_command(level: int, slow_ms: int | None = None) -> dict[str, Any]:
     """The profile command: level 1 with the run's slowms, level 0 with the slowms found."""
-    return {"profile": level, **({} if slow_ms is None else {"slowms": slow_ms})}
+    cmd: dict[str, Any] = {"profile": level}
+    if slow_ms is not None:
+        cmd["slowms"] = slow_ms
+    return cmd
 
 
 def slow_operations_find(
@@ -102,15 +105,16 @@ def _text(shape: Any) -> str:
 
 def command_shape(command: Mapping[str, Any]) -> str:
     """`find usertable {filter: {_id: ?}, limit: ?}`: the command's name and collection, then
-    its keys with every value replaced by ?; what says how it was sent ($db, lsid, ...) is left
-    out. At most SHAPE_CHARS characters."""
+    its keys with every value replaced by ? (an update's entry is its statement: `{q: {_id: ?},
+    u: {$set: {field1: ?}}}`); what says how it was sent ($db, lsid, ...) is left out. At most
+    SHAPE_CHARS characters."""
     items = [(str(k), v) for k, v in command.items()]
-    if not items:
-        return ""
-    (name, target), rest = items[0], items[1:]
-    head = f"{name} {target}" if isinstance(target, str) else name
-    body = {k: _shape(v) for k, v in rest if not k.startswith("$") and k not in _ENVELOPE}
-    text = f"{head} {_text(body)}" if body else head
+    head = ""
+    if items and isinstance(items[0][1], str):  # `find: usertable`; an update's {q, u} has none
+        (name, target), items = items[0], items[1:]
+        head = f"{name} {target}"
+    body = {k: _shape(v) for k, v in items if not k.startswith("$") and k not in _ENVELOPE}
+    text = " ".join(part for part in (head, _text(body) if body else "") if part)
     return text if len(text) <= SHAPE_CHARS else text[: SHAPE_CHARS - 1] + "…"
 
 
