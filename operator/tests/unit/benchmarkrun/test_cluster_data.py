@@ -177,6 +177,51 @@ def test_a_load_on_a_sharded_cluster_records_the_distribution_on_the_step_and_th
     assert cond.EVENT_DISTRIBUTION in kube.reasons()
 
 
+def test_a_sharded_run_profiles_each_shard_not_the_config_servers_and_measures_disk_per_shard(
+    mongo: FakeMongo, admins: AdminPool
+) -> None:
+    from test_orchestrate import finish_job, report, status
+
+    kube = FakeKube()
+    provisioned(kube, SHARDED)
+    mongo.shards = {"c-shard0": "c-shard0", "c-shard1": "c-shard1"}
+    kube.put(
+        {
+            "apiVersion": "mongobench.io/v1alpha1",
+            "kind": "BenchmarkRun",
+            "metadata": {"namespace": NS, "name": "r"},
+            "spec": {
+                "clusterRef": {"name": "c"},
+                "workloads": [{"name": "a"}],
+                "repetitions": 1,
+                "profiler": {"slowMs": 20, "top": 3},
+            },
+        }
+    )
+    data = ClusterData(kube, admins)
+
+    def advance() -> None:
+        orchestrate.advance(kube, NS, "r", OperatorConfig(), data, clock=unit_clock)
+
+    advance()  # prepare, the load's Job
+    for index, phase in ((1, "load"), (2, "run")):
+        report(kube, index, phase)
+        finish_job(kube, index)
+        advance()
+    profiled = [c for c in mongo.calls if c.startswith(("profile", "system.profile"))]
+    assert profiled == [
+        "profile 1 on c-shard0,c-shard1",  # mongos profiles nothing; no config server either
+        "system.profile top 3",
+        "profile 0 on c-shard0,c-shard1",
+    ]
+    run = status(kube)["steps"][2]
+    assert run["slowOperations"]["operations"][0]["shard"] == "c-shard0"
+    use = run["diskUse"]["collections"][0]
+    assert (use["collection"], use["documents"]) == ("ycsb.usertable", 1000)
+    assert [s["shard"] for s in use["shards"]] == ["c-shard0", "c-shard1"]
+    assert mongo.calls.count("collStats ycsb.usertable") == 2  # after the load and the run
+
+
 def test_split_points_and_zone_bounds_become_key_values_in_key_order() -> None:
     spec = run_spec(
         sharding={
