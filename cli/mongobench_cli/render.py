@@ -1092,6 +1092,7 @@ def slow_operations_section(ops: Sequence[records.SlowOp]) -> list[Any]:
     sharded = any(op.shard for op in ops)
     columns = ("step", "ms", "op", *(("shard",) if sharded else ()), "plan", "docs/keys/ret")
     table = _titled(SLOW_OPERATIONS_SECTION, (*columns, "shape"))
+    table.columns[-3].max_width = 18  # the plan wraps first: the shape is what is matched
     last = None
     for op in shown:
         cells = [
@@ -1129,8 +1130,12 @@ def disk_use_rows(run: Mapping[str, Any]) -> list[records.DiskUse]:
     return [r for r in rows if r.step in loads or r.step == last]
 
 
-def mib(size: int) -> str:
-    return f"{size / 2**20:.1f} MiB"
+def size_text(size: int) -> str:
+    """Bytes as GiB, MiB or KiB, whichever keeps a digit before the point."""
+    for unit, power in (("GiB", 30), ("MiB", 20)):
+        if size >= 2**power:
+            return f"{size / 2**power:.1f} {unit}"
+    return f"{size / 2**10:.0f} KiB"
 
 
 def disk_use_table(title: str, rows: Sequence[records.DiskUse]) -> Table:
@@ -1146,9 +1151,9 @@ def disk_use_table(title: str, rows: Sequence[records.DiskUse]) -> Table:
             r.collection if r.shard is None else "",
             r.shard or "total",
             str(r.documents),
-            mib(r.data_bytes),
-            mib(r.storage_bytes),
-            mib(r.index_bytes),
+            size_text(r.data_bytes),
+            size_text(r.storage_bytes),
+            size_text(r.index_bytes),
         )
         last = r.step
     return table

@@ -1203,8 +1203,8 @@ def _operations_html(runs: Sequence[LoadedRun]) -> list[str]:
     for r in runs:
         for d in records.disk_use(r.run, last_only=True):
             cells = [r.key or r.name, d.step, d.collection, d.shard or "total", str(d.documents),
-                     render.mib(d.data_bytes), render.mib(d.storage_bytes),
-                     render.mib(d.index_bytes)]  # fmt: skip
+                     render.size_text(d.data_bytes), render.size_text(d.storage_bytes),
+                     render.size_text(d.index_bytes)]  # fmt: skip
             disk.append([html.escape(c) for c in cells])
     if disk:
         headers = ["run", "after", "collection", "shard", "documents", "data", "storage", "indexes"]
