@@ -23,10 +23,10 @@ import test_benchmarkrun as bmr
 from kubernetes import client as k8s
 from test_benchmarkexperiment import register_sharded
 from test_cli import cli
+from test_role_cpu import CLUSTER, sharded_cluster
 
 from localplane.executor import PodExecutor
 from localplane.mongomodel import MongoModel
-from localplane.operator import wait_until
 from localplane.plane import Plane
 
 pytestmark = pytest.mark.cluster
@@ -69,43 +69,15 @@ def test_a_profiled_run_ends_with_slow_operations_and_disk_use_in_status_and_des
     prometheus: str,
     tmp_path: Path,
 ) -> None:
-    register_sharded(model, namespace, "pf", 2)
+    register_sharded(model, namespace, CLUSTER, 2)
     model.sharded.documents[NS_KEY] = 200  # what the model reports as loaded
     model.profiled_operations = OPERATIONS
     operator = bmr.start(plane, namespace, model, tmp_path / "operator.log", prometheus, kube_api)
     try:
-        bmr.apply(
-            plane,
-            namespace,
-            {
-                "apiVersion": f"{bmr.GROUP}/{bmr.VERSION}",
-                "kind": "MongoCluster",
-                "metadata": {"name": "pf"},
-                "spec": {
-                    "version": "7.0.14",
-                    "topology": {
-                        "type": "Sharded",
-                        "sharded": {
-                            "shards": 2,
-                            "membersPerShard": 1,
-                            "configServers": 1,
-                            "mongos": 1,
-                        },
-                    },
-                },
-            },
-        )
-        wait_until(
-            lambda: (
-                bmr.get(kube_api, namespace, "mongoclusters", "pf").get("status", {}).get("phase")
-                == "Ready"
-            ),
-            timeout=120,
-            what="sharded cluster Ready",
-        )
+        sharded_cluster(plane, namespace, kube_api)  # two shards, one member each
         manifest = bmr.run_manifest(
             "profiled",
-            clusterRef={"name": "pf"},
+            clusterRef={"name": CLUSTER},
             workloads=[{"name": "a"}],
             repetitions=1,
             clients={"parallelism": 1},
@@ -123,17 +95,17 @@ def test_a_profiled_run_ends_with_slow_operations_and_disk_use_in_status_and_des
     # 1 before the run step and 0 after it with the slowms it found; nothing during the load.
     calls = [(host.split(".")[0], db, level, ms) for host, db, level, ms in model.profile_calls]
     assert calls == [
-        ("pf-shard0-0", "ycsb", 1, 100),
-        ("pf-shard1-0", "ycsb", 1, 100),
-        ("pf-shard0-0", "ycsb", 0, 100),
-        ("pf-shard1-0", "ycsb", 0, 100),
+        (f"{CLUSTER}-shard0-0", "ycsb", 1, 100),
+        (f"{CLUSTER}-shard1-0", "ycsb", 1, 100),
+        (f"{CLUSTER}-shard0-0", "ycsb", 0, 100),
+        (f"{CLUSTER}-shard1-0", "ycsb", 0, 100),
     ]
     assert "slowOperations" not in load
     ops = measured["slowOperations"]["operations"]
     assert [(o["shard"], o["millis"], o["op"]) for o in ops] == [
-        ("pf-shard0", 420, "query"),
-        ("pf-shard1", 420, "query"),
-        ("pf-shard0", 180, "update"),
+        (f"{CLUSTER}-shard0", 420, "query"),
+        (f"{CLUSTER}-shard1", 420, "query"),
+        (f"{CLUSTER}-shard0", 180, "update"),
     ]  # the top 3 of both shards, slowest first; the 20 ms one is under slowMs
     assert ops[0]["shape"] == "find usertable {filter: {_id: ?}}"
     assert ops[0]["queryHash"] == "8CBA9E3D" and ops[0]["planSummary"] == "IXSCAN { _id: 1 }"
@@ -146,11 +118,12 @@ def test_a_profiled_run_ends_with_slow_operations_and_disk_use_in_status_and_des
         (collection,) = step["diskUse"]["collections"]
         assert (collection["collection"], collection["documents"]) == (NS_KEY, 200)
         per_shard = [(s["shard"], s["documents"]) for s in collection["shards"]]
-        assert per_shard == [("pf-shard0", 100), ("pf-shard1", 100)]
+        assert per_shard == [(f"{CLUSTER}-shard0", 100), (f"{CLUSTER}-shard1", 100)]
         assert collection["dataBytes"] > collection["storageBytes"] > 0
     shown = cli(plane, "describe", "profiled", "-n", namespace)
     assert shown.returncode == 0, shown.stderr
     assert "Slow operations" in shown.stdout and "Disk use per collection" in shown.stdout
     rows = [" ".join(line.split()) for line in shown.stdout.splitlines()]
-    assert any(r.startswith(f"{measured['label']} 420 query pf-shard0") for r in rows), shown.stdout
+    slowest = f"{measured['label']} 420 query {CLUSTER}-shard0"
+    assert any(r.startswith(slowest) for r in rows), shown.stdout
     assert f"{load['label']} {NS_KEY} total 200 215 KiB 72 KiB 8 KiB" in rows, shown.stdout
