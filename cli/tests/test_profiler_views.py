@@ -146,3 +146,13 @@ def test_records_read_back_at_most_what_the_operator_keeps() -> None:
     # a run from before spec.profiler reads as none
     assert records.slow_operations(benchmark_run("old", workloads=("a",)).run) == []
     assert records.disk_use(benchmark_run("old", workloads=("a",)).run) == []
+
+
+def test_a_profiled_run_is_not_comparable_with_an_unprofiled_one() -> None:
+    """The profiler writes a document per slow operation: it costs the server throughput."""
+    profiled = profiled_run()
+    profiled.run["spec"]["profiler"] = {"slowMs": 100, "top": 10}
+    plain = benchmark_run("plain", workloads=("a",), repetitions=2)
+    assert records.workload_parameters(profiled.run, "a")["profiler"] == {"slowMs": 100, "top": 10}
+    assert "profiler" not in records.workload_parameters(plain.run, "a")
+    assert "profiler" not in records.workload_parameters(profiled.run, records.LOAD)

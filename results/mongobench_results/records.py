@@ -43,6 +43,7 @@ RUN_PARAMETERS = (
     ("dataReset", "between"),
     ("dataReset", "insertingWorkloads"),
     ("sharding",),
+    ("profiler",),  # the profiler writes a document per slow operation: it costs throughput
 )
 LOAD_PARAMETERS = (
     ("driver",),
