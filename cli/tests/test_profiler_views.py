@@ -129,7 +129,13 @@ def test_the_report_has_the_slow_operations_and_disk_use_tables(tmp_path: Path) 
 
 
 def test_the_export_carries_each_steps_figures() -> None:
-    rows = {r["stepLabel"]: r for r in export.step_rows(profiled_run())}
+    loaded = profiled_run()
+    kept = export.archive_run_object(loaded)["status"]["steps"]  # run.json: all of it
+    assert [len(s["slowOperations"]["operations"]) for s in kept if s.get("slowOperations")] == [
+        8,
+        8,
+    ]
+    rows = {r["stepLabel"]: r for r in export.step_rows(loaded)}
     assert rows["run a #1"]["slowOperations"] == 8 and rows["run a #1"]["slowestMs"] == 900
     assert rows["run a #1"]["diskDocuments"] == 1010
     load = next(r for r in rows.values() if r["kind"] == "load")
