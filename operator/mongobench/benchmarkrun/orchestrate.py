@@ -760,7 +760,8 @@ class _Advance:
         except MongoAdminError as exc:
             self.profiler_unavailable(f"{step.label}: {exc}")
             return
-        self.new["profiler"] = profiling.switched_on(self.profiler_state(), slow_ms, found)
+        now = rfc3339(self.clock(), precise=True)
+        self.new["profiler"] = profiling.switched_on(self.profiler_state(), slow_ms, found, now)
 
     def profiler_off(self, cluster: Mapping[str, Any] | None) -> None:
         """Level 0 and the slowms found, where this run set level 1; best effort (Event)."""
@@ -785,11 +786,11 @@ class _Advance:
         entry = self.steps()[step.index]
         top = self.spec.profiler.top
         try:
-            since = parse_rfc3339(str(entry.get("startTime")))
-            end = entry.get("completionTime")
-            ops = self.data.slow_operations(
-                self.spec, target.cluster, since, parse_rfc3339(end) if end else None, top
-            )
+            state = self.profiler_state().get("profiler") or {}
+            since = parse_rfc3339(str(profiling.window_start(state, entry.get("startTime"))))
+            # No end: level 1 lasts this step alone (set before its Job, 0 right after this
+            # read), and the Job's completionTime, in whole seconds, would cut its last second.
+            ops = self.data.slow_operations(self.spec, target.cluster, since, None, top)
         except (ValueError, TransientMongoError) as exc:  # unreadable window, or unreachable
             self.outcome.warn(cond.EVENT_SLOW_OPERATIONS_UNKNOWN, f"{step.label}: {exc}")
             ops = None

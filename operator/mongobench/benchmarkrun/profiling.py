@@ -46,12 +46,19 @@ def slow_operations_status(
 
 
 def switched_on(
-    status: Mapping[str, Any], slow_ms: int, found: Mapping[str, int]
+    status: Mapping[str, Any], slow_ms: int, found: Mapping[str, int], since: str
 ) -> dict[str, Any]:
-    """status.profiler once level 1 is set: the slowms each set had before is the first one
-    seen (a level 0 that failed leaves the run's own value there)."""
+    """status.profiler once level 1 is set at `since`: the slowms each set had before is the
+    first one seen (a level 0 that failed leaves the run's own value there)."""
     before = dict((status.get("profiler") or {}).get("restoreSlowMs") or found)
-    return {"state": ON, "slowMs": slow_ms, "restoreSlowMs": before}
+    return {"state": ON, "slowMs": slow_ms, "restoreSlowMs": before, "since": since}
+
+
+def window_start(profiler: Mapping[str, Any], step_start: str | None) -> str | None:
+    """Where a step's entries begin: when level 1 was set for it (to the millisecond; the
+    step's startTime is whole seconds and may reach back into the step before), else its
+    start."""
+    return str(profiler.get("since") or "") or step_start
 
 
 def unavailable(slow_ms: int, message: str) -> dict[str, Any]:

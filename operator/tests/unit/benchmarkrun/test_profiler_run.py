@@ -25,6 +25,7 @@ from test_orchestrate import (
 from mongobench.api.benchmarkrun import BenchmarkRunSpec
 from mongobench.benchmarkrun import orchestrate, profiling
 from mongobench.benchmarkrun.plan import make_plan
+from mongobench.clock import parse_rfc3339
 from mongobench.k8s import conditions as cond
 from mongobench.mongo.errors import PermanentMongoError
 from mongobench.mongo.model import SlowOperation
@@ -99,9 +100,15 @@ def test_the_profiler_is_on_for_each_measured_step_only_and_its_slowest_are_kept
     assert "slowOperations" not in load and load["diskUse"] == DISK
     assert run["slowOperations"] == {"slowMs": 50, "operations": [SLOW.as_status()]}
     assert run["diskUse"] == DISK
+    # The step's entries: from level 1 (to the millisecond: the step's startTime is whole
+    # seconds and may reach into the step before) to the read, level 0 right after it.
     since, until = data.windows[0]
-    assert (since.isoformat(), until is not None) == (run["startTime"].replace("Z", "+00:00"), True)
-    assert now["profiler"] == {"state": "Off", "slowMs": 50, "restoreSlowMs": {"rs0": 100}}
+    assert (since, until) == (parse_rfc3339(now["profiler"]["since"]), None)
+    assert {k: v for k, v in now["profiler"].items() if k != "since"} == {
+        "state": "Off",
+        "slowMs": 50,
+        "restoreSlowMs": {"rs0": 100},
+    }
     assert condition(kube, cond.PROFILED) == (cond.TRUE, cond.PROFILER_CAPTURED)
     assert now["phase"] == cond.RUN_SUCCEEDED
 
@@ -170,7 +177,9 @@ def test_the_slow_operations_kept_per_step_share_the_runs_budget() -> None:
 
 
 def test_the_slowms_found_first_is_the_one_put_back() -> None:
-    first = profiling.switched_on({}, 50, {"rs0": 100})
+    first = profiling.switched_on({}, 50, {"rs0": 100}, "2026-12-07T10:00:00.250000Z")
     # a level 0 that failed left 50 on the server: the next step must not restore 50
-    again = profiling.switched_on({"profiler": first}, 50, {"rs0": 50})
-    assert again["restoreSlowMs"] == {"rs0": 100}
+    again = profiling.switched_on({"profiler": first}, 50, {"rs0": 50}, "2026-12-07T10:01:00Z")
+    assert again["restoreSlowMs"] == {"rs0": 100} and again["since"] == "2026-12-07T10:01:00Z"
+    assert profiling.window_start(again, "2026-12-07T10:00:59Z") == "2026-12-07T10:01:00Z"
+    assert profiling.window_start({}, "2026-12-07T10:00:59Z") == "2026-12-07T10:00:59Z"
