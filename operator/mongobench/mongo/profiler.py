@@ -114,7 +114,12 @@ def command_shape(command: Mapping[str, Any]) -> str:
         (name, target), items = items[0], items[1:]
         head = f"{name} {target}"
     body = {k: _shape(v) for k, v in items if not k.startswith("$") and k not in _ENVELOPE}
-    text = " ".join(part for part in (head, _text(body) if body else "") if part)
+    return _cut(" ".join(part for part in (head, _text(body) if body else "") if part))
+
+
+def _cut(text: str) -> str:
+    """At most SHAPE_CHARS characters (a shape or plan summary of many fields): status stays
+    bounded."""
     return text if len(text) <= SHAPE_CHARS else text[: SHAPE_CHARS - 1] + "…"
 
 
@@ -131,7 +136,7 @@ def slow_operation(entry: Mapping[str, Any], shard: str | None) -> SlowOperation
         ns=str(entry.get("ns", "")),
         shape=command_shape(command) if isinstance(command, Mapping) else "",
         millis=_int(entry.get("millis")) or 0,
-        plan_summary=str(entry["planSummary"]) if entry.get("planSummary") else None,
+        plan_summary=_cut(str(entry["planSummary"])) if entry.get("planSummary") else None,
         docs_examined=_int(entry.get("docsExamined")),
         keys_examined=_int(entry.get("keysExamined")),
         nreturned=_int(entry.get("nreturned")),

@@ -68,10 +68,13 @@ def test_a_commands_shape_keeps_its_keys_and_no_value(
     assert profiler.command_shape(command) == shape
 
 
-def test_a_long_shape_is_cut() -> None:
+def test_a_long_shape_or_plan_is_cut() -> None:
     wide = {"insert": "usertable", "documents": [{f"field{i}": "v" for i in range(200)}]}
     shape = profiler.command_shape(wide)
     assert len(shape) == profiler.SHAPE_CHARS and shape.endswith("…")
+    plan = "OR_" + " ".join(f"IXSCAN {{ field{i}: 1 }}" for i in range(50))
+    op = profiler.slow_operation({"op": "query", "planSummary": plan, "millis": 1}, None)
+    assert op.plan_summary is not None and len(op.plan_summary) == profiler.SHAPE_CHARS
 
 
 def test_an_entry_as_kept_prefers_the_80_shape_hash() -> None:
