@@ -277,7 +277,9 @@ def slow_operations(run: Mapping[str, Any]) -> list[SlowOp]:
                     ns=str(o.get("ns", "")),
                     shape=str(o.get("shape", ""))[:SHAPE_CHARS],
                     millis=_count(o.get("millis")) or 0,
-                    plan_summary=o.get("planSummary"),
+                    plan_summary=str(o["planSummary"])[:SHAPE_CHARS]
+                    if o.get("planSummary")
+                    else None,
                     docs_examined=_count(o.get("docsExamined")),
                     keys_examined=_count(o.get("keysExamined")),
                     nreturned=_count(o.get("nreturned")),
