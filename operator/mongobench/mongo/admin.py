@@ -40,6 +40,7 @@ from mongobench.mongo.errors import (
 )
 from mongobench.mongo.model import (
     MEMBER_STATES,
+    STANDALONE_STATE,
     Bound,
     Distribution,
     DrainingProgress,
@@ -52,7 +53,6 @@ from mongobench.mongo.model import (
     ReplicaSetStatus,
     Role,
     RollingStep,
-    STANDALONE_STATE,
     ServerDescription,
     ServerFacts,
     ShardInfo,
@@ -313,6 +313,9 @@ class MongoAdmin:
         """
         if spec.role is Role.STANDALONE:  # nothing to initiate or reconfigure
             return self._standalone(spec)
+        return self._ensure_set(spec)
+
+    def _ensure_set(self, spec: ReplicaSetSpec) -> ReplicaSetStatus:
         status, config, _ = self._observe(spec)
         if config is None:
             return self._initiate(spec, status)
