@@ -285,6 +285,7 @@ class MongoModel:
         self.node_set: dict[str, str] = {}  # member name -> set it belongs to
         # standalone mongod name -> its users and collections (the SetState of no set)
         self.standalones: dict[str, SetState] = {}
+        self.no_replication: list[str] = []  # replSet commands a standalone refused (76)
         self.sharded = Sharded(documents={})
         self._servers: list[MockupDB] = []
         self._lock = threading.RLock()
@@ -559,11 +560,14 @@ class MongoModel:
             return self._hello(request, {**WIRE, "isWritablePrimary": True, "ismaster": True})
         if cmd in ("serverstatus", "buildinfo", "getcmdlineopts"):
             return self._describe(cmd, name, request, None, standalone=True)
-        if cmd == "replsetinitiate":
-            message = "This node was not started with replication enabled."
-            return _err(request, 76, "NoReplicationEnabled", message)
         if cmd.startswith("replset"):
-            return _err(request, 76, "NoReplicationEnabled", "not running with --replSet")
+            self.no_replication.append(f"{request.command_name} on {name}")
+            message = (
+                "This node was not started with replication enabled."
+                if cmd == "replsetinitiate"
+                else "not running with --replSet"
+            )
+            return _err(request, 76, "NoReplicationEnabled", message)
         if cmd in ("create", "drop", "listcollections"):
             return self._set_collections(cmd, request, state)
         return self._users(state.users, request, cmd)

@@ -182,6 +182,10 @@ def test_standalone_is_never_initiated_and_gets_its_users_by_keyfile(
     with pytest.raises(PermanentMongoError, match="not running with --replSet") as refused:
         admin.command(host, {"replSetGetStatus": 1}, bootstrap=True)
     assert refused.value.code == 76
+    with pytest.raises(PermanentMongoError, match="not started with replication enabled"):
+        admin.command(host, {"replSetInitiate": {"_id": "x", "members": []}}, bootstrap=True)
+    assert [c.split()[0] for c in model.no_replication] == ["replSetGetStatus", "replSetInitiate"]
+    model.no_replication.clear()
     assert _converge(admin, spec) == []  # nothing to initiate: users only
     status = admin.replica_set_status(spec)
     assert (status.initialized, status.primary, status.converged) == (True, host, True)
@@ -192,6 +196,7 @@ def test_standalone_is_never_initiated_and_gets_its_users_by_keyfile(
     assert admin.feature_compatibility_version(spec) == "7.0"
     # its one member restarts in a roll: there is nobody to hand over to, and no step-down
     assert admin.rolling_step(spec, [host]).kind == "restart"
+    assert model.no_replication == []  # the module sent no replica-set command
 
 
 def test_a_replica_set_member_is_no_standalone(model: MongoModel, admin: MongoAdmin) -> None:
