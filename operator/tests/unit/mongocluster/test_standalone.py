@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import base64
 import copy
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import test_cluster_reconcile as reconciling
 from cluster_fixtures import STANDALONE, build, by_kind
 from fake_kube import FakeKube, unit_clock
 from fake_mongo import FakeMongo
@@ -102,18 +102,9 @@ def test_its_cpu_is_counted_as_the_mongod_role() -> None:
 # --- the controller's I/O half -----------------------------------------------------------------
 
 
-@pytest.fixture
-def mongo(monkeypatch: pytest.MonkeyPatch) -> FakeMongo:
-    fake = FakeMongo()
-    monkeypatch.setattr(reconcile, "MongoAdmin", lambda connector: fake)
-    return fake
-
-
-@pytest.fixture
-def admins() -> Iterator[AdminPool]:
-    pool = AdminPool()
-    yield pool
-    pool.close()
+# The in-memory MongoDB every administration handle is, and the pool lending it.
+mongo = reconciling.mongo
+admins = reconciling.admins
 
 
 def cluster(spec: dict[str, Any]) -> dict[str, Any]:
