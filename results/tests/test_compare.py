@@ -446,4 +446,3 @@ def test_a_standalone_is_never_pooled_with_a_one_member_replica_set() -> None:
     assert records.shape(alone.run).text() == "standalone mongod"
     with pytest.raises(compare.ComparisonError, match="differ in topology ReplicaSet, Standalone"):
         compare.compare(inputs(one_member, alone), group_by="platform")
-
