@@ -35,6 +35,7 @@ from kubernetes import client as k8s
 from test_benchmarkexperiment import Watch, register_sharded, why
 from test_benchmarkrun import GROUP, VERSION, get, node_aliases
 from test_cli import MONGOBENCH
+from test_standalone import register_standalone
 
 from localplane.executor import pod_executor, rewrite_hosts
 from localplane.ferretdb import running_ferretdb
@@ -59,7 +60,7 @@ class Study:
     namespace: str
     kind: str  # what ends the study: a BenchmarkExperiment, or a BenchmarkRun
     name: str
-    clusters: dict[str, int]  # cluster name -> shards (0: a replica set)
+    clusters: dict[str, int]  # cluster name -> shards (0: a replica set, STANDALONE: one mongod)
 
 
 STUDY_LIST = (
@@ -96,8 +97,13 @@ def reduced(plane: Plane, study: Study) -> str:
     return yaml.safe_dump_all(docs)
 
 
+STANDALONE = -1  # Study.clusters' value for a Standalone topology (one mongod, no replica set)
+
+
 def register(model: MongoModel, namespace: str, cluster: str, shards: int) -> None:
-    if shards:
+    if shards == STANDALONE:
+        register_standalone(model, namespace, cluster)
+    elif shards:
         register_sharded(model, namespace, cluster, shards)
         model.sharded.documents["ycsb.usertable"] = LOADED
     else:
