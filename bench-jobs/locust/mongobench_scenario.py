@@ -377,6 +377,7 @@ class MongoScenario(User):
     wait_time = constant_throughput(TARGET / THREADS) if TARGET > 0 else constant(0)
     # Documents per insertMany of insert_batched() when no `batchsize` property is given.
     default_batch_size = 1
+    _keys: KeyChooser | None  # existing_key()'s chooser, made at its first call
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -528,7 +529,7 @@ class MongoScenario(User):
         self.batch_size = int(batch or self.default_batch_size)
         self.batch: list[dict[str, Any]] = []
         self.batch_op = "INSERT"
-        self._keys: KeyChooser | None = None
+        self._keys = None
         self.setup()
 
     def on_stop(self) -> None:
