@@ -54,6 +54,9 @@ LOADED = 200  # what the reduced studies load; the models report it as the docum
 ENDED = ("Succeeded", "Failed")
 
 
+STANDALONE = -1  # Study.clusters' value for a Standalone topology (one mongod, no replica set)
+
+
 @dataclass(frozen=True)
 class Study:
     folder: str
@@ -70,7 +73,7 @@ STUDY_LIST = (
     ),
     Study(
         "2-cloud-write-concerns", "study-2", "benchmarkexperiments", "cloud-write-concerns",
-        {"cloud-write-concerns-k0": 0},
+        {"cloud-write-concerns-k0": STANDALONE},
     ),
     Study(
         "3-sharded-automation", "study-3", "benchmarkexperiments", "sharded-automation",
@@ -95,9 +98,6 @@ def reduced(plane: Plane, study: Study) -> str:
         elif doc["kind"] == "BenchmarkRun":
             doc["spec"]["validity"] = copy.deepcopy(LENIENT_VALIDITY)
     return yaml.safe_dump_all(docs)
-
-
-STANDALONE = -1  # Study.clusters' value for a Standalone topology (one mongod, no replica set)
 
 
 def register(model: MongoModel, namespace: str, cluster: str, shards: int) -> None:
