@@ -6,9 +6,10 @@ and the final report are the scenario base's (mongobench_scenario.py), which use
 share; this file is the YCSB workload itself, one MongoScenario.
 
 Each user is one YCSB client thread: per operation ticket it picks the operation by the workload
-mix and the key by `requestdistribution` (uniform, zipfian, latest), as YCSB's CoreWorkload
-does, with the same key names. `deleteproportion` adds DELETE (deleteOne of a chosen existing
-key; NOT_FOUND when it is already gone), as go-ycsb names it: YCSB's CoreWorkload has none.
+mix and the key by `requestdistribution` (uniform, zipfian, latest, and mongobench's permutation),
+as YCSB's CoreWorkload does, with the same key names. `deleteproportion` adds DELETE (deleteOne
+of a chosen existing key; NOT_FOUND when it is already gone), as go-ycsb names it: YCSB's
+CoreWorkload has none.
 Loading is the base's: YCSB records, and with `batchsize` > 1 inserts buffered per user into
 insertMany, BATCHED_OK as the binding answers.
 """
@@ -17,23 +18,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from mongobench_runner.ycsbgen import KeyChooser, OperationChooser
+from mongobench_runner.ycsbgen import OperationChooser
 from mongobench_scenario import BUDGET, PROPS, MongoScenario
 
 
 class MongoUser(MongoScenario):
     def setup(self) -> None:
-        self.keys = (
-            KeyChooser(
-                PROPS,
-                self.rnd,
-                BUDGET.last_inserted,
-                stride=BUDGET.insert_stride,
-                first_insert=BUDGET.first_insert,
-            )
-            if self.phase == "run"
-            else None
-        )
         self.ops = OperationChooser(PROPS, self.rnd)
         self.readall = PROPS.get("readallfields", "true") == "true"
         self.writeall = PROPS.get("writeallfields", "false") == "true"
@@ -59,13 +49,12 @@ class MongoUser(MongoScenario):
 
     def run_operation(self) -> None:
         op = self.ops.next()
-        assert self.keys is not None
         if op == "INSERT":
             keynum = self.next_key()
             if self.insert(self.document(keynum)):
                 BUDGET.acknowledge(keynum)
             return
-        key = self.key(self.keys.next())
+        key = self.key(self.existing_key())
         if op == "READ":
             self.timed("READ", lambda: self._read(key))
         elif op == "UPDATE":

@@ -33,16 +33,17 @@ What the base does, for the built-in driver and every scenario alike:
   return codes, window and CPU, and the master writes them to "out" for the result document.
 
 What a scenario gets (set before `setup()` runs, once per user): `self.mongo` (a MongoClient from
-the target URI and the `mongodb.*` options, one per process; one per user, a pool of one
-connection, under `mongobench.connectionPerThread=true`), `self.db` (`mongodb.database`),
-`self.collection` (`table`), `self.props` (every property, strings; `param()` reads one typed),
-`self.phase` ("load" or "run"), `self.rnd` (random.Random per user), `self.client_index`,
-`self.clients`; for inserts `next_key()` (key numbers that never collide across users, processes,
-clients and steps), `key()` (YCSB's key name for a number, by `insertorder`), `insert()` and
-`insert_batched()` (insertMany of `batchsize` documents, BATCHED_OK for the queued ones, as the
-YCSB binding does). The default `load_operation()` inserts `document(next_key())`, a YCSB record
-unless the scenario overrides `document`. Scenarios do not use Locust's `@task`: the base's one
-task is what keeps the budget.
+the target URI and the `mongodb.*` options, one per process; one per user, a pool of one connection,
+under `mongobench.connectionPerThread=true`), `self.db` (`mongodb.database`), `self.collection`
+(`table`), `self.props` (every property, strings; `param()` reads one typed), `self.phase` ("load"
+or "run"), `self.rnd` (random.Random per user), `self.client_index`, `self.clients`; for reads
+`existing_key()` (a loaded record's key number by `requestdistribution`, `permutation` included);
+for inserts `next_key()` (key numbers that never collide across users, processes, clients and
+steps), `key()` (YCSB's key name for a number, by `insertorder`), `insert()` and `insert_batched()`
+(insertMany of `batchsize` documents, BATCHED_OK for the queued ones, as the YCSB binding does). The
+default `load_operation()` inserts `document(next_key())`, a YCSB record unless the scenario
+overrides `document`. Scenarios do not use Locust's `@task`: the base's one task is what keeps the
+budget.
 """
 
 from __future__ import annotations
@@ -69,7 +70,14 @@ from mongobench_results import hdr
 from mongobench_runner.client_options import client_options, connection_per_thread
 from mongobench_runner.status import format_status_line, interval_stats
 from mongobench_runner.workload import CLIENT, CLIENTS, INSERT_OFFSET, split_for_client
-from mongobench_runner.ycsbgen import field_value, key_name
+from mongobench_runner.ycsbgen import (
+    PERMUTATION,
+    KeyChooser,
+    PermutationWalk,
+    field_value,
+    key_name,
+    permutation_walk,
+)
 
 CONFIG: dict[str, Any] = json.loads(Path(os.environ["MONGOBENCH_LOCUST_CONFIG"]).read_text())
 PROPS: dict[str, str] = CONFIG["props"]
@@ -119,6 +127,8 @@ class Budget:
         self.last_inserted = [0]
         self.acked: set[int] = set()
         self.worker_index = 0
+        # requestdistribution=permutation: this process's part, shared by its users
+        self.walk: PermutationWalk | None = None
         self.client: pymongo.MongoClient[dict[str, Any]] | None = None
 
     def setup(self, worker_index: int) -> None:
@@ -147,6 +157,10 @@ class Budget:
             self.last_inserted[0] = records - 1
         self.worker_index = worker_index
         limit_s = int(PROPS.get("maxexecutiontime", "0") or 0)
+        if PHASE == "run" and PROPS.get("requestdistribution") == PERMUTATION:
+            # This process's operations start at ops*w//W among the client's (split_for_client).
+            offset = ops * worker_index // WORKERS if self.limit > 0 else None
+            self.walk = permutation_walk(PROPS, worker_index, WORKERS, offset)
         if limit_s > 0:
             self.deadline = time.monotonic() + limit_s
             if self.limit == 0:
@@ -363,6 +377,7 @@ class MongoScenario(User):
     wait_time = constant_throughput(TARGET / THREADS) if TARGET > 0 else constant(0)
     # Documents per insertMany of insert_batched() when no `batchsize` property is given.
     default_batch_size = 1
+    _keys: KeyChooser | None  # existing_key()'s chooser, made at its first call
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -411,6 +426,21 @@ class MongoScenario(User):
     def key(self, keynum: int) -> str:
         """YCSB's key name for a key number (`insertorder`: hashed, or ordered)."""
         return key_name(keynum, hashed=self.hashed)
+
+    def existing_key(self) -> int:
+        """The key number of a loaded record, chosen by `requestdistribution` as YCSB's
+        CoreWorkload does (uniform unless set; `permutation`: each loaded key once over the run's
+        clients, in a seeded shuffled order, when operationcount = recordcount)."""
+        if self._keys is None:
+            self._keys = KeyChooser(
+                PROPS,
+                self.rnd,
+                BUDGET.last_inserted,
+                stride=BUDGET.insert_stride,
+                first_insert=BUDGET.first_insert,
+                walk=BUDGET.walk,
+            )
+        return self._keys.next()
 
     def next_key(self) -> int:
         """The next key number this user inserts: the load phase's share of `insertstart` ..
@@ -499,6 +529,7 @@ class MongoScenario(User):
         self.batch_size = int(batch or self.default_batch_size)
         self.batch: list[dict[str, Any]] = []
         self.batch_op = "INSERT"
+        self._keys = None
         self.setup()
 
     def on_stop(self) -> None:

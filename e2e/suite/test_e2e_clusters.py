@@ -27,6 +27,7 @@ from backends.manifests import (
     mongocluster,
     replica_set,
     sharded,
+    standalone,
 )
 
 pytestmark = [pytest.mark.cluster, pytest.mark.e2e]
@@ -145,6 +146,40 @@ def test_replica_set_is_ready_with_real_wiring_and_elects_after_a_step_down(
             30,
             f"{old} SECONDARY",
         )
+
+
+def test_standalone_is_ready_with_users_and_no_replica_set(backend: Backend, version: str) -> None:
+    """One mongod without --replSet (issue 35): wired by hello and users alone. On kind, real
+    mongod of each series takes the keyfile bootstrap as __system with no replica set."""
+    manifest = mongocluster("sa", standalone(), version)
+    with backend.env("standalone", clusters=[manifest]) as env:
+        env.apply(manifest)
+        obj = env.wait_phase("sa", "Ready", timeout=60)
+        status = obj["status"]
+        (rs,) = status["replicaSets"]
+        (host,) = hosts_of(env, "sa", "sa-mongod")
+        assert (rs["name"], rs["role"], rs["initialized"]) == ("sa-mongod", "standalone", True)
+        assert rs["memberStates"] == [{"host": host, "state": "STANDALONE", "health": 1}]
+        assert rs["server"]["version"] == version and rs["server"]["process"] == "mongod"
+        assert status["members"] == status["readyMembers"] == 1
+
+        apps, core = k8s.AppsV1Api(env.api), k8s.CoreV1Api(env.api)
+        sts = apps.read_namespaced_stateful_set("sa-mongod", env.namespace)
+        assert (
+            sts.spec.replicas == 1 and "--replSet" not in sts.spec.template.spec.containers[0].args
+        )
+        pdbs = k8s.PolicyV1Api(env.api).list_namespaced_pod_disruption_budget(env.namespace)
+        assert pdbs.items == []
+        conn = core.read_namespaced_secret(status["connectionSecret"], env.namespace)
+        uri = base64.b64decode(conn.data["uri"]).decode()
+        assert host in uri and "replicaSet" not in uri
+
+        # MongoDB itself: a standalone (no setName), with the operator's users and roles.
+        hello = env.mongo.command(host, {"hello": 1}, env.mongo.layout("sa"))
+        assert "setName" not in hello and hello["isWritablePrimary"] is True
+        users = env.mongo.users("sa", "sa-mongod", USERS)
+        assert sorted(users) == USERS and users["mongobench-operator"] == OPERATOR_ROLES
+        assert_mongodb_happy(env)
 
 
 def test_sharded_cluster_is_ready_with_real_wiring_and_scales_its_routers(

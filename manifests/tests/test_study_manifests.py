@@ -152,3 +152,21 @@ def test_study_1_loads_the_thesis_records_on_its_vm_size_sampling_cpu_every_seco
             cpu = sum(parse_quantity(r["limits"]["cpu"]) for r in resources.values())
             memory = sum(parse_quantity(r["limits"]["memory"]) for r in resources.values())
             assert (cpu, memory) == (1.0, 2 * 2**30)
+
+
+def test_study_2_reads_each_id_once_from_clients_on_the_mongods_node() -> None:
+    """Unit tier: study 2 full and reduced as the study ran them: the client pods required on
+    the mongod's node, the reads a permutation of the loaded ids, one read each."""
+    for size in ("full", "reduced"):
+        (experiment,) = [
+            d
+            for d in kustomize(STUDIES / "2-cloud-write-concerns" / size)
+            if d["kind"] == "BenchmarkExperiment"
+        ]
+        for cell in mx.expand(experiment["spec"]).cells:
+            run = BenchmarkRunSpec.parse(
+                _with_run_defaults({**cell.run_spec, "clusterRef": {"name": "c"}})
+            )
+            assert run.clients.beside_database and not run.clients.apart_from_database, size
+            assert run.run.request_distribution == "permutation", size
+            assert run.run.operation_count == run.load.record_count, size

@@ -104,7 +104,7 @@ def _dig(obj: Mapping[str, Any] | None, *path: str) -> Any:
 class Shape:
     """What the target looked like when the run started (status.clusterSnapshot)."""
 
-    kind: str  # ReplicaSet, Sharded or External
+    kind: str  # ReplicaSet, Sharded, Standalone or External
     members: int | None = None  # per replica set (members per shard when sharded)
     shards: int | None = None
     mongos: int | None = None
@@ -121,6 +121,8 @@ class Shape:
             return f"{self.shards} shards x {self.members}, {self.mongos} mongos"
         if self.kind == "ReplicaSet":
             return f"replica set x {self.members}"
+        if self.kind == "Standalone":
+            return "standalone mongod"
         return self.kind
 
     def dimensions(self) -> dict[str, Any]:
@@ -166,9 +168,10 @@ def shape(run: Mapping[str, Any]) -> Shape:
             instance_types=instance_types,
             cluster=cluster,
         )
+    standalone = topo.get("type") == "Standalone"
     return Shape(
-        "ReplicaSet",
-        members=(topo.get("replicaSet") or {}).get("members", 3),
+        "Standalone" if standalone else "ReplicaSet",
+        members=1 if standalone else (topo.get("replicaSet") or {}).get("members", 3),
         version=version,
         platform=provider,
         instance_types=instance_types,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from finished_runs import FinishedRun, benchmark_run
 
-from mongobench_results import compare, summary
+from mongobench_results import compare, records, summary
 
 pytestmark = pytest.mark.unit
 
@@ -433,3 +433,16 @@ def test_group_by_refuses_to_pool_targets_of_different_shapes() -> None:
     unknown = benchmark_run("unknown", platform="eks", shards=3, members=1, seed=63)
     del unknown.run["status"]["clusterSnapshot"]
     assert compare.mixed_shape(inputs(runs[0], unknown)) is None
+
+
+def test_a_standalone_is_never_pooled_with_a_one_member_replica_set() -> None:
+    """Unit tier (issue 35): study 2's standalone mongod and the one-member replica set that
+    stood in for it (oplog writes on every insert) are different targets: pooled by a key that
+    does not tell them apart, the comparison is refused naming the topology; `standalone
+    mongod` is how a report names the target."""
+    one_member = benchmark_run("rs1", members=1, seed=70)
+    alone = benchmark_run("sa", members=1, throughput=1100, seed=71)
+    alone.run["status"]["clusterSnapshot"]["topology"] = {"type": "Standalone"}
+    assert records.shape(alone.run).text() == "standalone mongod"
+    with pytest.raises(compare.ComparisonError, match="differ in topology ReplicaSet, Standalone"):
+        compare.compare(inputs(one_member, alone), group_by="platform")

@@ -20,6 +20,9 @@ CLIENT, CLIENTS, INSERT_OFFSET = (
     "mongobench.clients",
     "mongobench.insertoffset",
 )
+# requestdistribution=permutation: this client's first operation among all clients' (its slice
+# of the permutation starts there).
+OPERATION_START = "mongobench.operationstart"
 
 # Properties whose values must never reach a result document or a log.
 SECRET_KEYS = frozenset({"mongodb.password"})
@@ -117,6 +120,8 @@ def effective_properties(
         props["workload"] = PARTITIONED_WORKLOAD
     recordcount = int(props.get("recordcount", "0"))
     operationcount = int(props.get("operationcount", "0"))
+    if phase != "load" and props.get("requestdistribution") == "permutation":
+        props[OPERATION_START] = str(operationcount * client_index // clients)
     if clients > 1:
         split = split_for_client(recordcount, operationcount, client_index, clients)
         if phase == "load":

@@ -2,8 +2,10 @@
 
 Ports of YCSB 0.17.0 site.ycsb.generator (ZipfianGenerator after Gray et al., Scrambled
 Zipfian, SkewedLatest, uniform) and CoreWorkload's key naming (`user` + FNV-1a-64 hash of the key
-number when insertorder=hashed), so Locust hits the same key space with the same skew.
-Pure (state in objects, randomness from an injected random.Random).
+number when insertorder=hashed), so Locust hits the same key space with the same skew; and
+mongobench's `permutation` (each loaded key once, in a seeded shuffled order), which the YCSB
+binding's PartitionedInsertsWorkload walks identically.
+Pure (state in objects, randomness from an injected random.Random or a seed).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import random
 import string
 from dataclasses import dataclass
 
-from mongobench_runner.workload import proportions
+from mongobench_runner.workload import CLIENT, CLIENTS, OPERATION_START, proportions
 
 FNV_OFFSET_BASIS_64 = 0xCBF29CE484222325
 FNV_PRIME_64 = 1099511628211
@@ -92,7 +94,88 @@ class Zipfian:
         return self.base + int(n * (self.eta * u - self.eta + 1) ** self.alpha)
 
 
-DISTRIBUTIONS = ("uniform", "zipfian", "latest")  # what KeyChooser implements
+PERMUTATION = "permutation"
+PERMUTATION_SEED = "mongobench.permutationseed"  # default 0
+GOLDEN_GAMMA = 0x9E3779B97F4A7C15
+FEISTEL_ROUNDS = 4
+
+
+def splitmix64(value: int) -> int:
+    """SplitMix64's step (Java long arithmetic), the Feistel rounds' mixing function."""
+    z = (value + GOLDEN_GAMMA) & MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+    return z ^ (z >> 31)
+
+
+def loaded_keys(props: dict[str, str]) -> tuple[int, int]:
+    """(first key number, how many): the loaded records the run's reads choose among."""
+    start = int(props.get("insertstart", "0"))
+    if "insertcount" in props:
+        return start, int(props["insertcount"])
+    return start, int(props.get("recordcount", "0")) - start
+
+
+class Permutation:
+    """A seeded shuffled order of [0, n): `at(i)` is its i-th key number (i wraps at n).
+
+    A keyed bijection, not a table, so a client of a billion records holds none: a balanced
+    Feistel network on the smallest even number of bits that covers n, cycle-walked back into
+    [0, n). PartitionedInsertsWorkload.java computes the same order bit for bit.
+    """
+
+    def __init__(self, n: int, seed: int) -> None:
+        if n < 1:
+            raise ValueError(f"a permutation of {n} keys: there must be at least one")
+        bits = max(2, (n - 1).bit_length())
+        bits += bits % 2
+        self.n, self.half, self.mask = n, bits // 2, (1 << (bits // 2)) - 1
+        self.keys = [splitmix64((seed + r * GOLDEN_GAMMA) & MASK64) for r in range(FEISTEL_ROUNDS)]
+
+    def _feistel(self, x: int) -> int:
+        left, right = x >> self.half, x & self.mask
+        for key in self.keys:
+            left, right = right, left ^ (splitmix64(right ^ key) & self.mask)
+        return (left << self.half) | right
+
+    def at(self, i: int) -> int:
+        x = self._feistel(i % self.n)
+        while x >= self.n:  # cycle walking: a bijection of [0, 2^bits) restricted to [0, n)
+            x = self._feistel(x)
+        return x
+
+
+class PermutationWalk:
+    """One process's (or thread's) part of the run's permutation: positions start, start +
+    stride, ... A count-bounded run gives each part a contiguous slice (stride 1), so the
+    parts of all clients together read every key once when operationcount = recordcount."""
+
+    def __init__(self, permutation: Permutation, start: int, stride: int = 1) -> None:
+        self.permutation, self.position, self.stride = permutation, start, stride
+
+    def next(self) -> int:
+        keynum = self.permutation.at(self.position)
+        self.position += self.stride
+        return keynum
+
+
+def permutation_walk(
+    props: dict[str, str], part: int, parts: int, offset: int | None
+) -> PermutationWalk:
+    """The walk of part `part` of this client's `parts` (its Locust processes, or YCSB threads):
+    from `offset`, where the part's operations start among the client's, in the client's slice
+    of the permutation (`mongobench.operationstart`, set by the runner). A duration-bounded
+    run (`offset` None) has no slices: every part of every client takes the positions
+    global part index + k * all parts instead, still never two parts on one key."""
+    permutation = Permutation(loaded_keys(props)[1], int(props.get(PERMUTATION_SEED, "0") or 0))
+    if offset is None:
+        clients = int(props.get(CLIENTS, "1"))
+        first = int(props.get(CLIENT, "0")) * parts + part
+        return PermutationWalk(permutation, first, clients * parts)
+    return PermutationWalk(permutation, int(props.get(OPERATION_START, "0")) + offset)
+
+
+DISTRIBUTIONS = ("uniform", "zipfian", "latest", PERMUTATION)  # what KeyChooser implements
 
 
 def check_distribution(props: dict[str, str]) -> str:
@@ -116,14 +199,13 @@ class KeyChooser:
         *,
         stride: int = 1,
         first_insert: int | None = None,
+        walk: PermutationWalk | None = None,
     ) -> None:
         self.dist = check_distribution(props)
-        start = int(props.get("insertstart", "0"))
-        count = (
-            int(props.get("insertcount", props.get("recordcount", "0")))
-            if "insertcount" in props
-            else int(props.get("recordcount", "0")) - start
-        )
+        if self.dist == PERMUTATION and walk is None:
+            raise ValueError("requestdistribution=permutation needs this process's walk")
+        self.walk = walk
+        start, count = loaded_keys(props)
         self.lo, self.hi = start, start + count - 1
         self.rnd = rnd
         self.last = last_inserted  # shared cell: the newest key number inserted (SkewedLatest)
@@ -139,6 +221,8 @@ class KeyChooser:
     def next(self) -> int:
         if self.dist == "uniform":
             return self.rnd.randint(self.lo, self.hi)
+        if self.walk is not None:  # permutation, shared by the process's users
+            return self.lo + self.walk.next()
         if self.dist == "zipfian":  # ScrambledZipfianGenerator
             return self.lo + fnvhash64(self.zipf.next()) % (self.hi - self.lo + 1)
         newest = self.last[0]

@@ -212,6 +212,49 @@ def test_a_scenario_serves_the_same_live_metrics(ferretdb, mounted, tmp_path):
     assert seen > 0, "no live AGGREGATE operations"
 
 
+def test_permutation_reads_each_loaded_key_once_over_two_clients_and_their_workers(
+    ferretdb, mounted, tmp_path
+):
+    """requestdistribution=permutation, as study 2 reads: the runner splits the permutation over
+    two client pods (--client-index) of two Locust workers and three users each. A scenario
+    records every key it is given as an _id of its own collection, so a key given twice is a
+    duplicate-key error (the run fails: --max-error-ratio 0); then the study's own client reads
+    the same way without a miss."""
+    db = "scn_perm"
+    load = ["--scenario", str(mounted / "small_documents.py"), "--uri", f"{ferretdb.uri}{db}"]
+    load += ["--threads", "3", "-p", "recordcount=90"]
+    assert run_runner(["locust", "--phase", "load", *load], tmp_path).returncode == 0
+    recorder = tmp_path / "recorder.py"
+    recorder.write_text(
+        "from mongobench_scenario import MongoScenario\n\n"
+        "class Recorder(MongoScenario):\n"
+        "    def run_operation(self):\n"
+        "        self.insert({'_id': self.existing_key()})\n"
+    )
+    perm = ["-p", "recordcount=90", "-p", "operationcount=90"]
+    perm += ["-p", "requestdistribution=permutation", "-p", "table=seen"]
+    for client in ("0", "1"):
+        res = run_runner(
+            ["locust", "--phase", "run", "--scenario", str(recorder), "--uri",
+             f"{ferretdb.uri}{db}", "--threads", "3", "--workers", "2", "--master-port",
+             str(free_port()), "--timeout", "120", "--client-index", client, "--clients", "2",
+             *perm],
+            tmp_path,
+        )  # fmt: skip
+        assert res.returncode == 0, res.doc["error"]
+        assert res.doc["operations"]["INSERT"]["returnCodes"] == {"OK": 45}
+    seen = pymongo.MongoClient(ferretdb.uri)[db]["seen"]
+    assert sorted(d["_id"] for d in seen.find({})) == list(range(90))
+
+    reads = run_runner(
+        ["locust", "--phase", "run", *load, "-p", "operationcount=90",
+         "-p", "requestdistribution=permutation"],
+        tmp_path,
+    )  # fmt: skip
+    assert reads.returncode == 0, reads.doc["error"]
+    assert reads.doc["operations"]["READ"]["returnCodes"] == {"OK": 90}
+
+
 def test_a_scenarios_own_errors_fail_the_run_and_are_named(ferretdb, tmp_path):
     broken = tmp_path / "broken.py"
     broken.write_text(

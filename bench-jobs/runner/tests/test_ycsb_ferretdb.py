@@ -531,3 +531,25 @@ def test_a_slow_init_without_the_gate_still_runs_the_whole_duration(ferretdb, tm
     )
     assert 2.9 < doc["window"]["seconds"] < 3.5, doc["window"]
     assert doc["driverRuntimeSeconds"] > 4 + 2.9  # YCSB's timer would have counted the init
+
+
+def test_permutation_reads_run_through_the_binding_split_over_two_clients(ferretdb, tmp_path):
+    """requestdistribution=permutation is the binding's, not YCSB core's (which refuses it): two
+    client pods of three threads read the 400 loaded records, each from its own slice of the
+    order (`mongobench.operationstart`), every read a hit. That each key is read exactly once is
+    the binding's unit test (PartitionedInsertsWorkloadTest)."""
+    uri = f"{ferretdb.uri}ycsb_permutation"
+    common = ["--workload", "c", "--uri", uri, "--threads", "3", "-p", f"recordcount={RECORDS}"]
+    assert run_runner(["ycsb", "--phase", "load", *common], tmp_path).returncode == 0
+    starts, reads = [], 0
+    for client in ("0", "1"):
+        res = run_runner(
+            ["ycsb", "--phase", "run", *common, "-p", f"operationcount={RECORDS}",
+             "-p", "requestdistribution=permutation", "--client-index", client, "--clients", "2"],
+            tmp_path,
+        )  # fmt: skip
+        assert res.returncode == 0, res.stderr[-2000:]
+        assert res.doc["operations"]["READ"]["returnCodes"] == {"OK": RECORDS // 2}
+        starts.append(res.doc["properties"]["mongobench.operationstart"])
+        reads += res.doc["operations"]["READ"]["count"]
+    assert starts == ["0", str(RECORDS // 2)] and reads == RECORDS

@@ -10,6 +10,10 @@ they agree on config, primary and users. Rules of the model (not of MongoDB in f
   SECONDARY; a configured member with no running peer is DOWN;
 - replSetReconfig must go to the primary (else NotWritablePrimary 10107), carry a higher version
   and change at most one voting member (else NewReplicaSetConfigurationIncompatible 103);
+- a ``standalone`` mongod (no --replSet) answers hello without setName and always writable,
+  replSetInitiate with NoReplicationEnabled 76 "This node was not started with replication
+  enabled." and the other replSet commands with 76 "not running with --replSet" (MongoDB's
+  repl_set_commands.cpp); its users and collections are its own;
 - every member and mongos runs with a keyfile and the operator is never on their loopback, so
   no localhost exception: commands other than hello/ping/authentication need an authenticated
   connection (else Unauthorized 13). SCRAM-SHA-256 authenticates the users a set (or, through
@@ -299,6 +303,9 @@ class MongoModel:
         self.host_map: dict[str, str] = {}
         self.sets: dict[str, SetState] = {}
         self.node_set: dict[str, str] = {}  # member name -> set it belongs to
+        # standalone mongod name -> its users and collections (the SetState of no set)
+        self.standalones: dict[str, SetState] = {}
+        self.no_replication: list[str] = []  # replSet commands a standalone refused (76)
         self.sharded = Sharded(documents={})
         self._servers: list[MockupDB] = []
         self._lock = threading.RLock()
@@ -435,6 +442,11 @@ class MongoModel:
 
     def mongos(self, name: str) -> str:
         return self._serve(name, self._router, wire_rules.MONGOS)
+
+    def standalone(self, name: str) -> str:
+        """A mongod started without --replSet, known by its DNS ``name``; returns its address."""
+        self.standalones[name] = SetState({"members": [{"_id": 0, "host": name}]}, primary=name)
+        return self._serve(name, self._standalone, wire_rules.MONGOD)
 
     def stop(self) -> None:
         # All at once: a mockupdb server's stop waits out its accept loop's 1 s select, so one
@@ -637,6 +649,33 @@ class MongoModel:
         n = rs.documents.get(ns, 0)
         batch = [{"ns": ns, "host": rs.primary, "storageStats": _storage_stats(n)}]
         return bool(request.ok(cursor={"id": 0, "ns": ns, "firstBatch": batch}))
+
+    def _standalone(self, name: str, request: Any) -> bool:
+        """As a mongod without --replSet: writable, no replica-set state at all."""
+        cmd = (request.command_name or "").lower()
+        state = self.standalones[name]
+        answered = self._auth(name, request, cmd, self._passwords(state.users))
+        if answered is not None:
+            return answered
+        if cmd in ("hello", "ismaster"):
+            return self._hello(request, {**WIRE, "isWritablePrimary": True, "ismaster": True})
+        if cmd in ("serverstatus", "buildinfo", "getcmdlineopts"):
+            return self._describe(cmd, name, request, None, standalone=True)
+        if cmd.startswith("replset"):
+            self.no_replication.append(f"{request.command_name} on {name}")
+            message = (
+                "This node was not started with replication enabled."
+                if cmd == "replsetinitiate"
+                else "not running with --replSet"
+            )
+            return _err(request, 76, "NoReplicationEnabled", message)
+        if cmd in ("create", "drop", "listcollections"):
+            return self._set_collections(cmd, request, state)
+        if cmd == "profile":  # a standalone mongod profiles as a set's primary does
+            return self._profile(name, request, state)
+        if cmd in ("find", "aggregate"):
+            return self._on_primary(cmd, name, request, state)
+        return self._users(state.users, request, cmd)
 
     def _on_primary(self, cmd: str, name: str, request: Any, rs: SetState) -> bool:
         if cmd == "replsetreconfig":
@@ -1196,12 +1235,14 @@ class MongoModel:
             }
         return bool(request.ok(reply))
 
-    def _describe(self, cmd: str, name: str, request: Any, rs: SetState | None) -> bool:
+    def _describe(
+        self, cmd: str, name: str, request: Any, rs: SetState | None, *, standalone: bool = False
+    ) -> bool:
         if cmd == "serverstatus":
             return self._server_status(request, "mongod")
         if cmd == "buildinfo":
             return self._build_info(request)
-        return self._cmd_line_opts(request, name, rs)
+        return self._cmd_line_opts(request, name, rs, standalone=standalone)
 
     def _build_info(self, request: Any) -> bool:
         parts = [int(p) for p in self.server_version.split(".")]
@@ -1228,9 +1269,12 @@ class MongoModel:
             )
         )
 
-    def _cmd_line_opts(self, request: Any, name: str | None, rs: SetState | None) -> bool:
-        """The options the operator's pods start with: a member (replSet, keyFile, cache) or a
-        mongos (configdb), and the test's extra --setParameter pairs."""
+    def _cmd_line_opts(
+        self, request: Any, name: str | None, rs: SetState | None, *, standalone: bool = False
+    ) -> bool:
+        """The options the operator's pods start with: a member (replSet, keyFile, cache), a
+        standalone (the same without replSet) or a mongos (configdb), and the test's extra
+        --setParameter pairs."""
         keyfile = "/etc/mongodb-keyfile/keyfile"
         cache_gb = self.cache_bytes / 1024**3
         if name is None:
@@ -1247,6 +1291,9 @@ class MongoModel:
                     "wiredTiger": {"engineConfig": {"cacheSizeGB": cache_gb}},
                 },
             }
+            if standalone:
+                argv[1:3] = []
+                del parsed["replication"]
         argv += ["--keyFile", keyfile]
         parsed["net"] = {"bindIpAll": True, "port": 27017}
         parsed["security"] = {"keyFile": keyfile, "authorization": "enabled"}

@@ -169,6 +169,47 @@ def test_fcv_and_collections_on_a_set(model: MongoModel, admin: MongoAdmin) -> N
         admin.command(spec.members[0], {"listDatabases": 1})
 
 
+def test_standalone_is_never_initiated_and_gets_its_users_by_keyfile(
+    model: MongoModel, admin: MongoAdmin
+) -> None:
+    """Protocol tier (model): a mongod without --replSet answers as MongoDB's does, and the
+    operator's module wires it with no replica-set command at all."""
+    spec = ReplicaSetSpec("sa-mongod", Role.STANDALONE, _hosts("sa-mongod", 1))
+    (host,) = spec.members
+    model.standalone(host)
+    hello = admin.hello(host)
+    assert (hello.set_name, hello.writable_primary, hello.initialized) == (None, True, False)
+    # replSetGetStatus is the server's NoReplicationEnabled (76), as MongoDB answers it
+    with pytest.raises(PermanentMongoError, match="not running with --replSet") as refused:
+        admin.command(host, {"replSetGetStatus": 1}, bootstrap=True)
+    assert refused.value.code == 76
+    with pytest.raises(PermanentMongoError, match="not started with replication enabled"):
+        admin.command(host, {"replSetInitiate": {"_id": "x", "members": []}}, bootstrap=True)
+    assert [c.split()[0] for c in model.no_replication] == ["replSetGetStatus", "replSetInitiate"]
+    model.no_replication.clear()
+    assert _converge(admin, spec) == []  # nothing to initiate: users only
+    status = admin.replica_set_status(spec)
+    assert (status.initialized, status.primary, status.converged) == (True, host, True)
+    assert [(m.host, m.state, m.serving) for m in status.members] == [(host, "STANDALONE", True)]
+    assert ("admin", "admin") in model.standalones[host].users
+    assert admin.ensure_collection(spec, "ycsb", "usertable") == ("created ycsb.usertable",)
+    assert admin.drop_collection(spec, "ycsb", "usertable") is True
+    assert admin.feature_compatibility_version(spec) == "7.0"
+    # its one member restarts in a roll: there is nobody to hand over to, and no step-down
+    assert admin.rolling_step(spec, [host]).kind == "restart"
+    assert model.no_replication == []  # the module sent no replica-set command
+
+
+def test_a_replica_set_member_is_no_standalone(model: MongoModel, admin: MongoAdmin) -> None:
+    """Protocol tier (model): a Standalone pointed at a mongod started with --replSet is a
+    permanent error that says what it found."""
+    (host,) = _hosts("rs0", 1)
+    model.member(host)
+    _converge(admin, ReplicaSetSpec("rs0", Role.REPLICA, (host,)))
+    with pytest.raises(PermanentMongoError, match="found a member of replica set 'rs0'"):
+        admin.ensure_replica_set(ReplicaSetSpec("x-mongod", Role.STANDALONE, (host,)))
+
+
 def test_sharded_cluster_end_to_end(model: MongoModel, admin: MongoAdmin) -> None:
     cfg = ReplicaSetSpec("cfg", Role.CONFIG, _hosts("cfg", 1, 27019))
     shards = [ReplicaSetSpec(f"sh{i}", Role.SHARD, _hosts(f"sh{i}", 2, 27018)) for i in range(2)]

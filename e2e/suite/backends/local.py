@@ -284,7 +284,8 @@ class LocalBackend(Backend):
             layout = cluster_layout(manifest["metadata"]["name"], namespace, spec)
             for rs in layout.replica_sets:
                 for host in rs.hosts:
-                    model.member(host)
+                    # A Standalone's mongod runs without --replSet: the model answers as one.
+                    (model.standalone if layout.standalone else model.member)(host)
             if layout.sharded:
                 model.mongos(layout.mongos_host)
         if clusters:

@@ -41,6 +41,10 @@ def replica_set(members: int, **extra: Any) -> Manifest:
     return {"type": "ReplicaSet", "replicaSet": {"members": members, **extra}}
 
 
+def standalone() -> Manifest:
+    return {"type": "Standalone"}
+
+
 def sharded(
     shards: int, members_per_shard: int = 1, config_servers: int = 1, mongos: int = 1
 ) -> Manifest:

@@ -130,6 +130,9 @@ class MongoView:
         return {}
 
     def primary(self, cluster: str, rs: str) -> str | None:
+        layout, hosts = self._set(cluster, rs)
+        if layout.standalone:  # no replica-set state to ask: its one mongod takes the writes
+            return hosts[0]
         return next((h for h, s in self.states(cluster, rs).items() if s == "PRIMARY"), None)
 
     def config(self, cluster: str, rs: str) -> Doc:

@@ -4,9 +4,10 @@
 #   manifests/platforms/magnum/studies-nodegroups.sh create 1   # not run here: needs an OpenStack cloud with Magnum
 #   manifests/platforms/magnum/studies-nodegroups.sh delete 1   # not run here: needs an OpenStack cloud with Magnum
 # Magnum labels each node magnum.openstack.org/role=study-N, which the study's database pods
-# require (placement.nodeAffinity). Benchmark clients run on cluster.sh's `clients` group; study
-# 2's largest cell starts 128 client pods: resize that group first, e.g.
-#   openstack coe nodegroup update mongobench clients replace node_count=3  # not run here: needs an OpenStack cloud with Magnum
+# require (placement.nodeAffinity). Benchmark clients run on cluster.sh's `clients` group, except
+# study 2's, which join the mongod on its study-2 node: its cell of 128 processes needs a kubelet
+# that takes more than the default 110 pods (the cluster template's kubelet options), or it
+# fails at its start.
 # Study 4 needs no group of its own: its cluster fits cluster.sh's `database` group.
 #   CLUSTER and FLAVOR_STUDY1/2/3 override the defaults below.
 set -euo pipefail

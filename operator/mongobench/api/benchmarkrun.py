@@ -77,7 +77,10 @@ class Run:
     threads: int = 16
     target_ops_per_second: int | None = None
     request_distribution: (
-        Literal["zipfian", "uniform", "latest", "hotspot", "sequential", "exponential"] | None
+        Literal[
+            "zipfian", "uniform", "latest", "hotspot", "sequential", "exponential", "permutation"
+        ]
+        | None
     ) = None
     field_count: int = 10
     field_length: int = 100
@@ -223,7 +226,10 @@ class Clients:
     node_selector: dict[str, str] = field(default_factory=dict)
     node_affinity: NodeAffinity | None = None
     tolerations: tuple[Toleration, ...] = ()
-    separate_from_database: bool = True
+    # None: apart (preferred anti-affinity) unless beside_database.
+    separate_from_database: bool | None = None
+    # Required pod affinity to the cluster's data-bearing mongod pods: on their node.
+    beside_database: bool = False
     # Among a step's own client pods; None: as "None".
     anti_affinity: AntiAffinity | None = None
     backoff_limit: int = 0
@@ -233,6 +239,20 @@ class Clients:
     connection_per_thread: bool = False
     # The YCSB client JVM's options, after the image's JAVA_OPTS.
     jvm_options: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        """The CRD's rule again (an apiserver without it, a spec stored before it)."""
+        if self.beside_database and self.separate_from_database:
+            raise SpecError(
+                "spec.clients: besideDatabase and separateFromDatabase exclude each other"
+            )
+
+    @property
+    def apart_from_database(self) -> bool:
+        """Whether the clients keep off the database's nodes (separateFromDatabase's default)."""
+        if self.separate_from_database is None:
+            return not self.beside_database
+        return self.separate_from_database
 
 
 @dataclass(frozen=True)
@@ -387,6 +407,13 @@ class BenchmarkRunSpec:
     cost: Cost | None = None
     monitoring: Monitoring = field(default_factory=Monitoring)
     profiler: Profiler | None = None
+
+    def __post_init__(self) -> None:
+        if self.clients.beside_database and self.cluster_ref is None:
+            raise SpecError(
+                "spec.clients.besideDatabase needs spec.clusterRef: the database's pods are a "
+                "MongoCluster's"
+            )
 
     @classmethod
     def parse(cls, spec: dict[str, Any]) -> BenchmarkRunSpec:

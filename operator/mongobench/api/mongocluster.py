@@ -8,7 +8,7 @@ from typing import Any, Literal
 from mongobench.api.schema import SpecError, from_dict, renamed
 from mongobench.mongo import versions
 
-TopologyType = Literal["ReplicaSet", "Sharded"]
+TopologyType = Literal["ReplicaSet", "Sharded", "Standalone"]
 Platform = Literal["auto", "eks", "magnum", "kind"]
 AntiAffinity = Literal["Required", "Preferred", "None"]
 # Named layouts of the database pods over nodes (see mongocluster/placement.py).
@@ -50,6 +50,11 @@ class Topology:
     @property
     def replica_set_members(self) -> int:
         return (self.replica_set or ReplicaSetShape()).members
+
+    @property
+    def standalone(self) -> bool:
+        """One mongod without --replSet: nothing to initiate, scale or elect."""
+        return self.type == "Standalone"
 
 
 @dataclass(frozen=True)

@@ -17,12 +17,18 @@ from mongobench.api.schema import SpecError
 MAX_STATEFULSET_NAME = 52
 MAX_DNS_LABEL = 63
 MAX_SHARDS = 64  # spec.topology.sharded.shards maximum in the CRD
-# The longest StatefulSet suffix per topology: <name>-rs0, and the 64th shard's <name>-shard63.
+# The longest StatefulSet suffix per topology: <name>-rs0, the 64th shard's <name>-shard63, and
+# a standalone's <name>-mongod.
 REPLICA_SET_SUFFIX = "-rs0"
 SHARD_SUFFIX = f"-shard{MAX_SHARDS - 1}"
+STANDALONE_SUFFIX = "-mongod"
+SUFFIXES = {
+    "ReplicaSet": REPLICA_SET_SUFFIX,
+    "Sharded": SHARD_SUFFIX,
+    "Standalone": STANDALONE_SUFFIX,
+}
 MAX_MONGOCLUSTER_NAME = {
-    "ReplicaSet": MAX_STATEFULSET_NAME - len(REPLICA_SET_SUFFIX),
-    "Sharded": MAX_STATEFULSET_NAME - len(SHARD_SUFFIX),
+    topology: MAX_STATEFULSET_NAME - len(suffix) for topology, suffix in SUFFIXES.items()
 }
 # <run>-client names the run's ServiceAccount, Role and RoleBinding, cut at 63 characters.
 CLIENT_SUFFIX = "-client"
@@ -42,7 +48,7 @@ def check_mongocluster_name(name: str, topology: str) -> None:
         )
     longest = MAX_MONGOCLUSTER_NAME.get(topology, min(MAX_MONGOCLUSTER_NAME.values()))
     if len(name) > longest:
-        suffix = SHARD_SUFFIX if topology == "Sharded" else REPLICA_SET_SUFFIX
+        suffix = SUFFIXES.get(topology, SHARD_SUFFIX)
         raise SpecError(
             f"metadata.name: {name!r} has {len(name)} characters, at most {longest} are allowed "
             f"with a {topology} topology: the StatefulSet <name>{suffix} must fit in "

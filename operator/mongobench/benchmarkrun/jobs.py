@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mongobench.api.benchmarkrun import BenchmarkRunSpec, Scenario
+from mongobench.api.benchmarkrun import BenchmarkRunSpec, Clients, Scenario
 from mongobench.benchmarkrun.plan import Step, inserts
 from mongobench.mongocluster import labels as lbl
 from mongobench.mongocluster.tls import client_secret_name
@@ -27,6 +27,9 @@ CLIENT_COMPONENT = lbl.CLIENT_COMPONENT
 RUN_LABEL = "mongobench.io/run"
 STEP_LABEL = "mongobench.io/step"
 CLUSTER_LABEL = lbl.CLUSTER
+# The cluster's pods that hold no data (clients.besideDatabase keeps off them); whatever
+# component holds data (a replica set's, a shard's members) is beside's target.
+NOT_DATA_BEARING: tuple[lbl.Component, ...] = ("configsvr", "mongos")
 # Diagnostic switch (annotation on the BenchmarkRun): "disabled" lets parallel clients start as
 # their pods happen to start, to measure what the barrier is worth. Not for real studies.
 START_BARRIER_ANNOTATION = "mongobench.io/start-barrier"
@@ -237,6 +240,65 @@ def runner_args(spec: BenchmarkRunSpec, step: Step, run: RunRef) -> list[str]:
     return args
 
 
+def client_affinity(clients: Clients, step: Step, run: RunRef) -> dict[str, Any]:
+    """The client pods' affinity: their node pool, beside or apart from the database, and apart
+    from each other; empty when nothing is asked."""
+    affinity: dict[str, Any] = {}
+    if clients.node_affinity is not None and (node := clients.node_affinity.to_k8s()):
+        affinity["nodeAffinity"] = node
+    if clients.beside_database and run.cluster:
+        # Required: the study asked for the database's own node (its CPU shared by design). Any
+        # node with a data-bearing mongod of the cluster (not a config server's or a mongos').
+        affinity["podAffinity"] = {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "topologyKey": "kubernetes.io/hostname",
+                    "labelSelector": {
+                        "matchLabels": {CLUSTER_LABEL: run.cluster},
+                        "matchExpressions": [
+                            {"key": lbl.COMPONENT, "operator": "Exists"},
+                            {
+                                "key": lbl.COMPONENT,
+                                "operator": "NotIn",
+                                "values": list(NOT_DATA_BEARING),
+                            },
+                        ],
+                    },
+                }
+            ]
+        }
+    if clients.apart_from_database and run.cluster:
+        # Preferred, not required: a small cluster whose every node holds a member would
+        # otherwise leave the clients Pending forever. Where nodes allow, CPU stays apart.
+        affinity |= {
+            "podAntiAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": 100,
+                        "podAffinityTerm": {
+                            "topologyKey": "kubernetes.io/hostname",
+                            "labelSelector": {"matchLabels": {CLUSTER_LABEL: run.cluster}},
+                        },
+                    }
+                ]
+            }
+        }
+    if clients.anti_affinity in ("Required", "Preferred"):
+        # A step's own pods, by the labels only its Job's pods carry.
+        own = {
+            "topologyKey": "kubernetes.io/hostname",
+            "labelSelector": {"matchLabels": {RUN_LABEL: run.name, STEP_LABEL: str(step.index)}},
+        }
+        anti = affinity.setdefault("podAntiAffinity", {})
+        if clients.anti_affinity == "Required":
+            anti["requiredDuringSchedulingIgnoredDuringExecution"] = [own]
+        else:
+            anti.setdefault("preferredDuringSchedulingIgnoredDuringExecution", []).append(
+                {"weight": 100, "podAffinityTerm": own}
+            )
+    return affinity
+
+
 def build_job(spec: BenchmarkRunSpec, step: Step, run: RunRef) -> dict[str, Any]:
     name = step.job_name(run.name)
     labels = {
@@ -325,39 +387,7 @@ def build_job(spec: BenchmarkRunSpec, step: Step, run: RunRef) -> dict[str, Any]
         pod_spec["nodeSelector"] = dict(sorted(clients.node_selector.items()))
     if clients.tolerations:
         pod_spec["tolerations"] = [t.to_k8s() for t in clients.tolerations]
-    affinity: dict[str, Any] = {}
-    if clients.node_affinity is not None and (node := clients.node_affinity.to_k8s()):
-        affinity["nodeAffinity"] = node
-    if clients.separate_from_database and run.cluster:
-        # Preferred, not required: a small cluster whose every node holds a member would
-        # otherwise leave the clients Pending forever. Where nodes allow, CPU stays apart.
-        affinity |= {
-            "podAntiAffinity": {
-                "preferredDuringSchedulingIgnoredDuringExecution": [
-                    {
-                        "weight": 100,
-                        "podAffinityTerm": {
-                            "topologyKey": "kubernetes.io/hostname",
-                            "labelSelector": {"matchLabels": {CLUSTER_LABEL: run.cluster}},
-                        },
-                    }
-                ]
-            }
-        }
-    if clients.anti_affinity in ("Required", "Preferred"):
-        # A step's own pods, by the labels only its Job's pods carry.
-        own = {
-            "topologyKey": "kubernetes.io/hostname",
-            "labelSelector": {"matchLabels": {RUN_LABEL: run.name, STEP_LABEL: str(step.index)}},
-        }
-        anti = affinity.setdefault("podAntiAffinity", {})
-        if clients.anti_affinity == "Required":
-            anti["requiredDuringSchedulingIgnoredDuringExecution"] = [own]
-        else:
-            anti.setdefault("preferredDuringSchedulingIgnoredDuringExecution", []).append(
-                {"weight": 100, "podAffinityTerm": own}
-            )
-    if affinity:
+    if affinity := client_affinity(clients, step, run):
         pod_spec["affinity"] = affinity
     return {
         "apiVersion": "batch/v1",

@@ -36,6 +36,7 @@ CLIENT_CONTAINER = "client"
 _COMPONENT_ROLE = {
     "shard": "mongod",
     "replicaset": "mongod",
+    "standalone": "mongod",
     "configsvr": "configServer",
     "mongos": "mongos",
 }

@@ -41,6 +41,7 @@ from mongobench.mongo.errors import (
 )
 from mongobench.mongo.model import (
     MEMBER_STATES,
+    STANDALONE_STATE,
     Bound,
     CollectionDiskUse,
     Distribution,
@@ -291,7 +292,21 @@ class MongoAdmin:
 
     def replica_set_status(self, spec: ReplicaSetSpec) -> ReplicaSetStatus:
         """Observe only: members with state and health, whether the set is initialized."""
+        if spec.role is Role.STANDALONE:
+            return self._standalone(spec)
         return self._observe(spec)[0]
+
+    def _standalone(self, spec: ReplicaSetSpec) -> ReplicaSetStatus:
+        """A standalone mongod as status shows it: its one member, serving once hello answers.
+        hello only: replSetGetStatus has nothing to say (NoReplicationEnabled, 76), and there is
+        nothing to initiate."""
+        (host,) = spec.members
+        hello = self.hello(host)
+        if hello.set_name is not None or hello.is_mongos:
+            found = f"a member of replica set {hello.set_name!r}" if hello.set_name else "mongos"
+            raise PermanentMongoError("hello", host, f"expected a standalone mongod, found {found}")
+        member = MemberStatus(host, 0, STANDALONE_STATE, True)
+        return ReplicaSetStatus(spec.name, spec.role, True, (member,), primary=host)
 
     def ensure_replica_set(self, spec: ReplicaSetSpec) -> ReplicaSetStatus:
         """Initiate, or take the single next reconfig step toward ``spec.members``.
@@ -299,6 +314,11 @@ class MongoAdmin:
         Re-invoke until ``converged``: an add waits for the newcomer to reach SECONDARY before
         the next voting change, and removing the primary steps it down first.
         """
+        if spec.role is Role.STANDALONE:  # nothing to initiate or reconfigure
+            return self._standalone(spec)
+        return self._ensure_set(spec)
+
+    def _ensure_set(self, spec: ReplicaSetSpec) -> ReplicaSetStatus:
         status, config, _ = self._observe(spec)
         if config is None:
             return self._initiate(spec, status)

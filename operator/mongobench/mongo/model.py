@@ -15,6 +15,12 @@ class Role(StrEnum):
     CONFIG = "config"
     SHARD = "shard"
     REPLICA = "replica"
+    # One mongod without --replSet: no replica-set commands, its one member always writable.
+    STANDALONE = "standalone"
+
+
+# The state status shows for a standalone mongod: it has no replica-set member state.
+STANDALONE_STATE = "STANDALONE"
 
 
 # replSetGetStatus myState/state codes -> names (server's MemberState).
@@ -206,7 +212,7 @@ class MemberStatus:
 
     @property
     def serving(self) -> bool:
-        return self.healthy and self.state in {"PRIMARY", "SECONDARY"}
+        return self.healthy and self.state in {"PRIMARY", "SECONDARY", STANDALONE_STATE}
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-Component = Literal["shard", "configsvr", "mongos", "replicaset"]
+Component = Literal["shard", "configsvr", "mongos", "replicaset", "standalone"]
 
 NAME = "app.kubernetes.io/name"
 INSTANCE = "app.kubernetes.io/instance"

@@ -2,7 +2,10 @@
 
 One StatefulSet per replica set, named like the replica set itself (``<cluster>-rs0``,
 ``<cluster>-cfg``, ``<cluster>-shard<i>``), so a member's host name, its pod and its replSet name
-all read the same in ``kubectl`` and in ``rs.status()``.
+all read the same in ``kubectl`` and in ``rs.status()``. A Standalone topology is one StatefulSet
+of one pod, ``<cluster>-mongod`` (pod ``<cluster>-mongod-0``): a ReplicaSetLayout of role
+STANDALONE, so Services, TLS, monitoring, rolling and status treat it as the others, while no
+replica-set name exists (``rs0`` would name a set that is not there).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from mongobench.api.mongocluster import MongoClusterSpec, ResourceComponent
-from mongobench.api.names import MAX_STATEFULSET_NAME, check_mongocluster_name
+from mongobench.api.names import MAX_STATEFULSET_NAME, STANDALONE_SUFFIX, check_mongocluster_name
 from mongobench.api.schema import SpecError
 from mongobench.mongo.model import ReplicaSetSpec, Role
 from mongobench.mongocluster.labels import Component
@@ -82,6 +85,10 @@ class ClusterLayout:
     @property
     def shards(self) -> tuple[ReplicaSetLayout, ...]:
         return tuple(rs for rs in self.replica_sets if rs.role is Role.SHARD)
+
+    @property
+    def standalone(self) -> bool:
+        return any(rs.role is Role.STANDALONE for rs in self.replica_sets)
 
     @property
     def mongos(self) -> str:
@@ -157,6 +164,13 @@ def cluster_layout(name: str, namespace: str, spec: MongoClusterSpec) -> Cluster
             for i in range(shape.shards)
         )
         mongos = shape.mongos
+    elif spec.topology.standalone:
+        # One member for good: admission refuses any count (there is no set to scale).
+        sets.append(
+            ReplicaSetLayout(
+                f"{name}{STANDALONE_SUFFIX}", Role.STANDALONE, 1, "standalone", namespace
+            )
+        )
     else:
         shape_rs = spec.topology.replica_set
         sets.append(
@@ -214,7 +228,8 @@ def _check_names(layout: ClusterLayout, topology: str) -> None:
 def connection_uri(
     layout: ClusterLayout, username: str, password: str, database: str, *, tls: bool = False
 ) -> str:
-    """The client URI: the mongos Service when sharded, else the member seed list + replicaSet."""
+    """The client URI: the mongos Service when sharded, else the member seed list + replicaSet
+    (a standalone's one host alone: no replicaSet, which a client would wait for in vain)."""
     creds = f"{quote(username, safe='')}:{quote(password, safe='')}@"
     params = ["authSource=admin"]
     if layout.sharded:
@@ -222,7 +237,8 @@ def connection_uri(
     else:
         (rs,) = layout.replica_sets
         hosts = ",".join(rs.hosts)
-        params.append(f"replicaSet={rs.name}")
+        if rs.role is not Role.STANDALONE:
+            params.append(f"replicaSet={rs.name}")
     if tls:
         params.append("tls=true")
     return f"mongodb://{creds}{hosts}/{quote(database, safe='')}?{'&'.join(params)}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mongobench.mongo.model import Role
 from mongobench.mongocluster import labels as lbl
 from mongobench.mongocluster.labels import Component
 from mongobench.mongocluster.layout import ClusterLayout
@@ -25,7 +26,14 @@ def build_pdb(
 
 
 def build_pdbs(layout: ClusterLayout) -> list[dict[str, Any]]:
-    out = [build_pdb(layout, rs.name, rs.component, rs.name) for rs in layout.replica_sets]
+    """One per replica set and one for the routers; none for a standalone mongod: its only pod
+    is its whole availability, so a budget could only block node drains (0) or allow what
+    eviction does anyway (1)."""
+    out = [
+        build_pdb(layout, rs.name, rs.component, rs.name)
+        for rs in layout.replica_sets
+        if rs.role is not Role.STANDALONE
+    ]
     if layout.sharded:
         out.append(build_pdb(layout, layout.mongos, "mongos"))
     return out

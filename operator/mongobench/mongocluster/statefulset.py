@@ -20,7 +20,9 @@ TERMINATION_GRACE_SECONDS = 60
 
 def mongod_args(spec: MongoClusterSpec, rs: ReplicaSetLayout) -> list[str]:
     # --dbpath explicitly: with --configsvr mongod would otherwise use /data/configdb.
-    args = [*common_args(spec), "--dbpath", DATA_DIR, "--replSet", rs.name]
+    args = [*common_args(spec), "--dbpath", DATA_DIR]
+    if rs.role is not Role.STANDALONE:  # a standalone keeps no oplog: nothing to replicate
+        args += ["--replSet", rs.name]
     if rs.role is Role.CONFIG:
         args.append("--configsvr")
     elif rs.role is Role.SHARD:

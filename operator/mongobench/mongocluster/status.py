@@ -283,7 +283,11 @@ def compute_conditions(
                 c.CONFIGURED,
                 c.TRUE if wired else c.FALSE,
                 c.WIRED if wired else c.WIRING,
-                "replica sets, shards and users configured"
+                (
+                    "mongod and users configured"
+                    if layout.standalone
+                    else "replica sets, shards and users configured"
+                )
                 if wired
                 else (wiring.message if wiring else "waiting for pods"),
             )

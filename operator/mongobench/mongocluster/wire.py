@@ -8,6 +8,7 @@ any two steps) simply resumes, since every step checks first.
 Order, so every step finds what it needs:
   ReplicaSet:  initiate/reconfig rs0 -> users (operator, admin, benchmark, exporter) on its
                primary; the operator's user first, as __system by keyfile, then the rest by it
+  Standalone:  the mongod answers hello (no replica set to initiate) -> the same users on it
   Sharded:     config servers -> cluster users on them -> each shard set -> shard-local users
                (the operator and the exporter sidecars connect to shard members directly) ->
                benchmark user through mongos -> addShard for each shard -> removeShard for a
@@ -161,7 +162,8 @@ def wire(
             (rs,) = layout.replica_sets
             users_of_set = [users.operator, users.admin, users.benchmark, *users.exporter]
             waiting = wiring.ensure_set(rs, users_of_set)
-            return wiring.result(waiting is None, waiting or "replica set and users configured")
+            done = "mongod and users" if layout.standalone else "replica set and users"
+            return wiring.result(waiting is None, waiting or f"{done} configured")
         return _wire_sharded(wiring, layout, users, retiring)
     except TransientMongoError as exc:
         return wiring.result(False, str(exc))

@@ -14,6 +14,7 @@ from typing import Any
 from mongobench.mongo.chunks import sharding_problem
 from mongobench.mongo.errors import PermanentMongoError
 from mongobench.mongo.model import (
+    STANDALONE_STATE,
     CollectionDiskUse,
     DiskShare,
     Distribution,
@@ -23,6 +24,7 @@ from mongobench.mongo.model import (
     Mongos,
     ReplicaSetSpec,
     ReplicaSetStatus,
+    Role,
     RollingStep,
     ServerDescription,
     ShardInfo,
@@ -62,8 +64,10 @@ class FakeMongo:
             *spec.members,
             *(f"{spec.name}-{i}.extra" for i in range(len(spec.members), count)),
         ]
+        # A standalone's one member has no replica-set state (MongoAdmin reports it so).
+        first = STANDALONE_STATE if spec.role is Role.STANDALONE else "PRIMARY"
         members = tuple(
-            MemberStatus(host, i, "PRIMARY" if i == 0 else "SECONDARY", True)
+            MemberStatus(host, i, first if i == 0 else "SECONDARY", True)
             for i, host in enumerate(hosts[:count])
         )
         return ReplicaSetStatus(

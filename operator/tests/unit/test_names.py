@@ -49,12 +49,14 @@ def largest_cluster(topology: str) -> MongoClusterSpec:
             "sharded": {"shards": 64, "membersPerShard": 50, "configServers": 50, "mongos": 64},
         }
         if topology == "Sharded"
+        else {"type": "Standalone"}
+        if topology == "Standalone"
         else {"type": "ReplicaSet", "replicaSet": {"members": 50}}
     )
     return MongoClusterSpec.parse({"version": "7.0.14", "topology": shape})
 
 
-@pytest.mark.parametrize("topology", ["ReplicaSet", "Sharded"])
+@pytest.mark.parametrize("topology", ["ReplicaSet", "Sharded", "Standalone"])
 def test_longest_cluster_name_gives_valid_children_at_the_largest_shape(topology: str) -> None:
     name = "c" + "x" * (MAX_MONGOCLUSTER_NAME[topology] - 1)
     spec = largest_cluster(topology)
@@ -85,7 +87,7 @@ def test_the_names_of_the_issue_would_give_children_kubernetes_refuses(
     assert any(expected in p for o in objects for p in name_problems(o))
 
 
-@pytest.mark.parametrize("topology", ["ReplicaSet", "Sharded"])
+@pytest.mark.parametrize("topology", ["ReplicaSet", "Sharded", "Standalone"])
 def test_one_character_more_is_refused_naming_the_limit(topology: str) -> None:
     longest = MAX_MONGOCLUSTER_NAME[topology]
     with pytest.raises(SpecError, match=rf"metadata.name: .* at most {longest} are allowed"):

@@ -1,15 +1,23 @@
 """Unit tier: where a BenchmarkRun's client pods run (spec.clients: nodeSelector, nodeAffinity,
-tolerations, resources, separateFromDatabase) as the step Job's pod template carries it."""
+tolerations, resources, separateFromDatabase, besideDatabase) as the step Job's pod template
+carries it. The study-2 shaped Job (clients beside the mongod, permutation reads) is kept byte
+for byte in golden/; regenerate after an intended change with
+    UPDATE_GOLDEN=1 .venv/bin/pytest operator/tests/unit/benchmarkrun/test_client_placement.py
+"""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from mongobench.api import BenchmarkRunSpec
+from mongobench.api import BenchmarkRunSpec, SpecError
 from mongobench.benchmarkrun.jobs import CLUSTER_LABEL, RUN_LABEL, STEP_LABEL, RunRef, build_job
 from mongobench.benchmarkrun.plan import make_plan
+from mongobench.mongocluster.labels import client_labels, component_labels
+from mongobench.mongocluster.objects import to_yaml
 
 pytestmark = pytest.mark.unit
 
@@ -86,3 +94,90 @@ def test_parallel_clients_can_be_kept_on_nodes_of_their_own() -> None:
         {RUN_LABEL: "r1", STEP_LABEL: step},
     ]
     assert "affinity" not in client_pod({**spec, "antiAffinity": "None"})
+
+
+def selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    """A Kubernetes label selector (matchLabels; matchExpressions In, NotIn, Exists) on labels."""
+    if any(labels.get(k) != v for k, v in selector.get("matchLabels", {}).items()):
+        return False
+    for e in selector.get("matchExpressions", []):
+        value = labels.get(e["key"])
+        ok = {
+            "In": value in e.get("values", []),
+            "NotIn": value not in e.get("values", []),
+            "Exists": value is not None,
+            "DoesNotExist": value is None,
+        }[e["operator"]]
+        if not ok:
+            return False
+    return True
+
+
+def test_clients_beside_the_database_must_share_a_data_bearing_mongods_node() -> None:
+    pod = client_pod({"besideDatabase": True, "parallelism": 4})
+    # Beside, not also apart: no anti-affinity to the database remains.
+    assert set(pod["affinity"]) == {"podAffinity"}
+    (term,) = pod["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert term["topologyKey"] == "kubernetes.io/hostname"  # the same node, not the same zone
+    selector = term["labelSelector"]
+    # The pods of cluster c that hold data: a replica set's or a shard's members ...
+    assert selects(selector, component_labels("c", "replicaset", "c"))
+    assert selects(selector, component_labels("c", "shard", "c-shard-0"))
+    # ... never its config servers or mongos, another cluster's members, or other clients.
+    assert not selects(selector, component_labels("c", "configsvr", "c-cfg"))
+    assert not selects(selector, component_labels("c", "mongos"))
+    assert not selects(selector, component_labels("other", "replicaset", "other"))
+    assert not selects(selector, client_labels("c"))
+    # Kept with a node pool and the clients' own anti-affinity.
+    both = client_pod({"besideDatabase": True, "nodeAffinity": POOL, "antiAffinity": "Preferred"})
+    assert set(both["affinity"]) == {"podAffinity", "nodeAffinity", "podAntiAffinity"}
+
+
+def test_beside_and_apart_from_the_database_together_are_refused_naming_both() -> None:
+    with pytest.raises(SpecError, match="besideDatabase and separateFromDatabase"):
+        client_pod({"besideDatabase": True, "separateFromDatabase": True})
+    # separateFromDatabase: false beside it says the same thing twice: accepted.
+    pod = client_pod({"besideDatabase": True, "separateFromDatabase": False})
+    assert set(pod["affinity"]) == {"podAffinity"}
+    with pytest.raises(SpecError, match=r"besideDatabase needs spec\.clusterRef"):
+        BenchmarkRunSpec.parse(
+            {
+                "uriSecretRef": {"name": "external"},
+                "workloads": [{"name": "a"}],
+                "clients": {"besideDatabase": True},
+            }
+        )
+
+
+STUDY_2 = {
+    "clusterRef": {"name": "c"},
+    "driver": "locust",
+    "repetitions": 1,
+    "load": {
+        "recordCount": 100000,
+        "threads": 1,
+        "scenario": {"configMapRef": {"name": "study-scenarios", "key": "small_documents.py"}},
+    },
+    "workloads": [
+        {
+            "name": "read",
+            "scenario": {"configMapRef": {"name": "study-scenarios", "key": "small_documents.py"}},
+        }
+    ],
+    "run": {"operationCount": 100000, "threads": 1, "requestDistribution": "permutation"},
+    "mongo": {"writeConcern": "journaled"},
+    "clients": {"parallelism": 8, "connectionPerThread": True, "besideDatabase": True},
+}
+
+
+def test_study_2_jobs_match_golden() -> None:
+    """Study 2's shape: 8 one-thread client pods beside the mongod, reading a permutation."""
+    spec = BenchmarkRunSpec.parse(STUDY_2)
+    jobs = [build_job(spec, st, REF) for st in make_plan(spec) if st.runs_job]
+    read = jobs[-1]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "requestdistribution=permutation" in read
+    rendered = to_yaml(jobs)
+    path = Path(__file__).parent / "golden" / "jobs-study-2.yaml"
+    if os.environ.get("UPDATE_GOLDEN") == "1":
+        path.write_text(rendered)
+    assert path.read_text() == rendered, "jobs changed; see the module docstring to regenerate"

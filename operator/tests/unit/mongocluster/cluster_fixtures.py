@@ -31,6 +31,17 @@ REPLICA_SET: dict[str, Any] = {
     "networkPolicy": {"enabled": True},
 }
 
+# Study 2's shape: one mongod without a replica set (no oplog), its cache set, monitored.
+STANDALONE: dict[str, Any] = {
+    "version": "7.0.14",
+    "topology": {"type": "Standalone"},
+    "storage": {"size": "20Gi", "wiredTigerCacheSizeGB": 1.5},
+    "resources": {
+        "mongod": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "4Gi"}}
+    },
+    "networkPolicy": {"enabled": True},
+}
+
 SHARDED: dict[str, Any] = {
     "version": "8.0.4",
     "topology": {

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 import trustme
-from cluster_fixtures import REPLICA_SET, SHARDED, build
+from cluster_fixtures import REPLICA_SET, SHARDED, STANDALONE, build
 from cryptography import x509
 from fake_kube import FakeKube, unit_clock
 
@@ -69,6 +69,11 @@ REPLICA_SET_CA: dict[str, Any] = {
     **REPLICA_SET,
     "tls": {"enabled": True, "mode": "preferTLS", "caSecretName": "bench-ca"},
 }
+# keyFile: a standalone has no members to authenticate (admission refuses x509 for it).
+STANDALONE_ISSUER: dict[str, Any] = {
+    **STANDALONE,
+    "tls": {"enabled": True, "issuerRef": {"name": "bench-ca", "kind": "ClusterIssuer"}},
+}
 
 
 def with_certificates(spec_dict: dict[str, Any]) -> list[dict[str, Any]]:
@@ -78,7 +83,11 @@ def with_certificates(spec_dict: dict[str, Any]) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize(
     ("filename", "spec"),
-    [("tls-sharded-issuer-x509.yaml", SHARDED_ISSUER), ("tls-replicaset-ca.yaml", REPLICA_SET_CA)],
+    [
+        ("tls-sharded-issuer-x509.yaml", SHARDED_ISSUER),
+        ("tls-replicaset-ca.yaml", REPLICA_SET_CA),
+        ("tls-standalone-issuer.yaml", STANDALONE_ISSUER),
+    ],
 )
 def test_matches_golden(filename: str, spec: dict[str, Any]) -> None:
     rendered = to_yaml(with_certificates(spec))

@@ -1,4 +1,4 @@
-"""Unit tier: the full object list of two reference clusters, byte for byte.
+"""Unit tier: the full object list of the reference clusters, byte for byte.
 
 Regenerate after an intended change, then review the diff:
     UPDATE_GOLDEN=1 .venv/bin/pytest operator/tests/unit/mongocluster/test_golden.py
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cluster_fixtures import COLOCATED, DEDICATED, REPLICA_SET, SHARDED, build
+from cluster_fixtures import COLOCATED, DEDICATED, REPLICA_SET, SHARDED, STANDALONE, build
 
 from mongobench.mongocluster.objects import to_yaml
 from mongobench.mongocluster.platform import PRESETS
@@ -25,6 +25,7 @@ CASES: dict[str, tuple[dict[str, Any], str]] = {
     "sharded-2x3-cfg3-mongos2.yaml": (SHARDED, "eks"),
     "sharded-3x1-colocated.yaml": (COLOCATED, "kind"),
     "sharded-2x3-dedicated-per-role.yaml": (DEDICATED, "eks"),
+    "standalone.yaml": (STANDALONE, "kind"),
 }
 
 

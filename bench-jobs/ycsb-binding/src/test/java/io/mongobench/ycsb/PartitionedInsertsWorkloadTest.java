@@ -24,10 +24,12 @@ class PartitionedInsertsWorkloadTest {
   static final class KeyRecorder extends DB {
     final List<String> inserted = new java.util.ArrayList<>();
     final Set<String> read = new HashSet<>();
+    final List<String> reads = new java.util.ArrayList<>();
 
     @Override
     public Status read(String t, String key, Set<String> f, Map<String, ByteIterator> r) {
       read.add(key);
+      reads.add(key);
       return Status.OK;
     }
 
@@ -148,5 +150,93 @@ class PartitionedInsertsWorkloadTest {
     assertThrows(WorkloadException.class, () -> workload(Map.of("mongobench.clients", "x")));
     assertThrows(WorkloadException.class,
         () -> workload(Map.of("mongobench.insertoffset", "-1")));
+  }
+
+  /** The same order as the runner's Locust driver (test_ycsbgen.JAVA_FIRST_OF_100). */
+  @Test
+  void permutationHoldsEveryKeyOnceSeededAndAsThePythonDriverHasIt() {
+    long[] first = new long[8];
+    Permutation hundred = new Permutation(100, 0);
+    for (int i = 0; i < 8; i++) {
+      first[i] = hundred.at(i);
+    }
+    org.junit.jupiter.api.Assertions.assertArrayEquals(
+        new long[] {82, 7, 5, 27, 75, 50, 84, 26}, first);
+    for (long n : new long[] {1, 2, 3, 100, 1000, 4097}) {
+      Set<Long> seen = new HashSet<>();
+      for (long i = 0; i < n; i++) {
+        long k = new Permutation(n, 7).at(i);
+        assertTrue(k >= 0 && k < n && seen.add(k), "n=" + n + " key " + k);
+      }
+    }
+    Permutation a = new Permutation(1000, 7);
+    Permutation b = new Permutation(1000, 8);
+    int same = 0;
+    for (int i = 0; i < 1000; i++) {
+      same += a.at(i) == new Permutation(1000, 7).at(i) ? 1 : 0;
+      assertEquals(a.at(i), a.at(i + 1000), "past the end it starts over");
+    }
+    assertEquals(1000, same);
+    int differ = 0;
+    for (int i = 0; i < 1000; i++) {
+      differ += a.at(i) != b.at(i) ? 1 : 0;
+    }
+    assertTrue(differ > 900, "another seed, another order: " + differ);
+  }
+
+  /** Reads of every thread of 3 clients of 2 threads, as the runner and YCSB's Client split. */
+  private static List<String> permutedReads(String seed, int clients, int threads)
+      throws Exception {
+    List<String> reads = new java.util.ArrayList<>();
+    for (int c = 0; c < clients; c++) {
+      long start = 100L * c / clients;
+      long ops = 100L * (c + 1) / clients - start;
+      PartitionedInsertsWorkload w = workload(Map.of(
+          "readproportion", "1", "insertproportion", "0", "requestdistribution", "permutation",
+          "operationcount", String.valueOf(ops), "mongobench.operationstart", String.valueOf(start),
+          "mongobench.client", String.valueOf(c), "mongobench.clients", String.valueOf(clients),
+          "mongobench.permutationseed", seed));
+      for (int t = 0; t < threads; t++) {
+        KeyRecorder db = new KeyRecorder();
+        Object state = w.initThread(new Properties(), t, threads);
+        long mine = ops / threads + (t < ops % threads ? 1 : 0);
+        for (long i = 0; i < mine; i++) {
+          assertTrue(w.doTransaction(db, state));
+        }
+        reads.addAll(db.reads);
+      }
+    }
+    return reads;
+  }
+
+  @Test
+  void permutationReadsEachLoadedKeyOnceOverClientsAndThreads() throws Exception {
+    Set<String> loaded = loadedKeys();
+    for (int[] shape : new int[][] {{1, 1}, {3, 2}, {7, 3}}) {
+      List<String> reads = permutedReads("3", shape[0], shape[1]);
+      assertEquals(100, reads.size());
+      assertEquals(loaded, new HashSet<>(reads), "each loaded key, none twice");
+      assertEquals(reads, permutedReads("3", 1, 1), "slices in order: the permutation itself");
+    }
+    assertTrue(!permutedReads("3", 3, 2).equals(permutedReads("4", 3, 2)), "seeded");
+    // Not the load's order: a shuffled one.
+    PartitionedInsertsWorkload w = workload(Map.of("readproportion", "1",
+        "insertproportion", "0", "requestdistribution", "permutation", "operationcount", "100",
+        "insertorder", "ordered"));
+    KeyRecorder db = new KeyRecorder();
+    Object state = w.initThread(new Properties(), 0, 1);
+    for (int i = 0; i < 100; i++) {
+      w.doTransaction(db, state);
+    }
+    List<String> sorted = new java.util.ArrayList<>(db.reads);
+    sorted.sort(java.util.Comparator.comparingLong(k -> Long.parseLong(k.substring(4))));
+    assertTrue(!sorted.equals(db.reads), "shuffled");
+    assertEquals(100, new HashSet<>(db.reads).size());
+  }
+
+  @Test
+  void permutationWithoutLoadedKeysIsRefusedAtInit() {
+    assertThrows(WorkloadException.class, () -> workload(Map.of(
+        "requestdistribution", "permutation", "insertcount", "0")));
   }
 }
