@@ -885,3 +885,22 @@ def test_disk_use_per_shard_through_mongos_and_of_a_set(
         "storageBytes": 3_666,
         "indexBytes": 400,
     }
+
+
+def test_a_standalone_is_profiled_and_measured_as_a_primary_is(
+    model: MongoModel, admin: MongoAdmin
+) -> None:
+    """Protocol tier (model): a mongod without --replSet has its own system.profile and
+    $collStats, reached as the set's primary is (no shard)."""
+    spec = ReplicaSetSpec("sa-mongod", Role.STANDALONE, _hosts("sa-mongod", 1))
+    (host,) = spec.members
+    model.standalone(host)
+    _converge(admin, spec)
+    model.profiled_operations = PROFILED
+    since = datetime.now(UTC) - timedelta(seconds=1)
+    assert admin.set_profiler([spec], "ycsb", 1, 100) == {"sa-mongod": 100}
+    ops = admin.slow_operations([spec], "ycsb", since, None, 10, sharded=False)
+    assert [(o.millis, o.shard) for o in ops] == [(250, None), (120, None)]
+    admin.ensure_collection(spec, "ycsb", "usertable")
+    model.standalones[host].documents["ycsb.usertable"] = 3
+    assert admin.disk_use(spec, "ycsb", "usertable").total().documents == 3
