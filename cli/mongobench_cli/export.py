@@ -73,6 +73,7 @@ def step_rows(run: LoadedRun) -> list[dict[str, Any]]:
             g = cpu.get(group) or {}
             row[f"{name}.avg"] = g.get("avg")
             row[f"{name}.max"] = g.get("max")
+        row |= records.step_summary(s)
         row["message"] = s.message
         rows.append(row)
     return rows

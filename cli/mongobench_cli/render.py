@@ -770,6 +770,12 @@ def describe(run: LoadedRun, confidence: float = stats.DEFAULT_CONFIDENCE) -> Gr
     loads = [s for s in records.steps(obj) if s.distribution]
     if loads:
         parts.append(_distribution_table(loads))
+    slow = records.slow_operations(obj)
+    if slow:
+        parts.extend(slow_operations_section(slow))
+    disk = disk_use_rows(obj)
+    if disk:
+        parts.append(disk_use_table(DISK_USE_SECTION, disk))
     if (obj.get("status") or {}).get("knee"):
         parts.append(knee_table(obj))
     if (obj.get("status") or {}).get("cost"):
@@ -1067,6 +1073,89 @@ def _distribution_table(loads: Sequence[records.StepView]) -> Table:
                 "-" if size is None else f"{size / 2**20:.1f} MiB",
                 str(share.get("chunks")),
             )
+    return table
+
+
+SLOW_OPERATIONS_SECTION = "Slow operations"
+DISK_USE_SECTION = "Disk use per collection"
+DESCRIBE_SLOW_PER_STEP = 5  # describe's rows per step; status keeps up to spec.profiler.top
+
+
+def slow_operations_section(ops: Sequence[records.SlowOp]) -> list[Any]:
+    """Each profiled step's slowest operations (the command's shape, never its values)."""
+    shown: list[records.SlowOp] = []
+    per_step: dict[str, int] = {}
+    for op in ops:
+        per_step[op.step] = per_step.get(op.step, 0) + 1
+        if per_step[op.step] <= DESCRIBE_SLOW_PER_STEP:
+            shown.append(op)
+    sharded = any(op.shard for op in ops)
+    columns = ("step", "ms", "op", *(("shard",) if sharded else ()), "plan", "docs/keys/ret")
+    table = _titled(SLOW_OPERATIONS_SECTION, (*columns, "shape"))
+    table.columns[-3].max_width = 18  # the plan wraps first: the shape is what is matched
+    last = None
+    for op in shown:
+        cells = [
+            op.step if op.step != last else "",
+            str(op.millis),
+            op.op,
+            *([op.shard or "-"] if sharded else []),
+            op.plan_summary or "-",
+            examined(op),
+            op.shape,
+        ]
+        table.add_row(*cells)
+        last = op.step
+    parts: list[Any] = [table]
+    hidden = len(ops) - len(shown)
+    if hidden:
+        parts.append(
+            Text(f"  {hidden} more (at most {DESCRIBE_SLOW_PER_STEP} a step here): -o yaml")
+        )
+    return parts
+
+
+def examined(op: records.SlowOp) -> str:
+    """Documents examined / keys examined / returned, `-` where the server left one out."""
+    counts = (op.docs_examined, op.keys_examined, op.nreturned)
+    return "/".join("-" if v is None else str(v) for v in counts)
+
+
+def disk_use_rows(run: Mapping[str, Any]) -> list[records.DiskUse]:
+    """After each load and after the last step that measured it: a measured step adds to the
+    collection only what its inserts and updates write."""
+    rows = records.disk_use(run)
+    loads = {s.label for s in records.steps(run) if s.kind == "load"}
+    last = rows[-1].step if rows else None
+    return [r for r in rows if r.step in loads or r.step == last]
+
+
+def size_text(size: int) -> str:
+    """Bytes as GiB, MiB or KiB, whichever keeps a digit before the point."""
+    for unit, power in (("GiB", 30), ("MiB", 20)):
+        if size >= 2**power:
+            return f"{size / 2**power:.1f} {unit}"
+    return f"{size / 2**10:.0f} KiB"
+
+
+def disk_use_table(title: str, rows: Sequence[records.DiskUse]) -> Table:
+    """Documents, data (uncompressed), storage (on disk) and index bytes per collection, its
+    total then its shards."""
+    table = _titled(
+        title, ("step", "collection", "shard", "documents", "data", "storage", "indexes")
+    )
+    last = None
+    for r in rows:
+        table.add_row(
+            r.step if r.step != last else "",
+            r.collection if r.shard is None else "",
+            r.shard or "total",
+            str(r.documents),
+            size_text(r.data_bytes),
+            size_text(r.storage_bytes),
+            size_text(r.index_bytes),
+        )
+        last = r.step
     return table
 
 

@@ -16,6 +16,9 @@ Figures (matplotlib, Agg backend, no display needed):
 - the saturation knee (runs with spec.knee): the named percentile against the achieved
   throughput of every probe, the limit line and the knee marked (its runs and its offered load).
 - shard distribution: each sharded run's share of the documents per shard after its last load.
+
+Tables beyond the comparison: the runs, their shard distribution, the slowest operations of
+each profiled run (spec.profiler) and each run's disk use per collection after its last step.
 """
 
 from __future__ import annotations
@@ -1179,6 +1182,36 @@ def _distribution_html(runs: Sequence[LoadedRun], figs: _Figures) -> list[str]:
     ]
 
 
+REPORT_SLOW_PER_RUN = 10  # the report's slow operations per run (describe shows each step's)
+
+
+def _operations_html(runs: Sequence[LoadedRun]) -> list[str]:
+    """Each profiled run's slowest operations (spec.profiler) and each run's disk use per
+    collection after its last measured step; nothing for runs without them."""
+    parts: list[str] = []
+    slow = []
+    for r in runs:
+        ops = sorted(records.slow_operations(r.run), key=lambda o: -o.millis)
+        for o in ops[:REPORT_SLOW_PER_RUN]:
+            cells = [r.key or r.name, o.step, str(o.millis), o.op, o.shard or "-",
+                     o.plan_summary or "-", render.examined(o), o.shape]  # fmt: skip
+            slow.append([html.escape(c) for c in cells])
+    if slow:
+        headers = ["run", "step", "ms", "op", "shard", "plan", "docs/keys/ret", "shape"]
+        parts += [f"<h2>{render.SLOW_OPERATIONS_SECTION}</h2>", _table(headers, slow, numeric=(2,))]
+    disk = []
+    for r in runs:
+        for d in records.disk_use(r.run, last_only=True):
+            cells = [r.key or r.name, d.step, d.collection, d.shard or "total", str(d.documents),
+                     render.size_text(d.data_bytes), render.size_text(d.storage_bytes),
+                     render.size_text(d.index_bytes)]  # fmt: skip
+            disk.append([html.escape(c) for c in cells])
+    if disk:
+        headers = ["run", "after", "collection", "shard", "documents", "data", "storage", "indexes"]
+        parts += [f"<h2>{render.DISK_USE_SECTION}</h2>", _table(headers, disk, numeric=(4,))]
+    return parts
+
+
 def _warnings_html(runs: Sequence[LoadedRun]) -> str:
     """Warnings grouped by kind with their count; where each was seen in a collapsed list."""
     groups = records.warning_groups([(r.key, w) for r in runs for w in records.warnings(r.run)])
@@ -1296,6 +1329,7 @@ def write(
             section = sec
         parts.append(_figure_html(caption, path))
     parts += ["<h2>Runs</h2>", _runs_html(runs, result), *_distribution_html(runs, figs)]
+    parts += _operations_html(runs)
     parts += ["<h2>Comparison</h2>", _compare_html(result)]
     if knee_table:
         parts += ["<h2>Knee</h2>", knee_table]

@@ -32,7 +32,12 @@ from backends.manifests import (
 
 pytestmark = [pytest.mark.cluster, pytest.mark.e2e]
 
-OPERATOR_ROLES = ["clusterAdmin", "readWriteAnyDatabase", "userAdminAnyDatabase"]
+OPERATOR_ROLES = [
+    "clusterAdmin",
+    "dbAdminAnyDatabase",
+    "readWriteAnyDatabase",
+    "userAdminAnyDatabase",
+]
 USERS = ["benchmark", "mongobench-admin", "mongobench-exporter", "mongobench-operator"]
 # The database containers of a sharded cluster's pods (members and routers).
 MONGO_NAMES = ("mongod", "mongos")

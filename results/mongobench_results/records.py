@@ -43,6 +43,7 @@ RUN_PARAMETERS = (
     ("dataReset", "between"),
     ("dataReset", "insertingWorkloads"),
     ("sharding",),
+    ("profiler",),  # the profiler writes a document per slow operation: it costs throughput
 )
 LOAD_PARAMETERS = (
     ("driver",),
@@ -196,6 +197,9 @@ class StepView:
     distribution: Mapping[str, Any] | None = None  # shards after a load (sharded clusters)
     roles: Mapping[str, Any] | None = None  # CPU and memory per role (mongod, mongos, ...)
     cost: Mapping[str, Any] | None = None  # node-hours and price (cost.py), when prices are given
+    # spec.profiler: {slowMs, operations [{op, ns, shape, millis, ...}]} (bounded: slow_operations)
+    slow_operations: Mapping[str, Any] | None = None
+    disk_use: Mapping[str, Any] | None = None  # {collections [...]} after load and measured steps
 
     @property
     def seconds(self) -> float | None:
@@ -225,8 +229,132 @@ def steps(run: Mapping[str, Any]) -> list[StepView]:
                 distribution=s.get("distribution"),
                 roles=s.get("roles"),
                 cost=s.get("cost"),
+                slow_operations=s.get("slowOperations"),
+                disk_use=s.get("diskUse"),
             )
         )
+    return out
+
+
+# A step's slow operations as read back: never more than the operator keeps (spec.profiler.top's
+# maximum), a shape cut where the operator cuts it. Runs from before spec.profiler have none.
+SLOW_OPERATIONS_MAX = 100
+SHAPE_CHARS = 200
+
+
+@dataclass(frozen=True)
+class SlowOp:
+    step: str
+    workload: str | None
+    op: str
+    ns: str
+    shape: str
+    millis: int
+    plan_summary: str | None
+    docs_examined: int | None
+    keys_examined: int | None
+    nreturned: int | None
+    shard: str | None
+    query_hash: str | None
+
+
+def _count(value: Any) -> int | None:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def slow_operations(run: Mapping[str, Any]) -> list[SlowOp]:
+    """Every profiled step's slowest operations, in step order, slowest first within a step."""
+    out: list[SlowOp] = []
+    for s in steps(run):
+        found = (s.slow_operations or {}).get("operations")
+        if not isinstance(found, list):
+            continue
+        for o in found[:SLOW_OPERATIONS_MAX]:
+            if not isinstance(o, Mapping):
+                continue
+            out.append(
+                SlowOp(
+                    step=s.label,
+                    workload=s.workload,
+                    op=str(o.get("op", "")),
+                    ns=str(o.get("ns", "")),
+                    shape=str(o.get("shape", ""))[:SHAPE_CHARS],
+                    millis=_count(o.get("millis")) or 0,
+                    plan_summary=str(o["planSummary"])[:SHAPE_CHARS]
+                    if o.get("planSummary")
+                    else None,
+                    docs_examined=_count(o.get("docsExamined")),
+                    keys_examined=_count(o.get("keysExamined")),
+                    nreturned=_count(o.get("nreturned")),
+                    shard=o.get("shard"),
+                    query_hash=o.get("queryHash"),
+                )
+            )
+    return out
+
+
+@dataclass(frozen=True)
+class DiskUse:
+    step: str
+    collection: str
+    shard: str | None  # None: the collection's total
+    documents: int
+    data_bytes: int
+    storage_bytes: int
+    index_bytes: int
+
+
+def _disk_row(step: str, collection: str, shard: str | None, d: Mapping[str, Any]) -> DiskUse:
+    return DiskUse(
+        step,
+        collection,
+        shard,
+        _count(d.get("documents")) or 0,
+        _count(d.get("dataBytes")) or 0,
+        _count(d.get("storageBytes")) or 0,
+        _count(d.get("indexBytes")) or 0,
+    )
+
+
+def step_summary(step: StepView) -> dict[str, int | None]:
+    """A step's slow operations and disk use in a few figures (export's steps.csv): how many
+    operations were kept and the slowest, and the collections' totals."""
+    ops = (step.slow_operations or {}).get("operations")
+    millis = [_count(o.get("millis")) or 0 for o in ops or [] if isinstance(o, Mapping)]
+    listed = (step.disk_use or {}).get("collections") or []
+    collections = [c for c in listed if isinstance(c, Mapping)]
+
+    def total(key: str) -> int | None:
+        return sum(_count(c.get(key)) or 0 for c in collections) if collections else None
+
+    return {
+        "slowOperations": len(millis) if isinstance(ops, list) else None,
+        "slowestMs": max(millis) if millis else None,
+        "diskDocuments": total("documents"),
+        "diskDataBytes": total("dataBytes"),
+        "diskStorageBytes": total("storageBytes"),
+        "diskIndexBytes": total("indexBytes"),
+    }
+
+
+def disk_use(run: Mapping[str, Any], *, last_only: bool = False) -> list[DiskUse]:
+    """The disk use per collection after each step that measured it (or the last such step):
+    each collection's total, then its shards."""
+    measured = [s for s in steps(run) if isinstance((s.disk_use or {}).get("collections"), list)]
+    if last_only:
+        measured = measured[-1:]
+    out: list[DiskUse] = []
+    for s in measured:
+        for c in (s.disk_use or {})["collections"]:
+            if not isinstance(c, Mapping):
+                continue
+            name = str(c.get("collection", ""))
+            out.append(_disk_row(s.label, name, None, c))
+            out.extend(
+                _disk_row(s.label, name, str(sh.get("shard")), sh)
+                for sh in c.get("shards") or []
+                if isinstance(sh, Mapping)
+            )
     return out
 
 

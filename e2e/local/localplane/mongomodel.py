@@ -39,6 +39,21 @@ they agree on config, primary and users. Rules of the model (not of MongoDB in f
   except after ``presplitHashedZones``, which creates each zone's chunks on its shards;
   Documents (``sharded.documents``, set by the test as the load) spread over a ranged
   collection's chunks evenly, over shards otherwise;
+- the profiler (MongoDB's db/commands/profile.idl, profile_common.cpp): ``profile`` on a member
+  sets the database's level and the process's global ``slowms`` and answers the settings as they
+  were (``was``, ``slowms``, ``sampleRate``); mongos refuses levels 1 and 2 with BadValue (2), as
+  s/commands/cluster_profile_cmd.cpp does. The benchmark's operations reach FerretDB, never the
+  model, so what the clients ran is said by the test (``profiled_operations``: system.profile
+  entries as a mongod of ``server_version`` writes them, with ``planCacheShapeHash`` from 8.0
+  and ``queryHash`` before); while a database is at level 1 on a set's primary, those slower than
+  its slowms are recorded once into that member's ``system.profile`` (``profiles``) with ``ts``
+  midway between the level 1 and the first read (or the level 0), and a ``find`` on
+  ``system.profile`` answers them with the filter's ``ts`` bounds and ``ns`` ``$ne``, ``sort``
+  on ``millis`` and ``limit``; ``profile_calls`` records (member, db, level, slowms);
+- ``$collStats`` ``storageStats`` {count, size, storageSize, totalIndexSize}: through mongos one
+  document per shard (with ``shard``), on a set's primary one for the set, of the documents the
+  test says were loaded (``sharded.documents``, or ``SetState.documents`` for a set); sizes
+  ``DOCUMENT_BYTES`` per document, a third of that on disk, ``INDEX_BYTES`` per document;
 - serverStatus on members and mongos reports ``server_version`` and, on members, the
   wiredTiger engine with ``cache_bytes`` configured, plus uptime/connections/opcounters that
   change on every call (as a real server's do);
@@ -88,6 +103,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from bson import Binary, Int64, MaxKey, MinKey
@@ -100,8 +116,11 @@ from localplane.keyfiles import keyfile_keys
 from localplane.scram import ScramServer
 
 WIRE: dict[str, Any] = {"minWireVersion": 0, "maxWireVersion": 21, "maxBsonObjectSize": 16777216}
-# What $collStats reports as storageStats.size per document (YCSB's 10 fields of 100 bytes).
+# What $collStats reports as storageStats.size per document (YCSB's 10 fields of 100 bytes),
+# storageSize as a third of it (compressed), and totalIndexSize per document (the _id index).
 DOCUMENT_BYTES = 1100
+INDEX_BYTES = 40
+DEFAULT_SLOW_MS = 100  # mongod's slowms until a profile command sets it
 # Commands that change cluster state: the steps of the operator's wiring.
 WRITE_COMMANDS = frozenset(
     {
@@ -171,6 +190,7 @@ class SetState:
     joined: dict[str, float] = field(default_factory=dict)
     users: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     collections: set[str] = field(default_factory=set)  # namespaces created on the set
+    documents: dict[str, int] = field(default_factory=dict)  # namespace -> loaded (test's word)
 
 
 @dataclass
@@ -301,6 +321,13 @@ class MongoModel:
         self.dropped: list[str] = []  # namespaces dropped, in order (drop commands)
         self.sharded_history: list[tuple[str, dict[str, Any]]] = []  # shardCollection calls
         self.refusals: list[str] = []  # "code message" of every command wire_rules refused
+        # The profiler: what the clients ran (system.profile entries, set by the test), each
+        # member's system.profile, levels per (member, db), slowms per member, and the calls.
+        self.profiled_operations: list[dict[str, Any]] = []
+        self.profiles: dict[str, list[dict[str, Any]]] = {}
+        self._levels: dict[tuple[str, str], tuple[int, float]] = {}  # -> (level, since)
+        self._slow_ms: dict[str, int] = {}
+        self.profile_calls: list[tuple[str, str, int, int | None]] = []
 
     # ---- lifecycle --------------------------------------------------------------------------
 
@@ -545,9 +572,83 @@ class MongoModel:
             return handler(self, name, request, rs)
         if name != rs.primary:
             return _err(request, 10107, "NotWritablePrimary", "not primary")
-        if cmd in ("replsetreconfig", "create", "drop", "listcollections"):
+        if cmd in ("replsetreconfig", "create", "drop", "listcollections", "find", "aggregate"):
             return self._on_primary(cmd, name, request, rs)
         return self._users(rs.users, request, cmd)
+
+    # ---- the profiler and $collStats on a set's members --------------------------------------
+
+    def _profile(self, name: str, request: Any, rs: SetState) -> bool:
+        db = request.doc.get("$db", "test")
+        level = int(request.doc["profile"])
+        slow_ms = request.doc.get("slowms")
+        was, since = self._levels.get((name, db), (0, 0.0))
+        before = self._slow_ms.get(name, DEFAULT_SLOW_MS)
+        self.profile_calls.append((name, db, level, slow_ms))
+        if was >= 1 and level != was:
+            self._record_profile(name, db)
+        if level >= 0:
+            self._levels[(name, db)] = (level, time.time() if level != was else since)
+        if slow_ms is not None:
+            self._slow_ms[name] = int(slow_ms)
+        return bool(request.ok(was=was, slowms=before, sampleRate=1.0))
+
+    def _record_profile(self, name: str, db: str) -> None:
+        """What ran on `db` while it was at level 1, once: the test's operations slower than
+        slowms, stamped midway through the period."""
+        level, since = self._levels.get((name, db), (0, 0.0))
+        if level < 1 or since == 0.0:
+            return
+        now = time.time()
+        stamp = datetime.fromtimestamp((since + now) / 2, UTC)
+        threshold = self._slow_ms.get(name, DEFAULT_SLOW_MS)
+        release = wire_rules.release_of(self.server_version)
+        for op in self.profiled_operations:
+            if not str(op.get("ns", "")).startswith(f"{db}.") or op.get("millis", 0) <= threshold:
+                continue
+            entry = {**op, "ts": stamp}
+            shape_hash = entry.pop("planCacheShapeHash", None) or entry.get("queryHash")
+            if shape_hash is not None and release >= (8, 0):
+                entry["planCacheShapeHash"] = shape_hash
+            self.profiles.setdefault(name, []).append(entry)
+        self._levels[(name, db)] = (level, 0.0)  # recorded: a later read adds nothing
+
+    def _find_profile(self, name: str, request: Any) -> bool:
+        doc = request.doc
+        db = doc.get("$db", "test")
+        self._record_profile(name, db)
+        flt = doc.get("filter") or {}
+        window = flt.get("ts") or {}
+        not_ns = (flt.get("ns") or {}).get("$ne")
+
+        def wanted(e: dict[str, Any]) -> bool:
+            ts = e["ts"]
+            return (
+                str(e.get("ns", "")).startswith(f"{db}.")
+                and e.get("ns") != not_ns
+                and ("$gte" not in window or ts >= _aware(window["$gte"]))
+                and ("$lte" not in window or ts <= _aware(window["$lte"]))
+            )
+
+        batch = [e for e in self.profiles.get(name, []) if wanted(e)]
+        if (doc.get("sort") or {}).get("millis") == -1:
+            batch.sort(key=lambda e: -int(e.get("millis", 0)))
+        if doc.get("limit"):
+            batch = batch[: int(doc["limit"])]
+        return bool(request.ok(cursor={"id": 0, "ns": f"{db}.system.profile", "firstBatch": batch}))
+
+    def _set_coll_stats(self, request: Any, rs: SetState) -> bool:
+        doc = request.doc
+        db, coll = doc["$db"], doc["aggregate"]
+        ns = f"{db}.{coll}"
+        stages = doc.get("pipeline") or [{}]
+        if "$collStats" not in stages[0]:
+            return _err(request, 59, "CommandNotFound", "model: only $collStats on a member")
+        if ns not in rs.collections:
+            return _err(request, 26, "NamespaceNotFound", f"ns {ns} does not exist")
+        n = rs.documents.get(ns, 0)
+        batch = [{"ns": ns, "host": rs.primary, "storageStats": _storage_stats(n)}]
+        return bool(request.ok(cursor={"id": 0, "ns": ns, "firstBatch": batch}))
 
     def _standalone(self, name: str, request: Any) -> bool:
         """As a mongod without --replSet: writable, no replica-set state at all."""
@@ -570,11 +671,21 @@ class MongoModel:
             return _err(request, 76, "NoReplicationEnabled", message)
         if cmd in ("create", "drop", "listcollections"):
             return self._set_collections(cmd, request, state)
+        if cmd == "profile":  # a standalone mongod profiles as a set's primary does
+            return self._profile(name, request, state)
+        if cmd in ("find", "aggregate"):
+            return self._on_primary(cmd, name, request, state)
         return self._users(state.users, request, cmd)
 
     def _on_primary(self, cmd: str, name: str, request: Any, rs: SetState) -> bool:
         if cmd == "replsetreconfig":
             return self._reconfig(name, request, rs)
+        if cmd == "find":
+            if request.doc.get("find") != "system.profile":
+                return self._users(rs.users, request, cmd)
+            return self._find_profile(name, request)
+        if cmd == "aggregate":
+            return self._set_coll_stats(request, rs)
         return self._set_collections(cmd, request, rs)
 
     def _set_collections(self, cmd: str, request: Any, rs: SetState) -> bool:
@@ -656,6 +767,7 @@ class MongoModel:
         return bool(request.ok())
 
     _SET_COMMANDS: ClassVar[dict[str, Callable[[MongoModel, str, Any, SetState], bool]]] = {
+        "profile": _profile,
         "replsetgetstatus": _set_status,
         "replsetgetconfig": _set_config,
         "replsetstepdown": _step_down,
@@ -1226,13 +1338,27 @@ class MongoModel:
         for owner, n in zip(owners, per, strict=True):
             counts[owner] = counts.get(owner, 0) + n
         batch = [
-            {"ns": ns, "shard": s, "count": n, "storageStats": {"size": n * DOCUMENT_BYTES}}
+            {"ns": ns, "shard": s, "count": n, "storageStats": _storage_stats(n)}
             for s, n in sorted(counts.items())
         ]
         return bool(request.ok(cursor={"id": 0, "ns": ns, "firstBatch": batch}))
 
+    def _router_profile(self, request: Any) -> bool:
+        """A router has no system.profile: levels 1 and 2 refused (cluster_profile_cmd.cpp)."""
+        if int(request.doc["profile"]) not in (-1, 0):
+            return _err(
+                request,
+                2,
+                "BadValue",
+                "Profiling is not permitted on mongoS: the 'profile' field should be 0 to change "
+                "'slowms', 'sampleRate', or 'filter' settings for logging, or -1 to view current "
+                "values",
+            )
+        return bool(request.ok(was=0, slowms=DEFAULT_SLOW_MS, sampleRate=1.0))
+
     _ROUTER_COMMANDS: ClassVar[dict[str, Callable[[MongoModel, Any], bool]]] = {
         "hello": _router_hello,
+        "profile": _router_profile,
         "ismaster": _router_hello,
         "listshards": _list_shards,
         "serverstatus": _router_status,
@@ -1256,6 +1382,23 @@ class MongoModel:
         "createindexes": _create_indexes,
         "listindexes": _list_indexes,
     }
+
+
+def _storage_stats(documents: int) -> dict[str, Any]:
+    size = documents * DOCUMENT_BYTES
+    return {
+        "count": documents,
+        "size": size,
+        "storageSize": size // 3,
+        "totalIndexSize": documents * INDEX_BYTES,
+        "nindexes": 1,
+    }
+
+
+def _aware(value: Any) -> Any:
+    """A date from BSON (pymongo decodes it naive, in UTC) comparable with the model's stamps."""
+    naive = isinstance(value, datetime) and value.tzinfo is None
+    return value.replace(tzinfo=UTC) if naive else value
 
 
 def _list_collections(request: Any, db: str, namespaces: set[str]) -> bool:

@@ -149,6 +149,12 @@ RULES: dict[str, CommandRule] = {
         types=(("indexes", _LIST),),
     ),
     "find": CommandRule(BOTH, None, "src/mongo/db/query/find_command.idl"),
+    "profile": CommandRule(
+        BOTH,
+        None,
+        "src/mongo/db/commands/profile.idl; src/mongo/db/commands/profile_common.cpp; "
+        "src/mongo/s/commands/cluster_profile_cmd.cpp",
+    ),
     "aggregate": CommandRule(BOTH, None, "src/mongo/db/pipeline/aggregate_command.idl"),
     "getMore": CommandRule(
         BOTH,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
 import pymongo.common
 import pytest
@@ -772,3 +773,134 @@ def test_the_model_refuses_what_the_release_does_not_know(
             admin.command(host, cmd)
         assert err.value.code == code, what
     assert len(model.refusals) == len(refused)
+
+
+# What the benchmark's clients ran, as system.profile entries of a 7.0 mongod (the model records
+# those slower than slowms while the database is profiled; the data path never reaches it).
+PROFILED = [
+    {
+        "op": "query",
+        "ns": "ycsb.usertable",
+        "command": {"find": "usertable", "filter": {"_id": "user4242"}, "limit": 1, "$db": "ycsb"},
+        "millis": 250,
+        "planSummary": "IDHACK",
+        "docsExamined": 1,
+        "keysExamined": 1,
+        "nreturned": 1,
+        "queryHash": "1A2B3C4D",
+    },
+    {
+        "op": "update",
+        "ns": "ycsb.usertable",
+        "command": {"q": {"_id": "user7"}, "u": {"$set": {"field3": "secret-value"}}},
+        "millis": 120,
+        "planSummary": "IDHACK",
+        "docsExamined": 1,
+        "keysExamined": 1,
+    },
+    {"op": "insert", "ns": "ycsb.usertable", "command": {"insert": "usertable"}, "millis": 30},
+    {"op": "query", "ns": "other.coll", "command": {"find": "coll"}, "millis": 900},
+]
+
+
+def test_profiler_on_a_set_keeps_the_slow_operations_without_their_values(
+    model: MongoModel, admin: MongoAdmin
+) -> None:
+    """Protocol tier: the profile command, the system.profile find and the slowms put back,
+    over the wire to the model (its shapes from MongoDB's profile.idl and profile_common.cpp)."""
+    spec = ReplicaSetSpec("rs0", Role.REPLICA, _hosts("rs0", 1))
+    model.member(spec.members[0])
+    _converge(admin, spec)
+    model.profiled_operations = PROFILED
+    since = datetime.now(UTC) - timedelta(seconds=1)
+    assert admin.set_profiler([spec], "ycsb", 1, 50) == {"rs0": 100}  # the slowms it found
+    ops = admin.slow_operations([spec], "ycsb", since, None, 10, sharded=False)
+    # slower than 50 ms, in ycsb only, slowest first
+    assert [(o.op, o.millis, o.shard) for o in ops] == [("query", 250, None), ("update", 120, None)]
+    assert ops[0].shape == "find usertable {filter: {_id: ?}, limit: ?}"
+    assert ops[1].shape == "{q: {_id: ?}, u: {$set: {field3: ?}}}"
+    assert "user4242" not in repr(ops) and "secret-value" not in repr(ops)
+    assert (ops[0].plan_summary, ops[0].query_hash, ops[0].nreturned) == ("IDHACK", "1A2B3C4D", 1)
+    assert admin.set_profiler([spec], "ycsb", 0, {"rs0": 100}) == {"rs0": 50}
+    assert model.profile_calls[-1][2:] == (0, 100)  # level 0, the slowms found put back
+    # a later window holds nothing of the earlier step
+    later = datetime.now(UTC) + timedelta(seconds=5)
+    assert admin.slow_operations([spec], "ycsb", later, None, 10, sharded=False) == ()
+
+
+def test_profiler_runs_on_each_shards_primary_as_mongos_refuses_it(
+    model: MongoModel, admin: MongoAdmin
+) -> None:
+    """Protocol tier: mongos answers level 1 with BadValue as cluster_profile_cmd.cpp does; the
+    shards' primaries are profiled and their slowest operations merged, named by shard."""
+    _, router = _three_shards(model, admin)
+    with pytest.raises(PermanentMongoError, match="not permitted on mongoS"):
+        admin.command(router, {"profile": 1, "slowms": 50}, db="ycsb")
+    shards = [ReplicaSetSpec(f"sh{i}", Role.SHARD, _hosts(f"sh{i}", 1, 27018)) for i in range(3)]
+    model.profiled_operations = PROFILED
+    since = datetime.now(UTC) - timedelta(seconds=1)
+    assert admin.set_profiler(shards, "ycsb", 1, 50) == {"sh0": 100, "sh1": 100, "sh2": 100}
+    ops = admin.slow_operations(shards, "ycsb", since, None, 4, sharded=True)
+    assert [(o.shard, o.millis) for o in ops] == [
+        ("sh0", 250),
+        ("sh1", 250),
+        ("sh2", 250),
+        ("sh0", 120),
+    ]
+
+
+def test_disk_use_per_shard_through_mongos_and_of_a_set(
+    model: MongoModel, admin: MongoAdmin
+) -> None:
+    """Protocol tier: $collStats storageStats through mongos (one document per shard) and on a
+    replica set's primary; a collection that does not exist uses nothing."""
+    mongos, _ = _three_shards(model, admin)
+    admin.shard_collection(mongos, ShardingSpec("ycsb", "usertable", hashed=True))
+    model.sharded.documents["ycsb.usertable"] = 900
+    use = admin.disk_use(mongos, "ycsb", "usertable")
+    assert [(s.shard, s.documents, s.data_bytes) for s in use.shards] == [
+        ("sh0", 300, 330_000),
+        ("sh1", 300, 330_000),
+        ("sh2", 300, 330_000),
+    ]
+    status = use.as_status()
+    assert (status["documents"], status["dataBytes"], status["indexBytes"]) == (
+        900,
+        990_000,
+        36_000,
+    )
+    assert status["storageBytes"] == 3 * 110_000 and len(status["shards"]) == 3
+
+    spec = ReplicaSetSpec("rs0", Role.REPLICA, _hosts("rs0", 1))
+    model.member(spec.members[0])
+    _converge(admin, spec)
+    assert admin.disk_use(spec, "ycsb", "usertable").shards == ()  # not created yet
+    admin.ensure_collection(spec, "ycsb", "usertable")
+    model.sets["rs0"].documents["ycsb.usertable"] = 10
+    single = admin.disk_use(spec, "ycsb", "usertable").as_status()
+    assert single == {
+        "collection": "ycsb.usertable",
+        "documents": 10,
+        "dataBytes": 11_000,
+        "storageBytes": 3_666,
+        "indexBytes": 400,
+    }
+
+
+def test_a_standalone_is_profiled_and_measured_as_a_primary_is(
+    model: MongoModel, admin: MongoAdmin
+) -> None:
+    """Protocol tier (model): a mongod without --replSet has its own system.profile and
+    $collStats, reached as the set's primary is (no shard)."""
+    spec = ReplicaSetSpec("sa-mongod", Role.STANDALONE, _hosts("sa-mongod", 1))
+    (host,) = spec.members
+    model.standalone(host)
+    _converge(admin, spec)
+    model.profiled_operations = PROFILED
+    since = datetime.now(UTC) - timedelta(seconds=1)
+    assert admin.set_profiler([spec], "ycsb", 1, 100) == {"sa-mongod": 100}
+    ops = admin.slow_operations([spec], "ycsb", since, None, 10, sharded=False)
+    assert [(o.millis, o.shard) for o in ops] == [(250, None), (120, None)]
+    admin.ensure_collection(spec, "ycsb", "usertable")
+    model.standalones[host].documents["ycsb.usertable"] = 3
+    assert admin.disk_use(spec, "ycsb", "usertable").total().documents == 3

@@ -361,6 +361,24 @@ class Monitoring:
             )
 
 
+PROFILER_TOP_MAX = 100  # spec.profiler.top (the CRD's bound too): status stays bounded
+
+
+@dataclass(frozen=True)
+class Profiler:
+    """MongoDB's profiler during each measured step (present = on): level 1 with slowMs on the
+    run's database on every data-bearing mongod, the step's `top` slowest operations kept."""
+
+    slow_ms: int
+    top: int = 10
+
+    def __post_init__(self) -> None:
+        if self.slow_ms < 0:
+            raise SpecError(f"spec.profiler.slowMs: {self.slow_ms} is below 0")
+        if not 1 <= self.top <= PROFILER_TOP_MAX:
+            raise SpecError(f"spec.profiler.top: {self.top} is not 1 to {PROFILER_TOP_MAX}")
+
+
 @dataclass(frozen=True)
 class BenchmarkRunSpec:
     workloads: tuple[Workload, ...]
@@ -388,6 +406,7 @@ class BenchmarkRunSpec:
     knee: Knee | None = None
     cost: Cost | None = None
     monitoring: Monitoring = field(default_factory=Monitoring)
+    profiler: Profiler | None = None
 
     def __post_init__(self) -> None:
         if self.clients.beside_database and self.cluster_ref is None:

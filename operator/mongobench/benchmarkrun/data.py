@@ -8,14 +8,26 @@ credentials: the collection is left as the user prepared it, and the status says
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec, KeyValues, Sharding
 from mongobench.benchmarkrun.orchestrate import DataOps
 from mongobench.k8s.api import KubeApi
 from mongobench.mongo import chunks
-from mongobench.mongo.model import Bound, IndexSpec, KeyField, Mongos, ShardingSpec, Zone
+from mongobench.mongo.model import (
+    Bound,
+    IndexSpec,
+    KeyField,
+    Mongos,
+    ReplicaSetSpec,
+    Role,
+    ShardingSpec,
+    SlowOperation,
+    Zone,
+)
 from mongobench.mongo.pool import AdminPool
+from mongobench.mongocluster.layout import ClusterLayout
 from mongobench.mongocluster.provision import desired
 from mongobench.mongocluster.reconcile import administration
 
@@ -61,18 +73,62 @@ class ClusterData(DataOps):
             mongos = Mongos((d.layout.mongos_host,))
             return admin.distribution(mongos, spec.database, spec.collection).as_status()
 
+    def set_profiler(
+        self,
+        spec: BenchmarkRunSpec,
+        cluster: Mapping[str, Any],
+        level: int,
+        slow_ms: int | Mapping[str, int] | None,
+    ) -> dict[str, int]:
+        d = desired(self.kube, cluster, cluster.get("status") or {})
+        with administration(self.kube, d, self.admins) as (admin, _):
+            return admin.set_profiler(data_sets(d.layout), spec.database, level, slow_ms)
+
+    def slow_operations(
+        self,
+        spec: BenchmarkRunSpec,
+        cluster: Mapping[str, Any],
+        since: datetime,
+        until: datetime | None,
+        top: int,
+    ) -> tuple[SlowOperation, ...]:
+        d = desired(self.kube, cluster, cluster.get("status") or {})
+        with administration(self.kube, d, self.admins) as (admin, _):
+            return admin.slow_operations(
+                data_sets(d.layout), spec.database, since, until, top, sharded=d.layout.sharded
+            )
+
+    def disk_use(
+        self, spec: BenchmarkRunSpec, cluster: Mapping[str, Any] | None
+    ) -> dict[str, Any] | None:
+        if cluster is None:  # no administrator credentials for an external database
+            return None
+        d = desired(self.kube, cluster, cluster.get("status") or {})
+        with administration(self.kube, d, self.admins) as (admin, _):
+            use = admin.disk_use(_writes_to(d.layout), spec.database, spec.collection)
+        return {"collections": [use.as_status()]}
+
     def drop(self, spec: BenchmarkRunSpec, cluster: Mapping[str, Any] | None) -> str:
         if cluster is None:
             return "external database: nothing dropped (no administrator credentials)"
         d = desired(self.kube, cluster, cluster.get("status") or {})
-        target = (
-            Mongos((d.layout.mongos_host,))
-            if d.layout.sharded
-            else d.layout.replica_sets[0].to_spec()
-        )
+        target = _writes_to(d.layout)
         with administration(self.kube, d, self.admins) as (admin, _):
             dropped = admin.drop_collection(target, spec.database, spec.collection)
         return f"{spec.database}.{spec.collection} {'dropped' if dropped else 'was already gone'}"
+
+
+def _writes_to(layout: ClusterLayout) -> Mongos | ReplicaSetSpec:
+    """Where the collection is reached: a router, or the replica set's primary."""
+    if layout.sharded:
+        return Mongos((layout.mongos_host,))
+    return layout.replica_sets[0].to_spec()
+
+
+def data_sets(layout: ClusterLayout) -> tuple[ReplicaSetSpec, ...]:
+    """The replica sets that hold the data (the shards; not the config servers): the profiler
+    runs on each one's primary, as mongos profiles nothing."""
+    return tuple(rs.to_spec() for rs in layout.replica_sets if rs.role is not Role.CONFIG)
 
 
 _INDEX_ORDER: dict[str, int | str] = {

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec, Scenario
@@ -21,6 +22,7 @@ from mongobench.benchmarkrun import (
     cpu_monitor,
     jobs,
     knee,
+    profiling,
     queue,
     repetitions,
     results,
@@ -41,13 +43,15 @@ from mongobench.benchmarkrun.decide import (
 )
 from mongobench.benchmarkrun.plan import Step, make_plan
 from mongobench.benchmarkrun.reruns import with_reruns
-from mongobench.clock import Clock, rfc3339, seconds_since
+from mongobench.clock import Clock, parse_rfc3339, rfc3339, seconds_since
 from mongobench.config import OperatorConfig
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.api import KubeApi
 from mongobench.k8s.client import ApiError
 from mongobench.k8s.conditions import Event, get_condition, set_condition
+from mongobench.mongo import profiler
 from mongobench.mongo.errors import MongoAdminError, TransientMongoError
+from mongobench.mongo.model import SlowOperation
 from mongobench_results import summary
 from mongobench_results.configmaps import assemble
 from mongobench_results.merge import merge_documents
@@ -97,6 +101,33 @@ class DataOps:
         self, spec: BenchmarkRunSpec, cluster: Mapping[str, Any] | None
     ) -> dict[str, Any] | None:
         """Documents and chunks per shard of the benchmark collection; None if not sharded."""
+        return None
+
+    def set_profiler(
+        self,
+        spec: BenchmarkRunSpec,
+        cluster: Mapping[str, Any],
+        level: int,
+        slow_ms: int | Mapping[str, int] | None,
+    ) -> dict[str, int]:
+        """The profiler at `level` on every data-bearing mongod; each set's slowms before."""
+        raise NotImplementedError
+
+    def slow_operations(
+        self,
+        spec: BenchmarkRunSpec,
+        cluster: Mapping[str, Any],
+        since: datetime,
+        until: datetime | None,
+        top: int,
+    ) -> tuple[SlowOperation, ...]:
+        """The `top` slowest operations profiled in the window, slowest first."""
+        raise NotImplementedError
+
+    def disk_use(
+        self, spec: BenchmarkRunSpec, cluster: Mapping[str, Any] | None
+    ) -> dict[str, Any] | None:
+        """The collection's disk use (status.steps[].diskUse); None for an external database."""
         return None
 
 
@@ -489,6 +520,8 @@ class _Advance:
         ref = self.run_ref(target)
         if step.reset:
             self.data.prepare(self.spec, target.cluster)
+        if profiling.profiles(self.spec.profiler, step, {**self.status, **self.new}):
+            self.profiler_on(step, target)
         if self.grants_with(step):
             for obj in jobs.build_client_rbac(ref, [s for s in self.plan if s.runs_job]):
                 self.kube.apply(obj)
@@ -514,9 +547,14 @@ class _Advance:
     def collect_step(self, step: Step, _action: Action, observed: Observed, target: Target) -> None:
         entry = self.steps()[step.index]
         problem = self.collect(step, self.run_ref(target), entry, observed.job)
+        if step.kind in profiling.MEASURED:
+            self.record_slow_operations(step, target)
         if problem is not None:
             self.fail(step, f"{step.label}: {problem}")
-        elif step.kind == "load":
+            return
+        if step.kind in profiling.DISK_STEPS:
+            self.record_disk_use(step, target)
+        if step.kind == "load":
             self.record_distribution(step, target)
 
     def collect_failed(
@@ -693,6 +731,98 @@ class _Advance:
                     cond.EVENT_DISTRIBUTION_NOT_PUBLISHED, f"{step.label}: {exc.reason}"
                 )
 
+    # -- the profiler and disk use (benchmarkrun.profiling) -----------------------------------
+
+    def profiler_state(self) -> Mapping[str, Any]:
+        return {**self.status, **self.new}
+
+    def profiler_unavailable(self, message: str) -> None:
+        """A server refused the profiler: said once, and the run goes on without it."""
+        assert self.spec.profiler is not None
+        self.new["profiler"] = profiling.unavailable(self.spec.profiler.slow_ms, message)
+        self.condition(cond.PROFILED, cond.FALSE, cond.PROFILER_UNAVAILABLE, message)
+        self.outcome.warn(cond.PROFILER_UNAVAILABLE, message)
+
+    def profiler_on(self, step: Step, target: Target) -> None:
+        """Level 1 with spec.profiler.slowMs before a measured step. A refusal (permanent) is
+        ProfilerUnavailable; a transient error fails the pass before the Job exists."""
+        assert self.spec.profiler is not None
+        slow_ms = self.spec.profiler.slow_ms
+        if target.cluster is None:
+            self.profiler_unavailable(
+                "uriSecretRef: the operator has no administrator credentials to profile with"
+            )
+            return
+        try:
+            found = self.data.set_profiler(self.spec, target.cluster, profiler.SLOW_ONLY, slow_ms)
+        except TransientMongoError:
+            raise
+        except MongoAdminError as exc:
+            self.profiler_unavailable(f"{step.label}: {exc}")
+            return
+        now = rfc3339(self.clock(), precise=True)
+        self.new["profiler"] = profiling.switched_on(self.profiler_state(), slow_ms, found, now)
+
+    def profiler_off(self, cluster: Mapping[str, Any] | None) -> None:
+        """Level 0 and the slowms found, where this run set level 1; best effort (Event)."""
+        state = self.profiler_state()
+        if not profiling.needs_reset(state) or cluster is None:
+            return
+        current = dict(state.get("profiler") or {})
+        try:
+            self.data.set_profiler(
+                self.spec, cluster, profiler.OFF, current.get("restoreSlowMs") or None
+            )
+        except MongoAdminError as exc:
+            self.outcome.warn(cond.EVENT_PROFILER_NOT_RESET, str(exc))
+            return
+        self.new["profiler"] = {**current, "state": profiling.OFF}
+
+    def record_slow_operations(self, step: Step, target: Target) -> None:
+        """After a measured step: its slowest operations from system.profile, then level 0."""
+        if self.spec.profiler is None or not profiling.needs_reset(self.profiler_state()):
+            return
+        assert target.cluster is not None  # profiler_on refused external targets
+        entry = self.steps()[step.index]
+        top = self.spec.profiler.top
+        try:
+            state = self.profiler_state().get("profiler") or {}
+            since = parse_rfc3339(str(profiling.window_start(state, entry.get("startTime"))))
+            # No end: level 1 lasts this step alone (set before its Job, 0 right after this
+            # read), and the Job's completionTime, in whole seconds, would cut its last second.
+            ops = self.data.slow_operations(self.spec, target.cluster, since, None, top)
+        except (ValueError, TransientMongoError) as exc:  # unreadable window, or unreachable
+            self.outcome.warn(cond.EVENT_SLOW_OPERATIONS_UNKNOWN, f"{step.label}: {exc}")
+            ops = None
+        except MongoAdminError as exc:
+            self.profiler_off(target.cluster)
+            self.profiler_unavailable(f"{step.label}: {exc}")
+            return
+        self.profiler_off(target.cluster)
+        if ops is None:
+            return
+        kept = profiling.kept_per_step(top, self.plan)
+        self.mark(
+            step,
+            slowOperations=profiling.slow_operations_status(ops, self.spec.profiler.slow_ms, kept),
+        )
+        self.condition(
+            cond.PROFILED,
+            cond.TRUE,
+            cond.PROFILER_CAPTURED,
+            f"{step.label}: {len(ops)} operation(s) over {self.spec.profiler.slow_ms} ms",
+        )
+
+    def record_disk_use(self, step: Step, target: Target) -> None:
+        """After a load or measured step: the collection's disk use. Best effort (Event)."""
+        try:
+            use = self.data.disk_use(self.spec, target.cluster)
+        except MongoAdminError as exc:
+            self.outcome.warn(cond.EVENT_DISK_USE_UNKNOWN, f"{step.label}: {exc}")
+            return
+        if use is not None:
+            self.mark(step, diskUse=use)
+
     def step_cpu(self, step: Step, entry: Mapping[str, Any], end: str) -> dict[str, Any]:
         """CPU, disk, network and memory of the step's window ({"cpu", "resources"}); a run
         without them still succeeds, with the CPUCollected and ResourcesComplete conditions."""
@@ -770,6 +900,8 @@ class _Advance:
         self.outcome.info(phase, message) if ok else self.outcome.warn(phase, message)
 
     def cleanup(self, success: bool) -> None:
+        if profiling.needs_reset(self.profiler_state()) and self.spec.cluster_ref is not None:
+            self.profiler_off(self.kube.get("MongoCluster", self.ns, self.spec.cluster_ref.name))
         policy = self.spec.cleanup
         delete_jobs, drop = cleanup_targets(policy.jobs, policy.data, success)
         if delete_jobs:
@@ -791,6 +923,22 @@ def drop_data(kube: KubeApi, data: DataOps, spec: BenchmarkRunSpec, namespace: s
     if cluster is None:
         return f"MongoCluster {spec.cluster_ref.name} is gone: no data to drop"
     return data.drop(spec, cluster)
+
+
+def reset_profiler(
+    kube: KubeApi,
+    data: DataOps,
+    spec: BenchmarkRunSpec,
+    namespace: str,
+    status: Mapping[str, Any],
+) -> None:
+    """Level 0 and the slowms found, for a run deleted while a step was profiled."""
+    if spec.cluster_ref is None or not profiling.needs_reset(status):
+        return
+    cluster = kube.get("MongoCluster", namespace, spec.cluster_ref.name)
+    if cluster is not None:
+        restore = (status.get("profiler") or {}).get("restoreSlowMs") or None
+        data.set_profiler(spec, cluster, profiler.OFF, restore)
 
 
 def snapshot(kube: KubeApi, cluster: Mapping[str, Any] | None, namespace: str) -> dict[str, Any]:

@@ -291,6 +291,16 @@ def delete(
         # It never started (queued, or waiting for its cluster): the data on its target, if
         # any, is another run's, and no cleanup policy of this one reaches it.
         return
+    if parsed.profiler is not None:
+        # Deleted while a step was profiled: level 0 again, best effort like the drop below.
+        from mongobench.benchmarkrun import orchestrate
+
+        try:
+            orchestrate.reset_profiler(
+                state.run_kube, state.cluster_data, parsed, body["metadata"]["namespace"], status
+            )
+        except (MongoAdminError, ApiError, SpecError) as exc:
+            state.kube.event(body, cond.WARNING, cond.EVENT_PROFILER_NOT_RESET, str(exc))
     if parsed.cleanup.data == "Always" and not succeeded:
         # Best effort: an unreachable MongoDB (or a cluster whose own spec is refused) must not
         # hold the run's deletion forever.

@@ -46,6 +46,7 @@ TARGET_MET = "TargetMet"
 REGRESSED = "Regressed"
 TRIALS_VALID = "TrialsValid"
 QUEUED = "Queued"
+PROFILED = "Profiled"
 
 # --- reasons shared by both kinds ---------------------------------------------------------------
 INVALID_SPEC = "InvalidSpec"
@@ -96,6 +97,9 @@ METRICS_COMPLETE = "Complete"
 METRICS_MISSING = "MetricsMissing"
 TRIALS_ALL_VALID = "AllValid"
 TRIALS_SOME_INVALID = "SomeInvalid"
+# Profiled (spec.profiler): the slow operations of each measured step.
+PROFILER_CAPTURED = "Captured"
+PROFILER_UNAVAILABLE = "ProfilerUnavailable"
 # Queued (one run at a time on a target, benchmarkrun/queue.py).
 QUEUED_TARGET_BUSY = "TargetBusy"
 QUEUED_SAME_DATA = "SameData"
@@ -287,6 +291,21 @@ CONDITIONS: tuple[ConditionDoc, ...] = (
         },
     ),
     ConditionDoc(
+        PROFILED,
+        ("BenchmarkRun",),
+        "with spec.profiler: MongoDB's profiler recorded every measured step so far on every "
+        "data-bearing mongod (status.steps[].slowOperations); never fails a run",
+        {
+            PROFILER_CAPTURED: "level 1 before each measured step, its slowest operations read",
+            PROFILER_UNAVAILABLE: (
+                "a server refused the profile command or system.profile (FerretDB has no "
+                "profiler; a user without dbAdminAnyDatabase may not), or the run targets a "
+                "uriSecretRef (no administrator credentials): the message says which; the "
+                "run goes on without slow operations"
+            ),
+        },
+    ),
+    ConditionDoc(
         TRIALS_VALID,
         ("BenchmarkRun",),
         "every measured step judged so far is a valid trial (spec.validity): not client-bound, "
@@ -457,6 +476,9 @@ EVENT_STEP_FAILED = "StepFailed"
 EVENT_DISTRIBUTION = "Distribution"
 EVENT_DISTRIBUTION_UNKNOWN = "DistributionUnknown"
 EVENT_DISTRIBUTION_NOT_PUBLISHED = "DistributionNotPublished"
+EVENT_SLOW_OPERATIONS_UNKNOWN = "SlowOperationsUnknown"
+EVENT_PROFILER_NOT_RESET = "ProfilerNotReset"
+EVENT_DISK_USE_UNKNOWN = "DiskUseUnknown"
 EVENT_CPU_MISSING = "CPUMissing"
 EVENT_CPU_RESOLUTION = "CPUResolution"
 EVENT_TRIAL_INVALID = "TrialInvalid"
@@ -510,6 +532,12 @@ EVENT_REASONS: Mapping[str, str] = {
     EVENT_DISTRIBUTION: "BenchmarkRun: documents per shard after a load step",
     EVENT_DISTRIBUTION_UNKNOWN: "Warning: the shard distribution could not be measured",
     EVENT_DISTRIBUTION_NOT_PUBLISHED: "Warning: the distribution could not be written",
+    PROFILER_UNAVAILABLE: "Warning: a server refused the profiler (spec.profiler); the run goes on",
+    EVENT_SLOW_OPERATIONS_UNKNOWN: "Warning: a step's slow operations could not be read",
+    EVENT_PROFILER_NOT_RESET: (
+        "Warning: the profiler could not be set back to level 0 (the message says where)"
+    ),
+    EVENT_DISK_USE_UNKNOWN: "Warning: a step's disk use per collection could not be measured",
     EVENT_CPU_MISSING: "Warning: a step's CPU could not be collected",
     EVENT_CPU_RESOLUTION: (
         "BenchmarkRun: the PodMonitor of its finer CPU resolution was created; Warning: it "

@@ -17,9 +17,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
-from mongobench.mongo import chunks, driver, plan
+from mongobench.mongo import chunks, driver, plan, profiler
 from mongobench.mongo.connect import Connector
 from mongobench.mongo.errors import (
     ALREADY_INITIALIZED,
@@ -42,6 +43,7 @@ from mongobench.mongo.model import (
     MEMBER_STATES,
     STANDALONE_STATE,
     Bound,
+    CollectionDiskUse,
     Distribution,
     DrainingProgress,
     FcvScope,
@@ -58,6 +60,7 @@ from mongobench.mongo.model import (
     ShardInfo,
     ShardingSpec,
     ShardShare,
+    SlowOperation,
     UserSpec,
 )
 from mongobench.mongo.versions import UnsupportedVersion, capabilities, major_minor
@@ -810,6 +813,65 @@ class MongoAdmin:
             for shard in sorted(set(counts) | set(chunks))
         )
         return Distribution(namespace, sharded=entry is not None, shards=shares)
+
+    # ---- the profiler and disk use (spec.profiler; planned in profiler.py) ------------------
+
+    def set_profiler(
+        self,
+        sets: Sequence[ReplicaSetSpec],
+        database: str,
+        level: int,
+        slow_ms: int | Mapping[str, int] | None = None,
+    ) -> dict[str, int]:
+        """The profiler at `level` on `database` on every set's primary (mongos refuses levels
+        1 and 2), with slowms (one value, or per set); returns each set's slowms as it was."""
+        before: dict[str, int] = {}
+        for rs in sets:
+            host = self._primary(rs)
+            ms = slow_ms.get(rs.name) if isinstance(slow_ms, Mapping) else slow_ms
+            reply = self.command(host, profiler.profile_command(level, ms), db=database)
+            was = _int(reply.get("slowms"))
+            if was is not None:
+                before[rs.name] = was
+        return before
+
+    def slow_operations(
+        self,
+        sets: Sequence[ReplicaSetSpec],
+        database: str,
+        since: datetime,
+        until: datetime | None,
+        top: int,
+        *,
+        sharded: bool,
+    ) -> tuple[SlowOperation, ...]:
+        """The `top` slowest operations profiled on `database` in [since, until] across the
+        sets' primaries (each shard's, named as the shard, when `sharded`)."""
+        found: list[SlowOperation] = []
+        find = profiler.slow_operations_find(database, since, until, top)
+        for rs in sets:
+            host = self._primary(rs)
+            reply = self.command(host, find, db=database)
+            shard = rs.name if sharded else None
+            docs = _all_batches(self, host, database, reply)
+            found.extend(profiler.slow_operation(d, shard) for d in docs)
+        return profiler.slowest(found, top)
+
+    def disk_use(
+        self, target: ReplicaSetSpec | Mongos | str, database: str, collection: str
+    ) -> CollectionDiskUse:
+        """Documents, data, storage and index bytes of the collection ($collStats
+        storageStats): per shard through mongos. A collection that does not exist uses none."""
+        host = self._target(target)
+        namespace = f"{database}.{collection}"
+        cmd = {"aggregate": collection, "pipeline": profiler.collstats_pipeline(), "cursor": {}}
+        try:
+            reply = self.command(host, cmd, db=database)
+        except MongoAdminError as exc:
+            if exc.code == NAMESPACE_NOT_FOUND:
+                return CollectionDiskUse(namespace)
+            raise
+        return profiler.disk_use(namespace, _all_batches(self, host, database, reply))
 
 
 def _all_batches(admin: MongoAdmin, host: str, db: str, reply: Doc) -> list[Doc]:

@@ -152,7 +152,9 @@ def cluster_admin_user(username: str, password: str) -> UserSpec:
 
     clusterAdmin: replSet*, addShard/removeShard/movePrimary, shardCollection, FCV, serverStatus
     and config.* reads for the distribution; userAdminAnyDatabase: the other users;
-    readWriteAnyDatabase: create, index, count and drop the benchmark collection.
+    readWriteAnyDatabase: create, index, count and drop the benchmark collection;
+    dbAdminAnyDatabase: `profile` (enableProfiler) and reading system.profile (spec.profiler),
+    which none of the others grants.
     """
     return UserSpec(
         username,
@@ -161,6 +163,7 @@ def cluster_admin_user(username: str, password: str) -> UserSpec:
             RoleGrant("clusterAdmin"),
             RoleGrant("readWriteAnyDatabase"),
             RoleGrant("userAdminAnyDatabase"),
+            RoleGrant("dbAdminAnyDatabase"),
         ),
     )
 
@@ -404,6 +407,83 @@ class Distribution:
                 }
                 for s in self.shards
             ],
+        }
+
+
+@dataclass(frozen=True)
+class SlowOperation:
+    """One system.profile entry as status keeps it: the command's shape, never its values."""
+
+    op: str
+    ns: str
+    shape: str  # the command's keys with every value as ? (profiler.command_shape)
+    millis: int
+    plan_summary: str | None = None
+    docs_examined: int | None = None
+    keys_examined: int | None = None
+    nreturned: int | None = None
+    shard: str | None = None  # the shard's replica set (sharded clusters)
+    query_hash: str | None = None  # planCacheShapeHash (8.0+) or queryHash
+
+    def as_status(self) -> dict[str, Any]:
+        optional = {
+            "planSummary": self.plan_summary,
+            "docsExamined": self.docs_examined,
+            "keysExamined": self.keys_examined,
+            "nreturned": self.nreturned,
+            "shard": self.shard,
+            "queryHash": self.query_hash,
+        }
+        return {
+            "op": self.op,
+            "ns": self.ns,
+            "shape": self.shape,
+            "millis": self.millis,
+            **{k: v for k, v in optional.items() if v is not None},
+        }
+
+
+@dataclass(frozen=True)
+class DiskShare:
+    """A collection's storage on one shard (or the whole set): $collStats storageStats."""
+
+    shard: str | None
+    documents: int
+    data_bytes: int  # size: uncompressed BSON
+    storage_bytes: int  # storageSize: on disk, compressed
+    index_bytes: int  # totalIndexSize
+
+    def as_status(self) -> dict[str, Any]:
+        return {
+            **({} if self.shard is None else {"shard": self.shard}),
+            "documents": self.documents,
+            "dataBytes": self.data_bytes,
+            "storageBytes": self.storage_bytes,
+            "indexBytes": self.index_bytes,
+        }
+
+
+@dataclass(frozen=True)
+class CollectionDiskUse:
+    namespace: str
+    shards: tuple[DiskShare, ...] = ()  # one per shard; one with shard None when not sharded
+
+    def total(self) -> DiskShare:
+        return DiskShare(
+            None,
+            sum(s.documents for s in self.shards),
+            sum(s.data_bytes for s in self.shards),
+            sum(s.storage_bytes for s in self.shards),
+            sum(s.index_bytes for s in self.shards),
+        )
+
+    def as_status(self) -> dict[str, Any]:
+        """status.steps[].diskUse.collections[]: the total, and per shard when sharded."""
+        per_shard = [s.as_status() for s in self.shards if s.shard is not None]
+        return {
+            "collection": self.namespace,
+            **self.total().as_status(),
+            **({"shards": per_shard} if per_shard else {}),
         }
 
 

@@ -95,3 +95,27 @@ def test_a_server_without_replica_sets_refuses_initiate_permanently(admin: Mongo
 def test_a_standalone_is_not_accepted_as_mongos(admin: MongoAdmin) -> None:
     with pytest.raises(PermanentMongoError, match="not a mongos"):
         admin.list_shards(Mongos((NAME,)))
+
+
+def test_a_server_without_a_profiler_refuses_it_permanently(admin: MongoAdmin) -> None:
+    """spec.profiler against FerretDB (what the local plane's data path is): its refusal is a
+    permanent error, which the run reports as ProfilerUnavailable and goes on."""
+    server = ReplicaSetSpec("bench", Role.REPLICA, (NAME,))
+    with pytest.raises(PermanentMongoError) as refused:
+        admin.set_profiler([server], "ycsb_profile", 1, 50)
+    assert refused.value.operation == "profile"
+
+
+def test_disk_use_of_a_real_collection(admin: MongoAdmin, ferret: FerretDB) -> None:
+    """$collStats storageStats as a real wire server answers it, one document (no shard)."""
+    with MongoClient(ferret.uri, directConnection=True, serverSelectionTimeoutMS=3000) as c:
+        c["ycsb_disk"]["usertable"].drop()
+        c["ycsb_disk"]["usertable"].insert_many(
+            [{"_id": f"user{i}", "f": "x" * 100} for i in range(50)]
+        )
+    use = admin.disk_use(NAME, "ycsb_disk", "usertable")
+    total = use.total()
+    assert (use.namespace, total.documents) == ("ycsb_disk.usertable", 50)
+    assert total.data_bytes > 50 * 100 and total.storage_bytes > 0
+    assert [s.shard for s in use.shards] == [None]
+    assert admin.disk_use(NAME, "ycsb_disk", "absent").shards == ()

@@ -15,6 +15,8 @@ from mongobench.mongo.chunks import sharding_problem
 from mongobench.mongo.errors import PermanentMongoError
 from mongobench.mongo.model import (
     STANDALONE_STATE,
+    CollectionDiskUse,
+    DiskShare,
     Distribution,
     DrainingProgress,
     FcvScope,
@@ -28,6 +30,7 @@ from mongobench.mongo.model import (
     ShardInfo,
     ShardingSpec,
     ShardShare,
+    SlowOperation,
     UserSpec,
 )
 from mongobench.mongo.plan import next_rolling_step
@@ -183,6 +186,29 @@ class FakeMongo:
             ShardShare(shard, 500, 2, 100.0 / len(self.shards)) for shard in sorted(self.shards)
         )
         return Distribution(f"{database}.{collection}", True, shares)
+
+    def disk_use(self, target: Any, database: str, collection: str) -> CollectionDiskUse:
+        self.calls.append(f"collStats {database}.{collection}")
+        shards = sorted(self.shards) if isinstance(target, Mongos) else [None]
+        return CollectionDiskUse(
+            f"{database}.{collection}",
+            tuple(DiskShare(s, 500, 550_000, 183_333, 20_000) for s in shards),
+        )
+
+    def set_profiler(
+        self, sets: Any, database: str, level: int, slow_ms: Any = None
+    ) -> dict[str, int]:
+        self.calls.append(f"profile {level} on {','.join(s.name for s in sets)}")
+        return {s.name: 100 for s in sets}
+
+    def slow_operations(
+        self, sets: Any, database: str, since: Any, until: Any, top: int, *, sharded: bool
+    ) -> tuple[SlowOperation, ...]:
+        self.calls.append(f"system.profile top {top}")
+        shard = sets[0].name if sharded else None
+        return (
+            SlowOperation("query", f"{database}.usertable", "find usertable", 250, shard=shard),
+        )
 
     def close(self) -> None:
         pass

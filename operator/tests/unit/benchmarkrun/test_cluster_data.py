@@ -6,7 +6,7 @@ distribution after its load on a sharded cluster."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -144,11 +144,10 @@ def test_an_external_database_is_left_as_the_user_prepared_it(admins: AdminPool)
     assert data.distribution(spec, None) is None
 
 
-def test_a_load_on_a_sharded_cluster_records_the_distribution_on_the_step_and_the_cluster(
-    mongo: FakeMongo, admins: AdminPool
-) -> None:
-    from test_orchestrate import finish_job, report, status
-
+def sharded_run(
+    mongo: FakeMongo, admins: AdminPool, **spec: Any
+) -> tuple[FakeKube, Callable[[], None]]:
+    """A Ready two-shard MongoCluster `c` and a BenchmarkRun `r` on it; the run's advance."""
     kube = FakeKube()
     provisioned(kube, SHARDED)
     mongo.shards = {"c-shard0": "c-shard0", "c-shard1": "c-shard1"}
@@ -157,7 +156,7 @@ def test_a_load_on_a_sharded_cluster_records_the_distribution_on_the_step_and_th
             "apiVersion": "mongobench.io/v1alpha1",
             "kind": "BenchmarkRun",
             "metadata": {"namespace": NS, "name": "r"},
-            "spec": {"clusterRef": {"name": "c"}, "workloads": [{"name": "a"}]},
+            "spec": {"clusterRef": {"name": "c"}, "workloads": [{"name": "a"}], **spec},
         }
     )
     data = ClusterData(kube, admins)
@@ -165,6 +164,15 @@ def test_a_load_on_a_sharded_cluster_records_the_distribution_on_the_step_and_th
     def advance() -> None:
         orchestrate.advance(kube, NS, "r", OperatorConfig(), data, clock=unit_clock)
 
+    return kube, advance
+
+
+def test_a_load_on_a_sharded_cluster_records_the_distribution_on_the_step_and_the_cluster(
+    mongo: FakeMongo, admins: AdminPool
+) -> None:
+    from test_orchestrate import finish_job, report, status
+
+    kube, advance = sharded_run(mongo, admins)
     advance()  # prepare
     advance()  # the load's Job
     report(kube, 1)
@@ -175,6 +183,31 @@ def test_a_load_on_a_sharded_cluster_records_the_distribution_on_the_step_and_th
     cluster = kube.get("MongoCluster", NS, "c")
     assert cluster is not None and cluster["status"]["distribution"] == load["distribution"]
     assert cond.EVENT_DISTRIBUTION in kube.reasons()
+
+
+def test_a_sharded_run_profiles_each_shard_not_the_config_servers_and_measures_disk_per_shard(
+    mongo: FakeMongo, admins: AdminPool
+) -> None:
+    from test_orchestrate import finish_job, report, status
+
+    kube, advance = sharded_run(mongo, admins, repetitions=1, profiler={"slowMs": 20, "top": 3})
+    advance()  # prepare, the load's Job
+    for index, phase in ((1, "load"), (2, "run")):
+        report(kube, index, phase)
+        finish_job(kube, index)
+        advance()
+    profiled = [c for c in mongo.calls if c.startswith(("profile", "system.profile"))]
+    assert profiled == [
+        "profile 1 on c-shard0,c-shard1",  # mongos profiles nothing; no config server either
+        "system.profile top 3",
+        "profile 0 on c-shard0,c-shard1",
+    ]
+    run = status(kube)["steps"][2]
+    assert run["slowOperations"]["operations"][0]["shard"] == "c-shard0"
+    use = run["diskUse"]["collections"][0]
+    assert (use["collection"], use["documents"]) == ("ycsb.usertable", 1000)
+    assert [s["shard"] for s in use["shards"]] == ["c-shard0", "c-shard1"]
+    assert mongo.calls.count("collStats ycsb.usertable") == 2  # after the load and the run
 
 
 def test_split_points_and_zone_bounds_become_key_values_in_key_order() -> None:

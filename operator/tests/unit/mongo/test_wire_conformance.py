@@ -54,6 +54,16 @@ NOT_COMMANDS = frozenset(
         "ns",
         "maximum bytes configured",  # serverStatus's cache figure, kept for provenance
         "directConnection",  # the connection's options (connect.py), not a command
+        # profiler.py: system.profile's filter and sort, and what status keeps of an entry
+        "ts",
+        "$gte",
+        "$lte",
+        "$ne",
+        "millis",
+        "op",
+        "planSummary",
+        "storageStats",  # $collStats' stage option
+        "shards",  # a collection's disk use in status
     }
 )
 
