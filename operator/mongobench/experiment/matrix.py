@@ -119,13 +119,13 @@ def dimensions_of(spec: Mapping[str, Any]) -> tuple[Dimension, ...]:
         values = tuple(d.get("values") or ())
         if not values:
             raise SpecError(f"dimension {d.get('name')!r} has no values")
-        names = tuple(str(n) for n in d.get("valueNames") or ())
-        if names and (len(names) != len(values) or len(set(names)) != len(names)):
+        named = tuple(str(n) for n in d.get("valueNames") or ())
+        if named and (len(named) != len(values) or len(set(named)) != len(named)):
             raise SpecError(
                 f"dimension {d.get('name')!r}: valueNames must name each value once, "
                 f"{len(values)} distinct names"
             )
-        out.append(Dimension(str(d["name"]), target, str(d["field"]), values, names))
+        out.append(Dimension(str(d["name"]), target, str(d["field"]), values, named))
     names = [d.name for d in out]
     if len(set(names)) != len(names):
         raise SpecError("dimension names must be unique")
