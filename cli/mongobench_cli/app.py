@@ -217,16 +217,25 @@ def list_runs(
     if spec_selector is not None:
         runs = [x for x in runs if spec_selector.matches((x.run.get("spec") or {}).get("labels"))]
     rows = render.list_rows(runs)
+    if _rows_written(rows, output):
+        return
+    if not rows:
+        console(stderr=True).print("No BenchmarkRuns found.")
+    else:
+        console().print(render.list_table(rows, show_origin=bool(refs)))
+
+
+def _rows_written(rows: list[dict[str, Any]], output: ListFormat) -> bool:
+    """Rows as JSON, CSV or markdown when asked (True), else nothing (a table is wanted)."""
     if output == ListFormat.json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
     elif output == ListFormat.csv:
         sys.stdout.write(render.csv_text(rows))
     elif output == ListFormat.markdown:
         sys.stdout.write(render.rows_markdown(rows))
-    elif not rows:
-        console(stderr=True).print("No BenchmarkRuns found.")
     else:
-        console().print(render.list_table(rows, show_origin=bool(refs)))
+        return False
+    return True
 
 
 def _selector(text: str | None) -> selector.Selector | None:
@@ -521,6 +530,15 @@ def compare_runs(
             help="with --pair-by: the value the others are compared with (e.g. aws)",
         ),
     ] = None,
+    shards: Annotated[
+        bool,
+        typer.Option(
+            "--shards",
+            help="instead: per sharded run (its configuration, e.g. an experiment's cell, and "
+            "its shard key), the documents and chunks of each shard after its last load: the "
+            "shard-key study's table",
+        ),
+    ] = False,
     target: Target,
 ) -> None:
     """Per configuration a headline against the baseline, then per workload and metric the
@@ -533,6 +551,11 @@ def compare_runs(
     One configuration alone (nothing to compare it with) is shown as the full table.
     --pair-by: the paired table instead (Hedges' g with the small-sample correction)."""
     r = target.resolver()
+    if shards:
+        if pair_by is not None or baseline_value is not None:
+            raise UserError("--shards draws the shard distribution alone: leave out --pair-by")
+        _shards(r.resolve(refs), output)
+        return
     if pair_by is not None or baseline_value is not None:
         _pairs_check(how, pair_by, baseline_value)
         runs = r.resolve(refs)
@@ -562,11 +585,19 @@ def compare_runs(
         # One configuration has nothing to judge against: its figures are the answer.
         full = wide or len(result.configurations) < 2
         console().print(render.compare_table(result) if full else render.compare_compact(result))
-        shards = render.distribution_summary(runs)
-        if shards is not None:
-            console().print(shards)
+        distribution = render.distribution_summary(runs)
+        if distribution is not None:
+            console().print(distribution)
         for line in render.provenance_differences(differences, result.baseline):
             console().print(line)
+
+
+def _shards(runs: list[sources.LoadedRun], output: ListFormat) -> None:
+    rows = render.shard_rows(runs)
+    if not rows:
+        raise UserError("no sharded run with a shard distribution among these runs")
+    if not _rows_written(rows, output):
+        console().print(render.shards_table(rows))
 
 
 def _pairs_check(how: Comparing, pair_by: str | None, baseline_value: str | None) -> None:

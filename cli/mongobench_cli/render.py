@@ -1051,6 +1051,63 @@ def distribution_summary(runs: Sequence[LoadedRun]) -> Table | None:
     return table
 
 
+def _configuration(run: LoadedRun) -> str:
+    """What a run is a trial of: its experiment cell (shardKey=sensor-ts), else its key."""
+    labels = (run.run.get("spec") or {}).get("labels") or {}
+    return str(labels.get("experiment.cell") or run.key or run.name)
+
+
+def _shard_column(shard: str) -> str:
+    """`shard0` of `monitoring-shard0`: the column a shard shares across the runs' clusters."""
+    return shard.rpartition("-")[2] or shard
+
+
+def shard_rows(runs: Sequence[LoadedRun]) -> list[dict[str, Any]]:
+    """Per sharded run, after its last load: its configuration, key, documents, and each
+    shard's documents and chunks (the shard-key study's table; -o json|csv|markdown)."""
+    rows: list[dict[str, Any]] = []
+    for run in runs:
+        dist = records.distribution(run.run)
+        if not dist:
+            continue
+        row: dict[str, Any] = {
+            "configuration": _configuration(run),
+            "run": run.key or run.name,
+            "shardKey": records.shard_key(run.run),
+            "documents": dist.get("documents"),
+        }
+        for share in dist.get("shards") or []:
+            column = _shard_column(str(share.get("shard")))
+            row[f"{column} documents"] = share.get("documents")
+            row[f"{column} chunks"] = share.get("chunks")
+        rows.append(row)
+    return rows
+
+
+def shards_table(rows: Sequence[Mapping[str, Any]]) -> Table:
+    """shard_rows() within 100 columns: one column per shard, `documents (chunks)`."""
+    shards = list(
+        dict.fromkeys(
+            k.removesuffix(" documents") for r in rows for k in r if k.endswith(" documents")
+        )
+    )
+    table = _titled(
+        "Documents (chunks) per shard after the last load",
+        ("configuration", "shard key", "documents", *shards),
+    )
+    for r in rows:
+        table.add_row(
+            str(r["configuration"]),
+            str(r["shardKey"]),
+            str(r["documents"]),
+            *(
+                f"{r[f'{s} documents']} ({r[f'{s} chunks']})" if f"{s} documents" in r else "-"
+                for s in shards
+            ),
+        )
+    return table
+
+
 def _distribution_table(loads: Sequence[records.StepView]) -> Table:
     table = _titled(
         "Shard distribution after each load", ("step", "shard", "documents", "%", "data", "chunks")

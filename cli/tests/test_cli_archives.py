@@ -183,6 +183,57 @@ def test_compare_and_report_show_each_runs_shard_distribution(tmp_path: Path) ->
     assert "{field0: 1, _id: 1}" in page and "c-shard1 33.3% (1)" in page
 
 
+def test_compare_shards_is_the_shard_key_tables_rows_per_cell_within_100_columns(
+    tmp_path: Path,
+) -> None:
+    """Study 4's shard-key test: `compare --shards` over an experiment's runs, a row per cell
+    (its label) with the key, and each shard's documents and chunks in a column of its own."""
+    keys = {
+        "hashed-id": ({"key": "_id", "hashed": True}, [1500, 1500], [2, 2]),
+        "sensor-ts": ({"fields": [{"field": "sensor"}, {"field": "ts"}]}, [3000, 0], [1, 0]),
+    }
+    loaded = []
+    for i, (name, (sharding, documents, chunks)) in enumerate(keys.items()):
+        trial = benchmark_run(
+            f"keys-c{i}-r1",
+            shards=2,
+            seed=i + 1,
+            spec={"sharding": sharding},
+            labels={"experiment.cell": f"shardKey={name}"},
+        )
+        load = next(s for s in trial.run["status"]["steps"] if s["kind"] == "load")
+        load["distribution"] = {
+            "documents": 3000,
+            "shards": [
+                {"shard": f"keys-k0-shard{j}", "documents": d, "percent": d / 30, "chunks": c}
+                for j, (d, c) in enumerate(zip(documents, chunks, strict=True))
+            ],
+        }
+        loaded.append(trial)
+    export.export(loaded, str(tmp_path / "keys"))
+    done = run("compare", str(tmp_path / "keys"), "--shards")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert max(map(len, lines)) <= 100
+    assert lines[0].strip() == "Documents (chunks) per shard after the last load"
+    rows = [x.split() for x in lines if x.strip().startswith(("configuration", "shardKey="))]
+    assert rows == [
+        ["configuration", "shard", "key", "documents", "shard0", "shard1"],
+        ["shardKey=hashed-id", "{_id:", "hashed}", "3000", "1500", "(2)", "1500", "(2)"],
+        ["shardKey=sensor-ts", "{sensor:", "1,", "ts:", "1}", "3000", "3000", "(1)", "0", "(0)"],
+    ]
+    doc = json.loads(invoke("compare", str(tmp_path / "keys"), "--shards", "-o", "json"))
+    assert [(r["configuration"], r["shard1 documents"], r["shard1 chunks"]) for r in doc] == [
+        ("shardKey=hashed-id", 1500, 2),
+        ("shardKey=sensor-ts", 0, 0),
+    ]
+    refused = run("compare", str(tmp_path / "keys"), "--shards", "--pair-by", "shardKey")
+    assert (refused.returncode, refused.stderr.strip()) == (
+        2,
+        "error: --shards draws the shard distribution alone: leave out --pair-by",
+    )
+
+
 # --- bad input: one line on stderr, exit code 2, never a traceback ---------------------------
 
 
