@@ -548,7 +548,8 @@ def compare_runs(
     default), Hedges' g and a benchstat-style verdict ("~" where the change is not significant
     after adjustment). Trials judged invalid are left out unless --include-invalid. An
     experiment (experiment/NAME) brings its runs, grouped by cell, against its baseline cell.
-    One configuration alone (nothing to compare it with) is shown as the full table.
+    One configuration alone (nothing to compare it with): its figures per workload and metric
+    (mean, SD, interval, n, CV), as describe's summary.
     --pair-by: the paired table instead (Hedges' g with the small-sample correction)."""
     r = target.resolver()
     if shards:
@@ -558,19 +559,9 @@ def compare_runs(
         return
     if pair_by is not None or baseline_value is not None:
         _pairs_check(how, pair_by, baseline_value)
-        runs = r.resolve(refs)
-        paired = _paired(
-            r, refs, runs, how, pair_by=pair_by or "", baseline_value=baseline_value or ""
+        _pairs_out(
+            r, refs, how, pair_by=pair_by or "", baseline_value=baseline_value or "", output=output
         )
-        writers = {
-            ListFormat.json: render.pairs_json,
-            ListFormat.csv: render.pairs_csv,
-            ListFormat.markdown: render.pairs_markdown,
-        }
-        if output in writers:
-            sys.stdout.write(writers[output](paired))
-        else:
-            console().print(render.pairs_table(paired))
         return
     runs = r.resolve(refs)
     result = _comparison(r, refs, runs, how)
@@ -582,14 +573,50 @@ def compare_runs(
     elif output == ListFormat.markdown:
         sys.stdout.write(render.compare_markdown(result, differences))
     else:
-        # One configuration has nothing to judge against: its figures are the answer.
-        full = wide or len(result.configurations) < 2
-        console().print(render.compare_table(result) if full else render.compare_compact(result))
-        distribution = render.distribution_summary(runs)
-        if distribution is not None:
-            console().print(distribution)
-        for line in render.provenance_differences(differences, result.baseline):
-            console().print(line)
+        _compare_tables(result, runs, differences, wide=wide)
+
+
+def _compare_tables(
+    result: compare.Comparison,
+    runs: list[sources.LoadedRun],
+    differences: list[provenance_.Difference],
+    *,
+    wide: bool,
+) -> None:
+    if wide:
+        console().print(render.compare_table(result))
+    elif len(result.configurations) < 2:
+        # Nothing to judge against: its figures are the answer (a study's own table).
+        console().print(render.summary_table(result))
+    else:
+        console().print(render.compare_compact(result))
+    distribution = render.distribution_summary(runs)
+    if distribution is not None:
+        console().print(distribution)
+    for line in render.provenance_differences(differences, result.baseline):
+        console().print(line)
+
+
+def _pairs_out(
+    r: sources.Resolver,
+    refs: list[str],
+    how: Comparing,
+    *,
+    pair_by: str,
+    baseline_value: str,
+    output: ListFormat,
+) -> None:
+    runs = r.resolve(refs)
+    paired = _paired(r, refs, runs, how, pair_by=pair_by, baseline_value=baseline_value)
+    writers = {
+        ListFormat.json: render.pairs_json,
+        ListFormat.csv: render.pairs_csv,
+        ListFormat.markdown: render.pairs_markdown,
+    }
+    if output in writers:
+        sys.stdout.write(writers[output](paired))
+    else:
+        console().print(render.pairs_table(paired))
 
 
 def _shards(runs: list[sources.LoadedRun], output: ListFormat) -> None:

@@ -965,15 +965,21 @@ def _clients_cell(res: Mapping[str, Any]) -> str:
 
 
 def _summary_table(run: LoadedRun, confidence: float) -> Table:
+    single = [compare.RunInput(run.key or run.name, run.run)]
+    result = compare.compare(single, metrics=("throughput", "avg", "p99"), confidence=confidence)
+    return summary_table(result)
+
+
+def summary_table(result: compare.Comparison) -> Table:
+    """One configuration's figures per workload and metric, within 100 columns: describe's
+    summary, and compare's answer when there is nothing to judge them against."""
     summary = Table(
-        title=f"Per-workload summary (mean ± SD, {100 * confidence:.0f}% CI, n)",
+        title=f"Per-workload summary (mean ± SD, {100 * result.confidence:.0f}% CI, n)",
         title_justify="left",
         box=box.SIMPLE_HEAD,
     )
     for c in ("workload", "metric", "n", "mean ± SD", "CI", "CV"):
         summary.add_column(c)
-    single = [compare.RunInput(run.key or run.name, run.run)]
-    result = compare.compare(single, metrics=("throughput", "avg", "p99"), confidence=confidence)
     for row in result.rows:
         cv = row.summary.cv
         summary.add_row(

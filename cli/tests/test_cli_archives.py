@@ -300,11 +300,23 @@ def test_compare_and_report_show_cpu_per_role_from_archives(tmp_path: Path) -> N
 
 
 def test_compare_of_one_configuration_shows_its_figures(planes: tuple[Path, Path]) -> None:
-    """Nothing to judge it against: the compact view would be empty, so the full table (mean,
-    SD, n, interval) is the answer, as with --wide."""
+    """Nothing to judge it against: the compact view would be empty, so its figures per
+    workload and metric (mean, SD, n, interval, CV) are the answer, within 100 columns (study
+    4's queries are one run); --wide is the full table."""
+    done = run("compare", str(planes[0]), "--metric", "throughput", "--metric", "avg")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].strip() == "Per-workload summary (mean ± SD, 95% CI, n)"
+    assert lines[2].split() == ["workload", "metric", "n", "mean", "±", "SD", "CI", "CV"]
+    rows = [x.split()[:4] for x in lines[4:] if x.strip()]
+    assert rows[:3] == [
+        ["a", "throughput", "(ops/s)", "3"],
+        ["a", "READ", "avg", "(us)"],
+        ["a", "UPDATE", "avg", "(us)"],
+    ]
+    assert max(map(len, lines)) <= 100
     alone = invoke("compare", str(planes[0]), "--metric", "throughput")
-    assert alone == invoke("compare", str(planes[0]), "--metric", "throughput", "--wide")
-    assert "mean" in alone
+    assert alone != invoke("compare", str(planes[0]), "--metric", "throughput", "--wide")
     two = invoke("compare", str(planes[0]), str(planes[1]), "--metric", "throughput")
     assert two != invoke(
         "compare", str(planes[0]), str(planes[1]), "--metric", "throughput", "--wide"

@@ -2,9 +2,9 @@
 into per-sensor-per-hour bucket documents (MongoDB's time-series bucket pattern).
 
 Load phase: `recordcount` measurements, one document each (measurements.py). Run phase: each
-operation writes the next measurement of the series (`operationcount` of them, after the loaded
-ones). With `buckets.size` 0 (the default) it is one insertOne (INSERT); with `buckets.size` N
-it is one updateOne with upsert (UPSERT) that `$push`es `{ts, value}` into the bucket of its
+operation (WRITE) writes the next measurement of the series (`operationcount` of them, after
+the loaded ones). With `bucketsize` 0 (the default) it is one insertOne; with `bucketsize` N it
+is one updateOne with upsert that `$push`es `{ts, value}` into the bucket of its
 sensor and hour holding fewer than N measurements, creating one when there is none (so a bucket
 never grows past N, and an hour of a sensor takes ceil(samples / N) buckets). Two threads writing
 one sensor's hour at once may each create a bucket: buckets hold at most N, not always N.
@@ -20,6 +20,9 @@ from __future__ import annotations
 from typing import Any
 
 from measurements import MeasurementsScenario
+
+# One name for both shapes, so a comparison pairs their latencies: one measurement written.
+WRITE = "WRITE"
 
 
 def bucket_write(doc: dict[str, Any], size: int) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -37,14 +40,14 @@ def bucket_write(doc: dict[str, Any], size: int) -> tuple[dict[str, Any], dict[s
 class BucketedWrites(MeasurementsScenario):
     def setup(self) -> None:
         super().setup()
-        self.bucket_size = self.param("buckets.size", 0)
+        self.bucket_size = self.param("bucketsize", 0)
 
     def run_operation(self) -> None:
         if self.bucket_size < 0:  # an operation that raises fails the run with the message
-            raise ValueError(f"buckets.size must be 0 or more, not {self.bucket_size}")
+            raise ValueError(f"bucketsize must be 0 or more, not {self.bucket_size}")
         doc = self.document(self.next_key())
         if self.bucket_size == 0:
-            self.insert(doc)
+            self.insert(doc, op=WRITE)
             return
         where, update = bucket_write(doc, self.bucket_size)
-        self.timed("UPSERT", lambda: self.collection.update_one(where, update, upsert=True))
+        self.timed(WRITE, lambda: self.collection.update_one(where, update, upsert=True))

@@ -292,13 +292,12 @@ def test_the_monitoring_studys_writes_go_one_document_each_or_into_bounded_bucke
     assert set(coll.find_one({})) == {"_id", "sensor", "host", "metric", "ts", "value"}
     run = run_runner(
         ["locust", "--phase", "run", *common, "-p", "operationcount=40",
-         "-p", f"buckets.size={size}"],
+         "-p", f"bucketsize={size}"],
         tmp_path,
     )  # fmt: skip
     assert run.returncode == 0, run.doc["error"]
     validate(run.doc)
-    op = "UPSERT" if size else "INSERT"
-    assert run.doc["operations"][op]["returnCodes"] == {"OK": 40}
+    assert run.doc["operations"]["WRITE"]["returnCodes"] == {"OK": 40}
     buckets = list(coll.find({"count": {"$exists": True}}))
     if not size:
         assert (coll.count_documents({}), buckets) == (160, [])
