@@ -1087,7 +1087,10 @@ def shard_rows(runs: Sequence[LoadedRun]) -> list[dict[str, Any]]:
             row[f"{column} documents"] = share.get("documents")
             row[f"{column} chunks"] = share.get("chunks")
         rows.append(row)
-    return rows
+    # A shard holding no chunk of a run's collection is left out of its distribution: it holds
+    # none of it (the other runs name it).
+    columns = dict.fromkeys(k for r in rows for k in r)
+    return [{k: r.get(k, 0) for k in columns} for r in rows]
 
 
 def shards_table(rows: Sequence[Mapping[str, Any]]) -> Table:
@@ -1106,10 +1109,7 @@ def shards_table(rows: Sequence[Mapping[str, Any]]) -> Table:
             str(r["configuration"]),
             str(r["shardKey"]),
             str(r["documents"]),
-            *(
-                f"{r[f'{s} documents']} ({r[f'{s} chunks']})" if f"{s} documents" in r else "-"
-                for s in shards
-            ),
+            *(f"{r[f'{s} documents']} ({r[f'{s} chunks']})" for s in shards),
         )
     return table
 
