@@ -364,6 +364,7 @@ def _comparison(
     r: sources.Resolver, refs: list[str], runs: list[sources.LoadedRun], how: Comparing
 ) -> compare.Comparison:
     group_by, baseline, varied = _experiment_defaults(r, refs, how.group_by, how.baseline)
+    varied += _varied_by_runs(runs)
     result = compare.compare(
         [compare.RunInput(r.key, r.run) for r in runs],
         baseline=baseline,
@@ -373,6 +374,12 @@ def _comparison(
     )
     _refuse_incomparable(result.incomparable, how)
     return result
+
+
+def _varied_by_runs(runs: list[sources.LoadedRun]) -> list[str]:
+    from mongobench_cli import experiment as experiments  # noqa: PLC0415
+
+    return experiments.varied_by_runs(x.run for x in runs)
 
 
 def _method(how: Comparing, varied: list[str]) -> compare.Method:
@@ -651,6 +658,7 @@ def _paired(
     baseline_value: str,
 ) -> compare.Pairs:
     _, _, varied = _experiment_defaults(r, refs, how.group_by, None)
+    varied += _varied_by_runs(runs)
     result = compare.pairs(
         [compare.RunInput(x.key, x.run) for x in runs],
         group_by=how.group_by or "",

@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from builders import benchmark_run
@@ -234,6 +235,38 @@ def test_compare_shards_is_the_shard_key_tables_rows_per_cell_within_100_columns
         2,
         "error: --shards draws the shard distribution alone: leave out --pair-by",
     )
+
+
+def test_an_archived_experiments_run_dimension_is_compared_not_refused(tmp_path: Path) -> None:
+    """Study 4's bucketed write test from the archive: its cells differ in
+    run.properties.bucketsize by design, which its runs carry (experiment.varies), so compare
+    judges bucketed against per-measurement rather than refusing the pair; the same runs
+    without that label are refused, naming the difference."""
+
+    def cells(varies: bool) -> list[Any]:
+        out = []
+        for i, (name, size) in enumerate((("per-measurement", "0"), ("bucketed", "60"))):
+            labels = {"writes": name, "experiment.cell": f"writes={name}"}
+            if varies:
+                labels["experiment.varies"] = "run.properties.bucketsize"
+            out += [
+                benchmark_run(
+                    f"bw-c{i}-r{rep}", workloads=("writes",), repetitions=1, seed=10 * i + rep,
+                    throughput=1000 + 500 * i, labels=labels,
+                    spec={"run": {"properties": {"bucketsize": size}}},
+                )
+                for rep in (1, 2, 3)
+            ]  # fmt: skip
+        return out
+
+    args = ("--group-by", "writes", "--baseline", "per-measurement", "--metric", "throughput")
+    export.export(cells(varies=True), str(tmp_path / "bw"))
+    judged = json.loads(invoke("compare", str(tmp_path / "bw"), *args, "-o", "json"))
+    (row,) = [r for r in judged["rows"] if r["configuration"] == "bucketed"]
+    assert row["verdict"] != "not comparable" and judged["incomparable"] == []
+    export.export(cells(varies=False), str(tmp_path / "plain"))
+    refused = run("compare", str(tmp_path / "plain"), *args)
+    assert refused.returncode == 2 and "differ in run.properties" in refused.stderr
 
 
 # --- bad input: one line on stderr, exit code 2, never a traceback ---------------------------

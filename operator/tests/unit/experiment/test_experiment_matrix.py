@@ -155,6 +155,8 @@ def test_named_values_label_the_cells_and_set_the_whole_object() -> None:
     assert run["spec"]["sharding"] == SHARD_KEYS["sensor-ts"]
     assert run["spec"]["labels"]["shardKey"] == "sensor-ts"
     assert run["spec"]["labels"][objects.CELL_SPEC_LABEL] == "shardKey=sensor-ts"
+    # What the cells differ in by design, for compare from the archive.
+    assert run["spec"]["labels"][objects.VARIES_SPEC_LABEL] == "sharding"
 
 
 def test_value_names_must_name_each_value_once_and_includes_use_them() -> None:
@@ -243,6 +245,7 @@ def test_runs_are_single_repetitions_with_cell_labels_and_the_archive_prefix() -
     assert run["spec"]["repetitions"] == 1
     assert run["spec"]["labels"][objects.CELL_SPEC_LABEL] == "shards=2,version=8.0.4"
     assert run["spec"]["labels"]["shards"] == "2"
+    assert objects.VARIES_SPEC_LABEL not in run["spec"]["labels"]  # cluster dimensions only
     assert run["spec"]["archive"] == {"bucket": "lab", "prefix": "p/experiments/study"}
     assert run["metadata"]["ownerReferences"][0]["uid"] == "u1"
     cluster = objects.cluster(body, m, 1)
