@@ -217,16 +217,25 @@ def list_runs(
     if spec_selector is not None:
         runs = [x for x in runs if spec_selector.matches((x.run.get("spec") or {}).get("labels"))]
     rows = render.list_rows(runs)
+    if _rows_written(rows, output):
+        return
+    if not rows:
+        console(stderr=True).print("No BenchmarkRuns found.")
+    else:
+        console().print(render.list_table(rows, show_origin=bool(refs)))
+
+
+def _rows_written(rows: list[dict[str, Any]], output: ListFormat) -> bool:
+    """Rows as JSON, CSV or markdown when asked (True), else nothing (a table is wanted)."""
     if output == ListFormat.json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
     elif output == ListFormat.csv:
         sys.stdout.write(render.csv_text(rows))
     elif output == ListFormat.markdown:
         sys.stdout.write(render.rows_markdown(rows))
-    elif not rows:
-        console(stderr=True).print("No BenchmarkRuns found.")
     else:
-        console().print(render.list_table(rows, show_origin=bool(refs)))
+        return False
+    return True
 
 
 def _selector(text: str | None) -> selector.Selector | None:
@@ -355,6 +364,7 @@ def _comparison(
     r: sources.Resolver, refs: list[str], runs: list[sources.LoadedRun], how: Comparing
 ) -> compare.Comparison:
     group_by, baseline, varied = _experiment_defaults(r, refs, how.group_by, how.baseline)
+    varied += _varied_by_runs(runs)
     result = compare.compare(
         [compare.RunInput(r.key, r.run) for r in runs],
         baseline=baseline,
@@ -364,6 +374,12 @@ def _comparison(
     )
     _refuse_incomparable(result.incomparable, how)
     return result
+
+
+def _varied_by_runs(runs: list[sources.LoadedRun]) -> list[str]:
+    from mongobench_cli import experiment as experiments  # noqa: PLC0415
+
+    return experiments.varied_by_runs(x.run for x in runs)
 
 
 def _method(how: Comparing, varied: list[str]) -> compare.Method:
@@ -521,6 +537,15 @@ def compare_runs(
             help="with --pair-by: the value the others are compared with (e.g. aws)",
         ),
     ] = None,
+    shards: Annotated[
+        bool,
+        typer.Option(
+            "--shards",
+            help="instead: per sharded run (its configuration, e.g. an experiment's cell, and "
+            "its shard key), the documents and chunks of each shard after its last load: the "
+            "shard-key study's table",
+        ),
+    ] = False,
     target: Target,
 ) -> None:
     """Per configuration a headline against the baseline, then per workload and metric the
@@ -530,24 +555,20 @@ def compare_runs(
     default), Hedges' g and a benchstat-style verdict ("~" where the change is not significant
     after adjustment). Trials judged invalid are left out unless --include-invalid. An
     experiment (experiment/NAME) brings its runs, grouped by cell, against its baseline cell.
-    One configuration alone (nothing to compare it with) is shown as the full table.
+    One configuration alone (nothing to compare it with): its figures per workload and metric
+    (mean, SD, interval, n, CV), as describe's summary.
     --pair-by: the paired table instead (Hedges' g with the small-sample correction)."""
     r = target.resolver()
+    if shards:
+        if pair_by is not None or baseline_value is not None:
+            raise UserError("--shards draws the shard distribution alone: leave out --pair-by")
+        _shards(r.resolve(refs), output)
+        return
     if pair_by is not None or baseline_value is not None:
         _pairs_check(how, pair_by, baseline_value)
-        runs = r.resolve(refs)
-        paired = _paired(
-            r, refs, runs, how, pair_by=pair_by or "", baseline_value=baseline_value or ""
+        _pairs_out(
+            r, refs, how, pair_by=pair_by or "", baseline_value=baseline_value or "", output=output
         )
-        writers = {
-            ListFormat.json: render.pairs_json,
-            ListFormat.csv: render.pairs_csv,
-            ListFormat.markdown: render.pairs_markdown,
-        }
-        if output in writers:
-            sys.stdout.write(writers[output](paired))
-        else:
-            console().print(render.pairs_table(paired))
         return
     runs = r.resolve(refs)
     result = _comparison(r, refs, runs, how)
@@ -559,14 +580,58 @@ def compare_runs(
     elif output == ListFormat.markdown:
         sys.stdout.write(render.compare_markdown(result, differences))
     else:
-        # One configuration has nothing to judge against: its figures are the answer.
-        full = wide or len(result.configurations) < 2
-        console().print(render.compare_table(result) if full else render.compare_compact(result))
-        shards = render.distribution_summary(runs)
-        if shards is not None:
-            console().print(shards)
-        for line in render.provenance_differences(differences, result.baseline):
-            console().print(line)
+        _compare_tables(result, runs, differences, wide=wide)
+
+
+def _compare_tables(
+    result: compare.Comparison,
+    runs: list[sources.LoadedRun],
+    differences: list[provenance_.Difference],
+    *,
+    wide: bool,
+) -> None:
+    if wide:
+        console().print(render.compare_table(result))
+    elif len(result.configurations) < 2:
+        # Nothing to judge against: its figures are the answer (a study's own table).
+        console().print(render.summary_table(result))
+    else:
+        console().print(render.compare_compact(result))
+    distribution = render.distribution_summary(runs)
+    if distribution is not None:
+        console().print(distribution)
+    for line in render.provenance_differences(differences, result.baseline):
+        console().print(line)
+
+
+def _pairs_out(
+    r: sources.Resolver,
+    refs: list[str],
+    how: Comparing,
+    *,
+    pair_by: str,
+    baseline_value: str,
+    output: ListFormat,
+) -> None:
+    runs = r.resolve(refs)
+    paired = _paired(r, refs, runs, how, pair_by=pair_by, baseline_value=baseline_value)
+    writers = {
+        ListFormat.json: render.pairs_json,
+        ListFormat.csv: render.pairs_csv,
+        ListFormat.markdown: render.pairs_markdown,
+    }
+    if output in writers:
+        sys.stdout.write(writers[output](paired))
+    else:
+        console().print(render.pairs_table(paired))
+
+
+def _shards(runs: list[sources.LoadedRun], output: ListFormat) -> None:
+    rows = render.shard_rows(runs)
+    if not rows:
+        raise UserError("no sharded run with a shard distribution among these runs")
+    if not _rows_written(rows, output):
+        console().print(render.shards_table(rows))
 
 
 def _pairs_check(how: Comparing, pair_by: str | None, baseline_value: str | None) -> None:
@@ -593,6 +658,7 @@ def _paired(
     baseline_value: str,
 ) -> compare.Pairs:
     _, _, varied = _experiment_defaults(r, refs, how.group_by, None)
+    varied += _varied_by_runs(runs)
     result = compare.pairs(
         [compare.RunInput(x.key, x.run) for x in runs],
         group_by=how.group_by or "",

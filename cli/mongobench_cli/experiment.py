@@ -8,7 +8,7 @@ cells, deploy timings and comparison; `compare` and `report` take its runs, grou
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from rich import box
@@ -27,6 +27,20 @@ def baseline(obj: Mapping[str, Any]) -> str | None:
         if cell.get("baseline"):
             return str(cell["label"])
     return None
+
+
+# The run fields an experiment's dimensions vary, as its runs carry them (operator's objects.py).
+VARIES_LABEL = "experiment.varies"
+
+
+def varied_by_runs(runs: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The run fields the experiments behind these runs vary by design (from the archive)."""
+    fields = (
+        f
+        for run in runs
+        for f in str(((run.get("spec") or {}).get("labels") or {}).get(VARIES_LABEL, "")).split(",")
+    )
+    return list(dict.fromkeys(f for f in fields if f))
 
 
 def run_dimensions(obj: Mapping[str, Any]) -> list[str]:

@@ -971,15 +971,21 @@ def _clients_cell(res: Mapping[str, Any]) -> str:
 
 
 def _summary_table(run: LoadedRun, confidence: float) -> Table:
+    single = [compare.RunInput(run.key or run.name, run.run)]
+    result = compare.compare(single, metrics=("throughput", "avg", "p99"), confidence=confidence)
+    return summary_table(result)
+
+
+def summary_table(result: compare.Comparison) -> Table:
+    """One configuration's figures per workload and metric, within 100 columns: describe's
+    summary, and compare's answer when there is nothing to judge them against."""
     summary = Table(
-        title=f"Per-workload summary (mean ± SD, {100 * confidence:.0f}% CI, n)",
+        title=f"Per-workload summary (mean ± SD, {100 * result.confidence:.0f}% CI, n)",
         title_justify="left",
         box=box.SIMPLE_HEAD,
     )
     for c in ("workload", "metric", "n", "mean ± SD", "CI", "CV"):
         summary.add_column(c)
-    single = [compare.RunInput(run.key or run.name, run.run)]
-    result = compare.compare(single, metrics=("throughput", "avg", "p99"), confidence=confidence)
     for row in result.rows:
         cv = row.summary.cv
         summary.add_row(
@@ -1054,6 +1060,63 @@ def distribution_summary(runs: Sequence[LoadedRun]) -> Table | None:
     table = _titled("Shard distribution after the last load", DISTRIBUTION_COLUMNS)
     for row in rows:
         table.add_row(*row)
+    return table
+
+
+def _configuration(run: LoadedRun) -> str:
+    """What a run is a trial of: its experiment cell (shardKey=sensor-ts), else its key."""
+    labels = (run.run.get("spec") or {}).get("labels") or {}
+    return str(labels.get("experiment.cell") or run.key or run.name)
+
+
+def _shard_column(shard: str) -> str:
+    """`shard0` of `monitoring-shard0`: the column a shard shares across the runs' clusters."""
+    return shard.rpartition("-")[2] or shard
+
+
+def shard_rows(runs: Sequence[LoadedRun]) -> list[dict[str, Any]]:
+    """Per sharded run, after its last load: its configuration, key, documents, and each
+    shard's documents and chunks (the shard-key study's table; -o json|csv|markdown)."""
+    rows: list[dict[str, Any]] = []
+    for run in runs:
+        dist = records.distribution(run.run)
+        if not dist:
+            continue
+        row: dict[str, Any] = {
+            "configuration": _configuration(run),
+            "run": run.key or run.name,
+            "shardKey": records.shard_key(run.run),
+            "documents": dist.get("documents"),
+        }
+        for share in dist.get("shards") or []:
+            column = _shard_column(str(share.get("shard")))
+            row[f"{column} documents"] = share.get("documents")
+            row[f"{column} chunks"] = share.get("chunks")
+        rows.append(row)
+    # A shard holding no chunk of a run's collection is left out of its distribution: it holds
+    # none of it (the other runs name it).
+    columns = dict.fromkeys(k for r in rows for k in r)
+    return [{k: r.get(k, 0) for k in columns} for r in rows]
+
+
+def shards_table(rows: Sequence[Mapping[str, Any]]) -> Table:
+    """shard_rows() within 100 columns: one column per shard, `documents (chunks)`."""
+    shards = list(
+        dict.fromkeys(
+            k.removesuffix(" documents") for r in rows for k in r if k.endswith(" documents")
+        )
+    )
+    table = _titled(
+        "Documents (chunks) per shard after the last load",
+        ("configuration", "shard key", "documents", *shards),
+    )
+    for r in rows:
+        table.add_row(
+            str(r["configuration"]),
+            str(r["shardKey"]),
+            str(r["documents"]),
+            *(f"{r[f'{s} documents']} ({r[f'{s} chunks']})" for s in shards),
+        )
     return table
 
 

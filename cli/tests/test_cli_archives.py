@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from builders import benchmark_run
@@ -183,6 +184,91 @@ def test_compare_and_report_show_each_runs_shard_distribution(tmp_path: Path) ->
     assert "{field0: 1, _id: 1}" in page and "c-shard1 33.3% (1)" in page
 
 
+def test_compare_shards_is_the_shard_key_tables_rows_per_cell_within_100_columns(
+    tmp_path: Path,
+) -> None:
+    """Study 4's shard-key test: `compare --shards` over an experiment's runs, a row per cell
+    (its label) with the key, and each shard's documents and chunks in a column of its own."""
+    keys = {
+        "hashed-id": ({"key": "_id", "hashed": True}, [1500, 1500], [2, 2]),
+        # One chunk: the other shard is not in its distribution, and holds none of it.
+        "sensor-ts": ({"fields": [{"field": "sensor"}, {"field": "ts"}]}, [3000], [1]),
+    }
+    loaded = []
+    for i, (name, (sharding, documents, chunks)) in enumerate(keys.items()):
+        trial = benchmark_run(
+            f"keys-c{i}-r1",
+            shards=2,
+            seed=i + 1,
+            spec={"sharding": sharding},
+            labels={"experiment.cell": f"shardKey={name}"},
+        )
+        load = next(s for s in trial.run["status"]["steps"] if s["kind"] == "load")
+        load["distribution"] = {
+            "documents": 3000,
+            "shards": [
+                {"shard": f"keys-k0-shard{j}", "documents": d, "percent": d / 30, "chunks": c}
+                for j, (d, c) in enumerate(zip(documents, chunks, strict=True))
+            ],
+        }
+        loaded.append(trial)
+    export.export(loaded, str(tmp_path / "keys"))
+    done = run("compare", str(tmp_path / "keys"), "--shards")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert max(map(len, lines)) <= 100
+    assert lines[0].strip() == "Documents (chunks) per shard after the last load"
+    rows = [x.split() for x in lines if x.strip().startswith(("configuration", "shardKey="))]
+    assert rows == [
+        ["configuration", "shard", "key", "documents", "shard0", "shard1"],
+        ["shardKey=hashed-id", "{_id:", "hashed}", "3000", "1500", "(2)", "1500", "(2)"],
+        ["shardKey=sensor-ts", "{sensor:", "1,", "ts:", "1}", "3000", "3000", "(1)", "0", "(0)"],
+    ]
+    doc = json.loads(invoke("compare", str(tmp_path / "keys"), "--shards", "-o", "json"))
+    assert list(doc[1])[:4] == ["configuration", "run", "shardKey", "documents"]
+    assert [(r["configuration"], r["shard1 documents"], r["shard1 chunks"]) for r in doc] == [
+        ("shardKey=hashed-id", 1500, 2),
+        ("shardKey=sensor-ts", 0, 0),
+    ]
+    refused = run("compare", str(tmp_path / "keys"), "--shards", "--pair-by", "shardKey")
+    assert (refused.returncode, refused.stderr.strip()) == (
+        2,
+        "error: --shards draws the shard distribution alone: leave out --pair-by",
+    )
+
+
+def test_an_archived_experiments_run_dimension_is_compared_not_refused(tmp_path: Path) -> None:
+    """Study 4's bucketed write test from the archive: its cells differ in
+    run.properties.bucketsize by design, which its runs carry (experiment.varies), so compare
+    judges bucketed against per-measurement rather than refusing the pair; the same runs
+    without that label are refused, naming the difference."""
+
+    def cells(varies: bool) -> list[Any]:
+        out = []
+        for i, (name, size) in enumerate((("per-measurement", "0"), ("bucketed", "60"))):
+            labels = {"writes": name, "experiment.cell": f"writes={name}"}
+            if varies:
+                labels["experiment.varies"] = "run.properties.bucketsize"
+            out += [
+                benchmark_run(
+                    f"bw-c{i}-r{rep}", workloads=("writes",), repetitions=1, seed=10 * i + rep,
+                    throughput=1000 + 500 * i, labels=labels,
+                    spec={"run": {"properties": {"bucketsize": size}}},
+                )
+                for rep in (1, 2, 3)
+            ]  # fmt: skip
+        return out
+
+    args = ("--group-by", "writes", "--baseline", "per-measurement", "--metric", "throughput")
+    export.export(cells(varies=True), str(tmp_path / "bw"))
+    judged = json.loads(invoke("compare", str(tmp_path / "bw"), *args, "-o", "json"))
+    (row,) = [r for r in judged["rows"] if r["configuration"] == "bucketed"]
+    assert row["verdict"] != "not comparable" and judged["incomparable"] == []
+    export.export(cells(varies=False), str(tmp_path / "plain"))
+    refused = run("compare", str(tmp_path / "plain"), *args)
+    assert refused.returncode == 2 and "differ in run.properties" in refused.stderr
+
+
 # --- bad input: one line on stderr, exit code 2, never a traceback ---------------------------
 
 
@@ -249,11 +335,23 @@ def test_compare_and_report_show_cpu_per_role_from_archives(tmp_path: Path) -> N
 
 
 def test_compare_of_one_configuration_shows_its_figures(planes: tuple[Path, Path]) -> None:
-    """Nothing to judge it against: the compact view would be empty, so the full table (mean,
-    SD, n, interval) is the answer, as with --wide."""
+    """Nothing to judge it against: the compact view would be empty, so its figures per
+    workload and metric (mean, SD, n, interval, CV) are the answer, within 100 columns (study
+    4's queries are one run); --wide is the full table."""
+    done = run("compare", str(planes[0]), "--metric", "throughput", "--metric", "avg")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].strip() == "Per-workload summary (mean ± SD, 95% CI, n)"
+    assert lines[2].split() == ["workload", "metric", "n", "mean", "±", "SD", "CI", "CV"]
+    rows = [x.split()[:4] for x in lines[4:] if x.strip()]
+    assert rows[:3] == [
+        ["a", "throughput", "(ops/s)", "3"],
+        ["a", "READ", "avg", "(us)"],
+        ["a", "UPDATE", "avg", "(us)"],
+    ]
+    assert max(map(len, lines)) <= 100
     alone = invoke("compare", str(planes[0]), "--metric", "throughput")
-    assert alone == invoke("compare", str(planes[0]), "--metric", "throughput", "--wide")
-    assert "mean" in alone
+    assert alone != invoke("compare", str(planes[0]), "--metric", "throughput", "--wide")
     two = invoke("compare", str(planes[0]), str(planes[1]), "--metric", "throughput")
     assert two != invoke(
         "compare", str(planes[0]), str(planes[1]), "--metric", "throughput", "--wide"

@@ -482,11 +482,24 @@ def _is_varied(key: str, varied: Sequence[str]) -> bool:
     return any(key == v or key.startswith(f"{v}.") for v in varied)
 
 
+def _without_varied(key: str, value: Any, varied: Sequence[str]) -> Any:
+    """A mapping parameter (run.properties) without the entries varied by design inside it
+    (run.properties.bucketsize, study 4's dimension)."""
+    inside = {v.removeprefix(f"{key}.") for v in varied if v.startswith(f"{key}.")}
+    if not inside or not isinstance(value, Mapping):
+        return value
+    return {k: x for k, x in value.items() if k not in inside}
+
+
 def _parameter_differences(
     a: Mapping[str, Any], b: Mapping[str, Any], varied: Sequence[str] = ()
 ) -> list[str]:
     keys = sorted(k for k in set(a) | set(b) if not _is_varied(k, varied))
-    return [f"{k} {a.get(k, '-')} vs {b.get(k, '-')}" for k in keys if a.get(k) != b.get(k)]
+    return [
+        f"{k} {a.get(k, '-')} vs {b.get(k, '-')}"
+        for k in keys
+        if _without_varied(k, a.get(k), varied) != _without_varied(k, b.get(k), varied)
+    ]
 
 
 def comparability(

@@ -125,6 +125,22 @@ def test_a_parameter_varied_by_design_is_compared_not_refused() -> None:
     assert varied.notes == []
 
 
+def test_a_property_varied_by_design_inside_run_properties_is_compared_not_refused() -> None:
+    """Study 4's bucketed write test varies run.properties.bucketsize: the cells' properties
+    differ in it on purpose; another property that differs still refuses."""
+    per_doc = benchmark_run("doc", spec={"run": {"properties": {"bucketsize": "0"}}}, seed=7)
+    bucketed = benchmark_run("bucket", spec={"run": {"properties": {"bucketsize": "60"}}}, seed=8)
+    varied = ["run.properties.bucketsize"]
+    assert compare.compare(inputs(per_doc, bucketed), metrics=("throughput",)).incomparable
+    result = compare.compare(inputs(per_doc, bucketed), metrics=("throughput",), varied=varied)
+    assert not result.incomparable
+    other = benchmark_run(
+        "other", spec={"run": {"properties": {"bucketsize": "60", "sensors": "5"}}}, seed=9
+    )
+    refused = compare.compare(inputs(per_doc, other), metrics=("throughput",), varied=varied)
+    assert [r for r in refused.incomparable if "run.properties" in r]
+
+
 def test_one_client_against_two_is_a_comparison_not_a_refusal() -> None:
     one = benchmark_run("c1", spec={"clients": {"parallelism": 1}}, seed=3)
     two = benchmark_run("c2", spec={"clients": {"parallelism": 2}}, throughput=1500, seed=4)

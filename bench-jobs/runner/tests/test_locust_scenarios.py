@@ -309,3 +309,74 @@ def test_a_scenario_the_base_cannot_run_is_refused_with_a_message(source, messag
     assert res.returncode == 1
     validate(res.doc)
     assert message in res.doc["error"]
+
+
+def _measurements(ferretdb, db: str, scenario: Path, *extra: str) -> list[str]:
+    """120 measurements of 4 sensors on 2 hosts, one a minute: 30 samples each, one hour."""
+    return [
+        "--scenario", str(scenario), "--uri", f"{ferretdb.uri}{db}", "--threads", "1",
+        "-p", "recordcount=120", "-p", "measurements.sensors=4", "-p", "measurements.hosts=2",
+        *extra,
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("size", [0, 5], ids=["document-each", "buckets-of-5"])
+def test_the_monitoring_studys_writes_go_one_document_each_or_into_bounded_buckets(
+    size, ferretdb, mounted, tmp_path
+):
+    """Study 4's bucketed write test against FerretDB: 40 new measurements (10 of each sensor,
+    minutes 30-39 of hour 0) are 40 documents, or 2 buckets of 5 per sensor and hour."""
+    db = f"scn_buckets_{size}"
+    common = _measurements(ferretdb, db, mounted / "bucketed_writes.py")
+    load = run_runner(["locust", "--phase", "load", *common], tmp_path)
+    assert load.returncode == 0, load.doc["error"]
+    coll = pymongo.MongoClient(ferretdb.uri)[db]["usertable"]
+    assert coll.count_documents({}) == 120
+    assert set(coll.find_one({})) == {"_id", "sensor", "host", "metric", "ts", "value"}
+    run = run_runner(
+        ["locust", "--phase", "run", *common, "-p", "operationcount=40",
+         "-p", f"bucketsize={size}"],
+        tmp_path,
+    )  # fmt: skip
+    assert run.returncode == 0, run.doc["error"]
+    validate(run.doc)
+    assert run.doc["operations"]["WRITE"]["returnCodes"] == {"OK": 40}
+    buckets = list(coll.find({"count": {"$exists": True}}))
+    if not size:
+        assert (coll.count_documents({}), buckets) == (160, [])
+        return
+    assert coll.count_documents({}) == 120 + 8
+    assert sorted((b["sensor"], b["count"], len(b["measurements"])) for b in buckets) == [
+        (f"s{s:04d}", 5, 5) for s in range(4) for _ in range(2)
+    ]
+    assert {b["hour"].hour for b in buckets} == {0}
+    minutes = sorted(
+        m["ts"].minute for b in buckets if b["sensor"] == "s0001" for m in b["measurements"]
+    )
+    assert minutes == list(range(30, 40))
+
+
+def test_the_monitoring_studys_four_queries_each_answer_from_the_loaded_measurements(
+    ferretdb, mounted, tmp_path
+):
+    """Study 4's queries against FerretDB: each workload's query, named by its `query`
+    property, finds loaded measurements every time (an empty answer would be NOT_FOUND); an
+    unknown query fails the run naming the known ones."""
+    db = "scn_queries"
+    common = _measurements(ferretdb, db, mounted / "sensor_queries.py")
+    load = run_runner(["locust", "--phase", "load", *common], tmp_path)
+    assert load.returncode == 0, load.doc["error"]
+    for query in ("by-sensor", "time-range", "aggregation", "count"):
+        run = run_runner(
+            ["locust", "--phase", "run", *common, "-p", "operationcount=5", "-p", f"query={query}"],
+            tmp_path,
+        )  # fmt: skip
+        assert run.returncode == 0, run.doc["error"]
+        op = query.upper().replace("-", "_")
+        assert run.doc["operations"][op]["returnCodes"] == {"OK": 5}, query
+    bad = run_runner(
+        ["locust", "--phase", "run", *common, "-p", "operationcount=1", "-p", "query=median"],
+        tmp_path,
+    )  # fmt: skip
+    assert bad.returncode == 1
+    assert "query must be one of by-sensor, time-range, aggregation, count" in bad.doc["error"]

@@ -23,18 +23,21 @@ import json
 import os
 import re
 import subprocess
-from collections.abc import Iterator
+import urllib.parse
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import pymongo
 import pytest
 import yaml
 from kubernetes import client as k8s
 from test_benchmarkexperiment import Watch, register_sharded, why
 from test_benchmarkrun import GROUP, VERSION, get, node_aliases
 from test_cli import MONGOBENCH
+from test_run_queue import DropsReachFerretDB
 from test_standalone import register_standalone
 
 from localplane.executor import pod_executor, rewrite_hosts
@@ -64,6 +67,11 @@ class Study:
     kind: str  # what ends the study: a BenchmarkExperiment, or a BenchmarkRun
     name: str
     clusters: dict[str, int]  # cluster name -> shards (0: a replica set, STANDALONE: one mongod)
+    # Clusters whose runs overlap (study 4): a FerretDB and a wire model each, every drop the
+    # model receives carried out on its FerretDB; else one of each for the study, cleared by
+    # its Watch as each run appears (its clusters' runs take turns).
+    data_per_cluster: bool = False
+    also: tuple[tuple[str, str], ...] = ()  # further (kind, name) the study ends with
 
 
 STUDY_LIST = (
@@ -79,7 +87,16 @@ STUDY_LIST = (
         "3-sharded-automation", "study-3", "benchmarkexperiments", "sharded-automation",
         {"sharded-automation-k0": 1, "sharded-automation-k1": 2},
     ),
-    Study("4-monitoring", "study-4", "benchmarkruns", "monitoring-week", {"monitoring": 2}),
+    Study(
+        "4-monitoring", "study-4", "benchmarkruns", "monitoring-week",
+        {"monitoring": 2, "shard-keys-k0": 2, "bucketed-writes-k0": 2},
+        data_per_cluster=True,
+        also=(
+            ("benchmarkexperiments", "shard-keys"),
+            ("benchmarkexperiments", "bucketed-writes"),
+            ("benchmarkruns", "monitoring-queries"),
+        ),
+    ),
 )  # fmt: skip
 
 
@@ -110,6 +127,16 @@ def register(model: MongoModel, namespace: str, cluster: str, shards: int) -> No
         model.member(f"{cluster}-rs0-0.{cluster}-rs0-hl.{namespace}.svc.cluster.local:27017")
 
 
+def by_cluster(rewrites: dict[str, Callable[[str], str]]) -> Callable[[str], str]:
+    """A URI to the FerretDB of the cluster whose Service it names (<cluster>-mongos...)."""
+
+    def rewrite(uri: str) -> str:
+        host = urllib.parse.urlsplit(uri).netloc.rpartition("@")[2]
+        return next(r for c, r in rewrites.items() if host.startswith(f"{c}-"))(uri)
+
+    return rewrite
+
+
 @dataclass
 class Running:
     operator: OperatorProcess
@@ -137,6 +164,22 @@ def studies(
             stack.callback(
                 core.delete_namespace, ns, propagation_policy="Background", _request_timeout=10
             )
+            if study.data_per_cluster:
+                rewrites = {}
+                for cluster, shards in study.clusters.items():
+                    ferret = stack.enter_context(running_ferretdb())
+                    model = stack.enter_context(
+                        MongoModel(keyfile=keyfile_from_pods(api), catch_up_seconds=0.1)
+                    )
+                    register(model, ns, cluster, shards)
+                    data: pymongo.MongoClient[dict[str, Any]] = pymongo.MongoClient(ferret.uri)
+                    stack.callback(data.close)
+                    model.dropped = DropsReachFerretDB(data)
+                    host_map |= model.host_map
+                    rewrites[cluster] = rewrite_hosts(f"{ferret.host}:{ferret.port}")
+                rewrite = by_cluster(rewrites)
+                stack.enter_context(pod_executor(plane, ns, uri_rewrite=rewrite, timeout=900))
+                continue
             ferret = stack.enter_context(running_ferretdb())
             # A client process may take minutes on a busy 2-core machine (four studies at once).
             rewrite = rewrite_hosts(f"{ferret.host}:{ferret.port}")
@@ -359,8 +402,8 @@ def test_study_3_bulk_import_time_against_shards_and_shard_distribution(
     )
 
 
-@pytest.mark.timeout(1800)
-def test_study_4_shard_distribution_of_a_mix_with_deletes(
+@pytest.mark.timeout(3000)
+def test_study_4_week_shard_keys_bucketed_writes_and_queries_each_drawn_by_its_command(
     plane: Plane, studies: Running, tmp_path: Path
 ) -> None:
     s = study("4-monitoring")
@@ -375,3 +418,60 @@ def test_study_4_shard_distribution_of_a_mix_with_deletes(
     page = report(plane, studies, s, tmp_path / "r")
     assert "shard-distribution.png" in figures(tmp_path / "r")
     assert re.search(r"monitoring-shard0 50\.0% \(\d+\), monitoring-shard1 50\.0% \(\d+\)", page)
+    ended = {
+        name: finished(plane, studies, replace(s, kind=kind, name=name)) for kind, name in s.also
+    }
+
+    # The shard-key test (README: compare --shards): a row per key, a column per shard.
+    keys = replace(s, kind="benchmarkexperiments", name="shard-keys")
+    assert [c["label"] for c in ended["shard-keys"]["status"]["cells"]] == [
+        "shardKey=hashed-id", "shardKey=ts", "shardKey=sensor-ts"
+    ]  # fmt: skip
+    lines = mongobench(plane, studies, keys, "compare", "--shards").splitlines()
+    assert max(map(len, lines)) <= 100
+    assert lines[0].strip() == "Documents (chunks) per shard after the last load"
+    assert lines[2].split() == ["configuration", "shard", "key", "documents", "shard0", "shard1"]
+    rows = json.loads(mongobench(plane, studies, keys, "compare", "--shards", "-o", "json"))
+    assert sorted((r["configuration"], r["shardKey"]) for r in rows) == [
+        ("shardKey=hashed-id", "{_id: hashed}"),
+        ("shardKey=sensor-ts", "{sensor: 1, ts: 1}"),
+        ("shardKey=ts", "{ts: 1}"),
+    ]
+    for row in rows:
+        assert row["documents"] == sum(row[f"shard{i} documents"] for i in (0, 1)), row
+        assert all(isinstance(row[f"shard{i} chunks"], int) for i in (0, 1)), row
+
+    # The bucketed write test (README: compare with three metrics): bucketed against a
+    # document per measurement, one workload (writes) whose WRITE latencies pair.
+    buckets = replace(s, kind="benchmarkexperiments", name="bucketed-writes")
+    assert [c["label"] for c in ended["bucketed-writes"]["status"]["cells"]] == [
+        "writes=per-measurement", "writes=bucketed"
+    ]  # fmt: skip
+    metrics = ("--metric", "throughput", "--metric", "avg", "--metric", "p99")
+    rows = [
+        x.split() for x in mongobench(plane, studies, buckets, "compare", *metrics).splitlines()
+    ]
+    assert ["throughput", "writes=bucketed"] in [x[:2] for x in rows]
+    assert ["WRITE", "avg", "writes=bucketed"] in [x[:3] for x in rows]
+    doc = json.loads(mongobench(plane, studies, buckets, "compare", *metrics, "-o", "json"))
+    written = {(r["configuration"], r["metric"]) for r in doc["rows"] if r["workload"] == "writes"}
+    assert written == {
+        (c, m)
+        for c in ("writes=per-measurement", "writes=bucketed")
+        for m in ("throughput", "WRITE avg", "WRITE p99")
+    }
+
+    # The queries (README: compare --metric avg of the one run): a row per query, its run time.
+    queries = replace(s, kind="benchmarkruns", name="monitoring-queries")
+    lines = mongobench(plane, studies, queries, "compare", "--metric", "avg").splitlines()
+    assert lines[0].strip() == "Per-workload summary (mean ± SD, 95% CI, n)"
+    assert lines[2].split() == ["workload", "metric", "n", "mean", "±", "SD", "CI", "CV"]
+    assert len(lines[2]) <= 100  # the table's width (the shard distribution follows it)
+    timed = [x.split()[:4] for x in lines if x.split()[1:2] and x.split()[1].isupper()]
+    assert [t for t in timed if t[0] != "load"] == [
+        ["by-sensor", "BY_SENSOR", "avg", "(us)"],
+        ["time-range", "TIME_RANGE", "avg", "(us)"],
+        ["aggregation", "AGGREGATION", "avg", "(us)"],
+        ["count", "COUNT", "avg", "(us)"],
+    ]
+    assert all(x.split()[4] == "2" for x in lines if x.split()[1:2] == ["BY_SENSOR"])

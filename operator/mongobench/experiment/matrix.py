@@ -5,6 +5,9 @@ specs, and the order of their repetitions.
   cluster`) or of the BenchmarkRun spec template (`target: run`) to each of its values. The cells
   are the product of the dimensions, minus `exclude` entries, plus `include` entries (like a CI
   matrix: an include that matches no cell is a cell of its own).
+- A dimension may name its values (`valueNames`, one each): a cell is then labelled, compared
+  and matched (baseline, include, exclude, the runs' labels) by the name, and the field gets the
+  value. That keeps an object value (a whole `sharding` block) readable as `shardKey=sensor-ts`.
 - Cells whose cluster specs are equal share one *cluster group*: only run fields differ, so the
   cluster is reused between them.
 - Every (cell, repetition) is one *slot*, one BenchmarkRun with repetitions 1. A *round* is
@@ -46,6 +49,16 @@ class Dimension:
     target: Target
     field: str  # dotted path inside the target's spec
     values: tuple[Any, ...]
+    names: tuple[str, ...] = ()  # valueNames: what a cell shows for each value (empty: values)
+
+    @property
+    def choices(self) -> tuple[Any, ...]:
+        """What the cells hold for this dimension: the names, else the values."""
+        return self.names or self.values
+
+    def value(self, choice: Any) -> Any:
+        """The field's value for a cell's choice."""
+        return self.values[self.names.index(choice)] if self.names else choice
 
 
 @dataclass(frozen=True)
@@ -106,7 +119,13 @@ def dimensions_of(spec: Mapping[str, Any]) -> tuple[Dimension, ...]:
         values = tuple(d.get("values") or ())
         if not values:
             raise SpecError(f"dimension {d.get('name')!r} has no values")
-        out.append(Dimension(str(d["name"]), target, str(d["field"]), values))
+        named = tuple(str(n) for n in d.get("valueNames") or ())
+        if named and (len(named) != len(values) or len(set(named)) != len(named)):
+            raise SpecError(
+                f"dimension {d.get('name')!r}: valueNames must name each value once, "
+                f"{len(values)} distinct names"
+            )
+        out.append(Dimension(str(d["name"]), target, str(d["field"]), values, named))
     names = [d.name for d in out]
     if len(set(names)) != len(names):
         raise SpecError("dimension names must be unique")
@@ -128,12 +147,19 @@ def _combinations(
         if unknown:
             raise SpecError(f"include/exclude names {unknown[0]!r}, which is no dimension")
     combos = [
-        dict(zip(names, vs, strict=True)) for vs in itertools.product(*(d.values for d in dims))
+        dict(zip(names, vs, strict=True)) for vs in itertools.product(*(d.choices for d in dims))
     ]
     combos = [c for c in combos if not any(_matches(c, e) for e in exclude)]
     for entry in include:
         if len(entry) != len(names):
             raise SpecError(f"include entry {dict(entry)} must give a value for every dimension")
+        named = [d for d in dims if d.names and entry[d.name] not in d.names]
+        if named:
+            d = named[0]
+            raise SpecError(
+                f"include entry {dict(entry)}: {d.name} must be one of its valueNames "
+                f"({', '.join(d.names)})"
+            )
         if not any(c == dict(entry) for c in combos):
             combos.append({n: entry[n] for n in names})
     return combos
@@ -158,9 +184,9 @@ def expand(spec: Mapping[str, Any]) -> Matrix:
         for name, value in values.items():
             d = by_name[name]
             if d.target == "cluster":
-                cluster = set_path(cluster, d.field, value)
+                cluster = set_path(cluster, d.field, d.value(value))
             else:
-                run = set_path(run, d.field, value)
+                run = set_path(run, d.field, d.value(value))
         if cluster not in groups:
             groups.append(cluster)
         cells.append(Cell(i, f"c{i}", values, cluster, run, groups.index(cluster)))

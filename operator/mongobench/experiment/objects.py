@@ -15,6 +15,9 @@ CELL_LABEL = "mongobench.io/experiment-cell"
 REPETITION_LABEL = "mongobench.io/experiment-repetition"
 # The run's spec.labels key `mongobench compare --group-by` groups the cells by.
 CELL_SPEC_LABEL = "experiment.cell"
+# The run fields its dimensions vary (comma-separated): differences by design, which compare
+# then accepts from the archive too, where the experiment's spec is not at hand.
+VARIES_SPEC_LABEL = "experiment.varies"
 
 
 def cluster_name(experiment: str, group: int) -> str:
@@ -72,6 +75,9 @@ def run(experiment: Mapping[str, Any], matrix: Matrix, slot: Slot) -> dict[str, 
     labels = dict(spec.get("labels") or {})
     labels |= {name: _label(value) for name, value in cell.values.items()}
     labels[CELL_SPEC_LABEL] = matrix.label(slot.cell)
+    varies = [d.field for d in matrix.dimensions if d.target == "run"]
+    if varies:
+        labels[VARIES_SPEC_LABEL] = ",".join(varies)
     labels["experiment"] = meta["name"]
     labels["experiment.repetition"] = str(slot.repetition)
     spec["labels"] = labels

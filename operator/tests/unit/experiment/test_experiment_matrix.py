@@ -121,6 +121,57 @@ def test_matrix_errors_are_spec_errors() -> None:
         )
 
 
+SHARD_KEYS = {
+    "hashed-id": {"key": "_id", "hashed": True},
+    "sensor-ts": {"fields": [{"field": "sensor"}, {"field": "ts"}]},
+    "ts": {"key": "ts", "hashed": False},
+}
+
+
+def shard_key_spec(**extra: Any) -> dict[str, Any]:
+    dimension = {
+        "name": "shardKey",
+        "target": "run",
+        "field": "sharding",
+        "values": list(SHARD_KEYS.values()),
+        "valueNames": list(SHARD_KEYS),
+    }
+    return spec(dimensions=[dimension], **extra)
+
+
+def test_named_values_label_the_cells_and_set_the_whole_object() -> None:
+    """Study 4's shard-key test: one run dimension over whole `sharding` blocks, each cell
+    labelled, matched and compared by its value's name, not by the object's JSON."""
+    body = {
+        "metadata": {"name": "keys", "namespace": "ns", "uid": "u1"},
+        "spec": shard_key_spec(baseline={"shardKey": "sensor-ts"}, exclude=[{"shardKey": "ts"}]),
+    }
+    m = mx.expand(body["spec"])
+    assert [m.label(c.index) for c in m.cells] == ["shardKey=hashed-id", "shardKey=sensor-ts"]
+    assert m.baseline == 1
+    assert m.cells[1].run_spec["sharding"] == SHARD_KEYS["sensor-ts"]
+    assert len(m.groups) == 1  # only a run field differs: one cluster
+    run = objects.run(body, m, Slot(1, 1))
+    assert run["spec"]["sharding"] == SHARD_KEYS["sensor-ts"]
+    assert run["spec"]["labels"]["shardKey"] == "sensor-ts"
+    assert run["spec"]["labels"][objects.CELL_SPEC_LABEL] == "shardKey=sensor-ts"
+    # What the cells differ in by design, for compare from the archive.
+    assert run["spec"]["labels"][objects.VARIES_SPEC_LABEL] == "sharding"
+
+
+def test_value_names_must_name_each_value_once_and_includes_use_them() -> None:
+    twice = shard_key_spec()
+    twice["dimensions"][0]["valueNames"] = ["a", "a", "b"]
+    with pytest.raises(SpecError, match="valueNames must name each value once, 3 distinct"):
+        mx.expand(twice)
+    short = shard_key_spec()
+    short["dimensions"][0]["valueNames"] = ["a"]
+    with pytest.raises(SpecError, match="valueNames must name each value once"):
+        mx.expand(short)
+    with pytest.raises(SpecError, match="shardKey must be one of its valueNames"):
+        mx.expand(shard_key_spec(include=[{"shardKey": SHARD_KEYS["ts"]}]))
+
+
 def test_interleaved_order_is_abab() -> None:
     m = mx.expand(spec())
     order = mx.slots(m, 2, "Interleaved", None)
@@ -194,6 +245,7 @@ def test_runs_are_single_repetitions_with_cell_labels_and_the_archive_prefix() -
     assert run["spec"]["repetitions"] == 1
     assert run["spec"]["labels"][objects.CELL_SPEC_LABEL] == "shards=2,version=8.0.4"
     assert run["spec"]["labels"]["shards"] == "2"
+    assert objects.VARIES_SPEC_LABEL not in run["spec"]["labels"]  # cluster dimensions only
     assert run["spec"]["archive"] == {"bucket": "lab", "prefix": "p/experiments/study"}
     assert run["metadata"]["ownerReferences"][0]["uid"] == "u1"
     cluster = objects.cluster(body, m, 1)
