@@ -773,6 +773,10 @@ def describe(run: LoadedRun, confidence: float = stats.DEFAULT_CONFIDENCE) -> Gr
     slow = records.slow_operations(obj)
     if slow:
         parts.extend(slow_operations_section(slow))
+    elif profiler_captured(obj):
+        # Said, not left out: an empty section reads as a profiler that never ran.
+        slow_ms = (obj.get("spec", {}).get("profiler") or {}).get("slowMs")
+        parts.append(Text(f"{SLOW_OPERATIONS_SECTION}: none took {slow_ms} ms or more"))
     disk = disk_use_rows(obj)
     if disk:
         parts.append(disk_use_table(DISK_USE_SECTION, disk))
@@ -1176,6 +1180,13 @@ def slow_operations_section(ops: Sequence[records.SlowOp]) -> list[Any]:
             Text(f"  {hidden} more (at most {DESCRIBE_SLOW_PER_STEP} a step here): -o yaml")
         )
     return parts
+
+
+def profiler_captured(obj: Mapping[str, Any]) -> bool:
+    """Whether the run's profiler ran on its measured steps (condition Profiled True)."""
+    return any(
+        c.get("type") == "Profiled" and c.get("status") == "True" for c in records.conditions(obj)
+    )
 
 
 def examined(op: records.SlowOp) -> str:

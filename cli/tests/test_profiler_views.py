@@ -103,6 +103,15 @@ def test_describe_of_a_run_without_them_has_neither_section() -> None:
     assert render.DISK_USE_SECTION not in text
 
 
+def test_a_profiled_run_with_no_slow_operation_says_so() -> None:
+    loaded = benchmark_run("quick", workloads=("a",), repetitions=1)
+    loaded.run["spec"]["profiler"] = {"slowMs": 100, "top": 10}
+    loaded.run["status"].setdefault("conditions", []).append(
+        {"type": "Profiled", "status": "True", "reason": "Captured"}
+    )
+    assert "Slow operations: none took 100 ms or more" in "\n".join(_describe(loaded))
+
+
 def test_a_replica_sets_slow_operations_have_no_shard_column() -> None:
     loaded = profiled_run()
     for step in loaded.run["status"]["steps"]:

@@ -418,6 +418,11 @@ def test_study_4_week_shard_keys_bucketed_writes_and_queries_each_drawn_by_its_c
     page = report(plane, studies, s, tmp_path / "r")
     assert "shard-distribution.png" in figures(tmp_path / "r")
     assert re.search(r"monitoring-shard0 50\.0% \(\d+\), monitoring-shard1 50\.0% \(\d+\)", page)
+    # The profiler's slow operations and the disk used per collection (README: describe). The
+    # wire model answers profile, system.profile and $collStats; FerretDB carries the data.
+    described = mongobench(plane, studies, s, "describe")
+    assert "Slow operations" in described
+    assert "Disk use per collection" in described
     ended = {
         name: finished(plane, studies, replace(s, kind=kind, name=name)) for kind, name in s.also
     }
