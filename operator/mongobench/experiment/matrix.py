@@ -5,6 +5,11 @@ specs, and the order of their repetitions.
   cluster`) or of the BenchmarkRun spec template (`target: run`) to each of its values. The cells
   are the product of the dimensions, minus `exclude` entries, plus `include` entries (like a CI
   matrix: an include that matches no cell is a cell of its own).
+- `design: OneFactorAtATime` varies one factor at a time instead (the sharded-deployment
+  study's design): the cells are the baseline (`spec.baseline`, a value for every dimension)
+  and, per dimension, each of its other values with every other dimension at its baseline
+  value: 1 + sum(len(values) - 1) cells, not the product. Include and exclude shape a product
+  only, so the schema refuses them with this design.
 - Cells whose cluster specs are equal share one *cluster group*: only run fields differ, so the
   cluster is reused between them.
 - Every (cell, repetition) is one *slot*, one BenchmarkRun with repetitions 1. A *round* is
@@ -35,6 +40,7 @@ from mongobench.api import SpecError
 MAX_CELLS = 200
 Target = Literal["cluster", "run"]
 ORDERS = ("Interleaved", "RandomizedRounds", "Random")
+FACTORIAL, OFAT = "Factorial", "OneFactorAtATime"
 # The dimension of an A/A calibration: two cells, identical but for their clusters.
 CALIBRATION = "calibration"
 CALIBRATION_CELLS = ("a", "b")
@@ -139,12 +145,41 @@ def _combinations(
     return combos
 
 
+def _one_factor_at_a_time(
+    dims: Sequence[Dimension], baseline: Mapping[str, Any] | None
+) -> list[dict[str, Any]]:
+    """The baseline, then per dimension each other value with the rest at the baseline."""
+    names = [d.name for d in dims]
+    base = dict(baseline or {})
+    if sorted(base) != sorted(names):
+        raise SpecError(
+            f"design OneFactorAtATime: baseline {base} must give a value for every dimension "
+            f"({', '.join(names)})"
+        )
+    for d in dims:
+        if base[d.name] not in d.values:
+            raise SpecError(
+                f"design OneFactorAtATime: baseline {d.name}={_text(base[d.name])} is not one "
+                f"of the dimension's values"
+            )
+    base = {n: base[n] for n in names}  # the dimensions' order, as the product's cells
+    combos = [base]
+    for d in dims:
+        combos += [base | {d.name: v} for v in d.values if v != base[d.name]]
+    return combos
+
+
 def expand(spec: Mapping[str, Any]) -> Matrix:
     """The experiment spec's cells (SpecError for a matrix the operator cannot use)."""
     if spec.get("calibration"):
         return _calibration(spec)
     dims = dimensions_of(spec)
-    combos = _combinations(dims, spec.get("include") or (), spec.get("exclude") or ())
+    if spec.get("design", FACTORIAL) == OFAT:
+        if spec.get("include") or spec.get("exclude"):
+            raise SpecError("design OneFactorAtATime takes no include or exclude")
+        combos = _one_factor_at_a_time(dims, spec.get("baseline"))
+    else:
+        combos = _combinations(dims, spec.get("include") or (), spec.get("exclude") or ())
     if not combos:
         raise SpecError("the matrix has no cell (every combination is excluded)")
     if len(combos) > MAX_CELLS:
