@@ -438,6 +438,7 @@ def test_group_by_refuses_to_pool_targets_of_different_shapes() -> None:
 def test_one_timed_operation_reads_as_its_run_time_in_seconds() -> None:
     """Unit tier: `--metric seconds` gives each workload's run time (one query from one thread:
     that query's own time, as study 3 timed it) and a load's time to load; shorter is better."""
+
     def timed(name: str, ops_per_second: float, seed: int) -> FinishedRun:
         return benchmark_run(
             name, workloads=("find",), operations=1, threads=1, throughput=ops_per_second,
