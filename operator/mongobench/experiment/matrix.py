@@ -169,17 +169,21 @@ def _one_factor_at_a_time(
     return combos
 
 
+def _design(spec: Mapping[str, Any], dims: Sequence[Dimension]) -> list[dict[str, Any]]:
+    """The cells' dimension values, by the spec's design."""
+    if spec.get("design", FACTORIAL) != OFAT:
+        return _combinations(dims, spec.get("include") or (), spec.get("exclude") or ())
+    if spec.get("include") or spec.get("exclude"):
+        raise SpecError("design OneFactorAtATime takes no include or exclude")
+    return _one_factor_at_a_time(dims, spec.get("baseline"))
+
+
 def expand(spec: Mapping[str, Any]) -> Matrix:
     """The experiment spec's cells (SpecError for a matrix the operator cannot use)."""
     if spec.get("calibration"):
         return _calibration(spec)
     dims = dimensions_of(spec)
-    if spec.get("design", FACTORIAL) == OFAT:
-        if spec.get("include") or spec.get("exclude"):
-            raise SpecError("design OneFactorAtATime takes no include or exclude")
-        combos = _one_factor_at_a_time(dims, spec.get("baseline"))
-    else:
-        combos = _combinations(dims, spec.get("include") or (), spec.get("exclude") or ())
+    combos = _design(spec, dims)
     if not combos:
         raise SpecError("the matrix has no cell (every combination is excluded)")
     if len(combos) > MAX_CELLS:

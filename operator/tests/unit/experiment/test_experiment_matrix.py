@@ -117,9 +117,7 @@ def test_one_factor_at_a_time_is_the_baseline_and_each_other_value_alone() -> No
     # 1 + sum(len(values) - 1) cells, not the product's 64.
     assert len(m.cells) == 1 + sum(len(d["values"]) - 1 for d in STUDY_3) == 8
     assert m.baseline == 0 and dict(m.cells[0].values) == STUDY_3_BASELINE
-    varied = [
-        {k: v for k, v in c.values.items() if v != STUDY_3_BASELINE[k]} for c in m.cells[1:]
-    ]
+    varied = [{k: v for k, v in c.values.items() if v != STUDY_3_BASELINE[k]} for c in m.cells[1:]]
     assert varied == [
         {"configServers": 3}, {"mongos": 2}, {"shards": 3}, {"shards": 5}, {"shards": 7},
         {"members": 3}, {"version": "8.0.4"},
