@@ -5,12 +5,14 @@ baseline's), and the experiment's deploy-time table in the study's layout."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from builders import benchmark_run
 from typer.testing import CliRunner
 
-from mongobench_cli import export, report
+from mongobench_archive import open_root
+from mongobench_cli import experiment, export, report
 from mongobench_cli.app import app
 from mongobench_results import compare
 
@@ -77,3 +79,66 @@ def test_the_report_draws_each_queries_run_time_against_shards_and_members(
                                   env={"COLUMNS": "250"})  # fmt: skip
     assert compared.exit_code == 0, compared.output
     assert "run time" in compared.output and "shards=3" in compared.output
+
+
+def deployment(pods: int, ready: float) -> dict[str, Any]:
+    return {"pods": pods, "provisionedSeconds": ready / 4, "configuredSeconds": ready / 2,
+            "readySeconds": ready}  # fmt: skip
+
+
+def ended_experiment(design: str = "OneFactorAtATime") -> dict[str, Any]:
+    """An ended experiment as the operator leaves it: its cells with their deploy timings (the
+    baseline's cluster created twice: two deployments averaged)."""
+    cells = [
+        ({"shards": 1, "members": 1}, [deployment(3, 40.0), deployment(3, 44.0)]),
+        ({"shards": 3, "members": 1}, [deployment(5, 60.0)]),
+        ({"shards": 1, "members": 3}, [deployment(5, 70.0)]),
+        ({"shards": 3, "members": 3}, []),  # a factorial's fourth cell, never Ready
+    ][: 3 if design == "OneFactorAtATime" else 4]
+    return {
+        "apiVersion": "mongobench.io/v1alpha1", "kind": "BenchmarkExperiment",
+        "metadata": {"namespace": "studies", "name": "sharded", "uid": "u-1"},
+        "spec": {"design": design, "baseline": {"shards": 1, "members": 1}},
+        "status": {"phase": "Succeeded", "cells": [
+            {"label": label({k: str(v) for k, v in values.items()}), "values": values,
+             "baseline": i == 0, "deployments": deployed}
+            for i, (values, deployed) in enumerate(cells)
+        ]},
+    }  # fmt: skip
+
+
+def test_the_deploy_time_table_has_a_row_per_cell_in_the_designs_layout() -> None:
+    rows = experiment.deploy_table(ended_experiment())
+    assert [list(r) for r in rows[:1]] == [
+        ["factor", "value", "pods", "deployments", "provisioned s", "configured s", "ready s"]
+    ]
+    assert [(r["factor"], r["value"], r["pods"], r["deployments"]) for r in rows] == [
+        ("baseline", "-", 3, 2), ("shards", "3", 5, 1), ("members", "3", 5, 1),
+    ]  # fmt: skip
+    assert (rows[0]["provisioned s"], rows[0]["configured s"], rows[0]["ready s"]) == (
+        10.5, 21.0, 42.0,
+    )  # fmt: skip
+    factorial = experiment.deploy_table(ended_experiment("Factorial"))
+    assert list(factorial[0])[:2] == ["shards", "members"] and len(factorial) == 4
+    assert (factorial[3]["pods"], factorial[3]["deployments"], factorial[3]["ready s"]) == (
+        None, 0, None,
+    )  # fmt: skip
+
+
+def test_deploy_times_are_drawn_from_the_archived_experiment(tmp_path: Path) -> None:
+    """The live object is gone; its summary in the archive draws the same table."""
+    open_root(str(tmp_path)).write_experiment(ended_experiment())
+    out = CliRunner().invoke(app, ["deploy-times", str(tmp_path)], env={"COLUMNS": "200"})
+    assert out.exit_code == 0, out.output
+    lines = [ln.split() for ln in out.output.splitlines() if ln.strip()]
+    assert "Deploy times: experiment studies/sharded" in out.output
+    assert lines[1] == ["factor", "value", "pods", "deployments", "provisioned", "s",
+                        "configured", "s", "ready", "s"]  # fmt: skip
+    assert lines[3] == ["baseline", "-", "3", "2", "10.5", "21.0", "42.0"]
+    assert lines[4][:3] == ["shards", "3", "5"] and lines[5][:3] == ["members", "3", "5"]
+    csv = CliRunner().invoke(app, ["deploy-times", str(tmp_path), "-o", "csv"])
+    assert csv.output.splitlines()[1] == (
+        "factor,value,pods,deployments,provisioned s,configured s,ready s"
+    )
+    empty = CliRunner().invoke(app, ["deploy-times", str(tmp_path / "studies" / "none")])
+    assert empty.exit_code != 0 and len(empty.output.strip().splitlines()) == 1
