@@ -776,6 +776,14 @@ def report_runs(
     experiments = [
         r.kube().experiment(n) for n in map(sources.experiment_name, refs) if n is not None
     ]
+    # An archive's experiment summaries (written as each ended) bring their deploy times.
+    for ref in filter(sources.is_archive_ref, refs):
+        try:
+            experiments += sources.archive_experiments(
+                ref, endpoint_url=r.endpoint_url, region=r.region
+            )
+        except sources.SourceError:
+            continue  # runs archived without their experiment
     from mongobench_cli import calibration as rendering  # noqa: PLC0415
 
     if calibration_ref is None:

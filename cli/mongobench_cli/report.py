@@ -755,17 +755,27 @@ def _lines_against(
         ax.legend(fontsize=8)
 
 
+def _positions(dim: str, values: Mapping[str, Mapping[str, str]]) -> dict[str, float]:
+    """Where each of the dimension's values sits on the x axis: a number at itself, others
+    (a version) side by side in their order (8.0.4 after 7.0.14)."""
+    texts = {v[dim] for v in values.values() if dim in v}
+    if all(_number(t) is not None for t in texts):
+        return {t: float(t) for t in texts}
+    return {t: float(i) for i, t in enumerate(sorted(texts, key=_version_key))}
+
+
 def _lines(
     dim: str, values: Mapping[str, Mapping[str, str]], rows: Mapping[str, compare.Row]
 ) -> dict[str, list[tuple[float, compare.Row]]]:
     """The rows against `dim`, a line per value of the other dimensions. Lines of one point are
     left out where another line has more: in a one-factor-at-a-time design they are the cells
     that vary another factor, at this one's baseline value (the baseline's line has it)."""
+    x = _positions(dim, values)
     lines: dict[str, list[tuple[float, compare.Row]]] = {}
     for name, vals in values.items():
         if name in rows:
             rest = ",".join(f"{k}={v}" for k, v in vals.items() if k != dim) or "all"
-            lines.setdefault(rest, []).append((float(vals[dim]), rows[name]))
+            lines.setdefault(rest, []).append((x[vals[dim]], rows[name]))
     if any(len(points) > 1 for points in lines.values()):
         lines = {rest: points for rest, points in lines.items() if len(points) > 1}
     return lines
@@ -847,17 +857,21 @@ def load_figures(figs: _Figures, result: compare.Comparison) -> list[str]:
         )  # fmt: skip
         values = {n: v for n, v in _configuration_dimensions(result).items() if n in rows}
         dims = list(dict.fromkeys(k for v in values.values() for k in v))
+        # Numeric dimensions (time against shards), and the versions side by side (study 3's
+        # version vs version); other labels (a cloud) have their own compare tables.
         numeric = [
             d
             for d in dims
             if len({v.get(d) for v in values.values()}) > 1
-            and all(_number(v.get(d, "")) is not None for v in values.values())
+            and (d == "version" or all(_number(v.get(d, "")) is not None for v in values.values()))
         ]
         for dim in numeric:
             fig, ax = plt.subplots(figsize=(6.5, 4))
-            _lines_against(
-                ax, dim, _lines(dim, values, rows), [float(v[dim]) for v in values.values()]
-            )
+            x = _positions(dim, values)
+            _lines_against(ax, dim, _lines(dim, values, rows), list(x.values()))
+            if any(_number(t) is None for t in x):
+                labels: list[str] = sorted(x, key=lambda t: x[t])
+                ax.set_xticklabels(labels)
             ax.set_ylabel("seconds to load" if workload == records.LOAD else "seconds")
             ax.set_title(f"{what} against {dim} (mean, {conf} CI)", fontsize=10)
             figs.save(

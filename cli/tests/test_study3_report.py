@@ -31,8 +31,8 @@ def label(values: dict[str, str]) -> str:
 
 @pytest.fixture(scope="module")
 def ofat_runs(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """A run a cell (three repetitions of one find from one thread), archived to folders; more
-    shards answer the scatter-gather find faster."""
+    """A run a cell (three repetitions of one find from one thread) and the experiment's
+    summary, archived under one root; more shards answer the scatter-gather find faster."""
     root = tmp_path_factory.mktemp("ofat")
     folders = []
     for i, values in enumerate(OFAT):
@@ -43,7 +43,8 @@ def ofat_runs(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
         )  # fmt: skip
         export.export([run], str(root / f"cell{i}"))
         folders.append(str(root / f"cell{i}"))
-    return folders
+    open_root(str(root)).write_experiment(ended_experiment())  # as the operator leaves it
+    return [str(root)]
 
 
 def test_ofat_cells_draw_one_line_per_varied_factor() -> None:
@@ -63,16 +64,18 @@ def test_ofat_cells_draw_one_line_per_varied_factor() -> None:
     assert len(both) == 2 and all(len(p) == 2 for p in both.values())
 
 
-def test_the_report_draws_each_queries_run_time_against_shards_and_members(
+def test_the_report_draws_each_queries_run_time_against_shards_members_and_version(
     ofat_runs: list[str], tmp_path: Path
 ) -> None:
     args = ["report", *ofat_runs, "--group-by", CELL, "--baseline", label(BASE)]
     result = CliRunner().invoke(app, [*args, "--metric", "seconds", "-o", str(tmp_path)])
     assert result.exit_code == 0, result.output
     figures = {p.name for p in (tmp_path / "figures").iterdir()}
-    assert {"run-time-find.png", "run-time-find-shards.png", "run-time-find-members.png"} <= (
-        figures
-    )
+    assert {
+        "run-time-find.png", "run-time-find-shards.png", "run-time-find-members.png",
+        "run-time-find-version.png",  # version vs version: 7.0.14 and 8.0.4 side by side
+    } <= figures  # fmt: skip
+    assert "deploy-times.png" in figures  # from the archived experiment's summary
     page = (tmp_path / "report.html").read_text()
     assert "Workload find: run time against shards, one line per other dimensions" in page
     compared = CliRunner().invoke(app, ["compare", *args[1:], "--metric", "seconds", "--wide"],

@@ -31,6 +31,14 @@ EVENTS = ("Strikeout", "Walk", "Single", "Double", "Home Run", "Groundout", "Fly
 TEAMS = ("ana", "bos", "chn", "cle", "det", "hou", "lan", "nya", "oak", "sea", "sfn", "tex")
 SEASON_START = datetime(2016, 4, 3, tzinfo=UTC)
 COLUMNS = 61  # pitchID and 60 more, as the study's set
+# The tracker's measurements: column, lowest and highest value drawn.
+TRACKER = (
+    ("pfx_x", -15, 15), ("pfx_z", -15, 15), ("px", -2.5, 2.5), ("pz", -1, 5),
+    ("x0", -4, 4), ("y0", 50, 50), ("z0", 4, 7), ("vx0", -15, 15), ("vy0", -150, -95),
+    ("vz0", -15, 5), ("ax", -25, 25), ("ay", 15, 40), ("az", -45, -5),
+    ("break_y", 23.7, 23.9), ("break_angle", -60, 60), ("break_length", 2, 20),
+    ("spin_dir", 0, 360), ("spin_rate", 500, 3200), ("x", 50, 200), ("y", 100, 250),
+)  # fmt: skip
 
 
 def pitch(keynum: int, key: str) -> dict[str, Any]:
@@ -61,13 +69,7 @@ def pitch(keynum: int, key: str) -> dict[str, Any]:
         "end_speed": round(speed * r.uniform(0.88, 0.93), 1),
         "sz_top": round(r.uniform(3.0, 3.9), 3),
         "sz_bot": round(r.uniform(1.4, 1.9), 3),
-        **{k: round(r.uniform(lo, hi), 3) for k, lo, hi in (
-            ("pfx_x", -15, 15), ("pfx_z", -15, 15), ("px", -2.5, 2.5), ("pz", -1, 5),
-            ("x0", -4, 4), ("y0", 50, 50), ("z0", 4, 7), ("vx0", -15, 15), ("vy0", -150, -95),
-            ("vz0", -15, 5), ("ax", -25, 25), ("ay", 15, 40), ("az", -45, -5),
-            ("break_y", 23.7, 23.9), ("break_angle", -60, 60), ("break_length", 2, 20),
-            ("spin_dir", 0, 360), ("spin_rate", 500, 3200), ("x", 50, 200), ("y", 100, 250),
-        )},  # fmt: skip
+        **{k: round(r.uniform(lo, hi), 3) for k, lo, hi in TRACKER},
         "zone": r.randint(1, 14),
         "nasty": r.randint(0, 100),
         "on_1b": r.randint(400000, 700000) if r.random() < 0.3 else None,
