@@ -145,6 +145,7 @@ def describe(obj: Mapping[str, Any]) -> Group:
             (obj.get("spec") or {}).get("order", "Interleaved")
             + (f" (seed {status['seed']})" if "seed" in status else ""),
         ),
+        ("Design", (obj.get("spec") or {}).get("design", "Factorial")),
         ("Baseline", baseline(obj) or "-"),
         ("Rounds", rounds_text(obj)),
         ("Started", status.get("startTime", "-")),

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from builders import benchmark_run
+from rich.console import Console
 from typer.testing import CliRunner
 
 from mongobench_archive import open_root
@@ -145,3 +146,9 @@ def test_deploy_times_are_drawn_from_the_archived_experiment(tmp_path: Path) -> 
     )
     empty = CliRunner().invoke(app, ["deploy-times", str(tmp_path / "studies" / "none")])
     assert empty.exit_code != 0 and len(empty.output.strip().splitlines()) == 1
+
+
+def test_describe_names_the_design() -> None:
+    out = Console(width=200, record=True)
+    out.print(experiment.describe(ended_experiment()))
+    assert "Design    OneFactorAtATime" in out.export_text()
