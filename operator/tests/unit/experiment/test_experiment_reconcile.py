@@ -135,6 +135,19 @@ def test_a_cell_the_apiserver_would_refuse_refuses_the_experiment() -> None:
     assert kube.writes == []
 
 
+def test_one_factor_at_a_time_without_a_baseline_or_with_exclude_is_refused_first() -> None:
+    """The schema cannot see baseline, include or exclude (values of no declared type): the
+    first reconcile refuses them (SpecError: Succeeded False, InvalidSpec), nothing created."""
+    for spec, message in (
+        ({}, "must give a value for every dimension"),
+        ({"baseline": {"threads": 1}, "exclude": [{"threads": 4}]}, "no include or exclude"),
+    ):
+        kube = FakeKube(experiment(design="OneFactorAtATime", **spec))
+        with pytest.raises(SpecError, match=message):
+            advance(kube)
+        assert kube.writes == []
+
+
 def test_a_deleted_or_absent_experiment_is_left_alone() -> None:
     kube = FakeKube(experiment())
     assert reconcile.advance(kube, NS, "other", unit_clock()) is None
