@@ -325,9 +325,8 @@ def test_study_3_one_factor_at_a_time_its_tables_and_figures_from_the_readmes_co
         "run-time-aggregation-shards.png", "run-time-find-mongos.png", "deploy-times.png",
         "shard-distribution.png",
     } <= found  # fmt: skip
-    assert "Workload find: run time against shards, one line per other dimensions" in (
-        captions(page)
-    )
+    caption = "Workload find: run time against shards, one line per other dimensions"
+    assert any(c.startswith(caption) for c in captions(page))
     # A ranged key loaded in pitchID order: the two-shard cell's documents on one shard.
     assert re.search(r"sharded-automation-k1-shard\d 100\.0% \(\d+\)", page)
     compared = mongobench(plane, studies, s, "compare", "--metric", "seconds")
