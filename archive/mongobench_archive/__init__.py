@@ -6,20 +6,23 @@
     w = root.writer(namespace, name, uid)
     w.put_json("steps/000/merged.json", doc)
     w.put_manifest(run_obj, phase, complete)  # last
+    root.write_experiment(experiment_obj)  # an experiment's summary, its manifest last
+    root.experiments()                 # every experiment summary under the root
 
 Every failure is an `ArchiveError` whose message is one line. The layout is in `layout`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from mongobench_archive import layout
 from mongobench_archive.errors import ArchiveError
 from mongobench_archive.layout import Location, parse_location
-from mongobench_archive.reader import ArchivedRun, find_runs, load_manifest
+from mongobench_archive.reader import ArchivedRun, find_experiments, find_runs, load_manifest
 from mongobench_archive.stores import LocalStore, S3Store, Store
-from mongobench_archive.writer import RunWriter
+from mongobench_archive.writer import RunWriter, write_experiment
 
 __all__ = [
     "ArchiveError",
@@ -64,6 +67,16 @@ class Root:
         self, namespace: str, name: str, uid: str, *, secrets: Iterable[str] = ()
     ) -> RunWriter:
         return RunWriter(self.store, namespace, name, uid, secrets=secrets)
+
+    def experiments(self) -> list[dict[str, Any]]:
+        """Every BenchmarkExperiment summary under the root (verified); [] when none."""
+        return find_experiments(self.store)
+
+    def write_experiment(
+        self, obj: Mapping[str, Any], *, secrets: Iterable[str] = ()
+    ) -> dict[str, Any]:
+        """The experiment's summary (experiment.json, then its manifest)."""
+        return write_experiment(self.store, obj, secrets=secrets)
 
 
 def open_root(

@@ -11,6 +11,13 @@ One run lives under `<root>/<namespace>/<name>/<uid>/`:
     steps/<NNN>/resources.json      the step's resource profile (CPU ...)
     manifest.json                   written last: every object above with its sha256 and size
 
+A BenchmarkExperiment's summary lives under `<root>/<namespace>/<name>/<uid>/` too, beside its
+runs, with a manifest of its own name (a reader of runs never takes it for a run):
+
+    experiment.json                 the experiment (metadata trimmed, spec, status: its cells,
+                                    each cluster deployment's timings, the comparison)
+    experiment-manifest.json        written last: experiment.json with its sha256 and size
+
 A reader trusts only objects a manifest lists, so a run whose upload was interrupted before its
 first manifest does not exist for readers, and a later manifest never lists a half-written object.
 """
@@ -33,6 +40,8 @@ MANIFEST = "manifest.json"
 RUN = "run.json"
 CLUSTER = "cluster.json"
 PROVENANCE = "provenance.json"
+EXPERIMENT = "experiment.json"
+EXPERIMENT_MANIFEST = "experiment-manifest.json"
 
 # Annotations that copy the whole object (or the operator's bookkeeping), never the user's intent.
 _DROPPED_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
@@ -178,7 +187,8 @@ def _reason(e: ValueError) -> str:
 
 
 def run_document(obj: Mapping[str, Any]) -> Json:
-    """The BenchmarkRun as archived: apiVersion, kind, trimmed metadata, spec, status.
+    """The BenchmarkRun (or BenchmarkExperiment) as archived: apiVersion, kind, trimmed
+    metadata, spec, status.
 
     Drops what only repeats the object or serves the operator (last-applied copies, kopf's
     annotations and status bookkeeping, managedFields, resourceVersion)."""

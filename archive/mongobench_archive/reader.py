@@ -147,3 +147,20 @@ def find_runs(store: Store) -> list[ArchivedRun]:
             )
         raise ArchiveError(f"{where}: no archived run here (empty)")
     return runs
+
+
+def find_experiments(store: Store) -> list[dict[str, Any]]:
+    """Every experiment summary under the root whose manifest lists it (verified), ordered by
+    folder; [] when there is none."""
+    out = []
+    for key in sorted(store.keys()):
+        if key != layout.EXPERIMENT_MANIFEST and not key.endswith("/" + layout.EXPERIMENT_MANIFEST):
+            continue
+        folder = key[: -len(layout.EXPERIMENT_MANIFEST)].rstrip("/")
+        where = store.location.url(key)
+        manifest = layout.parse_manifest(store.get(key) or b"", where)
+        doc = ArchivedRun(store, folder, manifest).get_json(layout.EXPERIMENT)
+        if not isinstance(doc, dict):
+            raise ArchiveError(f"{where}: the manifest lists no {layout.EXPERIMENT}")
+        out.append(doc)
+    return out

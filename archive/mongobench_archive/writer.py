@@ -111,3 +111,28 @@ class RunWriter:
         self.store.put(f"{self.folder}/{layout.MANIFEST}", layout.encode(manifest))
         self.previous = manifest
         return manifest
+
+
+def write_experiment(
+    store: Store,
+    obj: Mapping[str, Any],
+    *,
+    secrets: Iterable[str] = (),
+    updated: datetime | None = None,
+) -> dict[str, Any]:
+    """A BenchmarkExperiment's summary in its folder: experiment.json (refused when it holds a
+    secret value), then its manifest, last. Returns the manifest."""
+    meta = obj.get("metadata") or {}
+    writer = RunWriter(
+        store, str(meta.get("namespace")), str(meta.get("name")), str(meta.get("uid")),
+        secrets=secrets,
+    )  # fmt: skip
+    writer.put_json(layout.EXPERIMENT, layout.run_document(obj))
+    phase = (obj.get("status") or {}).get("phase")
+    manifest = layout.build_manifest(
+        writer.namespace, writer.name, writer.uid,
+        phase=phase, complete=phase in ("Succeeded", "Failed"),
+        updated=updated or datetime.now(UTC), objects=writer.listed().values(),
+    )  # fmt: skip
+    store.put(f"{writer.folder}/{layout.EXPERIMENT_MANIFEST}", layout.encode(manifest))
+    return manifest

@@ -291,6 +291,45 @@ def describe(
         console().print(render.describe(loaded))
 
 
+@app.command("deploy-times")
+@one_line_errors
+@options.groups
+def deploy_times(
+    ref: Annotated[str, typer.Argument(help="experiment/NAME (live), or an archive URL or folder")],
+    *,
+    output: TableOutput = ListFormat.table,
+    target: Target,
+) -> None:
+    """An experiment's deploy-time table, from the live object or from its summary in the
+    archive (written when it ended): a row per cell (one factor at a time: the factor varied
+    and its value, the baseline first; a factorial: every dimension's value), the pods
+    deployed, the deployments averaged and the mean seconds to provisioned, configured and
+    Ready."""
+    from mongobench_cli import experiment as experiments  # noqa: PLC0415
+
+    name = sources.experiment_name(ref)
+    r = target.resolver()
+    if name is not None:
+        objs = [r.kube().experiment(name)]
+    elif sources.is_archive_ref(ref):
+        objs = sources.archive_experiments(ref, endpoint_url=r.endpoint_url, region=r.region)
+    else:
+        raise UserError(f"{ref}: give experiment/NAME or an archive URL or folder")
+    for obj in objs:
+        rows = experiments.deploy_table(obj)
+        title = (
+            f"Deploy times: experiment {obj['metadata'].get('namespace')}/{obj['metadata']['name']}"
+        )
+        if output == ListFormat.json:
+            sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        elif output == ListFormat.csv:
+            sys.stdout.write(render.csv_text(rows, [title]))
+        elif output == ListFormat.markdown:
+            sys.stdout.write(render.rows_markdown(rows))
+        else:
+            console().print(experiments.deploy_rich(rows, title))
+
+
 # --- watch -------------------------------------------------------------------------------------
 
 
@@ -803,6 +842,14 @@ def report_runs(
     experiments = [
         r.kube().experiment(n) for n in map(sources.experiment_name, refs) if n is not None
     ]
+    # An archive's experiment summaries (written as each ended) bring their deploy times.
+    for ref in filter(sources.is_archive_ref, refs):
+        try:
+            experiments += sources.archive_experiments(
+                ref, endpoint_url=r.endpoint_url, region=r.region
+            )
+        except sources.SourceError:
+            continue  # runs archived without their experiment
     from mongobench_cli import calibration as rendering  # noqa: PLC0415
 
     if calibration_ref is None:

@@ -72,6 +72,62 @@ def deploy_rows(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+DEPLOY_SECONDS = (
+    ("provisioned s", "provisionedSeconds"),
+    ("configured s", "configuredSeconds"),
+    ("ready s", "readySeconds"),
+)
+
+
+def _mean(values: Sequence[Any]) -> float | None:
+    numbers = [float(v) for v in values if isinstance(v, int | float)]
+    return round(sum(numbers) / len(numbers), 1) if numbers else None
+
+
+def _varied(values: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, Any]:
+    """The columns that say what a cell is: one factor at a time, the factor varied from the
+    baseline and its value (the baseline's row says so); a factorial, every dimension's value."""
+    varied = [k for k, v in values.items() if base.get(k) != v]
+    if not varied:
+        return {"factor": "baseline", "value": "-"}
+    return {"factor": ",".join(varied), "value": ",".join(str(values[k]) for k in varied)}
+
+
+def deploy_table(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The deploy-time table of an experiment (live or archived), a row per cell in the order
+    of its design: the cell (as `_varied`), the pods deployed, the deployments the means are
+    over (a cell's cluster may be created more than once), and the mean provisioned,
+    configured and Ready seconds."""
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    cells = status.get("cells") or ()
+    ofat = spec.get("design") == "OneFactorAtATime"
+    base = next((c.get("values") or {} for c in cells if c.get("baseline")), {})
+    rows = []
+    for cell in cells:
+        values = dict(cell.get("values") or {})
+        deployed = list(cell.get("deployments") or ())
+        pods = next((d["pods"] for d in deployed if isinstance(d.get("pods"), int)), None)
+        rows.append(
+            {
+                **(_varied(values, base) if ofat else values),
+                "pods": pods,
+                "deployments": len(deployed),
+                **{column: _mean([d.get(key) for d in deployed]) for column, key in DEPLOY_SECONDS},
+            }
+        )
+    return rows
+
+
+def deploy_rich(rows: Sequence[Mapping[str, Any]], title: str) -> Table:
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
+    columns = list(rows[0]) if rows else ["cell"]
+    for c in columns:
+        table.add_column(c, justify="left" if c in ("factor", "value") else "right")
+    for r in rows:
+        table.add_row(*("-" if r.get(c) is None else str(r[c]) for c in columns))
+    return table
+
+
 def rounds_text(obj: Mapping[str, Any]) -> str:
     """Rounds so far, and with adaptive repetitions the target and whether each cell met it."""
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
@@ -103,6 +159,7 @@ def describe(obj: Mapping[str, Any]) -> Group:
             (obj.get("spec") or {}).get("order", "Interleaved")
             + (f" (seed {status['seed']})" if "seed" in status else ""),
         ),
+        ("Design", (obj.get("spec") or {}).get("design", "Factorial")),
         ("Baseline", baseline(obj) or "-"),
         ("Rounds", rounds_text(obj)),
         ("Started", status.get("startTime", "-")),

@@ -770,13 +770,7 @@ def describe(run: LoadedRun, confidence: float = stats.DEFAULT_CONFIDENCE) -> Gr
     loads = [s for s in records.steps(obj) if s.distribution]
     if loads:
         parts.append(_distribution_table(loads))
-    slow = records.slow_operations(obj)
-    if slow:
-        parts.extend(slow_operations_section(slow))
-    elif profiler_captured(obj):
-        # Said, not left out: an empty section reads as a profiler that never ran.
-        slow_ms = (obj.get("spec", {}).get("profiler") or {}).get("slowMs")
-        parts.append(Text(f"{SLOW_OPERATIONS_SECTION}: none took {slow_ms} ms or more"))
+    parts += slow_operations_parts(obj)
     disk = disk_use_rows(obj)
     if disk:
         parts.append(disk_use_table(DISK_USE_SECTION, disk))
@@ -1180,6 +1174,18 @@ def slow_operations_section(ops: Sequence[records.SlowOp]) -> list[Any]:
             Text(f"  {hidden} more (at most {DESCRIBE_SLOW_PER_STEP} a step here): -o yaml")
         )
     return parts
+
+
+def slow_operations_parts(obj: Mapping[str, Any]) -> list[Any]:
+    """The slow operations section of a profiled run; a line when none was slow (said, not left
+    out: an empty section reads as a profiler that never ran); nothing for a run not profiled."""
+    slow = records.slow_operations(obj)
+    if slow:
+        return slow_operations_section(slow)
+    if profiler_captured(obj):
+        slow_ms = (obj.get("spec", {}).get("profiler") or {}).get("slowMs")
+        return [Text(f"{SLOW_OPERATIONS_SECTION}: none took {slow_ms} ms or more")]
+    return []
 
 
 def profiler_captured(obj: Mapping[str, Any]) -> bool:

@@ -758,6 +758,32 @@ def _lines_against(
         ax.legend(fontsize=8)
 
 
+def _positions(dim: str, values: Mapping[str, Mapping[str, str]]) -> dict[str, float]:
+    """Where each of the dimension's values sits on the x axis: a number at itself, others
+    (a version) side by side in their order (8.0.4 after 7.0.14)."""
+    texts = {v[dim] for v in values.values() if dim in v}
+    if all(_number(t) is not None for t in texts):
+        return {t: float(t) for t in texts}
+    return {t: float(i) for i, t in enumerate(sorted(texts, key=_version_key))}
+
+
+def _lines(
+    dim: str, values: Mapping[str, Mapping[str, str]], rows: Mapping[str, compare.Row]
+) -> dict[str, list[tuple[float, compare.Row]]]:
+    """The rows against `dim`, a line per value of the other dimensions. Lines of one point are
+    left out where another line has more: in a one-factor-at-a-time design they are the cells
+    that vary another factor, at this one's baseline value (the baseline's line has it)."""
+    x = _positions(dim, values)
+    lines: dict[str, list[tuple[float, compare.Row]]] = {}
+    for name, vals in values.items():
+        if name in rows:
+            rest = ",".join(f"{k}={v}" for k, v in vals.items() if k != dim) or "all"
+            lines.setdefault(rest, []).append((x[vals[dim]], rows[name]))
+    if any(len(points) > 1 for points in lines.values()):
+        lines = {rest: points for rest, points in lines.items() if len(points) > 1}
+    return lines
+
+
 def experiment_scaling_figures(
     figs: _Figures, result: compare.Comparison, plotted: str | None = None
 ) -> list[str]:
@@ -779,12 +805,9 @@ def experiment_scaling_figures(
     for dim in numeric:
         for w in workloads:
             by_cell = {r.configuration: r for r in rows if r.workload == w}
-            lines: dict[str, list[tuple[float, compare.Row]]] = {}
-            for name, vals in values.items():
-                if name not in by_cell or by_cell[name].summary.mean is None:
-                    continue
-                rest = ",".join(f"{k}={v}" for k, v in vals.items() if k != dim) or "all"
-                lines.setdefault(rest, []).append((float(vals[dim]), by_cell[name]))
+            lines = _lines(dim, values, {
+                n: r for n, r in by_cell.items() if r.summary.mean is not None
+            })  # fmt: skip
             if not lines:  # no valid trial of this workload: the table says why
                 continue
             fig, ax = plt.subplots(figsize=(6.5, 4))
@@ -812,46 +835,54 @@ def _configuration_dimensions(result: compare.Comparison) -> dict[str, dict[str,
 
 def load_figures(figs: _Figures, result: compare.Comparison) -> list[str]:
     """Time to load per configuration, then against each numeric dimension (seconds, as the
-    studies plot an import against shards and replicas). The dimensions plotted."""
-    rows = {
-        r.configuration: r
-        for r in _rows(result, "time to load")
-        if r.workload == records.LOAD and r.summary.mean is not None
-    }
-    if not rows:
-        return []
+    studies plot an import against shards and replicas); likewise each workload's run time
+    when compared on `seconds` (study 3's timed query). The dimensions plotted."""
+    plotted: list[str] = []
     conf = f"{100 * result.confidence:.0f}%"
-    _bars(
-        figs,
-        result=result,
-        metric_ids=[(records.LOAD, "time to load")],
-        name="time-to-load",
-        section="Loads",
-        title=f"Time to load (mean, {conf} CI)",
-        ylabel="seconds",
-    )
-    values = {n: v for n, v in _configuration_dimensions(result).items() if n in rows}
-    dims = list(dict.fromkeys(k for v in values.values() for k in v))
-    numeric = [
-        d
-        for d in dims
-        if len({v.get(d) for v in values.values()}) > 1
-        and all(_number(v.get(d, "")) is not None for v in values.values())
+    timed = [(records.LOAD, "time to load")] + [
+        (w, compare.RUN_TIME)
+        for w in dict.fromkeys(r.workload for r in _rows(result, compare.RUN_TIME))
     ]
-    for dim in numeric:
-        lines: dict[str, list[tuple[float, compare.Row]]] = {}
-        for name, vals in values.items():
-            rest = ",".join(f"{k}={v}" for k, v in vals.items() if k != dim) or "all"
-            lines.setdefault(rest, []).append((float(vals[dim]), rows[name]))
-        fig, ax = plt.subplots(figsize=(6.5, 4))
-        _lines_against(ax, dim, lines, [float(v[dim]) for v in values.values()])
-        ax.set_ylabel("seconds to load")
-        ax.set_title(f"Time to load against {dim} (mean, {conf} CI)", fontsize=10)
-        figs.save(
-            fig, f"time-to-load-{_safe(dim)}", "Loads",
-            f"Time to load against {dim}, one line per other dimensions",
+    for workload, metric in timed:
+        rows = {
+            r.configuration: r
+            for r in _rows(result, metric)
+            if r.workload == workload and r.summary.mean is not None
+        }
+        if not rows:
+            continue
+        what = "Time to load" if workload == records.LOAD else f"Workload {workload}: run time"
+        name = "time-to-load" if workload == records.LOAD else f"run-time-{_safe(workload)}"
+        _bars(
+            figs, result=result, metric_ids=[(workload, metric)], name=name,
+            section="Loads" if workload == records.LOAD else "Run times",
+            title=f"{what} (mean, {conf} CI)", ylabel="seconds",
         )  # fmt: skip
-    return numeric
+        values = {n: v for n, v in _configuration_dimensions(result).items() if n in rows}
+        dims = list(dict.fromkeys(k for v in values.values() for k in v))
+        # Numeric dimensions (time against shards), and the versions side by side (study 3's
+        # version vs version); other labels (a cloud) have their own compare tables.
+        numeric = [
+            d
+            for d in dims
+            if len({v.get(d) for v in values.values()}) > 1
+            and (d == "version" or all(_number(v.get(d, "")) is not None for v in values.values()))
+        ]
+        for dim in numeric:
+            fig, ax = plt.subplots(figsize=(6.5, 4))
+            x = _positions(dim, values)
+            _lines_against(ax, dim, _lines(dim, values, rows), list(x.values()))
+            if any(_number(t) is None for t in x):
+                labels: list[str] = sorted(x, key=lambda t: x[t])
+                ax.set_xticklabels(labels)
+            ax.set_ylabel("seconds to load" if workload == records.LOAD else "seconds")
+            ax.set_title(f"{what} against {dim} (mean, {conf} CI)", fontsize=10)
+            figs.save(
+                fig, f"{name}-{_safe(dim)}", "Loads" if workload == records.LOAD else "Run times",
+                f"{what} against {dim}, one line per other dimensions",
+            )  # fmt: skip
+        plotted += [d for d in numeric if d not in plotted]
+    return plotted
 
 
 DISTRIBUTION_SECTION = "Shard distribution"

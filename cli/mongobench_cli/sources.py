@@ -384,6 +384,26 @@ def archive_runs(
     return out
 
 
+def archive_experiments(
+    ref: str, *, endpoint_url: str | None = None, region: str | None = None
+) -> list[dict[str, Any]]:
+    """Every BenchmarkExperiment summary under an archive root (written when each ended)."""
+    import mongobench_archive as archive  # noqa: PLC0415
+
+    if "://" not in ref:
+        ref = str(Path(ref).expanduser())
+    try:
+        found = archive.open_root(ref, endpoint_url=endpoint_url, region=region).experiments()
+    except archive.ArchiveError as exc:
+        raise SourceError(str(exc)) from exc
+    if not found:
+        raise SourceError(
+            f"{ref}: no archived experiment (no experiment-manifest.json) under it; an "
+            "experiment's summary is written when it ends"
+        )
+    return found
+
+
 def _from_archive(a: Any, origin: str, error: type[Exception]) -> LoadedRun:
     def guarded(fn: Callable[[int], Any]) -> Callable[[int], Any]:
         def call(index: int) -> Any:

@@ -6,7 +6,8 @@ so it imports no CLI, terminal, plotting or numeric package.
 - A *configuration* is what is being compared: one run, or every run sharing the value of a
   label (`group_by`) or of a target dimension (shards, members, mongos, version, platform,
   topology). Its samples are the measured repetitions of all its runs, per workload; the
-  loads are workload `load` (time to load, throughput, insert latency).
+  loads are workload `load` (time to load, throughput, insert latency); metric `seconds` is
+  each workload's run time (a one-operation workload's: that operation's).
 - Each configuration is compared with the baseline for every workload and metric: mean, SD, n,
   confidence interval, the change with its Welch-Satterthwaite interval, Welch's and the
   Mann-Whitney p-values and Hedges' g (see stats.py).
@@ -47,7 +48,10 @@ DEFAULT_METRICS = ("throughput", "avg", "p99", "cpu", "cost")
 # Per role (benchmarkrun.roles): cores summed over the role's pods, and memory working set.
 ROLE_METRICS = tuple(f"{kind}:{role}" for kind in ("cpu", "memory") for role in records.ROLES)
 ROLE_CPU_METRICS = tuple(m for m in ROLE_METRICS if m.startswith("cpu:"))
-METRIC_CHOICES = ("throughput", *LATENCY_STATS, "cpu", *ROLE_METRICS, "cost")
+# seconds: a step's run time (the clients' window); a workload of one operation from one
+# thread is that operation's run time, as study 3 timed one query (row "run time").
+METRIC_CHOICES = ("throughput", "seconds", *LATENCY_STATS, "cpu", *ROLE_METRICS, "cost")
+RUN_TIME = "run time"
 _ROLE_FIGURE = {"cpu": ("cores", "cpuCores"), "memory": ("bytes", "memoryWorkingSetBytes")}
 
 # Row.outcome's words (the compact table and the headlines).
@@ -86,6 +90,10 @@ def _latency_of(op: str, stat: str) -> Callable[[records.StepView], float | None
     return extract
 
 
+def _seconds(s: records.StepView) -> float | None:
+    return records.step_seconds(s.result) if s.result else None
+
+
 def metrics_for(
     workload_ops: Sequence[str], wanted: Sequence[str], load: bool = False
 ) -> list[Metric]:
@@ -97,16 +105,10 @@ def metrics_for(
         raise ComparisonError(
             f"unknown metric {unknown[0]!r}: choose from {', '.join(METRIC_CHOICES)}"
         )
-    if load and "throughput" in wanted:
-        out.append(
-            Metric(
-                "time to load",
-                "s",
-                False,
-                False,
-                lambda s: records.load_seconds(s.result) if s.result else None,
-            )
-        )
+    if load and ("throughput" in wanted or "seconds" in wanted):
+        out.append(Metric("time to load", "s", False, False, _seconds))
+    elif "seconds" in wanted:
+        out.append(Metric(RUN_TIME, "s", False, False, _seconds))
     if "throughput" in wanted:
         out.append(
             Metric(

@@ -404,8 +404,10 @@ def results(run: Mapping[str, Any]) -> list[StepView]:
     return [*loads(run), *measured(run)]
 
 
-def load_seconds(result: Mapping[str, Any]) -> float | None:
-    """Time to load: the clients' window (first to last insert), else the step's runtime."""
+def step_seconds(result: Mapping[str, Any]) -> float | None:
+    """A step's seconds: the clients' window (first operation's start to last one's end), else
+    the step's runtime. A load's time to load; a workload's run time, and for one operation
+    from one thread that operation's own."""
     seconds = window_seconds(result) or result.get("runtimeSeconds")
     return float(seconds) if seconds else None
 

@@ -85,7 +85,8 @@ def step_result(doc: Mapping[str, Any], per_client: bool = True) -> dict[str, An
 def summarise(steps: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Per workload over its measured repetitions: mean, SD and n of throughput and of each
     operation's mean and p99 latency (SD is the sample SD; n=1 has none). The loads come first,
-    as workload `load`, with their time to load (`seconds`)."""
+    as workload `load`; every workload has its seconds (a load's time to load, a run phase's
+    run time)."""
     steps = list(steps)  # read twice below (loads first): a generator would be spent
     by_workload: dict[str, list[Mapping[str, Any]]] = {}
     for step in steps:
@@ -104,9 +105,9 @@ def summarise(steps: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
             "throughput": _stats([r["throughput"] for r in results]),
             "operations": {},
         }
-        if workload == records.LOAD:
-            seconds = [records.load_seconds(r) for r in results]
-            entry["seconds"] = _stats([s for s in seconds if s is not None])
+        # A load's time to load; a workload's run time (one operation's, for a timed query).
+        seconds = [records.step_seconds(r) for r in results]
+        entry["seconds"] = _stats([s for s in seconds if s is not None])
         names = sorted({op for r in results for op in r["operations"]})
         for op in names:
             present = [r["operations"][op] for r in results if op in r["operations"]]
@@ -142,7 +143,7 @@ def workload_summary(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             lat = [records.latency(result, op, "p99") for op in result.get("operations") or {}]
             p99 = max((p for p in lat if p is not None), default=None)
             acc.setdefault(str(step.workload), []).append(
-                (value, p99, records.load_seconds(result))
+                (value, p99, records.step_seconds(result))
             )
     out = {}
     for w, vals in sorted(acc.items()):
@@ -153,7 +154,7 @@ def workload_summary(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             "p99Micros": round(sum(p99s) / len(p99s), 1) if p99s else None,
         }
         seconds = [s for _, _, s in vals if s is not None]
-        if w == records.LOAD and seconds:
+        if seconds:
             out[w]["seconds"] = round(sum(seconds) / len(seconds), 3)
     return out
 

@@ -462,3 +462,26 @@ def test_a_standalone_is_never_pooled_with_a_one_member_replica_set() -> None:
     assert records.shape(alone.run).text() == "standalone mongod"
     with pytest.raises(compare.ComparisonError, match="differ in topology ReplicaSet, Standalone"):
         compare.compare(inputs(one_member, alone), group_by="platform")
+
+
+def test_one_timed_operation_reads_as_its_run_time_in_seconds() -> None:
+    """Unit tier: `--metric seconds` gives each workload's run time (one query from one thread:
+    that query's own time, as study 3 timed it) and a load's time to load; shorter is better."""
+
+    def timed(name: str, ops_per_second: float, seed: int) -> FinishedRun:
+        return benchmark_run(
+            name, workloads=("find",), operations=1, threads=1, throughput=ops_per_second,
+            sd=0.01, loads=3, load_throughput=1000, seed=seed,
+        )  # fmt: skip
+
+    slow, fast = timed("slow", 1.0, 60), timed("fast", 2.0, 61)
+    result = compare.compare(inputs(slow, fast), baseline="slow", metrics=("seconds",))
+    assert {(r.workload, r.metric.id) for r in result.rows} == {
+        ("load", "time to load"),
+        ("find", "run time"),
+    }
+    base, query = row(result, "find", "run time", "slow"), row(result, "find", "run time", "fast")
+    assert query.metric.unit == "s" and query.summary.n == 3
+    assert base.summary.mean == pytest.approx(1.0, rel=0.05)  # one operation at 1 op/s
+    assert query.summary.mean == pytest.approx(0.5, rel=0.05)
+    assert query.outcome() == compare.FASTER and query.verdict.startswith("-")

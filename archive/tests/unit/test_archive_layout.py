@@ -244,3 +244,44 @@ def test_manifest_is_plain_json_for_other_tools(tmp_path: Path) -> None:
         for p in (tmp_path / "bench/ycsb-a/0b7c-11").rglob("*.json")
     }
     assert on_disk - listed == {"manifest.json"}
+
+
+EXPERIMENT: dict[str, Any] = {
+    "apiVersion": "mongobench.io/v1alpha1",
+    "kind": "BenchmarkExperiment",
+    "metadata": {"name": "sharded", "namespace": "bench", "uid": "e-1", "resourceVersion": "7"},
+    "spec": {"design": "OneFactorAtATime", "baseline": {"shards": 1}},
+    "status": {
+        "phase": "Succeeded",
+        "cells": [
+            {"label": "shards=1", "deployments": [{"pods": 3, "readySeconds": 41.0}]},
+        ],
+        "kopf": {"progress": {}},
+    },
+}
+
+
+def test_an_experiments_summary_is_archived_beside_its_runs_manifest_last(tmp_path: Path) -> None:
+    """The live object's deploy timings outlive it: experiment.json, then a manifest of its own
+    name, which a reader of runs does not take for a run."""
+    root = open_root(str(tmp_path))
+    w = root.writer("bench", "sharded-c0-r1", "r-1")
+    w.put_manifest(RUN, "Succeeded", True)
+    manifest = root.write_experiment(EXPERIMENT)
+    folder = tmp_path / "bench" / "sharded" / "e-1"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "experiment-manifest.json", "experiment.json"
+    ]  # fmt: skip
+    assert manifest["complete"] and manifest["phase"] == "Succeeded"
+    assert [o["key"] for o in manifest["objects"]] == ["experiment.json"]
+    (doc,) = root.experiments()
+    assert doc["status"]["cells"][0]["deployments"] == [{"pods": 3, "readySeconds": 41.0}]
+    assert "kopf" not in doc["status"] and "resourceVersion" not in doc["metadata"]
+    assert [r.name for r in root.runs()] == ["sharded-c0-r1"]  # the summary is no run
+    # A changed summary no longer matches its manifest: refused, not read.
+    (folder / "experiment.json").write_text("{}\n")
+    with pytest.raises(ArchiveError, match="differs from its manifest"):
+        root.experiments()
+    with pytest.raises(ArchiveError, match="contains a secret value"):
+        root.write_experiment(EXPERIMENT, secrets=["sharded"])
+    assert open_root(str(tmp_path / "bench" / "sharded-c0-r1")).experiments() == []

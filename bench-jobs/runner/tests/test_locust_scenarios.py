@@ -39,7 +39,7 @@ def test_the_study_sample_runs_the_shipped_scenarios_from_the_kustomized_configm
     refs = [run["load"]["scenario"]] + [w["scenario"] for w in run["workloads"]]
     assert {r["configMapRef"]["name"] for r in refs} == {generator["name"]}
     assert [r["configMapRef"]["key"] for r in refs] == [
-        "bulk_insert.py", "scatter_gather_find.py", "aggregation.py", "bulk_insert.py",
+        "pitches_find.py", "pitches_find.py", "pitches_aggregation.py",
     ]  # fmt: skip
 
 
@@ -112,6 +112,36 @@ def test_a_shipped_scenario_loads_its_orders_and_runs(
     else:
         assert doc["operations"][operation]["count"] == 60
         assert coll.count_documents({}) == 240
+
+
+@pytest.mark.parametrize(
+    ("scenario", "operation"),
+    [("pitches_find.py", "FIND"), ("pitches_aggregation.py", "AGGREGATE")],
+)
+def test_study_3s_pitches_load_in_pitch_id_order_and_one_timed_query_runs(
+    scenario, operation, ferretdb, mounted, tmp_path
+):
+    """Study 3's shapes: one importer writes the pitches (61 columns) with pitchID increasing
+    in insert order (what a ranged key on it sends to one shard); one query from one thread
+    is the run, its window that query's time."""
+    db = f"scn_{Path(scenario).stem}"
+    common = [
+        "--scenario", str(mounted / scenario), "--uri", f"{ferretdb.uri}{db}", "--threads", "1",
+        "-p", "recordcount=240", "-p", "batchsize=20",
+    ]  # fmt: skip
+    load = run_runner(["locust", "--phase", "load", *common], tmp_path)
+    assert load.returncode == 0, load.doc["error"]
+    coll = pymongo.MongoClient(ferretdb.uri)[db]["usertable"]
+    pitches = list(coll.find({}))  # FerretDB (SQLite) answers in insertion order
+    assert [p["pitchID"] for p in pitches] == list(range(240))  # inserted in pitchID order
+    assert len(set(pitches[0]) - {"_id"}) == 61 and "start_speed" in pitches[0]
+
+    run = run_runner(["locust", "--phase", "run", *common, "-p", "operationcount=1"], tmp_path)
+    assert run.returncode == 0, run.doc["error"]
+    validate(run.doc)
+    assert run.doc["operationsTotal"] == 1 and set(run.doc["operations"]) == {operation}
+    assert run.doc["operations"][operation]["returnCodes"] == {"OK": 1}  # an answer, not empty
+    assert run.doc["window"]["seconds"] > 0  # the query's run time
 
 
 CRUD = [

@@ -84,8 +84,9 @@ STUDY_LIST = (
         {"cloud-write-concerns-k0": STANDALONE},
     ),
     Study(
+        # One factor at a time: the baseline (k0), 2 shards (k1), 2 mongos on 1 shard (k2).
         "3-sharded-automation", "study-3", "benchmarkexperiments", "sharded-automation",
-        {"sharded-automation-k0": 1, "sharded-automation-k1": 2},
+        {"sharded-automation-k0": 1, "sharded-automation-k1": 2, "sharded-automation-k2": 1},
     ),
     Study(
         "4-monitoring", "study-4", "benchmarkruns", "monitoring-week",
@@ -382,24 +383,40 @@ def test_study_2_completion_time_by_write_concern_and_processes(
 
 
 @pytest.mark.timeout(1800)
-def test_study_3_bulk_import_time_against_shards_and_shard_distribution(
+def test_study_3_one_factor_at_a_time_its_tables_and_figures_from_the_readmes_commands(
     plane: Plane, studies: Running, tmp_path: Path
 ) -> None:
+    """Study 3 reduced: one factor at a time (3 cells, not the product's 4), one importer into a
+    ranged pitchID, one timed find and aggregation; the README's commands draw its deploy-time
+    table, its time-against-factor figures (one line, the baseline's) and the shard balance."""
     s = study("3-sharded-automation")
     body = finished(plane, studies, s)
     cells = {c["label"]: c for c in body["status"]["cells"]}
-    assert set(cells) == {"shards=1", "shards=2"}
+    assert list(cells) == ["shards=1,mongos=1", "shards=2,mongos=1", "shards=1,mongos=2"]
     for cell in cells.values():
         assert set(cell["summary"]) == {"load", "find", "aggregation"}
-    page = report(plane, studies, s, tmp_path / "r")
+        assert cell["summary"]["find"]["n"] == 1  # one query a repetition: its run time
+    # Deploy times: a row per cell in the study's layout (the factor varied and its value).
+    table = mongobench(plane, studies, s, "deploy-times", "-o", "csv").splitlines()
+    assert table[1] == "factor,value,pods,deployments,provisioned s,configured s,ready s"
+    rows = [r.split(",") for r in table[2:]]
+    assert [r[:3] for r in rows] == [["baseline", "-", "3"], ["shards", "2", "4"],
+                                     ["mongos", "2", "4"]]  # fmt: skip
+    assert all(int(r[3]) >= 1 and all(r[4:]) for r in rows)
+    # Time vs shards and vs mongos (the import's and each query's), deploy times, balance.
+    page = report(plane, studies, s, tmp_path / "r", "--metric", "seconds")
     found = figures(tmp_path / "r")
-    # The study's figures: bulk import time against shards, the balance per shard, deploy times.
-    assert {"time-to-load-shards.png", "shard-distribution.png", "deploy-times.png"} <= found
-    assert "<h2>Shard distribution</h2>" in page
-    # Two shards of the hashed key share the 200 orders evenly (the model's split).
-    assert re.search(
-        r"sharded-automation-k1-shard0 50\.0% \(\d+\), sharded-automation-k1-shard1 50\.0%", page
-    )
+    assert {
+        "time-to-load-shards.png", "time-to-load-mongos.png", "run-time-find-shards.png",
+        "run-time-aggregation-shards.png", "run-time-find-mongos.png", "deploy-times.png",
+        "shard-distribution.png",
+    } <= found  # fmt: skip
+    caption = "Workload find: run time against shards, one line per other dimensions"
+    assert any(c.startswith(caption) for c in captions(page))
+    # A ranged key loaded in pitchID order: the two-shard cell's documents on one shard.
+    assert re.search(r"sharded-automation-k1-shard\d 100\.0% \(\d+\)", page)
+    compared = mongobench(plane, studies, s, "compare", "--metric", "seconds")
+    assert "run time" in compared and "time to load" in compared
 
 
 @pytest.mark.timeout(3000)

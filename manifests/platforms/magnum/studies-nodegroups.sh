@@ -31,8 +31,9 @@ case "$study" in
   1) flavor=$FLAVOR_STUDY1 nodes=9 ;;
   # Study 2: one mongod, one node.
   2) flavor=$FLAVOR_STUDY2 nodes=1 ;;
-  # Study 3: every process on a node of its own (Dedicated): 7 x 3 members + 3 + 2 = 26 nodes.
-  3) flavor=$FLAVOR_STUDY3 nodes=26 ;;
+  # Study 3: every process on a node of its own (Dedicated); one factor at a time, its largest
+  # cell is 7 shards of 1 member + 1 config server + 1 mongos = 9 nodes.
+  3) flavor=$FLAVOR_STUDY3 nodes=9 ;;
   *) usage ;;
 esac
 case "$action" in

@@ -8,6 +8,11 @@ specs, and the order of their repetitions.
 - A dimension may name its values (`valueNames`, one each): a cell is then labelled, compared
   and matched (baseline, include, exclude, the runs' labels) by the name, and the field gets the
   value. That keeps an object value (a whole `sharding` block) readable as `shardKey=sensor-ts`.
+- `design: OneFactorAtATime` varies one factor at a time instead (the sharded-deployment
+  study's design): the cells are the baseline (`spec.baseline`, a value for every dimension)
+  and, per dimension, each of its other values with every other dimension at its baseline
+  value: 1 + sum(len(values) - 1) cells, not the product. Include and exclude shape a product
+  only, so the schema refuses them with this design.
 - Cells whose cluster specs are equal share one *cluster group*: only run fields differ, so the
   cluster is reused between them.
 - Every (cell, repetition) is one *slot*, one BenchmarkRun with repetitions 1. A *round* is
@@ -38,6 +43,7 @@ from mongobench.api import SpecError
 MAX_CELLS = 200
 Target = Literal["cluster", "run"]
 ORDERS = ("Interleaved", "RandomizedRounds", "Random")
+FACTORIAL, OFAT = "Factorial", "OneFactorAtATime"
 # The dimension of an A/A calibration: two cells, identical but for their clusters.
 CALIBRATION = "calibration"
 CALIBRATION_CELLS = ("a", "b")
@@ -165,12 +171,45 @@ def _combinations(
     return combos
 
 
+def _one_factor_at_a_time(
+    dims: Sequence[Dimension], baseline: Mapping[str, Any] | None
+) -> list[dict[str, Any]]:
+    """The baseline, then per dimension each other value with the rest at the baseline."""
+    names = [d.name for d in dims]
+    base = dict(baseline or {})
+    if sorted(base) != sorted(names):
+        raise SpecError(
+            f"design OneFactorAtATime: baseline {base} must give a value for every dimension "
+            f"({', '.join(names)})"
+        )
+    for d in dims:
+        if base[d.name] not in d.values:
+            raise SpecError(
+                f"design OneFactorAtATime: baseline {d.name}={_text(base[d.name])} is not one "
+                f"of the dimension's values"
+            )
+    base = {n: base[n] for n in names}  # the dimensions' order, as the product's cells
+    combos = [base]
+    for d in dims:
+        combos += [base | {d.name: v} for v in d.values if v != base[d.name]]
+    return combos
+
+
+def _design(spec: Mapping[str, Any], dims: Sequence[Dimension]) -> list[dict[str, Any]]:
+    """The cells' dimension values, by the spec's design."""
+    if spec.get("design", FACTORIAL) != OFAT:
+        return _combinations(dims, spec.get("include") or (), spec.get("exclude") or ())
+    if spec.get("include") or spec.get("exclude"):
+        raise SpecError("design OneFactorAtATime takes no include or exclude")
+    return _one_factor_at_a_time(dims, spec.get("baseline"))
+
+
 def expand(spec: Mapping[str, Any]) -> Matrix:
     """The experiment spec's cells (SpecError for a matrix the operator cannot use)."""
     if spec.get("calibration"):
         return _calibration(spec)
     dims = dimensions_of(spec)
-    combos = _combinations(dims, spec.get("include") or (), spec.get("exclude") or ())
+    combos = _design(spec, dims)
     if not combos:
         raise SpecError("the matrix has no cell (every combination is excluded)")
     if len(combos) > MAX_CELLS:

@@ -16,6 +16,7 @@ from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.benchmarkrun import repetitions as reps
 from mongobench.clock import rfc3339, seconds_since
 from mongobench.config import OperatorConfig
+from mongobench.experiment import archive as summary_archive
 from mongobench.experiment import history, objects
 from mongobench.experiment import matrix as mx
 from mongobench.experiment import schedule as sched
@@ -165,6 +166,8 @@ def advance(kube: KubeApi, namespace: str, name: str, now: datetime) -> Outcome 
             )
         )
     status.setdefault("startTime", rfc3339(now))
+    if not running:  # the summary with its final status, deploy timings included
+        status |= summary_archive.upload(kube, body | {"status": status}, OperatorConfig.current())
     kube.patch_status(KIND, namespace, name, status)
     for event in outcome.events:
         kube.event(body, *event)

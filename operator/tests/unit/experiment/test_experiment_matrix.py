@@ -98,6 +98,52 @@ def test_baseline_names_exactly_one_cell() -> None:
         mx.expand(spec(baseline={"shards": 2}))
 
 
+STUDY_3 = [
+    {"name": "configServers", "target": "cluster", "field": "topology.sharded.configServers",
+     "values": [1, 3]},
+    {"name": "mongos", "target": "cluster", "field": "topology.sharded.mongos", "values": [1, 2]},
+    {"name": "shards", "target": "cluster", "field": "topology.sharded.shards",
+     "values": [1, 3, 5, 7]},
+    {"name": "members", "target": "cluster", "field": "topology.sharded.membersPerShard",
+     "values": [1, 3]},
+    {"name": "version", "target": "cluster", "field": "version", "values": ["7.0.14", "8.0.4"]},
+]  # fmt: skip
+STUDY_3_BASELINE = {"configServers": 1, "mongos": 1, "shards": 1, "members": 1,
+                    "version": "7.0.14"}  # fmt: skip
+
+
+def test_one_factor_at_a_time_is_the_baseline_and_each_other_value_alone() -> None:
+    m = mx.expand(spec(design="OneFactorAtATime", dimensions=STUDY_3, baseline=STUDY_3_BASELINE))
+    # 1 + sum(len(values) - 1) cells, not the product's 64.
+    assert len(m.cells) == 1 + sum(len(d["values"]) - 1 for d in STUDY_3) == 8
+    assert m.baseline == 0 and dict(m.cells[0].values) == STUDY_3_BASELINE
+    varied = [{k: v for k, v in c.values.items() if v != STUDY_3_BASELINE[k]} for c in m.cells[1:]]
+    assert varied == [
+        {"configServers": 3}, {"mongos": 2}, {"shards": 3}, {"shards": 5}, {"shards": 7},
+        {"members": 3}, {"version": "8.0.4"},
+    ]  # fmt: skip
+    assert m.label(4) == "configServers=1,mongos=1,shards=5,members=1,version=7.0.14"
+    assert m.cells[4].cluster_spec["topology"]["sharded"] == {
+        "shards": 5, "membersPerShard": 1, "configServers": 1, "mongos": 1
+    }  # fmt: skip
+    assert [c.group for c in m.cells] == list(range(8))  # a cluster each, baseline first
+
+
+def test_one_factor_at_a_time_needs_a_full_baseline_and_takes_no_include_or_exclude() -> None:
+    ofat = spec(design="OneFactorAtATime")
+    with pytest.raises(SpecError, match="value for every dimension"):
+        mx.expand(ofat)
+    with pytest.raises(SpecError, match="value for every dimension"):
+        mx.expand(ofat | {"baseline": {"shards": 1}})
+    with pytest.raises(SpecError, match="shards=3 is not one of the dimension's values"):
+        mx.expand(ofat | {"baseline": {"shards": 3, "version": "7.0.14"}})
+    with pytest.raises(SpecError, match="no include or exclude"):
+        mx.expand(ofat | {"baseline": {"shards": 1, "version": "7.0.14"},
+                          "exclude": [{"shards": 2}]})  # fmt: skip
+    # Factorial (the default) is the product, as before.
+    assert len(mx.expand(spec(design="Factorial")).cells) == 4
+
+
 def test_matrix_errors_are_spec_errors() -> None:
     with pytest.raises(SpecError, match="no cell"):
         mx.expand(spec(exclude=[{"shards": 1}, {"shards": 2}]))

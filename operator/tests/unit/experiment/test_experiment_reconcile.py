@@ -4,12 +4,15 @@ it writes and the Events it posts as its cells move on, fail or are refused."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
 from fake_kube import FakeKube, unit_clock
 
 from mongobench.api import SpecError
+from mongobench.config import OperatorConfig
 from mongobench.experiment import objects, reconcile
 from mongobench.experiment.matrix import Slot
 from mongobench.k8s import conditions as cond
@@ -130,6 +133,19 @@ def test_a_cell_the_apiserver_would_refuse_refuses_the_experiment() -> None:
     with pytest.raises(SpecError, match=r"would be refused: spec\.run\.threads"):
         advance(kube)
     assert kube.writes == []
+
+
+def test_one_factor_at_a_time_without_a_baseline_or_with_exclude_is_refused_first() -> None:
+    """The schema cannot see baseline, include or exclude (values of no declared type): the
+    first reconcile refuses them (SpecError: Succeeded False, InvalidSpec), nothing created."""
+    for spec, message in (
+        ({}, "must give a value for every dimension"),
+        ({"baseline": {"threads": 1}, "exclude": [{"threads": 4}]}, "no include or exclude"),
+    ):
+        kube = FakeKube(experiment(design="OneFactorAtATime", **spec))
+        with pytest.raises(SpecError, match=message):
+            advance(kube)
+        assert kube.writes == []
 
 
 def test_a_deleted_or_absent_experiment_is_left_alone() -> None:
@@ -305,3 +321,60 @@ def test_the_comparison_in_status_opens_with_a_headline_per_cell() -> None:
     assert comparison["headlines"] == [
         "threads=4 vs threads=1 (run.threads 4 vs 1): throughput too few valid trials on load, a"
     ]
+
+
+def test_an_ended_experiments_summary_with_its_deploy_timings_goes_to_the_runs_archive(
+    tmp_path: Path,
+) -> None:
+    """The deploy timings (status.cells[].deployments) outlive the live object: at the end the
+    experiment is written beside its runs (<prefix>/experiments/<name>), manifest last."""
+    from mongobench_archive import open_root
+
+    body = experiment(clusterPolicy="Keep", archive={"prefix": "studies/x"})
+    body["metadata"]["uid"] = "uid-x"
+    kube = FakeKube(body)
+    previous = OperatorConfig.current()
+    replace(previous, archive_url=str(tmp_path)).make_current()
+    try:
+        advance(kube)
+        kube.objects[("MongoCluster", NS, CLUSTER)]["status"] = {
+            "phase": cond.PHASE_READY,
+            "timings": {"provisionedSeconds": 4.0, "configuredSeconds": 9.0, "readySeconds": 12.5},
+        }
+        advance(kube)
+        set_phase(kube, "BenchmarkRun", RUNS[0], cond.RUN_SUCCEEDED)
+        advance(kube)
+        assert "archive" not in status(kube)  # nothing written before the end
+        set_phase(kube, "BenchmarkRun", RUNS[1], cond.RUN_SUCCEEDED)
+        advance(kube)
+    finally:
+        previous.make_current()
+    final = status(kube)
+    assert final["phase"] == cond.RUN_SUCCEEDED
+    root = tmp_path / "studies" / "x" / "experiments" / "x"
+    assert final["archive"] == {"location": str(root / NS / "x" / "uid-x")}
+    (doc,) = open_root(str(root)).experiments()
+    assert doc["status"]["phase"] == cond.RUN_SUCCEEDED
+    (deployed,) = doc["status"]["cells"][0]["deployments"]
+    assert deployed["readySeconds"] == 12.5 and deployed["provisionedSeconds"] == 4.0
+
+
+def test_an_experiment_whose_archive_fails_still_ends_and_says_why(tmp_path: Path) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    kube = FakeKube(experiment(clusterPolicy="Keep"))
+    kube.objects[(KIND, NS, "x")]["metadata"]["uid"] = "uid-x"
+    previous = OperatorConfig.current()
+    replace(previous, archive_url=str(blocked)).make_current()
+    try:
+        advance(kube)
+        set_phase(kube, "MongoCluster", CLUSTER, cond.PHASE_READY)
+        advance(kube)
+        for run in RUNS:
+            set_phase(kube, "BenchmarkRun", run, cond.RUN_SUCCEEDED)
+            advance(kube)
+        advance(kube)
+    finally:
+        previous.make_current()
+    final = status(kube)
+    assert final["phase"] == cond.RUN_SUCCEEDED and final["archive"]["error"]
