@@ -254,3 +254,17 @@ def test_report_draws_the_cpu_figure_per_configuration(
     assert len(pngs) == 2 * len(TOPOLOGIES)
     page = (tmp_path / "r" / "report.html").read_text()
     assert "CPU busy averaged over the database nodes at each sample, per workload" in page
+
+
+def test_the_paired_table_of_completion_times_is_in_seconds(
+    study: tuple[list[str], dict[str, LoadedRun]],
+) -> None:
+    """Study 2's table: completion times, not rates (`--metric seconds`: a workload's run time,
+    a load's time to load), paired as throughput is; a longer time is the slower one."""
+    lines = invoke("compare", *study[0], *PAIR, "--metric", "seconds").splitlines()
+    header = next(line for line in lines if line.startswith("shards,members"))
+    assert header.split()[2:4] == ["aws", "(s)"]
+    rows = [line.split() for line in lines if " [" in line]
+    assert len(rows) == 6  # 3 topologies x workloads a, c (the load, measured once, has none)
+    verdicts = [" ".join(r[r.index(next(c for c in r if c.startswith("["))) + 3 :]) for r in rows]
+    assert verdicts == ["slower", "no difference"] * 3

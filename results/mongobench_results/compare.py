@@ -1031,6 +1031,8 @@ def _in_paired_table(metric: Metric, wanted: str) -> bool:
         return metric.id == "cpu database"
     if wanted in LATENCY_STATS:
         return metric.id.endswith(f" {wanted}")
+    if wanted == "seconds":  # a completion time: a load's time to load, a workload's run time
+        return metric.id in ("time to load", "run time")
     return metric.id == wanted
 
 
