@@ -264,8 +264,8 @@ def forest_figure(figs: _Figures, result: compare.Comparison) -> None:
     metric, one marker per configuration (filled where the verdict says it changed), the zero
     line; rows without a change to show say why at the right."""
     rows = forest_rows(result)
-    if not rows:
-        return
+    if not any(_forest_point(r) for _, cells in rows for r in cells):
+        return  # an empty frame of reasons: the headline above says them in one line
     colors = _config_colors(result)
     others = [c.name for c in result.configurations if c.name != result.baseline]
     step = 0.7 / max(1, len(others))

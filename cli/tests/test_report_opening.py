@@ -92,3 +92,17 @@ def test_a_load_measured_once_is_no_invalid_row_in_the_answer(tmp_path: Path) ->
     summary = page[start : page.index("</summary>", start)]
     assert "too few valid trials" not in summary and "no valid trials" not in summary
     assert "workload load: measured once a run, no verdict" in page
+
+
+def test_no_empty_forest_when_no_comparison_has_an_interval(tmp_path: Path) -> None:
+    """A reduced study's shape: one trial a workload. The first screen gives the headline's
+    reason ("too few valid trials") in one line, not a frame of markers with none in it."""
+    runs = [
+        benchmark_run("base", workloads=("a", "c"), repetitions=1, loads=1, seed=1),
+        benchmark_run("other", workloads=("a", "c"), repetitions=1, loads=1, clients=2, seed=2),
+    ]
+    result = compare.compare([compare.RunInput(r.key, r.run) for r in runs], baseline="base")
+    assert not any(report._forest_point(r) for _, rows in report.forest_rows(result) for r in rows)
+    out = report.write(runs, result, tmp_path)
+    assert not (tmp_path / "figures" / "changes.png").exists()
+    assert "too few valid trials on a, c" in out.html.read_text()
