@@ -454,14 +454,29 @@ def _experiment_defaults(
     from mongobench_cli import experiment as experiments  # noqa: PLC0415
 
     named = [n for n in map(sources.experiment_name, refs) if n is not None]
-    if not named:
+    objs = [r.kube().experiment(n) for n in named] or _archived_experiments(r, refs)
+    if not objs:
         return group_by, baseline, []
-    objs = [r.kube().experiment(n) for n in named]
     if group_by is None:
         group_by = experiments.CELL_LABEL
         if baseline is None:
             baseline = experiments.baseline(objs[0])
     return group_by, baseline, [f for obj in objs for f in experiments.run_dimensions(obj)]
+
+
+def _archived_experiments(r: sources.Resolver, refs: list[str]) -> list[dict[str, Any]]:
+    """The summaries of the experiments archived under the refs (written when each ended; none
+    under a run's folder): their runs compare as the live experiment's do."""
+    found: list[dict[str, Any]] = []
+    for ref in refs:
+        if sources.is_archive_ref(ref):
+            try:
+                found += sources.archive_experiments(
+                    ref, endpoint_url=r.endpoint_url, region=r.region
+                )
+            except sources.SourceError:
+                continue
+    return found
 
 
 Baseline = Annotated[

@@ -4,6 +4,7 @@ baseline's), and the experiment's deploy-time table in the study's layout."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -152,3 +153,33 @@ def test_describe_names_the_design() -> None:
     out = Console(width=200, record=True)
     out.print(experiment.describe(ended_experiment()))
     assert "Design    OneFactorAtATime" in out.export_text()
+
+
+def test_an_archived_experiments_runs_compare_by_cell_against_its_baseline(
+    tmp_path: Path,
+) -> None:
+    """From the archive as from the live object: the runs pool by their cell and the summary's
+    baseline cell is the baseline, so the README's command needs neither flag (the reduced
+    study's cells differ from the full one's). The baseline's run sorts last here: the first
+    configuration is not what makes it the baseline."""
+    for name, values in (("a-more", BASE | {"shards": "2"}), ("z-base", BASE)):
+        run = benchmark_run(
+            name, labels={CELL: label(values)}, shards=int(values["shards"]), workloads=("find",),
+            seed=len(name),
+        )  # fmt: skip
+        export.export([run], str(tmp_path / name))
+    summary = ended_experiment()
+    summary["spec"]["baseline"] = BASE
+    summary["status"]["cells"] = [
+        {"label": label(BASE | {"shards": "2"}), "values": BASE | {"shards": "2"}},
+        {"label": label(BASE), "values": BASE, "baseline": True},
+    ]
+    open_root(str(tmp_path)).write_experiment(summary)
+    out = CliRunner().invoke(app, ["compare", str(tmp_path), "-o", "json"])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.output)
+    assert doc["baseline"] == label(BASE)
+    assert {c["name"] for c in doc["configurations"]} == {
+        label(BASE),
+        label(BASE | {"shards": "2"}),
+    }

@@ -22,6 +22,7 @@ import copy
 import json
 import os
 import re
+import shlex
 import subprocess
 import urllib.parse
 from collections.abc import Callable, Iterator
@@ -47,8 +48,10 @@ from localplane.mongomodel import MongoModel
 from localplane.operator import OperatorProcess, start_operator, wait_until
 from localplane.plane import Plane
 from localplane.policies import LENIENT_VALIDITY
-from localplane.pytest_plugin import RESTRICTED_LABELS
+from localplane.pytest_plugin import RESTRICTED_LABELS, S3_BUCKET
+from localplane.s3server import ACCESS_KEY, REGION, SECRET_KEY, S3Server, start_s3server
 from localplane.tools import REPO
+from mongobench_archive import ArchiveError, open_root
 
 pytestmark = pytest.mark.cluster
 
@@ -143,6 +146,7 @@ class Running:
     operator: OperatorProcess
     namespaces: dict[str, str]  # study folder -> its namespace
     watches: dict[str, Watch]
+    s3: S3Server  # the operator's default archive (the chart's archive.bucket): s3://mongobench
 
 
 @pytest.fixture(scope="module")
@@ -157,6 +161,9 @@ def studies(
     log = tmp_path_factory.mktemp("operator") / "operator.log"
     with ExitStack() as stack:
         stack.callback(api.close)
+        # The default archive a user sets once; the studies name only their prefixes.
+        s3 = start_s3server(tmp_path_factory.mktemp("s3server"), buckets=[S3_BUCKET])
+        stack.callback(s3.close)
         host_map: dict[str, str] = {}
         watches: dict[str, Watch] = {}
         for study in STUDY_LIST:
@@ -202,6 +209,11 @@ def studies(
             MONGOBENCH_PROMETHEUS_URL=prometheus,
             MONGOBENCH_PROMETHEUS_SCRAPE_INTERVAL="1",
             MONGOBENCH_PROMETHEUS_NODE_ALIASES=node_aliases(api),
+            MONGOBENCH_ARCHIVE_URL=f"s3://{S3_BUCKET}",
+            MONGOBENCH_ARCHIVE_ENDPOINT=s3.endpoint,
+            MONGOBENCH_ARCHIVE_REGION=REGION,
+            AWS_ACCESS_KEY_ID=ACCESS_KEY,
+            AWS_SECRET_ACCESS_KEY=SECRET_KEY,
         )
         stack.callback(operator.stop)
         for study in STUDY_LIST:
@@ -209,7 +221,7 @@ def studies(
                 "apply", "--server-side", "-n", namespaces[study.folder], "-f", "-",
                 input=reduced(plane, study),
             )  # fmt: skip
-        yield Running(operator, namespaces, watches)
+        yield Running(operator, namespaces, watches, s3)
 
 
 def finished(plane: Plane, running: Running, study: Study) -> dict[str, Any]:
@@ -497,3 +509,106 @@ def test_study_4_week_shard_keys_bucketed_writes_and_queries_each_drawn_by_its_c
         ["count", "COUNT", "avg", "(us)"],
     ]
     assert all(x.split()[4] == "2" for x in lines if x.split()[1:2] == ["BY_SENSOR"])
+
+
+def readme_commands(folder: str, namespace: str) -> list[list[str]]:
+    """The `mongobench` commands of the study's README that read its archive (s3://BUCKET/...),
+    from its shell blocks and its tables, as words: the bucket the operator's default, a run's
+    namespace (`studies` in the README) the one the study ran in."""
+    text = (STUDIES / folder / "README.md").read_text()
+    blocks = re.findall(r"```sh\n(.*?)```", text, flags=re.S)
+    found = [
+        line.strip()
+        for block in blocks
+        for line in block.replace("\\\n", " ").splitlines()
+        if line.strip().startswith("mongobench ")
+    ]
+    found += re.findall(r"`(mongobench [^`]*)`", text)
+    commands = [
+        [re.sub(r"^(s3://.*)/studies/([^/]+)$", rf"\1/{namespace}/\2", w) for w in shlex.split(c)]
+        for c in (c.replace("BUCKET", S3_BUCKET) for c in found if "s3://BUCKET/" in c)
+    ]
+    return [c for i, c in enumerate(commands) if c not in commands[:i]]
+
+
+def wait_archived(plane: Plane, running: Running, study: Study) -> None:
+    """Every run of the study's namespace Archived, and every experiment's summary uploaded."""
+    api = plane.api_client()
+    objects = k8s.CustomObjectsApi(api)
+    ns = running.namespaces[study.folder]
+
+    def archived() -> bool:
+        def items(plural: str) -> list[dict[str, Any]]:
+            got: dict[str, Any] = objects.list_namespaced_custom_object(GROUP, VERSION, ns, plural)
+            return list(got["items"])
+
+        runs_done = all(
+            any(
+                c["type"] == "Archived" and c["status"] == "True"
+                for c in r.get("status", {}).get("conditions", [])
+            )
+            for r in items("benchmarkruns")
+        )
+        summaries = items("benchmarkexperiments")
+        return runs_done and all(
+            "location" in e.get("status", {}).get("archive", {}) for e in summaries
+        )
+
+    try:
+        wait_until(archived, timeout=300, interval=1, what=f"{study.folder} archived")
+    finally:
+        api.close()  # type: ignore[no-untyped-call]
+
+
+def in_archive(running: Running, url: str) -> bool:
+    """Whether the archive holds a run under `url`."""
+    root = open_root(
+        url, endpoint_url=running.s3.endpoint, region=REGION,
+        access_key_id=ACCESS_KEY, secret_access_key=SECRET_KEY,
+    )  # fmt: skip
+    try:
+        return bool(root.runs())
+    except ArchiveError:  # "no archived run here"
+        return False
+
+
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("folder", [s.folder for s in STUDY_LIST])
+def test_the_readmes_commands_draw_each_study_from_its_archive(
+    plane: Plane, studies: Running, tmp_path: Path, folder: str
+) -> None:
+    """What a user types after a study: each README command over the archive, as written (the
+    bucket the operator's default), exits 0 and prints or writes something. A command naming a
+    second cloud's folder (study 1's OpenStack half, which the reduced study does not run) is
+    run over the folders this run archived, its pairing left out."""
+    s = study(folder)
+    finished(plane, studies, s)
+    for kind, name in s.also:
+        finished(plane, studies, replace(s, kind=kind, name=name))
+    wait_archived(plane, studies, s)
+    env = {**os.environ, **studies.s3.env(), "COLUMNS": "100"}
+    ran = []
+    for written in readme_commands(folder, studies.namespaces[folder]):
+        words = list(written)
+        urls = [w for w in words if w.startswith("s3://")]
+        present = [u for u in urls if in_archive(studies, u)]
+        assert present, f"none of {urls} holds a run"
+        if present != urls:  # study 1: the half this plane ran; a pairing needs both
+            if "--pair-by" in words:
+                continue
+            words = [w for w in words if not w.startswith("s3://") or w in present]
+        if words[1] == "report":
+            words[words.index("-o") + 1] = str(tmp_path / words[words.index("-o") + 1])
+        done = subprocess.run(
+            [str(MONGOBENCH), *words[1:]], capture_output=True, text=True, check=False,
+            timeout=600, env=env,
+        )  # fmt: skip
+        assert done.returncode == 0, (words, done.stderr[-2000:])
+        assert done.stdout.strip(), words
+        ran.append(words)
+    assert ran, f"{folder}: no README command read the archive"
+    if folder == "1-aws-vs-openstack":
+        # The study's CPU figure: the database nodes' mean at each sample, from the archive's
+        # raw series (the live objects have none), per configuration.
+        made = figures(tmp_path / "aws-vs-openstack")
+        assert {f"cpu-average-platform_kind_shards_{n}_members_1.png" for n in (1, 2)} <= made
