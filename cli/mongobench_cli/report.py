@@ -1083,6 +1083,44 @@ def _question_html(result: compare.Comparison) -> str:
     return f"<ul>{''.join(items)}</ul>"
 
 
+def _opening_html(
+    result: compare.Comparison, runs: Sequence[LoadedRun], figs: _Figures
+) -> list[str]:
+    """The first screen of a comparison: the question, the answer, how a change is decided."""
+    return [
+        "<h2>Question</h2>",
+        f"<p>{len(runs)} runs in {len(result.configurations)} configurations, each compared "
+        f"with the baseline <b>{html.escape(result.baseline)}</b>:</p>",
+        _question_html(result),
+        "<h2>Answer</h2>",
+        *_answer_html(result, figs),
+        f"<p class='legend'>A change is shown only where "
+        f"{'Welch&#39;s t-test' if result.test == 'welch' else 'the Mann-Whitney U test'} "
+        f"finds it significant at alpha {result.alpha} after adjusting for the table's "
+        f"comparisons ({html.escape(result.adjustment_text())}), otherwise no difference. "
+        f"Intervals are {100 * result.confidence:.0f}% (t distribution for means; for changes: "
+        f"{html.escape(result.interval_method)}). CPU changes are in percentage points. "
+        + (
+            "Trials judged invalid are included and flagged.</p>"
+            if result.include_invalid
+            else "Trials judged invalid are left out; the valid column counts them.</p>"
+        ),
+    ]
+
+
+def _single_html(result: compare.Comparison, runs: Sequence[LoadedRun]) -> list[str]:
+    """One configuration: no question of a difference and no empty verdicts; what was
+    measured, and how to get a comparison."""
+    (only,) = result.configurations
+    return [
+        "<h2>Measured</h2>",
+        f"<p>{len(runs)} run(s) of one configuration, <b>{html.escape(only.name)}</b>: nothing "
+        "to compare it with here (name a second run or configuration to get a verdict). Its "
+        f"figures and tables follow, with {100 * result.confidence:.0f}% intervals where it has "
+        "repetitions.</p>",
+    ]
+
+
 def _answer_html(result: compare.Comparison, figs: _Figures) -> list[str]:
     """The answer: a headline per configuration, the verdict per workload and metric (the
     compact table of `compare`), the forest plot of the changes."""
@@ -1323,22 +1361,10 @@ def write(
         "<title>mongobench report</title>",
         f"<style>{_CSS}</style></head><body>",
         "<h1>mongobench report</h1>",
-        "<h2>Question</h2>",
-        f"<p>{len(runs)} runs in {len(result.configurations)} configurations, each compared "
-        f"with the baseline <b>{html.escape(result.baseline)}</b>:</p>",
-        _question_html(result),
-        "<h2>Answer</h2>",
-        *_answer_html(result, figs),
-        f"<p class='legend'>A change is shown only where "
-        f"{'Welch&#39;s t-test' if result.test == 'welch' else 'the Mann-Whitney U test'} "
-        f"finds it significant at alpha {result.alpha} after adjusting for the table's "
-        f"comparisons ({html.escape(result.adjustment_text())}), otherwise no difference. "
-        f"Intervals are {100 * result.confidence:.0f}% (t distribution for means; for changes: "
-        f"{html.escape(result.interval_method)}). CPU changes are in percentage points. "
-        + (
-            "Trials judged invalid are included and flagged.</p>"
-            if result.include_invalid
-            else "Trials judged invalid are left out; the valid column counts them.</p>"
+        *(
+            _opening_html(result, runs, figs)
+            if len(result.configurations) > 1
+            else _single_html(result, runs)
         ),
     ]
     for line in [*(f"not comparable: {r}" for r in result.incomparable), *result.notes]:

@@ -106,3 +106,16 @@ def test_no_empty_forest_when_no_comparison_has_an_interval(tmp_path: Path) -> N
     out = report.write(runs, result, tmp_path)
     assert not (tmp_path / "figures" / "changes.png").exists()
     assert "too few valid trials on a, c" in out.html.read_text()
+
+
+def test_one_configuration_opens_with_what_was_measured_not_empty_verdicts(
+    tmp_path: Path,
+) -> None:
+    """A study's single run (study 4's week): no Question of a difference, no Answer with an
+    empty tally; one line says there is nothing to compare and how to get a verdict."""
+    run = benchmark_run("week", workloads=("a",), repetitions=2, seed=4)
+    result = compare.compare([compare.RunInput(run.key, run.run)])
+    page = report.write([run], result, tmp_path).html.read_text()
+    assert "<h2>Answer</h2>" not in page and "Verdicts per workload" not in page
+    assert "<h2>Measured</h2>" in page
+    assert "1 run(s) of one configuration, <b>week</b>: nothing to compare it with here" in page
