@@ -888,11 +888,18 @@ def load_figures(figs: _Figures, result: compare.Comparison) -> list[str]:
 DISTRIBUTION_SECTION = "Shard distribution"
 
 
-def distribution_figure(figs: _Figures, runs: Sequence[LoadedRun]) -> bool:
+def distribution_figure(
+    figs: _Figures, runs: Sequence[LoadedRun], result: compare.Comparison | None = None
+) -> bool:
     """Each sharded run's documents per shard after its last load, as shares of 100%: a bar a
-    run, a segment a shard (the studies' "shard balance per shard"). False when no run is
-    sharded."""
-    dists = [(r.key or r.name, d) for r in runs if (d := records.distribution(r.run))]
+    run, a segment a shard (the studies' "shard balance per shard"), named by its
+    configuration where that is one run (a shard-key test's key), else by the run. False when
+    no run is sharded."""
+    label = {r.key: r.key for r in runs}
+    for c in result.configurations if result else ():
+        if len(c.runs) == 1:
+            label[c.runs[0].key] = c.name
+    dists = [(label.get(r.key) or r.name, d) for r in runs if (d := records.distribution(r.run))]
     if not dists:
         return False
     cmap = plt.get_cmap("tab20")
@@ -1352,7 +1359,7 @@ def write(
     cpu_overlay_figure(figs, result, by_key)
     deploy_figure(figs, experiments)
     knee_table = knee_figures(figs, runs)
-    distribution_figure(figs, runs)
+    distribution_figure(figs, runs, result)
 
     # First screen: the question, the answer, the changes' figure; then the figures; then
     # the tables; then the warnings and each run's trials.

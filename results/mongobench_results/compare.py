@@ -493,12 +493,20 @@ def _without_varied(key: str, value: Any, varied: Sequence[str]) -> Any:
     return {k: x for k, x in value.items() if k not in inside}
 
 
+def _fact_text(key: str, value: Any) -> str:
+    """A spec fact as a user reads it: a sharding block as the shard key MongoDB writes
+    (`{sensor: 1, ts: 1}`), not the block's defaults that its fields override."""
+    if key == "sharding" and isinstance(value, Mapping):
+        return records.shard_key({"spec": {"sharding": value}})
+    return str(value)
+
+
 def _parameter_differences(
     a: Mapping[str, Any], b: Mapping[str, Any], varied: Sequence[str] = ()
 ) -> list[str]:
     keys = sorted(k for k in set(a) | set(b) if not _is_varied(k, varied))
     return [
-        f"{k} {a.get(k, '-')} vs {b.get(k, '-')}"
+        f"{k} {_fact_text(k, a.get(k, '-'))} vs {_fact_text(k, b.get(k, '-'))}"
         for k in keys
         if _without_varied(k, a.get(k), varied) != _without_varied(k, b.get(k), varied)
     ]

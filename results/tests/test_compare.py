@@ -485,3 +485,20 @@ def test_one_timed_operation_reads_as_its_run_time_in_seconds() -> None:
     assert base.summary.mean == pytest.approx(1.0, rel=0.05)  # one operation at 1 op/s
     assert query.summary.mean == pytest.approx(0.5, rel=0.05)
     assert query.outcome() == compare.FASTER and query.verdict.startswith("-")
+
+
+def test_a_shard_key_difference_reads_as_the_key_mongodb_writes() -> None:
+    """Unit tier: study 4's shard-key test names what differs between two cells as the keys
+    (`{sensor: 1, ts: 1}` vs `{_id: hashed}`), not a block whose defaults its fields override."""
+    base = benchmark_run("hashed", shards=2, seed=80)
+    other = benchmark_run("sensor-ts", shards=2, seed=81)
+    base.run["spec"]["sharding"] = {"key": "_id", "hashed": True}
+    other.run["spec"]["sharding"] = {
+        "key": "_id", "hashed": True,
+        "fields": [{"field": "sensor", "type": "Ranged"}, {"field": "ts", "type": "Ranged"}],
+    }  # fmt: skip
+    result = compare.compare(inputs(base, other), baseline="hashed")
+    configs = {c.name: c for c in result.configurations}
+    assert compare.what_differs(configs["hashed"], configs["sensor-ts"]) == [
+        "sharding {sensor: 1, ts: 1} vs {_id: hashed}"
+    ]

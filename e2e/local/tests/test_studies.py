@@ -612,3 +612,8 @@ def test_the_readmes_commands_draw_each_study_from_its_archive(
         # raw series (the live objects have none), per configuration.
         made = figures(tmp_path / "aws-vs-openstack")
         assert {f"cpu-average-platform_kind_shards_{n}_members_1.png" for n in (1, 2)} <= made
+    if folder == "4-monitoring":
+        # The shard-key test as a figure: a bar per key, its shards' shares of the documents.
+        page = (tmp_path / "shard-keys" / "report.html").read_text()
+        assert "shard-distribution.png" in figures(tmp_path / "shard-keys")
+        assert all(f"shardKey={k}" in page for k in ("hashed-id", "ts", "sensor-ts"))
