@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
+from typing import Any
 
 import pytest
 from builders import benchmark_run
@@ -119,3 +120,33 @@ def test_one_configuration_opens_with_what_was_measured_not_empty_verdicts(
     assert "<h2>Answer</h2>" not in page and "Verdicts per workload" not in page
     assert "<h2>Measured</h2>" in page
     assert "1 run(s) of one configuration, <b>week</b>: nothing to compare it with here" in page
+
+
+def test_the_shard_distribution_names_a_bar_by_its_configuration_where_it_is_one_run(
+    tmp_path: Path,
+) -> None:
+    """Study 4's shard-key test: a run per key, so a bar reads `shardKey=ts`, not the run's
+    generated name; a configuration of several runs keeps a bar per run, named by the run."""
+
+    class Labels(report._Figures):
+        seen: list[str] = []
+
+        def save(self, fig: Any, name: str, section: str, caption: str) -> None:
+            Labels.seen = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+            super().save(fig, name, section, caption)
+
+    runs = []
+    for i, key in enumerate(("hashed-id", "ts")):
+        run = benchmark_run(f"keys-c{i}-r1", shards=2, labels={"cell": f"shardKey={key}"}, seed=i)
+        load = next(s for s in run.run["status"]["steps"] if s["kind"] == "load")
+        load["distribution"] = {
+            "collection": "ycsb.usertable", "sharded": True, "documents": 100,
+            "shards": [{"shard": f"s{j}", "documents": 50, "percent": 50.0, "chunks": 1}
+                       for j in range(2)],
+        }  # fmt: skip
+        runs.append(run)
+    result = compare.compare([compare.RunInput(r.key, r.run) for r in runs], group_by="cell")
+    assert report.distribution_figure(Labels(tmp_path), runs, result)
+    assert Labels.seen == ["shardKey=hashed-id", "shardKey=ts"]
+    assert report.distribution_figure(Labels(tmp_path), runs)  # no comparison: the runs
+    assert Labels.seen == ["keys-c0-r1", "keys-c1-r1"]
