@@ -189,6 +189,14 @@ class Plane:
     def audit_log(self) -> Path:
         return self.logs / "audit.log"
 
+    def audit_events(self) -> list[dict[str, Any]]:
+        """The audit log's events, each a dict. The apiserver writes the log while tests read
+        it: the text after its last newline may be an event half written, left for a later read."""
+        if not self.audit_log.exists():
+            return []
+        lines = self.audit_log.read_text().split("\n")[:-1]
+        return [json.loads(line) for line in lines if line.strip()]
+
     def _audit_args(self) -> list[str]:
         if not self.audit:
             return []

@@ -273,10 +273,9 @@ def granted(api: k8s.ApiClient) -> set[tuple[str, str, str]]:
     return out
 
 
-def used(audit_log: Path) -> tuple[set[tuple[str, str, str]], list[str]]:
+def used(plane: Plane) -> tuple[set[tuple[str, str, str]], list[str]]:
     calls, denied = set(), []
-    for line in audit_log.read_text().splitlines():
-        event = json.loads(line)
+    for event in plane.audit_events():
         if event.get("user", {}).get("username") != OPERATOR_USER or "objectRef" not in event:
             continue
         ref = event["objectRef"]
@@ -418,7 +417,7 @@ def test_chart_with_monitoring_runs_a_gitops_flow_under_its_rbac_then_upgrades_a
 
     # RBAC: every call was allowed, and every grant was used by this flow or is a documented
     # path of the code this flow does not take.
-    calls, denied = used(plane.audit_log)
+    calls, denied = used(plane)
     assert not denied
     grants = granted(api)
     assert calls <= grants, calls - grants

@@ -87,8 +87,7 @@ class Request:
 def requests(plane: Plane, user: str, since: float, until: float | None = None) -> list[Request]:
     """The user's requests the apiserver received from `since` on (up to `until`)."""
     found = []
-    for line in plane.audit_log.read_text().splitlines():
-        event = json.loads(line)
+    for event in plane.audit_events():
         if event.get("user", {}).get("username") != user or event["stage"] == "ResponseStarted":
             continue  # a watch is logged when it starts and when it ends: counted once
         at = datetime.fromisoformat(event["requestReceivedTimestamp"]).timestamp()
