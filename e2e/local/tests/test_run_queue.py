@@ -111,6 +111,12 @@ def test_a_second_run_on_one_cluster_waits_queued_through_a_restart_then_runs_af
             timeout=90,
             what="the first run's first measured step",
         )
+        # The first run's start moved the second up: its place is read again, not left stale.
+        wait_until(
+            lambda: run("second")["status"]["queue"]["message"].startswith("1st in line"),
+            timeout=30,
+            what="the second run 1st in line once the first started",
+        )
         # Only the first run prepared (dropped and created) the collection; its data is there
         # (the deleted third dropped nothing).
         assert model.dropped == ["ycsb.usertable"]

@@ -106,8 +106,9 @@ def start(
 # the final manifest is written; a failed upload waits out its backoff
 # (status.archive.nextAttempt). The run's events decide (k8s.ticker: kopf's timers kept every
 # run's body); its ticks, its Jobs' and its cluster's events share one wake-up key.
-# A queued run (phase Queued) follows the run it waits behind the same way: that run's end or
-# deletion wakes it (HOLDS: it still advances; LEFT: it ended).
+# A queued run (phase Queued) follows the run it waits behind the same way: that run's start,
+# move in line, end or deletion wakes it (HOLDS: it started and advances; "Waits:<place>": it
+# is queued itself, at that place; LEFT: it ended), so its own place is never left stale.
 NEXT = (1.0, 1.0)  # (interval, first tick) in seconds
 FALLBACK = (120.0, 120.0)
 ARCHIVE_SECONDS = 2.0
@@ -152,6 +153,16 @@ def _behind(status: Mapping[str, Any]) -> str | None:
     return behind if isinstance(behind, str) else None
 
 
+def _place(status: Mapping[str, Any]) -> int:
+    place = (status.get("queue") or {}).get("place")
+    return place if isinstance(place, int) else 1
+
+
+def waits(place: int) -> str:
+    """The state a queued run reports to the runs behind it."""
+    return f"Waits:{place}"
+
+
 def _cluster_of(body: Mapping[str, Any]) -> str | None:
     ref = (body.get("spec") or {}).get("clusterRef")
     name = ref.get("name") if isinstance(ref, Mapping) else None
@@ -173,13 +184,17 @@ async def run_changed(
         key, every is not None, interval, lambda: _ticked(memo, namespace, name), first=first
     )
     status = raw.get("status") or {}
-    # The runs queued behind this one follow it (k8s.dependents): its end or deletion wakes them.
-    state.dependents.changed(key, HOLDS if every is not None else LEFT, gone=not live)
-    cluster, behind = _cluster_of(raw), _behind(status)
+    cluster, behind, place = _cluster_of(raw), _behind(status), _place(status)
+    # The runs queued behind this one follow it (k8s.dependents): its start, its move in line,
+    # its end or its deletion wakes them.
+    held = LEFT if every is None else HOLDS if behind is None else waits(place)
+    state.dependents.changed(key, held, gone=not live)
     if every is not None and behind is not None:
-        # Queued: the run ahead ending frees the target; its cluster is read again then.
+        # Queued: as it saw the run ahead (started when it is 1st in line, else queued one place
+        # ahead of it); the run ahead ending frees the target and its cluster is read again then.
+        seen = HOLDS if place <= 1 else waits(place - 1)
         state.dependents.follow(
-            key, (KIND, namespace, behind), HOLDS, lambda: _cluster_advance(memo, namespace, name)
+            key, (KIND, namespace, behind), seen, lambda: _cluster_advance(memo, namespace, name)
         )
     elif every is not None and cluster is not None:
         state.dependents.follow(

@@ -325,3 +325,32 @@ def test_a_queued_run_ticks_slowly_and_wakes_when_the_run_ahead_ends_or_is_delet
     gone["metadata"]["deletionTimestamp"] = "2026-11-26T00:00:00Z"
     run_event(gone)
     assert state.wakeups.idle(timeout=5) and state.advanced == [("ns", "r")] * 2
+
+
+def test_a_run_queued_second_wakes_when_the_run_ahead_starts_or_moves_up(
+    state: SimpleNamespace,
+) -> None:
+    """Its place says 2nd while the run ahead waits; the run ahead starting (or moving up in
+    line) wakes it, so its place is read again and not left stale."""
+
+    def named(name: str, phase: str, **status: Any) -> dict[str, Any]:
+        body = run(phase, CLUSTER_READY)
+        body["metadata"]["name"] = name
+        body["status"].update(status)
+        return body
+
+    run_event(named("b", cond.RUN_QUEUED, queue={"place": 2, "behind": "a", "message": ""}))
+    queued = named("r", cond.RUN_QUEUED, queue={"place": 3, "behind": "b", "message": ""})
+    run_event(queued)
+    run_event(named("b", cond.RUN_QUEUED, queue={"place": 2, "behind": "a", "message": ""}))
+    assert state.wakeups.idle(timeout=5) and state.advanced == []  # as it saw it
+    run_event(named("b", cond.RUN_QUEUED, queue={"place": 1, "behind": "a", "message": ""}))
+    assert state.wakeups.idle(timeout=5) and state.advanced == [("ns", "r")]  # moved up
+    queued["status"]["queue"]["place"] = 2
+    run_event(queued)
+    run_event(named("b", cond.RUN_LOADING, steps=[step(0, RUNNING)]))
+    assert state.wakeups.idle(timeout=5) and state.advanced == [("ns", "r")] * 2  # started
+    queued["status"]["queue"]["place"] = 1
+    run_event(queued)
+    run_event(named("b", cond.RUN_RUNNING, steps=[step(0, SUCCEEDED), step(1, RUNNING)]))
+    assert state.wakeups.idle(timeout=5) and state.advanced == [("ns", "r")] * 2
