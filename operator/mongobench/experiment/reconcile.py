@@ -38,8 +38,11 @@ class Outcome:
 
 
 def policy_of(spec: Mapping[str, Any]) -> sched.Policy:
+    duet = spec.get("order") == mx.DUET
     return sched.Policy(
-        max_clusters=int(spec.get("maxClusters", 1)),
+        # A Duet's two clusters live at once, whatever maxClusters says.
+        max_clusters=max(int(spec.get("maxClusters", 1)), 2 if duet else 1),
+        paired=duet,
         clusters_after=spec.get("clusterPolicy", "Delete"),
         on_cell_failure=spec.get("onCellFailure", "Stop"),
         cluster_ready_timeout=float(spec.get("clusterReadyTimeoutSeconds", 900)),
