@@ -433,7 +433,12 @@ def test_everything_done_and_deleted_succeeds() -> None:
 
 # --- Duet ---------------------------------------------------------------------------------------
 
-RUN_PAIR = {"name": "wc", "target": "run", "field": "mongo.writeConcern", "values": ["1", "majority"]}
+RUN_PAIR = {
+    "name": "wc",
+    "target": "run",
+    "field": "mongo.writeConcern",
+    "values": ["1", "majority"],
+}
 
 
 def test_a_duet_is_two_cells_each_on_a_cluster_of_its_own() -> None:
@@ -450,7 +455,7 @@ def test_a_duet_is_two_cells_each_on_a_cluster_of_its_own() -> None:
 
 
 def test_a_duet_of_more_or_fewer_than_two_cells_is_refused() -> None:
-    with pytest.raises(SpecError, match="order Duet takes exactly two cells.* has 4"):
+    with pytest.raises(SpecError, match=r"order Duet takes exactly two cells.* has 4"):
         mx.expand(spec(order="Duet"))
     with pytest.raises(SpecError, match="has 1"):
         mx.expand(spec(order="Duet", dimensions=[RUN_PAIR], exclude=[{"wc": "1"}]))
@@ -473,3 +478,20 @@ def test_a_duet_starts_both_runs_of_a_round_together() -> None:
     # Restarted between the two creates: the partner of a created run starts alone, at once.
     d = decide({0: READY, 1: READY}, {Slot(0, 1): "Pending"}, duet)
     assert d.actions == [sched.CreateRun(Slot(1, 1))]
+
+
+def test_a_duets_runs_name_their_pair_side_and_the_partners_clients() -> None:
+    body = {
+        "metadata": {"name": "d", "namespace": "ns", "uid": "u"},
+        "spec": spec(
+            order="Duet",
+            dimensions=[RUN_PAIR],
+            run={"workloads": [{"name": "a"}], "clients": {"parallelism": 2}},
+        ),
+    }
+    m = mx.expand(body["spec"])
+    a, b = (objects.run(body, m, Slot(c, 3)) for c in (0, 1))
+    assert a["spec"]["duet"] == {"name": "d-r3", "side": 0, "peerParallelism": 2}
+    assert b["spec"]["duet"] == {"name": "d-r3", "side": 1, "peerParallelism": 2}
+    assert a["spec"]["clusterRef"] != b["spec"]["clusterRef"]  # two targets: no queue
+    assert "duet" not in objects.run(body | {"spec": spec()}, mx.expand(spec()), Slot(0, 1))["spec"]
