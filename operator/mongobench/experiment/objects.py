@@ -51,8 +51,17 @@ def cluster(experiment: Mapping[str, Any], matrix: Matrix, group: int) -> dict[s
             "labels": {EXPERIMENT_LABEL: meta["name"], GROUP_LABEL: str(group)},
             "ownerReferences": [_owner(experiment)],
         },
-        "spec": copy.deepcopy(dict(matrix.groups[group])),
+        "spec": _paired(experiment, copy.deepcopy(dict(matrix.groups[group]))),
     }
+
+
+def _paired(experiment: Mapping[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+    """A Duet's cluster: its pods paired with the other cluster's on the same nodes."""
+    if (experiment.get("spec") or {}).get("order") == DUET:
+        spec["placement"] = dict(spec.get("placement") or {}) | {
+            "duet": experiment["metadata"]["name"]
+        }
+    return spec
 
 
 def archive_of(experiment_spec: Mapping[str, Any], name: str) -> dict[str, Any] | None:

@@ -494,4 +494,6 @@ def test_a_duets_runs_name_their_pair_side_and_the_partners_clients() -> None:
     assert a["spec"]["duet"] == {"name": "d-r3", "side": 0, "peerParallelism": 2}
     assert b["spec"]["duet"] == {"name": "d-r3", "side": 1, "peerParallelism": 2}
     assert a["spec"]["clusterRef"] != b["spec"]["clusterRef"]  # two targets: no queue
+    # Both clusters' pods pair by the experiment's name.
+    assert {objects.cluster(body, m, g)["spec"]["placement"]["duet"] for g in (0, 1)} == {"d"}
     assert "duet" not in objects.run(body | {"spec": spec()}, mx.expand(spec()), Slot(0, 1))["spec"]
