@@ -18,7 +18,7 @@ import os
 import shlex
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import FrameType
@@ -283,6 +283,7 @@ def run_ycsb(args: argparse.Namespace, install: Callable[[Callable[[], None]], N
         end=utc_now(),
         labels=labels,
         points=metrics.throughput_points,
+        latency=metrics.latency_points,
         cfs=cfs,
     )
 
@@ -297,6 +298,7 @@ def ycsb_document(
     end: datetime,
     labels: dict[str, str],
     points: Sequence[tuple[int, float]] = (),
+    latency: Mapping[int, float] | None = None,
     cfs: tuple[int, int] | None = None,
 ) -> Document:
     """The client's document from a finished YCSB process (pure); `points`: its status lines'
@@ -368,7 +370,7 @@ def ycsb_document(
         start_gate=gate,
         extra_warnings=warnings,
         cfs=cfs,
-        **series_fields(points),
+        **series_fields(points, latency),
     )
 
 

@@ -226,7 +226,7 @@ def run_locust(args: argparse.Namespace, install: Callable[[Callable[[], None]],
         expected_ops=_expected_ops(props, args.phase),
         throttled=float(props.get("target", "0") or 0) > 0,
         cfs=cfs,
-        **series_fields(metrics.throughput_points),
+        **series_fields(metrics.throughput_points, metrics.latency_points),
     )
 
 

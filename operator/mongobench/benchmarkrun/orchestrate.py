@@ -633,6 +633,7 @@ class _Advance:
                 merged,
                 per_client=jobs_in_plan * self.spec.clients.parallelism
                 <= summary.PER_CLIENT_BUDGET,
+                series=self.spec.duet is not None,
             ),
             "job": step.job_name(self.name),
             "startTime": start,
