@@ -31,7 +31,7 @@ import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from mongobench_results import records, stats
 
@@ -334,7 +334,7 @@ def compare(
     return Result(baseline, other, tuple(rows), tuple(found), confidence, notes=tuple(notes))
 
 
-def validity_condition(result: Result) -> tuple[str, str, str]:
+def validity_condition(result: Result) -> tuple[Literal["True", "False", "Unknown"], str, str]:
     """(status, reason, message) of the DuetValid condition."""
     bad = [p for p in result.pairs if not p.valid]
     if not result.pairs:

@@ -45,6 +45,8 @@ ARCHIVED = "Archived"
 TARGET_MET = "TargetMet"
 REGRESSED = "Regressed"
 TRIALS_VALID = "TrialsValid"
+# A Duet experiment's pairs: ran together, whole, neither side starved (reasons: results.duet).
+DUET_VALID = "DuetValid"
 QUEUED = "Queued"
 PROFILED = "Profiled"
 
