@@ -42,6 +42,7 @@ WINDOW_TOLERANCE = 0.05  # the sides' interval counts may differ by this share (
 MIN_CPU_SHARE = 0.2  # the smaller side's share of both sides' CPU below this: starved
 # Why a pair is left out (the reasons of the DuetValid condition).
 NOT_PAIRED, NOT_TOGETHER, SHORT_SIDE, STARVED = "NotPaired", "NotTogether", "ShortSide", "Starved"
+ALL_PAIRED = "AllPaired"
 FASTER, SLOWER, NO_DIFFERENCE = "faster", "slower", "no difference"
 METRICS = {"throughput": ("throughput", True), "latency": ("latencyAvgUs", False)}
 
@@ -342,7 +343,7 @@ def validity_condition(result: Result) -> tuple[Literal["True", "False", "Unknow
     if not bad:
         shares = [p.cpu_share for p in result.pairs if p.cpu_share is not None]
         said = f"; smaller side's CPU share {100 * min(shares):.0f}% at least" if shares else ""
-        return "True", "AllPaired", f"all {len(result.pairs)} pairs valid{said}"
+        return "True", ALL_PAIRED, f"all {len(result.pairs)} pairs valid{said}"
     first = bad[0]
     reason, message = first.problems[0]
     where = f"{first.duet} {first.workload}"
