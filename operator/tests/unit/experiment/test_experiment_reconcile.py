@@ -445,3 +445,21 @@ def test_a_duet_runs_both_sides_at_once_and_ends_with_the_paired_comparison() ->
     valid = get_condition(final["conditions"], cond.DUET_VALID)
     assert valid is not None and (valid["status"], valid["reason"]) == (cond.TRUE, "AllPaired")
     assert "CPU share 50%" in valid["message"]
+
+
+def test_an_aa_duet_calibrates_two_clusters_of_one_template_side_by_side() -> None:
+    body = experiment(order="Duet", calibration=True)
+    del body["spec"]["dimensions"]
+    kube = FakeKube(body)
+    advance(kube)
+    for g in (0, 1):
+        set_phase(kube, "MongoCluster", objects.cluster_name("x", g), cond.PHASE_READY)
+    advance(kube)
+    assert kube.verbs("create")[2:] == RUNS
+    finish_duet_side(kube, RUNS[0], 1.0, "2026-12-07T10:00:00.000000Z")
+    finish_duet_side(kube, RUNS[1], 1.0, "2026-12-07T10:00:00.000000Z")
+    for _ in range(3):
+        advance(kube)
+    paired = status(kube)["comparison"]["duet"]
+    assert (paired["baseline"], paired["other"]) == ("calibration=a", "calibration=b")
+    assert [r["verdict"] for r in paired["rows"]] == ["no difference"]
