@@ -14,11 +14,12 @@ import json
 from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 import test_benchmarkrun as bmr
 from kubernetes import client as k8s
-from test_benchmarkexperiment import TICK, experiment, wait_ended, why
+from test_benchmarkexperiment import TICK, Watch, experiment, wait_ended, why
 from test_cli import cli
 
 from localplane.executor import PodExecutor
@@ -35,6 +36,30 @@ pytestmark = pytest.mark.cluster
 
 def _instant(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+class Collections:
+    """What Watch drops when a run appears, for both sides: the data path (FerretDB) outlives
+    the runs (the wire model takes the prepare step's drop), so a round's load would meet the
+    last round's keys."""
+
+    def __init__(self, database: Any, names: tuple[str, ...]) -> None:
+        self.database, self.names = database, names
+
+    def drop(self) -> None:
+        for name in self.names:
+            self.database[name].drop()
+
+
+def failed_pods(pods: list[Any]) -> str:
+    """The failed client pods' last words (terminationMessagePolicy FallbackToLogsOnError)."""
+    lines = []
+    for p in pods:
+        for c in p.status.container_statuses or ():
+            done = c.state.terminated
+            if done is not None and done.exit_code:
+                lines.append(f"\n{p.metadata.name} on {p.spec.node_name}: {done.message}")
+    return "".join(lines)
 
 
 @pytest.mark.timeout(900)
@@ -78,29 +103,31 @@ def test_a_duet_pairs_its_pods_starts_both_sides_at_once_and_compares_them_paire
         repetitions=2,
         clusterPolicy="Keep",  # the database pods stay, to see where they ran
     )
-    operator = start(
-        plane, namespace, model, tmp_path / "operator.log", prometheus, kube_api, **TICK
-    )
-    try:
-        apply(plane, namespace, manifest)
-        body = wait_ended(kube_api, namespace, "duet", timeout=600)
-        runs = {
-            r["metadata"]["name"]: r
-            for r in k8s.CustomObjectsApi(kube_api).list_namespaced_custom_object(
-                GROUP, VERSION, namespace, "benchmarkruns"
-            )["items"]
-        }
-        compared = cli(plane, "compare", "experiment/duet", "-n", namespace, "-o", "json")
-        table = cli(plane, "compare", "experiment/duet", "-n", namespace)
-    finally:
-        operator.stop()
+    with Watch(kube_api, namespace, ferretdb.uri, model) as watch:
+        watch.data = Collections(watch.data.database, ("usertable", "usertable2"))
+        operator = start(
+            plane, namespace, model, tmp_path / "operator.log", prometheus, kube_api, **TICK
+        )
+        try:
+            apply(plane, namespace, manifest)
+            body = wait_ended(kube_api, namespace, "duet", timeout=600)
+            runs = {
+                r["metadata"]["name"]: r
+                for r in k8s.CustomObjectsApi(kube_api).list_namespaced_custom_object(
+                    GROUP, VERSION, namespace, "benchmarkruns"
+                )["items"]
+            }
+            pods = k8s.CoreV1Api(kube_api).list_namespaced_pod(namespace).items
+            compared = cli(plane, "compare", "experiment/duet", "-n", namespace, "-o", "json")
+            table = cli(plane, "compare", "experiment/duet", "-n", namespace)
+        finally:
+            operator.stop()
     status = body["status"]
-    assert status["phase"] == "Succeeded", why(status, runs)
+    assert status["phase"] == "Succeeded", why(status, runs) + failed_pods(pods)
     assert sorted(runs) == [f"duet-c{c}-r{r}" for c in range(2) for r in (1, 2)]
 
     # Pairing: the scheduler put each database pod beside its counterpart, and each step's
     # client of A beside its client of B (three nodes: by chance, a third of the time each).
-    pods = k8s.CoreV1Api(kube_api).list_namespaced_pod(namespace).items
     mongod = {p.metadata.labels.get("mongobench.io/cluster"): p.spec.node_name for p in pods
               if p.metadata.labels.get("mongobench.io/duet") == "duet"}  # fmt: skip
     assert set(mongod) == {"duet-k0", "duet-k1"} and mongod["duet-k0"] == mongod["duet-k1"], mongod
