@@ -65,8 +65,8 @@ def plan(
     rounds = rounds or int(status.get("rounds") or first)
     slots = mx.slots(matrix, min(first, rounds), order, seed)
     # Rounds that adaptive repetitions added: each in its own order (a random order draws a
-    # fresh one per round), so adding one never reorders what ran.
-    extra = order if order == "Interleaved" else "RandomizedRounds"
+    # fresh one per round), so adding one never reorders what ran; a Duet's pair stays A, B.
+    extra = order if order in ("Interleaved", mx.DUET) else "RandomizedRounds"
     for r in range(first + 1, rounds + 1):
         slots += mx.slots(matrix, r, extra, seed, first=r)
     return matrix, slots, seed

@@ -387,28 +387,13 @@ def finish_duet_side(kube: FakeKube, name: str, scale: float, start: str) -> Non
     """One side's run succeeded: its measured step's per-second series (both sides' series
     move together, B's `scale` times A's) and the barrier instant its clients started at."""
     swing = [1000.0 * (1 + 0.3 * ((i * 7) % 5 - 2) / 2) for i in range(30)]
-    kube.objects[("BenchmarkRun", NS, name)]["status"] = {
-        "phase": cond.RUN_SUCCEEDED,
-        "steps": [
-            {
-                "index": 2,
-                "kind": "run",
-                "workload": "a",
-                "repetition": 1,
-                "phase": cond.STEP_SUCCEEDED,
-                "result": {
-                    "throughput": 1000.0 * scale,
-                    "operations": {},
-                    "startAt": start,
-                    "series": {
-                        "intervalSeconds": 1.0,
-                        "throughput": [v * scale for v in swing],
-                    },
-                },
-                "roles": {"mongod": {"sum": {"cpuCores": 1.0}}},
-            }
-        ],
+    finish_run(kube, name, 1000.0 * scale)
+    step = kube.objects[("BenchmarkRun", NS, name)]["status"]["steps"][0]
+    step["result"] |= {
+        "startAt": start,
+        "series": {"intervalSeconds": 1.0, "throughput": [v * scale for v in swing]},
     }
+    step["roles"] = {"mongod": {"sum": {"cpuCores": 1.0}}}
 
 
 def test_a_duet_runs_both_sides_at_once_and_ends_with_the_paired_comparison() -> None:
