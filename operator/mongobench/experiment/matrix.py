@@ -25,7 +25,8 @@ specs, and the order of their repetitions.
 - `Duet` runs the two cells of a round at once, side by side (a *pair* of slots started
   together), so both see the same noise and the comparison pairs their per-second figures.
   It takes exactly two cells, and each gets a cluster of its own even when only run fields
-  differ: two runs at once on one cluster would measure each other.
+  differ: two runs at once on one cluster would measure each other. Both sides run for
+  `run.durationSeconds`, so their windows are the same seconds.
 - An A/A calibration (`calibration: true`) has no dimensions: its two cells `calibration=a` and
   `calibration=b` take the same templates, and each gets a cluster of its own (two clusters
   from one template), so their comparison shows what the setup reports when nothing differs.
@@ -225,6 +226,13 @@ def _duet(matrix: Matrix) -> Matrix:
             f"order Duet takes exactly two cells (A and B side by side); the matrix has "
             f"{len(matrix.cells)}"
         )
+    for c in matrix.cells:
+        if not (c.run_spec.get("run") or {}).get("durationSeconds"):
+            raise SpecError(
+                f"order Duet needs run.durationSeconds in every cell ({matrix.label(c.index)} has "
+                f"none): both sides measure one window (an operationCount ends each side at its "
+                f"own pace)"
+            )
     cells = tuple(dataclasses.replace(c, group=c.index) for c in matrix.cells)
     return dataclasses.replace(
         matrix, cells=cells, groups=tuple(c.cluster_spec for c in matrix.cells)

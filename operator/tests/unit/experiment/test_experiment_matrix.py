@@ -433,6 +433,7 @@ def test_everything_done_and_deleted_succeeds() -> None:
 
 # --- Duet ---------------------------------------------------------------------------------------
 
+TIMED = {"workloads": [{"name": "a"}], "run": {"durationSeconds": 60}}
 RUN_PAIR = {
     "name": "wc",
     "target": "run",
@@ -444,21 +445,24 @@ RUN_PAIR = {
 def test_a_duet_is_two_cells_each_on_a_cluster_of_its_own() -> None:
     # Only a run field differs, which would share one cluster in any other order: a Duet's two
     # runs go at once, so each has its own.
-    m = mx.expand(spec(order="Duet", dimensions=[RUN_PAIR]))
+    m = mx.expand(spec(order="Duet", dimensions=[RUN_PAIR], run=TIMED))
     assert [c.group for c in m.cells] == [0, 1]
     assert m.groups[0] == m.groups[1]
     assert mx.slots(m, 2, "Duet", None) == [Slot(0, 1), Slot(1, 1), Slot(0, 2), Slot(1, 2)]
     assert mx.partner(Slot(0, 2)) == Slot(1, 2) and mx.partner(Slot(1, 2)) == Slot(0, 2)
-    aa = spec(order="Duet", calibration=True)
+    aa = spec(order="Duet", calibration=True, run=TIMED)
     del aa["dimensions"]
     assert [c.group for c in mx.expand(aa).cells] == [0, 1]  # an A/A duet
 
 
 def test_a_duet_of_more_or_fewer_than_two_cells_is_refused() -> None:
     with pytest.raises(SpecError, match=r"order Duet takes exactly two cells.* has 4"):
-        mx.expand(spec(order="Duet"))
+        mx.expand(spec(order="Duet", run=TIMED))
     with pytest.raises(SpecError, match="has 1"):
-        mx.expand(spec(order="Duet", dimensions=[RUN_PAIR], exclude=[{"wc": "1"}]))
+        mx.expand(spec(order="Duet", dimensions=[RUN_PAIR], exclude=[{"wc": "1"}], run=TIMED))
+    # A window of its own per side would pair second i of A with some other second of B.
+    with pytest.raises(SpecError, match=r"order Duet needs run.durationSeconds in every cell"):
+        mx.expand(spec(order="Duet", dimensions=[RUN_PAIR]))
 
 
 def test_a_duet_starts_both_runs_of_a_round_together() -> None:
@@ -486,7 +490,7 @@ def test_a_duets_runs_name_their_pair_side_and_the_partners_clients() -> None:
         "spec": spec(
             order="Duet",
             dimensions=[RUN_PAIR],
-            run={"workloads": [{"name": "a"}], "clients": {"parallelism": 2}},
+            run=TIMED | {"clients": {"parallelism": 2}},
         ),
     }
     m = mx.expand(body["spec"])

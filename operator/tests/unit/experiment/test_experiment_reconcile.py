@@ -383,6 +383,9 @@ def test_an_experiment_whose_archive_fails_still_ends_and_says_why(tmp_path: Pat
 # --- order Duet ----------------------------------------------------------------------------------
 
 
+TIMED = {"workloads": [{"name": "a"}], "run": {"durationSeconds": 30}}
+
+
 def finish_duet_side(kube: FakeKube, name: str, scale: float, start: str) -> None:
     """One side's run succeeded: its measured step's per-second series (both sides' series
     move together, B's `scale` times A's) and the barrier instant its clients started at."""
@@ -397,7 +400,7 @@ def finish_duet_side(kube: FakeKube, name: str, scale: float, start: str) -> Non
 
 
 def test_a_duet_runs_both_sides_at_once_and_ends_with_the_paired_comparison() -> None:
-    kube = FakeKube(experiment(order="Duet", repetitions=2))
+    kube = FakeKube(experiment(order="Duet", repetitions=2, run=TIMED))
     advance(kube)
     # Both clusters at once (maxClusters 1 is raised to the pair's 2), each paired by name.
     clusters = [objects.cluster_name("x", g) for g in (0, 1)]
@@ -433,7 +436,7 @@ def test_a_duet_runs_both_sides_at_once_and_ends_with_the_paired_comparison() ->
 
 
 def test_an_aa_duet_calibrates_two_clusters_of_one_template_side_by_side() -> None:
-    body = experiment(order="Duet", calibration=True)
+    body = experiment(order="Duet", calibration=True, run=TIMED)
     del body["spec"]["dimensions"]
     kube = FakeKube(body)
     advance(kube)
