@@ -1,6 +1,7 @@
 """Unit tier: one side of a duet (spec.duet, set by a BenchmarkExperiment of order Duet) as its
 step Jobs carry it: the step barrier shared with the partner run (B's keys after A's), the
-client pods paired by index on one node, and the clients' Role allowed that barrier."""
+client pods paired by index on one node, the clients' Role allowed that barrier, and the other
+side's pods kept out of the noisy-neighbour check."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from mongobench.api import BenchmarkRunSpec
 from mongobench.api.benchmarkrun import Duet
 from mongobench.benchmarkrun import jobs
+from mongobench.benchmarkrun.cpu_status import duet_selectors
 from mongobench.benchmarkrun.plan import Step, make_plan
 
 pytestmark = pytest.mark.unit
@@ -92,3 +94,15 @@ def test_a_rerun_attempt_has_no_partner_and_a_run_without_duet_is_unchanged() ->
     assert plain.duet is None
     assert not jobs.uses_barrier(plain, plain_ref, run_step(plain))
     assert spec.duet == Duet("x-r1", 0, 1) and spec.duet.offset == 0
+
+
+def test_the_other_sides_pods_are_no_noisy_neighbours_of_a_duet_run() -> None:
+    # The neighbour check leaves out the pods these select: the pair's clients and the pods of
+    # the duet the run's own cluster is in (both sides' database pods carry its name).
+    own_cluster = [{"metadata": {"name": "x-k1-rs0-0", "labels": {jobs.DUET_LABEL: "x"}}}]
+    run = {"spec": {"duet": {"name": "x-r2", "side": 1, "peerParallelism": 1}}}
+    assert duet_selectors(run, own_cluster) == [
+        "mongobench.io/duet=x-r2",
+        "mongobench.io/duet=x",
+    ]
+    assert duet_selectors({"spec": {}}, own_cluster) == []  # alone: every other pod counts
