@@ -17,6 +17,9 @@ Figures, in the order printed; the last line joins their short forms:
 - adaptive repetitions (adaptive.decide, the operator's rule, every cell of the table until its
   interval is narrow enough or max is reached) against 20 fixed rounds: the same verdict in how
   many comparisons, with how many fewer trials.
+- Duet against RandomizedRounds (benchmarks/method_duet.py): the smallest change each detects
+  with 80% power at the same number of trials, side by side in one run on simulated noise
+  shared by a duet's two sides (not on the plane);
 - the validity checks (benchmarks/method_validity.py): warm-ups of known length found within 2 s
   in simulated per-second series, and steps with a CPU hog on the database's node flagged
   NoisyNode on this machine (real cgroups and Prometheus: minutes; BENCH_NOISY_STEPS=0 skips it).
@@ -290,11 +293,19 @@ def noisy_neighbour_flagged() -> Figure:
     )
 
 
+def duet_against_rounds() -> Figure:
+    import method_duet  # lazily, as method_validity
+
+    short, lines = method_duet.figure(SEED)
+    return Figure(short, lines)
+
+
 # The figures in the order printed; their short forms make the last line, in this order.
 FIGURES: list[Callable[[], Figure]] = [
     aa_no_difference,
     change_detected,
     adaptive_same_verdict,
+    duet_against_rounds,
     warmup_found,
     noisy_neighbour_flagged,
 ]

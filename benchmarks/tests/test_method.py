@@ -15,6 +15,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(1, str(Path(__file__).resolve().parents[2] / "e2e" / "local"))
 import method
+import method_duet
 import method_validity
 
 pytestmark = pytest.mark.unit
@@ -32,6 +33,7 @@ def test_the_last_line_joins_the_figures_in_order(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(method, "TABLES", 10)
+    monkeypatch.setattr(method_duet, "EXPERIMENTS", 20)
     monkeypatch.setenv("BENCH_NOISY_STEPS", "0")  # the hog's figure needs minutes of this machine
     real = method_validity.warmup_found_rate
     monkeypatch.setattr(method_validity, "warmup_found_rate", lambda: real(trials=30))
@@ -40,6 +42,7 @@ def test_the_last_line_joins_the_figures_in_order(
     assert re.fullmatch(
         r"bench-method: A/A no-difference \d+\.\d%, 5% change detected \d+\.\d%, "
         r"adaptive same verdict \d+\.\d% with -?\d+% fewer trials, "
+        r"Duet [\d.]+% vs RandomizedRounds [\d.]+% at 80% power \(10 trials each\), "
         r"warm-up found \d+\.\d%, noisy neighbour not measured",
         lines[-1],
     ), lines[-1]
@@ -61,3 +64,12 @@ def test_a_figure_appended_to_the_list_ends_the_last_line(
 def test_the_t_tests_power_is_the_textbook_figure() -> None:
     # Two groups of 10, a difference of one SD: power 0.56 at alpha 0.05 (Cohen's tables).
     assert method._power(10, 0.05, 0.05) == pytest.approx(0.56, abs=0.01)
+
+
+def test_a_duet_finds_a_change_rounds_cannot_at_ten_trials_and_aa_duets_stay_quiet() -> None:
+    # The simulated model shares the machine's noise between a duet's sides (80% of the trial
+    # variance): at 3% and 10 trials a duet finds it nearly always, sequential rounds seldom;
+    # with no change a duet seldom says "faster".
+    assert method_duet.power(method_duet.duet_detects, 0.03, 1) >= 0.7
+    assert method_duet.power(method_duet.rounds_detects, 0.03, 1) <= 0.4
+    assert method_duet.power(method_duet.duet_detects, 0.0, 2) <= 0.08

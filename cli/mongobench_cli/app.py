@@ -23,7 +23,7 @@ import typer
 from rich.console import Console
 
 from mongobench_cli import options, render, selector, sources
-from mongobench_results import calibration, compare, stats
+from mongobench_results import calibration, compare, duet, stats
 from mongobench_results import history as history_lib
 from mongobench_results import provenance as provenance_
 
@@ -627,14 +627,33 @@ def compare_runs(
     runs = r.resolve(refs)
     result = _comparison(r, refs, runs, how)
     differences = _provenance_differences(result, runs)
+    paired = _duet(runs)
     if output == ListFormat.json:
-        sys.stdout.write(render.compare_json(result, differences))
+        sys.stdout.write(render.compare_json(result, differences, paired))
     elif output == ListFormat.csv:
         sys.stdout.write(render.compare_csv(result, differences))
     elif output == ListFormat.markdown:
         sys.stdout.write(render.compare_markdown(result, differences))
     else:
         _compare_tables(result, runs, differences, wide=wide)
+        if paired is not None:
+            console().print(render.duet_table(paired.to_dict()))
+
+
+def _duet(runs: list[sources.LoadedRun]) -> duet.Result | None:
+    """The paired comparison of the duet runs among these (order Duet), None without any."""
+    from mongobench_cli.experiment import CELL_LABEL  # noqa: PLC0415
+
+    sides: dict[int, str] = {}
+    for lr in runs:
+        spec = lr.run.get("spec") or {}
+        if spec.get("duet"):
+            side = int(spec["duet"]["side"])
+            name = (spec.get("labels") or {}).get(CELL_LABEL) or "AB"[side]
+            sides.setdefault(side, str(name))
+    if not sides:
+        return None
+    return duet.compare([lr.run for lr in runs], sides.get(0, "A"), sides.get(1, "B"))
 
 
 def _compare_tables(

@@ -15,6 +15,7 @@ from rich import box
 from rich.console import Console, Group
 from rich.table import Table
 
+from mongobench_cli import render
 from mongobench_results import stats
 
 CELL_LABEL = "experiment.cell"  # the runs' spec label (operator: experiment.objects)
@@ -206,6 +207,8 @@ def describe(obj: Mapping[str, Any]) -> Group:
         parts.append(
             comparison_table(comparison["rows"], str(comparison.get("baseline")), comparison)
         )
+    if comparison.get("duet"):
+        parts.append(render.duet_table(comparison["duet"]))
     return Group(*parts)
 
 

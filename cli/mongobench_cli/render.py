@@ -19,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from mongobench_cli.sources import LoadedRun
-from mongobench_results import compare, records, stats
+from mongobench_results import compare, duet, records, stats
 from mongobench_results import provenance as _provenance
 from mongobench_results import validity as _validity
 
@@ -542,10 +542,13 @@ def compare_notes(
 def compare_json(
     result: compare.Comparison,
     provenance: Sequence[_provenance.Difference] | None = None,
+    paired: duet.Result | None = None,
 ) -> str:
     doc = result.to_dict()
     if provenance is not None:
         doc["provenanceDifferences"] = [d.as_json() for d in provenance]
+    if paired is not None:
+        doc["duet"] = paired.to_dict()
     return json.dumps(doc, indent=2, default=_json_default) + "\n"
 
 
@@ -1284,3 +1287,40 @@ def yaml_dump(obj: Any) -> str:
 def print_lines(console: Console, lines: Iterable[str]) -> None:
     for line in lines:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def _pct(value: Any) -> str:
+    return "-" if value is None else f"{value:+.2f}%"
+
+
+def duet_table(paired: Mapping[str, Any]) -> Table:
+    """A duet's paired comparison (results.duet's dict: the CLI's, or an experiment's status):
+    B against A per workload and metric, from the pairs' per-second figures."""
+    valid = f"{paired.get('validPairs')}/{len(paired.get('pairs') or ())} pairs valid"
+    table = Table(
+        title=f"Duet: {paired.get('other')} against {paired.get('baseline')}, paired per second "
+        f"({valid})",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+    )
+    for c in ("workload", "metric", "rounds", "seconds", "change", "interval", "verdict"):
+        table.add_column(c)
+    for r in paired.get("rows") or ():
+        table.add_row(
+            str(r.get("workload")),
+            str(r.get("metric")),
+            str(r.get("rounds")),
+            str(r.get("intervals")),
+            _pct(r.get("changePercent")),
+            f"[{_pct(r.get('lowPercent'))}, {_pct(r.get('highPercent'))}]",
+            str(r.get("verdict")),
+        )
+    left_out = [
+        f"left out: {p.get('duet')} {p.get('workload')}: {why.get('reason')} ({why.get('message')})"
+        for p in paired.get("pairs") or ()
+        for why in p.get("reasons") or ()
+    ]
+    if left_out:
+        table.caption = "\n".join(left_out)
+        table.caption_justify = "left"
+    return table

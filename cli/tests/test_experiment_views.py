@@ -228,3 +228,41 @@ def test_a_cells_validity_says_the_reasons_its_runs_accepted() -> None:
     accepted = judged | {"accepted": {"NoisyNode": 1, "ClientBound": 3}}
     assert experiment._valid_cell(accepted) == "3/3 (accepted: ClientBound, NoisyNode)"
     assert experiment._valid_cell(None) == "-"
+
+
+def test_describe_shows_a_duets_paired_table_and_the_pairs_left_out() -> None:
+    duet = copy.deepcopy(EXPERIMENT)
+    duet["spec"] = {"order": "Duet"}
+    duet["status"]["comparison"]["duet"] = {
+        "baseline": "shards=1",
+        "other": "shards=2",
+        "rows": [
+            {
+                "workload": "a",
+                "metric": "throughput",
+                "rounds": 2,
+                "intervals": 120,
+                "changePercent": 4.8,
+                "lowPercent": 3.9,
+                "highPercent": 5.7,
+                "verdict": "faster",
+            }
+        ],
+        "pairs": [
+            {"duet": "mx-r1", "workload": "a", "valid": True},
+            {"duet": "mx-r2", "workload": "a", "valid": True},
+            {
+                "duet": "mx-r3",
+                "workload": "a",
+                "valid": False,
+                "reasons": [{"reason": "Starved", "message": "the smaller side had 12%"}],
+            },
+        ],
+        "validPairs": 2,
+    }
+    out = io.StringIO()
+    Console(file=out, width=160).print(experiment.describe(duet))
+    text = out.getvalue()
+    assert "Duet: shards=2 against shards=1, paired per second (2/3 pairs valid)" in text
+    assert "+4.80%" in text and "[+3.90%, +5.70%]" in text and "faster" in text
+    assert "left out: mx-r3 a: Starved (the smaller side had 12%)" in text

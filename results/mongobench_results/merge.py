@@ -223,13 +223,29 @@ def _merged_series(documents: list[Document]) -> dict[str, Any]:
         assert s is not None
         for i, value in enumerate(s["throughput"]):
             total[i] += value
-    return {
-        "series": {
-            "intervalSeconds": intervals.pop(),
-            "startSeconds": min(s["startSeconds"] for s in series if s is not None),
-            "throughput": [round(v, 1) for v in total],
-        }
+    out: dict[str, Any] = {
+        "intervalSeconds": intervals.pop(),
+        "startSeconds": min(s["startSeconds"] for s in series if s is not None),
+        "throughput": [round(v, 1) for v in total],
     }
+    if all(s is not None and "latencyAvgUs" in s for s in series):
+        out["latencyAvgUs"] = _merged_latency([s for s in series if s is not None], longest)
+    return {"series": out}
+
+
+def _merged_latency(series: list[dict[str, Any]], length: int) -> list[float | None]:
+    """The clients' mean latency per interval, each weighted by its throughput then (the
+    mean over all of the interval's operations); None where no client had one."""
+    out: list[float | None] = []
+    for i in range(length):
+        weighted = [
+            (s["latencyAvgUs"][i], s["throughput"][i])
+            for s in series
+            if i < len(s["latencyAvgUs"]) and s["latencyAvgUs"][i] is not None
+        ]
+        ops = sum(w for _, w in weighted)
+        out.append(round(sum(v * w for v, w in weighted) / ops, 1) if ops > 0 else None)
+    return out
 
 
 def _earliest(documents: list[Document]) -> datetime:

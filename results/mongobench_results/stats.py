@@ -408,7 +408,7 @@ def relative_interval(
     return Interval(1 - high, 1 - low, ratio.method)  # delta / |x| = -(rho - 1) for x < 0
 
 
-def _percentile(ordered: Sequence[float], q: float) -> float:
+def percentile(ordered: Sequence[float], q: float) -> float:
     """numpy's default ("linear") percentile of sorted values, q in [0, 1]."""
     pos = q * (len(ordered) - 1)
     lo = math.floor(pos)
@@ -444,11 +444,11 @@ def bootstrap(
             relatives.append((y - x) / abs(x))
     tail = (1 - confidence) / 2
     deltas.sort()
-    delta = Interval(_percentile(deltas, tail), _percentile(deltas, 1 - tail), method)
+    delta = Interval(percentile(deltas, tail), percentile(deltas, 1 - tail), method)
     if len(relatives) < (1 - tail) * resamples:
         return delta, Interval(None, None, method, unbounded=True)
     relatives.sort()
-    rel = Interval(_percentile(relatives, tail), _percentile(relatives, 1 - tail), method)
+    rel = Interval(percentile(relatives, tail), percentile(relatives, 1 - tail), method)
     return delta, rel
 
 

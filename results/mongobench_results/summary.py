@@ -20,10 +20,13 @@ PER_CLIENT_BUDGET = 400
 STATUS_WARNINGS = 10
 
 
-def step_result(doc: Mapping[str, Any], per_client: bool = True) -> dict[str, Any]:
+def step_result(
+    doc: Mapping[str, Any], per_client: bool = True, series: bool = False
+) -> dict[str, Any]:
     """The per-step entry kept in status (the full documents stay in ConfigMaps and the
     archive). Every figure is recomputable from the others: throughput = operationsTotal /
-    window.seconds = operationsTotal / runtimeSeconds."""
+    window.seconds = operationsTotal / runtimeSeconds. `series`: keep the per-interval series
+    too (a duet's side: the paired comparison reads it from status and the archive)."""
     ops = {}
     for name, op in sorted((doc.get("operations") or {}).items()):
         lat = op.get("latencyUs") or {}
@@ -64,6 +67,8 @@ def step_result(doc: Mapping[str, Any], per_client: bool = True) -> dict[str, An
     }
     if (doc.get("startGate") or {}).get("startAt"):
         out["startAt"] = doc["startGate"]["startAt"]
+    if series and doc.get("series"):
+        out["series"] = doc["series"]
     if clients and per_client:
         out["perClient"] = [
             {

@@ -18,7 +18,7 @@ import os
 import shlex
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import FrameType
@@ -37,7 +37,7 @@ from mongobench_results.document import (
 from mongobench_results.merge import merge_documents
 from mongobench_runner import cgroup, tls
 from mongobench_runner import workload as wl
-from mongobench_runner.barrier import ClientGate, parse_barrier
+from mongobench_runner.barrier import ClientGate
 from mongobench_runner.client_options import (
     connection_per_thread,
     connection_record,
@@ -114,6 +114,19 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         type=float,
         default=300.0,
         help="fail when the step's clients are not all ready within SECONDS (300)",
+    )
+    p.add_argument(
+        "--barrier-offset",
+        type=int,
+        default=0,
+        help="this step's first key at a barrier it shares with another run's clients (a "
+        "duet: B's clients follow A's); default 0",
+    )
+    p.add_argument(
+        "--barrier-clients",
+        type=int,
+        default=None,
+        help="how many clients meet at the barrier in all (a duet: both runs'); default --clients",
     )
     p.add_argument(
         "--max-error-ratio",
@@ -217,9 +230,7 @@ def _expected_ops(props: dict[str, str], phase: str) -> int | None:
 def client_gate(args: argparse.Namespace) -> ClientGate | None:
     if not args.barrier:
         return None
-    return ClientGate(
-        parse_barrier(args.barrier), args.client_index, args.clients, args.barrier_timeout
-    )
+    return ClientGate.of(args)
 
 
 def run_ycsb(args: argparse.Namespace, install: Callable[[Callable[[], None]], None]) -> Document:
@@ -272,6 +283,7 @@ def run_ycsb(args: argparse.Namespace, install: Callable[[Callable[[], None]], N
         end=utc_now(),
         labels=labels,
         points=metrics.throughput_points,
+        latency=metrics.latency_points,
         cfs=cfs,
     )
 
@@ -286,6 +298,7 @@ def ycsb_document(
     end: datetime,
     labels: dict[str, str],
     points: Sequence[tuple[int, float]] = (),
+    latency: Mapping[int, float] | None = None,
     cfs: tuple[int, int] | None = None,
 ) -> Document:
     """The client's document from a finished YCSB process (pure); `points`: its status lines'
@@ -357,7 +370,7 @@ def ycsb_document(
         start_gate=gate,
         extra_warnings=warnings,
         cfs=cfs,
-        **series_fields(points),
+        **series_fields(points, latency),
     )
 
 

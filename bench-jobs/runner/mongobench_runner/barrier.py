@@ -11,6 +11,7 @@ the timeout, with the indexes of the clients that were missing.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import time
 from collections.abc import Callable, Mapping
@@ -196,6 +197,20 @@ class ClientGate:
     clients: int
     timeout_s: float
     opening: Opening | None = None
+
+    @classmethod
+    def of(cls, args: argparse.Namespace) -> ClientGate:
+        """The gate `--barrier` and its options describe. A barrier shared with another run
+        (a duet) keys this client at offset + index and waits for every client of both."""
+        offset = getattr(args, "barrier_offset", 0) or 0
+        total = getattr(args, "barrier_clients", None) or args.clients
+        if not 0 <= offset <= total - args.clients:
+            raise ValueError(
+                f"--barrier-offset {offset} with --barrier-clients {total}: this run's "
+                f"{args.clients} clients must fit in the barrier"
+            )
+        store = parse_barrier(args.barrier)
+        return cls(store, offset + args.client_index, total, args.barrier_timeout)
 
     def open(self, ready_us: int) -> int:
         self.opening = wait(

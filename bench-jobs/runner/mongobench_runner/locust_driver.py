@@ -31,7 +31,7 @@ from mongobench_results import hdr
 from mongobench_results.document import Document, OpResult, Window, build_document, iso_us, utc_now
 from mongobench_runner import cgroup, tls
 from mongobench_runner import workload as wl
-from mongobench_runner.barrier import BarrierError, ClientGate, describe, parse_barrier
+from mongobench_runner.barrier import BarrierError, ClientGate, describe
 from mongobench_runner.client_options import (
     client_options,
     connection_per_thread,
@@ -226,7 +226,7 @@ def run_locust(args: argparse.Namespace, install: Callable[[Callable[[], None]],
         expected_ops=_expected_ops(props, args.phase),
         throttled=float(props.get("target", "0") or 0) > 0,
         cfs=cfs,
-        **series_fields(metrics.throughput_points),
+        **series_fields(metrics.throughput_points, metrics.latency_points),
     )
 
 
@@ -248,9 +248,7 @@ def _pass_barrier(args: argparse.Namespace) -> dict[str, Any]:
     """Wait at the start barrier; the document's startGate block."""
     # Locust users connect when they are spawned, inside Locust: the barrier is met before
     # Locust starts (the window still begins at the first operation, start-up outside it).
-    gate = ClientGate(
-        parse_barrier(args.barrier), args.client_index, args.clients, args.barrier_timeout
-    )
+    gate = ClientGate.of(args)
     ready_us = int(time.time() * 1e6)
     try:
         start_us = gate.open(ready_us)

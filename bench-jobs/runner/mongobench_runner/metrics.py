@@ -63,6 +63,9 @@ class LiveMetrics:
         # (seconds since the start, ops/s over the interval ending then), one per status line:
         # the result document keeps it and the runner judges its steadiness (series.py).
         self.throughput_points: list[tuple[int, float]] = []
+        # The same instants' mean latency (us) over every operation of the interval (a duet
+        # pairs them with its partner's); absent for an interval without operations.
+        self.latency_points: dict[int, float] = {}
         self._lock = threading.Lock()
         self._sum: dict[str, float] = {}
         self._count: dict[str, int] = {}
@@ -78,6 +81,11 @@ class LiveMetrics:
             if line.current_ops_per_s is not None:
                 self.throughput.set(line.current_ops_per_s)
                 self.throughput_points.append((line.elapsed_s, line.current_ops_per_s))
+            counted = [o for o in line.operations.values() if o.count > 0]
+            if counted:
+                total = sum(o.count for o in counted)
+                mean = sum(o.avg_us * o.count for o in counted) / total
+                self.latency_points[line.elapsed_s] = round(mean, 1)
             for name, s in line.operations.items():
                 if s.count <= 0:
                     continue

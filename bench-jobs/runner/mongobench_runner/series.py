@@ -9,7 +9,7 @@ does not hold; the operator reads the verdict (benchmarkrun.validity).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import pairwise
 from statistics import median
 from typing import Any
@@ -23,15 +23,21 @@ def interval_seconds(points: Sequence[tuple[int, float]]) -> float:
     return float(median(steps)) if steps else 1.0
 
 
-def series_fields(points: Sequence[tuple[int, float]]) -> dict[str, Any]:
-    """build_document's `series` and `steadiness`; none without any status line."""
+def series_fields(
+    points: Sequence[tuple[int, float]], latency: Mapping[int, float] | None = None
+) -> dict[str, Any]:
+    """build_document's `series` and `steadiness`; none without any status line. `latency`:
+    the mean latency (us) at the points' instants, kept beside the throughput (None where an
+    interval had no operation)."""
     if not points:
         return {}
     interval = interval_seconds(points)
     values = [max(v, 0.0) for _, v in points]
-    series = {
+    series: dict[str, Any] = {
         "intervalSeconds": interval,
         "startSeconds": points[0][0],
         "throughput": [round(v, 1) for v in values],
     }
+    if latency:
+        series["latencyAvgUs"] = [latency.get(t) for t, _ in points]
     return {"series": series, "steadiness": steady.judge_series(values, interval).to_dict()}

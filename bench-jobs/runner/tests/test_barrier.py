@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import threading
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from mongobench_runner.barrier import (
     MARGIN_US,
     BarrierError,
+    ClientGate,
     DirStore,
     fail,
     parse_barrier,
@@ -89,3 +91,45 @@ def test_128_parallel_clients_agree_on_one_start(tmp_path):
         t.join(60)
     assert len(openings) == 128
     assert {o.start_us for o in openings.values()} == {1_000_127 + MARGIN_US}
+
+
+def _duet_gate(tmp_path, index: int, clients: int, offset: int, total: int) -> ClientGate:
+    args = argparse.Namespace(
+        barrier=f"dir:{tmp_path}",
+        client_index=index,
+        clients=clients,
+        barrier_timeout=10.0,
+        barrier_offset=offset,
+        barrier_clients=total,
+    )
+    return ClientGate.of(args)
+
+
+def test_a_duets_two_runs_wait_for_each_other_and_start_at_one_instant(tmp_path):
+    # A has 2 clients, B 1 (keys 2): A's clients are ready early, B's long after (its previous
+    # step ran longer); nobody starts before B is ready, and all start at one instant.
+    gates = [_duet_gate(tmp_path, i, 2, 0, 3) for i in (0, 1)] + [_duet_gate(tmp_path, 0, 1, 2, 3)]
+    assert [(g.index, g.clients) for g in gates] == [(0, 3), (1, 3), (2, 3)]
+    ready = [1_000_000, 1_200_000, 9_000_000]
+    starts: dict[int, int] = {}
+    b_ready = threading.Event()
+
+    def client(i: int) -> None:
+        if i == 2:
+            b_ready.wait(10)
+        starts[i] = gates[i].open(ready[i])
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    threads[0].join(0.3)
+    assert not starts  # A's clients are still waiting for B's
+    b_ready.set()
+    for t in threads:
+        t.join(10)
+    assert set(starts.values()) == {9_000_000 + MARGIN_US}
+
+
+def test_a_duet_offset_that_does_not_fit_the_barrier_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="this run's 2 clients must fit in the barrier"):
+        _duet_gate(tmp_path, 0, 2, 2, 3)

@@ -14,7 +14,7 @@ from mongobench_results.document import OpResult, Window, build_document, utc_no
 from mongobench_results.merge import merge_documents
 from mongobench_runner.metrics import LiveMetrics
 from mongobench_runner.series import series_fields
-from mongobench_runner.status import format_status_line, parse_status_line
+from mongobench_runner.status import IntervalStats, format_status_line, parse_status_line
 
 pytestmark = pytest.mark.unit
 T0 = 1_700_000_000_000_000
@@ -120,3 +120,30 @@ def test_the_client_reads_its_cgroup_throttling_v1_and_v2(tmp_path: Any) -> None
     assert cgroup.cfs_periods(v1, proc) == (10, 1)
     assert cgroup.during((10, 1), (110, 81)) == (100, 80)
     assert cgroup.during((10, 1), (10, 1)) is None  # no quota: no period passes
+
+
+def test_the_series_keeps_each_intervals_mean_latency_and_merge_weights_it_by_throughput() -> None:
+    # The per-interval latency a duet pairs: each status line's operations' mean (count
+    # weighted), aligned with the throughput; merged over clients by their throughput then.
+    metrics = LiveMetrics(driver="ycsb", phase="run", workload="a", client_index=0)
+    stats = {
+        "READ": IntervalStats(30, 100, 900, 200.0, 0, 0, 0, 0),
+        "UPDATE": IntervalStats(10, 100, 900, 600.0, 0, 0, 0, 0),
+    }
+    for second, ops in ((1, stats), (2, {}), (3, stats)):
+        line = parse_status_line(format_status_line(utc_now(), second, 40 * second, 40.0, ops))
+        assert line is not None
+        metrics.observe(line)
+    fields = series_fields(metrics.throughput_points, metrics.latency_points)
+    assert fields["series"]["latencyAvgUs"] == [300.0, None, 300.0]
+    a = document(0, [(1, 100.0), (2, 300.0)]) | {
+        "series": {"intervalSeconds": 1.0, "throughput": [100.0, 300.0], "startSeconds": 1}
+    }
+    a["series"]["latencyAvgUs"] = [1000.0, None]
+    b = document(1, [(1, 300.0), (2, 100.0)])
+    b["series"]["latencyAvgUs"] = [2000.0, 500.0]
+    validate(a)
+    merged = merge_documents([a, b])
+    validate(merged)
+    assert merged["series"]["latencyAvgUs"] == [1750.0, 500.0]
+    assert "latencyAvgUs" not in merge_documents([a, document(1, [(1, 1.0)])])["series"]

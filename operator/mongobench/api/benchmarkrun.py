@@ -365,6 +365,21 @@ PROFILER_TOP_MAX = 100  # spec.profiler.top (the CRD's bound too): status stays 
 
 
 @dataclass(frozen=True)
+class Duet:
+    """One side of a duet (order Duet): the pair's name, this run's side (0: A, 1: B) and the
+    partner's client count, so both runs' clients meet at one start barrier."""
+
+    name: str
+    side: int
+    peer_parallelism: int
+
+    @property
+    def offset(self) -> int:
+        """This side's first client key at the shared barrier: B's follow A's."""
+        return self.peer_parallelism if self.side else 0
+
+
+@dataclass(frozen=True)
 class Profiler:
     """MongoDB's profiler during each measured step (present = on): level 1 with slowMs on the
     run's database on every data-bearing mongod, the step's `top` slowest operations kept."""
@@ -389,6 +404,7 @@ class BenchmarkRunSpec:
     database: str = "ycsb"
     collection: str = "usertable"
     concurrency: Concurrency = "Exclusive"
+    duet: Duet | None = None
     load: Load = field(default_factory=Load)
     run: Run = field(default_factory=lambda: Run(operation_count=100000))
     warmup: Warmup | None = None

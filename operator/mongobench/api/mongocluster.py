@@ -185,6 +185,7 @@ class Placement:
     anti_affinity: AntiAffinity = "Preferred"
     spread_across_zones: bool | None = None
     preset: PlacementPreset | None = None
+    duet: str | None = None  # the duet's name: each pod joins the other side's in its place
     mongod: RolePlacement | None = None
     config_server: RolePlacement | None = None
     mongos: RolePlacement | None = None

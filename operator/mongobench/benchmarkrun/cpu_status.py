@@ -44,6 +44,19 @@ def _names(pods: list[dict[str, Any]]) -> list[str]:
     return [str(p["metadata"]["name"]) for p in pods]
 
 
+def duet_selectors(run: Mapping[str, Any], cluster_pods: list[dict[str, Any]]) -> list[str]:
+    """A duet's other side, by its pair labels: the pair's clients, and the database pods of
+    the duet the run's own cluster is in. Sharing the nodes with them is the design, so the
+    neighbour check does not count them (pure)."""
+    duet = (run.get("spec") or {}).get("duet")
+    if not duet:
+        return []
+    out = [f"{jobs.DUET_LABEL}={duet['name']}"]
+    pairs = {(p["metadata"].get("labels") or {}).get(jobs.DUET_LABEL) for p in cluster_pods}
+    out += [f"{jobs.DUET_LABEL}={name}" for name in sorted(n for n in pairs if n)]
+    return out
+
+
 def node_mapping(config: OperatorConfig) -> NodeMapping:
     return NodeMapping(
         mode=cast(Literal["uname", "label"], config.prometheus_node_mapping),
@@ -98,6 +111,11 @@ def cpu_for_step(kube: KubeApi, config: OperatorConfig) -> CpuQuery | None:
             else ([], [])
         )
         client_nodes, clients = _nodes_and_pods(kube, namespace, f"job-name={step['job']}")
+        partners = [
+            name
+            for selector in duet_selectors(run, cluster_pods)
+            for name in _names(kube.list("Pod", namespace, selector))
+        ]
         cluster_roles = roles.cluster_pod_roles(cluster_pods)
         client_pods = _names(clients)
         # The mongod containers' figures are of the pods that run one (routers run mongos).
@@ -147,7 +165,7 @@ def cpu_for_step(kube: KubeApi, config: OperatorConfig) -> CpuQuery | None:
                 end,
                 interval,
                 nodes=nodes,
-                own=[(namespace, p) for p in (*_names(cluster_pods), *client_pods)],
+                own=[(namespace, p) for p in (*_names(cluster_pods), *client_pods, *partners)],
                 node_cpus={n: c.cpus for n, c in cpu.nodes.items()},
                 scrape_interval=interval,
                 mapping=mapping,

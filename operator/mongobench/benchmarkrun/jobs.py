@@ -5,7 +5,10 @@ JOB_COMPLETION_INDEX (the Job controller sets it) to split the key space, and wr
 document into ConfigMaps `<job>-c<index>-p<part>` owned by the BenchmarkRun, so results outlive
 the pods and the Jobs. Pods start whenever they are scheduled and pulled, so parallel clients
 meet at a start barrier, the ConfigMap `<job>-barrier` (one key per client: its ready instant),
-and all begin their measured phase at one instant (the runner's barrier module). A step that runs a
+and all begin their measured phase at one instant (the runner's barrier module). The two runs of
+a duet (spec.duet) share each step's barrier, `<pair>-<step>-barrier` (B's client keys after
+A's), so both sides start at one instant, and each client pod joins the node of the partner's
+client of its index (a required pod affinity). A step that runs a
 user Locust scenario mounts its ConfigMap read-only at SCENARIO_DIR and names the file to the
 runner (`--scenario`).
 """
@@ -17,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mongobench.api.benchmarkrun import BenchmarkRunSpec, Clients, Scenario
+from mongobench.api.benchmarkrun import BenchmarkRunSpec, Clients, Duet, Scenario
 from mongobench.benchmarkrun.plan import Step, inserts
 from mongobench.mongocluster import labels as lbl
 from mongobench.mongocluster.tls import client_secret_name
@@ -26,6 +29,9 @@ COMPONENT_LABEL = lbl.CLIENT_COMPONENT_LABEL
 CLIENT_COMPONENT = lbl.CLIENT_COMPONENT
 RUN_LABEL = "mongobench.io/run"
 STEP_LABEL = "mongobench.io/step"
+# A duet's client pods (both runs'): the pair's name; the partner's pods are found by it.
+DUET_LABEL = "mongobench.io/duet"
+JOB_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 CLUSTER_LABEL = lbl.CLUSTER
 # The cluster's pods that hold no data (clients.besideDatabase keeps off them); whatever
 # component holds data (a replica set's, a shard's members) is beside's target.
@@ -78,6 +84,7 @@ class RunRef:
     # The Secret whose ca.crt the clients verify a TLS cluster with (None: no TLS, or an
     # external URI whose CA the URI's own options handle).
     tls_ca_secret: str | None = None
+    duet: Duet | None = None  # spec.duet: the pair this run is one side of
 
     @property
     def owner_reference(self) -> dict[str, Any]:
@@ -100,12 +107,19 @@ def result_prefix(run: RunRef, step: Step) -> str:
     return step.job_name(run.name)
 
 
+def paired(run: RunRef, step: Step) -> Duet | None:
+    """The duet whose barrier the step shares: its first attempt's. A re-run of an invalid
+    trial has no partner step to meet, so it starts on its own."""
+    return run.duet if step.attempt <= 1 else None
+
+
 def barrier_name(run: RunRef, step: Step) -> str:
-    return f"{step.job_name(run.name)}-barrier"
+    duet = paired(run, step)
+    return f"{step.job_name(duet.name if duet else run.name)}-barrier"
 
 
-def uses_barrier(spec: BenchmarkRunSpec, run: RunRef) -> bool:
-    return run.start_barrier and spec.clients.parallelism > 1
+def uses_barrier(spec: BenchmarkRunSpec, run: RunRef, step: Step) -> bool:
+    return run.start_barrier and (spec.clients.parallelism > 1 or paired(run, step) is not None)
 
 
 def build_barrier(spec: BenchmarkRunSpec, step: Step, run: RunRef) -> dict[str, Any]:
@@ -226,13 +240,21 @@ def runner_args(spec: BenchmarkRunSpec, step: Step, run: RunRef) -> list[str]:
     if spec.clients.jvm_options and spec.driver == "ycsb":
         # One "--java-opts=..." word: a separate value starting with "-" is read as an option.
         args.append(f"--java-opts={' '.join(spec.clients.jvm_options)}")
-    if uses_barrier(spec, run):
+    if uses_barrier(spec, run, step):
         args += [
             "--barrier",
             f"configmap:{run.namespace}/{barrier_name(run, step)}",
             "--barrier-timeout",
             str(spec.clients.start_timeout_seconds),
         ]
+        if duet := paired(run, step):
+            mine = spec.clients.parallelism
+            args += [
+                "--barrier-offset",
+                str(duet.offset),
+                "--barrier-clients",
+                str(mine + duet.peer_parallelism),
+            ]
     for key, value in ycsb_properties(spec, step):
         args += ["-p", f"{key}={value}"]
     for key, value in sorted(spec.labels.items()):
@@ -283,6 +305,20 @@ def client_affinity(clients: Clients, step: Step, run: RunRef) -> dict[str, Any]
                 ]
             }
         }
+    if duet := paired(run, step):
+        # Client i of A and client i of B on one node (the pair's same step): whichever is
+        # scheduled first goes where it fits (a pod matching its own term may), the other joins.
+        affinity.setdefault("podAffinity", {}).setdefault(
+            "requiredDuringSchedulingIgnoredDuringExecution", []
+        ).append(
+            {
+                "topologyKey": "kubernetes.io/hostname",
+                "labelSelector": {
+                    "matchLabels": {DUET_LABEL: duet.name, STEP_LABEL: str(step.index)}
+                },
+                "matchLabelKeys": [JOB_INDEX_LABEL],
+            }
+        )
     if clients.anti_affinity in ("Required", "Preferred"):
         # A step's own pods, by the labels only its Job's pods carry.
         own = {
@@ -309,6 +345,7 @@ def build_job(spec: BenchmarkRunSpec, step: Step, run: RunRef) -> dict[str, Any]
         STEP_LABEL: str(step.index),
         # The cluster's NetworkPolicy admits its clients by this label.
         **(lbl.client_labels(run.cluster) if run.cluster else {}),
+        **({DUET_LABEL: duet.name} if (duet := paired(run, step)) else {}),
     }
     clients = spec.clients
     pod_spec: dict[str, Any] = {

@@ -525,7 +525,7 @@ class _Advance:
         if self.grants_with(step):
             for obj in jobs.build_client_rbac(ref, [s for s in self.plan if s.runs_job]):
                 self.kube.apply(obj)
-        if jobs.uses_barrier(self.spec, ref):
+        if jobs.uses_barrier(self.spec, ref, step):
             self.kube.apply(jobs.build_barrier(self.spec, step, ref))
         applied = self.kube.apply(jobs.build_job(self.spec, step, ref))
         job_name = step.job_name(self.name)
@@ -592,6 +592,7 @@ class _Advance:
             start_barrier=(self.meta.get("annotations") or {}).get(jobs.START_BARRIER_ANNOTATION)
             != "disabled",
             tls_ca_secret=jobs.cluster_ca_secret(target.cluster),
+            duet=self.spec.duet,
         )
 
     def mark(self, step: Step, **fields: Any) -> None:
@@ -632,6 +633,7 @@ class _Advance:
                 merged,
                 per_client=jobs_in_plan * self.spec.clients.parallelism
                 <= summary.PER_CLIENT_BUDGET,
+                series=self.spec.duet is not None,
             ),
             "job": step.job_name(self.name),
             "startTime": start,

@@ -22,6 +22,11 @@ specs, and the order of their repetitions.
   average out, and every round stays complete); `Random` shuffles all slots at once. Both
   random orders use a seed the status records, so slow drift on a shared cloud does not bias
   one configuration and the order can be replayed.
+- `Duet` runs the two cells of a round at once, side by side (a *pair* of slots started
+  together), so both see the same noise and the comparison pairs their per-second figures.
+  It takes exactly two cells, and each gets a cluster of its own even when only run fields
+  differ: two runs at once on one cluster would measure each other. Both sides run for
+  `run.durationSeconds`, so their windows are the same seconds.
 - An A/A calibration (`calibration: true`) has no dimensions: its two cells `calibration=a` and
   `calibration=b` take the same templates, and each gets a cluster of its own (two clusters
   from one template), so their comparison shows what the setup reports when nothing differs.
@@ -30,6 +35,7 @@ specs, and the order of their repetitions.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -42,7 +48,8 @@ from mongobench.api import SpecError
 
 MAX_CELLS = 200
 Target = Literal["cluster", "run"]
-ORDERS = ("Interleaved", "RandomizedRounds", "Random")
+ORDERS = ("Interleaved", "RandomizedRounds", "Random", "Duet")
+DUET = "Duet"
 FACTORIAL, OFAT = "Factorial", "OneFactorAtATime"
 # The dimension of an A/A calibration: two cells, identical but for their clusters.
 CALIBRATION = "calibration"
@@ -206,8 +213,33 @@ def _design(spec: Mapping[str, Any], dims: Sequence[Dimension]) -> list[dict[str
 
 def expand(spec: Mapping[str, Any]) -> Matrix:
     """The experiment spec's cells (SpecError for a matrix the operator cannot use)."""
-    if spec.get("calibration"):
-        return _calibration(spec)
+    matrix = _calibration(spec) if spec.get("calibration") else _expand(spec)
+    if spec.get("order") == DUET:
+        return _duet(matrix)
+    return matrix
+
+
+def _duet(matrix: Matrix) -> Matrix:
+    """A Duet's two cells, each on a cluster of its own (the two runs go at once)."""
+    if len(matrix.cells) != 2:
+        raise SpecError(
+            f"order Duet takes exactly two cells (A and B side by side); the matrix has "
+            f"{len(matrix.cells)}"
+        )
+    for c in matrix.cells:
+        if not (c.run_spec.get("run") or {}).get("durationSeconds"):
+            raise SpecError(
+                f"order Duet needs run.durationSeconds in every cell ({matrix.label(c.index)} has "
+                f"none): both sides measure one window (an operationCount ends each side at its "
+                f"own pace)"
+            )
+    cells = tuple(dataclasses.replace(c, group=c.index) for c in matrix.cells)
+    return dataclasses.replace(
+        matrix, cells=cells, groups=tuple(c.cluster_spec for c in matrix.cells)
+    )
+
+
+def _expand(spec: Mapping[str, Any]) -> Matrix:
     dims = dimensions_of(spec)
     combos = _design(spec, dims)
     if not combos:
@@ -269,6 +301,8 @@ def slots(
             random.Random(f"{seed}:{r}").shuffle(cells)
             out += [Slot(c, r) for c in cells]
         return out
+    # Interleaved and Duet: round by round in matrix order (a Duet starts each round's pair
+    # together, see schedule.decide).
     out = [Slot(c.index, r) for r in rounds for c in matrix.cells]
     if order == "Random":
         random.Random(seed).shuffle(out)
@@ -283,3 +317,8 @@ def seeded(order: str) -> bool:
 def default_seed(uid: str) -> int:
     """The seed of a random order when the spec gives none: from the object's uid (recorded)."""
     return int(hashlib.sha256(uid.encode()).hexdigest()[:8], 16)
+
+
+def partner(slot: Slot) -> Slot:
+    """The other slot of a Duet's pair: the other cell, the same round."""
+    return Slot(1 - slot.cell, slot.repetition)

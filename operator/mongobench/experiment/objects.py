@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mongobench.api import GROUP, VERSION
-from mongobench.experiment.matrix import Matrix, Slot
+from mongobench.experiment.matrix import DUET, Matrix, Slot
 
 EXPERIMENT_LABEL = "mongobench.io/experiment"
 GROUP_LABEL = "mongobench.io/experiment-group"
@@ -51,8 +51,17 @@ def cluster(experiment: Mapping[str, Any], matrix: Matrix, group: int) -> dict[s
             "labels": {EXPERIMENT_LABEL: meta["name"], GROUP_LABEL: str(group)},
             "ownerReferences": [_owner(experiment)],
         },
-        "spec": copy.deepcopy(dict(matrix.groups[group])),
+        "spec": _paired(experiment, copy.deepcopy(dict(matrix.groups[group]))),
     }
+
+
+def _paired(experiment: Mapping[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+    """A Duet's cluster: its pods paired with the other cluster's on the same nodes."""
+    if (experiment.get("spec") or {}).get("order") == DUET:
+        spec["placement"] = dict(spec.get("placement") or {}) | {
+            "duet": experiment["metadata"]["name"]
+        }
+    return spec
 
 
 def archive_of(experiment_spec: Mapping[str, Any], name: str) -> dict[str, Any] | None:
@@ -66,12 +75,28 @@ def archive_of(experiment_spec: Mapping[str, Any], name: str) -> dict[str, Any] 
     return out
 
 
+def duet_name(experiment: str, repetition: int) -> str:
+    """The pair of a Duet's round: both runs' barrier and their pods' pairing label."""
+    return f"{experiment}-r{repetition}"
+
+
+def _duet(experiment: Mapping[str, Any], matrix: Matrix, slot: Slot) -> dict[str, Any]:
+    partner = matrix.cells[1 - slot.cell].run_spec
+    return {
+        "name": duet_name(experiment["metadata"]["name"], slot.repetition),
+        "side": slot.cell,
+        "peerParallelism": int((partner.get("clients") or {}).get("parallelism", 1)),
+    }
+
+
 def run(experiment: Mapping[str, Any], matrix: Matrix, slot: Slot) -> dict[str, Any]:
     meta = experiment["metadata"]
     cell = matrix.cells[slot.cell]
     spec = copy.deepcopy(dict(cell.run_spec))
     spec["clusterRef"] = {"name": cluster_name(meta["name"], cell.group)}
     spec["repetitions"] = 1
+    if experiment["spec"].get("order") == DUET:
+        spec["duet"] = _duet(experiment, matrix, slot)
     labels = dict(spec.get("labels") or {})
     labels |= {name: _label(value) for name, value in cell.values.items()}
     labels[CELL_SPEC_LABEL] = matrix.label(slot.cell)

@@ -24,7 +24,7 @@ from mongobench.k8s import conditions as cond
 from mongobench.k8s.api import KubeApi
 from mongobench.k8s.client import ApiError
 from mongobench.mongocluster.layout import cluster_layout
-from mongobench_results import compare, records, summary
+from mongobench_results import compare, duet, records, stats, summary
 from mongobench_results.adaptive import Policy
 
 KIND = "BenchmarkExperiment"
@@ -38,8 +38,11 @@ class Outcome:
 
 
 def policy_of(spec: Mapping[str, Any]) -> sched.Policy:
+    duet = spec.get("order") == mx.DUET
     return sched.Policy(
-        max_clusters=int(spec.get("maxClusters", 1)),
+        # A Duet's two clusters live at once, whatever maxClusters says.
+        max_clusters=max(int(spec.get("maxClusters", 1)), 2 if duet else 1),
+        paired=duet,
         clusters_after=spec.get("clusterPolicy", "Delete"),
         on_cell_failure=spec.get("onCellFailure", "Stop"),
         cluster_ready_timeout=float(spec.get("clusterReadyTimeoutSeconds", 900)),
@@ -62,8 +65,8 @@ def plan(
     rounds = rounds or int(status.get("rounds") or first)
     slots = mx.slots(matrix, min(first, rounds), order, seed)
     # Rounds that adaptive repetitions added: each in its own order (a random order draws a
-    # fresh one per round), so adding one never reorders what ran.
-    extra = order if order == "Interleaved" else "RandomizedRounds"
+    # fresh one per round), so adding one never reorders what ran; a Duet's pair stays A, B.
+    extra = order if order in ("Interleaved", mx.DUET) else "RandomizedRounds"
     for r in range(first + 1, rounds + 1):
         slots += mx.slots(matrix, r, extra, seed, first=r)
     return matrix, slots, seed
@@ -150,7 +153,14 @@ def advance(kube: KubeApi, namespace: str, name: str, now: datetime) -> Outcome 
         status |= _target(adaptive, matrix, order, runs, failed, status, over=not running)
     if not running:
         status |= _finished(
-            status, matrix, runs, failed, phase=decision.phase, generation=generation, now=now
+            status,
+            matrix,
+            runs,
+            failed,
+            phase=decision.phase,
+            generation=generation,
+            now=now,
+            paired=policy.paired,
         )
         judged = history.judge(kube, body, list(runs.values()), OperatorConfig.current())
         if judged is not None:
@@ -347,21 +357,33 @@ def _finished(
     phase: str,
     generation: int,
     now: datetime,
+    paired: bool = False,
 ) -> dict[str, Any]:
     """The status fields of an experiment that ended: its completion, the comparison against
-    the baseline cell and the Succeeded condition."""
-    return {
-        "completionTime": rfc3339(now),
-        **_comparison(matrix, runs, failed),
-        "conditions": cond.set_condition(
-            status.get("conditions"),
-            cond.SUCCEEDED,
-            cond.TRUE if phase == cond.RUN_SUCCEEDED else cond.FALSE,
-            phase,
-            status["progress"]["summary"] + " cells done",
-            generation=generation,
-        ),
-    }
+    the baseline cell and the Succeeded condition; `paired` (order Duet): the duet's paired
+    comparison too, and the DuetValid condition."""
+    comparison = _comparison(matrix, runs, failed)
+    conditions = cond.set_condition(
+        status.get("conditions"),
+        cond.SUCCEEDED,
+        cond.TRUE if phase == cond.RUN_SUCCEEDED else cond.FALSE,
+        phase,
+        status["progress"]["summary"] + " cells done",
+        generation=generation,
+    )
+    if paired:
+        result = duet.compare(
+            runs.values(), matrix.label(0), matrix.label(1), confidence=_confidence(comparison)
+        )
+        comparison["comparison"]["duet"] = result.to_dict()
+        conditions = cond.set_condition(
+            conditions, cond.DUET_VALID, *duet.validity_condition(result), generation=generation
+        )
+    return {"completionTime": rfc3339(now), **comparison, "conditions": conditions}
+
+
+def _confidence(comparison: Mapping[str, Any]) -> float:
+    return float(comparison["comparison"].get("confidence") or stats.DEFAULT_CONFIDENCE)
 
 
 def _record_deployments(

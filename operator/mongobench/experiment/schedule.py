@@ -14,6 +14,9 @@ Rules, in order:
   group that has not started; a failed run fails its slot.
 - onCellFailure Stop: after a failure no slot starts; the experiment ends Failed when nothing
   runs. Continue: the other cells go on; the experiment ends Succeeded, its failed cells say so.
+- Paired (order Duet): the two slots of a round start in one decision or not at all, each on
+  its own cluster; a slot whose partner already started (an operator restarted between the
+  two creates) starts as soon as it can.
 - After a group's last slot its cluster is deleted (Delete), kept (Keep) or kept when one of the
   group's slots failed (KeepOnFailure). Kept clusters do not count against maxClusters. While
   adaptive repetitions may still add a round, every cluster stays (`reserved`): a round added
@@ -26,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from mongobench.experiment.matrix import Slot
+from mongobench.experiment.matrix import Slot, partner
 from mongobench.k8s import conditions as cond
 
 # A slot's phase: PHASE_PENDING, RUN_RUNNING, RUN_SUCCEEDED or RUN_FAILED.
@@ -58,6 +61,7 @@ class Policy:
     clusters_after: Literal["Delete", "Keep", "KeepOnFailure"] = "Delete"
     on_cell_failure: Literal["Stop", "Continue"] = "Stop"
     cluster_ready_timeout: float = 900.0
+    paired: bool = False  # order Duet: a round's two slots start together
 
 
 @dataclass(frozen=True)
@@ -123,7 +127,8 @@ def decide(
     needed = {group_of[s.cell] for s in pending}
     failed_groups = {group_of[s.cell] for s in order if phases[s] == cond.RUN_FAILED}
     live = _after_policy(observed, policy, busy | needed, failed_groups, actions)
-    actions += _starts(pending, group_of, observed, policy, busy=busy, live=live)
+    starts = _starts(pending, group_of, observed, policy, busy=busy, live=live)
+    actions += _together(starts, phases) if policy.paired else starts
     current = running[0] if running else (pending[0] if pending else None)
     if running or pending or (failed_now and not stopping):
         return Decision(actions, cond.RUN_RUNNING, current)
@@ -132,6 +137,19 @@ def decide(
     ):
         return Decision(actions, cond.RUN_RUNNING, None)  # finished once the clusters are gone
     return Decision(actions, cond.RUN_FAILED if stopping else cond.RUN_SUCCEEDED, None)
+
+
+def _together(starts: list[Action], phases: Mapping[Slot, SlotPhase]) -> list[Action]:
+    """A Duet's runs: a slot starts with its partner (both in this decision), or after it
+    (the partner created already); never alone ahead of it."""
+    starting = {a.slot for a in starts if isinstance(a, CreateRun)}
+    return [
+        a
+        for a in starts
+        if not isinstance(a, CreateRun)
+        or partner(a.slot) in starting
+        or phases.get(partner(a.slot), cond.PHASE_PENDING) != cond.PHASE_PENDING
+    ]
 
 
 def _failed_clusters(

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from mongobench.clock import rfc3339, wall
+from mongobench_results import duet
 
 ConditionStatus = Literal["True", "False", "Unknown"]
 TRUE: ConditionStatus = "True"
@@ -45,6 +46,8 @@ ARCHIVED = "Archived"
 TARGET_MET = "TargetMet"
 REGRESSED = "Regressed"
 TRIALS_VALID = "TrialsValid"
+# A Duet experiment's pairs: ran together, whole, neither side starved (reasons: results.duet).
+DUET_VALID = "DuetValid"
 QUEUED = "Queued"
 PROFILED = "Profiled"
 
@@ -117,6 +120,12 @@ REGRESSION_FOUND = "ChangePoint"
 NO_REGRESSION = "NoChangePoint"
 ACKNOWLEDGED = "Acknowledged"
 HISTORY_UNAVAILABLE = "HistoryUnavailable"
+# DuetValid (order Duet), BenchmarkExperiment: the results library judges the pairs.
+DUET_ALL_PAIRED = duet.ALL_PAIRED
+DUET_NOT_PAIRED = duet.NOT_PAIRED
+DUET_NOT_TOGETHER = duet.NOT_TOGETHER
+DUET_SHORT_SIDE = duet.SHORT_SIDE
+DUET_STARVED = duet.STARVED
 
 # --- phases (status.phase) of a BenchmarkRun (and a BenchmarkExperiment: Pending, Running and the
 # RUN_SUCCEEDED/RUN_FAILED above), and of a run's steps (status.steps[].phase) -------------------
@@ -359,6 +368,24 @@ CONDITIONS: tuple[ConditionDoc, ...] = (
             "(False): maxRepetitions ran out, or the run (a cell) failed first; the message "
             "names the workloads or cells",
             TARGET_MEASURING: "still repeating (Unknown): the message names what is not done",
+        },
+    ),
+    ConditionDoc(
+        DUET_VALID,
+        ("BenchmarkExperiment",),
+        "a Duet experiment ended: whether every pair (a round's measured step on both sides) "
+        "is fit for the paired comparison, and the smaller side's share of the pair's CPU; "
+        "invalid pairs are left out of status.comparison.duet; absent for other orders",
+        {
+            DUET_ALL_PAIRED: "every pair ran together, whole and unstarved (True); the message "
+            "says the smallest CPU share of a side",
+            DUET_NOT_PAIRED: "a side failed or reported no per-second series (False), or no "
+            "pair exists yet (Unknown)",
+            DUET_NOT_TOGETHER: "the sides' clients started more than 1 s apart (False)",
+            DUET_SHORT_SIDE: "one side ran fewer intervals than the other (False): it stopped "
+            "early",
+            DUET_STARVED: "the smaller side had under a fifth of the pair's CPU (False): the "
+            "other side starved it",
         },
     ),
     ConditionDoc(

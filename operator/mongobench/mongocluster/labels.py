@@ -39,6 +39,14 @@ def component_labels(
     return out
 
 
+# A duet's pods (placement.duet; the clients' spec.duet): the pair's name, and for a database
+# pod its place in the cluster (its replica set's role and shard, or mongos) without the
+# cluster's name, so each pod finds its counterpart on the other side.
+DUET = "mongobench.io/duet"
+DUET_PLACE = "mongobench.io/duet-place"
+POD_INDEX = "apps.kubernetes.io/pod-index"
+
+
 # Benchmark client pods (BenchmarkRun Jobs): never the cluster's own labels, which select the
 # database pods (PodMonitor, CPU per role). CLIENT_OF names the MongoCluster a client targets,
 # so the cluster's NetworkPolicy can admit it (networkpolicy.py).

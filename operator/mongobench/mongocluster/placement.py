@@ -177,6 +177,39 @@ def affinity(
     return out
 
 
+def duet_place(cluster: str, own: Mapping[str, str], component: Component) -> str:
+    """A pod's place, the same on both sides of a duet: `shard0`, `cfg`, `rs0`, `mongos`."""
+    replset = own.get(lbl.REPLSET)
+    return replset.removeprefix(f"{cluster}-") if replset else component
+
+
+def duet_labels(duet: str | None, place: str) -> dict[str, str]:
+    """The pod labels a duet pairs by (none without a duet)."""
+    return {lbl.DUET: duet, lbl.DUET_PLACE: place} if duet else {}
+
+
+def with_duet(pod_affinity: dict[str, Any], duet: str | None, place: str) -> dict[str, Any]:
+    """`pod_affinity` plus, in a duet, a required term: on the node of the other side's pod
+    of the same place and ordinal (a StatefulSet's pod-index; a mongos, any of the other's
+    mongos). Whichever side is scheduled first goes where it fits: a pod matching its own
+    term may, when no other pod matches."""
+    if not duet:
+        return pod_affinity
+    term = {
+        "labelSelector": {"matchLabels": duet_labels(duet, place)},
+        "matchLabelKeys": [lbl.POD_INDEX],
+        "topologyKey": HOSTNAME_KEY,
+    }
+    out = dict(pod_affinity)
+    pod = dict(out.get("podAffinity") or {})
+    pod["requiredDuringSchedulingIgnoredDuringExecution"] = [
+        *pod.get("requiredDuringSchedulingIgnoredDuringExecution", ()),
+        term,
+    ]
+    out["podAffinity"] = pod
+    return out
+
+
 # --- feasibility against the Nodes ---------------------------------------------------------------
 
 

@@ -23,7 +23,13 @@ from typing import Any
 from mongobench.api.mongocluster import MongoClusterSpec, ResourceRequirements
 from mongobench.mongocluster.labels import Component
 from mongobench.mongocluster.layout import PORT, ClusterLayout
-from mongobench.mongocluster.placement import Scheduling, affinity
+from mongobench.mongocluster.placement import (
+    Scheduling,
+    affinity,
+    duet_labels,
+    duet_place,
+    with_duet,
+)
 from mongobench.mongocluster.tls import exporter_uri_options, tls_args, tls_mount, tls_volume
 
 MONGODB_UID = 999
@@ -157,7 +163,11 @@ def _scheduling(
         out["nodeSelector"] = dict(sorted(sched.node_selector.items()))
     if sched.tolerations:
         out["tolerations"] = [t.to_k8s() for t in sched.tolerations]
-    if pod_affinity := affinity(spec, layout.name, component, selector, sched):
+    place = duet_place(layout.name, selector, component)
+    pod_affinity = with_duet(
+        affinity(spec, layout.name, component, selector, sched), spec.placement.duet, place
+    )
+    if pod_affinity:
         out["affinity"] = pod_affinity
     if zone_spread:
         out["topologySpreadConstraints"] = [
@@ -195,7 +205,10 @@ def pod_template(
     if spec.monitoring.exporter:
         containers.append(exporter_container(spec, layout))
     return {
-        "metadata": {"labels": dict(labels)},
+        "metadata": {
+            "labels": dict(labels)
+            | duet_labels(spec.placement.duet, duet_place(layout.name, labels, component))
+        },
         "spec": {
             # mongod never calls the Kubernetes API; no token to steal.
             "automountServiceAccountToken": False,

@@ -247,7 +247,7 @@ def test_one_client_or_the_diagnostic_switch_means_no_barrier() -> None:
     assert "--barrier" not in runner_args(one, step, REF)
     three = spec(clients={"parallelism": 3})
     off = replace(REF, start_barrier=False)
-    assert not uses_barrier(three, off)
+    assert not uses_barrier(three, off, step)
     assert "--barrier" not in runner_args(three, step, off)
 
 

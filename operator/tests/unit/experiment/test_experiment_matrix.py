@@ -429,3 +429,75 @@ def test_clusters_reserved_for_a_round_to_come_stay_until_room_is_needed() -> No
 def test_everything_done_and_deleted_succeeds() -> None:
     d = decide({}, {s: "Succeeded" for s in ORDER})
     assert d.phase == "Succeeded" and d.actions == [] and d.current is None
+
+
+# --- Duet ---------------------------------------------------------------------------------------
+
+TIMED = {"workloads": [{"name": "a"}], "run": {"durationSeconds": 60}}
+RUN_PAIR = {
+    "name": "wc",
+    "target": "run",
+    "field": "mongo.writeConcern",
+    "values": ["1", "majority"],
+}
+
+
+def test_a_duet_is_two_cells_each_on_a_cluster_of_its_own() -> None:
+    # Only a run field differs, which would share one cluster in any other order: a Duet's two
+    # runs go at once, so each has its own.
+    m = mx.expand(spec(order="Duet", dimensions=[RUN_PAIR], run=TIMED))
+    assert [c.group for c in m.cells] == [0, 1]
+    assert m.groups[0] == m.groups[1]
+    assert mx.slots(m, 2, "Duet", None) == [Slot(0, 1), Slot(1, 1), Slot(0, 2), Slot(1, 2)]
+    assert mx.partner(Slot(0, 2)) == Slot(1, 2) and mx.partner(Slot(1, 2)) == Slot(0, 2)
+    aa = spec(order="Duet", calibration=True, run=TIMED)
+    del aa["dimensions"]
+    assert [c.group for c in mx.expand(aa).cells] == [0, 1]  # an A/A duet
+
+
+def test_a_duet_of_more_or_fewer_than_two_cells_is_refused() -> None:
+    with pytest.raises(SpecError, match=r"order Duet takes exactly two cells.* has 4"):
+        mx.expand(spec(order="Duet", run=TIMED))
+    with pytest.raises(SpecError, match="has 1"):
+        mx.expand(spec(order="Duet", dimensions=[RUN_PAIR], exclude=[{"wc": "1"}], run=TIMED))
+    # A window of its own per side would pair second i of A with some other second of B.
+    with pytest.raises(SpecError, match=r"order Duet needs run.durationSeconds in every cell"):
+        mx.expand(spec(order="Duet", dimensions=[RUN_PAIR]))
+
+
+def test_a_duet_starts_both_runs_of_a_round_together() -> None:
+    duet = sched.Policy(max_clusters=2, paired=True)
+    starting = sched.ObservedCluster("Provisioning", False, 10)
+    # One cluster Ready, its partner's not yet: neither run starts (an unpaired start would
+    # measure A alone).
+    d = decide({0: READY, 1: starting}, {}, duet)
+    assert not [a for a in d.actions if isinstance(a, sched.CreateRun)]
+    d = decide({0: READY, 1: READY}, {}, duet)
+    assert d.actions == [sched.CreateRun(Slot(0, 1)), sched.CreateRun(Slot(1, 1))]
+    # A finished round 1 first: it waits for B before round 2 starts.
+    d = decide({0: READY, 1: READY}, {Slot(0, 1): "Succeeded", Slot(1, 1): "Running"}, duet)
+    assert not [a for a in d.actions if isinstance(a, sched.CreateRun)]
+    d = decide({0: READY, 1: READY}, {Slot(0, 1): "Succeeded", Slot(1, 1): "Succeeded"}, duet)
+    assert d.actions == [sched.CreateRun(Slot(0, 2)), sched.CreateRun(Slot(1, 2))]
+    # Restarted between the two creates: the partner of a created run starts alone, at once.
+    d = decide({0: READY, 1: READY}, {Slot(0, 1): "Pending"}, duet)
+    assert d.actions == [sched.CreateRun(Slot(1, 1))]
+
+
+def test_a_duets_runs_name_their_pair_side_and_the_partners_clients() -> None:
+    body = {
+        "metadata": {"name": "d", "namespace": "ns", "uid": "u"},
+        "spec": spec(
+            order="Duet",
+            dimensions=[RUN_PAIR],
+            run=TIMED | {"clients": {"parallelism": 2}},
+        ),
+    }
+    m = mx.expand(body["spec"])
+    a, b = (objects.run(body, m, Slot(c, 3)) for c in (0, 1))
+    assert a["spec"]["duet"] == {"name": "d-r3", "side": 0, "peerParallelism": 2}
+    assert b["spec"]["duet"] == {"name": "d-r3", "side": 1, "peerParallelism": 2}
+    assert a["spec"]["clusterRef"] != b["spec"]["clusterRef"]  # two targets: no queue
+    # Both clusters' pods pair by the experiment's name.
+    assert {objects.cluster(body, m, g)["spec"]["placement"]["duet"] for g in (0, 1)} == {"d"}
+    assert "duet" not in objects.run(body | {"spec": spec()}, mx.expand(spec()), Slot(0, 1))["spec"]

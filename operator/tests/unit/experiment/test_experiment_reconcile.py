@@ -378,3 +378,76 @@ def test_an_experiment_whose_archive_fails_still_ends_and_says_why(tmp_path: Pat
         previous.make_current()
     final = status(kube)
     assert final["phase"] == cond.RUN_SUCCEEDED and final["archive"]["error"]
+
+
+# --- order Duet ----------------------------------------------------------------------------------
+
+
+TIMED = {"workloads": [{"name": "a"}], "run": {"durationSeconds": 30}}
+
+
+def finish_duet_side(kube: FakeKube, name: str, scale: float, start: str) -> None:
+    """One side's run succeeded: its measured step's per-second series (both sides' series
+    move together, B's `scale` times A's) and the barrier instant its clients started at."""
+    swing = [1000.0 * (1 + 0.3 * ((i * 7) % 5 - 2) / 2) for i in range(30)]
+    finish_run(kube, name, 1000.0 * scale)
+    step = kube.objects[("BenchmarkRun", NS, name)]["status"]["steps"][0]
+    step["result"] |= {
+        "startAt": start,
+        "series": {"intervalSeconds": 1.0, "throughput": [v * scale for v in swing]},
+    }
+    step["roles"] = {"mongod": {"sum": {"cpuCores": 1.0}}}
+
+
+def test_a_duet_runs_both_sides_at_once_and_ends_with_the_paired_comparison() -> None:
+    kube = FakeKube(experiment(order="Duet", repetitions=2, run=TIMED))
+    advance(kube)
+    # Both clusters at once (maxClusters 1 is raised to the pair's 2), each paired by name.
+    clusters = [objects.cluster_name("x", g) for g in (0, 1)]
+    assert kube.verbs("create") == clusters
+    for c in clusters:
+        assert kube.objects[("MongoCluster", NS, c)]["spec"]["placement"]["duet"] == "x"
+    set_phase(kube, "MongoCluster", clusters[0], cond.PHASE_READY)
+    advance(kube)
+    assert kube.verbs("create") == clusters  # A's cluster alone Ready: A does not start alone
+    set_phase(kube, "MongoCluster", clusters[1], cond.PHASE_READY)
+    advance(kube)
+    assert kube.verbs("create")[2:] == RUNS  # the round's pair, in one reconcile
+    sides = [kube.objects[("BenchmarkRun", NS, r)]["spec"]["duet"] for r in RUNS]
+    assert [(s["name"], s["side"]) for s in sides] == [("x-r1", 0), ("x-r1", 1)]
+    for r in (1, 2):
+        names = [objects.run_name("x", Slot(c, r)) for c in (0, 1)]
+        finish_duet_side(kube, names[0], 1.0, "2026-12-07T10:00:00.000000Z")
+        finish_duet_side(kube, names[1], 1.05, "2026-12-07T10:00:00.200000Z")
+        advance(kube)
+    advance(kube)
+    advance(kube)
+    final = status(kube)
+    assert final["phase"] == cond.RUN_SUCCEEDED
+    paired = final["comparison"]["duet"]
+    assert (paired["baseline"], paired["other"]) == ("threads=1", "threads=4")
+    row = paired["rows"][0]
+    assert (row["metric"], row["rounds"], row["intervals"]) == ("throughput", 2, 60)
+    assert row["changePercent"] == pytest.approx(5.0)
+    assert row["verdict"] == "faster"
+    valid = get_condition(final["conditions"], cond.DUET_VALID)
+    assert valid is not None and (valid["status"], valid["reason"]) == (cond.TRUE, "AllPaired")
+    assert "CPU share 50%" in valid["message"]
+
+
+def test_an_aa_duet_calibrates_two_clusters_of_one_template_side_by_side() -> None:
+    body = experiment(order="Duet", calibration=True, run=TIMED)
+    del body["spec"]["dimensions"]
+    kube = FakeKube(body)
+    advance(kube)
+    for g in (0, 1):
+        set_phase(kube, "MongoCluster", objects.cluster_name("x", g), cond.PHASE_READY)
+    advance(kube)
+    assert kube.verbs("create")[2:] == RUNS
+    finish_duet_side(kube, RUNS[0], 1.0, "2026-12-07T10:00:00.000000Z")
+    finish_duet_side(kube, RUNS[1], 1.0, "2026-12-07T10:00:00.000000Z")
+    for _ in range(3):
+        advance(kube)
+    paired = status(kube)["comparison"]["duet"]
+    assert (paired["baseline"], paired["other"]) == ("calibration=a", "calibration=b")
+    assert [r["verdict"] for r in paired["rows"]] == ["no difference"]

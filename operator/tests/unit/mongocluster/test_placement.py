@@ -378,3 +378,48 @@ def test_the_sync_says_when_the_nodes_cannot_hold_the_preset_and_when_they_did()
         assert get_condition(sync()["status"]["conditions"], cond.PLACEMENT_FEASIBLE) is None
     finally:
         admins.close()
+
+
+def test_a_duets_pods_pair_with_the_other_sides_pod_of_the_same_place_and_ordinal() -> None:
+    # Two clusters of one Duet (the experiment sets placement.duet on both): each pod carries
+    # the pair and its place without the cluster's name, and requires the node of the other
+    # side's pod of that place and ordinal; the preset's own terms stay.
+    sides = [
+        build(with_placement(sharded(2, 1, 1, 1), duet="x", preset="CoLocated"), name=n)
+        for n in ("x-k0", "x-k1")
+    ]
+    places = []
+    for objects in sides:
+        mine = {}
+        for o in objects:
+            if o["kind"] not in ("StatefulSet", "Deployment"):
+                continue
+            template = o["spec"]["template"]
+            labels = template["metadata"]["labels"]
+            assert labels["mongobench.io/duet"] == "x"
+            assert "mongobench.io/duet" not in o["spec"]["selector"]["matchLabels"]
+            required = template["spec"]["affinity"]["podAffinity"][
+                "requiredDuringSchedulingIgnoredDuringExecution"
+            ]
+            assert required[-1] == {
+                "labelSelector": {
+                    "matchLabels": {
+                        "mongobench.io/duet": "x",
+                        "mongobench.io/duet-place": labels["mongobench.io/duet-place"],
+                    }
+                },
+                "matchLabelKeys": ["apps.kubernetes.io/pod-index"],
+                "topologyKey": HOST,
+            }
+            mine[o["metadata"]["name"].removeprefix(o["metadata"]["labels"][CLUSTER_LABEL])] = (
+                labels["mongobench.io/duet-place"]
+            )
+        places.append(mine)
+    assert places[0] == places[1]  # the same places on both sides
+    assert sorted(places[0].values()) == ["cfg", "mongos", "shard0", "shard1"]
+    alone = build(sharded(2, 1, 1, 1), with_secrets=False)
+    assert not any(
+        "mongobench.io/duet" in o["spec"]["template"]["metadata"]["labels"]
+        for o in alone
+        if o["kind"] in ("StatefulSet", "Deployment")
+    )
