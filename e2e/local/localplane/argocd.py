@@ -249,7 +249,10 @@ def start_argocd(plane: Plane, workdir: Path, *, app_resync: int = 10) -> ArgoCD
             "argocd-application-controller",
             [argo, f"--kubeconfig={plane.kubeconfig}", f"--namespace={NAMESPACE}",
              f"--repo-server=127.0.0.1:{repo_server}", "--repo-server-plaintext",
-             f"--metrics-port={metrics}", f"--app-resync={app_resync}", *common],
+             f"--metrics-port={metrics}", f"--app-resync={app_resync}",
+             # Each resource's health in the Application's status, where tests read it (Argo CD
+             # 3 keeps it in Redis for argocd-server's resource tree by default).
+             "--persist-resource-health", *common],
             {**base, "ARGOCD_BINARY_NAME": "argocd-application-controller"},
             metrics,
         )  # fmt: skip
