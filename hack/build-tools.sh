@@ -130,7 +130,7 @@ build_kind_configcheck() {
 build_argocd() {
   local out=argocd-$ARGOCD_VERSION
   local data=$cache/$out
-  need "$out" || [ ! -d "$data" ] || return 0
+  need "$out" || [ ! -x "$data/git-verify-wrapper.sh" ] || return 0
   log "building Argo CD $ARGOCD_VERSION (about 12 minutes cold)"
   local p=github.com/argoproj/argo-cd/v3
   local ldflags="-s -w -X $p/common.version=${ARGOCD_VERSION#v} -X $p/common.gitTag=$ARGOCD_VERSION"
@@ -142,6 +142,7 @@ build_argocd() {
   cp "$dir"/manifests/crds/*-crd.yaml "$data.tmp/crds/"
   cp "$dir/manifests/core-install.yaml" "$dir/hack/git-verify-wrapper.sh" "$data.tmp/"
   chmod -R u+w "$data.tmp"
+  chmod +x "$data.tmp/git-verify-wrapper.sh"  # the module cache keeps it 0444
   (cd "$repo/e2e/local/gomod/argocd" && GOTOOLCHAIN=$ARGOCD_GO_TOOLCHAIN go build -mod=readonly -trimpath -ldflags "$ldflags" -o "$bin/.$out.tmp" "$p/cmd")
   rm -rf "$data"
   mv "$data.tmp" "$data"

@@ -22,6 +22,7 @@ assessing one object with the health checks of an `argocd-cm` file.
 from __future__ import annotations
 
 import base64
+import json
 import os
 import shlex
 import shutil
@@ -94,7 +95,7 @@ def default_project() -> dict[str, Any]:
 
 def cluster_secret(server: str, ca: bytes, cert: bytes, key: bytes) -> dict[str, Any]:
     """A declarative cluster registration (Argo CD's `argocd.argoproj.io/secret-type: cluster`)
-    authenticating with a client certificate."""
+    authenticating with a client certificate; `config` is JSON (Argo CD refuses YAML there)."""
     config = {
         "tlsClientConfig": {
             "caData": base64.b64encode(ca).decode(),
@@ -110,7 +111,7 @@ def cluster_secret(server: str, ca: bytes, cert: bytes, key: bytes) -> dict[str,
             "namespace": NAMESPACE,
             "labels": {"argocd.argoproj.io/secret-type": "cluster"},
         },
-        "stringData": {"name": CLUSTER_NAME, "server": server, "config": yaml.safe_dump(config)},
+        "stringData": {"name": CLUSTER_NAME, "server": server, "config": json.dumps(config)},
     }
 
 
@@ -249,7 +250,7 @@ def start_argocd(plane: Plane, workdir: Path, *, app_resync: int = 10) -> ArgoCD
             "argocd-application-controller",
             [argo, f"--kubeconfig={plane.kubeconfig}", f"--namespace={NAMESPACE}",
              f"--repo-server=127.0.0.1:{repo_server}", "--repo-server-plaintext",
-             f"--metrics-port={metrics}", f"--app-resync={app_resync}",
+             f"--metrics-port={metrics}", f"--app-resync={app_resync}", "--app-resync-jitter=0",
              # Each resource's health in the Application's status, where tests read it (Argo CD
              # 3 keeps it in Redis for argocd-server's resource tree by default).
              "--persist-resource-health", *common],
