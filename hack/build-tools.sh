@@ -149,6 +149,10 @@ build_argocd() {
   mv "$bin/.$out.tmp" "$bin/$out"
 }
 
+build_kustomize() {
+  GOTOOLCHAIN=$ARGOCD_GO_TOOLCHAIN install_module "kustomize-$KUSTOMIZE_VERSION" "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
+}
+
 # The real Prometheus Operator CRDs (ServiceMonitor, PodMonitor, PrometheusRule) from its module.
 fetch_promop_crds() {
   local dest=$cache/prometheus-operator-crds-$PROMETHEUS_OPERATOR_VERSION
@@ -219,9 +223,9 @@ case "${1:-all}" in
   helm) build_helm ;;
   lint) build_lint_tools ;;
   kind-configcheck) build_kind_configcheck ;;
-  argocd) build_argocd ;;
+  argocd) build_argocd; build_kustomize ;;
   mongodb-exporter) build_mongodb_exporter ;;
   krew) build_krew ;;
-  all) build_plane; fetch_promop_crds; fetch_cert_manager_crds; build_ferretdb; build_lint_tools; build_mongodb_exporter; build_krew; build_argocd ;;
+  all) build_plane; fetch_promop_crds; fetch_cert_manager_crds; build_ferretdb; build_lint_tools; build_mongodb_exporter; build_krew; build_argocd; build_kustomize ;;
   *) echo "usage: $0 [plane|demo|helm|ferretdb|lint|kind-configcheck|argocd|mongodb-exporter|krew|all]" >&2; exit 2 ;;
 esac

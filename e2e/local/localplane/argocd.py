@@ -3,7 +3,7 @@
 One binary, built by hack/build-tools.sh, is the `argocd` CLI or a component by the name it runs
 under (ARGOCD_BINARY_NAME). `start_argocd` runs what syncs Applications, as processes on loopback:
 Debian's `redis-server` (the components' cache), `argocd-repo-server` (clones the repository and
-renders it: plain YAML, kustomize, Helm with the cached helm on its PATH) and
+renders it: plain YAML, kustomize and Helm with the cached binaries on its PATH) and
 `argocd-application-controller` (compares, syncs, assesses health and writes each Application's
 status). argocd-server (the API and UI) is left out: tests read an Application's status from the
 apiserver, as `kubectl get application -o yaml` does.
@@ -203,11 +203,12 @@ class ArgoCD:
 
 
 def _tool_path(workdir: Path) -> str:
-    """PATH of the repo server: the pinned helm as `helm`, Argo CD's git-verify-wrapper.sh, then
-    this machine's (git)."""
+    """PATH of the repo server: the pinned helm and kustomize, Argo CD's git-verify-wrapper.sh,
+    then this machine's (git)."""
     tools = workdir / "bin"
     tools.mkdir(exist_ok=True)
     (tools / "helm").symlink_to(binary("helm"))
+    (tools / "kustomize").symlink_to(binary("kustomize"))
     (tools / "git-verify-wrapper.sh").symlink_to(files() / "git-verify-wrapper.sh")
     return f"{tools}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}"
 

@@ -47,6 +47,7 @@ _PINS = {
     "krew": "KREW_VERSION",
     "validate-krew-manifest": "KREW_VERSION",
     "argocd": "ARGOCD_VERSION",
+    "kustomize": "KUSTOMIZE_VERSION",
 }
 
 
