@@ -213,10 +213,12 @@ def _tool_path(workdir: Path) -> str:
     return f"{tools}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}"
 
 
-def start_argocd(plane: Plane, workdir: Path, *, app_resync: int = 10) -> ArgoCD:
+def start_argocd(plane: Plane, workdir: Path, *, reconciliation: int = 10) -> ArgoCD:
     """Redis, the repo server and the application controller against `plane` (after `install`).
-    `app_resync`: seconds between the controller's comparisons with Git (3 minutes by default
-    in Argo CD; a commit is seen within this)."""
+    `reconciliation`: seconds within which a commit is seen, as argocd-cm's
+    `timeout.reconciliation` sets them (3 minutes by default, and a random delay of up to a
+    minute more, none here): how often the controller compares with Git and how long the repo
+    server keeps what a branch resolved to."""
     workdir.mkdir(parents=True, exist_ok=True)
     argocd = ArgoCD(workdir)
     home, tmp = workdir / "home", workdir / "tmp"
@@ -224,7 +226,14 @@ def start_argocd(plane: Plane, workdir: Path, *, app_resync: int = 10) -> ArgoCD
     tmp.mkdir(exist_ok=True)
     # A home and temporary folder of its own: no git or helm configuration of this machine's
     # user, and the clones and renders stay in the workdir.
-    base = {**os.environ, "HOME": str(home), "TMPDIR": str(tmp), "ARGOCD_GPG_ENABLED": "false"}
+    base = {
+        **os.environ,
+        "HOME": str(home),
+        "TMPDIR": str(tmp),
+        "ARGOCD_GPG_ENABLED": "false",
+        "ARGOCD_RECONCILIATION_TIMEOUT": f"{reconciliation}s",
+        "ARGOCD_RECONCILIATION_JITTER": "0s",
+    }
     redis = free_port()
     redis_server = shutil.which("redis-server")
     if redis_server is None:
@@ -251,7 +260,7 @@ def start_argocd(plane: Plane, workdir: Path, *, app_resync: int = 10) -> ArgoCD
             "argocd-application-controller",
             [argo, f"--kubeconfig={plane.kubeconfig}", f"--namespace={NAMESPACE}",
              f"--repo-server=127.0.0.1:{repo_server}", "--repo-server-plaintext",
-             f"--metrics-port={metrics}", f"--app-resync={app_resync}", "--app-resync-jitter=0",
+             f"--metrics-port={metrics}",
              # Each resource's health in the Application's status, where tests read it (Argo CD
              # 3 keeps it in Redis for argocd-server's resource tree by default).
              "--persist-resource-health", *common],
