@@ -27,6 +27,7 @@ from kubernetes import client as k8s
 
 from localplane import argocd
 from localplane.executor import pod_executor, rewrite_hosts
+from localplane.experiments import small_experiment
 from localplane.ferretdb import running_ferretdb
 from localplane.keyfiles import keyfile_from_pods
 from localplane.mongomodel import MongoModel
@@ -139,17 +140,7 @@ def test_argo_cd_syncs_an_experiment_from_git_to_healthy_and_reports_a_degraded_
     argocd.install(plane)
 
     repo = repository_of_checkout(tmp_path / "repo")
-    cluster_spec = {"version": "7.0.14", "topology": {"replicaSet": {"members": 1}}}
-    run_spec = {
-        "clusterRef": {"name": "rs1"},
-        "workloads": [{"name": "c"}],
-        "load": {"recordCount": 200, "threads": 2},
-        "run": {"operationCount": 200, "threads": 2, "statusIntervalSeconds": 1},
-        "repetitions": 1,
-        "clients": {"parallelism": 1},
-    }
-    values = {"clusters": [{"name": "rs1", "spec": cluster_spec}],
-              "runs": [{"name": "ycsb-c", "spec": run_spec}]}  # fmt: skip
+    values = small_experiment()
     revision = commit_values(repo, values, "an experiment: rs1 and YCSB C")
 
     app_manifest = yaml.safe_load(APPLICATION.read_text())
@@ -237,7 +228,7 @@ def test_argo_cd_syncs_an_experiment_from_git_to_healthy_and_reports_a_degraded_
                 # Git's next revision changes the run: a new run (its name carries the hash of
                 # its spec) that Argo CD finds by polling Git and syncs; the old one stays with
                 # its results (Prune=false) and leaves the Application Synced (IgnoreExtraneous).
-                run_spec["run"]["operationCount"] = 300
+                values["runs"][0]["spec"]["run"]["operationCount"] = 300
                 # The prepare step drops the collection through the wire model, not this data
                 # path: dropped in FerretDB too, as a real mongod's prepare would (test_chart.py).
                 pymongo.MongoClient(ferretdb.uri)["ycsb"].drop_collection("usertable")
