@@ -124,33 +124,44 @@ build_kind_configcheck() {
 }
 
 # Argo CD from the wrapper module e2e/local/gomod/argocd (argo-cd's go.mod replaces gitops-engine
-# by a directory its module zip lacks, so `go install ...@version` fails), and beside it, keyed by
-# version, what running it on the plane needs from its module: its CRDs, core-install.yaml (the
-# ConfigMaps and Secret) and the repo server's hack/git-verify-wrapper.sh.
+# by a directory its module zip lacks, so `go install ...@version` fails).
 build_argocd() {
   local out=argocd-$ARGOCD_VERSION
-  local data=$cache/$out
-  need "$out" || [ ! -x "$data/git-verify-wrapper.sh" ] || return 0
+  need "$out" || return 0
   log "building Argo CD $ARGOCD_VERSION (about 12 minutes cold)"
   local p=github.com/argoproj/argo-cd/v3
   local ldflags="-s -w -X $p/common.version=${ARGOCD_VERSION#v} -X $p/common.gitTag=$ARGOCD_VERSION"
   ldflags+=" -X $p/common.gitTreeState=clean"
-  local dir
-  dir=$(cd "$repo/e2e/local/gomod/argocd" && GOTOOLCHAIN=$ARGOCD_GO_TOOLCHAIN go mod download -json "$p@$ARGOCD_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
-  rm -rf "$data.tmp"
-  mkdir -p "$data.tmp/crds"
-  cp "$dir"/manifests/crds/*-crd.yaml "$data.tmp/crds/"
-  cp "$dir/manifests/core-install.yaml" "$dir/hack/git-verify-wrapper.sh" "$data.tmp/"
-  chmod -R u+w "$data.tmp"
-  chmod +x "$data.tmp/git-verify-wrapper.sh"  # the module cache keeps it 0444
   (cd "$repo/e2e/local/gomod/argocd" && GOTOOLCHAIN=$ARGOCD_GO_TOOLCHAIN go build -mod=readonly -trimpath -ldflags "$ldflags" -o "$bin/.$out.tmp" "$p/cmd")
-  rm -rf "$data"
-  mv "$data.tmp" "$data"
   mv "$bin/.$out.tmp" "$bin/$out"
 }
 
+# What running Argo CD on the plane needs from its module, keyed by version: its CRDs,
+# core-install.yaml (the ConfigMaps and Secret) and the repo server's hack/git-verify-wrapper.sh.
+fetch_argocd_files() {
+  local dest=$cache/argocd-$ARGOCD_VERSION
+  [ -x "$dest/git-verify-wrapper.sh" ] && return 0
+  log "fetching Argo CD $ARGOCD_VERSION's CRDs and install manifests"
+  local dir
+  dir=$(cd "$repo/e2e/local/gomod/argocd" && GOTOOLCHAIN=$ARGOCD_GO_TOOLCHAIN go mod download -json "github.com/argoproj/argo-cd/v3@$ARGOCD_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+  rm -rf "$dest.tmp" "$dest"
+  mkdir -p "$dest.tmp/crds"
+  cp "$dir"/manifests/crds/*-crd.yaml "$dest.tmp/crds/"
+  cp "$dir/manifests/core-install.yaml" "$dir/hack/git-verify-wrapper.sh" "$dest.tmp/"
+  chmod -R u+w "$dest.tmp"
+  chmod +x "$dest.tmp/git-verify-wrapper.sh"  # the module cache keeps it 0444
+  mv "$dest.tmp" "$dest"
+}
+
+# The kustomize Argo CD ships, which its repo server runs for kustomize sources.
 build_kustomize() {
   GOTOOLCHAIN=$ARGOCD_GO_TOOLCHAIN install_module "kustomize-$KUSTOMIZE_VERSION" "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
+}
+
+build_argocd_all() {
+  build_argocd
+  fetch_argocd_files
+  build_kustomize
 }
 
 # The real Prometheus Operator CRDs (ServiceMonitor, PodMonitor, PrometheusRule) from its module.
@@ -223,9 +234,9 @@ case "${1:-all}" in
   helm) build_helm ;;
   lint) build_lint_tools ;;
   kind-configcheck) build_kind_configcheck ;;
-  argocd) build_argocd; build_kustomize ;;
+  argocd) build_argocd_all ;;
   mongodb-exporter) build_mongodb_exporter ;;
   krew) build_krew ;;
-  all) build_plane; fetch_promop_crds; fetch_cert_manager_crds; build_ferretdb; build_lint_tools; build_mongodb_exporter; build_krew; build_argocd; build_kustomize ;;
+  all) build_plane; fetch_promop_crds; fetch_cert_manager_crds; build_ferretdb; build_lint_tools; build_mongodb_exporter; build_krew; build_argocd_all ;;
   *) echo "usage: $0 [plane|demo|helm|ferretdb|lint|kind-configcheck|argocd|mongodb-exporter|krew|all]" >&2; exit 2 ;;
 esac
