@@ -14,9 +14,6 @@ ACTIONLINT := $(TOOLS)/actionlint-$(ACTIONLINT_VERSION)
 KIND_CONFIGCHECK := $(TOOLS)/kind-configcheck-$(KIND_VERSION)
 CHART := charts/mongobench
 CHARTS := charts/mongobench-crds charts/mongobench
-# Argo CD's health-check engine (gopher-lua) for the Lua health checks, a Go module of its own.
-ARGOCD_HEALTH := manifests/gitops/argocd/healthcheck
-
 .PHONY: help setup lint test test-unit test-unit-later test-packaging coverage test-protocol test-bench-jobs test-cluster \
         demo setup-demo dev dev-down \
         crds-check crds-sync chart-docs chart-lint manifests images kind-load test-rules test-e2e \
@@ -40,8 +37,6 @@ lint: ## ruff, mypy (strict on the packages), yamllint, shellcheck, hadolint, ch
 	$(MAKE) --no-print-directory crds-check chart-lint
 	$(VENV)/bin/python hack/manifests.py $(HELM) --check
 	$(ACTIONLINT) -shellcheck $(VENV)/bin/shellcheck .github/workflows/*.yaml manifests/ci/github-actions-regression-gate.yaml
-	@out=$$(gofmt -l $(ARGOCD_HEALTH)); if [ -n "$$out" ]; then gofmt -d $(ARGOCD_HEALTH); exit 1; fi
-	cd $(ARGOCD_HEALTH) && go vet -mod=readonly ./...
 	$(VENV)/bin/python hack/docs_gen.py --check
 	$(MKDOCS) build --strict --quiet
 

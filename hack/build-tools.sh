@@ -96,7 +96,6 @@ build_lint_tools() {
   install_module "helm-docs-$HELM_DOCS_VERSION" "github.com/norwoodj/helm-docs/cmd/helm-docs@$HELM_DOCS_VERSION"
   install_module "actionlint-$ACTIONLINT_VERSION" "github.com/rhysd/actionlint/cmd/actionlint@$ACTIONLINT_VERSION"
   build_kind_configcheck
-  build_argocd_health
 }
 
 # krew and its own manifest validator (cmd/validate-krew-manifest): the CLI's krew archive and
@@ -124,17 +123,45 @@ build_kind_configcheck() {
   rm -rf "$src"
 }
 
-# Argo CD's health-check engine (gopher-lua) running manifests/gitops/argocd/resource_customizations
-# (manifests/gitops/argocd/healthcheck, its own module pinned by go.mod/go.sum), keyed by a hash of
-# its sources: manifests/tests/test_health_lua.py computes the same name.
-build_argocd_health() {
-  local src=$repo/manifests/gitops/argocd/healthcheck
-  local out
-  out=argocd-health-$(cd "$src" && LC_ALL=C cat go.mod go.sum ./*.go | sha256sum | cut -c1-12)
+# Argo CD from the wrapper module e2e/local/gomod/argocd (argo-cd's go.mod replaces gitops-engine
+# by a directory its module zip lacks, so `go install ...@version` fails).
+build_argocd() {
+  local out=argocd-$ARGOCD_VERSION
   need "$out" || return 0
-  log "building $out"
-  (cd "$src" && go build -mod=readonly -buildvcs=false -trimpath -o "$bin/.$out.tmp" .)
+  log "building Argo CD $ARGOCD_VERSION (about 12 minutes cold)"
+  local p=github.com/argoproj/argo-cd/v3
+  local ldflags="-s -w -X $p/common.version=${ARGOCD_VERSION#v} -X $p/common.gitTag=$ARGOCD_VERSION"
+  ldflags+=" -X $p/common.gitTreeState=clean"
+  (cd "$repo/e2e/local/gomod/argocd" && GOTOOLCHAIN=$ARGOCD_GO_TOOLCHAIN go build -mod=readonly -trimpath -ldflags "$ldflags" -o "$bin/.$out.tmp" "$p/cmd")
   mv "$bin/.$out.tmp" "$bin/$out"
+}
+
+# What running Argo CD on the plane needs from its module, keyed by version: its CRDs,
+# core-install.yaml (the ConfigMaps and Secret) and the repo server's hack/git-verify-wrapper.sh.
+fetch_argocd_files() {
+  local dest=$cache/argocd-$ARGOCD_VERSION
+  [ -x "$dest/git-verify-wrapper.sh" ] && return 0
+  log "fetching Argo CD $ARGOCD_VERSION's CRDs and install manifests"
+  local dir
+  dir=$(cd "$repo/e2e/local/gomod/argocd" && GOTOOLCHAIN=$ARGOCD_GO_TOOLCHAIN go mod download -json "github.com/argoproj/argo-cd/v3@$ARGOCD_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+  rm -rf "$dest.tmp" "$dest"
+  mkdir -p "$dest.tmp/crds"
+  cp "$dir"/manifests/crds/*-crd.yaml "$dest.tmp/crds/"
+  cp "$dir/manifests/core-install.yaml" "$dir/hack/git-verify-wrapper.sh" "$dest.tmp/"
+  chmod -R u+w "$dest.tmp"
+  chmod +x "$dest.tmp/git-verify-wrapper.sh"  # the module cache keeps it 0444
+  mv "$dest.tmp" "$dest"
+}
+
+# The kustomize Argo CD ships, which its repo server runs for kustomize sources.
+build_kustomize() {
+  GOTOOLCHAIN=$ARGOCD_GO_TOOLCHAIN install_module "kustomize-$KUSTOMIZE_VERSION" "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
+}
+
+build_argocd_all() {
+  build_argocd
+  fetch_argocd_files
+  build_kustomize
 }
 
 # The real Prometheus Operator CRDs (ServiceMonitor, PodMonitor, PrometheusRule) from its module.
@@ -207,9 +234,9 @@ case "${1:-all}" in
   helm) build_helm ;;
   lint) build_lint_tools ;;
   kind-configcheck) build_kind_configcheck ;;
-  argocd-health) build_argocd_health ;;
+  argocd) build_argocd_all ;;
   mongodb-exporter) build_mongodb_exporter ;;
   krew) build_krew ;;
-  all) build_plane; fetch_promop_crds; fetch_cert_manager_crds; build_ferretdb; build_lint_tools; build_mongodb_exporter; build_krew ;;
-  *) echo "usage: $0 [plane|demo|helm|ferretdb|lint|kind-configcheck|argocd-health|mongodb-exporter|krew|all]" >&2; exit 2 ;;
+  all) build_plane; fetch_promop_crds; fetch_cert_manager_crds; build_ferretdb; build_lint_tools; build_mongodb_exporter; build_krew; build_argocd_all ;;
+  *) echo "usage: $0 [plane|demo|helm|ferretdb|lint|kind-configcheck|argocd|mongodb-exporter|krew|all]" >&2; exit 2 ;;
 esac

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Idempotent setup of everything the tests need on a fresh machine of this kind; seconds when warm.
 #   python   : uv (pinned, from PyPI), the locked virtualenv .venv, the S3 test server (moto)
-#   tools    : control plane, KWOK, helm, FerretDB, mongodb_exporter, Argo CD's health-check
-#              engine (gopher-lua) from pinned Go modules (hack/build-tools.sh)
-#   system   : Prometheus and node-exporter from Debian (only when missing)
+#   tools    : control plane, KWOK, helm, FerretDB, mongodb_exporter, Argo CD from pinned Go
+#              modules (hack/build-tools.sh)
+#   system   : Prometheus, node-exporter, PostgreSQL and Redis from Debian (only when missing)
 #   java     : the YCSB binding (bench-jobs/ycsb-binding), built when its sources changed
 #   demo     : only what `make demo` runs: the virtualenv, the system packages, the control plane,
 #              FerretDB and the YCSB binding
@@ -68,6 +68,8 @@ setup_system() {
   command -v openssl >/dev/null || missing+=(openssl)
   # The demo's second database backend (FerretDB on PostgreSQL): the server, not only psql.
   compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null || missing+=(postgresql)
+  # Argo CD's cache (e2e/local/localplane/argocd.py starts one on loopback).
+  command -v redis-server >/dev/null || missing+=(redis-server)
   if [ ${#missing[@]} -gt 0 ]; then
     echo "setup: apt-get install ${missing[*]}" >&2
     export DEBIAN_FRONTEND=noninteractive
@@ -80,6 +82,9 @@ setup_system() {
         prometheus | prometheus-node-exporter)
           (command -v systemctl >/dev/null && systemctl stop "$s" 2>/dev/null) || true
           pkill -x "$s" 2>/dev/null || true
+          ;;
+        redis-server)
+          (command -v systemctl >/dev/null && systemctl stop redis-server 2>/dev/null) || true
           ;;
         postgresql)
           # Debian's own cluster (main, port 5432): the demo starts a throwaway one of its own.

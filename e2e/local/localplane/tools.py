@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
 from functools import cache
@@ -47,6 +46,8 @@ _PINS = {
     "kind-configcheck": "KIND_VERSION",
     "krew": "KREW_VERSION",
     "validate-krew-manifest": "KREW_VERSION",
+    "argocd": "ARGOCD_VERSION",
+    "kustomize": "KUSTOMIZE_VERSION",
 }
 
 
@@ -102,17 +103,3 @@ def cert_manager_crds() -> list[dict[str, Any]]:
         crd["metadata"].pop("annotations", None)
         crds.append(crd)
     return crds
-
-
-def argocd_health() -> Path:
-    """Argo CD's health-check engine (manifests/gitops/argocd/healthcheck, gopher-lua), built by
-    hack/build-tools.sh under a name keyed by the same hash of its sources."""
-    src = REPO / "manifests" / "gitops" / "argocd" / "healthcheck"
-    sources = [src / "go.mod", src / "go.sum", *sorted(src.glob("*.go"))]
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()[:12]
-    path = cache_dir() / "bin" / f"argocd-health-{digest}"
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"{path} is missing: run `make setup` (hack/build-tools.sh builds it)"
-        )
-    return path

@@ -26,6 +26,7 @@ import yaml
 from kubernetes import client as k8s
 
 from localplane.executor import pod_executor, rewrite_hosts
+from localplane.experiments import small_experiment
 from localplane.ferretdb import running_ferretdb
 from localplane.keyfiles import keyfile_from_pods
 from localplane.mongomodel import MongoModel
@@ -343,17 +344,7 @@ def test_chart_with_monitoring_runs_a_gitops_flow_under_its_rbac_then_upgrades_a
     kubeconfig = service_account_kubeconfig(plane, OPERATOR_NS, "mb-mongobench", tmp_path / "sa")
     host = os.uname().nodename
     aliases = ",".join(f"{n.metadata.name}={host}" for n in k8s.CoreV1Api(api).list_node().items)
-    cluster_spec = {"version": "7.0.14", "topology": {"replicaSet": {"members": 1}}}
-    run_spec = {
-        "clusterRef": {"name": "rs1"},
-        "workloads": [{"name": "c"}],
-        "load": {"recordCount": 200, "threads": 2},
-        "run": {"operationCount": 200, "threads": 2, "statusIntervalSeconds": 1},
-        "repetitions": 1,
-        "clients": {"parallelism": 1},
-    }
-    values = {"clusters": [{"name": "rs1", "spec": cluster_spec}],
-              "runs": [{"name": "ycsb-c", "spec": run_spec}]}  # fmt: skip
+    values = small_experiment()
     with (
         running_ferretdb() as ferretdb,
         MongoModel(keyfile=keyfile_from_pods(api), catch_up_seconds=0.1) as model,

@@ -1,13 +1,13 @@
 """Cluster tier: the GitOps experiments chart's superseded-runs hook on a real apiserver (issue 24).
 
-Argo CD itself is not here (it cannot be built on these machines): what it would do is played by
-its own steps. Each Git revision of the values is rendered by helm and server-side applied (the
+Argo CD's controller is not run here (test_argocd.py runs it): what it would do is played by its
+own steps. Each Git revision of the values is rendered by helm and server-side applied (the
 runs and the hook's ServiceAccount, Role and RoleBinding); the hook Job's kubectl command is run
 exactly as rendered, as the Job's ServiceAccount (impersonated), so the label selector and the
-least-privilege Role are the ones a sync would use. The runs' health is then computed by the
-BenchmarkRun health check on gopher-lua (manifests/gitops/argocd/healthcheck), as Argo CD's
-application controller would. No operator runs: the runs' status is written through the status
-subresource.
+least-privilege Role are the ones a sync would use. The runs' health is then assessed by Argo
+CD's own code (`argocd admin settings resource-overrides health` with argocd-cm-health.yaml:
+localplane.argocd.resource_health), as its application controller would. No operator runs: the
+runs' status is written through the status subresource.
 """
 
 from __future__ import annotations
@@ -20,15 +20,13 @@ from typing import Any
 import pytest
 import yaml
 
+from localplane.argocd import resource_health
 from localplane.plane import Plane
-from localplane.tools import REPO, argocd_health, binary
+from localplane.tools import REPO, binary
 
 pytestmark = pytest.mark.cluster
 
 EXPERIMENTS = REPO / "manifests" / "gitops" / "experiments"
-HEALTH = (
-    REPO / "manifests/gitops/argocd/resource_customizations/mongobench.io/BenchmarkRun/health.lua"
-)
 RELEASE = "exp"
 SUPERSEDED = {"argocd.argoproj.io/ignore-healthcheck": "true", "mongobench.io/superseded": "true"}
 
@@ -85,15 +83,6 @@ def runs(plane: Plane, namespace: str) -> dict[str, dict[str, Any]]:
     return {r["metadata"]["name"]: r for r in json.loads(out)["items"]}
 
 
-def health(run: dict[str, Any]) -> dict[str, str]:
-    proc = subprocess.run(
-        [str(argocd_health()), "eval", str(HEALTH)],
-        input=json.dumps(run), capture_output=True, text=True, check=True, timeout=30,
-    )  # fmt: skip
-    got: dict[str, str] = json.loads(proc.stdout)
-    return got
-
-
 def marked(run: dict[str, Any]) -> bool:
     annotations = run["metadata"].get("annotations") or {}
     return all(annotations.get(k) == v for k, v in SUPERSEDED.items())
@@ -108,7 +97,8 @@ def test_a_run_replaced_in_git_is_marked_and_its_failure_stops_counting(
     sync(plane, namespace, first)
     (old,) = runs(plane, namespace)
     fail(plane, namespace, old)
-    assert health(runs(plane, namespace)[old])["status"] == "Degraded"  # the current run failed
+    # The current run failed.
+    assert resource_health(runs(plane, namespace)[old])["status"] == "Degraded"
 
     # Revision 2: the cluster reshaped in place: a new run, the old one kept, marked by the hook.
     values["clusters"][0]["spec"]["topology"]["replicaSet"]["members"] = 5
@@ -118,12 +108,12 @@ def test_a_run_replaced_in_git_is_marked_and_its_failure_stops_counting(
     fail(plane, namespace, new)
     live = runs(plane, namespace)
     assert marked(live[old]) and not marked(live[new])
-    assert health(live[old]) == {
+    assert resource_health(live[old]) == {
         "status": "Healthy",
         "message": "Superseded, kept for its results: Failed: run a #1 failed: "
         f"Job {old}-3-run-a-r1 failed",
     }
-    assert health(live[new])["status"] == "Degraded"  # the run Git names still counts
+    assert resource_health(live[new])["status"] == "Degraded"  # the run Git names still counts
     assert live[old]["status"]["phase"] == "Failed"  # its results stay as they were
 
     # The hook again at the next sync: idempotent, and nothing else is touched.
@@ -137,7 +127,7 @@ def test_a_run_replaced_in_git_is_marked_and_its_failure_stops_counting(
     live = runs(plane, namespace)
     assert not marked(live[old]) and marked(live[new])
     assert not SUPERSEDED.keys() & (live[old]["metadata"].get("annotations") or {}).keys()
-    assert health(live[old])["status"] == "Degraded"
+    assert resource_health(live[old])["status"] == "Degraded"
     values["runs"] = first_values["runs"]  # back to revision 2's cluster: `new` is current again
     sync(plane, namespace, render(namespace, values, tmp_path))
     live = runs(plane, namespace)
@@ -155,7 +145,7 @@ def test_a_run_replaced_in_git_is_marked_and_its_failure_stops_counting(
     sync(plane, namespace, third)
     live = runs(plane, namespace)
     assert marked(live[old]) and marked(live[new])
-    assert health(live[new])["status"] == "Healthy"
+    assert resource_health(live[new])["status"] == "Healthy"
 
 
 def test_the_hook_succeeds_when_no_run_is_superseded_and_its_pod_is_admitted_as_restricted(
