@@ -36,7 +36,8 @@ CADVISOR_JOB = "kubelet"
 CADVISOR_TARGETS = "cadvisor-targets.json"
 
 
-def _which(name: str) -> str:
+def installed(name: str) -> str:
+    """The path of a Debian-installed binary; a clear error naming the package otherwise."""
     path = shutil.which(name)
     if path is None:
         raise FileNotFoundError(f"{name} is not installed: `{INSTALL_HINT}` (or `make setup`)")
@@ -115,7 +116,7 @@ def start_prometheus(
             },
             *extra_scrape_configs,
         ]
-    prometheus_bin, exporter_bin = _which("prometheus"), _which("prometheus-node-exporter")
+    prometheus_bin, exporter_bin = installed("prometheus"), installed("prometheus-node-exporter")
     prom_port, exporter_port = free_port(), free_port()
     config = {
         "global": {
