@@ -52,8 +52,6 @@ class Prometheus:
     procs: list[procs.Proc]
     keep_workdir: bool = False
     _children: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False)
-    # The configuration it started with (set_monitor_jobs adds jobs to it).
-    config: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def url(self) -> str:
@@ -132,9 +130,7 @@ def start_prometheus(
     }
     config_file = workdir / "prometheus.yml"
     config_file.write_text(yaml.safe_dump(config, sort_keys=False))
-    server = Prometheus(
-        prom_port, exporter_port, workdir, [], keep_workdir=keep_workdir, config=config
-    )
+    server = Prometheus(prom_port, exporter_port, workdir, [], keep_workdir=keep_workdir)
 
     def spawn(name: str, cmd: list[str]) -> None:
         proc, popen = procs.spawn(name, cmd, workdir / f"{name}.log", detached=False, cwd=workdir)
@@ -195,21 +191,6 @@ def set_operator_targets(server: Prometheus, ports: Sequence[int]) -> None:
     tmp = server.workdir / f".{OPERATOR_TARGETS}.tmp"
     tmp.write_text(json.dumps(targets if ports else []))
     tmp.replace(server.workdir / OPERATOR_TARGETS)  # atomic: never a half-written file
-
-
-def set_monitor_jobs(server: Prometheus, jobs: Sequence[dict[str, Any]]) -> None:
-    """Scrape jobs beside those it started with (what a Prometheus Operator makes of monitors,
-    localplane.podmonitors), loaded by a configuration reload as the operator's reloader does."""
-    config = {
-        **server.config,
-        "scrape_configs": [*server.config["scrape_configs"], *jobs],
-    }
-    tmp = server.workdir / ".prometheus.yml.tmp"
-    tmp.write_text(yaml.safe_dump(config, sort_keys=False))
-    tmp.replace(server.workdir / "prometheus.yml")
-    request = urllib.request.Request(f"{server.url}/-/reload", method="POST")
-    with urllib.request.urlopen(request, timeout=10) as resp:
-        resp.read()
 
 
 def _has_sample(server: Prometheus) -> bool:
