@@ -45,7 +45,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -382,21 +382,6 @@ def start_monitoring(
             env={**os.environ, "KUBECONFIG": str(plane.kubeconfig)},
         )
         shim_port = _reload_shim(server, rendered, config, rules)
-        spawn(
-            "config-reloader",
-            [
-                str(binary("prometheus-config-reloader")),
-                f"--config-file={secret_file}",
-                f"--config-envsubst-file={rendered}",
-                f"--watched-dir={rules}",
-                f"--reload-url=http://127.0.0.1:{shim_port}/-/reload",
-                f"--runtimeinfo-url={server.url}/api/v1/status/runtimeinfo",
-                f"--listen-address=127.0.0.1:{free_port()}",
-                "--watch-interval=10s",
-                "--log-level=warn",
-            ],
-            env={**os.environ, "POD_NAME": f"prometheus-{PROMETHEUS_NAME}-0", "SHARD": "0"},
-        )
         sync = threading.Thread(
             target=_sync_volumes,
             args=(server, secret_file, rules, 0.5),
@@ -412,23 +397,43 @@ def start_monitoring(
         )  # fmt: skip
         deadline = time.monotonic() + timeout
         wait_for_port(prom_port, timeout=max(0.1, deadline - time.monotonic()))
-        while not _node_exporter_scraped(server):
-            for p in server.procs:
-                if not p.alive():
-                    raise RuntimeError(f"{p.name} exited\n{procs.tail(p.log)}")
-            if time.monotonic() > deadline:
-                raise TimeoutError(
-                    f"no node-exporter sample through the operator after {timeout}s: "
-                    f"{server.errors[-3:]}\n{procs.tail(workdir / 'config-reloader.log', 10)}\n"
-                    f"{procs.tail(workdir / 'prometheus-operator.log', 10)}\n"
-                    f"{procs.tail(workdir / 'prometheus.log', 10)}"
-                )
-            time.sleep(0.2)
+        # The reloader watches a file that exists: the operator's first Secret, copied.
+        _wait(server, secret_file.exists, deadline, "the operator's configuration Secret")
+        spawn(
+            "config-reloader",
+            [
+                str(binary("prometheus-config-reloader")),
+                f"--config-file={secret_file}",
+                f"--config-envsubst-file={rendered}",
+                f"--watched-dir={rules}",
+                f"--reload-url=http://127.0.0.1:{shim_port}/-/reload",
+                f"--runtimeinfo-url={server.url}/api/v1/status/runtimeinfo",
+                f"--listen-address=127.0.0.1:{free_port()}",
+                "--watch-interval=10s",
+                "--log-level=warn",
+            ],
+            env={**os.environ, "POD_NAME": f"prometheus-{PROMETHEUS_NAME}-0", "SHARD": "0"},
+        )
+        _wait(server, lambda: _node_exporter_scraped(server), deadline, "node-exporter sample")
     except BaseException:
         server.stop()
         raise
     server.started_in = time.monotonic() - began
     return server
+
+
+def _wait(server: Monitoring, done: Callable[[], bool], deadline: float, what: str) -> None:
+    while not done():
+        for p in server.procs:
+            if not p.alive():
+                raise RuntimeError(f"{p.name} exited\n{procs.tail(p.log)}")
+        if time.monotonic() > deadline:
+            logs = "\n".join(
+                procs.tail(server.workdir / f"{name}.log", 10)
+                for name in ("prometheus-operator", "config-reloader", "prometheus")
+            )
+            raise TimeoutError(f"no {what} in time: {server.errors[-3:]}\n{logs}")
+        time.sleep(0.2)
 
 
 def _node_exporter_scraped(server: Monitoring) -> bool:
@@ -451,5 +456,12 @@ def running_monitoring(plane: Plane, workdir: Path, **kw: Any) -> Iterator[Monit
             "delete", "-n", NAMESPACE, "--ignore-not-found", "--wait=false",
             f"prometheus/{PROMETHEUS_NAME}", f"daemonset/{NODE_EXPORTER}",
             f"service/{NODE_EXPORTER}", f"servicemonitor/{NODE_EXPORTER}",
+            check=False,
+        )  # fmt: skip
+        # What the operator generated: the garbage collector of a plane started before the
+        # Prometheus CRD existed does not know its owner kind.
+        plane.kubectl(
+            "delete", "-n", NAMESPACE, "--ignore-not-found", "--wait=false",
+            "statefulsets,secrets,configmaps,services", "-l", "managed-by=prometheus-operator",
             check=False,
         )  # fmt: skip
