@@ -1,7 +1,7 @@
 """Cluster tier: the Helm chart installs on a real apiserver, and the operator runs with exactly
 the RBAC the chart grants (a token of the chart's ServiceAccount, not the admin certificate):
 peering elects one active replica among several; with the real Prometheus Operator CRDs the
-chart adds its monitors and a MongoCluster + BenchmarkRun flow (created from Git the way the
+chart adds its monitors, which the real Prometheus Operator's Prometheus selects by label, and a MongoCluster + BenchmarkRun flow (created from Git the way the
 experiments chart renders it, a changed run becoming a new run) succeeds under its RBAC, which
 the apiserver's audit log shows is no wider than what the operator calls; upgrade and uninstall
 leave nothing behind but the CRDs and the user's resources.
@@ -29,6 +29,7 @@ from localplane.executor import pod_executor, rewrite_hosts
 from localplane.ferretdb import running_ferretdb
 from localplane.keyfiles import keyfile_from_pods
 from localplane.mongomodel import MongoModel
+from localplane.monitoring import running_monitoring
 from localplane.nodes import NodeSet
 from localplane.operator import start_operator, wait_until
 from localplane.plane import Plane
@@ -355,12 +356,22 @@ def test_chart_with_monitoring_runs_a_gitops_flow_under_its_rbac_then_upgrades_a
     values = {"clusters": [{"name": "rs1", "spec": cluster_spec}],
               "runs": [{"name": "ycsb-c", "spec": run_spec}]}  # fmt: skip
     with (
+        running_monitoring(plane, tmp_path / "monitoring") as monitoring,
         running_ferretdb() as ferretdb,
         MongoModel(keyfile=keyfile_from_pods(api), catch_up_seconds=0.1) as model,
         pod_executor(
             plane, BENCH_NS, uri_rewrite=rewrite_hosts(f"{ferretdb.host}:{ferretdb.port}")
         ),
     ):
+        # kube-prometheus-stack's Prometheus (the real Prometheus Operator's) selects the chart's
+        # monitors by label: the clients' PodMonitor (default monitorLabels), and not the
+        # ServiceMonitor labelled for another release (`release: kps`).
+        clients = f"podMonitor/{OPERATOR_NS}/mb-mongobench-clients/0"
+        pools = wait_until(
+            lambda: clients in (found := monitoring.scrape_pools()) and found,
+            60, what="the clients' scrape job",
+        )  # fmt: skip
+        assert f"serviceMonitor/{OPERATOR_NS}/mb-mongobench/0" not in pools
         model.member(f"rs1-rs0-0.rs1-rs0-hl.{BENCH_NS}.svc.cluster.local:27017")
         operator = start_operator(
             kubeconfig,
