@@ -1,10 +1,11 @@
 """Cluster tier: the Helm chart installs on a real apiserver, and the operator runs with exactly
 the RBAC the chart grants (a token of the chart's ServiceAccount, not the admin certificate):
 peering elects one active replica among several; with the real Prometheus Operator CRDs the
-chart adds its monitors, which the real Prometheus Operator's Prometheus selects by label, and a MongoCluster + BenchmarkRun flow (created from Git the way the
-experiments chart renders it, a changed run becoming a new run) succeeds under its RBAC, which
-the apiserver's audit log shows is no wider than what the operator calls; upgrade and uninstall
-leave nothing behind but the CRDs and the user's resources.
+chart adds its monitors, which the real Prometheus Operator's Prometheus selects by label, and
+a MongoCluster + BenchmarkRun flow (created from Git the way the experiments chart renders it, a
+changed run becoming a new run) succeeds under its RBAC, which the apiserver's audit log shows
+is no wider than what the operator calls; upgrade and uninstall leave nothing behind but the
+CRDs and the user's resources.
 
 What stands in, as in test_benchmarkrun.py: KWOK for the operator's own pod (the operator runs as
 a process with the chart ServiceAccount's token), the wire model for mongod's replica-set state,
