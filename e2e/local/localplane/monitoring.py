@@ -57,7 +57,13 @@ from kubernetes import client as k8s
 from localplane import procs
 from localplane.net import free_port, wait_for_port
 from localplane.plane import Plane
-from localplane.prometheus import Prometheus, installed
+from localplane.prometheus import (
+    Prometheus,
+    has_node_sample,
+    installed,
+    node_exporter_command,
+    prometheus_command,
+)
 from localplane.tools import binary, versions
 
 RELEASE = "kube-prometheus-stack"
@@ -357,20 +363,9 @@ def start_monitoring(
 
     try:
         plane.kubectl("create", "namespace", NAMESPACE, check=False)  # kept if there already
-        spawn("node-exporter", [
-            installed("prometheus-node-exporter"),
-            f"--web.listen-address=127.0.0.1:{exporter_port}",
-            "--collector.cpu.info",
-        ])  # fmt: skip
-        spawn("prometheus", [
-            str(binary("prometheus")),
-            f"--config.file={config}",
-            f"--storage.tsdb.path={workdir / 'tsdb'}",
-            f"--web.listen-address=127.0.0.1:{prom_port}",
-            "--storage.tsdb.retention.time=1d",
-            "--web.enable-lifecycle",
-            "--log.level=warn",
-        ])  # fmt: skip
+        exporter = installed("prometheus-node-exporter")
+        spawn("node-exporter", node_exporter_command(exporter, exporter_port))
+        spawn("prometheus", prometheus_command(str(binary("prometheus")), config, prom_port))
         spawn(
             "prometheus-operator",
             [
@@ -414,7 +409,12 @@ def start_monitoring(
             ],
             env={**os.environ, "POD_NAME": f"prometheus-{PROMETHEUS_NAME}-0", "SHARD": "0"},
         )
-        _wait(server, lambda: _node_exporter_scraped(server), deadline, "node-exporter sample")
+        _wait(
+            server,
+            lambda: has_node_sample(server, "node-exporter"),
+            deadline,
+            "node-exporter sample",
+        )
     except BaseException:
         server.stop()
         raise
@@ -434,13 +434,6 @@ def _wait(server: Monitoring, done: Callable[[], bool], deadline: float, what: s
             )
             raise TimeoutError(f"no {what} in time: {server.errors[-3:]}\n{logs}")
         time.sleep(0.2)
-
-
-def _node_exporter_scraped(server: Monitoring) -> bool:
-    try:
-        return bool(server.query('node_cpu_seconds_total{job="node-exporter"}'))
-    except OSError:
-        return False
 
 
 @contextmanager

@@ -77,6 +77,24 @@ class Prometheus:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
 
+def node_exporter_command(exporter_bin: str, port: int) -> list[str]:
+    # --collector.cpu.info: node_cpu_info (the CPU model), as a run's provenance reads it.
+    return [exporter_bin, f"--web.listen-address=127.0.0.1:{port}", "--collector.cpu.info"]
+
+
+def prometheus_command(prometheus_bin: str, config_file: Path, port: int) -> list[str]:
+    """Prometheus on loopback ``port``, its TSDB beside ``config_file``, reloadable over HTTP."""
+    return [
+        prometheus_bin,
+        f"--config.file={config_file}",
+        f"--storage.tsdb.path={config_file.parent / 'tsdb'}",
+        f"--web.listen-address=127.0.0.1:{port}",
+        "--storage.tsdb.retention.time=1d",
+        "--web.enable-lifecycle",
+        "--log.level=warn",
+    ]
+
+
 def start_prometheus(
     workdir: Path,
     *,
@@ -138,23 +156,13 @@ def start_prometheus(
         server._children[proc.pid] = popen
 
     try:
-        # --collector.cpu.info: node_cpu_info (the CPU model), as a run's provenance reads it.
-        exporter_args = [f"--web.listen-address=127.0.0.1:{exporter_port}", "--collector.cpu.info"]
-        spawn("node-exporter", [exporter_bin, *exporter_args])
-        spawn("prometheus", [
-            prometheus_bin,
-            f"--config.file={config_file}",
-            f"--storage.tsdb.path={workdir / 'tsdb'}",
-            f"--web.listen-address=127.0.0.1:{prom_port}",
-            "--storage.tsdb.retention.time=1d",
-            "--web.enable-lifecycle",
-            "--log.level=warn",
-        ])  # fmt: skip
+        spawn("node-exporter", node_exporter_command(exporter_bin, exporter_port))
+        spawn("prometheus", prometheus_command(prometheus_bin, config_file, prom_port))
         deadline = time.monotonic() + timeout
         for port in (exporter_port, prom_port):
             wait_for_port(port, timeout=max(0.1, deadline - time.monotonic()))
         # Ready when the first scrape has landed and is queryable.
-        while not _has_sample(server):
+        while not has_node_sample(server):
             for p in server.procs:
                 if not p.alive():
                     raise RuntimeError(f"{p.name} exited\n{procs.tail(p.log)}")
@@ -193,9 +201,10 @@ def set_operator_targets(server: Prometheus, ports: Sequence[int]) -> None:
     tmp.replace(server.workdir / OPERATOR_TARGETS)  # atomic: never a half-written file
 
 
-def _has_sample(server: Prometheus) -> bool:
+def has_node_sample(server: Prometheus, job: str = "node") -> bool:
+    """Whether node-exporter's first scrape by ``job`` is queryable (False while it starts)."""
     try:
-        return bool(server.query('node_cpu_seconds_total{job="node"}'))
+        return bool(server.query(f'node_cpu_seconds_total{{job="{job}"}}'))
     except OSError:
         return False
 
