@@ -1,9 +1,10 @@
 """A real Prometheus scraping a real node-exporter every second, both on free loopback ports.
 
-The Debian packages `prometheus` and `prometheus-node-exporter` provide the binaries (`make setup`
-installs them; Debian's own services are not used). `start_prometheus` returns once the first
-node-exporter sample is queryable, so PromQL in tests (dashboards, rules, CPU accounting) runs
-against real series.
+Prometheus is the pinned 3.x release hack/build-tools.sh builds (PROMETHEUS_VERSION, as the
+monitoring stack's, localplane.monitoring); node-exporter is Debian's `prometheus-node-exporter`
+(`make setup` installs it; Debian's own services are not used). `start_prometheus` returns
+once the first node-exporter sample is queryable, so PromQL in tests (dashboards, rules, CPU
+accounting) runs against real series.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import yaml
 
 from localplane import procs
 from localplane.net import free_port, wait_for_port
+from localplane.tools import binary
 
 INSTALL_HINT = "apt-get install -y prometheus prometheus-node-exporter"
 # File service discovery of operator processes (start_prometheus(operator_sd=True)): a test
@@ -132,7 +134,7 @@ def start_prometheus(
             },
             *extra_scrape_configs,
         ]
-    prometheus_bin, exporter_bin = installed("prometheus"), installed("prometheus-node-exporter")
+    prometheus_bin, exporter_bin = str(binary("prometheus")), installed("prometheus-node-exporter")
     prom_port, exporter_port = free_port(), free_port()
     config = {
         "global": {
