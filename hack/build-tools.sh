@@ -230,7 +230,7 @@ build_mongodb_exporter() {
 
 case "${1:-all}" in
   plane) build_plane; fetch_promop_crds; fetch_cert_manager_crds ;;
-  demo) build_control_plane; build_ferretdb ;;
+  demo) build_control_plane; build_prometheus; build_ferretdb ;;
   ferretdb) build_ferretdb ;;
   helm) build_helm ;;
   lint) build_lint_tools ;;
