@@ -31,7 +31,9 @@ Two things differ from a cluster, each in one place:
   pod's own address, as a cluster's scrape gives it (kube-prometheus-stack's node-exporter
   series carry `instance="<pod IP>:9100"`, one per node). A target without the annotation keeps
   its pod address and is down, which /api/v1/targets shows. The port names are listed
-  (SERVED_PORTS: relabelling cannot look an annotation up by a label's value).
+  (SERVED_PORTS: relabelling cannot look an annotation up by a label's value). The harness
+  kubelet (localplane.executor) annotates the client pods it runs; `serve_pods` annotates others
+  whose process a test runs itself (the operator's).
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,6 +94,23 @@ _POD_RULES_DIR = "/etc/prometheus/rules/"
 def scrape_annotations(ports: Mapping[str, int]) -> dict[str, str]:
     """The annotations that point a pod's named container ports at loopback ports."""
     return {f"{ANNOTATION_PREFIX}{name}": f"127.0.0.1:{port}" for name, port in ports.items()}
+
+
+def serve_pods(
+    plane: Plane,
+    namespace: str,
+    selector: str,
+    ports: Mapping[str, int],
+    services: Sequence[str] = (),
+) -> None:
+    """Annotate the pods ``selector`` finds (e.g. the operator's, run as a process) with where
+    their ports are served. Prometheus's endpoints discovery (ServiceMonitors) reads a pod
+    again only when its Endpoints or Service change, or its phase: ``services`` get the same
+    annotations, so it does."""
+    served = [f"{k}={v}" for k, v in scrape_annotations(ports).items()]
+    plane.kubectl("annotate", "pods", "-n", namespace, "-l", selector, "--overwrite", *served)
+    for service in services:
+        plane.kubectl("annotate", "service", service, "-n", namespace, "--overwrite", *served)
 
 
 def _meta_annotation(port_name: str) -> str:

@@ -48,7 +48,7 @@ from localplane.executor import pod_executor, rewrite_hosts
 from localplane.ferretdb import running_ferretdb
 from localplane.keyfiles import keyfile_from_pods
 from localplane.mongomodel import MongoModel
-from localplane.monitoring import Monitoring, running_monitoring
+from localplane.monitoring import Monitoring, running_monitoring, serve_pods
 from localplane.nodes import NodeSet
 from localplane.operator import OperatorProcess, start_operator, wait_until
 from localplane.plane import Plane
@@ -300,6 +300,14 @@ def test_install_page_kustomize_install_on_kind_ends_with_the_sample_run_succeed
                 lambda: phase(api, "bench", "benchmarkruns", "ycsb-a") in ("Succeeded", "Failed"),
                 600, 1, what="ycsb-a finished",
             )  # fmt: skip
+            # The operator's own /metrics through the install's ServiceMonitor: its (KWOK) pod
+            # says where the operator process serves them, as the harness kubelet says it of
+            # the pods it runs (localplane.monitoring).
+            (monitoring,) = stacks
+            serve_pods(plane, "mongobench", "app.kubernetes.io/component=operator",
+                       {"metrics": operator.metrics_port}, ["mongobench-metrics"])  # fmt: skip
+            wait_until(lambda: monitoring.query('mongobench_operator_info{job="mongobench-metrics"}'),
+                       60, what="the operator scraped through its ServiceMonitor")  # fmt: skip
         finally:
             operator.stop()
     run = custom(api).get_namespaced_custom_object(GROUP, VERSION, "bench", "benchmarkruns",
@@ -311,7 +319,6 @@ def test_install_page_kustomize_install_on_kind_ends_with_the_sample_run_succeed
     # A stock kube-prometheus-stack scrapes the cluster: its PodMonitor carries the release label
     # and the stack's Prometheus has a target per member (their exporters are KWOK's: not up).
     assert pod_monitor_labels(api, "bench", "rs3").items() >= STACK_LABELS.items()
-    (monitoring,) = stacks
     targets = wait_until(lambda: len(found := scraped_cluster(monitoring, "bench", "rs3")) == 3
                          and found, 60, what="rs3's members as targets")  # fmt: skip
     assert {t["labels"]["mongobench_io_cluster"] for t in targets} == {"rs3"}
