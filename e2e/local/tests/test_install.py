@@ -306,8 +306,9 @@ def test_install_page_kustomize_install_on_kind_ends_with_the_sample_run_succeed
             (monitoring,) = stacks
             serve_pods(plane, "mongobench", "app.kubernetes.io/component=operator",
                        {"metrics": operator.metrics_port}, ["mongobench-metrics"])  # fmt: skip
-            wait_until(lambda: monitoring.query('mongobench_operator_info{job="mongobench-metrics"}'),
-                       60, what="the operator scraped through its ServiceMonitor")  # fmt: skip
+            info = 'mongobench_operator_info{job="mongobench-metrics"}'
+            wait_until(lambda: monitoring.query(info), 60,
+                       what="the operator scraped through its ServiceMonitor")  # fmt: skip
         finally:
             operator.stop()
     run = custom(api).get_namespaced_custom_object(GROUP, VERSION, "bench", "benchmarkruns",
