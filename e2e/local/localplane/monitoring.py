@@ -89,6 +89,8 @@ SERVED_PORTS = ("http-metrics", "metrics")
 ANNOTATION_PREFIX = "local.mongobench.io/scrape-"
 # Where the operator's StatefulSet mounts the rule ConfigMaps (its generated rule_files).
 _POD_RULES_DIR = "/etc/prometheus/rules/"
+# The operator's first rule ConfigMap (one folder each; the reloader watches a folder, not a tree).
+RULE_FILES = f"prometheus-{PROMETHEUS_NAME}-rulefiles-0"
 
 
 def scrape_annotations(ports: Mapping[str, int]) -> dict[str, str]:
@@ -193,6 +195,7 @@ def node_exporter_objects(port: int) -> list[dict[str, Any]]:
                         "containers": [
                             {
                                 "name": "node-exporter",
+                                # kube-prometheus-stack 67.11.0's (KWOK runs no image)
                                 "image": "quay.io/prometheus/node-exporter:v1.8.2",
                                 "ports": [{"name": port_name, "containerPort": container_port}],
                             }
@@ -264,6 +267,12 @@ class Monitoring(Prometheus):
         """The scrape jobs of the loaded configuration (`serviceMonitor/<ns>/<name>/<i>`, ...)."""
         with urllib.request.urlopen(f"{self.url}/api/v1/scrape_pools", timeout=5) as resp:
             return set(json.load(resp)["data"]["scrapePools"])
+
+    def rule_groups(self) -> list[dict[str, Any]]:
+        """/api/v1/rules: the rule groups loaded (from the PrometheusRules selected)."""
+        with urllib.request.urlopen(f"{self.url}/api/v1/rules", timeout=5) as resp:
+            groups: list[dict[str, Any]] = json.load(resp)["data"]["groups"]
+        return groups
 
     def rss_bytes(self) -> int:
         return procs.rss_bytes(self.procs)
@@ -368,7 +377,7 @@ def start_monitoring(
     server = Monitoring(prom_port, exporter_port, workdir, [], plane=plane)
     config, rendered = workdir / "prometheus.yml", workdir / "rendered" / "prometheus.env.yaml"
     secret_file, rules = workdir / "secret" / "prometheus.yaml.gz", workdir / "rules"
-    for d in (rendered.parent, secret_file.parent, rules):
+    for d in (rendered.parent, secret_file.parent, rules / RULE_FILES):
         d.mkdir(parents=True, exist_ok=True)
     # Until the reloader's first render: global settings only.
     config.write_text(yaml.safe_dump({"global": {"scrape_interval": scrape_interval}}))
@@ -419,7 +428,7 @@ def start_monitoring(
                 str(binary("prometheus-config-reloader")),
                 f"--config-file={secret_file}",
                 f"--config-envsubst-file={rendered}",
-                f"--watched-dir={rules}",
+                f"--watched-dir={rules / RULE_FILES}",
                 f"--reload-url=http://127.0.0.1:{shim_port}/-/reload",
                 f"--runtimeinfo-url={server.url}/api/v1/status/runtimeinfo",
                 f"--listen-address=127.0.0.1:{free_port()}",

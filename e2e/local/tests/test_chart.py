@@ -30,7 +30,7 @@ from localplane.executor import pod_executor, rewrite_hosts
 from localplane.ferretdb import running_ferretdb
 from localplane.keyfiles import keyfile_from_pods
 from localplane.mongomodel import MongoModel
-from localplane.monitoring import running_monitoring
+from localplane.monitoring import Monitoring, running_monitoring
 from localplane.nodes import NodeSet
 from localplane.operator import start_operator, wait_until
 from localplane.plane import Plane
@@ -455,10 +455,12 @@ def test_chart_with_monitoring_runs_a_gitops_flow_under_its_rbac_then_upgrades_a
 
 
 def test_alerts_render_only_when_enabled_and_the_apiserver_accepts_the_rule(
-    plane: Plane, prometheus_operator_crds: list[str], namespace: str
+    plane: Plane, namespace: str, monitoring: Monitoring
 ) -> None:
     """The PrometheusRule against the Prometheus Operator's real CRD schema (server-side dry
-    run); its rules themselves are promtool's part (make test-rules)."""
+    run), then applied: the real Prometheus Operator selects it by its release label and
+    Prometheus 3 loads and evaluates every rule; what the rules say is promtool's part (make
+    test-rules)."""
     template = ["template", "mb", str(CHART), "-n", namespace]
     assert "kind: PrometheusRule" not in helm(plane, *template)  # off by default
     rendered = helm(
@@ -480,3 +482,15 @@ def test_alerts_render_only_when_enabled_and_the_apiserver_accepts_the_rule(
     assert "prometheusrule.monitoring.coreos.com/mb-mongobench-alerts created (server dry run)" in (
         out.stdout
     )
+    plane.kubectl("apply", "-n", namespace, "-f", "-", input=rendered)
+    wanted = {g["name"] for g in rule["spec"]["groups"]}
+
+    def evaluated() -> list[dict[str, Any]]:
+        groups = [g for g in monitoring.rule_groups() if g["name"] in wanted]
+        done = len(groups) == len(wanted) and all(g["lastEvaluation"][:4] != "0001" for g in groups)
+        return groups if done else []
+
+    groups = wait_until(evaluated, 60, what="the chart's rule groups loaded and evaluated")
+    rules = [r for g in groups for r in g["rules"]]
+    assert len(rules) == sum(len(g["rules"]) for g in rule["spec"]["groups"])
+    assert {r["health"] for r in rules} == {"ok"}, [r for r in rules if r["health"] != "ok"]
