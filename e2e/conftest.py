@@ -12,6 +12,7 @@ from localplane.pytest_plugin import (  # noqa: F401  (pytest finds fixtures by 
     kube_api,
     kubectl,
     make_plane,
+    monitoring,
     namespace,
     plane,
     prometheus,

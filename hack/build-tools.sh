@@ -59,6 +59,34 @@ build_control_plane() {
 build_plane() {
   build_control_plane
   build_helm
+  build_monitoring
+}
+
+# The plane's monitoring (localplane.monitoring): the real Prometheus Operator and its config
+# reloader (the wrapper module pins them; the version flag names the reloader image's tag in
+# the StatefulSet it generates, else `v`), and Prometheus, whose Kubernetes service discovery
+# Debian's 2.42 lacks.
+build_monitoring() {
+  local v=${PROMETHEUS_OPERATOR_VERSION#v} c
+  for c in operator prometheus-config-reloader; do
+    build_wrapper "prometheus-${c#prometheus-}-$PROMETHEUS_OPERATOR_VERSION" \
+      "$repo/e2e/local/gomod/prometheus-operator" \
+      "github.com/prometheus-operator/prometheus-operator/cmd/$c" \
+      "-s -w -X github.com/prometheus/common/version.Version=$v"
+  done
+  build_prometheus
+}
+
+# Prometheus from its downloaded module: `go install` refuses a module whose go.mod has a
+# replace directive, and v0.305.0's has one (fsnotify).
+build_prometheus() {
+  local out=prometheus-$PROMETHEUS_VERSION
+  need "$out" || return 0
+  log "building Prometheus $PROMETHEUS_VERSION (module $PROMETHEUS_MODULE_VERSION, ~9 min cold)"
+  local dir
+  dir=$(go mod download -json "github.com/prometheus/prometheus@$PROMETHEUS_MODULE_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+  (cd "$dir" && go build -trimpath -ldflags "-s -w -X github.com/prometheus/common/version.Version=${PROMETHEUS_VERSION#v}" -o "$bin/.$out.tmp" ./cmd/prometheus)
+  mv "$bin/.$out.tmp" "$bin/$out"
 }
 
 # helm with the -X flags of an official build (helm's Makefile): its version, and the Kubernetes
@@ -229,14 +257,15 @@ build_mongodb_exporter() {
 
 case "${1:-all}" in
   plane) build_plane; fetch_promop_crds; fetch_cert_manager_crds ;;
-  demo) build_control_plane; build_ferretdb ;;
+  demo) build_control_plane; build_prometheus; build_ferretdb ;;
   ferretdb) build_ferretdb ;;
   helm) build_helm ;;
   lint) build_lint_tools ;;
   kind-configcheck) build_kind_configcheck ;;
   argocd) build_argocd_all ;;
   mongodb-exporter) build_mongodb_exporter ;;
+  monitoring) build_monitoring ;;
   krew) build_krew ;;
   all) build_plane; fetch_promop_crds; fetch_cert_manager_crds; build_ferretdb; build_lint_tools; build_mongodb_exporter; build_krew; build_argocd_all ;;
-  *) echo "usage: $0 [plane|demo|helm|ferretdb|lint|kind-configcheck|argocd|mongodb-exporter|krew|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [plane|demo|helm|ferretdb|lint|kind-configcheck|argocd|mongodb-exporter|monitoring|krew|all]" >&2; exit 2 ;;
 esac

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Idempotent setup of everything the tests need on a fresh machine of this kind; seconds when warm.
 #   python   : uv (pinned, from PyPI), the locked virtualenv .venv, the S3 test server (moto)
-#   tools    : control plane, KWOK, helm, FerretDB, mongodb_exporter, Argo CD from pinned Go
-#              modules (hack/build-tools.sh)
-#   system   : Prometheus, node-exporter, PostgreSQL and Redis from Debian (only when missing)
+#   tools    : control plane, KWOK, helm, the Prometheus Operator and Prometheus 3, FerretDB,
+#              mongodb_exporter, Argo CD from pinned Go modules (hack/build-tools.sh)
+#   system   : promtool (Debian's prometheus package), node-exporter, PostgreSQL and Redis from
+#              Debian (only when missing)
 #   java     : the YCSB binding (bench-jobs/ycsb-binding), built when its sources changed
 #   demo     : only what `make demo` runs: the virtualenv, the system packages, the control plane,
-#              FerretDB and the YCSB binding
+#              Prometheus, FerretDB and the YCSB binding
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -63,7 +64,8 @@ setup_python() {
 
 setup_system() {
   local missing=()
-  command -v prometheus >/dev/null || missing+=(prometheus)
+  # promtool (alerts/check.py); the tests' Prometheus itself is built (hack/build-tools.sh).
+  command -v promtool >/dev/null || missing+=(prometheus)
   command -v prometheus-node-exporter >/dev/null || missing+=(prometheus-node-exporter)
   command -v openssl >/dev/null || missing+=(openssl)
   # The demo's second database backend (FerretDB on PostgreSQL): the server, not only psql.

@@ -34,6 +34,7 @@ from backends.manifests import (
     replica_set,
     sharded,
 )
+from localplane.monitoring import prometheus_resource
 from localplane.plane import Plane, kubectl_path
 from localplane.schemas import REPO_CRDS, load_crds, validate
 from localplane.tools import REPO, binary, prometheus_operator_crds, versions
@@ -155,6 +156,26 @@ def test_the_stack_selects_monitors_as_a_stock_install_does() -> None:
     # No `*SelectorNilUsesHelmValues: false`: the suite proves the labels a user gets by default.
     values = (KIND / "values" / "kube-prometheus-stack.yaml").read_text()
     assert "NilUsesHelmValues" not in values
+
+
+@pytest.mark.unit
+def test_the_local_planes_prometheus_selects_the_chart_as_this_suites_stack_does() -> None:
+    # Unit tier: the cluster tier's kube-prometheus-stack (localplane.monitoring, the real
+    # Prometheus Operator) selects the monitors of the chart installed as this suite installs
+    # it, by the same stock labels, so both tiers scrape the same monitors.
+    text = helm_template(
+        "--namespace", OPERATOR_NAMESPACE, "-f", str(KIND / "values" / "mongobench.yaml"),
+        "--api-versions=monitoring.coreos.com/v1/ServiceMonitor",
+        "--api-versions=monitoring.coreos.com/v1/PodMonitor",
+    )  # fmt: skip
+    spec = prometheus_resource("5s")["spec"]
+    wanted = {"ServiceMonitor": "serviceMonitor", "PodMonitor": "podMonitor"}
+    monitors = [d for d in yaml.safe_load_all(text) if d and d["kind"] in wanted]
+    assert len(monitors) == 2
+    for monitor in monitors:
+        selector = spec[f"{wanted[monitor['kind']]}Selector"]["matchLabels"]
+        assert selector.items() <= monitor["metadata"]["labels"].items(), monitor["metadata"]
+        assert spec[f"{wanted[monitor['kind']]}NamespaceSelector"] == {}  # every namespace
 
 
 @pytest.mark.unit

@@ -13,6 +13,8 @@ one, does a kubelet's share of the work on loopback:
 - gives the process the pod's identity: a TokenRequest token for its ServiceAccount bound to the
   pod, the plane's CA, and the apiserver as KUBERNETES_SERVICE_HOST/PORT, so results reach the
   API through the runner's in-cluster path and RBAC applies;
+- annotates the pod with where its `metrics` port is served (the runner's --metrics-port moved
+  to a free loopback port), which the plane's Prometheus scrapes (localplane.monitoring);
 - points the runner's termination log at a per-pod file, and when the process exits patches the
   pod status (phase, containerStatuses[].state.terminated) so the Job controller counts it;
 - writes the keys of ConfigMap and Secret volumes into the pod's folder and points every
@@ -64,6 +66,7 @@ from typing import Any
 from kubernetes.utils import parse_quantity
 
 from localplane import cgroups
+from localplane.monitoring import scrape_annotations
 from localplane.net import free_port
 from localplane.plane import Plane
 from localplane.stages import BENCHMARK_CLIENT_LABEL
@@ -202,6 +205,17 @@ def _own_ports(argv: list[str]) -> list[str]:
         if arg == "--metrics-port" and out[i + 1].isdigit():
             out[i + 1] = str(free_port())
     return out
+
+
+def served_ports(container: dict[str, Any], argv: list[str]) -> dict[str, int]:
+    """The container's named ports this harness serves on loopback: a runner's `metrics` port
+    is its --metrics-port (a free port here, _own_ports)."""
+    names = {p.get("name") for p in container.get("ports") or []}
+    if "metrics" in names and "--metrics-port" in argv[:-1]:
+        value = argv[argv.index("--metrics-port") + 1]
+        if value.isdigit():
+            return {"metrics": int(value)}
+    return {}
 
 
 def _now() -> str:
@@ -687,6 +701,8 @@ class PodExecutor:
             "MONGOBENCH_TERMINATION_LOG": str(term_file),
             "MONGOBENCH_SA_DIR": str(sa_dir),
         }
+        if ports := served_ports(container, argv):
+            self._annotate(pod, scrape_annotations(ports))
         with self._lock:
             delay = max((d for p, d in self._delays if p(pod)), default=0.0)
         if delay and state.gone.wait(delay):
@@ -903,6 +919,19 @@ class PodExecutor:
                 entry["lastState"] = c.last_state
             out.append(entry)
         return out
+
+    def _annotate(self, pod: Pod, annotations: dict[str, str]) -> None:
+        """Where the pod's ports are served (localplane.monitoring's scrape class reads it)."""
+        meta = pod["metadata"]
+        body = {"metadata": {"uid": meta["uid"], "annotations": annotations}}
+        code, resp = self._api.request(
+            "PATCH",
+            f"/api/v1/namespaces/{self.namespace}/pods/{meta['name']}",
+            body,
+            content_type="application/strategic-merge-patch+json",
+        )
+        if code not in (200, 404, 409):
+            raise RuntimeError(f"annotating pod {meta['name']}: HTTP {code}: {resp}")
 
     def _patch_status(self, pod: Pod, status: dict[str, Any]) -> None:
         meta = pod["metadata"]

@@ -1,9 +1,10 @@
 """A real Prometheus scraping a real node-exporter every second, both on free loopback ports.
 
-The Debian packages `prometheus` and `prometheus-node-exporter` provide the binaries (`make setup`
-installs them; Debian's own services are not used). `start_prometheus` returns once the first
-node-exporter sample is queryable, so PromQL in tests (dashboards, rules, CPU accounting) runs
-against real series.
+Prometheus is the pinned 3.x release hack/build-tools.sh builds (PROMETHEUS_VERSION, as the
+monitoring stack's, localplane.monitoring); node-exporter is Debian's `prometheus-node-exporter`
+(`make setup` installs it; Debian's own services are not used). `start_prometheus` returns
+once the first node-exporter sample is queryable, so PromQL in tests (dashboards, rules, CPU
+accounting) runs against real series.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import yaml
 
 from localplane import procs
 from localplane.net import free_port, wait_for_port
+from localplane.tools import binary
 
 INSTALL_HINT = "apt-get install -y prometheus prometheus-node-exporter"
 # File service discovery of operator processes (start_prometheus(operator_sd=True)): a test
@@ -36,7 +38,8 @@ CADVISOR_JOB = "kubelet"
 CADVISOR_TARGETS = "cadvisor-targets.json"
 
 
-def _which(name: str) -> str:
+def installed(name: str) -> str:
+    """The path of a Debian-installed binary; a clear error naming the package otherwise."""
     path = shutil.which(name)
     if path is None:
         raise FileNotFoundError(f"{name} is not installed: `{INSTALL_HINT}` (or `make setup`)")
@@ -51,8 +54,6 @@ class Prometheus:
     procs: list[procs.Proc]
     keep_workdir: bool = False
     _children: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False)
-    # The configuration it started with (set_monitor_jobs adds jobs to it).
-    config: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def url(self) -> str:
@@ -76,6 +77,24 @@ class Prometheus:
         procs.terminate(self.procs, self._children)
         if not self.keep_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def node_exporter_command(exporter_bin: str, port: int) -> list[str]:
+    # --collector.cpu.info: node_cpu_info (the CPU model), as a run's provenance reads it.
+    return [exporter_bin, f"--web.listen-address=127.0.0.1:{port}", "--collector.cpu.info"]
+
+
+def prometheus_command(prometheus_bin: str, config_file: Path, port: int) -> list[str]:
+    """Prometheus on loopback ``port``, its TSDB beside ``config_file``, reloadable over HTTP."""
+    return [
+        prometheus_bin,
+        f"--config.file={config_file}",
+        f"--storage.tsdb.path={config_file.parent / 'tsdb'}",
+        f"--web.listen-address=127.0.0.1:{port}",
+        "--storage.tsdb.retention.time=1d",
+        "--web.enable-lifecycle",
+        "--log.level=warn",
+    ]
 
 
 def start_prometheus(
@@ -115,7 +134,7 @@ def start_prometheus(
             },
             *extra_scrape_configs,
         ]
-    prometheus_bin, exporter_bin = _which("prometheus"), _which("prometheus-node-exporter")
+    prometheus_bin, exporter_bin = str(binary("prometheus")), installed("prometheus-node-exporter")
     prom_port, exporter_port = free_port(), free_port()
     config = {
         "global": {
@@ -131,9 +150,7 @@ def start_prometheus(
     }
     config_file = workdir / "prometheus.yml"
     config_file.write_text(yaml.safe_dump(config, sort_keys=False))
-    server = Prometheus(
-        prom_port, exporter_port, workdir, [], keep_workdir=keep_workdir, config=config
-    )
+    server = Prometheus(prom_port, exporter_port, workdir, [], keep_workdir=keep_workdir)
 
     def spawn(name: str, cmd: list[str]) -> None:
         proc, popen = procs.spawn(name, cmd, workdir / f"{name}.log", detached=False, cwd=workdir)
@@ -141,23 +158,13 @@ def start_prometheus(
         server._children[proc.pid] = popen
 
     try:
-        # --collector.cpu.info: node_cpu_info (the CPU model), as a run's provenance reads it.
-        exporter_args = [f"--web.listen-address=127.0.0.1:{exporter_port}", "--collector.cpu.info"]
-        spawn("node-exporter", [exporter_bin, *exporter_args])
-        spawn("prometheus", [
-            prometheus_bin,
-            f"--config.file={config_file}",
-            f"--storage.tsdb.path={workdir / 'tsdb'}",
-            f"--web.listen-address=127.0.0.1:{prom_port}",
-            "--storage.tsdb.retention.time=1d",
-            "--web.enable-lifecycle",
-            "--log.level=warn",
-        ])  # fmt: skip
+        spawn("node-exporter", node_exporter_command(exporter_bin, exporter_port))
+        spawn("prometheus", prometheus_command(prometheus_bin, config_file, prom_port))
         deadline = time.monotonic() + timeout
         for port in (exporter_port, prom_port):
             wait_for_port(port, timeout=max(0.1, deadline - time.monotonic()))
         # Ready when the first scrape has landed and is queryable.
-        while not _has_sample(server):
+        while not has_node_sample(server):
             for p in server.procs:
                 if not p.alive():
                     raise RuntimeError(f"{p.name} exited\n{procs.tail(p.log)}")
@@ -196,24 +203,10 @@ def set_operator_targets(server: Prometheus, ports: Sequence[int]) -> None:
     tmp.replace(server.workdir / OPERATOR_TARGETS)  # atomic: never a half-written file
 
 
-def set_monitor_jobs(server: Prometheus, jobs: Sequence[dict[str, Any]]) -> None:
-    """Scrape jobs beside those it started with (what a Prometheus Operator makes of monitors,
-    localplane.podmonitors), loaded by a configuration reload as the operator's reloader does."""
-    config = {
-        **server.config,
-        "scrape_configs": [*server.config["scrape_configs"], *jobs],
-    }
-    tmp = server.workdir / ".prometheus.yml.tmp"
-    tmp.write_text(yaml.safe_dump(config, sort_keys=False))
-    tmp.replace(server.workdir / "prometheus.yml")
-    request = urllib.request.Request(f"{server.url}/-/reload", method="POST")
-    with urllib.request.urlopen(request, timeout=10) as resp:
-        resp.read()
-
-
-def _has_sample(server: Prometheus) -> bool:
+def has_node_sample(server: Prometheus, job: str = "node") -> bool:
+    """Whether node-exporter's first scrape by ``job`` is queryable (False while it starts)."""
     try:
-        return bool(server.query('node_cpu_seconds_total{job="node"}'))
+        return bool(server.query(f'node_cpu_seconds_total{{job="{job}"}}'))
     except OSError:
         return False
 

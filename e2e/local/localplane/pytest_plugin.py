@@ -10,6 +10,8 @@
     prometheus_server         session: a Prometheus scraping a node-exporter every 1 s and the
                               operator processes named by set_operator_targets
     prometheus                session: its URL
+    monitoring                function: the real Prometheus Operator stack on `plane`
+                              (localplane.monitoring), started only for the tests that ask
     s3server                  function: a fresh S3-compatible server (moto) with bucket `mongobench`
 
 and the hook pytest_collection_modifyitems: the slowest files first (SLOWEST_FIRST).
@@ -31,6 +33,7 @@ import pluggy
 import pytest
 from kubernetes import client as k8s
 
+from localplane.monitoring import Monitoring, running_monitoring
 from localplane.nodes import NodeSet
 from localplane.plane import Plane, cleanup_stale
 from localplane.prometheus import Prometheus, start_prometheus
@@ -244,6 +247,17 @@ def prometheus_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prom
 @pytest.fixture(scope="session")
 def prometheus(prometheus_server: Prometheus) -> str:
     return prometheus_server.url
+
+
+@pytest.fixture
+def monitoring(
+    bare_plane: Plane, prometheus_operator_crds: list[str], tmp_path: Path
+) -> Iterator[Monitoring]:
+    """kube-prometheus-stack's monitoring, real Prometheus Operator and Prometheus 3, scraping
+    every second; per test (it costs seconds to start), so only the tests that scrape through
+    monitors pay for it."""
+    with running_monitoring(bare_plane, tmp_path / "monitoring") as stack:
+        yield stack
 
 
 S3_BUCKET = "mongobench"

@@ -46,6 +46,9 @@ _PINS = {
     "kind-configcheck": "KIND_VERSION",
     "krew": "KREW_VERSION",
     "validate-krew-manifest": "KREW_VERSION",
+    "prometheus-operator": "PROMETHEUS_OPERATOR_VERSION",
+    "prometheus-config-reloader": "PROMETHEUS_OPERATOR_VERSION",
+    "prometheus": "PROMETHEUS_VERSION",
     "argocd": "ARGOCD_VERSION",
     "kustomize": "KUSTOMIZE_VERSION",
 }

@@ -1,10 +1,11 @@
 """Cluster tier: the Helm chart installs on a real apiserver, and the operator runs with exactly
 the RBAC the chart grants (a token of the chart's ServiceAccount, not the admin certificate):
 peering elects one active replica among several; with the real Prometheus Operator CRDs the
-chart adds its monitors and a MongoCluster + BenchmarkRun flow (created from Git the way the
-experiments chart renders it, a changed run becoming a new run) succeeds under its RBAC, which
-the apiserver's audit log shows is no wider than what the operator calls; upgrade and uninstall
-leave nothing behind but the CRDs and the user's resources.
+chart adds its monitors, which the real Prometheus Operator's Prometheus selects by label, and
+a MongoCluster + BenchmarkRun flow (created from Git the way the experiments chart renders it, a
+changed run becoming a new run) succeeds under its RBAC, which the apiserver's audit log shows
+is no wider than what the operator calls; upgrade and uninstall leave nothing behind but the
+CRDs and the user's resources.
 
 What stands in, as in test_benchmarkrun.py: KWOK for the operator's own pod (the operator runs as
 a process with the chart ServiceAccount's token), the wire model for mongod's replica-set state,
@@ -30,6 +31,7 @@ from localplane.experiments import small_experiment
 from localplane.ferretdb import running_ferretdb
 from localplane.keyfiles import keyfile_from_pods
 from localplane.mongomodel import MongoModel
+from localplane.monitoring import Monitoring, running_monitoring
 from localplane.nodes import NodeSet
 from localplane.operator import start_operator, wait_until
 from localplane.plane import Plane
@@ -346,12 +348,22 @@ def test_chart_with_monitoring_runs_a_gitops_flow_under_its_rbac_then_upgrades_a
     aliases = ",".join(f"{n.metadata.name}={host}" for n in k8s.CoreV1Api(api).list_node().items)
     values = small_experiment()
     with (
+        running_monitoring(plane, tmp_path / "monitoring") as monitoring,
         running_ferretdb() as ferretdb,
         MongoModel(keyfile=keyfile_from_pods(api), catch_up_seconds=0.1) as model,
         pod_executor(
             plane, BENCH_NS, uri_rewrite=rewrite_hosts(f"{ferretdb.host}:{ferretdb.port}")
         ),
     ):
+        # kube-prometheus-stack's Prometheus (the real Prometheus Operator's) selects the chart's
+        # monitors by label: the clients' PodMonitor (default monitorLabels), and not the
+        # ServiceMonitor labelled for another release (`release: kps`).
+        clients = f"podMonitor/{OPERATOR_NS}/mb-mongobench-clients/0"
+        pools = wait_until(
+            lambda: clients in (found := monitoring.scrape_pools()) and found,
+            60, what="the clients' scrape job",
+        )  # fmt: skip
+        assert f"serviceMonitor/{OPERATOR_NS}/mb-mongobench/0" not in pools
         model.member(f"rs1-rs0-0.rs1-rs0-hl.{BENCH_NS}.svc.cluster.local:27017")
         operator = start_operator(
             kubeconfig,
@@ -434,10 +446,12 @@ def test_chart_with_monitoring_runs_a_gitops_flow_under_its_rbac_then_upgrades_a
 
 
 def test_alerts_render_only_when_enabled_and_the_apiserver_accepts_the_rule(
-    plane: Plane, prometheus_operator_crds: list[str], namespace: str
+    plane: Plane, namespace: str, monitoring: Monitoring
 ) -> None:
     """The PrometheusRule against the Prometheus Operator's real CRD schema (server-side dry
-    run); its rules themselves are promtool's part (make test-rules)."""
+    run), then applied: the real Prometheus Operator selects it by its release label and
+    Prometheus 3 loads and evaluates every rule; what the rules say is promtool's part (make
+    test-rules)."""
     template = ["template", "mb", str(CHART), "-n", namespace]
     assert "kind: PrometheusRule" not in helm(plane, *template)  # off by default
     rendered = helm(
@@ -459,3 +473,15 @@ def test_alerts_render_only_when_enabled_and_the_apiserver_accepts_the_rule(
     assert "prometheusrule.monitoring.coreos.com/mb-mongobench-alerts created (server dry run)" in (
         out.stdout
     )
+    plane.kubectl("apply", "-n", namespace, "-f", "-", input=rendered)
+    wanted = {g["name"] for g in rule["spec"]["groups"]}
+
+    def evaluated() -> list[dict[str, Any]]:
+        groups = [g for g in monitoring.rule_groups() if g["name"] in wanted]
+        done = len(groups) == len(wanted) and all(g["lastEvaluation"][:4] != "0001" for g in groups)
+        return groups if done else []
+
+    groups = wait_until(evaluated, 60, what="the chart's rule groups loaded and evaluated")
+    rules = [r for g in groups for r in g["rules"]]
+    assert len(rules) == sum(len(g["rules"]) for g in rule["spec"]["groups"])
+    assert {r["health"] for r in rules} == {"ok"}, [r for r in rules if r["health"] != "ok"]

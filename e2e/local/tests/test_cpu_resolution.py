@@ -1,21 +1,23 @@
 """Cluster tier: a BenchmarkRun's finer CPU resolution (spec.monitoring.cpuResolutionSeconds).
 
 Prometheus here scrapes every 5 s (the operator is told so), as an installation would at its
-own interval. A run at 1 s resolution gets its own PodMonitor from the operator; the local
-plane's stand-in for the Prometheus Operator (localplane.podmonitors) turns it into a scrape
-job of the real node-exporter at the PodMonitor's interval, and a real Prometheus scrapes it.
-The run's step then has CPU points every second (counted in Prometheus over the step's window
-and in the step's status) and says it got 1 s; a run without the option keeps 5 s; the
-PodMonitor is gone when the run ends.
+own interval. A run at 1 s resolution gets its own PodMonitor from the operator, labelled as the
+chart labels monitors (`release: kube-prometheus-stack`); the real Prometheus Operator selects
+it and makes it a scrape job of kube-prometheus-stack's node-exporter pods at the PodMonitor's
+interval, and Prometheus 3 scrapes it (localplane.monitoring). The run's step then has CPU
+points every second (counted in Prometheus over the step's window and in the step's status)
+and says it got 1 s; a run without the option keeps 5 s; the PodMonitor, and with it the scrape
+job, is gone when the run ends.
 
-What is real: the apiserver with the Prometheus Operator's CRDs, the operator process and its
-PromQL, Prometheus and node-exporter, YCSB run by the harness kubelet against FerretDB. What
-stands in: the wire model for the replica set's state, and the translation of PodMonitors
-into scrape jobs (localplane.podmonitors: the Prometheus Operator's part, for node-exporter).
+What is real: the apiserver with the Prometheus Operator's CRDs, the Prometheus Operator, its
+config reloader and Prometheus, node-exporter, the operator process and its PromQL, YCSB run by
+the harness kubelet against FerretDB. What stands in: the wire model for the replica set's
+state; KWOK pods for node-exporter's, served by the one real node-exporter.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -29,10 +31,9 @@ from kubernetes import client as k8s
 from localplane.executor import PodExecutor
 from localplane.ferretdb import FerretDB
 from localplane.mongomodel import MongoModel
+from localplane.monitoring import RELEASE_LABELS, Monitoring, running_monitoring
 from localplane.operator import wait_until
 from localplane.plane import Plane
-from localplane.podmonitors import PodMonitorSync
-from localplane.prometheus import Prometheus, running_prometheus
 
 pytestmark = pytest.mark.cluster
 
@@ -41,13 +42,15 @@ DEFAULT_SECONDS = 5
 # Long enough to tell the resolutions apart (15 points, one a second, against 3 or 4 at 5 s); each
 # of the two runs took 30 s before, for the same verdict.
 RUN_SECONDS = 15
-EXPORTER_NS = "monitoring"
-EXPORTER_LABELS = {"app.kubernetes.io/name": "prometheus-node-exporter"}
 
 
 @pytest.fixture
-def coarse_prometheus(tmp_path: Path) -> Iterator[Prometheus]:
-    with running_prometheus(tmp_path / "prometheus", scrape_interval=DEFAULT_SECONDS) as prom:
+def coarse_prometheus(
+    plane: Plane, prometheus_operator_crds: list[str], tmp_path: Path
+) -> Iterator[Monitoring]:
+    with running_monitoring(
+        plane, tmp_path / "monitoring", scrape_interval=f"{DEFAULT_SECONDS}s"
+    ) as prom:
         yield prom
 
 
@@ -57,7 +60,7 @@ def run_step(kube_api: k8s.ApiClient, namespace: str, name: str) -> dict[str, An
     return dict(next(s for s in run["status"]["steps"] if s["kind"] == "run"))
 
 
-def samples(prom: Prometheus, job: str, window: dict[str, Any]) -> int:
+def samples(prom: Monitoring, job: str, window: dict[str, Any]) -> int:
     """Scrapes of `job` that landed in the step's window (one CPU's idle counter)."""
     start = datetime.fromisoformat(window["start"]).timestamp()
     end = datetime.fromisoformat(window["end"]).timestamp()
@@ -76,7 +79,7 @@ def test_a_run_at_1s_cpu_resolution_gets_1s_points_and_the_default_keeps_5s(
     model: MongoModel,
     executor: PodExecutor,
     ferretdb: FerretDB,
-    coarse_prometheus: Prometheus,
+    coarse_prometheus: Monitoring,
     tmp_path: Path,
 ) -> None:
     prom = coarse_prometheus
@@ -88,42 +91,44 @@ def test_a_run_at_1s_cpu_resolution_gets_1s_points_and_the_default_keeps_5s(
         prom.url,
         kube_api,
         MONGOBENCH_PROMETHEUS_SCRAPE_INTERVAL=str(DEFAULT_SECONDS),
-        MONGOBENCH_NODE_EXPORTER_NAMESPACE=EXPORTER_NS,
+        # The chart's default monitorLabels: what the stack's Prometheus selects.
+        MONGOBENCH_MONITOR_LABELS=json.dumps(RELEASE_LABELS),
     )
-    sync = PodMonitorSync(
-        kube_api, namespace, prom, exporter_namespace=EXPORTER_NS, exporter_labels=EXPORTER_LABELS
-    )
+    fine_pool = f"podMonitor/{namespace}/fine-cpu/0"
     runs = {"coarse": {}, "fine": {"monitoring": {"cpuResolutionSeconds": 1}}}
     try:
-        with sync:
-            bmr.cluster(plane, namespace, kube_api)
-            for name, extra in runs.items():
-                # The runs share FerretDB, where the operator's prepare (sent to the wire
-                # model) does not empty the collection: the second load would hit its keys.
-                with pymongo.MongoClient(ferretdb.uri) as client:
-                    client["ycsb"].drop_collection("usertable")
-                bmr.apply(
-                    plane,
-                    namespace,
-                    bmr.run_manifest(
-                        name,
-                        workloads=[{"name": "c"}],  # reads: FerretDB keeps up on a busy host
-                        repetitions=1,
-                        load={"recordCount": 100, "threads": 1},
-                        run={
-                            "durationSeconds": RUN_SECONDS,
-                            "targetOpsPerSecond": 20,
-                            "threads": 1,
-                            "statusIntervalSeconds": 1,
-                        },
-                        clients={"parallelism": 1},
-                        **extra,
-                    ),
-                )
-                bmr.wait_run(kube_api, namespace, name, ("Succeeded", "Failed"), timeout=300)
-            # The run's end removed its PodMonitor, and with it the fine scrape.
-            wait_until(lambda: sync.loaded == [], timeout=30, what="the fine scrape job removed")
-        assert sync.errors == []
+        bmr.cluster(plane, namespace, kube_api)
+        for name, extra in runs.items():
+            # The runs share FerretDB, where the operator's prepare (sent to the wire
+            # model) does not empty the collection: the second load would hit its keys.
+            with pymongo.MongoClient(ferretdb.uri) as client:
+                client["ycsb"].drop_collection("usertable")
+            bmr.apply(
+                plane,
+                namespace,
+                bmr.run_manifest(
+                    name,
+                    workloads=[{"name": "c"}],  # reads: FerretDB keeps up on a busy host
+                    repetitions=1,
+                    load={"recordCount": 100, "threads": 1},
+                    run={
+                        "durationSeconds": RUN_SECONDS,
+                        "targetOpsPerSecond": 20,
+                        "threads": 1,
+                        "statusIntervalSeconds": 1,
+                    },
+                    clients={"parallelism": 1},
+                    **extra,
+                ),
+            )
+            bmr.wait_run(kube_api, namespace, name, ("Succeeded", "Failed"), timeout=300)
+        # The run's end removed its PodMonitor, and with it the fine scrape job.
+        wait_until(
+            lambda: fine_pool not in prom.scrape_pools(),
+            timeout=30,
+            what="the fine scrape job removed",
+        )
+        assert prom.errors == []
     finally:
         operator.stop()
 
@@ -150,7 +155,7 @@ def test_a_run_at_1s_cpu_resolution_gets_1s_points_and_the_default_keeps_5s(
     assert fine_seconds >= RUN_SECONDS - 2, fine["window"]
     fine_job = f"mongobench-cpu/{namespace}/fine"
     assert samples(prom, fine_job, fine["window"]) >= 0.8 * fine_seconds
-    assert samples(prom, "node", fine["window"]) <= fine_seconds / DEFAULT_SECONDS + 1
+    assert samples(prom, "node-exporter", fine["window"]) <= fine_seconds / DEFAULT_SECONDS + 1
     assert samples(prom, fine_job, coarse["window"]) == 0  # no fine scrape outside its run
 
     # The status's figures rest on as many points: rate over 4 s, a point a second.

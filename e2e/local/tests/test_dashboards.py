@@ -1,5 +1,5 @@
 """Cluster tier (needs only Prometheus): every panel query of every committed Grafana dashboard
-runs against a REAL Prometheus (Debian's 2.42, scraping every second on loopback) that holds
+runs against a REAL Prometheus (3.5, pinned; scraping every second on loopback) that holds
 REAL series, and must return a non-empty answer.
 
 The series come from the exporters themselves, not from hand-written samples:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -33,6 +34,7 @@ from localplane.executor import (
     rewrite_hosts,
 )
 from localplane.ferretdb import FerretDB, running_ferretdb
+from localplane.monitoring import RELEASE_LABELS, Monitoring
 from localplane.operator import wait_until
 from localplane.plane import Plane
 from localplane.tools import REPO
@@ -426,6 +428,69 @@ def test_max_processes_queues_pods_past_the_cap_until_a_slot_frees(
         started = wait_until(lambda: held in ex.running() and ex.running(), what="the queued one")
         assert set(started) == {held}
         assert ex.peak_processes == 1
+    assert not ex.errors
+
+
+# A client process serving one metric on its --metrics-port, as the runner does.
+_METRICS_SERVER = """
+import http.server, sys
+port = int(sys.argv[sys.argv.index("--metrics-port") + 1])
+class Metrics(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; version=0.0.4")  # Prometheus 3 wants it
+        self.end_headers()
+        self.wfile.write(b"harness_served 1\\n")
+    def log_message(self, *args):
+        pass
+http.server.HTTPServer(("127.0.0.1", port), Metrics).serve_forever()
+"""
+
+
+@pytest.mark.cluster
+def test_a_client_pods_metrics_port_is_scraped_where_the_harness_serves_it(
+    plane: Plane, namespace: str, kube_api: k8s.ApiClient, monitoring: Monitoring
+) -> None:
+    # Cluster tier: the harness kubelet moves the pod's --metrics-port to a free loopback port
+    # and annotates the pod; the real Prometheus Operator's Prometheus finds the pod through a
+    # PodMonitor (the chart's clients monitor, in short) and scrapes it there.
+    container = {
+        "name": "main",
+        "image": "ghcr.io/mongobench/ycsb:dev",
+        "command": [sys.executable, "-c", _METRICS_SERVER, "--metrics-port", "9100"],
+        "ports": [{"name": "metrics", "containerPort": 9100}],
+    }
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "served", "labels": {"mongobench.io/component": "benchmark-client"}},
+        "spec": _restricted_pod_spec(container, terminationGracePeriodSeconds=1),
+    }
+    monitor = {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PodMonitor",
+        "metadata": {"name": "clients", "labels": RELEASE_LABELS},
+        "spec": {
+            "selector": {"matchLabels": {"mongobench.io/component": "benchmark-client"}},
+            "podMetricsEndpoints": [{"port": "metrics", "interval": "1s"}],
+        },
+    }
+    with pod_executor(plane, namespace, uri_rewrite=rewrite_hosts("127.0.0.1:1")) as ex:
+        plane.kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps(monitor))
+        _create(kube_api, namespace, pod)
+        pool = f"podMonitor/{namespace}/clients/0"
+        (target,) = wait_until(
+            lambda: [
+                t for t in monitoring.targets() if t["scrapePool"] == pool and t["health"] == "up"
+            ],
+            60,
+            what="the served pod's target up",
+        )
+        served = k8s.CoreV1Api(kube_api).read_namespaced_pod("served", namespace)
+        assert target["labels"]["instance"] == f"{served.status.pod_ip}:9100"  # as on a cluster
+        assert not target["scrapeUrl"].endswith(":9100/metrics")  # the harness's own port
+        found = monitoring.query(f'harness_served{{job="{namespace}/clients", pod="served"}}')
+        assert [r["value"][1] for r in found] == ["1"]
     assert not ex.errors
 
 

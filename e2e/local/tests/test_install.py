@@ -12,7 +12,9 @@ substituted line is no longer on the page (a stale substitution would hide a new
   operator runs as a process with the installed ServiceAccount's token and the environment of the
   installed Deployment (its Prometheus URL pointed at a local Prometheus);
 - `helm install kube-prometheus-stack`: its chart is not reachable here; the real Prometheus
-  Operator CRDs (the Go module's) and the `monitoring` namespace stand in;
+  Operator (its CRDs and operator from the Go module) runs a Prometheus configured as the
+  chart's, in namespace `monitoring` (localplane.monitoring), and the test reads which monitors
+  it selected from Prometheus's own scrape pools and targets;
 - `oci://ghcr.io/mongobench/charts/<chart>`: the chart folder of this checkout;
 - `kubectl get ... -w`: the test's own wait (the kind samples: until ycsb-a Succeeded, as the
   page's comment says; the EKS samples: both reconciled, their volumes having no EBS CSI
@@ -34,7 +36,7 @@ import re
 import shutil
 import subprocess
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +48,7 @@ from localplane.executor import pod_executor, rewrite_hosts
 from localplane.ferretdb import running_ferretdb
 from localplane.keyfiles import keyfile_from_pods
 from localplane.mongomodel import MongoModel
+from localplane.monitoring import Monitoring, running_monitoring, serve_pods
 from localplane.nodes import NodeSet
 from localplane.operator import OperatorProcess, start_operator, wait_until
 from localplane.plane import Plane
@@ -64,7 +67,7 @@ SUBSTITUTED = {
     "kind create cluster": "a fresh plane with kind-config.yaml's workers",
     "make images kind-load": "the operator as a process (no container engine)",
     "eksctl create cluster": "a fresh plane with cluster.yaml's node groups",
-    "helm install kube-prometheus-stack": "the Prometheus Operator CRDs and namespace monitoring",
+    "helm install kube-prometheus-stack": "the real Prometheus Operator and a Prometheus as its",
 }
 
 
@@ -136,10 +139,24 @@ def run_block(shell: Shell, lines: list[str], stand_in: dict[str, Any]) -> list[
     return waits
 
 
-def monitoring_prerequisite(plane: Plane) -> None:
-    """What `helm install kube-prometheus-stack` gives the install: its CRDs and namespace."""
+def monitoring_prerequisite(plane: Plane, tmp: Path, stack: ExitStack) -> Monitoring:
+    """What `helm install kube-prometheus-stack` gives the install: its CRDs, namespace
+    `monitoring`, the Prometheus Operator and a Prometheus selecting `release` monitors."""
     plane.apply(prometheus_operator_crds())
-    plane.kubectl("create", "namespace", "monitoring")
+    return stack.enter_context(running_monitoring(plane, tmp / "monitoring"))
+
+
+@pytest.fixture
+def stack() -> Iterator[ExitStack]:
+    """What a test started on its private plane, stopped before the plane is (set up after)."""
+    with ExitStack() as started:
+        yield started
+
+
+def scraped_cluster(monitoring: Monitoring, namespace: str, name: str) -> list[dict[str, Any]]:
+    """The targets Prometheus has for the MongoCluster's PodMonitor: it selected the monitor."""
+    pool = f"podMonitor/{namespace}/{name}/0"
+    return [t for t in monitoring.targets() if t["scrapePool"] == pool]
 
 
 def local_charts(root: Path = REPO / "charts") -> dict[str, Path]:
@@ -246,14 +263,17 @@ def test_install_page_substitutions_all_name_lines_of_the_page() -> None:
 
 
 def test_install_page_kustomize_install_on_kind_ends_with_the_sample_run_succeeded(
-    make_plane: Any, prometheus: str, tmp_path: Path
+    make_plane: Any, stack: ExitStack, prometheus: str, tmp_path: Path
 ) -> None:
     section = install_section()
     plane = make_plane(nodes=kind_nodes())
     api = plane.api_client()
     shell = Shell(plane, tmp_path, local_charts())
     stand_in = {k: (lambda: None) for k in SUBSTITUTED}
-    stand_in["helm install kube-prometheus-stack"] = lambda: monitoring_prerequisite(plane)
+    stacks: list[Monitoring] = []
+    stand_in["helm install kube-prometheus-stack"] = lambda: stacks.append(
+        monitoring_prerequisite(plane, tmp_path, stack)
+    )
 
     run_block(shell, block_after(section, "## Prerequisite: kube-prometheus-stack"), stand_in)
     waits = run_block(shell, block_after(section, "## kind"), stand_in)
@@ -280,6 +300,15 @@ def test_install_page_kustomize_install_on_kind_ends_with_the_sample_run_succeed
                 lambda: phase(api, "bench", "benchmarkruns", "ycsb-a") in ("Succeeded", "Failed"),
                 600, 1, what="ycsb-a finished",
             )  # fmt: skip
+            # The operator's own /metrics through the install's ServiceMonitor: its (KWOK) pod
+            # says where the operator process serves them, as the harness kubelet says it of
+            # the pods it runs (localplane.monitoring).
+            (monitoring,) = stacks
+            serve_pods(plane, "mongobench", "app.kubernetes.io/component=operator",
+                       {"metrics": operator.metrics_port}, ["mongobench-metrics"])  # fmt: skip
+            info = 'mongobench_operator_info{job="mongobench-metrics"}'
+            wait_until(lambda: monitoring.query(info), 60,
+                       what="the operator scraped through its ServiceMonitor")  # fmt: skip
         finally:
             operator.stop()
     run = custom(api).get_namespaced_custom_object(GROUP, VERSION, "bench", "benchmarkruns",
@@ -288,8 +317,17 @@ def test_install_page_kustomize_install_on_kind_ends_with_the_sample_run_succeed
         run["status"].get("conditions"),
         [step.get("message") for step in run["status"].get("steps", [])],
     )
-    # A stock kube-prometheus-stack scrapes the cluster: its PodMonitor carries the release label.
+    # A stock kube-prometheus-stack scrapes the cluster: its PodMonitor carries the release label
+    # and the stack's Prometheus has a target per member (their exporters are KWOK's: not up).
     assert pod_monitor_labels(api, "bench", "rs3").items() >= STACK_LABELS.items()
+    targets = wait_until(lambda: len(found := scraped_cluster(monitoring, "bench", "rs3")) == 3
+                         and found, 60, what="rs3's members as targets")  # fmt: skip
+    assert {t["labels"]["mongobench_io_cluster"] for t in targets} == {"rs3"}
+    # ... and the install's own monitors, labelled alike, are selected too.
+    assert {
+        "serviceMonitor/mongobench/mongobench/0",
+        "podMonitor/mongobench/mongobench-clients/0",
+    } <= monitoring.scrape_pools()
     assert "Forbidden" not in (tmp_path / "operator.log").read_text()
 
 
@@ -319,14 +357,17 @@ def printer_columns(api: k8s.ApiClient) -> list[str]:
 
 
 def test_install_page_helm_install_on_eks_then_chart_readme_upgrade_changes_the_crds(
-    make_plane: Any, tmp_path: Path
+    make_plane: Any, stack: ExitStack, tmp_path: Path
 ) -> None:
     section = install_section()
     plane = make_plane(nodes=eks_nodes())
     api = plane.api_client()
     shell = Shell(plane, tmp_path, local_charts())
     stand_in = {k: (lambda: None) for k in SUBSTITUTED}
-    stand_in["helm install kube-prometheus-stack"] = lambda: monitoring_prerequisite(plane)
+    stacks: list[Monitoring] = []
+    stand_in["helm install kube-prometheus-stack"] = lambda: stacks.append(
+        monitoring_prerequisite(plane, tmp_path, stack)
+    )
 
     run_block(shell, block_after(section, "## Prerequisite: kube-prometheus-stack"), stand_in)
     waits = run_block(shell, block_after(section, "## EKS"), stand_in)
@@ -338,6 +379,10 @@ def test_install_page_helm_install_on_eks_then_chart_readme_upgrade_changes_the_
         wait_until(lambda: phase(api, "bench", "mongoclusters", "rs3"), 60, what="rs3 status")
         wait_until(lambda: phase(api, "bench", "benchmarkruns", "ycsb-a"), 60, what="run status")
         assert pod_monitor_labels(api, "bench", "rs3").items() >= STACK_LABELS.items()
+        # Selected by the stack's Prometheus: a scrape job (its members, Pending, no target yet).
+        (monitoring,) = stacks
+        wait_until(lambda: "podMonitor/bench/rs3/0" in monitoring.scrape_pools(), 60,
+                   what="rs3's scrape job")  # fmt: skip
         k8s.AppsV1Api(api).read_namespaced_stateful_set("rs3-rs0", "bench")
     finally:
         operator.stop()

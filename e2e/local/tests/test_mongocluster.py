@@ -14,6 +14,7 @@ to kill the operator between steps, a member already in another set, ...) or ano
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -458,6 +459,9 @@ def test_storage_grows_where_the_class_allows_it(
 def test_podmonitor_created_only_when_the_prometheus_operator_crds_exist(
     make_plane: Any, model: MongoModel, tmp_path: Path
 ) -> None:
+    # ... and kube-prometheus-stack's Prometheus (the real Prometheus Operator's) scrapes it only
+    # once it carries the labels that Prometheus selects (spec.monitoring.podMonitorLabels).
+    from localplane.monitoring import RELEASE_LABELS, running_monitoring
     from localplane.tools import prometheus_operator_crds
 
     private = make_plane()  # no Prometheus Operator CRDs yet
@@ -477,8 +481,25 @@ def test_podmonitor_created_only_when_the_prometheus_operator_crds_exist(
         monitors = k8s.CustomObjectsApi(api).list_namespaced_custom_object(
             "monitoring.coreos.com", "v1", ns, "podmonitors"
         )["items"]
+        pool = f"podMonitor/{ns}/mon2/0"
+        with running_monitoring(private, tmp_path / "monitoring") as monitoring:
+            # Unlabelled (this operator has no MONGOBENCH_MONITOR_LABELS): not selected.
+            assert pool not in monitoring.scrape_pools()
+            labels = {"monitoring": {"podMonitorLabels": RELEASE_LABELS}}
+            private.kubectl(
+                "patch", "-n", ns, "mongocluster/mon2", "--type=merge",
+                "-p", json.dumps({"spec": labels}),
+            )  # fmt: skip
+            targets = wait_until(
+                lambda: [t for t in monitoring.targets() if t["scrapePool"] == pool],
+                60, what="mon2's member as a target",
+            )  # fmt: skip
     finally:
         operator.stop()
+    # Its one member, with the labels the dashboards group by (its exporter is KWOK's: down).
+    (target,) = targets
+    assert target["labels"]["mongobench_io_cluster"] == "mon2"
+    assert target["labels"]["pod"] == "mon2-rs0-0"
     assert private_crds.is_dir()
     assert [m["metadata"]["name"] for m in monitors] == ["mon2"]
     selector = monitors[0]["spec"]["selector"]["matchLabels"]

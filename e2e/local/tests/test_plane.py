@@ -21,8 +21,10 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
+from localplane import monitoring as monitoring_mod
 from localplane import net, procs
 from localplane import plane as plane_mod
+from localplane.monitoring import Monitoring
 from localplane.nodes import NodeSet
 from localplane.plane import HOSTPATH_ROOT, SHM_ROOT, STATE_FILE, Plane, cleanup_stale
 from localplane.stages import BENCHMARK_CLIENT_LABEL
@@ -471,3 +473,72 @@ def test_prometheus_scrapes_a_real_node_exporter(prometheus: str) -> None:
         result = json.load(resp)["data"]["result"]
     modes = {r["metric"]["mode"] for r in result}
     assert {"user", "system", "idle", "iowait", "steal"} <= modes
+
+
+def node_exporter_monitor(name: str, release: str) -> dict[str, Any]:
+    """A PodMonitor of kube-prometheus-stack's node-exporter pods, labelled `release`."""
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PodMonitor",
+        "metadata": {"name": name, "labels": {"release": release}},
+        "spec": {
+            "namespaceSelector": {"matchNames": [monitoring_mod.NAMESPACE]},
+            "selector": {"matchLabels": {"app.kubernetes.io/name": "prometheus-node-exporter"}},
+            "podMetricsEndpoints": [{"port": "http-metrics", "interval": "1s"}],
+        },
+    }
+
+
+def test_the_real_prometheus_operator_scrapes_only_the_monitors_its_prometheus_selects(
+    monitoring: Monitoring, namespace: str, kubectl: Any, kube_api: k8s.ApiClient
+) -> None:
+    # Cluster tier: the Prometheus Operator's own label selection and configuration, the config
+    # reloader and Prometheus 3's Kubernetes discovery, with the real node-exporter behind the
+    # KWOK pods of kube-prometheus-stack's node-exporter DaemonSet.
+    pods = (
+        CoreV1Api(kube_api)
+        .list_namespaced_pod(
+            monitoring_mod.NAMESPACE,
+            label_selector="app.kubernetes.io/name=prometheus-node-exporter",
+        )
+        .items
+    )
+    pod_ips = {f"{p.status.pod_ip}:9100" for p in pods}
+    assert len(pods) == len(CoreV1Api(kube_api).list_node().items)
+    # The stack's own ServiceMonitor: one node-exporter target per node, up, its `instance`
+    # the pod's address as on a cluster, scraped on loopback.
+    stack_pool = f"serviceMonitor/monitoring/{monitoring_mod.NODE_EXPORTER}/0"
+    stack = [t for t in monitoring.targets() if t["scrapePool"] == stack_pool]
+    assert {t["labels"]["instance"] for t in stack} == pod_ips
+    assert {t["labels"]["job"] for t in stack} == {"node-exporter"}
+    assert {t["scrapeUrl"].split("/")[2] for t in stack} == {
+        f"127.0.0.1:{monitoring.node_exporter_port}"
+    }
+
+    for name, release in (("selected", monitoring_mod.RELEASE), ("unselected", "other")):
+        manifest = json.dumps(node_exporter_monitor(name, release))
+        kubectl("apply", "-n", namespace, "-f", "-", input=manifest)
+    selected, unselected = (f"podMonitor/{namespace}/{n}/0" for n in ("selected", "unselected"))
+
+    def up(pool: str) -> list[dict[str, Any]]:
+        found = [t for t in monitoring.targets() if t["scrapePool"] == pool]
+        return found if found and all(t["health"] == "up" for t in found) else []
+
+    targets = wait_for(lambda: up(selected), timeout=60, what="the selected monitor's targets up")
+    assert {t["labels"]["instance"] for t in targets} == pod_ips
+    # Negative control: applied at the same time, the monitor labelled for another release got
+    # no scrape job and no target ...
+    assert unselected not in monitoring.scrape_pools()
+    assert not [t for t in monitoring.targets() if t["scrapePool"] == unselected]
+    # ... until it carries the release label.
+    kubectl(
+        "label",
+        "-n",
+        namespace,
+        "podmonitor/unselected",
+        "--overwrite",
+        "release=" + monitoring_mod.RELEASE,
+    )
+    wait_for(lambda: up(unselected), timeout=60, what="the relabelled monitor's targets up")
+    # Real series of the selected monitor's job.
+    assert monitoring.query(f'node_cpu_seconds_total{{job="{namespace}/selected", mode="idle"}}')
