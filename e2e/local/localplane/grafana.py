@@ -21,7 +21,10 @@ does, which this module reproduces for the features our dashboards use:
 from __future__ import annotations
 
 import json
+import math
 import re
+import urllib.parse
+import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +47,7 @@ class Target:
     ref: str
     expr: str
     range: bool
+    instant: bool
 
 
 def load_boards(folder: Path) -> dict[str, dict[str, Any]]:
@@ -58,7 +62,14 @@ def targets(name: str, board: Mapping[str, Any]) -> list[Target]:
             for t in inner.get("targets", []):
                 if "expr" in t:
                     out.append(
-                        Target(name, inner["title"], t["refId"], t["expr"], bool(t.get("range")))
+                        Target(
+                            name,
+                            inner["title"],
+                            t["refId"],
+                            t["expr"],
+                            bool(t.get("range")),
+                            bool(t.get("instant")) and not t.get("range"),
+                        )
                     )
     return out
 
@@ -215,3 +226,63 @@ def interpolate(
         return variables[name].rendered()
 
     return REFERENCE.sub(value, expr)
+
+
+@dataclass(frozen=True)
+class Answer:
+    target: Target
+    promql: str
+    series: int  # series with at least one finite value over the window
+
+
+def _get(url: str, params: Mapping[str, Any]) -> Any:
+    qs = urllib.parse.urlencode(params, doseq=True)
+    with urllib.request.urlopen(f"{url}?{qs}", timeout=10) as resp:
+        body = json.load(resp)
+    if body.get("status") != "success":
+        raise RuntimeError(f"{url} {params}: {body}")
+    return body["data"]
+
+
+def _finite(result: list[dict[str, Any]]) -> int:
+    def values(r: dict[str, Any]) -> list[str]:
+        return [v for _, v in r.get("values", [])] or ([r["value"][1]] if "value" in r else [])
+
+    return sum(1 for r in result if any(math.isfinite(float(v)) for v in values(r)))
+
+
+def evaluate_boards(
+    prometheus: str,
+    boards: Mapping[str, Mapping[str, Any]],
+    picks: Mapping[str, Mapping[str, str | Sequence[str]]],
+    start: float,
+    end: float,
+    scrape_interval: float,
+) -> list[Answer]:
+    """Every panel query of every board as Grafana sends it for the time range [start, end]:
+    variables resolved with the label API over that range (`picks`: board -> the dropdown
+    choices; the defaults for the others), range targets as range queries, `instant` ones at
+    `end`."""
+    builtin = builtins(end - start, scrape_interval)
+    step = max(1.0, seconds(builtin["__interval"]))
+
+    def label_values(match: str | None, label: str) -> list[str]:
+        params: dict[str, Any] = {"start": start, "end": end}
+        if match:
+            params["match[]"] = match
+        return list(_get(f"{prometheus}/api/v1/label/{label}/values", params))
+
+    out = []
+    for name, board in boards.items():
+        variables = resolve(board, label_values, picks.get(name, {}), builtin)
+        for t in targets(name, board):
+            promql = interpolate(t.expr, variables, builtin)
+            if t.instant:
+                data = _get(f"{prometheus}/api/v1/query", {"query": promql, "time": end})
+            else:
+                data = _get(
+                    f"{prometheus}/api/v1/query_range",
+                    {"query": promql, "start": start, "end": end, "step": step},
+                )
+            out.append(Answer(t, promql, _finite(data["result"])))
+    return out

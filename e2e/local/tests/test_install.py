@@ -35,6 +35,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -44,6 +45,7 @@ import pytest
 import yaml
 from kubernetes import client as k8s
 
+from localplane import grafana
 from localplane.executor import pod_executor, rewrite_hosts
 from localplane.ferretdb import running_ferretdb
 from localplane.keyfiles import keyfile_from_pods
@@ -276,8 +278,17 @@ def test_install_page_kustomize_install_on_kind_ends_with_the_sample_run_succeed
     )
 
     run_block(shell, block_after(section, "## Prerequisite: kube-prometheus-stack"), stand_in)
+    started = time.time()
     waits = run_block(shell, block_after(section, "## kind"), stand_in)
     assert waits == [next(x for x in block_after(section, "## kind") if " -w" in x)]
+    # The install's monitors scrape every 2 s, not 30 s and 10 s, as the stack's Prometheus is
+    # shortened to 1 s: the dashboards' rates see this short run (SCRAPE_SECONDS).
+    for kind, name, field in MONITORS:
+        patch = [
+            {"op": "replace", "path": f"/spec/{field}/0/interval", "value": f"{SCRAPE_SECONDS}s"}
+        ]
+        plane.kubectl("patch", kind, name, "-n", "mongobench", "--type=json",
+                      "-p", json.dumps(patch))  # fmt: skip
     # The CRDs were applied on their own before the operator, which needs them served.
     assert shell.ran.index(next(x for x in shell.ran if "install/crds" in x)) < shell.ran.index(
         next(x for x in shell.ran if "overlays/kind" in x)
@@ -293,6 +304,12 @@ def test_install_page_kustomize_install_on_kind_ends_with_the_sample_run_succeed
             **env,
         )  # fmt: skip
         try:
+            # The operator's own /metrics through the install's ServiceMonitor, during the run:
+            # its (KWOK) pod says where the operator process serves them, as the harness kubelet
+            # says it of the pods it runs (localplane.monitoring).
+            (monitoring,) = stacks
+            serve_pods(plane, "mongobench", "app.kubernetes.io/component=operator",
+                       {"metrics": operator.metrics_port}, ["mongobench-metrics"])  # fmt: skip
             # `kubectl get -n bench mongoclusters,benchmarkruns -w  # until ycsb-a Succeeded`
             wait_until(lambda: phase(api, "bench", "mongoclusters", "rs3") == "Ready", 120,
                        what="rs3 Ready")  # fmt: skip
@@ -300,15 +317,13 @@ def test_install_page_kustomize_install_on_kind_ends_with_the_sample_run_succeed
                 lambda: phase(api, "bench", "benchmarkruns", "ycsb-a") in ("Succeeded", "Failed"),
                 600, 1, what="ycsb-a finished",
             )  # fmt: skip
-            # The operator's own /metrics through the install's ServiceMonitor: its (KWOK) pod
-            # says where the operator process serves them, as the harness kubelet says it of
-            # the pods it runs (localplane.monitoring).
-            (monitoring,) = stacks
-            serve_pods(plane, "mongobench", "app.kubernetes.io/component=operator",
-                       {"metrics": operator.metrics_port}, ["mongobench-metrics"])  # fmt: skip
             info = 'mongobench_operator_info{job="mongobench-metrics"}'
             wait_until(lambda: monitoring.query(info), 60,
                        what="the operator scraped through its ServiceMonitor")  # fmt: skip
+            # Rates need a few of its scrapes: then every dashboard as Grafana shows this run.
+            wait_until(lambda: monitoring.query(f"count_over_time({info}[1m]) >= 5"), 60,
+                       what="five scrapes of the operator")  # fmt: skip
+            answers = dashboards_answer(monitoring, started)
         finally:
             operator.stop()
     run = custom(api).get_namespaced_custom_object(GROUP, VERSION, "bench", "benchmarkruns",
@@ -329,6 +344,74 @@ def test_install_page_kustomize_install_on_kind_ends_with_the_sample_run_succeed
         "podMonitor/mongobench/mongobench-clients/0",
     } <= monitoring.scrape_pools()
     assert "Forbidden" not in (tmp_path / "operator.log").read_text()
+    assert_dashboards_answer(answers)
+
+
+# Dashboard panels that stay empty after the sample run on this plane, and why. Every other panel
+# query must return series; each of these must not (a panel listed here that shows data is no
+# longer empty: the list is corrected, never left wider than the truth).
+MONITORS = (
+    ("servicemonitor", "mongobench", "endpoints"),
+    ("podmonitor", "mongobench-clients", "podMetricsEndpoints"),
+)
+SCRAPE_SECONDS = 2
+EXPORTER_SERIES = (
+    "the MongoDB pods are KWOK's, so their mongodb_exporter sidecars do not run and every "
+    "mongodb_* series is absent (test_dashboards proves these panels against the real exporter)"
+)
+ONE_REPETITION = "the sample run has one repetition: a standard deviation needs two"
+NO_FAILURE = "no handler failed or asked to be retried during the sample run"
+EMPTY_AFTER_THE_SAMPLE_RUN: dict[tuple[str, str, str], str] = {
+    ("benchmark-comparison", "Coefficient of variation (SD / mean)", "A"): ONE_REPETITION,
+    ("benchmark-comparison", "Throughput summary", "B"): ONE_REPETITION,
+    ("benchmark-comparison", "Throughput summary", "C"): ONE_REPETITION,
+    ("operator", "Errors/s", "A"): NO_FAILURE,
+    ("operator", "Error ratio", "A"): NO_FAILURE,
+    ("operator", "Error ratio by handler", "A"): NO_FAILURE,
+    ("operator", "Errors and retries/s by handler", "A"): NO_FAILURE,
+    ("operator", "Errors and retries/s by handler", "B"): NO_FAILURE,
+}
+
+
+def empty_because(answer: grafana.Answer) -> str | None:
+    key = (answer.target.board, answer.target.panel, answer.target.ref)
+    if key in EMPTY_AFTER_THE_SAMPLE_RUN:
+        return EMPTY_AFTER_THE_SAMPLE_RUN[key]
+    # A query with a fallback (`or vector(0)`) answers 0 with no series at all.
+    if re.search(r"\bmongodb_", answer.target.expr) and "or vector(" not in answer.target.expr:
+        return EXPORTER_SERIES
+    return None
+
+
+def dashboards_answer(monitoring: Monitoring, since: float) -> list[grafana.Answer]:
+    """Every dashboard's panel queries as Grafana sends them for the time since the install
+    began, with the dropdowns on the sample run (namespace bench, run ycsb-a) where a board has
+    them, the others as a dashboard opens (All)."""
+    return grafana.evaluate_boards(
+        monitoring.url,
+        grafana.load_boards(REPO / "dashboards" / "json"),
+        {
+            "benchmark-clients": {"namespace": "bench"},
+            "benchmark-comparison": {"namespace": "bench", "run": "ycsb-a"},
+            "benchmark-run": {"namespace": "bench", "run": "ycsb-a"},
+        },
+        since - 60,
+        time.time(),
+        scrape_interval=SCRAPE_SECONDS,
+    )
+
+
+def assert_dashboards_answer(answers: list[grafana.Answer]) -> None:
+    shown = [a for a in answers if a.series]
+    wrong = [
+        f"{a.target.board} / {a.target.panel} ({a.target.ref}): "
+        + ("empty" if not a.series else f"listed as empty ({why}) but shows data")
+        + f": {a.promql}"
+        for a in answers
+        if bool(a.series) == bool(why := empty_because(a))
+    ]
+    print(f"dashboards: {len(answers)} panel queries checked, {len(shown)} returned data")
+    assert not wrong, "\n".join(wrong)
 
 
 def newer_charts(tmp: Path) -> dict[str, Path]:
