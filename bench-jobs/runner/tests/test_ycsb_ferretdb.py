@@ -435,6 +435,14 @@ def test_a_slow_start_behind_the_gate_still_runs_the_whole_duration(ferretdb, tm
     procs = []
     for i in range(2):
         if i:
+            # 4 s after the first client is READY (its entry in the barrier folder), not after
+            # its process started: a loaded machine took seconds to start its JVM, and the
+            # first then waited less than the step lasts.
+            ready = tmp_path / "barrier" / "c0"
+            deadline = time.monotonic() + 120
+            while not ready.exists() and procs[0].poll() is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert ready.exists(), "the first client never became ready"
             time.sleep(4.0)
         procs.append(
             subprocess.Popen(
