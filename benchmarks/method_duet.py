@@ -242,6 +242,7 @@ class Detectable:
     rounds_change: float
     duet_normal: float
     rounds_normal: float
+    trials: tuple[Sequence[float], ...] = ()  # duet A, duet B, rounds A, rounds B (logs)
 
 
 def detectable(
@@ -280,6 +281,7 @@ def detectable(
         rounds_change=math.expm1(smallest_change(r_se, r_df)),
         duet_normal=math.expm1(normal_smallest_change(d_se)),
         rounds_normal=math.expm1(normal_smallest_change(r_se)),
+        trials=(tuple(duet_a), tuple(duet_b), tuple(rounds_a), tuple(rounds_b)),
     )
 
 
@@ -307,5 +309,17 @@ def measured_lines(found: Detectable, step_seconds: float, load: str) -> tuple[s
             f"  with the variances known (z, large n): Duet {_pct(found.duet_normal)} vs "
             f"RandomizedRounds {_pct(found.rounds_normal)}; an SD from {n} trials is itself "
             f"rough: 95% of the time within x{low:.2f}-x{high:.2f} of the true one",
+            *_trial_lines(found.trials),
         ],
     )
+
+
+def _trial_lines(trials: tuple[Sequence[float], ...]) -> list[str]:
+    """The trials themselves, in ops/s (geometric means of the per-second series for the duet)."""
+    if len(trials) != 4:
+        return []
+    da, db, ra, rb = ([f"{math.exp(x):.0f}" for x in side] for side in trials)
+    return [
+        "  duet rounds, A/B ops/s: " + ", ".join(f"{a}/{b}" for a, b in zip(da, db, strict=True)),
+        f"  RandomizedRounds trials, ops/s: A {', '.join(ra)}; B {', '.join(rb)}",
+    ]

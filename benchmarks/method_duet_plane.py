@@ -13,7 +13,8 @@ on one cluster, one run at a time, each round in a fresh random order.
 From the trials (method_duet.detectable): the duet's per-round paired log ratios against the
 RandomizedRounds trials' log throughputs a side, and the smallest change each design detects
 with 80% power at that number of trials. BENCH_DUET_ROUNDS (default 6) rounds of
-BENCH_DUET_SECONDS (default 10) s steps: about 5 minutes on an idle 2-core machine.
+BENCH_DUET_SECONDS (default 10) s steps: about 6 minutes on a busy 2-core machine.
+BENCH_DUET_SAVE=FILE keeps the runs (JSON) the figure rests on.
 """
 
 from __future__ import annotations
@@ -192,6 +193,8 @@ def figure() -> tuple[str, list[str]]:
     before = _load()
     started = time.monotonic()
     duet_runs, rounds_runs, phases = measure()
+    if saved := os.environ.get("BENCH_DUET_SAVE"):  # the run objects, to audit the figure
+        Path(saved).write_text(json.dumps({"duet": duet_runs, "rounds": rounds_runs}))
     found = method_duet.detectable(
         *method_duet.duet_trials(duet_runs), *method_duet.rounds_trials(rounds_runs)
     )
