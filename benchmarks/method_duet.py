@@ -1,7 +1,16 @@
 """make bench-method's Duet figure: the smallest change detected with 80% power by a Duet
 against RandomizedRounds at the same number of trials, side by side in one run.
 
-Simulated, not measured on the plane: both designs draw from one model of a shared machine,
+Measured (method_duet_plane.py runs the trials; the pure part is here): from an A/A Duet's runs,
+each round's paired log ratio B/A (as mongobench_results.duet computes it) and each side's mean
+log level; from an A/A RandomizedRounds experiment's runs, each trial's log throughput a side.
+Each design's estimator has a standard error from those (the duet: the ratios' SD over
+sqrt(rounds), judged by a paired t; RandomizedRounds: Welch's), and the smallest change it
+detects with 80% power follows from the noncentral t at its degrees of freedom (the z formula,
+(z_0.975 + z_0.8) x SE, printed beside it). The duet's common share is the correlation of A's
+and B's per-round levels.
+
+Simulated (`figure`), printed below it: both designs draw from one model of a shared machine,
 and each is judged by the code users get (RandomizedRounds: `compare`'s Welch verdict,
 compare.significance; Duet: mongobench_results.duet.compare on runs shaped as the operator
 writes them). The model, per trial of SECONDS per-second throughputs:
