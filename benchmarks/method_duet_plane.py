@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import method_duet
 import pymongo
@@ -96,10 +96,10 @@ class Drops(threading.Thread):
         objects = k8s.CustomObjectsApi(self.plane.api_client())
         while not self.done.is_set():
             try:
-                listed = objects.list_namespaced_custom_object(
+                got = objects.list_namespaced_custom_object(
                     "mongobench.io", "v1alpha1", NS, "benchmarkruns"
-                )["items"]
-                for r in listed:
+                )
+                for r in cast(dict[str, list[Run]], got)["items"]:
                     if r["metadata"]["uid"] not in self.seen:
                         cluster = r["spec"]["clusterRef"]["name"]
                         self.data(cluster)["ycsb"]["usertable"].drop()
@@ -163,7 +163,9 @@ def measure(rounds: int = ROUNDS) -> tuple[list[Run], list[Run], dict[str, str]]
                 host_map = ",".join(f"{k}={v}" for k, v in model.host_map.items())
                 to_a = rewrite_hosts(f"{fa.host}:{fa.port}")
                 to_b = rewrite_hosts(f"{fb.host}:{fb.port}")
-                clients = {"a": pymongo.MongoClient(fa.uri), "b": pymongo.MongoClient(fb.uri)}
+                clients: dict[str, pymongo.MongoClient[Any]] = {
+                    side: pymongo.MongoClient(server.uri) for side, server in (("a", fa), ("b", fb))
+                }
 
                 def rewrite(uri: str) -> str:  # the duet's B cluster has FerretDB b
                     return (to_b if f"{DUET}-k1" in uri else to_a)(uri)
