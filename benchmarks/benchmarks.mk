@@ -22,7 +22,7 @@ bench-memory: setup ## the idle operator's RSS and its imports, this tree next t
 bench-cli: setup ## seconds of `mongobench list` (200 runs) and `compare` (20 runs x 6 x 5), API and archives
 	PYTHONPATH=e2e/local $(VENV)/bin/python benchmarks/cli.py
 
-bench-method: setup ## the method on a known truth: A/A, a 5% change, adaptive vs fixed repetitions, Duet vs RandomizedRounds (smallest change at 80% power, simulated), warm-ups found, a CPU hog flagged (BENCH_NOISY_STEPS=0: simulated only)
+bench-method: setup ## the method on a known truth: A/A, a 5% change, adaptive vs fixed repetitions, Duet vs RandomizedRounds (smallest change at 80% power, measured on the plane: BENCH_DUET_ROUNDS; BENCH_DUET_PLANE=0 skips it), warm-ups found, a CPU hog flagged (BENCH_NOISY_STEPS=0 skips it)
 	PYTHONPATH=e2e/local:benchmarks $(VENV)/bin/python benchmarks/method.py
 bench-history: setup build-java build-wireserver ## change points on a synthetic archive of 500 runs (5% shifts, CV 2%): shifts found, false changes, update time; then the knee spread of bench-knee (BENCH_KNEE=0 skips it; BENCH_SEEDS, BENCH_MAX_PVALUE, BENCH_WINDOW)
 	PYTHONPATH=e2e/local $(VENV)/bin/python benchmarks/history.py

@@ -1,9 +1,10 @@
-"""make bench-method: the comparison method on simulated trials whose truth is known.
+"""make bench-method: the comparison method on trials whose truth is known.
 
 Every figure draws trials from a seeded generator and asks the verdict `mongobench compare`
 gives (compare.significance: Welch's test, the p-values of one table adjusted together with
 Holm's method, no verdict below compare.MIN_N trials a side), so what is measured is the method
-users get, not a copy of it. No cluster; no assertion: it prints figures and what they rest on.
+users get, not a copy of it. No assertion: it prints figures and what they rest on. Two
+figures run on this machine (the Duet's and the noisy neighbour's); the others are simulated.
 
 The noise: each trial's throughput is log-normal (right-skewed, as throughput on a shared machine
 is) around the configuration's true mean, with the coefficient of variation the project measured
@@ -17,9 +18,11 @@ Figures, in the order printed; the last line joins their short forms:
 - adaptive repetitions (adaptive.decide, the operator's rule, every cell of the table until its
   interval is narrow enough or max is reached) against 20 fixed rounds: the same verdict in how
   many comparisons, with how many fewer trials.
-- Duet against RandomizedRounds (benchmarks/method_duet.py): the smallest change each detects
-  with 80% power at the same number of trials, side by side in one run on simulated noise
-  shared by a duet's two sides (not on the plane);
+- Duet against RandomizedRounds: the smallest change each detects with 80% power at the same
+  number of trials, measured side by side in one run on this plane (method_duet_plane.py: an
+  A/A Duet and an A/A RandomizedRounds experiment of BENCH_DUET_ROUNDS rounds, real runs, a few
+  minutes; BENCH_DUET_PLANE=0 skips it), then simulated at 10 trials on a model whose shared
+  noise is assumed (method_duet.py);
 - the validity checks (benchmarks/method_validity.py): warm-ups of known length found within 2 s
   in simulated per-second series, and steps with a CPU hog on the database's node flagged
   NoisyNode on this machine (real cgroups and Prometheus: minutes; BENCH_NOISY_STEPS=0 skips it).
@@ -297,7 +300,12 @@ def duet_against_rounds() -> Figure:
     import method_duet  # lazily, as method_validity
 
     short, lines = method_duet.figure(SEED)
-    return Figure(short, lines)
+    if os.environ.get("BENCH_DUET_PLANE", "1") == "0":
+        return Figure(short, [*lines, "  measured on the plane: skipped (BENCH_DUET_PLANE=0)"])
+    import method_duet_plane  # the local plane's modules: only when it is measured
+
+    measured, found = method_duet_plane.figure()
+    return Figure(measured, [*found, *lines])
 
 
 # The figures in the order printed; their short forms make the last line, in this order.
