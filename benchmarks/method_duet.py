@@ -161,21 +161,13 @@ Run = Mapping[str, Any]
 
 def duet_trials(runs: Iterable[Run]) -> tuple[list[float], list[float]]:
     """Per valid round of a duet (the pairs duet.compare keeps), A's and B's mean log
-    per-second throughput over the intervals both measured: B - A is the round's paired log
-    ratio, duet.log_ratios' mean."""
+    per-second throughput over the intervals both measured in full (duet.paired_intervals):
+    B - A is the round's paired log ratio, duet.log_ratios' mean."""
     a, b = [], []
     for pair in duet.pairs(runs):
         if not pair.valid:
             continue
-        both = [
-            (x, y)
-            for x, y in zip(
-                (pair.a.series or {}).get("throughput") or (),
-                (pair.b.series or {}).get("throughput") or (),
-                strict=False,
-            )
-            if x is not None and y is not None and x > 0 and y > 0
-        ]
+        both = duet.paired_intervals(pair.a.series or {}, pair.b.series or {}, "throughput")
         if both:
             a.append(statistics.fmean(math.log(x) for x, _ in both))
             b.append(statistics.fmean(math.log(y) for _, y in both))

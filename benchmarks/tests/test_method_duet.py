@@ -41,7 +41,11 @@ def _rounds_run(name: str, throughput: float, phase: str = "Succeeded") -> dict[
 
 
 def test_a_duets_trials_are_each_sides_log_level_and_their_gap_is_the_paired_estimate() -> None:
-    rounds = [([100.0, 110.0, 90.0], [105.0, 120.0, 92.0]), ([50.0, 60.0], [51.0, 57.0])]
+    # Each side's first and last second are partial and left out (duet.paired_intervals).
+    rounds = [
+        ([3.0, 100.0, 110.0, 90.0, 7.0], [300.0, 105.0, 120.0, 92.0, 1.0]),
+        ([9.0, 50.0, 60.0, 2.0], [1.0, 51.0, 57.0, 8.0]),
+    ]
     runs = _duet_runs(rounds)
     a, b = method_duet.duet_trials(runs)
     assert a[0] == pytest.approx((math.log(100) + math.log(110) + math.log(90)) / 3)

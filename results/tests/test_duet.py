@@ -92,7 +92,7 @@ def test_a_5_percent_change_under_25_percent_shared_noise_is_found_with_its_sign
         assert tp.verdict == duet.FASTER and tp.low is not None and tp.high is not None
         covered += tp.low < 0.05 < tp.high
         assert lat.verdict == duet.FASTER  # lower latency is faster
-        assert tp.rounds == 3 and tp.intervals == 180
+        assert tp.rounds == 3 and tp.intervals == 3 * (60 - 2)  # edges left out
     assert covered >= 17  # a 95% interval holds the truth about 19 times in 20
     slower = duet.compare(duet_runs(1, -0.05))
     assert row(slower, "throughput").verdict == duet.SLOWER
@@ -146,3 +146,12 @@ def test_runs_without_a_partner_or_series_make_no_comparison() -> None:
     failed = duet.compare([run("x-c0-r1", 0, [1.0] * 60), run("x-c1-r1", 1, [], phase="Failed")])
     assert failed.pairs[0].problems[0][0] == duet.NOT_PAIRED
     assert row(failed, "throughput").verdict == "too few pairs"
+
+
+def test_each_sides_partial_first_and_last_second_are_left_out() -> None:
+    """A client's start and end fall inside a second: 176 against 14 ops/s there says when the
+    second began, not which side is faster. Only the full seconds are paired."""
+    a = {"throughput": [176.0, 100.0, 100.0, 100.0, 0.0]}
+    b = {"throughput": [14.0, 105.0, 105.0, 105.0, 272.0]}
+    assert duet.paired_intervals(a, b, "throughput") == [(100.0, 105.0)] * 3
+    assert duet.log_ratios(a, b, "throughput") == pytest.approx([math.log(1.05)] * 3)

@@ -427,7 +427,7 @@ def test_a_duet_runs_both_sides_at_once_and_ends_with_the_paired_comparison() ->
     paired = final["comparison"]["duet"]
     assert (paired["baseline"], paired["other"]) == ("threads=1", "threads=4")
     row = paired["rows"][0]
-    assert (row["metric"], row["rounds"], row["intervals"]) == ("throughput", 2, 60)
+    assert (row["metric"], row["rounds"], row["intervals"]) == ("throughput", 2, 2 * (30 - 2))
     assert row["changePercent"] == pytest.approx(5.0)
     assert row["verdict"] == "faster"
     valid = get_condition(final["conditions"], cond.DUET_VALID)
