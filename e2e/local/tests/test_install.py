@@ -320,18 +320,18 @@ def test_install_page_kustomize_install_on_kind_ends_with_the_sample_run_succeed
             info = 'mongobench_operator_info{job="mongobench-metrics"}'
             wait_until(lambda: monitoring.query(info), 60,
                        what="the operator scraped through its ServiceMonitor")  # fmt: skip
-            # Rates need a few of its scrapes: then every dashboard as Grafana shows this run.
+            # Rates need a few of its scrapes, and the run's summary gauges (exported as it
+            # ended) one scrape after its end: then every dashboard as Grafana shows this run.
             wait_until(lambda: monitoring.query(f"count_over_time({info}[1m]) >= 5"), 60,
                        what="five scrapes of the operator")  # fmt: skip
+            assert phase(api, "bench", "benchmarkruns", "ycsb-a") == "Succeeded", run_said(api)
+            summary = 'mongobench_run_repetitions{namespace="bench", run="ycsb-a"}'
+            wait_until(lambda: monitoring.query(summary), 60,
+                       what="the run's summary scraped from the operator")  # fmt: skip
             answers = dashboards_answer(monitoring, started)
         finally:
             operator.stop()
-    run = custom(api).get_namespaced_custom_object(GROUP, VERSION, "bench", "benchmarkruns",
-                                                   "ycsb-a")  # fmt: skip
-    assert run["status"]["phase"] == "Succeeded", (
-        run["status"].get("conditions"),
-        [step.get("message") for step in run["status"].get("steps", [])],
-    )
+    assert phase(api, "bench", "benchmarkruns", "ycsb-a") == "Succeeded", run_said(api)
     # A stock kube-prometheus-stack scrapes the cluster: its PodMonitor carries the release label
     # and the stack's Prometheus has a target per member (their exporters are KWOK's: not up).
     assert pod_monitor_labels(api, "bench", "rs3").items() >= STACK_LABELS.items()
@@ -412,6 +412,14 @@ def assert_dashboards_answer(answers: list[grafana.Answer]) -> None:
     ]
     print(f"dashboards: {len(answers)} panel queries checked, {len(shown)} returned data")
     assert not wrong, "\n".join(wrong)
+
+
+def run_said(api: k8s.ApiClient) -> tuple[Any, list[Any]]:
+    """What the sample run's status says, for a failure's message."""
+    run = custom(api).get_namespaced_custom_object(GROUP, VERSION, "bench", "benchmarkruns",
+                                                   "ycsb-a")  # fmt: skip
+    status = run.get("status") or {}
+    return status.get("conditions"), [step.get("message") for step in status.get("steps", [])]
 
 
 def newer_charts(tmp: Path) -> dict[str, Path]:
