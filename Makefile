@@ -15,7 +15,7 @@ KIND_CONFIGCHECK := $(TOOLS)/kind-configcheck-$(KIND_VERSION)
 CHART := charts/mongobench
 CHARTS := charts/mongobench-crds charts/mongobench
 .PHONY: help setup lint test test-unit test-unit-later test-packaging coverage test-protocol test-bench-jobs test-cluster \
-        demo setup-demo dev dev-down \
+        demo setup-demo setup-gitops test-gitops dev dev-down \
         crds-check crds-sync chart-docs chart-lint manifests images kind-load test-rules test-e2e \
         e2e-kind e2e-kind-down cli-dist cli-krew docs docs-gen
 
@@ -158,6 +158,17 @@ e2e-kind: ## the e2e suite on kind with real mongod (needs Docker, kind, kubectl
 
 e2e-kind-down: ## delete the kind cluster of e2e-kind
 	bash e2e/kind/e2e.sh down
+
+# Argo CD is left out of `make setup`: its cold build takes about 14.5 CPU-minutes (as much as
+# every other tool together), which would put a new machine's `make test` near CI's limit. Its
+# tests (GITOPS_TESTS) skip, naming this target, where it is not built; on a machine that built
+# it once (CI's) `make test` runs them.
+GITOPS_TESTS := manifests/tests/test_health_lua.py e2e/local/tests/test_argocd.py e2e/local/tests/test_gitops_superseded.py
+setup-gitops: ## build Argo CD and its kustomize for the GitOps tests (about 12 minutes cold; seconds when built)
+	@bash hack/setup.sh gitops
+
+test-gitops: setup setup-gitops ## the GitOps tests: the real Argo CD's health checks and syncs on the local plane
+	$(PYTEST) -q -m "unit or cluster" -n 2 --dist loadfile $(GITOPS_TESTS)
 
 setup-demo: ## install only what `make demo` runs (the control plane, FerretDB, the YCSB binding, Debian's packages)
 	@bash hack/setup.sh demo

@@ -2,7 +2,8 @@
 # Idempotent setup of everything the tests need on a fresh machine of this kind; seconds when warm.
 #   python   : uv (pinned, from PyPI), the locked virtualenv .venv, the S3 test server (moto)
 #   tools    : control plane, KWOK, helm, the Prometheus Operator and Prometheus 3, FerretDB,
-#              mongodb_exporter, Argo CD from pinned Go modules (hack/build-tools.sh)
+#              mongodb_exporter from pinned Go modules (hack/build-tools.sh)
+#   gitops   : Argo CD and its kustomize (hack/build-tools.sh gitops): not in `all`, see there
 #   system   : promtool (Debian's prometheus package), node-exporter, PostgreSQL and Redis from
 #              Debian (only when missing)
 #   java     : the YCSB binding (bench-jobs/ycsb-binding), built when its sources changed
@@ -101,6 +102,10 @@ setup_system() {
 case "${1:-all}" in
   python) setup_python ;;
   tools) bash "$here/build-tools.sh" all ;;
+  gitops)
+    setup_system
+    bash "$here/build-tools.sh" gitops
+    ;;
   system) setup_system ;;
   demo)
     # What `make demo` starts and nothing else (no lint tools, exporter, krew, helm or S3 server):
@@ -116,5 +121,5 @@ case "${1:-all}" in
     bash "$here/build-tools.sh" all
     if [ -x "$here/build-java.sh" ]; then bash "$here/build-java.sh"; fi
     ;;
-  *) echo "usage: $0 [python|tools|system|demo|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [python|tools|system|demo|gitops|all]" >&2; exit 2 ;;
 esac

@@ -40,7 +40,10 @@ from localplane.operator import start_operator, wait_until
 from localplane.plane import Plane
 from localplane.tools import REPO, prometheus_operator_crds
 
-pytestmark = pytest.mark.cluster
+pytestmark = [
+    pytest.mark.cluster,
+    pytest.mark.skipif(argocd.not_built() is not None, reason=argocd.not_built() or ""),
+]
 
 APPLICATION = REPO / "manifests" / "gitops" / "argocd" / "experiments-application.yaml"
 INSTALL_APPLICATION = REPO / "manifests" / "gitops" / "argocd" / "application.yaml"

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from localplane.argocd import resource_health
+from localplane.argocd import not_built, resource_health
 from localplane.plane import Plane
 from localplane.tools import REPO, binary
 
@@ -88,6 +88,7 @@ def marked(run: dict[str, Any]) -> bool:
     return all(annotations.get(k) == v for k, v in SUPERSEDED.items())
 
 
+@pytest.mark.skipif(not_built() is not None, reason=not_built() or "")
 def test_a_run_replaced_in_git_is_marked_and_its_failure_stops_counting(
     plane: Plane, namespace: str, tmp_path: Path
 ) -> None:
