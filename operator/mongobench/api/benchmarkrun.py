@@ -106,6 +106,22 @@ class RepeatUntil:
     max_repetitions: int
 
 
+class Repeated:
+    """What a BenchmarkRun's and a BenchmarkExperiment's specs share: `repetitions`, fixed, or
+    the minimum of adaptive ones up to repeat_until's maximum (benchmarkrun.repetitions reads
+    both as one policy)."""
+
+    repetitions: int
+    repeat_until: RepeatUntil | None
+
+    @property
+    def max_repetitions(self) -> int:
+        """The repetitions planned: repetitions, or repeatUntil's maximum."""
+        if self.repeat_until is None:
+            return self.repetitions
+        return max(self.repetitions, self.repeat_until.max_repetitions)
+
+
 @dataclass(frozen=True)
 class KneeLatency:
     percentile: Literal["p50", "p95", "p99", "p999"] = "p99"
@@ -395,7 +411,7 @@ class Profiler:
 
 
 @dataclass(frozen=True)
-class BenchmarkRunSpec:
+class BenchmarkRunSpec(Repeated):
     workloads: tuple[Workload, ...]
     cluster_ref: ClusterRef | None = None
     uri_secret_ref: UriSecretRef | None = None
@@ -434,13 +450,6 @@ class BenchmarkRunSpec:
     @classmethod
     def parse(cls, spec: dict[str, Any]) -> BenchmarkRunSpec:
         return from_dict(cls, spec)
-
-    @property
-    def max_repetitions(self) -> int:
-        """The run steps planned per workload: repetitions, or repeatUntil's maximum."""
-        if self.repeat_until is None:
-            return self.repetitions
-        return max(self.repetitions, self.repeat_until.max_repetitions)
 
     def scenarios(self) -> list[tuple[str, Scenario]]:
         """Every user scenario the run uses, with what uses it ("load" or the workload)."""
