@@ -17,6 +17,7 @@ import kopf
 
 from mongobench.api import BenchmarkRunSpec, SpecError
 from mongobench.api.names import check_benchmarkrun_name
+from mongobench.api.schema import field_of
 from mongobench.benchmarkrun import jobs
 from mongobench.benchmarkrun.decide import TERMINAL, job_outcome
 from mongobench.clock import wall
@@ -292,8 +293,10 @@ def delete(
     except SpecError as exc:
         # Which data, where: without a spec the operator cannot tell, so it keeps it (and says
         # so: the user asked for a drop).
-        cleanup = spec.get("cleanup")
-        asked = cleanup.get("data", "Never") if isinstance(cleanup, Mapping) else None
+        try:
+            asked: str | None = field_of(BenchmarkRunSpec, spec, "cleanup").data
+        except SpecError:  # unreadable too: the user may have asked for a drop
+            asked = None
         if asked not in ("Never", "OnSuccess") and not succeeded:
             state.kube.event(
                 body,
