@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -11,7 +12,7 @@ from mongobench.api.mongocluster import (
     ResourceRequirements,
     Toleration,
 )
-from mongobench.api.schema import SpecError, from_dict
+from mongobench.api.schema import SpecError, field_of, from_dict
 
 Driver = Literal["ycsb", "locust"]
 StandardWorkload = Literal["a", "b", "c", "d", "e", "f"]
@@ -455,3 +456,15 @@ class BenchmarkRunSpec(Repeated):
         """Every user scenario the run uses, with what uses it ("load" or the workload)."""
         used = [("load", self.load.scenario)] + [(w.name, w.scenario) for w in self.workloads]
         return [(who, s) for who, s in used if s is not None]
+
+
+def cluster_of(spec: Any) -> str | None:
+    """The MongoCluster a stored BenchmarkRun spec names (its clusterRef), read alone: None
+    without one, or when it cannot be read (the run is refused for it on its own)."""
+    if not isinstance(spec, Mapping):
+        return None
+    try:
+        ref: ClusterRef | None = field_of(BenchmarkRunSpec, spec, "cluster_ref")
+    except SpecError:
+        return None
+    return None if ref is None else ref.name

@@ -16,6 +16,7 @@ from typing import Any
 import kopf
 
 from mongobench.api import BenchmarkRunSpec, SpecError
+from mongobench.api.benchmarkrun import cluster_of
 from mongobench.api.names import check_benchmarkrun_name
 from mongobench.api.schema import field_of
 from mongobench.benchmarkrun import jobs
@@ -165,9 +166,7 @@ def waits(place: int) -> str:
 
 
 def _cluster_of(body: Mapping[str, Any]) -> str | None:
-    ref = (body.get("spec") or {}).get("clusterRef")
-    name = ref.get("name") if isinstance(ref, Mapping) else None
-    return name if isinstance(name, str) else None
+    return cluster_of(body.get("spec"))
 
 
 @kopf.on.event(*BENCHMARKRUN)

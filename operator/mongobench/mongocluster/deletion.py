@@ -17,6 +17,7 @@ from typing import Any
 import kopf
 
 from mongobench.api import MongoClusterSpec, SpecError
+from mongobench.api.benchmarkrun import cluster_of
 from mongobench.api.mongocluster import DeletionPolicy
 from mongobench.api.schema import field_of
 from mongobench.k8s.api import NORMAL, WARNING, KubeApi
@@ -52,9 +53,7 @@ def runs_using(kube: KubeApi, namespace: str, cluster: str) -> list[str]:
     return sorted(
         r["metadata"]["name"]
         for r in runs
-        if isinstance(r.get("spec"), Mapping)
-        and isinstance(r["spec"].get("clusterRef"), Mapping)
-        and r["spec"]["clusterRef"].get("name") == cluster
+        if cluster_of(r.get("spec")) == cluster
         and (r.get("status") or {}).get("phase") not in TERMINAL_RUN_PHASES
     )
 

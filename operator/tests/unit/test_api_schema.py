@@ -16,8 +16,9 @@ from typing import Any, get_args, get_origin, get_type_hints
 import pytest
 import yaml
 
-from mongobench.api import BenchmarkExperimentSpec, BenchmarkRunSpec, MongoClusterSpec
-from mongobench.api.schema import json_name
+from mongobench.api import BenchmarkExperimentSpec, BenchmarkRunSpec, MongoClusterSpec, SpecError
+from mongobench.api.benchmarkrun import Cleanup, cluster_of
+from mongobench.api.schema import field_of, json_name
 
 pytestmark = pytest.mark.unit
 
@@ -181,3 +182,49 @@ def test_every_schema_field_has_a_description() -> None:
         for version in crd["spec"]["versions"]:
             walk(version["schema"]["openAPIV3Schema"], crd["spec"]["names"]["kind"])
     assert missing == []
+
+
+def test_a_field_read_alone_is_typed_and_defaulted_by_the_model() -> None:
+    """field_of (the queue, deletion, a refused run's cleanup): one field converted and
+    defaulted as the whole parse would, whatever another field holds."""
+    stored = {"workloads": [{"name": "a"}], "driver": "gatling", "concurrency": "Shared"}
+    with pytest.raises(SpecError, match=r"spec\.driver: 'gatling' is not one of"):
+        BenchmarkRunSpec.parse(stored)
+    assert field_of(BenchmarkRunSpec, stored, "concurrency") == "Shared"
+    assert field_of(BenchmarkRunSpec, stored, "database") == "ycsb"  # the model's default
+    assert field_of(BenchmarkRunSpec, stored, "cleanup") == Cleanup(jobs="OnSuccess", data="Never")
+    assert field_of(BenchmarkRunSpec, {"cleanup": {"data": "Always"}}, "cleanup").data == "Always"
+    with pytest.raises(SpecError, match=r"spec\.deletionPolicy: 'Sometimes' is not one of"):
+        field_of(MongoClusterSpec, {"deletionPolicy": "Sometimes"}, "deletion_policy")
+    with pytest.raises(SpecError, match=r"spec\.workloads: required"):
+        field_of(BenchmarkRunSpec, {}, "workloads")
+
+
+def test_the_cluster_a_stored_run_names() -> None:
+    """Routing a cluster's events and holding its deletion: a run's clusterRef, read alone."""
+    assert cluster_of({"clusterRef": {"name": "k"}, "driver": "gatling"}) == "k"
+    assert cluster_of({"uriSecretRef": {"name": "s"}}) is None
+    assert cluster_of({"clusterRef": "k"}) is None  # unreadable: refused on its own
+    assert cluster_of(None) is None
+
+
+def test_an_experiment_spec_takes_the_crds_defaults_and_rules() -> None:
+    """The experiment's defaults are the model's (one place), and its rules hold without the
+    apiserver: unique dimension names, one valueName per value."""
+    spec = BenchmarkExperimentSpec.parse({"cluster": {}, "run": {}, "calibration": True})
+    assert (spec.repetitions, spec.order, spec.max_clusters) == (3, "Interleaved", 1)
+    assert spec.max_repetitions == 3
+    dim = {"name": "d", "target": "run", "field": "f", "values": [1, 2]}
+    with pytest.raises(SpecError, match="dimension names must be unique"):
+        BenchmarkExperimentSpec.parse({"cluster": {}, "run": {}, "dimensions": [dim, dim]})
+    with pytest.raises(SpecError, match="valueNames must name each value once"):
+        BenchmarkExperimentSpec.parse(
+            {"cluster": {}, "run": {}, "dimensions": [dim | {"valueNames": ["x"]}]}
+        )
+    adaptive = {
+        "repetitions": 2,
+        "repeatUntil": {"metric": "p99", "relativeHalfWidth": 0.05, "maxRepetitions": 9},
+    }
+    assert (
+        BenchmarkExperimentSpec.parse({"cluster": {}, "run": {}, **adaptive}).max_repetitions == 9
+    )
