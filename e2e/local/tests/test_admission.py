@@ -38,7 +38,7 @@ import pytest
 import yaml
 
 from localplane.plane import Plane
-from mongobench.api import BenchmarkRunSpec, MongoClusterSpec
+from mongobench.api import BenchmarkExperimentSpec, BenchmarkRunSpec, MongoClusterSpec
 from mongobench.benchmarkrun.plan import make_plan
 from mongobench.experiment import reconcile as experiment
 from mongobench.k8s import client as kube
@@ -261,8 +261,9 @@ def test_study_is_admitted_and_every_cell_passes_the_operators_checks(
             if obj["kind"] == "BenchmarkExperiment":
                 # What the operator does first with an experiment: expand the matrix, then dry-run
                 # every cell's cluster and run (SpecError, naming the cell, if one is refused).
-                matrix, slots, _ = experiment.plan(obj)
-                experiment.validate(KubeClient(api), obj, matrix)
+                spec = BenchmarkExperimentSpec.parse(obj["spec"])
+                matrix, slots, _ = experiment.plan(obj, spec)
+                experiment.validate(KubeClient(api), obj["metadata"], spec, matrix)
                 assert len(slots) == len(matrix.cells) * obj["spec"]["repetitions"]
             elif obj["kind"] == "MongoCluster":
                 MongoClusterSpec.parse(obj["spec"])

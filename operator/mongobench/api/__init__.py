@@ -5,7 +5,7 @@ are enforced at admission); these models only give the operator typed access. A 
 both and fails when they disagree on a field, a type or a default.
 """
 
-from mongobench.api.benchmarkexperiment import HistorySpec
+from mongobench.api.benchmarkexperiment import BenchmarkExperimentSpec, HistorySpec
 from mongobench.api.benchmarkrun import BenchmarkRunSpec
 from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.api.schema import SpecError
@@ -18,6 +18,7 @@ __all__ = [
     "API_VERSION",
     "GROUP",
     "VERSION",
+    "BenchmarkExperimentSpec",
     "BenchmarkRunSpec",
     "HistorySpec",
     "MongoClusterSpec",

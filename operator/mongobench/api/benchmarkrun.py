@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -11,7 +12,7 @@ from mongobench.api.mongocluster import (
     ResourceRequirements,
     Toleration,
 )
-from mongobench.api.schema import SpecError, from_dict
+from mongobench.api.schema import SpecError, field_of, from_dict
 
 Driver = Literal["ycsb", "locust"]
 StandardWorkload = Literal["a", "b", "c", "d", "e", "f"]
@@ -104,6 +105,22 @@ class RepeatUntil:
     metric: str
     relative_half_width: float
     max_repetitions: int
+
+
+class Repeated:
+    """What a BenchmarkRun's and a BenchmarkExperiment's specs share: `repetitions`, fixed, or
+    the minimum of adaptive ones up to repeat_until's maximum (benchmarkrun.repetitions reads
+    both as one policy)."""
+
+    repetitions: int
+    repeat_until: RepeatUntil | None
+
+    @property
+    def max_repetitions(self) -> int:
+        """The repetitions planned: repetitions, or repeatUntil's maximum."""
+        if self.repeat_until is None:
+            return self.repetitions
+        return max(self.repetitions, self.repeat_until.max_repetitions)
 
 
 @dataclass(frozen=True)
@@ -395,7 +412,7 @@ class Profiler:
 
 
 @dataclass(frozen=True)
-class BenchmarkRunSpec:
+class BenchmarkRunSpec(Repeated):
     workloads: tuple[Workload, ...]
     cluster_ref: ClusterRef | None = None
     uri_secret_ref: UriSecretRef | None = None
@@ -435,14 +452,19 @@ class BenchmarkRunSpec:
     def parse(cls, spec: dict[str, Any]) -> BenchmarkRunSpec:
         return from_dict(cls, spec)
 
-    @property
-    def max_repetitions(self) -> int:
-        """The run steps planned per workload: repetitions, or repeatUntil's maximum."""
-        if self.repeat_until is None:
-            return self.repetitions
-        return max(self.repetitions, self.repeat_until.max_repetitions)
-
     def scenarios(self) -> list[tuple[str, Scenario]]:
         """Every user scenario the run uses, with what uses it ("load" or the workload)."""
         used = [("load", self.load.scenario)] + [(w.name, w.scenario) for w in self.workloads]
         return [(who, s) for who, s in used if s is not None]
+
+
+def cluster_of(spec: Any) -> str | None:
+    """The MongoCluster a stored BenchmarkRun spec names (its clusterRef), read alone: None
+    without one, or when it cannot be read (the run is refused for it on its own)."""
+    if not isinstance(spec, Mapping):
+        return None
+    try:
+        ref: ClusterRef | None = field_of(BenchmarkRunSpec, spec, "cluster_ref")
+    except SpecError:
+        return None
+    return None if ref is None else ref.name

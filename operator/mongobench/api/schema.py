@@ -47,6 +47,22 @@ def from_dict(cls: type[T], data: Mapping[str, Any] | None, path: str = "spec") 
         raise SpecError(f"{path}: {exc}") from None
 
 
+def field_of(cls: type[Any], data: Mapping[str, Any] | None, name: str, path: str = "spec") -> Any:
+    """Field `name` (its Python name) of model `cls` from `data` alone, converted and defaulted
+    as from_dict does, the rest of `data` unread: for a reader that must not stop at a field it
+    does not need (another run in the queue, a spec being deleted)."""
+    (field,) = [f for f in dataclasses.fields(cls) if f.name == name]
+    key = json_name(field)
+    value = None if data is None else data.get(key)
+    if value is not None:
+        return _convert(get_type_hints(cls)[name], value, f"{path}.{key}")
+    if field.default is not dataclasses.MISSING:
+        return field.default
+    if field.default_factory is not dataclasses.MISSING:
+        return field.default_factory()
+    raise SpecError(f"{path}.{key}: required")
+
+
 def _convert(hint: Any, value: Any, path: str) -> Any:
     origin = get_origin(hint)
     if origin in (typing.Union, types.UnionType):  # Optional[X]

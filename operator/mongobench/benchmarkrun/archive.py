@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from mongobench.api.benchmarkrun import Archive, BenchmarkRunSpec
+from mongobench.api.benchmarkrun import Archive, BenchmarkRunSpec, cluster_of
 from mongobench.api.schema import SpecError, from_dict
 from mongobench.benchmarkrun import facts, jobs, orchestrate, provenance
 from mongobench.benchmarkrun.cpu import CpuUnavailable, node_series
@@ -427,8 +427,8 @@ def upload(
     result = Result(writer.location)
     finished = finished_steps(status)
     todo = [i for i in finished if i not in archived_steps(writer.listed())]
-    ref = (run.get("spec") or {}).get("clusterRef")
-    cluster = kube.get("MongoCluster", namespace, ref["name"]) if ref else None
+    ref = cluster_of(run.get("spec"))
+    cluster = kube.get("MongoCluster", namespace, ref) if ref else None
     if layout.CLUSTER not in writer.listed():
         writer.put_json(layout.CLUSTER, cluster_document(status, cluster))
     # What ran, at every upload: the pods of finished steps are still there to be seen.

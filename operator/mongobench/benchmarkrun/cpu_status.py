@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Literal, cast
 
+from mongobench.api.benchmarkrun import BenchmarkRunSpec, Duet, Monitoring, cluster_of
+from mongobench.api.schema import field_of
 from mongobench.benchmarkrun import cpu_monitor, jobs, neighbours, roles
 from mongobench.benchmarkrun.cpu import (
     ContainerSeries,
@@ -48,10 +50,10 @@ def duet_selectors(run: Mapping[str, Any], cluster_pods: list[dict[str, Any]]) -
     """A duet's other side, by its pair labels: the pair's clients, and the database pods of
     the duet the run's own cluster is in. Sharing the nodes with them is the design, so the
     neighbour check does not count them (pure)."""
-    duet = (run.get("spec") or {}).get("duet")
-    if not duet:
+    duet: Duet | None = field_of(BenchmarkRunSpec, run.get("spec"), "duet")
+    if duet is None:
         return []
-    out = [f"{jobs.DUET_LABEL}={duet['name']}"]
+    out = [f"{jobs.DUET_LABEL}={duet.name}"]
     pairs = {(p["metadata"].get("labels") or {}).get(jobs.DUET_LABEL) for p in cluster_pods}
     out += [f"{jobs.DUET_LABEL}={name}" for name in sorted(n for n in pairs if n)]
     return out
@@ -83,7 +85,8 @@ def cpu_for_step(kube: KubeApi, config: OperatorConfig) -> CpuQuery | None:
         """At the run's own resolution where its PodMonitor's series are there, else at
         Prometheus' interval, the status saying which (cpu.resolutionSeconds)."""
         interval = config.prometheus_scrape_interval
-        fine = ((run.get("spec") or {}).get("monitoring") or {}).get("cpuResolutionSeconds")
+        monitoring: Monitoring = field_of(BenchmarkRunSpec, run.get("spec"), "monitoring")
+        fine = monitoring.cpu_resolution_seconds
         if fine:
             meta = run["metadata"]
             job = cpu_monitor.job_label(meta["namespace"], meta["name"])
@@ -104,7 +107,7 @@ def cpu_for_step(kube: KubeApi, config: OperatorConfig) -> CpuQuery | None:
         run: Mapping[str, Any], step: Mapping[str, Any], start: str, end: str
     ) -> dict[str, Any]:
         namespace = run["metadata"]["namespace"]
-        cluster = ((run.get("spec") or {}).get("clusterRef") or {}).get("name")
+        cluster = cluster_of(run.get("spec"))
         cluster_nodes, cluster_pods = (
             _nodes_and_pods(kube, namespace, f"{jobs.CLUSTER_LABEL}={cluster}")
             if cluster

@@ -30,6 +30,8 @@ from functools import cached_property
 from typing import Any, Literal
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec, CleanupPolicy, Scenario
+from mongobench.api.mongocluster import Auth, MongoClusterSpec
+from mongobench.api.schema import field_of
 from mongobench.benchmarkrun.jobs import step_scenario
 from mongobench.benchmarkrun.plan import Step
 from mongobench.benchmarkrun.queue import Place
@@ -210,7 +212,8 @@ def _cluster_check(observed: Observed) -> Action | ConditionUpdate | None:
 def _before_start(spec: BenchmarkRunSpec, name: str, cluster: Mapping[str, Any]) -> Action | None:
     """What stops a run from starting on the cluster: its user may not write the run's database
     (refused), or it is not Ready (waits). None: it may start."""
-    writable = ((cluster.get("spec") or {}).get("auth") or {}).get("benchmarkDatabase", "ycsb")
+    auth: Auth = field_of(MongoClusterSpec, cluster.get("spec"), "auth")
+    writable = auth.benchmark_database
     if writable != spec.database:
         message = (
             f"database {spec.database}: the benchmark user of MongoCluster {name} "

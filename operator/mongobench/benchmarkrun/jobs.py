@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec, Clients, Duet, Scenario
+from mongobench.api.mongocluster import TLS, MongoClusterSpec
+from mongobench.api.schema import field_of
 from mongobench.benchmarkrun.plan import Step, inserts
 from mongobench.mongocluster import labels as lbl
 from mongobench.mongocluster.tls import client_secret_name
@@ -63,7 +65,10 @@ WRITE_CONCERNS = {
 def cluster_ca_secret(cluster: Mapping[str, Any] | None) -> str | None:
     """The Secret holding a TLS MongoCluster's CA (its client certificate's, see
     mongocluster.tls.client_secret); None for a cluster without TLS or no cluster."""
-    if not cluster or not ((cluster.get("spec") or {}).get("tls") or {}).get("enabled"):
+    if not cluster:
+        return None
+    tls: TLS = field_of(MongoClusterSpec, cluster.get("spec"), "tls")
+    if not tls.enabled:
         return None
     return client_secret_name(cluster["metadata"]["name"])
 

@@ -212,7 +212,7 @@ class _Advance:
         self.spec = BenchmarkRunSpec.parse(dict(run["spec"]))
         planned = knee.with_knee(self.spec, make_plan(self.spec), status)
         self.plan = with_reruns(self.spec, planned, status)
-        self.policy = repetitions.run_policy(self.spec)
+        self.policy = repetitions.policy_of(self.spec)
 
     # -- status helpers ------------------------------------------------------------------------
 

@@ -19,6 +19,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mongobench.api import BenchmarkExperimentSpec, BenchmarkRunSpec
+from mongobench.api.benchmarkexperiment import Order
+from mongobench.api.benchmarkrun import Workload
+from mongobench.api.schema import field_of
 from mongobench_results.provenance import API_VERSION
 
 REDACTED = "<redacted>"
@@ -400,20 +404,20 @@ def seeds(run: Mapping[str, Any], experiment: Mapping[str, Any] | None) -> dict[
     """Every seed the run used. The YCSB and Locust clients draw from unseeded generators unless
     a workload's properties name one (recorded as given); an experiment's randomized rounds
     have the seed its status records."""
-    spec = run.get("spec") or {}
+    workloads: tuple[Workload, ...] = field_of(BenchmarkRunSpec, run.get("spec"), "workloads")
     ycsb: dict[str, Any] = {}
-    for w in spec.get("workloads") or []:
-        props = w.get("properties") or {}
-        found = {k: v for k, v in props.items() if "seed" in str(k).lower()}
+    for w in workloads:
+        found = {k: v for k, v in w.properties.items() if "seed" in k.lower()}
         if found:
-            ycsb[str(w.get("name"))] = found
-    locust = (spec.get("locust") or {}).get("seed")
-    doc: dict[str, Any] = {"ycsb": ycsb or None, "locust": locust}
+            ycsb[w.name] = found
+    # The spec gives Locust no seed (its generators are unseeded): recorded as none.
+    doc: dict[str, Any] = {"ycsb": ycsb or None, "locust": None}
     if experiment is not None:
         status = experiment.get("status") or {}
+        order: Order = field_of(BenchmarkExperimentSpec, experiment.get("spec"), "order")
         doc["experiment"] = {
             "name": (experiment.get("metadata") or {}).get("name"),
-            "order": (experiment.get("spec") or {}).get("order"),
+            "order": order,
             "seed": status.get("seed"),
         }
     return doc

@@ -17,7 +17,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mongobench.api.benchmarkrun import BenchmarkRunSpec
+from mongobench.api.benchmarkrun import BenchmarkRunSpec, ClusterRef, Concurrency, UriSecretRef
+from mongobench.api.schema import field_of
 from mongobench.k8s import conditions as cond
 
 # The run a queued run waits behind, and its place: ("2nd in line behind run x").
@@ -67,26 +68,30 @@ def ordinal(n: int) -> str:
 
 def target_of(spec: Mapping[str, Any]) -> tuple[str, ...]:
     """The target a run's (raw) spec names: ("cluster", name) or ("uri", secret, key)."""
-    ref = spec.get("clusterRef")
-    if isinstance(ref, Mapping):
-        return ("cluster", str(ref.get("name")))
-    secret = spec.get("uriSecretRef") or {}
-    return ("uri", str(secret.get("name")), str(secret.get("key") or "uri"))
+    ref: ClusterRef | None = field_of(BenchmarkRunSpec, spec, "cluster_ref")
+    if ref is not None:
+        return ("cluster", ref.name)
+    secret: UriSecretRef | None = field_of(BenchmarkRunSpec, spec, "uri_secret_ref")
+    if secret is None:  # admission requires a target; a spec stored before may lack one
+        return ("uri", "None", UriSecretRef.key)
+    return ("uri", secret.name, secret.key)
 
 
 def claim(run: Mapping[str, Any]) -> Claim:
-    """A stored BenchmarkRun as the queue sees it; the schema's defaults fill what an object
-    stored before a field existed lacks."""
+    """A stored BenchmarkRun as the queue sees it: only the fields it needs are read (another
+    run's spec the operator refuses for some other field still holds its place), and the
+    model's defaults fill what an object stored before a field existed lacks."""
     meta, spec = run["metadata"], run.get("spec") or {}
     status = run.get("status") or {}
+    concurrency: Concurrency = field_of(BenchmarkRunSpec, spec, "concurrency")
     return Claim(
         name=meta["name"],
         created=str(meta.get("creationTimestamp") or ""),
         target=target_of(spec),
-        exclusive=spec.get("concurrency", BenchmarkRunSpec.concurrency) != "Shared",
+        exclusive=concurrency != "Shared",
         data=(
-            str(spec.get("database", BenchmarkRunSpec.database)),
-            str(spec.get("collection", BenchmarkRunSpec.collection)),
+            field_of(BenchmarkRunSpec, spec, "database"),
+            field_of(BenchmarkRunSpec, spec, "collection"),
         ),
         started="startTime" in status,
         done=status.get("phase") in (cond.RUN_SUCCEEDED, cond.RUN_FAILED)

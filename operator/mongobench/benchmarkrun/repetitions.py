@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mongobench.api.benchmarkrun import BenchmarkRunSpec
+from mongobench.api.benchmarkrun import Repeated
 from mongobench.benchmarkrun.plan import Step
 from mongobench.k8s import conditions as cond
 from mongobench_results import adaptive, compare, records
@@ -48,23 +48,9 @@ class Outcome:
         return out
 
 
-def policy_of(spec: Mapping[str, Any]) -> adaptive.Policy:
-    """The policy of a spec (BenchmarkRun or BenchmarkExperiment, as stored): fixed
-    `repetitions`, or adaptive from `repetitions` (the minimum) to repeatUntil.maxRepetitions."""
-    n = int(spec.get("repetitions", 3))
-    until = spec.get("repeatUntil")
-    if not until:
-        return adaptive.Policy.fixed(n)
-    return adaptive.Policy(
-        min=n,
-        max=max(n, int(until["maxRepetitions"])),
-        metric=str(until["metric"]),
-        relative_half_width=float(until["relativeHalfWidth"]),
-    )
-
-
-def run_policy(spec: BenchmarkRunSpec) -> adaptive.Policy:
-    """The policy of a parsed BenchmarkRun spec."""
+def policy_of(spec: Repeated) -> adaptive.Policy:
+    """The policy of a parsed BenchmarkRun or BenchmarkExperiment spec: fixed `repetitions`,
+    or adaptive from `repetitions` (the minimum) to repeatUntil.maxRepetitions."""
     until = spec.repeat_until
     if until is None:
         return adaptive.Policy.fixed(spec.repetitions)

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from mongobench.api import BenchmarkExperimentSpec
 from mongobench.benchmarkrun import archive as run_archive
 from mongobench.config import OperatorConfig
 from mongobench.experiment import objects
@@ -21,17 +22,25 @@ from mongobench_archive import ArchiveError, layout
 log = logging.getLogger("mongobench.archive")
 
 
-def settings(body: Mapping[str, Any], config: OperatorConfig) -> run_archive.Settings | None:
+def settings(
+    name: str, spec: BenchmarkExperimentSpec, config: OperatorConfig
+) -> run_archive.Settings | None:
     """Pure: where the experiment's runs are archived (None: nowhere, so no summary either)."""
-    own = objects.archive_of(body["spec"], body["metadata"]["name"])
+    own = objects.archive_of(spec, name)
     return run_archive.resolve({} if own is None else {"archive": own}, config)
 
 
-def upload(kube: KubeApi, body: Mapping[str, Any], config: OperatorConfig) -> dict[str, Any]:
+def upload(
+    kube: KubeApi,
+    body: Mapping[str, Any],
+    spec: BenchmarkExperimentSpec,
+    config: OperatorConfig,
+) -> dict[str, Any]:
     """The status field `archive` after writing the ended experiment `body` (with its final
-    status): {location} when written, {error} when not; {} when there is no archive."""
+    status; `spec` is its spec, parsed): {location} when written, {error} when not; {} when
+    there is no archive."""
     try:
-        where = settings(body, config)
+        where = settings(body["metadata"]["name"], spec, config)
     except run_archive.NotConfigured as exc:
         return {"archive": {"error": str(exc)}}
     if where is None:

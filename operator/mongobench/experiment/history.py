@@ -60,16 +60,17 @@ def _named(c: history.Change) -> str:
 
 def judge(
     kube: KubeApi,
-    body: Mapping[str, Any],
+    meta: Mapping[str, Any],
+    spec: HistorySpec | None,
     runs: Sequence[Mapping[str, Any]],
     config: OperatorConfig,
 ) -> tuple[dict[str, Any], tuple[cond.ConditionStatus, str, str]] | None:
-    """status.history and the Regressed condition (status, reason, message); None without
-    spec.history. Never raises for an unreadable history: that is the condition's Unknown."""
-    raw = body["spec"].get("history")
-    if not raw:
+    """status.history and the Regressed condition (status, reason, message) of the experiment
+    (`meta`) with spec.history `spec`; None without one. Never raises for an unreadable
+    history: that is the condition's Unknown."""
+    if spec is None:
         return None
-    namespace = body["metadata"]["namespace"]
+    namespace = meta["namespace"]
     ended = [r for r in runs if (r.get("status") or {}).get("phase") == cond.RUN_SUCCEEDED]
     mine = [
         history.HistoryRun(
@@ -80,7 +81,6 @@ def judge(
         for r in ended
     ]
     try:
-        spec = HistorySpec.parse(raw)
         given = history.parse_acks(
             [dataclasses.asdict(a) for a in spec.acknowledgements],
             "spec.history.acknowledgements",

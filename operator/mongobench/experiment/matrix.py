@@ -42,36 +42,19 @@ import json
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from mongobench.api import SpecError
+from mongobench.api import BenchmarkExperimentSpec, SpecError
+from mongobench.api.benchmarkexperiment import Dimension, Order
+from mongobench.api.benchmarkrun import Run
+from mongobench.api.schema import from_dict
 
 MAX_CELLS = 200
-Target = Literal["cluster", "run"]
-ORDERS = ("Interleaved", "RandomizedRounds", "Random", "Duet")
 DUET = "Duet"
-FACTORIAL, OFAT = "Factorial", "OneFactorAtATime"
+OFAT = "OneFactorAtATime"
 # The dimension of an A/A calibration: two cells, identical but for their clusters.
 CALIBRATION = "calibration"
 CALIBRATION_CELLS = ("a", "b")
-
-
-@dataclass(frozen=True)
-class Dimension:
-    name: str
-    target: Target
-    field: str  # dotted path inside the target's spec
-    values: tuple[Any, ...]
-    names: tuple[str, ...] = ()  # valueNames: what a cell shows for each value (empty: values)
-
-    @property
-    def choices(self) -> tuple[Any, ...]:
-        """What the cells hold for this dimension: the names, else the values."""
-        return self.names or self.values
-
-    def value(self, choice: Any) -> Any:
-        """The field's value for a cell's choice."""
-        return self.values[self.names.index(choice)] if self.names else choice
 
 
 @dataclass(frozen=True)
@@ -123,28 +106,6 @@ def set_path(spec: Mapping[str, Any], path: str, value: Any) -> dict[str, Any]:
     return out
 
 
-def dimensions_of(spec: Mapping[str, Any]) -> tuple[Dimension, ...]:
-    out = []
-    for d in spec.get("dimensions") or ():
-        target = d.get("target", "cluster")
-        if target not in ("cluster", "run"):
-            raise SpecError(f"dimension {d.get('name')!r}: target must be cluster or run")
-        values = tuple(d.get("values") or ())
-        if not values:
-            raise SpecError(f"dimension {d.get('name')!r} has no values")
-        named = tuple(str(n) for n in d.get("valueNames") or ())
-        if named and (len(named) != len(values) or len(set(named)) != len(named)):
-            raise SpecError(
-                f"dimension {d.get('name')!r}: valueNames must name each value once, "
-                f"{len(values)} distinct names"
-            )
-        out.append(Dimension(str(d["name"]), target, str(d["field"]), values, named))
-    names = [d.name for d in out]
-    if len(set(names)) != len(names):
-        raise SpecError("dimension names must be unique")
-    return tuple(out)
-
-
 def _matches(values: Mapping[str, Any], entry: Mapping[str, Any]) -> bool:
     return all(values.get(k) == v for k, v in entry.items())
 
@@ -166,12 +127,12 @@ def _combinations(
     for entry in include:
         if len(entry) != len(names):
             raise SpecError(f"include entry {dict(entry)} must give a value for every dimension")
-        named = [d for d in dims if d.names and entry[d.name] not in d.names]
+        named = [d for d in dims if d.value_names and entry[d.name] not in d.value_names]
         if named:
             d = named[0]
             raise SpecError(
                 f"include entry {dict(entry)}: {d.name} must be one of its valueNames "
-                f"({', '.join(d.names)})"
+                f"({', '.join(d.value_names)})"
             )
         if not any(c == dict(entry) for c in combos):
             combos.append({n: entry[n] for n in names})
@@ -202,19 +163,19 @@ def _one_factor_at_a_time(
     return combos
 
 
-def _design(spec: Mapping[str, Any], dims: Sequence[Dimension]) -> list[dict[str, Any]]:
+def _design(spec: BenchmarkExperimentSpec) -> list[dict[str, Any]]:
     """The cells' dimension values, by the spec's design."""
-    if spec.get("design", FACTORIAL) != OFAT:
-        return _combinations(dims, spec.get("include") or (), spec.get("exclude") or ())
-    if spec.get("include") or spec.get("exclude"):
+    if spec.design != OFAT:
+        return _combinations(spec.dimensions, spec.include, spec.exclude)
+    if spec.include or spec.exclude:
         raise SpecError("design OneFactorAtATime takes no include or exclude")
-    return _one_factor_at_a_time(dims, spec.get("baseline"))
+    return _one_factor_at_a_time(spec.dimensions, spec.baseline)
 
 
-def expand(spec: Mapping[str, Any]) -> Matrix:
+def expand(spec: BenchmarkExperimentSpec) -> Matrix:
     """The experiment spec's cells (SpecError for a matrix the operator cannot use)."""
-    matrix = _calibration(spec) if spec.get("calibration") else _expand(spec)
-    if spec.get("order") == DUET:
+    matrix = _calibration(spec) if spec.calibration else _expand(spec)
+    if spec.duet:
         return _duet(matrix)
     return matrix
 
@@ -227,7 +188,9 @@ def _duet(matrix: Matrix) -> Matrix:
             f"{len(matrix.cells)}"
         )
     for c in matrix.cells:
-        if not (c.run_spec.get("run") or {}).get("durationSeconds"):
+        # Only this field of the run template is read here: the whole is validated per cell by
+        # the apiserver (a dry run), whose message names the field.
+        if not from_dict(Run, c.run_spec.get("run"), "spec.run.run").duration_seconds:
             raise SpecError(
                 f"order Duet needs run.durationSeconds in every cell ({matrix.label(c.index)} has "
                 f"none): both sides measure one window (an operationCount ends each side at its "
@@ -239,9 +202,9 @@ def _duet(matrix: Matrix) -> Matrix:
     )
 
 
-def _expand(spec: Mapping[str, Any]) -> Matrix:
-    dims = dimensions_of(spec)
-    combos = _design(spec, dims)
+def _expand(spec: BenchmarkExperimentSpec) -> Matrix:
+    dims = spec.dimensions
+    combos = _design(spec)
     if not combos:
         raise SpecError("the matrix has no cell (every combination is excluded)")
     if len(combos) > MAX_CELLS:
@@ -250,8 +213,7 @@ def _expand(spec: Mapping[str, Any]) -> Matrix:
     groups: list[Mapping[str, Any]] = []
     cells = []
     for i, values in enumerate(combos):
-        cluster = dict(spec.get("cluster") or {})
-        run = dict(spec.get("run") or {})
+        cluster, run = dict(spec.cluster), dict(spec.run)
         for name, value in values.items():
             d = by_name[name]
             if d.target == "cluster":
@@ -262,7 +224,7 @@ def _expand(spec: Mapping[str, Any]) -> Matrix:
             groups.append(cluster)
         cells.append(Cell(i, f"c{i}", values, cluster, run, groups.index(cluster)))
     baseline = 0
-    wanted = spec.get("baseline")
+    wanted = spec.baseline
     if wanted:
         found = [c.index for c in cells if _matches(c.values, wanted)]
         if len(found) != 1:
@@ -273,12 +235,11 @@ def _expand(spec: Mapping[str, Any]) -> Matrix:
     return Matrix(dims, tuple(cells), tuple(groups), baseline)
 
 
-def _calibration(spec: Mapping[str, Any]) -> Matrix:
+def _calibration(spec: BenchmarkExperimentSpec) -> Matrix:
     """The A/A matrix: two cells from the same templates, one cluster (group) each."""
-    if spec.get("dimensions") or spec.get("include") or spec.get("exclude"):
+    if spec.dimensions or spec.include or spec.exclude:
         raise SpecError("a calibration has no dimensions, include or exclude: it runs A against A")
-    cluster = dict(spec.get("cluster") or {})
-    run = dict(spec.get("run") or {})
+    cluster, run = dict(spec.cluster), dict(spec.run)
     dim = Dimension(CALIBRATION, "cluster", "", CALIBRATION_CELLS)
     cells = tuple(
         Cell(i, f"c{i}", {CALIBRATION: v}, cluster, run, i) for i, v in enumerate(CALIBRATION_CELLS)
@@ -287,7 +248,7 @@ def _calibration(spec: Mapping[str, Any]) -> Matrix:
 
 
 def slots(
-    matrix: Matrix, repetitions: int, order: str, seed: int | None, first: int = 1
+    matrix: Matrix, repetitions: int, order: Order, seed: int | None, first: int = 1
 ) -> list[Slot]:
     """Every (cell, repetition) of rounds `first`..`repetitions` in the order they run.
 

@@ -6,8 +6,10 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from mongobench.api import GROUP, VERSION
-from mongobench.experiment.matrix import DUET, Matrix, Slot
+from mongobench.api import GROUP, VERSION, BenchmarkExperimentSpec
+from mongobench.api.benchmarkrun import Clients
+from mongobench.api.schema import from_dict
+from mongobench.experiment.matrix import Matrix, Slot
 
 EXPERIMENT_LABEL = "mongobench.io/experiment"
 GROUP_LABEL = "mongobench.io/experiment-group"
@@ -28,8 +30,7 @@ def run_name(experiment: str, slot: Slot) -> str:
     return f"{experiment}-c{slot.cell}-r{slot.repetition}"
 
 
-def _owner(experiment: Mapping[str, Any]) -> dict[str, Any]:
-    meta = experiment["metadata"]
+def _owner(meta: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": "BenchmarkExperiment",
@@ -40,8 +41,10 @@ def _owner(experiment: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def cluster(experiment: Mapping[str, Any], matrix: Matrix, group: int) -> dict[str, Any]:
-    meta = experiment["metadata"]
+def cluster(
+    meta: Mapping[str, Any], spec: BenchmarkExperimentSpec, matrix: Matrix, group: int
+) -> dict[str, Any]:
+    """Group `group`'s MongoCluster of the experiment (`meta`, `spec`)."""
     return {
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": "MongoCluster",
@@ -49,24 +52,25 @@ def cluster(experiment: Mapping[str, Any], matrix: Matrix, group: int) -> dict[s
             "name": cluster_name(meta["name"], group),
             "namespace": meta["namespace"],
             "labels": {EXPERIMENT_LABEL: meta["name"], GROUP_LABEL: str(group)},
-            "ownerReferences": [_owner(experiment)],
+            "ownerReferences": [_owner(meta)],
         },
-        "spec": _paired(experiment, copy.deepcopy(dict(matrix.groups[group]))),
+        "spec": _paired(meta["name"], spec, matrix.groups[group]),
     }
 
 
-def _paired(experiment: Mapping[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+def _paired(
+    name: str, spec: BenchmarkExperimentSpec, template: Mapping[str, Any]
+) -> dict[str, Any]:
     """A Duet's cluster: its pods paired with the other cluster's on the same nodes."""
-    if (experiment.get("spec") or {}).get("order") == DUET:
-        spec["placement"] = dict(spec.get("placement") or {}) | {
-            "duet": experiment["metadata"]["name"]
-        }
-    return spec
+    out = copy.deepcopy(dict(template))
+    if spec.duet:
+        out["placement"] = dict(out.get("placement") or {}) | {"duet": name}
+    return out
 
 
-def archive_of(experiment_spec: Mapping[str, Any], name: str) -> dict[str, Any] | None:
+def archive_of(spec: BenchmarkExperimentSpec, name: str) -> dict[str, Any] | None:
     """The runs' archive: the experiment's, with every run under <prefix>/<experiment>."""
-    archive = experiment_spec.get("archive")
+    archive = spec.archive
     if not archive:
         return None
     out = dict(archive)
@@ -80,24 +84,28 @@ def duet_name(experiment: str, repetition: int) -> str:
     return f"{experiment}-r{repetition}"
 
 
-def _duet(experiment: Mapping[str, Any], matrix: Matrix, slot: Slot) -> dict[str, Any]:
+def _duet(name: str, matrix: Matrix, slot: Slot) -> dict[str, Any]:
     partner = matrix.cells[1 - slot.cell].run_spec
+    clients = from_dict(Clients, partner.get("clients"), "spec.run.clients")
     return {
-        "name": duet_name(experiment["metadata"]["name"], slot.repetition),
+        "name": duet_name(name, slot.repetition),
         "side": slot.cell,
-        "peerParallelism": int((partner.get("clients") or {}).get("parallelism", 1)),
+        "peerParallelism": clients.parallelism,
     }
 
 
-def run(experiment: Mapping[str, Any], matrix: Matrix, slot: Slot) -> dict[str, Any]:
-    meta = experiment["metadata"]
+def run(
+    meta: Mapping[str, Any], spec: BenchmarkExperimentSpec, matrix: Matrix, slot: Slot
+) -> dict[str, Any]:
+    """The BenchmarkRun of `slot` (one repetition of a cell) of the experiment (`meta`, `spec`).
+    The cell's run template is copied through as a dict: the BenchmarkRun gets it as written."""
     cell = matrix.cells[slot.cell]
-    spec = copy.deepcopy(dict(cell.run_spec))
-    spec["clusterRef"] = {"name": cluster_name(meta["name"], cell.group)}
-    spec["repetitions"] = 1
-    if experiment["spec"].get("order") == DUET:
-        spec["duet"] = _duet(experiment, matrix, slot)
-    labels = dict(spec.get("labels") or {})
+    out = copy.deepcopy(dict(cell.run_spec))
+    out["clusterRef"] = {"name": cluster_name(meta["name"], cell.group)}
+    out["repetitions"] = 1
+    if spec.duet:
+        out["duet"] = _duet(meta["name"], matrix, slot)
+    labels = dict(out.get("labels") or {})
     labels |= {name: _label(value) for name, value in cell.values.items()}
     labels[CELL_SPEC_LABEL] = matrix.label(slot.cell)
     varies = [d.field for d in matrix.dimensions if d.target == "run"]
@@ -105,10 +113,10 @@ def run(experiment: Mapping[str, Any], matrix: Matrix, slot: Slot) -> dict[str, 
         labels[VARIES_SPEC_LABEL] = ",".join(varies)
     labels["experiment"] = meta["name"]
     labels["experiment.repetition"] = str(slot.repetition)
-    spec["labels"] = labels
-    archive = archive_of(experiment["spec"], meta["name"])
+    out["labels"] = labels
+    archive = archive_of(spec, meta["name"])
     if archive is not None:
-        spec["archive"] = archive
+        out["archive"] = archive
     return {
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": "BenchmarkRun",
@@ -121,9 +129,9 @@ def run(experiment: Mapping[str, Any], matrix: Matrix, slot: Slot) -> dict[str, 
                 REPETITION_LABEL: str(slot.repetition),
                 GROUP_LABEL: str(cell.group),
             },
-            "ownerReferences": [_owner(experiment)],
+            "ownerReferences": [_owner(meta)],
         },
-        "spec": spec,
+        "spec": out,
     }
 
 

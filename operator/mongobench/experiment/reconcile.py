@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from mongobench.api import SpecError
+from mongobench.api import BenchmarkExperimentSpec, SpecError
 from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.benchmarkrun import repetitions as reps
 from mongobench.clock import rfc3339, seconds_since
@@ -37,49 +37,37 @@ class Outcome:
     events: list[cond.Event] = field(default_factory=list)
 
 
-def policy_of(spec: Mapping[str, Any]) -> sched.Policy:
-    duet = spec.get("order") == mx.DUET
-    return sched.Policy(
-        # A Duet's two clusters live at once, whatever maxClusters says.
-        max_clusters=max(int(spec.get("maxClusters", 1)), 2 if duet else 1),
-        paired=duet,
-        clusters_after=spec.get("clusterPolicy", "Delete"),
-        on_cell_failure=spec.get("onCellFailure", "Stop"),
-        cluster_ready_timeout=float(spec.get("clusterReadyTimeoutSeconds", 900)),
-    )
-
-
 def plan(
-    body: Mapping[str, Any], rounds: int | None = None
+    body: Mapping[str, Any], spec: BenchmarkExperimentSpec, rounds: int | None = None
 ) -> tuple[mx.Matrix, list[mx.Slot], int | None]:
     """The matrix, the slots of `rounds` rounds (default: as many as status.rounds says, else
     spec.repetitions) in their order, and the seed of a random order."""
-    spec = body["spec"]
     status = body.get("status") or {}
     matrix = mx.expand(spec)
-    order = spec.get("order", "Interleaved")
     seed = status.get("seed")
-    if mx.seeded(order) and seed is None:
-        seed = spec.get("seed", mx.default_seed(body["metadata"]["uid"]))
-    first = int(spec.get("repetitions", 3))
+    if mx.seeded(spec.order) and seed is None:
+        seed = mx.default_seed(body["metadata"]["uid"]) if spec.seed is None else spec.seed
+    first = spec.repetitions
     rounds = rounds or int(status.get("rounds") or first)
-    slots = mx.slots(matrix, min(first, rounds), order, seed)
+    slots = mx.slots(matrix, min(first, rounds), spec.order, seed)
     # Rounds that adaptive repetitions added: each in its own order (a random order draws a
     # fresh one per round), so adding one never reorders what ran; a Duet's pair stays A, B.
-    extra = order if order in ("Interleaved", mx.DUET) else "RandomizedRounds"
+    extra = spec.order if spec.order in ("Interleaved", mx.DUET) else "RandomizedRounds"
     for r in range(first + 1, rounds + 1):
         slots += mx.slots(matrix, r, extra, seed, first=r)
     return matrix, slots, seed
 
 
-def validate(kube: KubeApi, body: Mapping[str, Any], matrix: mx.Matrix) -> None:
+def validate(
+    kube: KubeApi, meta: Mapping[str, Any], spec: BenchmarkExperimentSpec, matrix: mx.Matrix
+) -> None:
     """Every cell's cluster and run as the apiserver would take them on their own (dry run,
     strict fields: a dimension naming a field that does not exist is refused with its name)."""
     seen: set[str] = set()
     for group in range(len(matrix.groups)):
-        _dry_run(kube, objects.cluster(body, matrix, group), f"cluster of group {group}")
+        _dry_run(kube, objects.cluster(meta, spec, matrix, group), f"cluster of group {group}")
     for cell in matrix.cells:
-        obj = objects.run(body, matrix, mx.Slot(cell.index, 1))
+        obj = objects.run(meta, spec, matrix, mx.Slot(cell.index, 1))
         key = json.dumps(obj["spec"], sort_keys=True)
         if key not in seen:
             seen.add(key)
@@ -110,10 +98,11 @@ def advance(kube: KubeApi, namespace: str, name: str, now: datetime) -> Outcome 
     status = dict(body.get("status") or {})
     if status.get("phase") in TERMINAL:
         return None
-    matrix, order, seed = plan(body)
+    spec = BenchmarkExperimentSpec.parse(body["spec"])
+    matrix, order, seed = plan(body, spec)
     generation = int(body["metadata"].get("generation") or 0)
     if status.get("validatedGeneration") != generation:
-        validate(kube, body, matrix)
+        validate(kube, body["metadata"], spec, matrix)
         status["validatedGeneration"] = generation
     clusters, runs = _children(kube, namespace, name)
     failed = {
@@ -121,11 +110,17 @@ def advance(kube: KubeApi, namespace: str, name: str, now: datetime) -> Outcome 
         for f in status.get("failedSlots") or ()
     }
     kept = set(status.get("keptGroups") or ())
-    policy = policy_of(body["spec"])
-    adaptive = reps.policy_of(body["spec"])
+    policy = sched.Policy.of(spec)
+    adaptive = reps.policy_of(spec)
     observed = _observed(clusters, runs, failed, kept, now)
     matrix, order, seed, observed, events = _rounds(
-        body, (matrix, order, seed), runs=runs, failed=failed, observed=observed, policy=policy
+        body,
+        spec,
+        (matrix, order, seed),
+        runs=runs,
+        failed=failed,
+        observed=observed,
+        policy=policy,
     )
     rounds = len(order) // len(matrix.cells)
     decision = sched.decide(order, {c.index: c.group for c in matrix.cells}, observed, policy)
@@ -133,7 +128,7 @@ def advance(kube: KubeApi, namespace: str, name: str, now: datetime) -> Outcome 
     deployments = {int(k): list(v) for k, v in (status.get("deployments") or {}).items()}
     _record_deployments(clusters, deployments)
     for action in decision.actions:
-        _act(kube, action, body, matrix, failed, kept, outcome)
+        _act(kube, action, body["metadata"], spec, matrix, failed, kept, outcome)
     running = decision.phase == cond.RUN_RUNNING
     status |= {
         "phase": cond.PHASE_PENDING if running and not (runs or clusters) else decision.phase,
@@ -162,7 +157,9 @@ def advance(kube: KubeApi, namespace: str, name: str, now: datetime) -> Outcome 
             now=now,
             paired=policy.paired,
         )
-        judged = history.judge(kube, body, list(runs.values()), OperatorConfig.current())
+        judged = history.judge(
+            kube, body["metadata"], spec.history, list(runs.values()), OperatorConfig.current()
+        )
         if judged is not None:
             status["history"] = judged[0]
             status["conditions"] = cond.set_condition(
@@ -177,7 +174,9 @@ def advance(kube: KubeApi, namespace: str, name: str, now: datetime) -> Outcome 
         )
     status.setdefault("startTime", rfc3339(now))
     if not running:  # the summary with its final status, deploy timings included
-        status |= summary_archive.upload(kube, body | {"status": status}, OperatorConfig.current())
+        status |= summary_archive.upload(
+            kube, body | {"status": status}, spec, OperatorConfig.current()
+        )
     kube.patch_status(KIND, namespace, name, status)
     for event in outcome.events:
         kube.event(body, *event)
@@ -276,6 +275,7 @@ Planned = tuple[mx.Matrix, list[mx.Slot], int | None]
 
 def _rounds(
     body: Mapping[str, Any],
+    spec: BenchmarkExperimentSpec,
     planned: Planned,
     *,
     runs: Mapping[mx.Slot, Mapping[str, Any]],
@@ -285,14 +285,14 @@ def _rounds(
 ) -> tuple[mx.Matrix, list[mx.Slot], int | None, sched.Observed, list[cond.Event]]:
     """Adaptive repetitions before the schedule decides: add a round when one is due (with
     its Event), and while one may still come keep every cluster (`reserved`)."""
-    adaptive = reps.policy_of(body["spec"])
+    adaptive = reps.policy_of(spec)
     matrix, order, seed = planned
     if not adaptive.adaptive:
         return matrix, order, seed, observed, []
     outcomes = cell_outcomes(adaptive, matrix, order, runs, failed)
     rounds = max(s.repetition for s in order)
     if more_rounds(adaptive, order, observed, outcomes, policy):
-        matrix, order, seed = plan(body, rounds + 1)
+        matrix, order, seed = plan(body, spec, rounds + 1)
         going = ", ".join(o.name for o in outcomes if not o.decision.done)
         event = (cond.NORMAL, cond.EVENT_ROUND_ADDED, f"round {rounds + 1}: {going} not done")
         return matrix, order, seed, observed, [event]
@@ -430,16 +430,16 @@ def _pods(cluster: Mapping[str, Any]) -> dict[str, int]:
 def _act(  # noqa: PLR0917 - one reconcile's working set
     kube: KubeApi,
     action: sched.Action,
-    body: Mapping[str, Any],
+    meta: Mapping[str, Any],
+    spec: BenchmarkExperimentSpec,
     matrix: mx.Matrix,
     failed: dict[mx.Slot, str],
     kept: set[int],
     outcome: Outcome,
 ) -> None:
-    meta = body["metadata"]
     namespace, name = meta["namespace"], meta["name"]
     if isinstance(action, sched.CreateCluster):
-        obj = objects.cluster(body, matrix, action.group)
+        obj = objects.cluster(meta, spec, matrix, action.group)
         kube.create(obj)
         outcome.events.append(
             (
@@ -465,7 +465,7 @@ def _act(  # noqa: PLR0917 - one reconcile's working set
             (cond.NORMAL, cond.EVENT_CELL_CLUSTER_KEPT, f"MongoCluster {cluster}")
         )
     elif isinstance(action, sched.CreateRun):
-        obj = objects.run(body, matrix, action.slot)
+        obj = objects.run(meta, spec, matrix, action.slot)
         try:
             kube.create(obj)
         except ApiError as exc:

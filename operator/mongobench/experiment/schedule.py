@@ -27,8 +27,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
+from mongobench.api import BenchmarkExperimentSpec
+from mongobench.api.benchmarkexperiment import ClusterPolicy, OnCellFailure
 from mongobench.experiment.matrix import Slot, partner
 from mongobench.k8s import conditions as cond
 
@@ -57,11 +58,24 @@ class Observed:
 
 @dataclass(frozen=True)
 class Policy:
-    max_clusters: int = 1
-    clusters_after: Literal["Delete", "Keep", "KeepOnFailure"] = "Delete"
-    on_cell_failure: Literal["Stop", "Continue"] = "Stop"
-    cluster_ready_timeout: float = 900.0
-    paired: bool = False  # order Duet: a round's two slots start together
+    """The spec's scheduling fields (their defaults are the spec model's: Policy.of)."""
+
+    max_clusters: int
+    clusters_after: ClusterPolicy
+    on_cell_failure: OnCellFailure
+    cluster_ready_timeout: float
+    paired: bool  # order Duet: a round's two slots start together
+
+    @classmethod
+    def of(cls, spec: BenchmarkExperimentSpec) -> Policy:
+        return cls(
+            # A Duet's two clusters live at once, whatever maxClusters says.
+            max_clusters=max(spec.max_clusters, 2 if spec.duet else 1),
+            clusters_after=spec.cluster_policy,
+            on_cell_failure=spec.on_cell_failure,
+            cluster_ready_timeout=float(spec.cluster_ready_timeout_seconds),
+            paired=spec.duet,
+        )
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,9 @@ from typing import Any
 import kopf
 
 from mongobench.api import BenchmarkRunSpec, SpecError
+from mongobench.api.benchmarkrun import cluster_of
 from mongobench.api.names import check_benchmarkrun_name
+from mongobench.api.schema import field_of
 from mongobench.benchmarkrun import jobs
 from mongobench.benchmarkrun.decide import TERMINAL, job_outcome
 from mongobench.clock import wall
@@ -164,9 +166,7 @@ def waits(place: int) -> str:
 
 
 def _cluster_of(body: Mapping[str, Any]) -> str | None:
-    ref = (body.get("spec") or {}).get("clusterRef")
-    name = ref.get("name") if isinstance(ref, Mapping) else None
-    return name if isinstance(name, str) else None
+    return cluster_of(body.get("spec"))
 
 
 @kopf.on.event(*BENCHMARKRUN)
@@ -292,8 +292,10 @@ def delete(
     except SpecError as exc:
         # Which data, where: without a spec the operator cannot tell, so it keeps it (and says
         # so: the user asked for a drop).
-        cleanup = spec.get("cleanup")
-        asked = cleanup.get("data", "Never") if isinstance(cleanup, Mapping) else None
+        try:
+            asked: str | None = field_of(BenchmarkRunSpec, spec, "cleanup").data
+        except SpecError:  # unreadable too: the user may have asked for a drop
+            asked = None
         if asked not in ("Never", "OnSuccess") and not succeeded:
             state.kube.event(
                 body,

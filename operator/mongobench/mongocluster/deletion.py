@@ -12,10 +12,14 @@ taken out of garbage collection's reach whatever their StatefulSet said.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
 import kopf
 
+from mongobench.api import MongoClusterSpec, SpecError
+from mongobench.api.benchmarkrun import cluster_of
+from mongobench.api.mongocluster import DeletionPolicy
+from mongobench.api.schema import field_of
 from mongobench.k8s.api import NORMAL, WARNING, KubeApi
 from mongobench.k8s.client import ApiError
 from mongobench.k8s.conditions import (
@@ -32,12 +36,16 @@ TERMINAL_RUN_PHASES = (RUN_SUCCEEDED, RUN_FAILED)
 MANAGED = f"{lbl.MANAGED_BY}=mongobench"
 
 
-def deletion_policy(spec: Any) -> Literal["Delete", "Retain"] | None:
-    """spec.deletionPolicy as stored (absent: the CRD default, Retain); None if unreadable."""
+def deletion_policy(spec: Any) -> DeletionPolicy | None:
+    """spec.deletionPolicy as stored (absent: the model's default, Retain); None if unreadable.
+    Read alone: a spec refused for another field is still deleted as it asks."""
     if not isinstance(spec, Mapping):
         return None
-    value = spec.get("deletionPolicy", "Retain")
-    return value if value in ("Delete", "Retain") else None
+    try:
+        policy: DeletionPolicy = field_of(MongoClusterSpec, spec, "deletion_policy")
+    except SpecError:
+        return None
+    return policy
 
 
 def runs_using(kube: KubeApi, namespace: str, cluster: str) -> list[str]:
@@ -45,9 +53,7 @@ def runs_using(kube: KubeApi, namespace: str, cluster: str) -> list[str]:
     return sorted(
         r["metadata"]["name"]
         for r in runs
-        if isinstance(r.get("spec"), Mapping)
-        and isinstance(r["spec"].get("clusterRef"), Mapping)
-        and r["spec"]["clusterRef"].get("name") == cluster
+        if cluster_of(r.get("spec")) == cluster
         and (r.get("status") or {}).get("phase") not in TERMINAL_RUN_PHASES
     )
 
@@ -86,7 +92,7 @@ def finalize(kube: KubeApi, body: Mapping[str, Any]) -> None:
             "(deletionPolicy: Retain)",
         )
         return
-    spec = body.get("spec")
+    spec = body.get("spec")  # the value as stored, quoted: it did not parse
     unreadable = (
         f"deletionPolicy {spec.get('deletionPolicy')!r}"
         if isinstance(spec, Mapping)

@@ -16,8 +16,9 @@ from typing import Any, get_args, get_origin, get_type_hints
 import pytest
 import yaml
 
-from mongobench.api import BenchmarkRunSpec, HistorySpec, MongoClusterSpec
-from mongobench.api.schema import json_name
+from mongobench.api import BenchmarkExperimentSpec, BenchmarkRunSpec, MongoClusterSpec, SpecError
+from mongobench.api.benchmarkrun import Cleanup, cluster_of
+from mongobench.api.schema import field_of, json_name
 
 pytestmark = pytest.mark.unit
 
@@ -97,6 +98,10 @@ def compare(cls: Any, schema: dict[str, Any], path: str, problems: list[str]) ->
 
 def compare_type(hint: Any, sub: dict[str, Any], path: str, problems: list[str]) -> None:
     origin = get_origin(hint)
+    if hint is Any:  # any JSON value (a dimension's values)
+        if not sub.get("x-kubernetes-preserve-unknown-fields"):
+            problems.append(f"{path}: CRD type {sub.get('type')}, model any value")
+        return
     if origin is typing.Literal:
         if list(get_args(hint)) != sub.get("enum"):
             problems.append(f"{path}: enum CRD={sub.get('enum')} model={list(get_args(hint))}")
@@ -132,19 +137,12 @@ def compare_type(hint: Any, sub: dict[str, Any], path: str, problems: list[str])
     [
         ("mongobench.io_mongoclusters.yaml", MongoClusterSpec),
         ("mongobench.io_benchmarkruns.yaml", BenchmarkRunSpec),
+        ("mongobench.io_benchmarkexperiments.yaml", BenchmarkExperimentSpec),
     ],
 )
 def test_model_agrees_with_crd(filename: str, model: type) -> None:
     problems: list[str] = []
     compare(model, spec_schema(filename), "spec", problems)
-    assert problems == []
-
-
-def test_the_experiment_history_model_agrees_with_crd() -> None:
-    """Only spec.history of a BenchmarkExperiment has a model (its acknowledgements)."""
-    problems: list[str] = []
-    schema = spec_schema("mongobench.io_benchmarkexperiments.yaml")["properties"]["history"]
-    compare(HistorySpec, schema, "spec.history", problems)
     assert problems == []
 
 
@@ -184,3 +182,49 @@ def test_every_schema_field_has_a_description() -> None:
         for version in crd["spec"]["versions"]:
             walk(version["schema"]["openAPIV3Schema"], crd["spec"]["names"]["kind"])
     assert missing == []
+
+
+def test_a_field_read_alone_is_typed_and_defaulted_by_the_model() -> None:
+    """field_of (the queue, deletion, a refused run's cleanup): one field converted and
+    defaulted as the whole parse would, whatever another field holds."""
+    stored = {"workloads": [{"name": "a"}], "driver": "gatling", "concurrency": "Shared"}
+    with pytest.raises(SpecError, match=r"spec\.driver: 'gatling' is not one of"):
+        BenchmarkRunSpec.parse(stored)
+    assert field_of(BenchmarkRunSpec, stored, "concurrency") == "Shared"
+    assert field_of(BenchmarkRunSpec, stored, "database") == "ycsb"  # the model's default
+    assert field_of(BenchmarkRunSpec, stored, "cleanup") == Cleanup(jobs="OnSuccess", data="Never")
+    assert field_of(BenchmarkRunSpec, {"cleanup": {"data": "Always"}}, "cleanup").data == "Always"
+    with pytest.raises(SpecError, match=r"spec\.deletionPolicy: 'Sometimes' is not one of"):
+        field_of(MongoClusterSpec, {"deletionPolicy": "Sometimes"}, "deletion_policy")
+    with pytest.raises(SpecError, match=r"spec\.workloads: required"):
+        field_of(BenchmarkRunSpec, {}, "workloads")
+
+
+def test_the_cluster_a_stored_run_names() -> None:
+    """Routing a cluster's events and holding its deletion: a run's clusterRef, read alone."""
+    assert cluster_of({"clusterRef": {"name": "k"}, "driver": "gatling"}) == "k"
+    assert cluster_of({"uriSecretRef": {"name": "s"}}) is None
+    assert cluster_of({"clusterRef": "k"}) is None  # unreadable: refused on its own
+    assert cluster_of(None) is None
+
+
+def test_an_experiment_spec_takes_the_crds_defaults_and_rules() -> None:
+    """The experiment's defaults are the model's (one place), and its rules hold without the
+    apiserver: unique dimension names, one valueName per value."""
+    spec = BenchmarkExperimentSpec.parse({"cluster": {}, "run": {}, "calibration": True})
+    assert (spec.repetitions, spec.order, spec.max_clusters) == (3, "Interleaved", 1)
+    assert spec.max_repetitions == 3
+    dim = {"name": "d", "target": "run", "field": "f", "values": [1, 2]}
+    with pytest.raises(SpecError, match="dimension names must be unique"):
+        BenchmarkExperimentSpec.parse({"cluster": {}, "run": {}, "dimensions": [dim, dim]})
+    with pytest.raises(SpecError, match="valueNames must name each value once"):
+        BenchmarkExperimentSpec.parse(
+            {"cluster": {}, "run": {}, "dimensions": [dim | {"valueNames": ["x"]}]}
+        )
+    adaptive = {
+        "repetitions": 2,
+        "repeatUntil": {"metric": "p99", "relativeHalfWidth": 0.05, "maxRepetitions": 9},
+    }
+    assert (
+        BenchmarkExperimentSpec.parse({"cluster": {}, "run": {}, **adaptive}).max_repetitions == 9
+    )

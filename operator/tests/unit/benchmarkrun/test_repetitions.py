@@ -68,14 +68,14 @@ def test_a_run_with_repeat_until_plans_the_maximum_and_its_policy_the_minimum() 
     s = spec(repetitions=2, repeatUntil=UNTIL)
     runs = [p.label for p in make_plan(s) if p.kind == "run"]
     assert runs == [f"run {w} #{r}" for w in "ab" for r in range(1, 6)]
-    policy = reps.run_policy(s)
+    policy = reps.policy_of(s)
     assert (policy.min, policy.max, policy.metric, policy.relative_half_width) == (
         2,
         5,
         "throughput",
         0.05,
     )
-    assert not reps.run_policy(spec(repetitions=4)).adaptive
+    assert not reps.policy_of(spec(repetitions=4)).adaptive
     assert [p.repetition for p in make_plan(spec(repetitions=4)) if p.workload == "a"] == [
         1,
         2,
@@ -92,14 +92,14 @@ def test_a_workload_whose_interval_is_narrow_skips_its_remaining_repetitions() -
     steps = [step(a[0].index, "a", 1, 1000.0), step(a[1].index, "a", 2, 1002.0)]
     steps += [step(p.index, "a", p.repetition or 0, None) for p in a[2:]]
     steps += [step(p.index, "b", p.repetition or 0, None) for p in b]
-    skipped = reps.skipped(reps.run_policy(s), plan, steps)
+    skipped = reps.skipped(reps.policy_of(s), plan, steps)
     assert [x.label for x, _ in skipped] == ["run a #3", "run a #4", "run a #5"]
     assert skipped[0][1] == "repeatUntil met after 2 valid repetitions"
 
     # Twice as noisy: the 95% interval is too wide at n = 2, the run goes on.
     steps[1] = step(a[1].index, "a", 2, 1300.0)
-    assert reps.skipped(reps.run_policy(s), plan, steps) == []
-    outcomes = reps.run_outcomes(reps.run_policy(s), plan, steps)
+    assert reps.skipped(reps.policy_of(s), plan, steps) == []
+    outcomes = reps.run_outcomes(reps.policy_of(s), plan, steps)
     assert [(o.name, o.decision.done) for o in outcomes] == [("a", False), ("b", False)]
 
 
@@ -112,14 +112,14 @@ def test_invalid_trials_do_not_count_and_unjudged_ones_do() -> None:
         step(a[1].index, "a", 2, 1002.0, valid=False),
         *[step(p.index, "a", p.repetition or 0, None) for p in a[2:]],
     ]
-    assert reps.skipped(reps.run_policy(s), plan, steps) == []  # one valid trial: go on
+    assert reps.skipped(reps.policy_of(s), plan, steps) == []  # one valid trial: go on
     unjudged = {k: v for k, v in steps[1].items() if k != "validity"}
     steps[1] = unjudged
-    assert len(reps.skipped(reps.run_policy(s), plan, steps)) == 3
+    assert len(reps.skipped(reps.policy_of(s), plan, steps)) == 3
 
 
 def test_a_latency_target_needs_every_operations_interval() -> None:
-    policy = reps.run_policy(spec(repetitions=2, repeatUntil={**UNTIL, "metric": "p99"}))
+    policy = reps.policy_of(spec(repetitions=2, repeatUntil={**UNTIL, "metric": "p99"}))
     values = {"READ p99": [1000.0, 1001.0], "UPDATE p99": [1000.0, 2000.0]}
     d = reps.decide(policy, values)
     assert not d.done and d.relative_half_width is not None and d.relative_half_width > 1
@@ -133,18 +133,18 @@ def test_the_reloads_between_repetitions_go_with_the_repetitions_they_served() -
     a = [p for p in plan if p.workload == "a" and p.kind == "run"]
     steps = [step(a[0].index, "a", 1, 1000.0), step(a[1].index, "a", 2, 1000.0)]
     steps += [{"index": a[1].index - 1, "kind": "load", "phase": cond.STEP_SUCCEEDED}]
-    labels = [x.label for x, _ in reps.skipped(reps.run_policy(s), plan, steps)]
+    labels = [x.label for x, _ in reps.skipped(reps.policy_of(s), plan, steps)]
     assert labels == ["reload", "run a #3", "reload", "run a #4", "reload", "run a #5"]
     # The reload before workload b's first repetition stays: b needs its data.
     first_b = next(p for p in plan if p.workload == "b")
     assert plan[first_b.index - 1].kind == "load"
     assert plan[first_b.index - 1].index not in {
-        x.index for x, _ in reps.skipped(reps.run_policy(s), plan, steps)
+        x.index for x, _ in reps.skipped(reps.policy_of(s), plan, steps)
     }
 
 
 def test_the_target_condition_says_measuring_reached_or_max_reached() -> None:
-    policy = reps.run_policy(spec(repetitions=2, repeatUntil=UNTIL))
+    policy = reps.policy_of(spec(repetitions=2, repeatUntil=UNTIL))
     going = reps.Outcome("a", reps.decide(policy, {"throughput": [1000.0]}))
     met = reps.Outcome("b", reps.decide(policy, {"throughput": [1000.0, 1001.0]}))
     missed = reps.Outcome("c", reps.finished(reps.decide(policy, {"throughput": [1, 2.0]})))

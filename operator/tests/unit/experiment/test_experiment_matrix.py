@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from mongobench.api import SpecError
+from mongobench.api import BenchmarkExperimentSpec, SpecError
 from mongobench.experiment import matrix as mx
 from mongobench.experiment import objects
 from mongobench.experiment import schedule as sched
@@ -40,8 +40,26 @@ def spec(**extra: Any) -> dict[str, Any]:
     return base | extra
 
 
+def expand(raw: dict[str, Any]) -> mx.Matrix:
+    """The matrix of an experiment spec as the apiserver stores it (parsed as the operator does)."""
+    return mx.expand(BenchmarkExperimentSpec.parse(raw))
+
+
+def run_of(body: dict[str, Any], m: mx.Matrix, slot: Slot) -> dict[str, Any]:
+    return objects.run(body["metadata"], BenchmarkExperimentSpec.parse(body["spec"]), m, slot)
+
+
+def cluster_of(body: dict[str, Any], m: mx.Matrix, group: int) -> dict[str, Any]:
+    return objects.cluster(body["metadata"], BenchmarkExperimentSpec.parse(body["spec"]), m, group)
+
+
+def policy_of(**fields: Any) -> sched.Policy:
+    """The schedule's policy of an experiment spec with `fields` (as written in the spec)."""
+    return sched.Policy.of(BenchmarkExperimentSpec.parse(spec(**fields)))
+
+
 def test_cells_are_the_product_and_set_the_named_fields() -> None:
-    m = mx.expand(spec())
+    m = expand(spec())
     assert [dict(c.values) for c in m.cells] == [
         {"shards": 1, "version": "7.0.14"},
         {"shards": 1, "version": "8.0.4"},
@@ -55,7 +73,7 @@ def test_cells_are_the_product_and_set_the_named_fields() -> None:
 
 
 def test_run_dimensions_share_the_cluster() -> None:
-    m = mx.expand(
+    m = expand(
         spec(
             dimensions=[
                 {
@@ -78,7 +96,7 @@ def test_run_dimensions_share_the_cluster() -> None:
 
 
 def test_exclude_and_include_like_a_ci_matrix() -> None:
-    m = mx.expand(
+    m = expand(
         spec(
             exclude=[{"shards": 2, "version": "8.0.4"}],
             include=[{"shards": 7, "version": "8.0.4"}, {"shards": 1, "version": "7.0.14"}],
@@ -93,9 +111,9 @@ def test_exclude_and_include_like_a_ci_matrix() -> None:
 
 
 def test_baseline_names_exactly_one_cell() -> None:
-    assert mx.expand(spec(baseline={"shards": 2, "version": "7.0.14"})).baseline == 2
+    assert expand(spec(baseline={"shards": 2, "version": "7.0.14"})).baseline == 2
     with pytest.raises(SpecError, match="matches 2 cells"):
-        mx.expand(spec(baseline={"shards": 2}))
+        expand(spec(baseline={"shards": 2}))
 
 
 STUDY_3 = [
@@ -113,7 +131,7 @@ STUDY_3_BASELINE = {"configServers": 1, "mongos": 1, "shards": 1, "members": 1,
 
 
 def test_one_factor_at_a_time_is_the_baseline_and_each_other_value_alone() -> None:
-    m = mx.expand(spec(design="OneFactorAtATime", dimensions=STUDY_3, baseline=STUDY_3_BASELINE))
+    m = expand(spec(design="OneFactorAtATime", dimensions=STUDY_3, baseline=STUDY_3_BASELINE))
     # 1 + sum(len(values) - 1) cells, not the product's 64.
     assert len(m.cells) == 1 + sum(len(d["values"]) - 1 for d in STUDY_3) == 8
     assert m.baseline == 0 and dict(m.cells[0].values) == STUDY_3_BASELINE
@@ -132,23 +150,23 @@ def test_one_factor_at_a_time_is_the_baseline_and_each_other_value_alone() -> No
 def test_one_factor_at_a_time_needs_a_full_baseline_and_takes_no_include_or_exclude() -> None:
     ofat = spec(design="OneFactorAtATime")
     with pytest.raises(SpecError, match="value for every dimension"):
-        mx.expand(ofat)
+        expand(ofat)
     with pytest.raises(SpecError, match="value for every dimension"):
-        mx.expand(ofat | {"baseline": {"shards": 1}})
+        expand(ofat | {"baseline": {"shards": 1}})
     with pytest.raises(SpecError, match="shards=3 is not one of the dimension's values"):
-        mx.expand(ofat | {"baseline": {"shards": 3, "version": "7.0.14"}})
+        expand(ofat | {"baseline": {"shards": 3, "version": "7.0.14"}})
     with pytest.raises(SpecError, match="no include or exclude"):
-        mx.expand(ofat | {"baseline": {"shards": 1, "version": "7.0.14"},
+        expand(ofat | {"baseline": {"shards": 1, "version": "7.0.14"},
                           "exclude": [{"shards": 2}]})  # fmt: skip
     # Factorial (the default) is the product, as before.
-    assert len(mx.expand(spec(design="Factorial")).cells) == 4
+    assert len(expand(spec(design="Factorial")).cells) == 4
 
 
 def test_matrix_errors_are_spec_errors() -> None:
     with pytest.raises(SpecError, match="no cell"):
-        mx.expand(spec(exclude=[{"shards": 1}, {"shards": 2}]))
+        expand(spec(exclude=[{"shards": 1}, {"shards": 2}]))
     with pytest.raises(SpecError, match="no dimension"):
-        mx.expand(spec(exclude=[{"members": 1}]))
+        expand(spec(exclude=[{"members": 1}]))
     big = spec(
         dimensions=[
             {"name": "a", "target": "run", "field": "x", "values": list(range(15))},
@@ -156,9 +174,9 @@ def test_matrix_errors_are_spec_errors() -> None:
         ]
     )
     with pytest.raises(SpecError, match="225 cells, more than 200"):
-        mx.expand(big)
+        expand(big)
     with pytest.raises(SpecError, match="not an object"):
-        mx.expand(
+        expand(
             spec(
                 dimensions=[
                     {"name": "v", "target": "cluster", "field": "version.major", "values": [1]}
@@ -192,12 +210,12 @@ def test_named_values_label_the_cells_and_set_the_whole_object() -> None:
         "metadata": {"name": "keys", "namespace": "ns", "uid": "u1"},
         "spec": shard_key_spec(baseline={"shardKey": "sensor-ts"}, exclude=[{"shardKey": "ts"}]),
     }
-    m = mx.expand(body["spec"])
+    m = expand(body["spec"])
     assert [m.label(c.index) for c in m.cells] == ["shardKey=hashed-id", "shardKey=sensor-ts"]
     assert m.baseline == 1
     assert m.cells[1].run_spec["sharding"] == SHARD_KEYS["sensor-ts"]
     assert len(m.groups) == 1  # only a run field differs: one cluster
-    run = objects.run(body, m, Slot(1, 1))
+    run = run_of(body, m, Slot(1, 1))
     assert run["spec"]["sharding"] == SHARD_KEYS["sensor-ts"]
     assert run["spec"]["labels"]["shardKey"] == "sensor-ts"
     assert run["spec"]["labels"][objects.CELL_SPEC_LABEL] == "shardKey=sensor-ts"
@@ -209,17 +227,17 @@ def test_value_names_must_name_each_value_once_and_includes_use_them() -> None:
     twice = shard_key_spec()
     twice["dimensions"][0]["valueNames"] = ["a", "a", "b"]
     with pytest.raises(SpecError, match="valueNames must name each value once, 3 distinct"):
-        mx.expand(twice)
+        expand(twice)
     short = shard_key_spec()
     short["dimensions"][0]["valueNames"] = ["a"]
     with pytest.raises(SpecError, match="valueNames must name each value once"):
-        mx.expand(short)
+        expand(short)
     with pytest.raises(SpecError, match="shardKey must be one of its valueNames"):
-        mx.expand(shard_key_spec(include=[{"shardKey": SHARD_KEYS["ts"]}]))
+        expand(shard_key_spec(include=[{"shardKey": SHARD_KEYS["ts"]}]))
 
 
 def test_interleaved_order_is_abab() -> None:
-    m = mx.expand(spec())
+    m = expand(spec())
     order = mx.slots(m, 2, "Interleaved", None)
     assert [(s.cell, s.repetition) for s in order] == [
         (0, 1),
@@ -234,7 +252,7 @@ def test_interleaved_order_is_abab() -> None:
 
 
 def test_random_order_is_reproducible_from_its_seed() -> None:
-    m = mx.expand(spec())
+    m = expand(spec())
     a = mx.slots(m, 5, "Random", 42)
     assert a == mx.slots(m, 5, "Random", 42)
     assert a != mx.slots(m, 5, "Random", 43)
@@ -243,7 +261,7 @@ def test_random_order_is_reproducible_from_its_seed() -> None:
 
 
 def test_randomized_rounds_run_every_cell_once_per_round_in_a_fresh_order() -> None:
-    m = mx.expand(spec())
+    m = expand(spec())
     order = mx.slots(m, 6, "RandomizedRounds", 7)
     rounds = [[s.cell for s in order if s.repetition == r] for r in range(1, 7)]
     # Round by round: every slot of round r before any of round r + 1.
@@ -266,17 +284,17 @@ def test_randomized_rounds_run_every_cell_once_per_round_in_a_fresh_order() -> N
 def test_a_calibration_is_two_identical_cells_on_two_clusters() -> None:
     body = spec(calibration=True)
     del body["dimensions"]
-    m = mx.expand(body)
+    m = expand(body)
     assert [m.label(c.index) for c in m.cells] == ["calibration=a", "calibration=b"]
     assert [c.group for c in m.cells] == [0, 1]  # a cluster each, from one template
     assert m.groups[0] == m.groups[1] == body["cluster"]
     assert m.cells[0].run_spec == m.cells[1].run_spec == body["run"]
     assert m.baseline == 0
     meta = {"name": "aa", "namespace": "ns", "uid": "u"}
-    names = {objects.cluster(body | {"metadata": meta}, m, g)["metadata"]["name"] for g in (0, 1)}
+    names = {cluster_of({"metadata": meta, "spec": body}, m, g)["metadata"]["name"] for g in (0, 1)}
     assert names == {"aa-k0", "aa-k1"}
     with pytest.raises(SpecError, match="a calibration has no dimensions"):
-        mx.expand(spec(calibration=True))
+        expand(spec(calibration=True))
 
 
 def test_runs_are_single_repetitions_with_cell_labels_and_the_archive_prefix() -> None:
@@ -284,8 +302,8 @@ def test_runs_are_single_repetitions_with_cell_labels_and_the_archive_prefix() -
         "metadata": {"name": "study", "namespace": "ns", "uid": "u1"},
         "spec": spec(archive={"bucket": "lab", "prefix": "p"}),
     }
-    m = mx.expand(body["spec"])
-    run = objects.run(body, m, Slot(3, 2))
+    m = expand(body["spec"])
+    run = run_of(body, m, Slot(3, 2))
     assert run["metadata"]["name"] == "study-c3-r2"
     assert run["spec"]["clusterRef"] == {"name": "study-k3"}
     assert run["spec"]["repetitions"] == 1
@@ -294,7 +312,7 @@ def test_runs_are_single_repetitions_with_cell_labels_and_the_archive_prefix() -
     assert objects.VARIES_SPEC_LABEL not in run["spec"]["labels"]  # cluster dimensions only
     assert run["spec"]["archive"] == {"bucket": "lab", "prefix": "p/experiments/study"}
     assert run["metadata"]["ownerReferences"][0]["uid"] == "u1"
-    cluster = objects.cluster(body, m, 1)
+    cluster = cluster_of(body, m, 1)
     assert cluster["metadata"]["name"] == "study-k1"
     assert cluster["spec"]["version"] == "8.0.4"
 
@@ -317,7 +335,7 @@ def decide(
         ORDER,
         group_of or TWO_CLUSTERS,
         sched.Observed(clusters, runs, **kw),
-        policy or sched.Policy(),
+        policy or policy_of(),
     )
 
 
@@ -350,15 +368,15 @@ def test_next_cell_makes_room_then_creates_its_cluster() -> None:
 def test_a_cluster_whose_cells_are_done_follows_the_policy() -> None:
     runs = {s: "Succeeded" for s in ORDER if s.cell == 0}
     runs[Slot(1, 1)] = "Succeeded"
-    d = decide({0: READY, 1: READY}, runs, sched.Policy(max_clusters=2))
+    d = decide({0: READY, 1: READY}, runs, policy_of(maxClusters=2))
     assert sched.DeleteCluster(0, "its cells are done") in d.actions
     assert sched.CreateRun(Slot(1, 2)) in d.actions
-    d = decide({0: READY, 1: READY}, runs, sched.Policy(max_clusters=2, clusters_after="Keep"))
+    d = decide({0: READY, 1: READY}, runs, policy_of(maxClusters=2, clusterPolicy="Keep"))
     assert sched.KeepCluster(0) in d.actions
 
 
 def test_max_clusters_two_runs_both_clusters_at_once() -> None:
-    d = decide({0: READY, 1: READY}, {}, sched.Policy(max_clusters=2))
+    d = decide({0: READY, 1: READY}, {}, policy_of(maxClusters=2))
     assert d.actions == [sched.CreateRun(Slot(0, 1)), sched.CreateRun(Slot(1, 1))]
 
 
@@ -378,7 +396,7 @@ def test_failed_cluster_fails_its_cells_and_stop_ends_the_experiment() -> None:
 
 
 def test_continue_goes_on_with_the_other_cells_and_keep_on_failure_keeps_the_cluster() -> None:
-    policy = sched.Policy(on_cell_failure="Continue", clusters_after="KeepOnFailure")
+    policy = policy_of(onCellFailure="Continue", clusterPolicy="KeepOnFailure")
     d = decide({0: sched.ObservedCluster("Failed", False, 10)}, {}, policy)
     assert sched.KeepCluster(0) in d.actions
     # The kept failed cluster does not count against maxClusters: cell 1's cluster is created.
@@ -409,7 +427,7 @@ def test_a_cluster_never_ready_times_out() -> None:
 
 
 def test_a_failed_run_stops_new_work_but_waits_for_running_ones() -> None:
-    policy = sched.Policy(max_clusters=2)
+    policy = policy_of(maxClusters=2)
     d = decide({0: READY, 1: READY}, {Slot(0, 1): "Failed", Slot(1, 1): "Running"}, policy)
     assert not any(isinstance(a, sched.CreateRun) for a in d.actions)
     assert d.phase == "Running"
@@ -418,7 +436,7 @@ def test_a_failed_run_stops_new_work_but_waits_for_running_ones() -> None:
 def test_clusters_reserved_for_a_round_to_come_stay_until_room_is_needed() -> None:
     runs = {s: "Succeeded" for s in ORDER if s.cell == 0}
     runs[Slot(1, 1)] = "Succeeded"
-    two = sched.Policy(max_clusters=2)
+    two = policy_of(maxClusters=2)
     d = decide({0: READY, 1: READY}, runs, two, reserved=frozenset({0, 1}))
     assert d.actions == [sched.CreateRun(Slot(1, 2))]  # cluster 0 kept for the next round
     # With room for one cluster only, a reserved idle cluster still makes room.
@@ -445,28 +463,28 @@ RUN_PAIR = {
 def test_a_duet_is_two_cells_each_on_a_cluster_of_its_own() -> None:
     # Only a run field differs, which would share one cluster in any other order: a Duet's two
     # runs go at once, so each has its own.
-    m = mx.expand(spec(order="Duet", dimensions=[RUN_PAIR], run=TIMED))
+    m = expand(spec(order="Duet", dimensions=[RUN_PAIR], run=TIMED))
     assert [c.group for c in m.cells] == [0, 1]
     assert m.groups[0] == m.groups[1]
     assert mx.slots(m, 2, "Duet", None) == [Slot(0, 1), Slot(1, 1), Slot(0, 2), Slot(1, 2)]
     assert mx.partner(Slot(0, 2)) == Slot(1, 2) and mx.partner(Slot(1, 2)) == Slot(0, 2)
     aa = spec(order="Duet", calibration=True, run=TIMED)
     del aa["dimensions"]
-    assert [c.group for c in mx.expand(aa).cells] == [0, 1]  # an A/A duet
+    assert [c.group for c in expand(aa).cells] == [0, 1]  # an A/A duet
 
 
 def test_a_duet_of_more_or_fewer_than_two_cells_is_refused() -> None:
     with pytest.raises(SpecError, match=r"order Duet takes exactly two cells.* has 4"):
-        mx.expand(spec(order="Duet", run=TIMED))
+        expand(spec(order="Duet", run=TIMED))
     with pytest.raises(SpecError, match="has 1"):
-        mx.expand(spec(order="Duet", dimensions=[RUN_PAIR], exclude=[{"wc": "1"}], run=TIMED))
+        expand(spec(order="Duet", dimensions=[RUN_PAIR], exclude=[{"wc": "1"}], run=TIMED))
     # A window of its own per side would pair second i of A with some other second of B.
     with pytest.raises(SpecError, match=r"order Duet needs run.durationSeconds in every cell"):
-        mx.expand(spec(order="Duet", dimensions=[RUN_PAIR]))
+        expand(spec(order="Duet", dimensions=[RUN_PAIR]))
 
 
 def test_a_duet_starts_both_runs_of_a_round_together() -> None:
-    duet = sched.Policy(max_clusters=2, paired=True)
+    duet = policy_of(order="Duet")
     starting = sched.ObservedCluster("Provisioning", False, 10)
     # One cluster Ready, its partner's not yet: neither run starts (an unpaired start would
     # measure A alone).
@@ -493,11 +511,11 @@ def test_a_duets_runs_name_their_pair_side_and_the_partners_clients() -> None:
             run=TIMED | {"clients": {"parallelism": 2}},
         ),
     }
-    m = mx.expand(body["spec"])
-    a, b = (objects.run(body, m, Slot(c, 3)) for c in (0, 1))
+    m = expand(body["spec"])
+    a, b = (run_of(body, m, Slot(c, 3)) for c in (0, 1))
     assert a["spec"]["duet"] == {"name": "d-r3", "side": 0, "peerParallelism": 2}
     assert b["spec"]["duet"] == {"name": "d-r3", "side": 1, "peerParallelism": 2}
     assert a["spec"]["clusterRef"] != b["spec"]["clusterRef"]  # two targets: no queue
     # Both clusters' pods pair by the experiment's name.
-    assert {objects.cluster(body, m, g)["spec"]["placement"]["duet"] for g in (0, 1)} == {"d"}
-    assert "duet" not in objects.run(body | {"spec": spec()}, mx.expand(spec()), Slot(0, 1))["spec"]
+    assert {cluster_of(body, m, g)["spec"]["placement"]["duet"] for g in (0, 1)} == {"d"}
+    assert "duet" not in run_of(body | {"spec": spec()}, expand(spec()), Slot(0, 1))["spec"]
