@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec, Scenario
+from mongobench.api.kinds import BENCHMARKRUN as KIND
 from mongobench.benchmarkrun import (
     cost,
     cpu_monitor,
@@ -59,7 +60,6 @@ from mongobench_results.merge import merge_documents
 __all__ = ["TERMINAL", "Outcome", "advance", "drop_data", "result_configmaps", "snapshot"]
 
 log = logging.getLogger("mongobench.benchmarkrun")
-KIND = "BenchmarkRun"
 
 
 @dataclass

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from mongobench.api import SpecError
+from mongobench.api.kinds import BENCHMARKEXPERIMENT as KIND
 from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.benchmarkrun import repetitions as reps
 from mongobench.clock import rfc3339, seconds_since
@@ -27,7 +28,6 @@ from mongobench.mongocluster.layout import cluster_layout
 from mongobench_results import compare, duet, records, stats, summary
 from mongobench_results.adaptive import Policy
 
-KIND = "BenchmarkExperiment"
 TERMINAL = (cond.RUN_SUCCEEDED, cond.RUN_FAILED)
 
 
