@@ -6,9 +6,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from mongobench.api.mongocluster import MongoClusterSpec
+from mongobench.config import Peers
 from mongobench.mongocluster.layout import ClusterLayout
 from mongobench.mongocluster.mongos import build_mongos_deployment
-from mongobench.mongocluster.networkpolicy import Peers, build_network_policies
+from mongobench.mongocluster.networkpolicy import build_network_policies
 from mongobench.mongocluster.pdb import build_pdbs
 from mongobench.mongocluster.platform import Preset
 from mongobench.mongocluster.podmonitor import build_pod_monitor
