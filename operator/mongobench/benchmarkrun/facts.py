@@ -116,7 +116,9 @@ def servers(
     observed: list[prov.ServerObservation] = []
     fcv: str | None = None
     with cluster.administration(admins) as admin:
-        targets = [(h, rs.role.value, rs.name) for rs in layout.replica_sets for h in rs.hosts]
+        targets: list[tuple[str, str, str | None]] = [
+            (h, rs.role.value, rs.name) for rs in layout.replica_sets for h in rs.hosts
+        ]
         if layout.sharded:
             targets.append((layout.mongos_host, "mongos", None))
         for host, role, set_name in targets:
