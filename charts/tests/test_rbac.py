@@ -61,7 +61,7 @@ def modules() -> Iterator[tuple[Path, ast.Module]]:
             yield path, ast.parse(path.read_text())
 
 
-def string_constants(tree: ast.Module) -> dict[str, str]:
+def literals(tree: ast.Module) -> dict[str, str]:
     return {
         target.id: node.value.value
         for node in tree.body
@@ -69,6 +69,21 @@ def string_constants(tree: ast.Module) -> dict[str, str]:
         and isinstance(node.value.value, str)
         for target in node.targets if isinstance(target, ast.Name)
     }  # fmt: skip
+
+
+KIND_NAMES = literals(ast.parse((CODE / "api" / "kinds.py").read_text()))
+
+
+def string_constants(tree: ast.Module) -> dict[str, str]:
+    """A module's names bound to a string: assigned a literal, or a kind name imported from
+    mongobench.api.kinds (`from mongobench.api.kinds import MONGOCLUSTER as KIND`)."""
+    imported = {
+        alias.asname or alias.name: KIND_NAMES[alias.name]
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom) and node.module == "mongobench.api.kinds"
+        for alias in node.names
+    }
+    return literals(tree) | imported
 
 
 def kube_call(node: ast.AST) -> str | None:
@@ -257,5 +272,5 @@ def test_the_derivation_sees_calls_of_every_kind() -> None:
     assert ("batch", "jobs", "create") in found  # a built Job, applied
     assert ("batch", "jobs", "watch") in found  # kopf.on.event("batch", "v1", "jobs")
     assert ("", "configmaps", "update") in found  # granted onward to client pods
-    assert ("mongobench.io", "benchmarkexperiments/status", "patch") in found  # KIND constant
+    assert ("mongobench.io", "benchmarkexperiments/status", "patch") in found  # KIND, imported
     assert ("kopf.dev", "clusterkopfpeerings", "patch") in found

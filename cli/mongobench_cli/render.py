@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 from rich import box
-from rich.console import Console, Group
+from rich.console import Group
 from rich.constrain import Constrain
 from rich.padding import Padding
 from rich.table import Table
@@ -763,7 +763,7 @@ def describe(run: LoadedRun, confidence: float = stats.DEFAULT_CONFIDENCE) -> Gr
     obj = run.run
     measured = records.measured(obj)
     parts: list[Any] = [_overview_grid(records.overview(obj, run.origin)), _plan_table(obj)]
-    parts += validity_notes(records.plan_rows(obj))
+    parts += validity_notes(records.steps(obj))
     if measured:
         parts.append(_summary_table(run, confidence))
         parts.append(_cpu_table(measured))
@@ -1282,11 +1282,6 @@ def _resource_group(g: Mapping[str, Any] | None) -> str:
 
 def yaml_dump(obj: Any) -> str:
     return yaml.safe_dump(obj, sort_keys=False)
-
-
-def print_lines(console: Console, lines: Iterable[str]) -> None:
-    for line in lines:
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def _pct(value: Any) -> str:

@@ -10,8 +10,9 @@ a `Clock` to call.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
+from typing import Any
 
 Clock = Callable[[], datetime]
 
@@ -37,3 +38,9 @@ def seconds_since(stamp: str | None, now: datetime) -> float | None:
     if not stamp:
         return None
     return (now - parse_rfc3339(stamp)).total_seconds()
+
+
+def age_seconds(meta: Mapping[str, Any], now: datetime) -> float:
+    """Seconds since an object's metadata.creationTimestamp; 0 without one, or with one ahead of
+    `now` (the apiserver's clock may run ahead of the operator's)."""
+    return max(seconds_since(meta.get("creationTimestamp"), now) or 0.0, 0.0)

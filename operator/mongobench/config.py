@@ -9,9 +9,27 @@ import zlib
 from dataclasses import dataclass, field
 
 from mongobench.mongo.budget import MONGO_CLIENTS
-from mongobench.mongocluster.networkpolicy import Peers
 from mongobench_archive import ArchiveError
 from mongobench_archive.layout import parse_location
+
+# The label Kubernetes gives every namespace, its name: selects a namespace by name.
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+@dataclass(frozen=True)
+class Peers:
+    """Who besides a MongoCluster's own pods and clients may connect under its NetworkPolicy
+    (mongocluster.networkpolicy); the defaults are the install's: release `mongobench` in
+    namespace `mongobench`, and kube-prometheus-stack in `monitoring`."""
+
+    operator_namespace: str = "mongobench"
+    # Sorted (key, value) pairs: the chart's selector labels of the operator's pods.
+    operator_pod_labels: tuple[tuple[str, str], ...] = (
+        ("app.kubernetes.io/component", "operator"),
+        ("app.kubernetes.io/name", "mongobench"),
+    )
+    # The scraper's namespaces when the spec names none (spec.networkPolicy.scraperNamespaceLabels).
+    scraper_namespace_labels: tuple[tuple[str, str], ...] = ((NAMESPACE_NAME_LABEL, "monitoring"),)
 
 
 @dataclass(frozen=True)

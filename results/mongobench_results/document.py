@@ -150,14 +150,6 @@ def busy_microseconds(operations: dict[str, Any]) -> float:
     return total
 
 
-def primitive_operations(operations: dict[str, Any]) -> int:
-    return sum(
-        e["count"] + e["errors"]
-        for name, e in operations.items()
-        if name not in COMPOSITE_OPS and not e.get("composite")
-    )
-
-
 def littles_law(
     operations: dict[str, Any], window_s: float, expected: float, *, throttled: bool
 ) -> dict[str, Any]:

@@ -715,12 +715,6 @@ def verdict(changes: Sequence[Change], acks: Sequence[Ack]) -> Verdict:
 # --- views -------------------------------------------------------------------------------------
 
 
-def regressions_of(changes: Iterable[Change], uid: str) -> list[Change]:
-    """The changes for the worse whose first point after is the run `uid`: that run's result
-    is a change point for the worse (the operator's condition Regressed)."""
-    return [c for c in changes if c.regression and c.after.uid == uid]
-
-
 def grafana_rows(history: History, changes: Sequence[Change]) -> list[dict[str, Any]]:
     """One flat row per point, for Grafana's Infinity data source (JSON, `time` as the time
     field, the key columns as labels): `change` marks the first point after a change point,

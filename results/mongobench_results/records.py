@@ -623,11 +623,6 @@ def warning_groups(found: Sequence[tuple[str, str]]) -> list[tuple[str, list[str
     return list(groups.items())
 
 
-def plan_rows(run: Mapping[str, Any]) -> list[StepView]:
-    """The plan as status knows it (every step, with its phase)."""
-    return steps(run)
-
-
 def workloads(runs: Sequence[Mapping[str, Any]]) -> list[str]:
     seen: dict[str, None] = {}
     for run in runs:

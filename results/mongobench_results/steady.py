@@ -216,10 +216,3 @@ def _judge_whole(values: Sequence[float], interval_seconds: float) -> Steadiness
         points=n,
         interval_seconds=interval_seconds,
     )
-
-
-def trim_warmup(values: Sequence[float], verdict: Steadiness) -> list[float]:
-    """The series without its warm-up (unchanged without one)."""
-    if verdict.warmup_seconds is None:
-        return list(values)
-    return list(values[round(verdict.warmup_seconds / verdict.interval_seconds) :])

@@ -68,14 +68,6 @@ def test_a_small_real_shift_does_not_count() -> None:
     assert steady.judge_series(values).steady  # but 2% is below MIN_SHIFT
 
 
-def test_trim_warmup_cuts_the_warm_up_only() -> None:
-    values = series(60, 0.03, warmup=10)
-    verdict = steady.judge_series(values)
-    trimmed = steady.trim_warmup(values, verdict)
-    assert verdict.warmup_seconds is not None
-    assert len(trimmed) == 60 - round(verdict.warmup_seconds)
-
-
 def test_the_partial_first_and_last_intervals_are_neither_warm_up_nor_shift() -> None:
     # A duration-bounded trial as the demo measured it: 25 full seconds between a first interval
     # holding the client's start and a last one cut off by the deadline (a third of the level).

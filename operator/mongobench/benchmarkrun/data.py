@@ -27,9 +27,8 @@ from mongobench.mongo.model import (
     Zone,
 )
 from mongobench.mongo.pool import AdminPool
+from mongobench.mongocluster.interface import Cluster
 from mongobench.mongocluster.layout import ClusterLayout
-from mongobench.mongocluster.provision import desired
-from mongobench.mongocluster.reconcile import administration
 
 
 class ClusterData(DataOps):
@@ -40,11 +39,11 @@ class ClusterData(DataOps):
     def prepare(self, spec: BenchmarkRunSpec, cluster: Mapping[str, Any] | None) -> str:
         if cluster is None:
             return "external database: the collection is used as it is"
-        d = desired(self.kube, cluster, cluster.get("status") or {})
+        c = Cluster.of(self.kube, cluster)
         indexes = index_specs(spec)
-        with administration(self.kube, d, self.admins) as (admin, _):
-            if d.layout.sharded:
-                mongos = Mongos((d.layout.mongos_host,))
+        with c.administration(self.admins) as admin:
+            if c.layout.sharded:
+                mongos = Mongos((c.layout.mongos_host,))
                 sharding = sharding_spec(spec)
                 admin.check_sharding(mongos, sharding)  # a layout MongoDB refuses: nothing done
                 admin.drop_collection(mongos, spec.database, spec.collection)
@@ -56,7 +55,7 @@ class ClusterData(DataOps):
                     f"{spec.database}.{spec.collection} recreated, sharded on "
                     f"{sharding.description}{', ' + moved if moved else ''}{_indexes_note(indexes)}"
                 )
-            (rs,) = d.layout.replica_sets
+            (rs,) = c.layout.replica_sets
             admin.drop_collection(rs.to_spec(), spec.database, spec.collection)
             admin.ensure_collection(rs.to_spec(), spec.database, spec.collection, indexes)
             return f"{spec.database}.{spec.collection} recreated{_indexes_note(indexes)}"
@@ -66,11 +65,11 @@ class ClusterData(DataOps):
     ) -> dict[str, Any] | None:
         if cluster is None:
             return None
-        d = desired(self.kube, cluster, cluster.get("status") or {})
-        if not d.layout.sharded:
+        c = Cluster.of(self.kube, cluster)
+        if not c.layout.sharded:
             return None
-        with administration(self.kube, d, self.admins) as (admin, _):
-            mongos = Mongos((d.layout.mongos_host,))
+        with c.administration(self.admins) as admin:
+            mongos = Mongos((c.layout.mongos_host,))
             return admin.distribution(mongos, spec.database, spec.collection).as_status()
 
     def set_profiler(
@@ -80,9 +79,9 @@ class ClusterData(DataOps):
         level: int,
         slow_ms: int | Mapping[str, int] | None,
     ) -> dict[str, int]:
-        d = desired(self.kube, cluster, cluster.get("status") or {})
-        with administration(self.kube, d, self.admins) as (admin, _):
-            return admin.set_profiler(data_sets(d.layout), spec.database, level, slow_ms)
+        c = Cluster.of(self.kube, cluster)
+        with c.administration(self.admins) as admin:
+            return admin.set_profiler(data_sets(c.layout), spec.database, level, slow_ms)
 
     def slow_operations(
         self,
@@ -92,10 +91,10 @@ class ClusterData(DataOps):
         until: datetime | None,
         top: int,
     ) -> tuple[SlowOperation, ...]:
-        d = desired(self.kube, cluster, cluster.get("status") or {})
-        with administration(self.kube, d, self.admins) as (admin, _):
+        c = Cluster.of(self.kube, cluster)
+        with c.administration(self.admins) as admin:
             return admin.slow_operations(
-                data_sets(d.layout), spec.database, since, until, top, sharded=d.layout.sharded
+                data_sets(c.layout), spec.database, since, until, top, sharded=c.layout.sharded
             )
 
     def disk_use(
@@ -103,17 +102,17 @@ class ClusterData(DataOps):
     ) -> dict[str, Any] | None:
         if cluster is None:  # no administrator credentials for an external database
             return None
-        d = desired(self.kube, cluster, cluster.get("status") or {})
-        with administration(self.kube, d, self.admins) as (admin, _):
-            use = admin.disk_use(_writes_to(d.layout), spec.database, spec.collection)
+        c = Cluster.of(self.kube, cluster)
+        with c.administration(self.admins) as admin:
+            use = admin.disk_use(_writes_to(c.layout), spec.database, spec.collection)
         return {"collections": [use.as_status()]}
 
     def drop(self, spec: BenchmarkRunSpec, cluster: Mapping[str, Any] | None) -> str:
         if cluster is None:
             return "external database: nothing dropped (no administrator credentials)"
-        d = desired(self.kube, cluster, cluster.get("status") or {})
-        target = _writes_to(d.layout)
-        with administration(self.kube, d, self.admins) as (admin, _):
+        c = Cluster.of(self.kube, cluster)
+        target = _writes_to(c.layout)
+        with c.administration(self.admins) as admin:
             dropped = admin.drop_collection(target, spec.database, spec.collection)
         return f"{spec.database}.{spec.collection} {'dropped' if dropped else 'was already gone'}"
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
@@ -28,6 +27,7 @@ from mongobench.config import OperatorConfig
 from mongobench.k8s.api import KubeApi
 from mongobench.k8s.client import ApiError
 from mongobench.mongo.errors import MongoAdminError
+from mongobench.mongocluster.interface import Cluster
 
 if TYPE_CHECKING:  # the pool is the caller's
     from mongobench.mongo.pool import AdminPool
@@ -40,8 +40,6 @@ REVISION_ENV = "MONGOBENCH_REVISION"
 IMAGE_ENV = "MONGOBENCH_IMAGE"
 EXPERIMENT_LABEL = "mongobench.io/experiment"  # experiment.objects' label on the runs it creates
 PROMETHEUS_TIMEOUT = 5.0
-# The keys of a cluster's Secrets that hold secrets: passwords, the keyfile, connection URIs.
-SECRET_KEY = re.compile(r"password|keyfile|uri|secret|token", re.IGNORECASE)
 
 
 def operator_build() -> dict[str, Any]:
@@ -110,43 +108,17 @@ def node_metrics(
     )
 
 
-def _layout_and_secrets(kube: KubeApi, cluster: Mapping[str, Any]) -> tuple[Any, Any, list[str]]:
-    """The cluster's desired state and every secret value it has (its Secrets, and those the
-    user named): values never to be stored."""
-    # Imported here: the MongoCluster's desired state loads with the first upload (the idle
-    # operator loads none of it).
-    from mongobench.mongocluster.provision import (  # noqa: PLC0415
-        cluster_secrets,
-        desired,
-        read_secrets,
-    )
-
-    d = desired(kube, cluster, cluster.get("status") or {})
-    layout = d.layout
-    own = cluster_secrets(kube, layout)
-    names = [layout.admin_secret, layout.benchmark_secret, layout.operator_secret]
-    named = read_secrets(kube, layout, [layout.keyfile_secret, *names], own)
-    values = [
-        v
-        for secret in (*own.values(), *named.values())
-        for k, v in secret.items()
-        if SECRET_KEY.search(k)  # not the usernames or database names beside them
-    ]
-    return d, layout, sorted({v for v in values if v})
-
-
 def servers(
-    kube: KubeApi, d: Any, admins: AdminPool, missing: list[str]
+    cluster: Cluster, admins: AdminPool, missing: list[str]
 ) -> tuple[list[prov.ServerObservation], str | None]:
     """Every member's and one mongos's own description, and the FCV."""
-    from mongobench.mongocluster.reconcile import administration  # noqa: PLC0415
-    from mongobench.mongocluster.rolling import fcv_target  # noqa: PLC0415
-
-    layout = d.layout
+    layout = cluster.layout
     observed: list[prov.ServerObservation] = []
     fcv: str | None = None
-    with administration(kube, d, admins) as (admin, _):
-        targets = [(h, rs.role.value, rs.name) for rs in layout.replica_sets for h in rs.hosts]
+    with cluster.administration(admins) as admin:
+        targets: list[tuple[str, str, str | None]] = [
+            (h, rs.role.value, rs.name) for rs in layout.replica_sets for h in rs.hosts
+        ]
         if layout.sharded:
             targets.append((layout.mongos_host, "mongos", None))
         for host, role, set_name in targets:
@@ -158,7 +130,7 @@ def servers(
                 )
             )
         try:
-            fcv = admin.feature_compatibility_version(fcv_target(layout))
+            fcv = admin.feature_compatibility_version(cluster.fcv_target())
         except MongoAdminError as exc:
             missing.append(f"featureCompatibilityVersion: {exc}")
     return observed, fcv
@@ -230,9 +202,10 @@ def collect(
     secrets: list[str] = []
     if cluster is not None:
         try:
-            d, _, secrets = _layout_and_secrets(kube, cluster)
+            target = Cluster.of(kube, cluster)
+            secrets = target.secret_values()
             if admins is not None and not known_servers(previous):
-                observed, fcv = servers(kube, d, admins, missing)
+                observed, fcv = servers(target, admins, missing)
         except (MongoAdminError, ApiError, LookupError, KeyError, ValueError) as exc:
             missing.append(f"servers: {exc}")
     experiment = None

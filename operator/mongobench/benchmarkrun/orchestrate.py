@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec, Scenario
+from mongobench.api.kinds import BENCHMARKRUN as KIND
 from mongobench.benchmarkrun import (
     cost,
     cpu_monitor,
@@ -43,7 +44,7 @@ from mongobench.benchmarkrun.decide import (
 )
 from mongobench.benchmarkrun.plan import Step, make_plan
 from mongobench.benchmarkrun.reruns import with_reruns
-from mongobench.clock import Clock, parse_rfc3339, rfc3339, seconds_since
+from mongobench.clock import Clock, age_seconds, parse_rfc3339, rfc3339
 from mongobench.config import OperatorConfig
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.api import KubeApi
@@ -59,7 +60,6 @@ from mongobench_results.merge import merge_documents
 __all__ = ["TERMINAL", "Outcome", "advance", "drop_data", "result_configmaps", "snapshot"]
 
 log = logging.getLogger("mongobench.benchmarkrun")
-KIND = "BenchmarkRun"
 
 
 @dataclass
@@ -295,9 +295,7 @@ class _Advance:
             seen,
             job=job,
             scenario_problem=self.scenario_problem(scenarios_to_check(seen, job is not None)),
-            age_seconds=max(
-                seconds_since(self.meta.get("creationTimestamp"), self.now) or 0.0, 0.0
-            ),
+            age_seconds=age_seconds(self.meta, self.now),
         )
 
     def scenario_problem(self, scenarios: Sequence[tuple[str, Scenario]]) -> tuple[str, str] | None:

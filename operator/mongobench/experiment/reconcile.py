@@ -12,9 +12,10 @@ from datetime import datetime
 from typing import Any
 
 from mongobench.api import BenchmarkExperimentSpec, SpecError
+from mongobench.api.kinds import BENCHMARKEXPERIMENT as KIND
 from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.benchmarkrun import repetitions as reps
-from mongobench.clock import rfc3339, seconds_since
+from mongobench.clock import age_seconds, rfc3339
 from mongobench.config import OperatorConfig
 from mongobench.experiment import archive as summary_archive
 from mongobench.experiment import history, objects
@@ -27,7 +28,6 @@ from mongobench.mongocluster.layout import cluster_layout
 from mongobench_results import compare, duet, records, stats, summary
 from mongobench_results.adaptive import Policy
 
-KIND = "BenchmarkExperiment"
 TERMINAL = (cond.RUN_SUCCEEDED, cond.RUN_FAILED)
 
 
@@ -83,10 +83,6 @@ def _dry_run(kube: KubeApi, obj: Mapping[str, Any], what: str) -> None:
         if exc.status in (400, 422):
             raise SpecError(f"the {what} would be refused: {exc.message}") from exc
         raise
-
-
-def _age(obj: Mapping[str, Any], now: datetime) -> float:
-    return seconds_since(obj["metadata"].get("creationTimestamp"), now) or 0.0
 
 
 def advance(kube: KubeApi, namespace: str, name: str, now: datetime) -> Outcome | None:
@@ -336,7 +332,7 @@ def _observed(
             g: sched.ObservedCluster(
                 (c.get("status") or {}).get("phase"),
                 bool(c["metadata"].get("deletionTimestamp")),
-                _age(c, now),
+                age_seconds(c["metadata"], now),
             )
             for g, c in clusters.items()
         },

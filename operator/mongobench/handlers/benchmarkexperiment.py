@@ -14,14 +14,13 @@ from typing import Any
 
 import kopf
 
+from mongobench.api.kinds import BENCHMARKEXPERIMENT as KIND
 from mongobench.clock import wall
 from mongobench.config import OperatorConfig
 from mongobench.handlers.common import BENCHMARKEXPERIMENT, refusals, settled
 from mongobench.k8s import conditions as cond
 from mongobench.observability.metrics import instrumented
 from mongobench.state import state_of
-
-KIND = "BenchmarkExperiment"
 
 
 def _advance(memo: kopf.Memo, namespace: str, name: str) -> None:

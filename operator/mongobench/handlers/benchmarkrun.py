@@ -17,6 +17,8 @@ import kopf
 
 from mongobench.api import BenchmarkRunSpec, SpecError
 from mongobench.api.benchmarkrun import cluster_of
+from mongobench.api.kinds import BENCHMARKRUN as KIND
+from mongobench.api.kinds import MONGOCLUSTER as MONGOCLUSTER_KIND
 from mongobench.api.names import check_benchmarkrun_name
 from mongobench.api.schema import field_of
 from mongobench.benchmarkrun import jobs
@@ -31,8 +33,6 @@ from mongobench.observability import metrics
 from mongobench.observability.metrics import SKIPPED, Skipped, instrumented
 from mongobench.state import state_of
 
-KIND = "BenchmarkRun"
-MONGOCLUSTER_KIND = "MongoCluster"  # the key its cluster's events report under
 ARCHIVE_UPLOAD = "BenchmarkRun/archive"  # one upload of a run at a time (not its state machine)
 TARGET_LOCK = "BenchmarkRun/target"  # one start decision at a time per target (benchmarkrun/queue)
 

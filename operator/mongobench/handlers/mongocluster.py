@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import kopf
 
+from mongobench.api.kinds import MONGOCLUSTER as KIND
 from mongobench.clock import wall
 from mongobench.handlers.common import (
     MONGOCLUSTER,
@@ -32,8 +33,6 @@ from mongobench.state import state_of
 
 if TYPE_CHECKING:
     from mongobench.mongocluster.platform import PlatformFacts
-
-KIND = "MongoCluster"
 
 
 @kopf.on.resume(*MONGOCLUSTER)

@@ -187,7 +187,6 @@ _RESOURCES: dict[str, tuple[str, str, bool]] = {
     "RoleBinding": ("apis/rbac.authorization.k8s.io/v1", "rolebindings", True),
     "StorageClass": ("apis/storage.k8s.io/v1", "storageclasses", False),
     "PodMonitor": ("apis/monitoring.coreos.com/v1", "podmonitors", True),
-    "ServiceMonitor": ("apis/monitoring.coreos.com/v1", "servicemonitors", True),
     "Certificate": ("apis/cert-manager.io/v1", "certificates", True),
     "MongoCluster": ("apis/mongobench.io/v1alpha1", "mongoclusters", True),
     "BenchmarkRun": ("apis/mongobench.io/v1alpha1", "benchmarkruns", True),

@@ -16,7 +16,8 @@ the built objects), ``reconcile`` (observe, wire, publish status and Events), ``
 (member restarts), ``rotate`` (credential rotation), ``storage`` (claim growth),
 ``tls_secrets`` (Certificates or issued certificate Secrets), ``roll_tls`` (the steps of a roll
 between TLS modes), ``wire`` (MongoDB administration
-through a ``MongoAdmin`` handle), ``deletion`` (finalizer).
+through a ``MongoAdmin`` handle), ``deletion`` (finalizer), ``interface`` (what a BenchmarkRun
+may ask of its cluster: layout, administration handle, secret values).
 """
 
 PURE_MODULES = (
@@ -47,6 +48,7 @@ PURE_MODULES = (
 )
 IO_MODULES = (
     "deletion",
+    "interface",
     "provision",
     "reconcile",
     "roll_tls",

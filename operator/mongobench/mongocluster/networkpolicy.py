@@ -13,31 +13,13 @@ and an egress rule would have to name the apiserver's address, which a pure buil
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from mongobench.api.mongocluster import MongoClusterSpec
+from mongobench.config import NAMESPACE_NAME_LABEL, Peers
 from mongobench.mongocluster import labels as lbl
 from mongobench.mongocluster.layout import PORT, ClusterLayout
 from mongobench.mongocluster.podspec import EXPORTER_PORT, object_meta
-
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
-
-
-@dataclass(frozen=True)
-class Peers:
-    """Who besides the cluster's own pods and clients may connect (OperatorConfig.network_peers;
-    the defaults are the install's: release `mongobench` in namespace `mongobench`, and
-    kube-prometheus-stack in `monitoring`)."""
-
-    operator_namespace: str = "mongobench"
-    # Sorted (key, value) pairs: the chart's selector labels of the operator's pods.
-    operator_pod_labels: tuple[tuple[str, str], ...] = (
-        ("app.kubernetes.io/component", "operator"),
-        ("app.kubernetes.io/name", "mongobench"),
-    )
-    # The scraper's namespaces when the spec names none (spec.networkPolicy.scraperNamespaceLabels).
-    scraper_namespace_labels: tuple[tuple[str, str], ...] = ((NAMESPACE_NAME_LABEL, "monitoring"),)
 
 
 def _operator(peers: Peers) -> dict[str, Any]:

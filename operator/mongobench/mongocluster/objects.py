@@ -1,16 +1,15 @@
-"""All desired objects of a MongoCluster, in apply order, and their canonical YAML."""
+"""All desired objects of a MongoCluster, in apply order."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-import yaml
-
 from mongobench.api.mongocluster import MongoClusterSpec
+from mongobench.config import Peers
 from mongobench.mongocluster.layout import ClusterLayout
 from mongobench.mongocluster.mongos import build_mongos_deployment
-from mongobench.mongocluster.networkpolicy import Peers, build_network_policies
+from mongobench.mongocluster.networkpolicy import build_network_policies
 from mongobench.mongocluster.pdb import build_pdbs
 from mongobench.mongocluster.platform import Preset
 from mongobench.mongocluster.podmonitor import build_pod_monitor
@@ -43,8 +42,3 @@ def build_workload_objects(
     if monitor is not None:
         out.append(monitor)
     return out
-
-
-def to_yaml(objects: list[dict[str, Any]]) -> str:
-    """One multi-document YAML; same objects, same bytes (keys sorted, no flow style)."""
-    return yaml.safe_dump_all(objects, sort_keys=True, default_flow_style=False, width=120)

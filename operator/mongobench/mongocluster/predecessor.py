@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-KIND = "MongoCluster"
+from mongobench.api.kinds import MONGOCLUSTER as KIND
 
 
 def foreign(obj: Mapping[str, Any], uid: str) -> bool:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from mongobench.api.kinds import MONGOCLUSTER as KIND
 from mongobench.clock import Clock, rfc3339
 from mongobench.config import OperatorConfig
 from mongobench.k8s.api import KubeApi
@@ -90,8 +91,6 @@ from mongobench.mongocluster.tls_secrets import (
 from mongobench.mongocluster.wire import Passwords, wire
 
 log = logging.getLogger("mongobench.mongocluster")
-
-KIND = "MongoCluster"
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from mongobench.api.kinds import MONGOCLUSTER as KIND
 from mongobench.clock import Clock, rfc3339
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.api import KubeApi
@@ -42,8 +43,6 @@ from mongobench.mongocluster.tls_roll import (
     template_mode,
     toward,
 )
-
-KIND = "MongoCluster"
 
 
 def advance(

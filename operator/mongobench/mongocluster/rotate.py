@@ -15,6 +15,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
+from mongobench.api.kinds import MONGOCLUSTER as KIND
 from mongobench.clock import rfc3339, seconds_since
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.api import KubeApi
@@ -48,7 +49,6 @@ from mongobench.mongocluster.rotation import (
 
 log = logging.getLogger("mongobench.mongocluster")
 
-KIND = "MongoCluster"
 NEXT = "nextPassword"
 Administration = Callable[[], AbstractContextManager[tuple[MongoAdmin, Any]]]
 

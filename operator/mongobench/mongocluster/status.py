@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mongobench.clock import parse_rfc3339, seconds_since
 from mongobench.k8s import conditions as c
 from mongobench.k8s.conditions import ConditionStatus, set_condition
 from mongobench.mongo.model import DrainingProgress, ServerFacts
@@ -96,15 +97,6 @@ class Observed:
     # What a deleted MongoCluster of the same name left that garbage collection has yet to
     # delete (predecessor.py): said in Ready while nothing of this cluster's runs.
     predecessor: str | None = None
-
-
-def seconds_since(created: str, now: str) -> float:
-    from datetime import datetime  # noqa: PLC0415 - keeps the module's import surface small
-
-    def parse(t: str) -> datetime:
-        return datetime.fromisoformat(t.replace("Z", "+00:00"))
-
-    return round((parse(now) - parse(created)).total_seconds(), 1)
 
 
 @dataclass(frozen=True)
@@ -237,12 +229,13 @@ def compute_timings(
     """Deploy timings, each recorded once: pods ready, wired, first Ready (seconds after
     `created`, measured at `clock`)."""
     timings = dict(previous)
+    elapsed = round(seconds_since(created, parse_rfc3339(clock)) or 0.0, 1)
     if pods_ready and "provisionedSeconds" not in timings:
-        timings["provisionedSeconds"] = seconds_since(created, clock)
+        timings["provisionedSeconds"] = elapsed
     if pods_ready and wired and "configuredSeconds" not in timings:
-        timings["configuredSeconds"] = seconds_since(created, clock)
+        timings["configuredSeconds"] = elapsed
     if phase == c.PHASE_READY and "readySeconds" not in timings:
-        timings["readySeconds"] = seconds_since(created, clock)
+        timings["readySeconds"] = elapsed
     return timings
 
 

@@ -85,3 +85,16 @@ def test_handlers_pass_the_clock_in() -> None:
     ):
         p = inspect.signature(fn).parameters[param]
         assert p.default is inspect.Parameter.empty, f"{fn.__qualname__}: {param} has a default"
+
+
+def test_an_objects_age_is_the_seconds_since_its_creation_and_never_negative() -> None:
+    """Unit tier: the one "seconds since creation" helper the controllers share (a run waits for
+    its scenarios, an experiment times out a cluster by it)."""
+    from datetime import UTC, datetime
+
+    from mongobench.clock import age_seconds
+
+    now = datetime(2026, 1, 1, 12, 0, 30, tzinfo=UTC)
+    assert age_seconds({"creationTimestamp": "2026-01-01T12:00:00Z"}, now) == 30.0
+    assert age_seconds({}, now) == 0.0  # not created yet (a body built locally)
+    assert age_seconds({"creationTimestamp": "2026-01-01T12:01:00Z"}, now) == 0.0  # clock skew

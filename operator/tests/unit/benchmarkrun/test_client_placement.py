@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rendered import to_yaml
 
 from mongobench.api import BenchmarkRunSpec, SpecError
 from mongobench.benchmarkrun.jobs import CLUSTER_LABEL, RUN_LABEL, STEP_LABEL, RunRef, build_job
 from mongobench.benchmarkrun.plan import make_plan
 from mongobench.mongocluster.labels import client_labels, component_labels
-from mongobench.mongocluster.objects import to_yaml
 
 pytestmark = pytest.mark.unit
 

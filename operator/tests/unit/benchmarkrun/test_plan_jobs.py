@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
+from rendered import to_yaml
 
 from mongobench.api import BenchmarkRunSpec
 from mongobench.benchmarkrun.jobs import (
@@ -27,7 +28,6 @@ from mongobench.benchmarkrun.jobs import (
     ycsb_properties,
 )
 from mongobench.benchmarkrun.plan import make_plan
-from mongobench.mongocluster.objects import to_yaml
 
 pytestmark = pytest.mark.unit
 

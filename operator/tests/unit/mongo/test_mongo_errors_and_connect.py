@@ -116,3 +116,24 @@ def test_without_keyfile_the_bootstrap_client_is_the_hello_client_and_stays() ->
     assert connector.release_bootstrap() == 0
     assert connector.client("127.0.0.1:1", authenticate=False) is hello
     connector.close()
+
+
+def test_the_package_exports_each_name_from_its_submodule_and_nothing_else() -> None:
+    """Unit tier: mongobench.mongo's exports (listed once, in __all__) are the submodules'
+    objects; a model name loads no pymongo (pure builders import the package); others fail."""
+    import subprocess
+    import sys
+
+    import mongobench.mongo as package
+    from mongobench.mongo import admin, connect, errors, model
+
+    assert package.MongoAdmin is admin.MongoAdmin
+    assert package.Credentials is model.Credentials
+    assert package.TransientMongoError is errors.TransientMongoError
+    assert package.resolver_from_env is connect.resolver_from_env
+    assert all(getattr(package, name) is not None for name in package.__all__)
+    with pytest.raises(AttributeError):
+        package.MEMBER_STATES  # noqa: B018 - defined in model, not exported
+    code = "import sys\nfrom mongobench.mongo import Credentials\nprint('pymongo' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

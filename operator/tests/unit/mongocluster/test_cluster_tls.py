@@ -23,6 +23,7 @@ import trustme
 from cluster_fixtures import REPLICA_SET, SHARDED, STANDALONE, build
 from cryptography import x509
 from fake_kube import FakeKube, unit_clock
+from rendered import to_yaml
 
 from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.api.schema import SpecError
@@ -32,7 +33,6 @@ from mongobench.mongo.versions import capabilities
 from mongobench.mongocluster import reconcile
 from mongobench.mongocluster.certificates import CAError, issue, load_ca, reissue_reason
 from mongobench.mongocluster.layout import cluster_layout
-from mongobench.mongocluster.objects import to_yaml
 from mongobench.mongocluster.secrets import connection_secret
 from mongobench.mongocluster.tls import (
     CA_FILE,

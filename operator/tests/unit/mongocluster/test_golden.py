@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 from cluster_fixtures import COLOCATED, DEDICATED, REPLICA_SET, SHARDED, STANDALONE, build
+from rendered import to_yaml
 
-from mongobench.mongocluster.objects import to_yaml
 from mongobench.mongocluster.platform import PRESETS
 
 pytestmark = pytest.mark.unit

@@ -22,8 +22,8 @@ from mongobench.api import BenchmarkRunSpec
 from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.benchmarkrun.jobs import RunRef, build_job
 from mongobench.benchmarkrun.plan import make_plan
+from mongobench.config import Peers
 from mongobench.mongocluster.layout import cluster_layout
-from mongobench.mongocluster.networkpolicy import Peers
 from mongobench.mongocluster.objects import build_workload_objects
 from mongobench.mongocluster.platform import PRESETS
 
