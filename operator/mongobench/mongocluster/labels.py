@@ -13,6 +13,15 @@ COMPONENT = "app.kubernetes.io/component"
 CLUSTER = "mongobench.io/cluster"
 REPLSET = "mongobench.io/replset"
 
+# The Secrets whose changes the operator acts on carry this label, and it watches only those
+# (a label selector, handlers.mongocluster): the certificate Secrets it issues or has cert-manager
+# issue, and a CA Secret the user names once they label it. Its other Secrets (keyfile, users,
+# connection) are read when needed, never watched: at 200 clusters they were ~1,000 bodies for
+# kopf to list and hold, and their changes wake nothing.
+WATCH = "mongobench.io/watch"
+WATCHED = {WATCH: "true"}
+WATCH_SELECTOR = f"{WATCH}=true"
+
 
 def cluster_labels(cluster: str) -> dict[str, str]:
     """Labels shared by every object of the cluster; also the PodMonitor's pod selector."""
