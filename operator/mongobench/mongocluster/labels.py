@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
 Component = Literal["shard", "configsvr", "mongos", "replicaset", "standalone"]
 
@@ -21,6 +22,11 @@ REPLSET = "mongobench.io/replset"
 WATCH = "mongobench.io/watch"
 WATCHED = {WATCH: "true"}
 WATCH_SELECTOR = f"{WATCH}=true"
+
+
+def watched(obj: Mapping[str, Any]) -> bool:
+    """Whether the object carries the watch label."""
+    return ((obj.get("metadata") or {}).get("labels") or {}).get(WATCH) == "true"
 
 
 def cluster_labels(cluster: str) -> dict[str, str]:

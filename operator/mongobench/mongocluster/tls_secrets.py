@@ -47,6 +47,8 @@ from mongobench.mongocluster.tls import (
 )
 from mongobench.mongocluster.tls_ca import (
     CAStep,
+    CAWatch,
+    ca_watch,
     join_bundle,
     plan_ca_change,
     same_ca,
@@ -67,9 +69,6 @@ from mongobench.mongocluster.tls_renewal import (
 log = logging.getLogger("mongobench.mongocluster")
 
 CERTIFICATE_API = ("cert-manager.io/v1", "certificates")
-
-
-CAWatch = tuple[cond.ConditionStatus, str, str]  # the CASecretWatched condition
 
 
 @dataclass(frozen=True)
@@ -106,24 +105,6 @@ def ensure_tls(
     return _issue_from_ca(kube, d, owner, tls.ca_secret_name, now)
 
 
-def ca_watch(name: str, secret: Mapping[str, Any]) -> CAWatch:
-    """The CASecretWatched condition of the user's CA Secret as read: the operator watches only
-    Secrets labelled labels.WATCH, and never labels a user's Secret itself."""
-    if _watched(secret):
-        return (
-            cond.TRUE,
-            cond.LABELLED,
-            f"Secret {name} is watched: a new CA in it is taken up at once",
-        )
-    return (
-        cond.FALSE,
-        cond.LABEL_MISSING,
-        f"Secret {name} lacks the label {lbl.WATCH_SELECTOR}: a new CA in it is taken up only "
-        f"at the cluster's next sync; label it (kubectl label secret {name} "
-        f"{lbl.WATCH_SELECTOR}) to have its changes followed at once",
-    )
-
-
 def _issue_from_ca(
     kube: KubeApi, d: Desired, owner: Mapping[str, Any], ca_secret: str, now: datetime.datetime
 ) -> Issued:
@@ -151,7 +132,7 @@ def _issue_from_ca(
         raise SpecError(f"spec.tls.caSecretName: {exc}") from None
     listed = list_cluster_secrets(kube, d.layout)
     existing = decoded_by_name(listed)
-    unwatched = {s["metadata"]["name"] for s in listed if not _watched(s)}
+    unwatched = {s["metadata"]["name"] for s in listed if not lbl.watched(s)}
     requests = certificate_requests(d.layout)
     issued_now = {r.secret: existing.get(r.secret) for r in requests}
     step = _ca_step(kube, d, ca[CERT_KEY], issued_now, under_way(owner.get("status")))
@@ -185,10 +166,6 @@ def _issue_from_ca(
         log.info("issued certificate Secret %s: %s", request.secret, reason)
         issued.append(request.secret)
     return Issued(issued, ca_watch(ca_secret, found))
-
-
-def _watched(secret: Mapping[str, Any]) -> bool:
-    return ((secret.get("metadata") or {}).get("labels") or {}).get(lbl.WATCH) == "true"
 
 
 def _write(
