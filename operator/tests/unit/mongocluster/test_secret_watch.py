@@ -7,7 +7,6 @@ wakes a Ready cluster is the cluster tier's (e2e/local/tests/test_tls_roll.py)."
 from __future__ import annotations
 
 import copy
-from dataclasses import replace
 from typing import Any
 
 import kopf
@@ -50,7 +49,6 @@ def test_kopf_lists_and_watches_only_the_secrets_labelled_for_watching(
     create = OperatorState.create
     api = RecordingApi(Credentials(server="http://127.0.0.1:9"))  # never asked
     monkeypatch.setattr(OperatorState, "create", staticmethod(lambda **kw: create(api, **kw)))
-    replace(OperatorConfig.current()).make_current()
     settings, memo = kopf.OperatorSettings(), kopf.Memo()
     try:
         main.configure(settings=settings, memo=memo)
