@@ -13,6 +13,7 @@ import kopf
 import mongobench.handlers  # noqa: F401 - importing registers the handlers
 from mongobench import memory
 from mongobench.config import OperatorConfig
+from mongobench.handlers.mongocluster import SECRETS_SELECTED
 from mongobench.k8s.api import REPORTING_COMPONENT
 from mongobench.k8s.credentials import CredentialsError
 from mongobench.k8s.peering import PauseRelay, relayed
@@ -63,6 +64,9 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     # whole body (managedFields too): under a burst, every child's (Secrets, StatefulSets,
     # Jobs) for 5 s by default. A worker started again costs a task, not a request.
     settings.queueing.idle_timeout = QUEUE_IDLE_SECONDS
+    # Secrets: only the labelled ones are listed and watched (handlers.mongocluster says why).
+    secrets, selector = SECRETS_SELECTED
+    settings.watching.label_selectors[secrets] = selector
     settings.watching.server_timeout = 270
     settings.watching.client_timeout = 300
     # kopf's own requests (patches, Events) time out too, as mongobench.k8s.client's do.

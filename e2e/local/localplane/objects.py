@@ -30,16 +30,18 @@ def get(api: k8s.ApiClient, namespace: str, plural: str, name: str) -> dict[str,
     return dict(obj)
 
 
-def ca_secret(name: str, ca: trustme.CA) -> dict[str, Any]:
-    """The Secret holding a CA's certificate and key (`tls.crt`, `tls.key`)."""
+def ca_secret(name: str, ca: trustme.CA, *, watched: bool = True) -> dict[str, Any]:
+    """The Secret holding a CA's certificate and key (`tls.crt`, `tls.key`), labelled for the
+    operator to watch as docs/operations/tls.md asks (`watched`: False leaves the label off)."""
 
     def b64(data: bytes) -> str:
         return base64.b64encode(data).decode()
 
+    labels = {"mongobench.io/watch": "true"} if watched else {}
     return {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": {"name": name},
+        "metadata": {"name": name, "labels": labels},
         "type": "kubernetes.io/tls",
         "data": {"tls.crt": b64(ca.cert_pem.bytes()), "tls.key": b64(ca.private_key_pem.bytes())},
     }

@@ -4,8 +4,8 @@ peering elects one active replica among several; with the real Prometheus Operat
 chart adds its monitors, which the real Prometheus Operator's Prometheus selects by label, and
 a MongoCluster + BenchmarkRun flow (created from Git the way the experiments chart renders it, a
 changed run becoming a new run) succeeds under its RBAC, which the apiserver's audit log shows
-is no wider than what the operator calls; upgrade and uninstall leave nothing behind but the
-CRDs and the user's resources.
+is no wider than what the operator calls (and Secrets asked for only by label); upgrade and
+uninstall leave nothing behind but the CRDs and the user's resources.
 
 What stands in, as in test_benchmarkrun.py: KWOK for the operator's own pod (the operator runs as
 a process with the chart ServiceAccount's token), the wire model for mongod's replica-set state,
@@ -20,6 +20,7 @@ import os
 import subprocess
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import pymongo
 import pytest
@@ -276,11 +277,18 @@ def granted(api: k8s.ApiClient) -> set[tuple[str, str, str]]:
     return out
 
 
+def operator_events(plane: Plane) -> list[dict[str, Any]]:
+    """The audit events of the operator's requests for objects."""
+    return [
+        e
+        for e in plane.audit_events()
+        if e.get("user", {}).get("username") == OPERATOR_USER and "objectRef" in e
+    ]
+
+
 def used(plane: Plane) -> tuple[set[tuple[str, str, str]], list[str]]:
     calls, denied = set(), []
-    for event in plane.audit_events():
-        if event.get("user", {}).get("username") != OPERATOR_USER or "objectRef" not in event:
-            continue
+    for event in operator_events(plane):
         ref = event["objectRef"]
         resource = ref["resource"] + (f"/{ref['subresource']}" if ref.get("subresource") else "")
         calls.add((ref.get("apiGroup", ""), resource, event["verb"]))
@@ -426,6 +434,15 @@ def test_chart_with_monitoring_runs_a_gitops_flow_under_its_rbac_then_upgrades_a
     assert calls <= grants, calls - grants
     unused = grants - calls
     assert unused <= set(UNEXERCISED), "\n".join(map(str, sorted(unused - set(UNEXERCISED))))
+    # RBAC cannot grant by label, so the audit log shows it: the operator asked for Secrets
+    # only by label (kopf's watch for mongobench.io/watch=true, a cluster's own by its name).
+    secrets = [
+        unquote(e["requestURI"])
+        for e in operator_events(plane)
+        if e["objectRef"]["resource"] == "secrets" and e["verb"] in ("list", "watch")
+    ]
+    assert secrets and all("labelSelector=" in uri for uri in secrets), secrets
+    assert any("labelSelector=mongobench.io/watch=true" in uri for uri in secrets), secrets
 
     # Upgrade: the CRDs' release first (as documented), then values that drop objects; they go.
     helm(plane, "upgrade", "mb-crds", str(CRDS_CHART), "-n", OPERATOR_NS, "--wait")

@@ -204,6 +204,9 @@ def test_a_new_ca_replaces_the_old_through_a_trust_bundle_with_no_client_refused
         assert all(dial(a, old_trust, old_client) for a in addresses)
         before = observe()
         assert seen[-1][1:3] == ((old_subject,), old_subject), seen
+        # Labelled (ca_secret): the user's replacement below wakes the cluster by its event.
+        (watched,) = [c for c in before["conditions"] if c["type"] == "CASecretWatched"]
+        assert watched["status"] == "True", watched
         seen.clear()
         model.refused.clear()
         with StartingClients(kube_api, namespace, addresses, tmp_path) as clients:

@@ -397,11 +397,13 @@ def test_x509_members_are_ready_with_tls_required_and_the_keyfile_refused(
 ) -> None:  # fmt: skip
     """memberAuth x509: every member runs --clusterAuthMode x509 (the model then refuses the
     keyfile) and the operator bootstraps as __system by presenting its client certificate,
-    whose O and OU are the members' (the model verifies it against the member's ca.crt)."""
+    whose O and OU are the members' (the model verifies it against the member's ca.crt). The CA
+    Secret lacks the watch label: the certificates come from it, CASecretWatched says False."""
     hosts = [f"tx-rs0-{i}.tx-rs0-hl.{namespace}.svc.cluster.local:27017" for i in range(MEMBERS)]
     for host in hosts:
         model.member(host)
-    apply(plane, namespace, ca_secret(CA_SECRET, ca))
+    # A CA Secret as a user creates it, without the watch label: used all the same.
+    apply(plane, namespace, ca_secret(CA_SECRET, ca, watched=False))
     operator = start(plane, namespace, model, tmp_path / "operator.log")
     manifest = cluster({"enabled": True, "caSecretName": CA_SECRET, "memberAuth": "x509"})
     manifest["metadata"]["name"] = "tx"
@@ -427,6 +429,8 @@ def test_x509_members_are_ready_with_tls_required_and_the_keyfile_refused(
         operator.stop()
 
     assert status["phase"] == "Ready", status
+    (watched,) = [c for c in status["conditions"] if c["type"] == "CASecretWatched"]
+    assert (watched["status"], watched["reason"]) == ("False", "LabelMissing"), watched
     mongod = next(c for c in sts.spec.template.spec.containers if c.name == "mongod")
     assert mongod.args[mongod.args.index("--clusterAuthMode") + 1] == "x509"
     assert mongod.args[mongod.args.index("--tlsMode") + 1] == "requireTLS"

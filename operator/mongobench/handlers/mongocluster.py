@@ -159,12 +159,17 @@ def _follow_certificates(memo: kopf.Memo, body: Mapping[str, Any], deleted: bool
             state.dependents.follow(key, followed, None, wake)
 
 
-@kopf.on.event("", "v1", "secrets")
+# Only the Secrets labelled labels.WATCH: the server filters the list and the watch (main.py
+# sets the selector, SECRETS_SELECTED); the handler's own filter says the same in kopf's terms.
+SECRETS_SELECTED = (("", "v1", "secrets"), lbl.WATCH_SELECTOR)
+
+
+@kopf.on.event(*SECRETS_SELECTED[0], labels=lbl.WATCHED)
 async def secret_changed(
     body: kopf.Body, meta: kopf.Meta, type: str | None, memo: kopf.Memo, **_: Any
 ) -> None:
-    """A Secret holding a certificate changed: the clusters following it wake (only its digest
-    is kept, k8s.dependents; other Secrets are ignored at once)."""
+    """A watched Secret holding a certificate changed: the clusters following it wake (only its
+    digest is kept, k8s.dependents; a watched Secret without a certificate is ignored)."""
     from mongobench.mongocluster.tls_secrets import certificate_state
 
     current = certificate_state(body.get("data") or {})

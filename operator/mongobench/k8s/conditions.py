@@ -36,6 +36,7 @@ CONFIGURED = "Configured"
 UPDATED = "Updated"
 STORAGE_RESIZED = "StorageResized"
 PLACEMENT_FEASIBLE = "PlacementFeasible"
+CA_SECRET_WATCHED = "CASecretWatched"  # noqa: S105 - a condition type
 SUCCEEDED = "Succeeded"
 CLUSTER_READY = "ClusterReady"
 SCENARIO_READY = "ScenarioReady"
@@ -79,6 +80,8 @@ NOT_EXPANDABLE = "NotExpandable"
 ENOUGH_NODES = "EnoughNodes"
 NOT_ENOUGH_NODES = "NotEnoughNodes"
 PODS_PLACED = "Placed"
+LABELLED = "Labelled"
+LABEL_MISSING = "LabelMissing"
 
 # --- BenchmarkRun reasons -----------------------------------------------------------------------
 RUN_SUCCEEDED = "Succeeded"
@@ -224,6 +227,18 @@ CONDITIONS: tuple[ConditionDoc, ...] = (
             "scheduler's to judge)",
             NOT_ENOUGH_NODES: "fewer nodes qualify than the rules need: the message says how "
             "many of each; the pods stay Pending until nodes are added or the rules relaxed",
+        },
+    ),
+    ConditionDoc(
+        CA_SECRET_WATCHED,
+        ("MongoCluster",),
+        "the operator watches the CA Secret named in spec.tls.caSecretName (it carries the label "
+        "mongobench.io/watch=true), so a new CA in it is taken up at once; absent without a CA "
+        "Secret",
+        {
+            LABELLED: "the Secret carries the label",
+            LABEL_MISSING: "the Secret lacks the label: it is still read at each sync, but its "
+            "changes wake nothing; the message says how to label it (the operator never does)",
         },
     ),
     ConditionDoc(

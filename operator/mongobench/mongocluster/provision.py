@@ -176,10 +176,15 @@ def read_secrets(
 
 
 def read_secret(kube: KubeApi, namespace: str, name: str) -> dict[str, str]:
+    return _decoded(get_secret(kube, namespace, name))
+
+
+def get_secret(kube: KubeApi, namespace: str, name: str) -> Mapping[str, Any]:
+    """The Secret as the API gives it; LookupError when it does not exist."""
     secret = kube.get("Secret", namespace, name)
     if secret is None:
         raise LookupError(f"Secret {namespace}/{name} does not exist")
-    return _decoded(secret)
+    return secret
 
 
 def delete_shard_objects(kube: KubeApi, layout: ClusterLayout, shard: ReplicaSetLayout) -> bool:

@@ -502,10 +502,12 @@ def _sync(
     )
     mongos_waiting = mongos_step.waiting if mongos_step else None
     fcv = status.get("featureCompatibilityVersion")
+    ca_watch = None
     if not deleting and d.target.tls.ca_secret_name is not None and d.target.tls.enabled:
         # Certificates from the CA Secret: reissued near their end or for a new CA, woken by
-        # the CA Secret's events and by recheck_in (provision issues them the first time).
-        ensure_tls(kube, d, body, now)
+        # the CA Secret's events (once labelled) and by recheck_in (provision issues them the
+        # first time).
+        ca_watch = ensure_tls(kube, d, body, now).ca_watch
     if ready and not deleting and rotation.under_way(body):
         # Before the wiring: it logs in with the Secrets' passwords, which a rotation changes.
         for event in rotate_safely(kube, body, d, admins, now):
@@ -542,6 +544,7 @@ def _sync(
         storage=(resize.status, resize.reason, resize.message) if resize else None,
         retiring=tuple(rs.name for rs in retiring),
         placement=placement,
+        ca_watch=ca_watch,
     )
     new, changed = _new_status(body, d, observed, mongo.fcv, now)
     replicas = reapply(

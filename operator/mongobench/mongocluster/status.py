@@ -97,6 +97,9 @@ class Observed:
     # What a deleted MongoCluster of the same name left that garbage collection has yet to
     # delete (predecessor.py): said in Ready while nothing of this cluster's runs.
     predecessor: str | None = None
+    # CASecretWatched condition (status, reason, message), from tls_secrets.ca_watch; None:
+    # no CA Secret named, the condition is left out.
+    ca_watch: tuple[ConditionStatus, str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -299,10 +302,15 @@ def compute_conditions(
         updates.append((c.UPDATED, c.TRUE, c.CURRENT, "every member runs the current template"))
     if observed.storage is not None:
         updates.append((c.STORAGE_RESIZED, *observed.storage))
-    if observed.placement is not None:
-        updates.append((c.PLACEMENT_FEASIBLE, *observed.placement))
-    else:  # the rules were dropped from the spec: so is what was said about them
-        previous = [k for k in previous or () if k.get("type") != c.PLACEMENT_FEASIBLE]
+    optional = (
+        (c.PLACEMENT_FEASIBLE, observed.placement),
+        (c.CA_SECRET_WATCHED, observed.ca_watch),
+    )
+    for type_, update in optional:
+        if update is not None:
+            updates.append((type_, *update))
+        else:  # what it was about was dropped from the spec: so is what was said about it
+            previous = [k for k in previous or () if k.get("type") != type_]
     conditions = previous
     for type_, value, reason, message in updates:
         conditions = set_condition(

@@ -140,7 +140,8 @@ def certificate(
     labels = dict(lbl.cluster_labels(layout.name))
     body: dict[str, Any] = {
         "secretName": request.secret,
-        "secretTemplate": {"labels": dict(labels)},
+        # Watched: a renewal cert-manager writes wakes the cluster (labels.WATCH).
+        "secretTemplate": {"labels": labels | lbl.WATCHED},
         "commonName": request.common_name,
         "subject": {
             "organizations": [request.organization],

@@ -19,6 +19,9 @@ carried certificates during a change queues the next one at once (reconcile.tls_
 
 Benchmark clients read ``ca.crt`` of the client Secret at their start: through the whole change
 it holds a CA that signed the members' leaves (the old one until Reissuing, both meanwhile).
+
+What starts a change is the CA Secret's event, once the user labelled it for the operator to
+watch (``ca_watch``: the CASecretWatched condition says whether they did).
 """
 
 from __future__ import annotations
@@ -28,8 +31,29 @@ from dataclasses import dataclass
 from typing import Any
 
 from mongobench.k8s import conditions as cond
+from mongobench.mongocluster import labels as lbl
 
 PEM_END = "-----END CERTIFICATE-----"
+
+CAWatch = tuple[cond.ConditionStatus, str, str]  # the CASecretWatched condition
+
+
+def ca_watch(name: str, secret: Mapping[str, Any]) -> CAWatch:
+    """The CASecretWatched condition of the user's CA Secret as read: the operator watches only
+    Secrets labelled labels.WATCH, and never labels a user's Secret itself."""
+    if lbl.watched(secret):
+        return (
+            cond.TRUE,
+            cond.LABELLED,
+            f"Secret {name} is watched: a new CA in it is taken up at once",
+        )
+    return (
+        cond.FALSE,
+        cond.LABEL_MISSING,
+        f"Secret {name} lacks the label {lbl.WATCH_SELECTOR}: a new CA in it is taken up only "
+        f"at the cluster's next sync; label it (kubectl label secret {name} "
+        f"{lbl.WATCH_SELECTOR}) to have its changes followed at once",
+    )
 
 
 def split_bundle(text: str) -> tuple[str, ...]:

@@ -26,8 +26,15 @@ from mongobench.k8s.api import KubeApi
 from mongobench.k8s.client import owner_reference
 from mongobench.mongo.admin import MongoAdmin
 from mongobench.mongo.versions import capabilities
+from mongobench.mongocluster import labels as lbl
 from mongobench.mongocluster.layout import cluster_layout
-from mongobench.mongocluster.provision import Desired, cluster_secrets, read_secret
+from mongobench.mongocluster.provision import (
+    Desired,
+    cluster_secrets,
+    decoded_by_name,
+    get_secret,
+    list_cluster_secrets,
+)
 from mongobench.mongocluster.rolling import rolled
 from mongobench.mongocluster.secrets import secret
 from mongobench.mongocluster.tls import (
@@ -40,6 +47,8 @@ from mongobench.mongocluster.tls import (
 )
 from mongobench.mongocluster.tls_ca import (
     CAStep,
+    CAWatch,
+    ca_watch,
     join_bundle,
     plan_ca_change,
     same_ca,
@@ -62,14 +71,23 @@ log = logging.getLogger("mongobench.mongocluster")
 CERTIFICATE_API = ("cert-manager.io/v1", "certificates")
 
 
+@dataclass(frozen=True)
+class Issued:
+    """What ensure_tls did: the Secrets the operator (re)wrote, and whether the CA Secret the
+    spec names is watched (None: no CA Secret, cert-manager issues)."""
+
+    secrets: list[str] = field(default_factory=list)
+    ca_watch: CAWatch | None = None
+
+
 def ensure_tls(
     kube: KubeApi, d: Desired, owner: Mapping[str, Any], now: datetime.datetime
-) -> list[str]:
-    """Make the cluster's certificates exist; returns the Secrets (re)issued by the operator.
-    By the spec as written: a cluster rolling onto TLS has them before its first step."""
+) -> Issued:
+    """Make the cluster's certificates exist. By the spec as written: a cluster rolling onto
+    TLS has them before its first step."""
     tls = d.target.tls
     if not tls.enabled:
-        return []
+        return Issued()
     ref = owner_reference(owner)
     if tls.issuer_ref is not None:
         # Detected on every apply, not assumed: cert-manager may be installed after the operator.
@@ -82,14 +100,14 @@ def ensure_tls(
         for obj in build_certificates(d.target, d.layout):
             obj["metadata"]["ownerReferences"] = [ref]
             kube.apply(obj)
-        return []
+        return Issued()
     assert tls.ca_secret_name is not None  # admission: exactly one source
     return _issue_from_ca(kube, d, owner, tls.ca_secret_name, now)
 
 
 def _issue_from_ca(
     kube: KubeApi, d: Desired, owner: Mapping[str, Any], ca_secret: str, now: datetime.datetime
-) -> list[str]:
+) -> Issued:
     """Each certificate issued from the CA Secret when absent, near its end or for other names,
     and a new CA carried through the trust bundle (tls_ca); the Secrets written."""
     # Loaded with the first cluster that issues from a CA Secret: `cryptography` is ~8 MiB
@@ -104,14 +122,17 @@ def _issue_from_ca(
 
     ref = owner_reference(owner)
     try:
-        ca = read_secret(kube, d.layout.namespace, ca_secret)
+        found = get_secret(kube, d.layout.namespace, ca_secret)
     except LookupError as exc:
         raise SpecError(f"spec.tls.caSecretName: {exc}") from None
+    ca = decoded_by_name([found])[ca_secret]
     try:
         load_ca(ca, ca_secret)
     except CAError as exc:
         raise SpecError(f"spec.tls.caSecretName: {exc}") from None
-    existing = cluster_secrets(kube, d.layout)
+    listed = list_cluster_secrets(kube, d.layout)
+    existing = decoded_by_name(listed)
+    unwatched = {s["metadata"]["name"] for s in listed if not lbl.watched(s)}
     requests = certificate_requests(d.layout)
     issued_now = {r.secret: existing.get(r.secret) for r in requests}
     step = _ca_step(kube, d, ca[CERT_KEY], issued_now, under_way(owner.get("status")))
@@ -135,18 +156,23 @@ def _issue_from_ca(
         else:
             reason = None if values else "not issued yet"
         if reason is None:
+            if values and request.secret in unwatched:
+                # Issued by an operator that watched every Secret: labelled, values kept.
+                _write(kube, d, ref, request.secret, values)
+                issued.append(request.secret)
             continue
         values = issue(ca, ca_secret, request, now, bundle)
         _write(kube, d, ref, request.secret, values)
         log.info("issued certificate Secret %s: %s", request.secret, reason)
         issued.append(request.secret)
-    return issued
+    return Issued(issued, ca_watch(ca_secret, found))
 
 
 def _write(
     kube: KubeApi, d: Desired, ref: Mapping[str, Any], name: str, values: Mapping[str, str]
 ) -> None:
     manifest = secret(name, d.layout, dict(values))
+    manifest["metadata"]["labels"] |= lbl.WATCHED  # its changes wake the cluster
     manifest["type"] = "kubernetes.io/tls"
     manifest["metadata"]["ownerReferences"] = [ref]
     kube.apply(manifest)
