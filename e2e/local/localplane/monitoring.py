@@ -406,6 +406,7 @@ class Monitoring(Prometheus):
     """The running stack: a `Prometheus` (query, url) plus the operator's parts."""
 
     plane: Plane | None = None
+    interval: str = "1s"  # the Prometheus resource's scrapeInterval
     started_in: float = 0.0  # seconds from start to the operator ready and a first scrape
     errors: list[str] = field(default_factory=list)  # of the Secret sync thread
     node_exporters: dict[str, int] = field(default_factory=dict)  # node -> its loopback port
@@ -424,6 +425,39 @@ class Monitoring(Prometheus):
             yield
         finally:
             self._containers.remove(source)
+
+    @contextmanager
+    def scrape_interval(self, interval: str, timeout: float = 90) -> Iterator[None]:
+        """While inside: the stack scrapes every ``interval`` (the Prometheus resource's, as an
+        installation's own), loaded before this returns; then back to what it was. For a test
+        that needs another interval than the session stack's."""
+        before = self.interval
+        self._set_interval(interval, timeout)
+        try:
+            yield
+        finally:
+            self._set_interval(before, timeout)
+
+    def _set_interval(self, interval: str, timeout: float) -> None:
+        assert self.plane is not None
+        patch = {"spec": {"scrapeInterval": interval, "evaluationInterval": interval}}
+        self.plane.kubectl(
+            "patch", "prometheus", PROMETHEUS_NAME, "-n", NAMESPACE, "--type=merge",
+            "-p", json.dumps(patch),
+        )  # fmt: skip
+        _wait(
+            self,
+            lambda: self.loaded_config()["global"]["scrape_interval"] == interval,
+            time.monotonic() + timeout,
+            f"configuration scraping every {interval}",
+        )
+        self.interval = interval
+
+    def loaded_config(self) -> dict[str, Any]:
+        """The configuration Prometheus runs (/api/v1/status/config)."""
+        with urllib.request.urlopen(f"{self.url}/api/v1/status/config", timeout=5) as resp:
+            config: dict[str, Any] = yaml.safe_load(json.load(resp)["data"]["yaml"])
+        return config
 
     def cadvisor_path(self, path: str) -> str | None:
         """The stack's cAdvisor endpoint: CADVISOR_PATH of each node (local_config)."""
@@ -635,7 +669,7 @@ def start_monitoring(
     workdir.mkdir(parents=True, exist_ok=True)
     prom_port = free_port()
     # node_exporter_port: none of its own (one per node: Monitoring.node_exporters)
-    server = Monitoring(prom_port, 0, workdir, [], plane=plane)
+    server = Monitoring(prom_port, 0, workdir, [], plane=plane, interval=scrape_interval)
     config, rendered = workdir / "prometheus.yml", workdir / "rendered" / "prometheus.env.yaml"
     secret_file, rules = workdir / "secret" / "prometheus.yaml.gz", workdir / "rules"
     for d in (rendered.parent, secret_file.parent, rules / RULE_FILES):
