@@ -664,7 +664,8 @@ def start_monitoring(
     plane: Plane, workdir: Path, *, scrape_interval: str = "1s", timeout: float = 120
 ) -> Monitoring:
     """The stack against ``plane`` (whose Prometheus Operator CRDs are applied), returned once
-    the operator's configuration is loaded and node-exporter's first scrape is queryable."""
+    the operator's configuration is loaded and every node's node-exporter (one per pod of the
+    DaemonSet) has a first scrape queryable under its node's name."""
     began = time.monotonic()
     workdir.mkdir(parents=True, exist_ok=True)
     prom_port = free_port()
