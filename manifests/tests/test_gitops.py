@@ -181,6 +181,7 @@ def test_an_entry_and_an_experiment_of_one_name_stay_apart() -> None:
     """Entry `ycsb-a` of the chart and a BenchmarkExperiment `ycsb-a` in one namespace: the
     experiment finds only its own runs (the operator's reconcile, the CLI's describe use
     mongobench.io/experiment), and the entry's label selects only the entry's run."""
+    from mongobench.api import BenchmarkExperimentSpec
     from mongobench.experiment import matrix, objects, reconcile
 
     rendered = docs(experiments(EXAMPLE))
@@ -197,8 +198,11 @@ def test_an_entry_and_an_experiment_of_one_name_stay_apart() -> None:
             ],
         },
     }  # fmt: skip
-    m = matrix.expand(experiment["spec"])
-    own = [objects.run(experiment, m, matrix.Slot(c, 1)) for c in range(len(m.cells))]
+    spec = BenchmarkExperimentSpec.parse(experiment["spec"])
+    m = matrix.expand(spec)
+    own = [
+        objects.run(experiment["metadata"], spec, m, matrix.Slot(c, 1)) for c in range(len(m.cells))
+    ]
     in_namespace = [{**r, "metadata": {**r["metadata"], "namespace": "bench"}} for r in entry_runs]
     kube = _Listed(*in_namespace, *own)
     _, runs = reconcile._children(kube, "bench", "ycsb-a")  # type: ignore[arg-type]

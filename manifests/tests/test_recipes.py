@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from localplane.tools import REPO
-from mongobench.api import MongoClusterSpec
+from mongobench.api import BenchmarkExperimentSpec, MongoClusterSpec
 from mongobench.experiment import matrix as mx
 from mongobench.mongocluster.layout import cluster_layout
 from mongobench.mongocluster.placement import feasibility
@@ -182,7 +182,7 @@ def test_each_study_pool_holds_its_largest_cell_and_no_node_more(
         nodes = have[role]
         studied.add(role)
         needed = 0
-        for group in mx.expand(spec).groups:
+        for group in mx.expand(BenchmarkExperimentSpec.parse(spec)).groups:
             cluster = MongoClusterSpec.parse(dict(group))
             layout = cluster_layout("study", "studies", cluster)
             pool = [

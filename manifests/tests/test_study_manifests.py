@@ -19,7 +19,7 @@ import yaml
 from localplane.plane import kubectl_path
 from localplane.schemas import REPO_CRDS, load_crds, validate
 from localplane.tools import REPO
-from mongobench.api import BenchmarkRunSpec, MongoClusterSpec
+from mongobench.api import BenchmarkExperimentSpec, BenchmarkRunSpec, MongoClusterSpec
 from mongobench.benchmarkrun.plan import make_plan
 from mongobench.experiment import matrix as mx
 from mongobench.k8s.quantity import parse_quantity
@@ -75,7 +75,7 @@ def test_every_cell_of_a_study_parses_and_plans(build: Path) -> None:
     runs: list[dict[str, Any]] = []
     for doc in docs:
         if doc["kind"] == "BenchmarkExperiment":
-            matrix = mx.expand(doc["spec"])
+            matrix = mx.expand(BenchmarkExperimentSpec.parse(doc["spec"]))
             clusters += [dict(g) for g in matrix.groups]
             runs += [{**c.run_spec, "clusterRef": {"name": "cell"}} for c in matrix.cells]
         elif doc["kind"] == "MongoCluster":
@@ -102,7 +102,7 @@ def test_reduced_studies_are_small_enough_for_the_local_plane() -> None:
         for doc in kustomize(folder / "reduced"):
             if doc["kind"] == "BenchmarkExperiment":
                 assert doc["spec"]["repetitions"] == 1
-                assert len(mx.expand(doc["spec"]).cells) <= 4, folder
+                assert len(mx.expand(BenchmarkExperimentSpec.parse(doc["spec"])).cells) <= 4, folder
                 run = doc["spec"]["run"]
             elif doc["kind"] == "BenchmarkRun":
                 run = doc["spec"]
@@ -140,7 +140,7 @@ def test_study_1_loads_the_thesis_records_on_its_vm_size_sampling_cpu_every_seco
     both clouds' builds."""
     for build in ("full", "openstack"):
         (doc,) = kustomize(STUDIES / "1-aws-vs-openstack" / build)
-        matrix = mx.expand(doc["spec"])
+        matrix = mx.expand(BenchmarkExperimentSpec.parse(doc["spec"]))
         for cell in matrix.cells:
             assert cell.run_spec["load"]["recordCount"] == 8_000_000
             assert cell.run_spec["monitoring"] == {"cpuResolutionSeconds": 1}
@@ -163,7 +163,7 @@ def test_study_2_reads_each_id_once_from_clients_on_the_mongods_node() -> None:
             for d in kustomize(STUDIES / "2-cloud-write-concerns" / size)
             if d["kind"] == "BenchmarkExperiment"
         ]
-        for cell in mx.expand(experiment["spec"]).cells:
+        for cell in mx.expand(BenchmarkExperimentSpec.parse(experiment["spec"])).cells:
             run = BenchmarkRunSpec.parse(
                 _with_run_defaults({**cell.run_spec, "clusterRef": {"name": "c"}})
             )
