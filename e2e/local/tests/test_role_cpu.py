@@ -9,15 +9,13 @@ CLI. What stands in: the wire model for the sharded cluster's state, and FerretD
 router: the clients' mongos URI is rewritten to FerretDB, so the process that serves the routed
 traffic is FerretDB. It is started in its own cgroup, which the harness's cAdvisor labels as the
 mongos pod's `mongos` container, as a kubelet would label it, so the CPU and memory the status
-shows are what the router's work really took. Prometheus scrapes them as
-kube-prometheus-stack's kubelet ServiceMonitor does (localplane.monitoring).
+shows are what the router's work really took.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -30,9 +28,9 @@ from localplane import cgroups
 from localplane.executor import PodExecutor, pod_executor, rewrite_hosts
 from localplane.ferretdb import FerretDB, running_ferretdb
 from localplane.mongomodel import MongoModel
-from localplane.monitoring import Monitoring
 from localplane.operator import wait_until
 from localplane.plane import Plane
+from localplane.prometheus import Prometheus, set_cadvisor_targets
 from mongobench.mongocluster import labels
 
 pytestmark = pytest.mark.cluster
@@ -107,25 +105,26 @@ def test_sharded_run_status_has_mongos_cpu_and_memory_and_compare_prints_them(
     ferretdb: FerretDB,
     executor: PodExecutor,
     router_cgroup: cgroups.ContainerCgroup,
-    monitoring: Monitoring,
+    prometheus_server: Prometheus,
     prometheus: str,
     tmp_path: Path,
 ) -> None:
     register_sharded(model, namespace, CLUSTER, 2)
     core = k8s.CoreV1Api(kube_api)
     operator = bmr.start(plane, namespace, model, tmp_path / "operator.log", prometheus, kube_api)
-    stack = ExitStack()
+    server = None
     try:
         sharded_cluster(plane, namespace, kube_api)
         selector = f"{labels.CLUSTER}={CLUSTER},{labels.COMPONENT}=mongos"
         routers = core.list_namespaced_pod(namespace, label_selector=selector).items
         assert len(routers) == 1, [p.metadata.name for p in routers]
         router = routers[0]
-        # The stand-in's cgroup, labelled as the router's container (it serves the clients),
-        # in its node's kubelet cAdvisor series beside the clients' containers.
+        # The stand-in's cgroup, labelled as the router's container (it serves the clients).
         key = (namespace, router.metadata.name, "mongos", router.spec.node_name or "")
-        stack.enter_context(monitoring.kubelet_containers(lambda: [(key, router_cgroup)]))
-        stack.enter_context(monitoring.kubelet_containers(executor.running_containers))
+        server = cgroups.serve(lambda: cgroups.cadvisor_text([(key, router_cgroup)]))
+        set_cadvisor_targets(
+            prometheus_server, [executor.serve_cadvisor(), int(server.server_address[1])]
+        )
         bmr.apply(
             plane,
             namespace,
@@ -141,7 +140,9 @@ def test_sharded_run_status_has_mongos_cpu_and_memory_and_compare_prints_them(
         )
         run = bmr.wait_run(kube_api, namespace, "routed", ("Succeeded", "Failed"), timeout=300)
     finally:
-        stack.close()
+        set_cadvisor_targets(prometheus_server, [])
+        if server is not None:
+            server.shutdown()
         operator.stop()
     status = run["status"]
     assert status["phase"] == "Succeeded", status.get("conditions")
