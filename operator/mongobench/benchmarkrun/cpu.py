@@ -409,10 +409,19 @@ def query_range(
     prom_url: str, promql: str, start: float, end: float, step: float, *, timeout: float = 5.0
 ) -> list[dict[str, Any]]:
     """``/api/v1/query_range``; the matrix result, or CpuUnavailable with the reason."""
-    qs = urllib.parse.urlencode(
-        {"query": promql, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}"}
-    )
-    url = f"{prom_url.rstrip('/')}/api/v1/query_range?{qs}"
+    params = {"query": promql, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}"}
+    return _prometheus(prom_url, "query_range", params, timeout)
+
+
+def query_instant(prom_url: str, promql: str, *, timeout: float = 5.0) -> list[dict[str, Any]]:
+    """``/api/v1/query`` as of now; the vector result, or CpuUnavailable with the reason."""
+    return _prometheus(prom_url, "query", {"query": promql}, timeout)
+
+
+def _prometheus(
+    prom_url: str, endpoint: str, params: Mapping[str, str], timeout: float
+) -> list[dict[str, Any]]:
+    url = f"{prom_url.rstrip('/')}/api/v1/{endpoint}?{urllib.parse.urlencode(params)}"
     if not url.startswith(("http://", "https://")):
         raise CpuUnavailable(f"Prometheus URL {prom_url!r} is not http(s)")
     try:

@@ -9,7 +9,9 @@ run, deleted at cleanup), and keeps only the two series the CPU figures need
 (``node_cpu_seconds_total`` and ``node_uname_info``). It selects every node-exporter pod, not
 only the run's nodes: the clients' nodes are known only once their Job is scheduled, and a
 Prometheus Operator takes seconds to a minute to load a changed monitor, so a monitor made per
-step would miss the start of its window.
+step would miss the start of its window. Even one made at the start can be late for a short
+prepare: the next Job waits for the series (decide.WaitForCpuScrape, within
+CPU_SCRAPE_WAIT_SECONDS).
 
 Its series carry their own ``job`` label (:func:`job_label`): the run's CPU queries select it
 (the cluster's own node-exporter job keeps scraping at its interval, and summing both would

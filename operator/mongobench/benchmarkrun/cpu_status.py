@@ -22,13 +22,15 @@ from mongobench.benchmarkrun import cpu_monitor, jobs, neighbours, roles
 from mongobench.benchmarkrun.cpu import (
     ContainerSeries,
     CpuReport,
+    CpuUnavailable,
     NodeMapping,
     ResourceProfile,
     query_containers,
+    query_instant,
     query_window,
     step_window,
 )
-from mongobench.benchmarkrun.orchestrate import CpuQuery
+from mongobench.benchmarkrun.orchestrate import CpuQuery, ScrapeProbe
 from mongobench.benchmarkrun.resources import query_resources
 from mongobench.config import OperatorConfig
 from mongobench.k8s.api import KubeApi
@@ -65,6 +67,23 @@ def node_mapping(config: OperatorConfig) -> NodeMapping:
         label=config.prometheus_node_label,
         aliases=dict(config.prometheus_node_aliases),
     )
+
+
+def fine_cpu_scraped(config: OperatorConfig) -> ScrapeProbe | None:
+    """Whether Prometheus has a fine CPU job's series yet (one instant query); None without a
+    Prometheus. An unreachable Prometheus counts as scraped: it holds no step, and the step's
+    CPU says why it is missing (CPUCollected)."""
+    if not config.prometheus_url:
+        return None
+    url = config.prometheus_url
+
+    def scraped(job: str) -> bool:
+        try:
+            return bool(query_instant(url, f'count(node_cpu_seconds_total{{job="{job}"}})'))
+        except CpuUnavailable:
+            return True
+
+    return scraped
 
 
 def cpu_for_step(kube: KubeApi, config: OperatorConfig) -> CpuQuery | None:

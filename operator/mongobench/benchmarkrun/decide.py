@@ -15,6 +15,10 @@ Decision rules (first match wins):
   Finish           every step succeeded
   Prepare          the current step is prepare (drop and create the collection)
   CleanUp          the current step is cleanup (the cleanup policies), then finish
+  WaitForRotation  the next Job waits while the cluster's credentials rotate
+  WaitForCpuScrape the next Job waits until Prometheus has the run's finer CPU series (its
+                   PodMonitor loaded and scraped), for at most CPU_SCRAPE_WAIT_SECONDS after
+                   the run's start: a window opened before would miss its first seconds
   CreateJob        the step's Job does not exist and was never recorded as Running
   RecoverLostJob   the Job vanished while Running: keep what its clients reported, then fail
   WaitForJob       the Job runs (recorded as Running first if created just before a restart)
@@ -53,6 +57,7 @@ ActionKind = Literal[
     "RecoverLostJob",
     "WaitForJob",
     "WaitForRotation",
+    "WaitForCpuScrape",
     "Collect",
     "CollectFailed",
 ]
@@ -74,6 +79,10 @@ TERMINAL = (cond.RUN_SUCCEEDED, cond.RUN_FAILED)
 # How long a run not started yet waits for a missing scenario ConfigMap (or key) before failing:
 # a ConfigMap applied after its BenchmarkRun is no mistake; one never applied is.
 SCENARIO_WAIT_SECONDS = 60.0
+# How long a started run's next Job waits for its finer CPU series (cpu_monitor): a Prometheus
+# Operator takes seconds to a minute to load a new PodMonitor, then Prometheus reloads. Past it
+# the steps go on, measured at Prometheus' own interval and saying so (cpu_status).
+CPU_SCRAPE_WAIT_SECONDS = 120.0
 
 
 @dataclass(frozen=True)
@@ -92,6 +101,10 @@ class Observed:
     age_seconds: float = 0.0  # since the run's creation
     # Where it waits for its target (queue.place_in_queue); None: started, or nothing ahead.
     queue: Place | None = None
+    # The run asks a finer CPU resolution and Prometheus has none of its series yet (read only
+    # before a step's Job, within CPU_SCRAPE_WAIT_SECONDS of the start).
+    cpu_scrape_missing: bool = False
+    since_start_seconds: float = 0.0
 
     @property
     def started(self) -> bool:
@@ -305,11 +318,28 @@ def _step_action(
             # Its clients would read the URI while passwords change (mongocluster/rotation.py).
             why = "waiting for the cluster's credential rotation before the next step"
             return Action("WaitForRotation", step, why, cluster_condition, start)
+        if not lost and waits_for_cpu_scrape(observed):
+            why = (
+                f"waiting for Prometheus to scrape the run's finer CPU series "
+                f"(at most {CPU_SCRAPE_WAIT_SECONDS:g} s from the start)"
+            )
+            return Action("WaitForCpuScrape", step, why, cluster_condition, start)
         kind: ActionKind = "RecoverLostJob" if lost else "CreateJob"
         return Action(kind, step, "", cluster_condition, start)
     adopt = entry.get("phase") == cond.STEP_PENDING
     kind, why = job_outcome(job)
     return Action(kind, step, why, cluster_condition, start, adopt)
+
+
+def waits_for_cpu_scrape(observed: Observed) -> bool:
+    """The next Job waits for the run's finer CPU series while Prometheus lacks them, within
+    the wait. (Every plan starts with prepare: the run's PodMonitor, made on the pass that
+    starts it, exists before any Job's pass.)"""
+    return (
+        observed.spec.monitoring.cpu_resolution_seconds is not None
+        and observed.cpu_scrape_missing
+        and observed.since_start_seconds < CPU_SCRAPE_WAIT_SECONDS
+    )
 
 
 def job_outcome(job: Mapping[str, Any]) -> tuple[ActionKind, str]:

@@ -31,6 +31,7 @@ from mongobench.benchmarkrun import (
 )
 from mongobench.benchmarkrun.cpu import CpuUnavailable
 from mongobench.benchmarkrun.decide import (
+    CPU_SCRAPE_WAIT_SECONDS,
     TERMINAL,
     Action,
     Observed,
@@ -44,7 +45,7 @@ from mongobench.benchmarkrun.decide import (
 )
 from mongobench.benchmarkrun.plan import Step, make_plan
 from mongobench.benchmarkrun.reruns import with_reruns
-from mongobench.clock import Clock, age_seconds, parse_rfc3339, rfc3339
+from mongobench.clock import Clock, age_seconds, parse_rfc3339, rfc3339, seconds_since
 from mongobench.config import OperatorConfig
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.api import KubeApi
@@ -134,6 +135,9 @@ class DataOps:
 # (run, step entry, start, end) -> the step's resource profile {"cpu": ..., "resources": ...}
 # (benchmarkrun.cpu_status.cpu_for_step).
 CpuQuery = Callable[[Mapping[str, Any], Mapping[str, Any], str, str], dict[str, Any]]
+# A fine CPU scrape job's name -> whether Prometheus has its series yet
+# (benchmarkrun.cpu_status.fine_cpu_scraped).
+ScrapeProbe = Callable[[str], bool]
 
 
 def result_configmaps(
@@ -157,6 +161,7 @@ def advance(
     data: DataOps,
     *,
     cpu: CpuQuery | None = None,
+    scraped: ScrapeProbe | None = None,
     lock: AbstractContextManager[Any] | None = None,  # the run's (mongobench.state)
     target_lock: Callable[[str], AbstractContextManager[Any]] | None = None,
     clock: Clock,
@@ -176,7 +181,9 @@ def advance(
         if target_lock is not None and "startTime" not in status:
             guard = target_lock("/".join(queue.target_of(run.get("spec") or {})))
         with guard:
-            outcome = _Advance(kube, run, status, config, data, cpu=cpu, clock=clock).go()
+            outcome = _Advance(
+                kube, run, status, config, data, cpu=cpu, scraped=scraped, clock=clock
+            ).go()
     for event in outcome.events:  # outside the run's lock: a slow apiserver holds no pass
         kube.event(run, *event)
     return outcome
@@ -192,6 +199,7 @@ class _Advance:
         data: DataOps,
         *,
         cpu: CpuQuery | None,
+        scraped: ScrapeProbe | None = None,
         clock: Clock,
     ) -> None:
         self.kube = kube
@@ -208,6 +216,7 @@ class _Advance:
         self.config = config
         self.data = data
         self.cpu = cpu
+        self.scraped = scraped
         self.outcome = Outcome(run=run)
         self.spec = BenchmarkRunSpec.parse(dict(run["spec"]))
         planned = knee.with_knee(self.spec, make_plan(self.spec), status)
@@ -291,12 +300,33 @@ class _Advance:
         if read_job and reads_job(seen):
             assert seen.step is not None
             job = self.kube.get("Job", self.ns, seen.step.job_name(self.name))
+        since_start = seconds_since(seen.status.get("startTime"), self.now) or 0.0
         return replace(
             seen,
             job=job,
             scenario_problem=self.scenario_problem(scenarios_to_check(seen, job is not None)),
             age_seconds=age_seconds(self.meta, self.now),
+            cpu_scrape_missing=job is None and self.cpu_scrape_missing(seen, since_start),
+            since_start_seconds=since_start,
         )
+
+    def cpu_scrape_missing(self, seen: Observed, since_start: float) -> bool:
+        """Before a step's Job of a started run that asks a finer CPU resolution, within the
+        wait (decide.CPU_SCRAPE_WAIT_SECONDS): whether Prometheus lacks its series yet. Asked
+        only then, and not where no PodMonitor API exists (start_cpu_monitor made none)."""
+        step = seen.step
+        if (
+            self.scraped is None
+            or self.spec.monitoring.cpu_resolution_seconds is None
+            or not seen.started
+            or step is None
+            or not step.runs_job
+            or seen.entry(step.index).get("phase", cond.STEP_PENDING) != cond.STEP_PENDING
+            or since_start >= CPU_SCRAPE_WAIT_SECONDS
+            or not self.kube.served(*cpu_monitor.API)
+        ):
+            return False
+        return not self.scraped(cpu_monitor.job_label(self.ns, self.name))
 
     def scenario_problem(self, scenarios: Sequence[tuple[str, Scenario]]) -> tuple[str, str] | None:
         """(reason, message) of the first scenario whose ConfigMap or key is missing."""
@@ -423,6 +453,7 @@ class _Advance:
             return
         if action.kind in ("WaitForCluster", "WaitForScenario", "WaitForRotation"):
             return
+
         if action.queue is not None:
             self.queued(action.queue)
             return
@@ -435,6 +466,8 @@ class _Advance:
             self.outcome.info(cond.EVENT_STARTED, f"{len(self.plan)} steps")
             self.start_cpu_monitor()
         self.steps()
+        if action.kind == "WaitForCpuScrape":  # the next pass asks Prometheus again
+            return
         step = action.step
         if action.kind == "Finish" or step is None:
             self.finish(cond.RUN_SUCCEEDED, action.message)
@@ -880,7 +913,9 @@ class _Advance:
             )
         )
         self.outcome.info(
-            cond.EVENT_CPU_RESOLUTION, f"PodMonitor {name}: node-exporter every {seconds} s"
+            cond.EVENT_CPU_RESOLUTION,
+            f"PodMonitor {name}: node-exporter every {seconds} s; the first step waits up to "
+            f"{CPU_SCRAPE_WAIT_SECONDS:g} s for Prometheus to scrape it",
         )
 
     def finish(self, phase: str, message: str) -> None:

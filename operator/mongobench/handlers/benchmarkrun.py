@@ -39,7 +39,7 @@ TARGET_LOCK = "BenchmarkRun/target"  # one start decision at a time per target (
 
 def _advance(memo: kopf.Memo, namespace: str, name: str) -> None:
     from mongobench.benchmarkrun import orchestrate
-    from mongobench.benchmarkrun.cpu_status import cpu_for_step
+    from mongobench.benchmarkrun.cpu_status import cpu_for_step, fine_cpu_scraped
 
     config = OperatorConfig.current()
     state = state_of(memo)
@@ -51,6 +51,7 @@ def _advance(memo: kopf.Memo, namespace: str, name: str) -> None:
             config,
             state.cluster_data,
             cpu=cpu_for_step(state.kube, config),
+            scraped=fine_cpu_scraped(config),
             lock=state.locks.lock(KIND, namespace, name),
             target_lock=lambda target: state.locks.lock(TARGET_LOCK, namespace, target),
             clock=wall,

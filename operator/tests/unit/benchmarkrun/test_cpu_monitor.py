@@ -89,9 +89,11 @@ def test_a_resolution_outside_1_to_60_seconds_is_refused(seconds: int) -> None:
     )
 
 
-def _advance(kube: FakeKube) -> orchestrate.Outcome | None:
+def _advance(
+    kube: FakeKube, scraped: orchestrate.ScrapeProbe | None = None
+) -> orchestrate.Outcome | None:
     """A pass of the run's controller with Prometheus configured (CONFIG)."""
-    return orchestrate.advance(kube, NS, "r", CONFIG, Data(), clock=unit_clock)
+    return orchestrate.advance(kube, NS, "r", CONFIG, Data(), scraped=scraped, clock=unit_clock)
 
 
 def test_the_run_owns_its_podmonitor_from_its_start_to_its_end() -> None:
@@ -130,3 +132,25 @@ def test_a_run_without_a_resolution_makes_no_podmonitor() -> None:
     advance(kube)
     _advance(kube)
     assert kube.verbs("apply", "PodMonitor") == [] and kube.verbs("delete", "PodMonitor") == []
+
+
+def test_the_first_job_waits_until_prometheus_has_the_runs_series() -> None:
+    """The load's Job is created only once Prometheus has the fine job's series (asked by the
+    job's name, only before a Job); without the option Prometheus is not asked."""
+    kube = FakeKube(
+        mongocluster(),
+        benchmarkrun(repetitions=1, monitoring={"cpuResolutionSeconds": 1}),
+        served=(PODMONITORS,),
+    )
+    asked: list[str] = []
+    _advance(kube, lambda job: bool(asked.append(job)))  # started and prepared; not scraped
+    assert asked == ["mongobench-cpu/ns/r"]
+    assert kube.verbs("apply", "PodMonitor") == ["r-cpu"] and kube.verbs("apply", "Job") == []
+    _advance(kube, lambda job: bool(asked.append(job)) or True)
+    assert len(asked) == 2 and len(kube.verbs("apply", "Job")) == 1
+    _advance(kube, lambda job: bool(asked.append(job)))  # the Job runs: nothing is asked
+    assert len(asked) == 2
+
+    plain = FakeKube(mongocluster(), benchmarkrun(repetitions=1), served=(PODMONITORS,))
+    _advance(plain, lambda job: bool(asked.append(job)))
+    assert len(asked) == 2 and len(plain.verbs("apply", "Job")) == 1

@@ -3,12 +3,14 @@ the operator does next for each observed state of the run, its cluster and its s
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from mongobench.api import BenchmarkRunSpec
 from mongobench.benchmarkrun.decide import (
+    CPU_SCRAPE_WAIT_SECONDS,
     Observed,
     cleanup_targets,
     collection_problem,
@@ -372,3 +374,21 @@ def test_progress_counts_the_steps_done_and_names_the_current_one() -> None:
     }
     assert progress(1, [run])["lastThroughput"] == "100 ops/s"
     assert progress(1, [run])["current"] == "done"
+
+
+def test_a_finer_cpu_resolution_holds_the_next_job_until_prometheus_has_its_series() -> None:
+    """spec.monitoring.cpuResolutionSeconds: a step's window opened before Prometheus scrapes the
+    run's PodMonitor would miss its first seconds at that resolution. The next Job waits for the
+    series, for at most CPU_SCRAPE_WAIT_SECONDS after the start; a lost Job is not held."""
+    fine = {"monitoring": {"cpuResolutionSeconds": 1}}
+    waiting = replace(observed(done(0), **fine), cpu_scrape_missing=True, since_start_seconds=5)
+    action = decide(waiting)
+    assert (action.kind, action.phase) == ("WaitForCpuScrape", "Loading"), action
+    assert action.step is not None and action.step.kind == "load"
+    assert decide(replace(waiting, cpu_scrape_missing=False)).kind == "CreateJob"
+    late = replace(waiting, since_start_seconds=CPU_SCRAPE_WAIT_SECONDS)
+    assert decide(late).kind == "CreateJob"  # measured at Prometheus' interval, and says so
+    lost = replace(waiting, status=done(0, running=1))
+    assert decide(lost).kind == "RecoverLostJob"
+    # Without the option nothing waits, whatever was observed.
+    assert decide(replace(observed(done(0)), cpu_scrape_missing=True)).kind == "CreateJob"

@@ -20,7 +20,7 @@ from fake_kube import FakeKube
 
 from mongobench.benchmarkrun import jobs
 from mongobench.benchmarkrun.cpu import ResourceProfile
-from mongobench.benchmarkrun.cpu_status import cpu_for_step
+from mongobench.benchmarkrun.cpu_status import cpu_for_step, fine_cpu_scraped
 from mongobench.config import OperatorConfig
 from mongobench.mongocluster import labels
 
@@ -246,3 +246,19 @@ def test_the_archive_asks_again_for_the_series_the_steps_figures_came_from(
     # The run's own 1 s job (never both jobs summed: that would count every CPU twice).
     assert 'job="mongobench-cpu/bench/run"' in asked and "[4s]" in asked
     assert found["cpuSeries"]["stepSeconds"] == 1
+
+
+def test_the_fine_scrape_probe_asks_for_the_runs_own_job(
+    prometheus: tuple[str, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What holds a run's next Job (decide.WaitForCpuScrape): the fine job's series, asked by
+    its name; an unreachable Prometheus holds nothing (the step's CPU says why it is missing)."""
+    url, queries = prometheus
+    scraped = fine_cpu_scraped(OperatorConfig(prometheus_url=url))
+    assert scraped is not None and scraped("mongobench-cpu/ns/r") is True
+    assert queries == ['count(node_cpu_seconds_total{job="mongobench-cpu/ns/r"})']
+    monkeypatch.setitem(FINE_SCRAPED, "yes", False)
+    assert scraped("mongobench-cpu/ns/r") is False
+    closed = fine_cpu_scraped(OperatorConfig(prometheus_url="http://127.0.0.1:9"))
+    assert closed is not None and closed("mongobench-cpu/ns/r") is True
+    assert fine_cpu_scraped(OperatorConfig()) is None
