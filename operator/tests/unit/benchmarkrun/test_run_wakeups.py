@@ -19,9 +19,9 @@ import kopf
 import pytest
 
 from mongobench.benchmarkrun import jobs
-from mongobench.handlers import benchmarkrun, mongocluster
 from mongobench.benchmarkrun.requeue import FALLBACK, NEXT
 from mongobench.controller import Result
+from mongobench.handlers import benchmarkrun, mongocluster
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.bodies import LatestBodies
 from mongobench.k8s.dependents import Dependents
