@@ -18,7 +18,7 @@ import kopf
 
 from mongobench.api.kinds import MONGOCLUSTER as KIND
 from mongobench.clock import wall
-from mongobench.controller import cluster_as_runs_see_it
+from mongobench.controller import EVENTS_ONLY, cluster_as_runs_see_it
 from mongobench.handlers.common import MONGOCLUSTER, refusals
 from mongobench.k8s import conditions as cond
 from mongobench.mongocluster import labels as lbl
@@ -198,7 +198,7 @@ def _sync(
     # Certificate work no event announces: one sync queued when it falls due.
     state.ticker.requeue(
         (KIND, namespace, name, "certificates"),
-        requeue.certificates(None if result is None else result.recheck_in),
+        EVENTS_ONLY if result is None else result.recheck,
         lambda: timed_sync(memo, namespace, name),
         wake_key=(KIND, namespace, name),
     )

@@ -93,3 +93,10 @@ def test_certificate_work_no_event_announces_is_looked_at_when_it_falls_due(
     recheck_in: float | None, expected: Result
 ) -> None:
     assert requeue.certificates(recheck_in) == expected
+
+
+def test_a_syncs_result_carries_its_certificates_recheck_to_the_handler() -> None:
+    from mongobench.mongocluster.reconcile import SyncResult
+
+    assert SyncResult(cond.PHASE_READY, False, recheck_in=2.3).recheck == Result(4.0)
+    assert SyncResult(cond.PHASE_READY, False).recheck == EVENTS_ONLY
