@@ -62,7 +62,9 @@ def _advance(memo: kopf.Memo, namespace: str, name: str) -> None:
         )
         if outcome.phase in TERMINAL:  # the run as this advance left it: no GET
             metrics.export_run({**outcome.run, "status": dict(outcome.status)})
+        if not outcome.result.requeues:
             # It ended: what its cleanup's Job deletions woke meanwhile would only read it again.
+            # (Its own event decides any other change of its ticks: run_changed.)
             state.ticker.stop((KIND, namespace, name))
             state.wakeups.forget((KIND, namespace, name))
 

@@ -168,3 +168,21 @@ def test_only_a_job_that_ended_or_went_away_wakes_its_run(
     body: dict[str, Any], deleted: bool, wakes: bool
 ) -> None:
     assert requeue.job_wakes(body, deleted=deleted) is wakes
+
+
+@pytest.mark.parametrize(
+    ("left", "expected"),
+    [
+        (run(cond.RUN_LOADING, READY, steps=(S, R)), FALLBACK),
+        (run(cond.RUN_RUNNING, READY, steps=(S, S, P)), NEXT),
+        (run(cond.RUN_SUCCEEDED, READY, steps=(S, S)), EVENTS_ONLY),  # the handler stops it
+    ],
+)
+def test_an_advance_returns_when_the_run_looks_again_as_it_left_it(
+    left: dict[str, Any], expected: Result
+) -> None:
+    from mongobench.benchmarkrun.orchestrate import Outcome
+
+    read = run(cond.RUN_LOADING, READY, steps=(S, R))  # what the pass read
+    outcome = Outcome(run=read, phase=left["status"]["phase"], status=left["status"])
+    assert outcome.result == expected
