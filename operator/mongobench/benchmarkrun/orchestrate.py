@@ -26,6 +26,7 @@ from mongobench.benchmarkrun import (
     profiling,
     queue,
     repetitions,
+    requeue,
     results,
     validity,
 )
@@ -47,6 +48,7 @@ from mongobench.benchmarkrun.plan import Step, make_plan
 from mongobench.benchmarkrun.reruns import with_reruns
 from mongobench.clock import Clock, age_seconds, parse_rfc3339, rfc3339, seconds_since
 from mongobench.config import OperatorConfig
+from mongobench.controller import Result
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.api import KubeApi
 from mongobench.k8s.client import ApiError
@@ -72,6 +74,12 @@ class Outcome:
     phase: str | None = None
     # Its status as this advance left it (what it read, with what it wrote over it).
     status: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def result(self) -> Result:
+        """When the run looks again, as this advance left it (requeue.ticks): EVENTS_ONLY once
+        it ended (its handler stops its ticks and drops what was woken meanwhile)."""
+        return requeue.ticks({**self.run, "status": self.status})
 
     def info(self, reason: str, message: str) -> None:
         self.events.append((cond.NORMAL, reason, message))

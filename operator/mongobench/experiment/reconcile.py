@@ -21,14 +21,13 @@ from mongobench.experiment import archive as summary_archive
 from mongobench.experiment import history, objects
 from mongobench.experiment import matrix as mx
 from mongobench.experiment import schedule as sched
+from mongobench.experiment.requeue import TERMINAL
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.api import KubeApi
 from mongobench.k8s.client import ApiError
 from mongobench.mongocluster.layout import cluster_layout
 from mongobench_results import compare, duet, records, stats, summary
 from mongobench_results.adaptive import Policy
-
-TERMINAL = (cond.RUN_SUCCEEDED, cond.RUN_FAILED)
 
 
 @dataclass

@@ -17,7 +17,8 @@ import kopf
 from mongobench.api.kinds import BENCHMARKEXPERIMENT as KIND
 from mongobench.clock import wall
 from mongobench.config import OperatorConfig
-from mongobench.handlers.common import BENCHMARKEXPERIMENT, refusals, settled
+from mongobench.experiment import requeue
+from mongobench.handlers.common import BENCHMARKEXPERIMENT, refusals
 from mongobench.k8s import conditions as cond
 from mongobench.observability.metrics import instrumented
 from mongobench.state import state_of
@@ -41,24 +42,15 @@ def start(meta: kopf.Meta, memo: kopf.Memo, **_: Any) -> None:
     _advance(memo, meta["namespace"], meta["name"])
 
 
-# Clusters and runs move on their own: the experiment looks every 2 s until it ends (k8s.ticker,
-# decided by the experiment's events; MONGOBENCH_EXPERIMENT_TICK_SECONDS).
 @kopf.on.event(*BENCHMARKEXPERIMENT)
 async def experiment_changed(
     body: kopf.Body, meta: kopf.Meta, type: str | None, memo: kopf.Memo, **_: Any
 ) -> None:
-    from mongobench.experiment import reconcile
-
+    """The experiment's events decide how often it looks (experiment.requeue; k8s.ticker)."""
     namespace, name = meta["namespace"], meta["name"]
-    status = body.get("status") or {}
-    state_of(memo).ticker.schedule(
-        (KIND, namespace, name),
-        type != "DELETED"
-        and not meta.get("deletionTimestamp")
-        and status.get("phase") not in reconcile.TERMINAL
-        and not settled(body, cond.SUCCEEDED),
-        OperatorConfig.current().experiment_tick_seconds,
-        lambda: tick(memo, namespace, name),
+    result = requeue.ticks(body, deleted=type == "DELETED", config=OperatorConfig.current())
+    state_of(memo).ticker.requeue(
+        (KIND, namespace, name), result, lambda: tick(memo, namespace, name)
     )
 
 

@@ -16,16 +16,14 @@ from typing import Any
 import kopf
 
 from mongobench.api import BenchmarkRunSpec, SpecError
-from mongobench.api.benchmarkrun import cluster_of
 from mongobench.api.kinds import BENCHMARKRUN as KIND
-from mongobench.api.kinds import MONGOCLUSTER as MONGOCLUSTER_KIND
 from mongobench.api.names import check_benchmarkrun_name
 from mongobench.api.schema import field_of
-from mongobench.benchmarkrun import jobs
-from mongobench.benchmarkrun.decide import TERMINAL, job_outcome
+from mongobench.benchmarkrun import jobs, requeue
+from mongobench.benchmarkrun.decide import TERMINAL
 from mongobench.clock import wall
 from mongobench.config import OperatorConfig
-from mongobench.handlers.common import BENCHMARKRUN, cluster_as_run_saw_it, refusals, settled
+from mongobench.handlers.common import BENCHMARKRUN, refusals
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.client import ApiError
 from mongobench.mongo.errors import MongoAdminError
@@ -65,7 +63,9 @@ def _advance(memo: kopf.Memo, namespace: str, name: str) -> None:
         )
         if outcome.phase in TERMINAL:  # the run as this advance left it: no GET
             metrics.export_run({**outcome.run, "status": dict(outcome.status)})
+        if not outcome.result.requeues:
             # It ended: what its cleanup's Job deletions woke meanwhile would only read it again.
+            # (Its own event decides any other change of its ticks: run_changed.)
             state.ticker.stop((KIND, namespace, name))
             state.wakeups.forget((KIND, namespace, name))
 
@@ -98,122 +98,34 @@ def start(
         _advance(memo, meta["namespace"], meta["name"])
 
 
-# A run ticks only as fast as nothing else wakes it. Its Jobs' events wake it when a Job ends or
-# goes away (job_changed), and its MongoCluster's events when the cluster becomes Ready, not
-# Ready or absent (k8s.dependents, followed from here), also when kopf lists them again after a
-# watch expired: while a step's Job runs, or before the start while the cluster is awaited, a
-# tick every 2 minutes only covers an event that never arrives (FALLBACK). Otherwise it ticks
-# every second (NEXT): the next step to start, a scenario ConfigMap applied late, MongoDB not
-# reachable yet. Ticks stop with the run, which includes a run refused for its spec (phase
-# Failed). Uploads to the run's archive tick while steps finish, and after the run ended until
-# the final manifest is written; a failed upload waits out its backoff
-# (status.archive.nextAttempt). The run's events decide (k8s.ticker: kopf's timers kept every
-# run's body); its ticks, its Jobs' and its cluster's events share one wake-up key.
-# A queued run (phase Queued) follows the run it waits behind the same way: that run's start,
-# move in line, end or deletion wakes it (HOLDS: it started and advances; "Waits:<place>": it
-# is queued itself, at that place; LEFT: it ended), so its own place is never left stale.
-NEXT = (1.0, 1.0)  # (interval, first tick) in seconds
-FALLBACK = (120.0, 120.0)
-ARCHIVE_SECONDS = 2.0
-HOLDS, LEFT = "Holds", "Left"
-
-
-def advancing(body: Mapping[str, Any]) -> bool:
-    status = body.get("status") or {}
-    return status.get("phase") not in (*TERMINAL, None) and not settled(body, cond.SUCCEEDED)
-
-
-def ticks(body: Mapping[str, Any]) -> tuple[float, float] | None:
-    """How often the run ticks now, if at all: NEXT, FALLBACK or None."""
-    if not advancing(body):
-        return None
-    status = body.get("status") or {}
-    waits = _job_runs(status) or _awaits_cluster(status) or _behind(status) is not None
-    return FALLBACK if waits else NEXT
-
-
-def _job_runs(status: Mapping[str, Any]) -> bool:
-    """The current step (the first not Succeeded) is Running: its Job's end wakes the run."""
-    current = next(
-        (s for s in status.get("steps") or () if s.get("phase") != cond.STEP_SUCCEEDED), None
-    )
-    return current is not None and current.get("phase") == cond.STEP_RUNNING
-
-
-def _awaits_cluster(status: Mapping[str, Any]) -> bool:
-    """Not started for want of a cluster (absent or not Ready): its events wake the run."""
-    return status.get("phase") == cond.PHASE_PENDING and cluster_as_run_saw_it(status) in (
-        cond.CLUSTER_NOT_FOUND,
-        cond.CLUSTER_NOT_READY,
-    )
-
-
-def _behind(status: Mapping[str, Any]) -> str | None:
-    """The run a queued run waits behind (status.queue): its events wake this one."""
-    if status.get("phase") != cond.RUN_QUEUED:
-        return None
-    behind = (status.get("queue") or {}).get("behind")
-    return behind if isinstance(behind, str) else None
-
-
-def _place(status: Mapping[str, Any]) -> int:
-    place = (status.get("queue") or {}).get("place")
-    return place if isinstance(place, int) else 1
-
-
-def waits(place: int) -> str:
-    """The state a queued run reports to the runs behind it."""
-    return f"Waits:{place}"
-
-
-def _cluster_of(body: Mapping[str, Any]) -> str | None:
-    return cluster_of(body.get("spec"))
-
-
 @kopf.on.event(*BENCHMARKRUN)
 async def run_changed(
     body: kopf.Body, meta: kopf.Meta, type: str | None, memo: kopf.Memo, **_: Any
 ) -> None:
+    """The run's events decide (benchmarkrun.requeue) how often it ticks, whom it follows and
+    what the runs queued behind it see (k8s.ticker, k8s.dependents: kopf's timers kept every
+    run's body); its ticks, its Jobs' and its cluster's events share one wake-up key."""
     state = state_of(memo)
     namespace, name = meta["namespace"], meta["name"]
-    live = type != "DELETED" and not meta.get("deletionTimestamp")
     raw = dict(body)
-    every = ticks(raw) if live else None
-    interval, first = every or NEXT
-    key = (KIND, namespace, name)
-    state.ticker.schedule(
-        key, every is not None, interval, lambda: _ticked(memo, namespace, name), first=first
-    )
-    status = raw.get("status") or {}
-    cluster, behind, place = _cluster_of(raw), _behind(status), _place(status)
-    # The runs queued behind this one follow it (k8s.dependents): its start, its move in line,
-    # its end or its deletion wakes them.
-    held = LEFT if every is None else HOLDS if behind is None else waits(place)
-    state.dependents.changed(key, held, gone=not live)
-    if every is not None and behind is not None:
-        # Queued: as it saw the run ahead (started when it is 1st in line, else queued one place
-        # ahead of it); the run ahead ending frees the target and its cluster is read again then.
-        seen = HOLDS if place <= 1 else waits(place - 1)
-        state.dependents.follow(
-            key, (KIND, namespace, behind), seen, lambda: _cluster_advance(memo, namespace, name)
-        )
-    elif every is not None and cluster is not None:
-        state.dependents.follow(
-            key,
-            (MONGOCLUSTER_KIND, namespace, cluster),
-            cluster_as_run_saw_it(status),
-            lambda: _cluster_advance(memo, namespace, name),
-        )
-    else:
-        state.dependents.unfollow(key)
     from mongobench.benchmarkrun import archive
 
-    uploading = live and archive.pending(raw.get("spec") or {}, status, OperatorConfig.current())
-    record = {"archive": dict(status.get("archive") or {})}  # its backoff, not the body
-    state.ticker.schedule(
+    config = OperatorConfig.current()
+    wakes = requeue.wakes(raw, deleted=type == "DELETED", config=config, pending=archive.pending)
+    key = (KIND, namespace, name)
+    state.ticker.requeue(key, wakes.result, lambda: _ticked(memo, namespace, name))
+    state.dependents.changed(key, wakes.holds, gone=wakes.gone)
+    if wakes.follows is None:
+        state.dependents.unfollow(key)
+    else:
+        kind, followed, seen = wakes.follows
+        state.dependents.follow(
+            key, (kind, namespace, followed), seen, lambda: _cluster_advance(memo, namespace, name)
+        )
+    record = {"archive": dict((raw.get("status") or {}).get("archive") or {})}  # its backoff
+    state.ticker.requeue(
         (ARCHIVE_UPLOAD, namespace, name),
-        uploading,
-        ARCHIVE_SECONDS,
+        wakes.archive,
         lambda: _archive_ticked(memo, namespace, name, record),
     )
 
@@ -252,16 +164,14 @@ def _archive_ticked(memo: kopf.Memo, namespace: str, name: str, record: Mapping[
 async def job_changed(
     body: kopf.Body, meta: kopf.Meta, type: str | None, memo: kopf.Memo, **_: Any
 ) -> None:
-    """A step's Job ended or went away: advance its run, if the run still advances (it ticks).
-    Queued by the run's name (k8s.wakeups): the Job's body is not kept, and the run's Jobs'
-    events while it waits wake it once. Its other events (pods started, ready, counted) change
-    nothing the run decides on. A listing (type None: the start, or kopf listing again after its
-    watch expired) shows an ended Job whose events may have been missed."""
+    """A step's Job ended or went away (benchmarkrun.requeue.job_wakes): advance its run, if the
+    run still advances (it ticks). Queued by the run's name (k8s.wakeups): the Job's body is not
+    kept, and the run's Jobs' events while it waits wake it once."""
     state = state_of(memo)
     namespace, run = meta["namespace"], meta["labels"][jobs.RUN_LABEL]
     key = (KIND, namespace, run)
-    ended = type == "DELETED" or job_outcome(body)[0] != "WaitForJob"
-    if not ended or state.ticker.interval(key) is None:
+    # Dropped too when the run no longer advances (it does not tick: ended or deleted).
+    if not requeue.job_wakes(body, deleted=type == "DELETED") or state.ticker.interval(key) is None:
         _job_dropped()
         return
     state.wakeups.wake(key, lambda: _job_advance(memo, namespace, run))

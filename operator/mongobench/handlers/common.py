@@ -10,22 +10,14 @@ from contextlib import contextmanager
 from typing import Any
 
 from mongobench.api import GROUP, VERSION, SpecError
+from mongobench.controller import REFUSED_ANNOTATION, recorded_refusal
 from mongobench.k8s.api import WARNING, KubeApi
 from mongobench.k8s.client import ApiError
 from mongobench.k8s.conditions import (
-    CLUSTER_DELETED,
-    CLUSTER_IS_READY,
-    CLUSTER_NOT_FOUND,
-    CLUSTER_NOT_READY,
-    CLUSTER_READY,
     FALSE,
     INVALID_SPEC,
     OBJECT_REJECTED,
     PHASE_FAILED,
-    PHASE_READY,
-    TRUE,
-    get_condition,
-    refused,
     set_condition,
 )
 from mongobench.k8s.locks import ResourceLocks
@@ -46,34 +38,6 @@ def user_error(exc: BaseException) -> tuple[str, str] | None:
             f"the apiserver refused an object built from the spec: {exc.message}",
         )
     return None
-
-
-# Where a refusal is recorded when the status cannot be written: Kubernetes before 1.33 checks
-# a status write against the spec's current rules without ratcheting (kubernetes#129503), so
-# an object stored before a rule existed takes no status; its metadata still takes writes.
-REFUSED_ANNOTATION = "mongobench.io/refused"
-
-
-def recorded_refusal(body: Mapping[str, Any], condition: str) -> tuple[str, str] | None:
-    """(reason, message) of the refusal recorded for the object's current generation."""
-    meta = body.get("metadata") or {}
-    generation = int(meta.get("generation") or 0)
-    status = body.get("status") or {}
-    if status.get("phase") == PHASE_FAILED and refused(status, condition, generation):
-        found = get_condition(status.get("conditions"), condition) or {}
-        return str(found.get("reason")), str(found.get("message"))
-    try:
-        noted = json.loads((meta.get("annotations") or {})[REFUSED_ANNOTATION])
-    except (KeyError, ValueError, TypeError):
-        return None
-    if not isinstance(noted, dict) or noted.get("generation") != generation:
-        return None
-    return str(noted.get("reason")), str(noted.get("message"))
-
-
-def settled(body: Mapping[str, Any], condition: str) -> bool:
-    """Whether work on the object stops until its spec changes (timers ask this)."""
-    return recorded_refusal(body, condition) is not None
 
 
 def report_refusal(
@@ -138,27 +102,3 @@ def refusals(
             except ApiError as gone:
                 if gone.status != 404:
                     raise
-
-
-# How a BenchmarkRun sees its MongoCluster, in the reasons of its ClusterReady condition: the
-# run follows the cluster (k8s.dependents) and the cluster's events wake it when this changes.
-def cluster_as_runs_see_it(body: Mapping[str, Any], deleted: bool) -> str:
-    """The MongoCluster in a run's terms: NotFound (deleted), Ready or NotReady."""
-    if deleted:
-        return CLUSTER_NOT_FOUND
-    status = body.get("status") or {}
-    ready = status.get("phase") == PHASE_READY and not body["metadata"].get("deletionTimestamp")
-    return CLUSTER_IS_READY if ready else CLUSTER_NOT_READY
-
-
-def cluster_as_run_saw_it(status: Mapping[str, Any]) -> str | None:
-    """What the run recorded of its cluster (as cluster_as_runs_see_it says it); None before
-    its first look."""
-    found = get_condition(status.get("conditions"), CLUSTER_READY)
-    if found is None:
-        return None
-    if found.get("status") == TRUE:
-        return CLUSTER_IS_READY
-    if found.get("reason") in (CLUSTER_NOT_FOUND, CLUSTER_DELETED):
-        return CLUSTER_NOT_FOUND
-    return CLUSTER_NOT_READY

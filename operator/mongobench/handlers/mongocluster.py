@@ -11,7 +11,6 @@ handles (handlers/__init__.py says why).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -19,15 +18,11 @@ import kopf
 
 from mongobench.api.kinds import MONGOCLUSTER as KIND
 from mongobench.clock import wall
-from mongobench.handlers.common import (
-    MONGOCLUSTER,
-    cluster_as_runs_see_it,
-    refusals,
-    settled,
-)
+from mongobench.controller import EVENTS_ONLY, cluster_as_runs_see_it
+from mongobench.handlers.common import MONGOCLUSTER, refusals
 from mongobench.k8s import conditions as cond
-from mongobench.k8s.conditions import is_true
 from mongobench.mongocluster import labels as lbl
+from mongobench.mongocluster import requeue
 from mongobench.observability.metrics import SKIPPED, Skipped, instrumented
 from mongobench.state import state_of
 
@@ -51,81 +46,27 @@ def provision(
             d = reconcile.provision(state.kube, body, wall())
         except PredecessorPending as waiting:
             _sync(memo, meta["namespace"], meta["name"])  # status says what it waits for
-            raise kopf.TemporaryError(str(waiting), delay=PREDECESSOR_RETRY_SECONDS) from None
+            delay = requeue.PREDECESSOR_RETRY_SECONDS
+            raise kopf.TemporaryError(str(waiting), delay=delay) from None
         if not status.get("phase"):
             state.kube.event(body, cond.NORMAL, cond.EVENT_PROVISIONING, "objects created")
         _sync(memo, meta["namespace"], meta["name"], detected=d.facts)
-
-
-# How often provisioning looks again while a deleted predecessor's objects remain: their
-# deletion by the garbage collector is no event of this cluster's.
-PREDECESSOR_RETRY_SECONDS = 5.0
-
-
-# Phases that only a child's event ends (pods created or becoming ready): WAITING ticks.
-WAITING_FOR_PODS = (cond.PHASE_PENDING, cond.PHASE_PROVISIONING, cond.PHASE_DEGRADED)
-
-
-def _wiring(body: Mapping[str, Any], status: Mapping[str, Any]) -> bool:
-    """Whether the wiring ticks run: while MongoDB steps wait (elections, catch-up, a member
-    to remove) until Ready and Updated; not while pods are awaited, never for a refused spec."""
-    if settled(body, cond.READY):
-        return False
-    phase = status.get("phase")
-    if phase in (cond.PHASE_DELETING, None, *WAITING_FOR_PODS):
-        return False
-    return phase != cond.PHASE_READY or not is_true(status.get("conditions"), cond.UPDATED)
-
-
-def _waiting_for_pods(body: Mapping[str, Any], status: Mapping[str, Any]) -> bool:
-    return not settled(body, cond.READY) and status.get("phase") in WAITING_FOR_PODS
-
-
-# While MongoDB steps wait (elections, catch-up, a member to remove) the sync is retried every
-# 2 s until Ready, the first time 1 s after the wiring began (WIRING); while pods are awaited,
-# their StatefulSet's events wake the sync, and a tick every 30 s only covers an event that never
-# arrives, a watch that lost it (WAITING). Once Ready, child events notice changes: no ticks, no
-# idle writes. The cluster's events decide (k8s.ticker: kopf's timers kept every cluster's body).
-WIRING = (2.0, 1.0)  # (interval, first tick) in seconds
-WAITING = (30.0, 10.0)
-
-
-def ticks(body: Mapping[str, Any]) -> tuple[float, float] | None:
-    """How often the cluster's sync ticks now, if at all: WIRING, WAITING or None."""
-    from mongobench.mongocluster.rotation import under_way
-
-    status = body.get("status") or {}
-    rolling_tls = (status.get("tls") or {}).get("phase") == cond.TLS_ROLLING
-    if _wiring(body, status) or (
-        status.get("phase") == cond.PHASE_READY and (under_way(body) or rolling_tls)
-    ):
-        # A credential rotation asked for (or under way) ticks too: its stages wait on clients;
-        # so does a roll between TLS modes (its last step waits for plain clients to end).
-        return WIRING
-    if _waiting_for_pods(body, status):
-        return WAITING
-    return None
 
 
 @kopf.on.event(*MONGOCLUSTER)
 async def cluster_changed(
     body: kopf.Body, meta: kopf.Meta, type: str | None, memo: kopf.Memo, **_: Any
 ) -> None:
+    """The cluster's events decide how often its sync ticks (mongocluster.requeue; k8s.ticker:
+    kopf's timers kept every cluster's body)."""
     namespace, name = meta["namespace"], meta["name"]
     state = state_of(memo)
     raw = dict(body)
-    every = None if type == "DELETED" or meta.get("deletionTimestamp") else ticks(raw)
-    interval, first = every or WIRING
-    state.ticker.schedule(
-        (KIND, namespace, name),
-        every is not None,
-        interval,
-        lambda: timed_sync(memo, namespace, name),
-        first=first,
-    )
-    # Its runs read it from here (k8s.bodies), fed before they are woken so they read this.
     deleted = type == "DELETED"
     key = (KIND, namespace, name)
+    result = requeue.ticks(raw, deleted=deleted)
+    state.ticker.requeue(key, result, lambda: timed_sync(memo, namespace, name))
+    # Its runs read it from here (k8s.bodies), fed before they are woken so they read this.
     if deleted:
         state.clusters.gone(key)
     else:
@@ -254,13 +195,10 @@ def _sync(
     )
     if result is not None and result.phase == cond.PHASE_READY:
         state.admins.release_bootstrap(namespace, name)
-    # Certificate work no event announces (the kubelet writing a renewed certificate's files,
-    # an issued certificate near its end): one sync queued when it falls due.
-    recheck = None if result is None else result.recheck_in
-    state.ticker.schedule(
+    # Certificate work no event announces: one sync queued when it falls due.
+    state.ticker.requeue(
         (KIND, namespace, name, "certificates"),
-        recheck is not None,
-        float(math.ceil(recheck or 0.0)) + 1.0,
+        EVENTS_ONLY if result is None else result.recheck,
         lambda: timed_sync(memo, namespace, name),
         wake_key=(KIND, namespace, name),
     )

@@ -33,8 +33,12 @@ import threading
 import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from mongobench.k8s.wakeups import Wakeups
+
+if TYPE_CHECKING:
+    from mongobench.controller import Result
 
 SLACK = 0.05  # seconds
 
@@ -86,6 +90,22 @@ class Ticker:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name="ticker", daemon=True)
                 self._thread.start()
+
+    def requeue(
+        self,
+        key: Hashable,
+        result: Result,
+        work: Callable[[], object],
+        *,
+        wake_key: Hashable | None = None,
+    ) -> None:
+        """`schedule` as a controller's requeue decision says (mongobench.controller.Result):
+        every `requeue_after` seconds, the first `first_after`; stopped when it says none."""
+        interval = result.requeue_after
+        if interval is None:
+            self.stop(key)
+            return
+        self.schedule(key, True, interval, work, wake_key=wake_key, first=result.first_after)
 
     def stop(self, key: Hashable) -> None:
         with self._changed:

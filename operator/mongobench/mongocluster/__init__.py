@@ -4,7 +4,8 @@ Pure (a spec or observations in; manifests, names or decisions out; no API calls
 no clock; a unit test proves none of them imports the Kubernetes client, kopf or pymongo):
 ``labels``, ``layout``, ``placement``, ``podspec``, ``statefulset``, ``service``, ``mongos``,
 ``pdb``, ``podmonitor``, ``networkpolicy``, ``secrets``, ``objects``, ``platform``, ``shards``,
-``status``, ``rotation``, ``sync_plan`` (what a sync does with its observations), ``tls``
+``status``, ``rotation``, ``sync_plan`` (what a sync does with its observations), ``requeue``
+(when the sync looks again), ``tls``
 (certificates, flags, volumes), ``tls_renewal`` (how a renewed certificate reaches running
 members), ``tls_roll`` (a running cluster's roll between TLS modes), ``tls_ca`` (a new CA
 through a trust bundle), and ``generate`` and ``certificates`` (fresh secret values and
@@ -34,6 +35,7 @@ PURE_MODULES = (
     "podmonitor",
     "podspec",
     "predecessor",
+    "requeue",
     "rotation",
     "secrets",
     "service",

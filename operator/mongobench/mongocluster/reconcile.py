@@ -20,6 +20,7 @@ from typing import Any
 from mongobench.api.kinds import MONGOCLUSTER as KIND
 from mongobench.clock import Clock, rfc3339
 from mongobench.config import OperatorConfig
+from mongobench.controller import Result
 from mongobench.k8s.api import KubeApi
 from mongobench.k8s.conditions import (
     EVENT_CERTIFICATES_ROTATED,
@@ -44,7 +45,7 @@ from mongobench.mongo.pool import AdminPool, fingerprint
 from mongobench.mongo.tls_files import TLSFiles, write_tls_files
 from mongobench.mongo.versions import fcv_after_roll
 from mongobench.mongocluster import labels as lbl
-from mongobench.mongocluster import roll_tls, rotate, rotation, tls_ca
+from mongobench.mongocluster import requeue, roll_tls, rotate, rotation, tls_ca
 from mongobench.mongocluster.layout import ClusterLayout, ReplicaSetLayout
 from mongobench.mongocluster.placement import PLACED, Feasibility, feasibility, has_hard_rules
 from mongobench.mongocluster.platform import PlatformFacts
@@ -101,6 +102,11 @@ class SyncResult:
     # Seconds until certificate work falls due that no event announces (a renewed certificate
     # reaching the pods' files, an issued one near its end): the caller queues a sync then.
     recheck_in: float | None = None
+
+    @property
+    def recheck(self) -> Result:
+        """When the certificates' work wants a sync again (requeue.certificates)."""
+        return requeue.certificates(self.recheck_in)
 
 
 def provision(kube: KubeApi, body: Mapping[str, Any], now: datetime) -> Desired:

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from mongobench.controller import EVENTS_ONLY, Result
 from mongobench.k8s.ticker import SLACK, Ticker
 from mongobench.k8s.wakeups import Wakeups
 
@@ -58,6 +59,22 @@ def test_scheduling_again_keeps_the_schedule_and_takes_the_latest_work() -> None
     assert runs == sorted(runs) and runs[0] > 0  # never an older work after a newer one
     ticker.schedule("k", True, 60.0, lambda: runs.append(-1))  # a new interval: a new schedule
     assert ticker.interval("k") == 60.0
+    ticker.close()
+    pool.shutdown()
+
+
+def test_a_requeue_result_schedules_its_first_look_and_interval_and_events_only_stops() -> None:
+    """Ticker.requeue, as the handlers pass their controller's decision (controller.Result)."""
+    pool = ThreadPoolExecutor(1)
+    ticker = Ticker(Wakeups(pool))
+    runs: list[str] = []
+    ticker.requeue("k", Result(60.0, first_after=0), lambda: runs.append("k"))
+    until(lambda: runs == ["k"])  # the first look at once, the next a minute later
+    assert ticker.interval("k") == 60.0
+    ticker.requeue("c", Result(30.0), lambda: None, wake_key="k")  # first: one interval
+    assert ticker.interval("c") == 30.0 and len(ticker) == 2
+    ticker.requeue("k", EVENTS_ONLY, lambda: runs.append("stopped"))
+    assert ticker.interval("k") is None and len(ticker) == 1
     ticker.close()
     pool.shutdown()
 

@@ -19,8 +19,9 @@ import kopf
 import pytest
 
 from mongobench.benchmarkrun import jobs
+from mongobench.benchmarkrun.requeue import FALLBACK, NEXT
+from mongobench.controller import Result
 from mongobench.handlers import benchmarkrun, mongocluster
-from mongobench.handlers.benchmarkrun import FALLBACK, NEXT
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.bodies import LatestBodies
 from mongobench.k8s.dependents import Dependents
@@ -139,10 +140,10 @@ def cluster_event(phase: str | None, type_: str | None = "MODIFIED") -> None:
     ],
 )
 def test_the_runs_own_events_decide_how_often_it_ticks_and_whether_it_follows_its_cluster(
-    state: SimpleNamespace, body: dict[str, Any], every: tuple[float, float] | None
+    state: SimpleNamespace, body: dict[str, Any], every: Result | None
 ) -> None:
     run_event(body)
-    assert state.ticker.interval(RUN_KEY) == (every[0] if every else None)
+    assert state.ticker.interval(RUN_KEY) == (every.requeue_after if every else None)
     following = state.dependents.following(RUN_KEY)
     assert following == (("MongoCluster", "ns", "c") if every else None)
     if every is not None:  # deleted or being deleted: it stops ticking and following
@@ -310,7 +311,7 @@ def test_a_queued_run_ticks_slowly_and_wakes_when_the_run_ahead_ends_or_is_delet
     run_event(ahead)
     queued = named("r", cond.RUN_QUEUED, queue={"place": 1, "behind": "a", "message": ""})
     run_event(queued)
-    assert state.ticker.interval(RUN_KEY) == FALLBACK[0]
+    assert state.ticker.interval(RUN_KEY) == FALLBACK.requeue_after
     assert state.dependents.following(RUN_KEY) == ("BenchmarkRun", "ns", "a")
     run_event(named("a", cond.RUN_RUNNING, steps=[step(0, SUCCEEDED), step(1, RUNNING)]))
     assert state.wakeups.idle(timeout=5) and state.advanced == []  # it still holds the target

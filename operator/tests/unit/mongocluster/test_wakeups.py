@@ -16,7 +16,6 @@ import pytest
 from fake_kube import FakeKube
 
 from mongobench.handlers import mongocluster
-from mongobench.handlers.mongocluster import _waiting_for_pods, _wiring
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.bodies import LatestBodies
 from mongobench.k8s.client import ApiError
@@ -26,6 +25,7 @@ from mongobench.k8s.rollout import SeenRollouts
 from mongobench.k8s.ticker import Ticker
 from mongobench.k8s.wakeups import Backoff, Wakeups
 from mongobench.mongocluster import labels as lbl
+from mongobench.mongocluster import requeue
 from mongobench.observability.metrics import REGISTRY
 
 pytestmark = pytest.mark.unit
@@ -198,9 +198,9 @@ def cluster(phase: str | None, updated: bool = True) -> tuple[dict[str, Any], di
 def test_ticks_run_only_where_nothing_else_would_wake_the_sync(
     phase: str | None, updated: bool, fast: bool, slow: bool
 ) -> None:
-    body, status = cluster(phase, updated)
-    assert _wiring(body, status) is fast  # type: ignore[arg-type]
-    assert _waiting_for_pods(body, status) is slow  # type: ignore[arg-type]
+    body, _ = cluster(phase, updated)
+    assert requeue.wiring(body) is fast
+    assert requeue.waiting_for_pods(body) is slow
 
 
 def test_claims_are_read_only_when_a_template_asks_less_than_the_spec() -> None:
