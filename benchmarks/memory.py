@@ -65,7 +65,7 @@ LAZY = (
     "mongobench_archive",
     "mongobench_results",
     "mongobench.mongo.admin",
-    "mongobench.mongocluster.reconcile",
+    "mongobench.mongocluster.act.reconcile",
     "mongobench.benchmarkrun.orchestrate",
     "mongobench.experiment.reconcile",
 )

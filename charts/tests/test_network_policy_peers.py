@@ -19,9 +19,9 @@ import yaml
 from localplane.tools import REPO, binary
 from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.config import OperatorConfig
-from mongobench.mongocluster.layout import cluster_layout
-from mongobench.mongocluster.objects import build_workload_objects
-from mongobench.mongocluster.platform import PRESETS
+from mongobench.mongocluster.build.layout import cluster_layout
+from mongobench.mongocluster.build.objects import build_workload_objects
+from mongobench.mongocluster.build.platform import PRESETS
 
 pytestmark = pytest.mark.unit
 

@@ -21,7 +21,7 @@ from mongobench.api.names import (
     MAX_MONGOCLUSTER_NAME,
     check_benchmarkrun_name,
 )
-from mongobench.mongocluster.platform import PRESETS
+from mongobench.mongocluster.build.platform import PRESETS
 
 pytestmark = pytest.mark.unit
 

@@ -23,8 +23,8 @@ import yaml
 from localplane.tools import REPO
 from mongobench.api import BenchmarkExperimentSpec, MongoClusterSpec
 from mongobench.experiment import matrix as mx
-from mongobench.mongocluster.layout import cluster_layout
-from mongobench.mongocluster.placement import feasibility
+from mongobench.mongocluster.build.layout import cluster_layout
+from mongobench.mongocluster.build.placement import feasibility
 
 pytestmark = pytest.mark.unit
 

@@ -262,7 +262,7 @@ def _typed(value: Any, kinds: tuple[type, ...]) -> bool:
     return isinstance(value, kinds)
 
 
-# The mongod/mongos flags the operator's pod builders write (mongocluster/statefulset.py,
+# The mongod/mongos flags the operator's pod builders write (mongocluster/build/statefulset.py,
 # mongos.py, podspec.py, tls.py) -> where each is a startup option, and the source checked: the
 # options manual pages and src/mongo/db/mongod_options*.idl / src/mongo/s/mongos_options.idl.
 # Every one exists on every supported release (5.0-8.x); a process given a flag it does not

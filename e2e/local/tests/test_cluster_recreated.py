@@ -2,7 +2,7 @@
 collection removed the first one's children (an experiment's next round does this; CI once saw
 the collector 45 s behind, retrying its REST mapping of the CRD). The new cluster takes none of
 them over: it waits, saying for what, and once they are collected it runs on objects and
-credentials of its own (mongocluster/predecessor.py).
+credentials of its own (mongocluster/decide/predecessor.py).
 
 Real: the apiserver, the operator process, and kube-controller-manager, whose garbage collector
 is held back by stopping the process (SIGSTOP) across the deletion and the new creation, then let

@@ -54,9 +54,9 @@ from localplane.net import free_port
 from localplane.prometheus import Prometheus, start_prometheus
 from localplane.tools import REPO, binary
 from mongobench.api.mongocluster import MongoClusterSpec
-from mongobench.mongocluster.layout import cluster_layout
-from mongobench.mongocluster.objects import build_workload_objects
-from mongobench.mongocluster.platform import PRESETS
+from mongobench.mongocluster.build.layout import cluster_layout
+from mongobench.mongocluster.build.objects import build_workload_objects
+from mongobench.mongocluster.build.platform import PRESETS
 from mongobench.observability import metrics
 from mongobench_results.summary import summarise
 from mongobench_runner.metrics import LiveMetrics

@@ -32,8 +32,8 @@ from mongobench.mongo import (
     internal_credentials_each,
 )
 from mongobench.mongo.model import Bound, IndexSpec, KeyField, Zone
-from mongobench.mongocluster.layout import ClusterLayout, ReplicaSetLayout
-from mongobench.mongocluster.rolling import before_series_change, fcv_target
+from mongobench.mongocluster.act.rolling import before_series_change, fcv_target
+from mongobench.mongocluster.build.layout import ClusterLayout, ReplicaSetLayout
 
 pytestmark = pytest.mark.protocol
 

@@ -31,7 +31,7 @@ from localplane.mongomodel import MongoModel
 from localplane.operator import wait_until
 from localplane.plane import Plane
 from localplane.prometheus import Prometheus, set_cadvisor_targets
-from mongobench.mongocluster import labels
+from mongobench.mongocluster.build import labels
 
 pytestmark = pytest.mark.cluster
 

@@ -30,11 +30,11 @@ from mongobench.benchmarkrun.plan import make_plan
 from mongobench.k8s import client as kube
 from mongobench.k8s.api import KubeClient
 from mongobench.k8s.credentials import from_kubeconfig
-from mongobench.mongocluster.generate import GeneratedSecrets
-from mongobench.mongocluster.layout import cluster_layout
-from mongobench.mongocluster.objects import build_workload_objects
-from mongobench.mongocluster.platform import PRESETS
-from mongobench.mongocluster.secrets import build_secrets
+from mongobench.mongocluster.build.generate import GeneratedSecrets
+from mongobench.mongocluster.build.layout import cluster_layout
+from mongobench.mongocluster.build.objects import build_workload_objects
+from mongobench.mongocluster.build.platform import PRESETS
+from mongobench.mongocluster.build.secrets import build_secrets
 
 pytestmark = pytest.mark.cluster
 

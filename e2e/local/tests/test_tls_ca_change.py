@@ -1,6 +1,6 @@
 """Cluster tier: a user replaces the CA in the CA Secret of a running TLS cluster, and the
-operator carries it in without refusing a client (mongocluster/tls_ca.py): members trust a bundle
-of the old and the new CA (a restart each), their certificates are reissued from the new CA
+operator carries it in without refusing a client (mongocluster/decide/tls_ca.py): members trust
+a bundle of the old and the new CA (a restart each), their certificates are reissued from the new CA
 (rotateCertificates, no restart), the old CA leaves the bundle (a restart each).
 
 Real: the apiserver (the Secrets, status.tls.caRotation as the CRD keeps it, Events),

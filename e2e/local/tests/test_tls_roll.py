@@ -51,9 +51,9 @@ from localplane.operator import OperatorProcess, start_operator, wait_until
 from localplane.plane import Plane
 from localplane.policies import LENIENT_VALIDITY
 from mongobench.api.mongocluster import MongoClusterSpec
-from mongobench.mongocluster.certificates import issue
-from mongobench.mongocluster.layout import cluster_layout
-from mongobench.mongocluster.tls import certificate_requests
+from mongobench.mongocluster.build.certificates import issue
+from mongobench.mongocluster.build.layout import cluster_layout
+from mongobench.mongocluster.build.tls import certificate_requests
 
 CA_SECRET = "roll-ca"
 MEMBERS = 3

@@ -44,7 +44,7 @@ from localplane.operator import OperatorProcess, start_operator, wait_until
 from localplane.plane import Plane
 from localplane.prometheus import Prometheus, set_operator_targets
 from mongobench.api.mongocluster import MongoClusterSpec
-from mongobench.mongocluster.layout import cluster_layout
+from mongobench.mongocluster.build.layout import cluster_layout
 
 
 class FerretCounts(Mapping[str, int]):

@@ -20,7 +20,7 @@ from pymongo import MongoClient
 from pymongo.errors import AutoReconnect, ConnectionFailure, OperationFailure, PyMongoError
 
 from mongobench.api.mongocluster import MongoClusterSpec
-from mongobench.mongocluster.layout import ClusterLayout, cluster_layout
+from mongobench.mongocluster.build.layout import ClusterLayout, cluster_layout
 
 Doc = dict[str, Any]
 Client = MongoClient[Doc]

@@ -11,7 +11,7 @@ from mongobench.mongo import versions
 TopologyType = Literal["ReplicaSet", "Sharded", "Standalone"]
 Platform = Literal["auto", "eks", "magnum", "kind"]
 AntiAffinity = Literal["Required", "Preferred", "None"]
-# Named layouts of the database pods over nodes (see mongocluster/placement.py).
+# Named layouts of the database pods over nodes (see mongocluster/build/placement.py).
 PlacementPreset = Literal["None", "CoLocated", "Dedicated"]
 NodeSelectorOperator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
 DeletionPolicy = Literal["Retain", "Delete"]

@@ -27,8 +27,8 @@ from mongobench.mongo.model import (
     Zone,
 )
 from mongobench.mongo.pool import AdminPool
+from mongobench.mongocluster.build.layout import ClusterLayout
 from mongobench.mongocluster.interface import Cluster
-from mongobench.mongocluster.layout import ClusterLayout
 
 
 class ClusterData(DataOps):

@@ -41,7 +41,7 @@ from mongobench.benchmarkrun.plan import Step
 from mongobench.benchmarkrun.queue import Place
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.conditions import ConditionStatus, get_condition
-from mongobench.mongocluster.rotation import holds_new_jobs
+from mongobench.mongocluster.decide.rotation import holds_new_jobs
 
 ActionKind = Literal[
     "WaitForCluster",
@@ -315,7 +315,8 @@ def _step_action(
     if job is None:
         lost = entry.get("phase") == cond.STEP_RUNNING
         if not lost and holds_new_jobs(observed.cluster):
-            # Its clients would read the URI while passwords change (mongocluster/rotation.py).
+            # Its clients would read the URI while passwords change
+            # (mongocluster/decide/rotation.py).
             why = "waiting for the cluster's credential rotation before the next step"
             return Action("WaitForRotation", step, why, cluster_condition, start)
         if not lost and waits_for_cpu_scrape(observed):

@@ -24,8 +24,8 @@ from mongobench.api.benchmarkrun import BenchmarkRunSpec, Clients, Duet, Scenari
 from mongobench.api.mongocluster import TLS, MongoClusterSpec
 from mongobench.api.schema import field_of
 from mongobench.benchmarkrun.plan import Step, inserts
-from mongobench.mongocluster import labels as lbl
-from mongobench.mongocluster.tls import client_secret_name
+from mongobench.mongocluster.build import labels as lbl
+from mongobench.mongocluster.build.tls import client_secret_name
 
 COMPONENT_LABEL = lbl.CLIENT_COMPONENT_LABEL
 CLIENT_COMPONENT = lbl.CLIENT_COMPONENT

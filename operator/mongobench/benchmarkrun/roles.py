@@ -26,7 +26,7 @@ from mongobench.benchmarkrun.cpu import (
     query_containers,
     step_window,
 )
-from mongobench.mongocluster import labels
+from mongobench.mongocluster.build import labels
 
 # Status names of the roles, in the order status and reports show them.
 ROLES = ("mongod", "configServer", "mongos", "clients")

@@ -25,7 +25,7 @@ from mongobench.experiment.requeue import TERMINAL
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.api import KubeApi
 from mongobench.k8s.client import ApiError
-from mongobench.mongocluster.layout import cluster_layout
+from mongobench.mongocluster.build.layout import cluster_layout
 from mongobench_results import compare, duet, records, stats, summary
 from mongobench_results.adaptive import Policy
 

@@ -21,13 +21,13 @@ from mongobench.clock import wall
 from mongobench.controller import EVENTS_ONLY, cluster_as_runs_see_it
 from mongobench.handlers.common import MONGOCLUSTER, refusals
 from mongobench.k8s import conditions as cond
-from mongobench.mongocluster import labels as lbl
-from mongobench.mongocluster import requeue
+from mongobench.mongocluster.build import labels as lbl
+from mongobench.mongocluster.decide import requeue
 from mongobench.observability.metrics import SKIPPED, Skipped, instrumented
 from mongobench.state import state_of
 
 if TYPE_CHECKING:
-    from mongobench.mongocluster.platform import PlatformFacts
+    from mongobench.mongocluster.build.platform import PlatformFacts
 
 
 @kopf.on.resume(*MONGOCLUSTER)
@@ -37,8 +37,8 @@ if TYPE_CHECKING:
 def provision(
     body: kopf.Body, meta: kopf.Meta, status: kopf.Status, memo: kopf.Memo, **_: Any
 ) -> None:
-    from mongobench.mongocluster import reconcile
-    from mongobench.mongocluster.predecessor import PredecessorPending
+    from mongobench.mongocluster.act import reconcile
+    from mongobench.mongocluster.decide.predecessor import PredecessorPending
 
     state = state_of(memo)
     with refusals(state.kube, KIND, meta["namespace"], meta["name"], cond.READY, locks=state.locks):
@@ -81,7 +81,7 @@ def _follow_certificates(memo: kopf.Memo, body: Mapping[str, Any], deleted: bool
     """The cluster follows its certificate Secrets and the CA Secret it names (k8s.dependents):
     a changed certificate wakes its sync, which carries it to the members (rotateCertificates)
     or reissues from a new CA. Registered once per Secret; dropped with the cluster."""
-    from mongobench.mongocluster.tls_secrets import followed_secrets
+    from mongobench.mongocluster.act.tls_secrets import followed_secrets
 
     state = state_of(memo)
     namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
@@ -111,7 +111,7 @@ async def secret_changed(
 ) -> None:
     """A watched Secret holding a certificate changed: the clusters following it wake (only its
     digest is kept, k8s.dependents; a watched Secret without a certificate is ignored)."""
-    from mongobench.mongocluster.tls_secrets import certificate_state
+    from mongobench.mongocluster.act.tls_secrets import certificate_state
 
     current = certificate_state(body.get("data") or {})
     if current is None:
@@ -178,7 +178,7 @@ def _child_sync(memo: kopf.Memo, kind: str, namespace: str, child: str, cluster:
 @kopf.on.delete(*MONGOCLUSTER)
 @instrumented("MongoCluster", "delete")
 def delete(body: kopf.Body, meta: kopf.Meta, memo: kopf.Memo, **_: Any) -> None:
-    from mongobench.mongocluster import deletion
+    from mongobench.mongocluster.act import deletion
 
     deletion.finalize(state_of(memo).kube, body)
     state_of(memo).forget(KIND, meta["namespace"], meta["name"])
@@ -187,7 +187,7 @@ def delete(body: kopf.Body, meta: kopf.Meta, memo: kopf.Memo, **_: Any) -> None:
 def _sync(
     memo: kopf.Memo, namespace: str, name: str, detected: PlatformFacts | None = None
 ) -> None:
-    from mongobench.mongocluster import reconcile
+    from mongobench.mongocluster.act import reconcile
 
     state = state_of(memo)
     result = reconcile.sync(

@@ -424,16 +424,17 @@ CONDITIONS: tuple[ConditionDoc, ...] = (
 )
 
 # What each phase means, by the kind (or part) whose status.phase it is.
-# MongoCluster status.rotation.phase (credential rotation, mongocluster/rotation.py).
+# MongoCluster status.rotation.phase (credential rotation, mongocluster/decide/rotation.py).
 ROTATION_WAITING = "Waiting"  # asked for: runs hold their next Job; waits for running clients
 ROTATION_ROTATING = "Rotating"  # new passwords staged in the Secrets; MongoDB being updated
 ROTATION_COMPLETED = "Completed"  # MongoDB and the Secrets hold the new passwords only
 ROTATION_REFUSED = "Refused"  # nothing asked for could be rotated (the message says why)
 
-# MongoCluster status.tls.phase (a roll between TLS modes, mongocluster/tls_roll.py).
+# MongoCluster status.tls.phase (a roll between TLS modes, mongocluster/decide/tls_roll.py).
 TLS_ROLLING = "Rolling"  # members restart one --tlsMode step at a time (status.tls.mode)
 TLS_ROLLED = "Completed"  # every member runs the spec's mode; clients dial as it needs
-# MongoCluster status.tls.caRotation.phase (a new CA without an outage, mongocluster/tls_ca.py).
+# MongoCluster status.tls.caRotation.phase (a new CA without an outage,
+# mongocluster/decide/tls_ca.py).
 CA_BUNDLING = "Bundling"  # the trust bundle holds the new and the old CA; members restart onto it
 CA_REISSUING = "Reissuing"  # leaf certificates reissued from the new CA; members rotate them
 CA_PRUNING = "Pruning"  # the old CA leaves the trust bundle; members restart onto the new alone

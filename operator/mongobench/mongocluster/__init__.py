@@ -1,62 +1,26 @@
-"""MongoCluster: pure builders, and apart from them the modules that do I/O.
+"""MongoCluster: its controller, in three folders by what a module may do.
 
-Pure (a spec or observations in; manifests, names or decisions out; no API calls, no MongoDB,
-no clock; a unit test proves none of them imports the Kubernetes client, kopf or pymongo):
-``labels``, ``layout``, ``placement``, ``podspec``, ``statefulset``, ``service``, ``mongos``,
-``pdb``, ``podmonitor``, ``networkpolicy``, ``secrets``, ``objects``, ``platform``, ``shards``,
-``status``, ``rotation``, ``sync_plan`` (what a sync does with its observations), ``requeue``
-(when the sync looks again), ``tls``
-(certificates, flags, volumes), ``tls_renewal`` (how a renewed certificate reaches running
-members), ``tls_roll`` (a running cluster's roll between TLS modes), ``tls_ca`` (a new CA
-through a trust bundle), and ``generate`` and ``certificates`` (fresh secret values and
-certificates: random, so only the I/O side calls them, once per Secret).
-Owner references are the I/O side's to add.
+- ``build/`` (pure): the Kubernetes objects and values a spec asks for. Labels, layout,
+  placement, pod spec, StatefulSets, Services, mongos, PodDisruptionBudgets, the PodMonitor,
+  NetworkPolicies, Secrets' shapes, TLS certificates' names, flags and volumes (``tls``), and the
+  fresh secret values and certificates (``generate``, ``certificates``: random, so only ``act/``
+  calls them, once per Secret). A new object kind gets its builder here.
+- ``decide/`` (pure): what to do next from what was observed. ``status`` (the status and its
+  conditions, ``compute_status(now)``), ``sync_plan`` (what a sync does with its observations),
+  ``requeue`` (when the controller looks again), ``rotation`` (a credential rotation's steps),
+  ``shards`` (adding and draining shards), ``predecessor`` (a deleted namesake's leftovers),
+  ``tls_roll`` (a running cluster's roll between TLS modes), ``tls_renewal`` (how a renewed
+  certificate reaches running members), ``tls_ca`` (a new CA through a trust bundle). A new
+  rule about when or whether to act goes here.
+- ``act/`` (I/O, through the ``KubeApi`` each function is given and a ``MongoAdmin`` handle):
+  ``reconcile`` (observe, decide, act: the sync), ``provision`` (apply the built objects),
+  ``rolling`` (member restarts), ``rotate`` (carry a rotation out), ``roll_tls`` (carry a TLS
+  roll out), ``tls_secrets`` (Certificates or issued certificate Secrets), ``storage`` (claim
+  growth), ``wire`` (MongoDB administration), ``deletion`` (the finalizer).
 
-I/O, through the ``KubeApi`` each function is given (mongobench.k8s.api): ``provision`` (apply
-the built objects), ``reconcile`` (observe, wire, publish status and Events), ``rolling``
-(member restarts), ``rotate`` (credential rotation), ``storage`` (claim growth),
-``tls_secrets`` (Certificates or issued certificate Secrets), ``roll_tls`` (the steps of a roll
-between TLS modes), ``wire`` (MongoDB administration
-through a ``MongoAdmin`` handle), ``deletion`` (finalizer), ``interface`` (what a BenchmarkRun
-may ask of its cluster: layout, administration handle, secret values).
+``interface`` is what a BenchmarkRun may ask of its cluster (layout, administration handle,
+secret values): the one door into ``act/`` from another controller. Owner references are
+``act/``'s to add. Unit tests derive the rules from the folders: nothing in ``build/`` or
+``decide/`` loads the Kubernetes client, kopf or pymongo, and no other controller imports
+``act/`` (test_purity, test_imports).
 """
-
-PURE_MODULES = (
-    "certificates",
-    "generate",
-    "labels",
-    "layout",
-    "mongos",
-    "networkpolicy",
-    "objects",
-    "pdb",
-    "placement",
-    "platform",
-    "podmonitor",
-    "podspec",
-    "predecessor",
-    "requeue",
-    "rotation",
-    "secrets",
-    "service",
-    "shards",
-    "statefulset",
-    "status",
-    "sync_plan",
-    "tls",
-    "tls_ca",
-    "tls_renewal",
-    "tls_roll",
-)
-IO_MODULES = (
-    "deletion",
-    "interface",
-    "provision",
-    "reconcile",
-    "roll_tls",
-    "rolling",
-    "rotate",
-    "storage",
-    "tls_secrets",
-    "wire",
-)

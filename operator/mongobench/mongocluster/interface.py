@@ -18,8 +18,8 @@ from mongobench.k8s.api import KubeApi
 from mongobench.mongo.admin import MongoAdmin
 from mongobench.mongo.model import FcvScope, ReplicaSetSpec
 from mongobench.mongo.pool import AdminPool
-from mongobench.mongocluster import provision, reconcile, rolling
-from mongobench.mongocluster.layout import ClusterLayout
+from mongobench.mongocluster.act import provision, reconcile, rolling
+from mongobench.mongocluster.build.layout import ClusterLayout
 
 # The keys of a cluster's Secrets that hold secrets: passwords, the keyfile, connection URIs.
 SECRET_KEY = re.compile(r"password|keyfile|uri|secret|token", re.IGNORECASE)

@@ -74,7 +74,7 @@ def test_handlers_pass_the_clock_in() -> None:
 
     from mongobench.benchmarkrun import archive, orchestrate
     from mongobench.experiment import reconcile as experiment
-    from mongobench.mongocluster import reconcile
+    from mongobench.mongocluster.act import reconcile
 
     for fn, param in (
         (reconcile.provision, "now"),

@@ -28,7 +28,8 @@ DOOR = "mongobench.mongocluster.interface"
 def io_imports(source: str) -> list[str]:
     """The MongoCluster I/O modules `source` imports, at any depth (function bodies too),
     besides the interface."""
-    io = {f"mongobench.mongocluster.{m}" for m in mongocluster.IO_MODULES} - {DOOR}
+    act = PACKAGE / "mongocluster" / "act"
+    io = {f"mongobench.mongocluster.act.{p.stem}" for p in act.glob("*.py")}
     found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom) and node.module:
@@ -44,15 +45,15 @@ def io_imports(source: str) -> list[str]:
 def test_the_probe_sees_an_import_of_the_clusters_io() -> None:
     source = (
         "from mongobench.mongocluster.interface import Cluster\n"
-        "from mongobench.mongocluster import labels\n"
-        "def f():\n    from mongobench.mongocluster.provision import desired\n"
-        "import mongobench.mongocluster.reconcile\n"
-        "from mongobench.mongocluster import rolling\n"
+        "from mongobench.mongocluster.build import labels\n"
+        "def f():\n    from mongobench.mongocluster.act.provision import desired\n"
+        "import mongobench.mongocluster.act.reconcile\n"
+        "from mongobench.mongocluster.act import rolling\n"
     )
     assert sorted(io_imports(source)) == [
-        "mongobench.mongocluster.provision",
-        "mongobench.mongocluster.reconcile",
-        "mongobench.mongocluster.rolling",
+        "mongobench.mongocluster.act.provision",
+        "mongobench.mongocluster.act.reconcile",
+        "mongobench.mongocluster.act.rolling",
     ]
 
 

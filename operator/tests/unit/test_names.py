@@ -28,12 +28,12 @@ from mongobench.api.names import (
 )
 from mongobench.benchmarkrun.jobs import RunRef, barrier_name, build_client_rbac, build_job
 from mongobench.benchmarkrun.plan import make_plan
-from mongobench.mongocluster import secrets as cluster_secrets
-from mongobench.mongocluster.generate import GeneratedSecrets
-from mongobench.mongocluster.layout import cluster_layout
-from mongobench.mongocluster.objects import build_workload_objects
-from mongobench.mongocluster.platform import PRESETS
-from mongobench.mongocluster.secrets import build_secrets
+from mongobench.mongocluster.build import secrets as cluster_secrets
+from mongobench.mongocluster.build.generate import GeneratedSecrets
+from mongobench.mongocluster.build.layout import cluster_layout
+from mongobench.mongocluster.build.objects import build_workload_objects
+from mongobench.mongocluster.build.platform import PRESETS
+from mongobench.mongocluster.build.secrets import build_secrets
 
 pytestmark = pytest.mark.unit
 
@@ -81,7 +81,7 @@ def test_the_names_of_the_issue_would_give_children_kubernetes_refuses(
     name: str, expected: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The check above is not vacuous: without the name rule, these children are invalid."""
-    monkeypatch.setattr("mongobench.mongocluster.layout._check_names", lambda *_: None)
+    monkeypatch.setattr("mongobench.mongocluster.build.layout._check_names", lambda *_: None)
     spec = largest_cluster("ReplicaSet")
     objects = build_workload_objects(spec, cluster_layout(name, "ns", spec), PRESETS["kind"])
     assert any(expected in p for o in objects for p in name_problems(o))

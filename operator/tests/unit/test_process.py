@@ -55,9 +55,9 @@ def test_the_cluster_controller_loads_cryptography_only_to_issue_certificates() 
         "import sys\n"
         "from mongobench.__main__ import without_pyopenssl_probe\n"
         "without_pyopenssl_probe()\n"
-        "import mongobench.handlers.mongocluster, mongobench.mongocluster.reconcile\n"
+        "import mongobench.handlers.mongocluster, mongobench.mongocluster.act.reconcile\n"
         "print('cryptography' in sys.modules)\n"
-        "import mongobench.mongocluster.certificates\n"
+        "import mongobench.mongocluster.build.certificates\n"
         "print('cryptography' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

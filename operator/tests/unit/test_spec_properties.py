@@ -21,11 +21,11 @@ from mongobench.api import BenchmarkRunSpec, MongoClusterSpec, SpecError
 from mongobench.api.names import check_benchmarkrun_name
 from mongobench.benchmarkrun.jobs import RunRef, barrier_name, build_client_rbac, build_job
 from mongobench.benchmarkrun.plan import make_plan
-from mongobench.mongocluster.generate import GeneratedSecrets
-from mongobench.mongocluster.layout import cluster_layout
-from mongobench.mongocluster.objects import build_workload_objects
-from mongobench.mongocluster.platform import PRESETS
-from mongobench.mongocluster.secrets import build_secrets
+from mongobench.mongocluster.build.generate import GeneratedSecrets
+from mongobench.mongocluster.build.layout import cluster_layout
+from mongobench.mongocluster.build.objects import build_workload_objects
+from mongobench.mongocluster.build.platform import PRESETS
+from mongobench.mongocluster.build.secrets import build_secrets
 
 pytestmark = pytest.mark.unit
 

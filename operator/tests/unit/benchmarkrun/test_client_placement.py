@@ -17,7 +17,7 @@ from rendered import to_yaml
 from mongobench.api import BenchmarkRunSpec, SpecError
 from mongobench.benchmarkrun.jobs import CLUSTER_LABEL, RUN_LABEL, STEP_LABEL, RunRef, build_job
 from mongobench.benchmarkrun.plan import make_plan
-from mongobench.mongocluster.labels import client_labels, component_labels
+from mongobench.mongocluster.build.labels import client_labels, component_labels
 
 pytestmark = pytest.mark.unit
 

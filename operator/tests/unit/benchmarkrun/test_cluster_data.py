@@ -21,7 +21,7 @@ from mongobench.k8s import conditions as cond
 from mongobench.mongo.errors import PermanentMongoError
 from mongobench.mongo.model import Bound, KeyField, Zone
 from mongobench.mongo.pool import AdminPool
-from mongobench.mongocluster import reconcile
+from mongobench.mongocluster.act import reconcile
 
 pytestmark = pytest.mark.unit
 

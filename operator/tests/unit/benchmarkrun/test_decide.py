@@ -130,7 +130,7 @@ def test_each_job_step_without_job_creates_it(index: int) -> None:
 
 
 def test_a_credential_rotation_holds_the_next_job_not_the_running_one_nor_a_lost_one() -> None:
-    """While the cluster's credentials rotate (mongocluster/rotation.py), no new client reads
+    """While the cluster's credentials rotate (mongocluster/decide/rotation.py), no new client reads
     the URI: the next Job waits; a running Job is collected as usual, a lost one recovered."""
     rotating = READY | {"status": {"phase": "Ready", "rotation": {"phase": "Waiting"}}}
     asked = READY | {"metadata": {"annotations": {"mongobench.io/rotate": "users"}}}

@@ -27,7 +27,7 @@ from mongobench.benchmarkrun import provenance as prov
 from mongobench.config import OperatorConfig
 from mongobench.k8s import conditions as cond
 from mongobench.mongo.pool import AdminPool
-from mongobench.mongocluster import reconcile
+from mongobench.mongocluster.act import reconcile
 from mongobench_archive import layout
 from mongobench_results import provenance as results_prov
 

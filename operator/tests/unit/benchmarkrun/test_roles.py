@@ -10,7 +10,7 @@ import pytest
 
 from mongobench.benchmarkrun import roles
 from mongobench.benchmarkrun.cpu import NodeMapping, ResourceProfile, parse_containers, rate_range
-from mongobench.mongocluster import labels
+from mongobench.mongocluster.build import labels
 
 pytestmark = pytest.mark.unit
 

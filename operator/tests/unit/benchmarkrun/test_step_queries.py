@@ -22,7 +22,7 @@ from mongobench.benchmarkrun import jobs
 from mongobench.benchmarkrun.cpu import ResourceProfile
 from mongobench.benchmarkrun.cpu_status import cpu_for_step, fine_cpu_scraped
 from mongobench.config import OperatorConfig
-from mongobench.mongocluster import labels
+from mongobench.mongocluster.build import labels
 
 pytestmark = pytest.mark.unit
 

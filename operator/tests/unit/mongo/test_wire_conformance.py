@@ -25,7 +25,13 @@ REPO = Path(__file__).resolve().parents[4]
 MONGO = REPO / "operator" / "mongobench" / "mongo"
 CLUSTER = REPO / "operator" / "mongobench" / "mongocluster"
 README = REPO / "e2e" / "local" / "README.md"
-FLAG_FILES = ("podspec.py", "statefulset.py", "mongos.py", "tls.py", "tls_roll.py")
+FLAG_FILES = (
+    "build/podspec.py",
+    "build/statefulset.py",
+    "build/mongos.py",
+    "build/tls.py",
+    "decide/tls_roll.py",
+)
 
 # First keys of dict literals in the mongo package that are parts of commands or replies, not
 # commands: a member or config document, a user or role, a filter, pipeline stages, statuses.

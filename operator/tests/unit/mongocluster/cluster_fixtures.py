@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from mongobench.api.mongocluster import MongoClusterSpec
-from mongobench.mongocluster.generate import GeneratedSecrets
-from mongobench.mongocluster.layout import cluster_layout
-from mongobench.mongocluster.objects import build_workload_objects
-from mongobench.mongocluster.platform import PRESETS, Preset
-from mongobench.mongocluster.secrets import build_secrets
+from mongobench.mongocluster.build.generate import GeneratedSecrets
+from mongobench.mongocluster.build.layout import cluster_layout
+from mongobench.mongocluster.build.objects import build_workload_objects
+from mongobench.mongocluster.build.platform import PRESETS, Preset
+from mongobench.mongocluster.build.secrets import build_secrets
 
 # Distinctive values so a leak into any non-Secret object is easy to spot.
 FAKE = GeneratedSecrets(

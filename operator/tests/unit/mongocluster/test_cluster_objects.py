@@ -13,9 +13,9 @@ from cluster_fixtures import FAKE, REPLICA_SET, SHARDED, build, by_kind, pod_spe
 
 from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.api.schema import SpecError
-from mongobench.mongocluster.layout import cluster_layout, connection_uri
-from mongobench.mongocluster.objects import build_workload_objects
-from mongobench.mongocluster.platform import GENERIC, PRESETS, PlatformFacts, preset_for
+from mongobench.mongocluster.build.layout import cluster_layout, connection_uri
+from mongobench.mongocluster.build.objects import build_workload_objects
+from mongobench.mongocluster.build.platform import GENERIC, PRESETS, PlatformFacts, preset_for
 
 pytestmark = pytest.mark.unit
 

@@ -11,8 +11,8 @@ import pytest
 
 from mongobench.controller import EVENTS_ONLY, REFUSED_ANNOTATION, Result
 from mongobench.k8s import conditions as cond
-from mongobench.mongocluster import requeue, rotation
-from mongobench.mongocluster.requeue import WAITING, WIRING
+from mongobench.mongocluster.decide import requeue, rotation
+from mongobench.mongocluster.decide.requeue import WAITING, WIRING
 
 pytestmark = pytest.mark.unit
 
@@ -96,7 +96,7 @@ def test_certificate_work_no_event_announces_is_looked_at_when_it_falls_due(
 
 
 def test_a_syncs_result_carries_its_certificates_recheck_to_the_handler() -> None:
-    from mongobench.mongocluster.reconcile import SyncResult
+    from mongobench.mongocluster.act.reconcile import SyncResult
 
     assert SyncResult(cond.PHASE_READY, False, recheck_in=2.3).recheck == Result(4.0)
     assert SyncResult(cond.PHASE_READY, False).recheck == EVENTS_ONLY

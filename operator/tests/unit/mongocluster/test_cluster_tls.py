@@ -30,11 +30,12 @@ from mongobench.api.schema import SpecError
 from mongobench.mongo.model import X509
 from mongobench.mongo.pool import AdminPool
 from mongobench.mongo.versions import capabilities
-from mongobench.mongocluster import reconcile
-from mongobench.mongocluster.certificates import CAError, issue, load_ca, reissue_reason
-from mongobench.mongocluster.layout import cluster_layout
-from mongobench.mongocluster.secrets import connection_secret
-from mongobench.mongocluster.tls import (
+from mongobench.mongocluster.act import reconcile
+from mongobench.mongocluster.act.tls_secrets import ensure_tls, renew_certificates
+from mongobench.mongocluster.build.certificates import CAError, issue, load_ca, reissue_reason
+from mongobench.mongocluster.build.layout import cluster_layout
+from mongobench.mongocluster.build.secrets import connection_secret
+from mongobench.mongocluster.build.tls import (
     CA_FILE,
     CERT_KEY_FILE,
     build_certificates,
@@ -42,14 +43,13 @@ from mongobench.mongocluster.tls import (
     client_secret,
     member_secret,
 )
-from mongobench.mongocluster.tls_renewal import (
+from mongobench.mongocluster.decide.tls_renewal import (
     PROPAGATION_SECONDS,
     RESTART_ANNOTATION,
     SERVED_ANNOTATION,
     Certificate,
     plan_renewal,
 )
-from mongobench.mongocluster.tls_secrets import ensure_tls, renew_certificates
 
 pytestmark = pytest.mark.unit
 

@@ -26,24 +26,29 @@ from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.locks import ResourceLocks
 from mongobench.mongo.pool import AdminPool
-from mongobench.mongocluster import reconcile
-from mongobench.mongocluster.certificates import renewal_time, signed_by
-from mongobench.mongocluster.tls_ca import join_bundle, plan_ca_change, split_bundle, under_way
-from mongobench.mongocluster.tls_renewal import SERVED_ANNOTATION, plan_renewal
-from mongobench.mongocluster.tls_roll import (
+from mongobench.mongocluster.act import reconcile
+from mongobench.mongocluster.act.tls_secrets import (
+    Renewals,
+    certificate_state,
+    ensure_tls,
+    followed_secrets,
+    renew_certificates,
+)
+from mongobench.mongocluster.build.certificates import renewal_time, signed_by
+from mongobench.mongocluster.decide.tls_ca import (
+    join_bundle,
+    plan_ca_change,
+    split_bundle,
+    under_way,
+)
+from mongobench.mongocluster.decide.tls_renewal import SERVED_ANNOTATION, plan_renewal
+from mongobench.mongocluster.decide.tls_roll import (
     DISABLED,
     effective_spec,
     jobs_without_ca,
     next_mode,
     plain_client_pods,
     template_mode,
-)
-from mongobench.mongocluster.tls_secrets import (
-    Renewals,
-    certificate_state,
-    ensure_tls,
-    followed_secrets,
-    renew_certificates,
 )
 
 pytestmark = pytest.mark.unit
@@ -439,7 +444,7 @@ def test_a_secret_is_followed_by_its_certificate_alone() -> None:
 
 
 def test_a_renewal_says_when_the_kubelet_will_have_written_it() -> None:
-    from mongobench.mongocluster.tls_renewal import Certificate
+    from mongobench.mongocluster.decide.tls_renewal import Certificate
 
     old, new = Certificate("c1", "ca"), Certificate("c2", "ca")
     waiting = plan_renewal(
@@ -452,7 +457,7 @@ def test_a_renewal_says_when_the_kubelet_will_have_written_it() -> None:
 def test_an_issued_certificate_is_due_at_two_thirds_of_its_life(ca: trustme.CA) -> None:
     from test_cluster_tls import rs_request
 
-    from mongobench.mongocluster.certificates import issue
+    from mongobench.mongocluster.build.certificates import issue
 
     values = issue(ca_values(ca), "bench-ca", rs_request(), NOW)
     cert = x509.load_pem_x509_certificate(values["tls.crt"].encode())

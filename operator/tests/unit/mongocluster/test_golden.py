@@ -14,7 +14,7 @@ import pytest
 from cluster_fixtures import COLOCATED, DEDICATED, REPLICA_SET, SHARDED, STANDALONE, build
 from rendered import to_yaml
 
-from mongobench.mongocluster.platform import PRESETS
+from mongobench.mongocluster.build.platform import PRESETS
 
 pytestmark = pytest.mark.unit
 

@@ -23,9 +23,9 @@ from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.benchmarkrun.jobs import RunRef, build_job
 from mongobench.benchmarkrun.plan import make_plan
 from mongobench.config import Peers
-from mongobench.mongocluster.layout import cluster_layout
-from mongobench.mongocluster.objects import build_workload_objects
-from mongobench.mongocluster.platform import PRESETS
+from mongobench.mongocluster.build.layout import cluster_layout
+from mongobench.mongocluster.build.objects import build_workload_objects
+from mongobench.mongocluster.build.platform import PRESETS
 
 pytestmark = pytest.mark.unit
 

@@ -18,10 +18,10 @@ from mongobench.k8s import conditions as cond
 from mongobench.k8s.conditions import get_condition
 from mongobench.k8s.locks import ResourceLocks
 from mongobench.mongo.pool import AdminPool
-from mongobench.mongocluster import reconcile
-from mongobench.mongocluster.layout import cluster_layout
-from mongobench.mongocluster.placement import feasibility, has_hard_rules, scheduling
-from mongobench.mongocluster.sync_plan import placement_warning
+from mongobench.mongocluster.act import reconcile
+from mongobench.mongocluster.build.layout import cluster_layout
+from mongobench.mongocluster.build.placement import feasibility, has_hard_rules, scheduling
+from mongobench.mongocluster.decide.sync_plan import placement_warning
 
 pytestmark = pytest.mark.unit
 

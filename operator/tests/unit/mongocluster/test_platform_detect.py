@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from mongobench.mongocluster.platform import PlatformFacts, detect
+from mongobench.mongocluster.build.platform import PlatformFacts, detect
 
 pytestmark = pytest.mark.unit
 

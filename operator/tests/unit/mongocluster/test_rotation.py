@@ -21,9 +21,9 @@ from mongobench.k8s import conditions as cond
 from mongobench.k8s.locks import ResourceLocks
 from mongobench.mongo import plan
 from mongobench.mongo.pool import AdminPool
-from mongobench.mongocluster import reconcile
-from mongobench.mongocluster.layout import cluster_layout
-from mongobench.mongocluster.rotation import (
+from mongobench.mongocluster.act import reconcile
+from mongobench.mongocluster.build.layout import cluster_layout
+from mongobench.mongocluster.decide.rotation import (
     ANNOTATION,
     EXPORTER_ANNOTATION,
     GRACE_SECONDS,

@@ -39,8 +39,8 @@ from mongobench.mongo.model import (
     keyfile_text,
 )
 from mongobench.mongo.pool import AdminPool
-from mongobench.mongocluster import reconcile
-from mongobench.mongocluster.rotation import (
+from mongobench.mongocluster.act import reconcile
+from mongobench.mongocluster.decide.rotation import (
     ANNOTATION,
     EXPORTER_ANNOTATION,
     KEYFILE_ANNOTATION,

@@ -26,9 +26,9 @@ from mongobench.k8s import conditions as cond
 from mongobench.k8s.conditions import get_condition
 from mongobench.k8s.credentials import Credentials
 from mongobench.mongo.pool import AdminPool
-from mongobench.mongocluster import labels as lbl
-from mongobench.mongocluster import reconcile
-from mongobench.mongocluster.tls_secrets import ensure_tls
+from mongobench.mongocluster.act import reconcile
+from mongobench.mongocluster.act.tls_secrets import ensure_tls
+from mongobench.mongocluster.build import labels as lbl
 from mongobench.state import OperatorState, state_of
 
 pytestmark = pytest.mark.unit

@@ -6,8 +6,8 @@ import pytest
 
 from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.mongo.model import DrainingProgress, ShardInfo
-from mongobench.mongocluster.layout import ClusterLayout, cluster_layout
-from mongobench.mongocluster.shards import (
+from mongobench.mongocluster.build.layout import ClusterLayout, cluster_layout
+from mongobench.mongocluster.decide.shards import (
     draining_message,
     draining_status,
     plan_removals,

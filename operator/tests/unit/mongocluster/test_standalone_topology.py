@@ -24,10 +24,10 @@ from mongobench.k8s.locks import ResourceLocks
 from mongobench.mongo.model import STANDALONE_STATE, MemberStatus, ReplicaSetStatus, Role
 from mongobench.mongo.plan import next_rolling_step
 from mongobench.mongo.pool import AdminPool
-from mongobench.mongocluster import labels as lbl
-from mongobench.mongocluster import reconcile, rolling
-from mongobench.mongocluster.layout import cluster_layout, connection_uri
-from mongobench.mongocluster.status import Observed, Wiring, WorkloadState, compute_status
+from mongobench.mongocluster.act import reconcile, rolling
+from mongobench.mongocluster.build import labels as lbl
+from mongobench.mongocluster.build.layout import cluster_layout, connection_uri
+from mongobench.mongocluster.decide.status import Observed, Wiring, WorkloadState, compute_status
 
 pytestmark = pytest.mark.unit
 

@@ -11,8 +11,8 @@ import pytest
 
 from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.mongo.model import DrainingProgress, ServerFacts
-from mongobench.mongocluster.layout import cluster_layout
-from mongobench.mongocluster.status import (
+from mongobench.mongocluster.build.layout import cluster_layout
+from mongobench.mongocluster.decide.status import (
     Observed,
     Wiring,
     WorkloadState,

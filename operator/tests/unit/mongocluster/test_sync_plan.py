@@ -9,9 +9,9 @@ import pytest
 from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.k8s import conditions as cond
 from mongobench.mongo.model import DrainingProgress
-from mongobench.mongocluster.layout import cluster_layout
-from mongobench.mongocluster.status import Wiring, WorkloadState
-from mongobench.mongocluster.sync_plan import (
+from mongobench.mongocluster.build.layout import cluster_layout
+from mongobench.mongocluster.decide.status import Wiring, WorkloadState
+from mongobench.mongocluster.decide.sync_plan import (
     Outcome,
     drained,
     held_replicas,
@@ -66,7 +66,7 @@ def test_a_scale_down_is_held_while_mongodb_lists_the_members_then_applied() -> 
 
 
 def test_a_retiring_shard_goes_only_once_mongodb_no_longer_lists_it() -> None:
-    from mongobench.mongocluster.shards import retiring_shards
+    from mongobench.mongocluster.decide.shards import retiring_shards
 
     retiring = retiring_shards(SHARDED, {"c-shard0": 1, "c-shard1": 1})
     assert [rs.name for rs in retiring] == ["c-shard1"]

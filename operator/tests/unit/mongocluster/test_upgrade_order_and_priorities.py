@@ -13,9 +13,9 @@ from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.api.schema import SpecError
 from mongobench.mongo.model import ReplicaSetStatus, Role
 from mongobench.mongo.plan import initiate_document, next_reconfig
-from mongobench.mongocluster.layout import cluster_layout
-from mongobench.mongocluster.mongos import container_image, mongos_upgrade, set_image
-from mongobench.mongocluster.status import WorkloadState
+from mongobench.mongocluster.build.layout import cluster_layout
+from mongobench.mongocluster.build.mongos import container_image, mongos_upgrade, set_image
+from mongobench.mongocluster.decide.status import WorkloadState
 
 pytestmark = pytest.mark.unit
 
@@ -165,7 +165,7 @@ def test_a_statefulset_is_settled_only_when_every_pod_runs_the_seen_template(
 def test_a_settled_replica_set_rolls_nothing_and_reads_no_pods() -> None:
     from fake_kube import FakeKube
 
-    from mongobench.mongocluster import rolling
+    from mongobench.mongocluster.act import rolling
 
     kube = FakeKube()
     for verb in ("get", "list"):

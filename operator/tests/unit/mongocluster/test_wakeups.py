@@ -24,8 +24,8 @@ from mongobench.k8s.locks import ResourceLocks
 from mongobench.k8s.rollout import SeenRollouts
 from mongobench.k8s.ticker import Ticker
 from mongobench.k8s.wakeups import Backoff, Wakeups
-from mongobench.mongocluster import labels as lbl
-from mongobench.mongocluster import requeue
+from mongobench.mongocluster.build import labels as lbl
+from mongobench.mongocluster.decide import requeue
 from mongobench.observability.metrics import REGISTRY
 
 pytestmark = pytest.mark.unit
@@ -207,9 +207,9 @@ def test_claims_are_read_only_when_a_template_asks_less_than_the_spec() -> None:
     from cluster_fixtures import REPLICA_SET
     from fake_kube import FakeKube
 
-    from mongobench.mongocluster import storage
-    from mongobench.mongocluster.provision import desired
-    from mongobench.mongocluster.status import WorkloadState
+    from mongobench.mongocluster.act import storage
+    from mongobench.mongocluster.act.provision import desired
+    from mongobench.mongocluster.decide.status import WorkloadState
 
     kube = FakeKube()
     kube.refuse("list", "PersistentVolumeClaim", 500, "claims read")
