@@ -2,7 +2,7 @@
 
 The Result of a decision about when to look at a resource again (controller-runtime's
 reconcile.Result): each controller's `requeue` module decides it from the resource's body, and
-the handler passes it to the one scheduler (k8s.ticker, `Ticker.requeue`). Also whether a
+the handler passes it to the one scheduler (runtime.ticker, `Ticker.requeue`). Also whether a
 refused spec settled a resource (its ticks stop until the spec changes), and how a BenchmarkRun
 sees its MongoCluster (the run follows the cluster; both sides must say it alike).
 """
@@ -78,7 +78,7 @@ def live(body: Mapping[str, Any], deleted: bool) -> bool:
 
 
 # How a BenchmarkRun sees its MongoCluster, in the reasons of its ClusterReady condition: the
-# run follows the cluster (k8s.dependents) and the cluster's events wake it when this changes.
+# run follows the cluster (runtime.dependents) and the cluster's events wake it when this changes.
 def cluster_as_runs_see_it(body: Mapping[str, Any], deleted: bool) -> str:
     """The MongoCluster in a run's terms: NotFound (deleted), Ready or NotReady."""
     if deleted:

@@ -16,9 +16,9 @@ from mongobench.config import OperatorConfig
 from mongobench.handlers.mongocluster import SECRETS_SELECTED
 from mongobench.k8s.api import REPORTING_COMPONENT
 from mongobench.k8s.credentials import CredentialsError
-from mongobench.k8s.peering import PauseRelay, relayed
-from mongobench.k8s.wakeups import Backoff
 from mongobench.observability import logs, metrics
+from mongobench.runtime.peering import PauseRelay, relayed
+from mongobench.runtime.wakeups import Backoff
 from mongobench.state import OperatorState, state_of
 
 log = logging.getLogger("mongobench")
@@ -40,7 +40,8 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
         )
     except CredentialsError as exc:
         raise kopf.PermanentError(str(exc)) from None
-    # Peering pauses the ticker and the wake-ups with kopf's watches (k8s.peering, set up by run).
+    # Peering pauses the ticker and the wake-ups with kopf's watches (runtime.peering, set up by
+    # run).
     pauses = getattr(memo, "pauses", None)
     if isinstance(pauses, PauseRelay):
         pauses.subscribe(memo.state)

@@ -13,9 +13,9 @@ call, so nothing of the kind lives in module globals:
 - the dependents: which BenchmarkRun waits on which MongoCluster, and what it saw of it, so the
   cluster's events wake the run;
   with the wake-ups, the operator's only triggers besides kopf's handlers, so `pause` and
-  `resume` (kopf's peering, relayed by k8s.peering) stop and start all of the operator's own
+  `resume` (kopf's peering, relayed by runtime.peering) stop and start all of the operator's own
   work, as kopf stops and starts its watches;
-- the latest body of every MongoCluster, fed by its events (k8s.bodies): a BenchmarkRun reads
+- the latest body of every MongoCluster, fed by its events (runtime.bodies): a BenchmarkRun reads
   its cluster from it (`run_kube`) instead of a GET on every advance; emptied on a pause;
 - the MongoDB administration handles, one per cluster, replaced when the cluster's credentials
   change and closed when it is deleted, and the budget of MongoDB clients open at once.
@@ -29,16 +29,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mongobench.k8s.api import KubeApi, KubeClient
-from mongobench.k8s.bodies import LatestBodies, WatchedReads
 from mongobench.k8s.client import ApiClient, new_api_client
-from mongobench.k8s.dependents import Dependents
-from mongobench.k8s.locks import ResourceLocks
 from mongobench.k8s.rollout import SeenRollouts
-from mongobench.k8s.ticker import Ticker
-from mongobench.k8s.wakeups import Backoff, Wakeups
 from mongobench.mongo.budget import MONGO_CLIENTS
 from mongobench.mongo.connect import resolver_from_env
 from mongobench.mongo.pool import AdminPool
+from mongobench.runtime.bodies import LatestBodies, WatchedReads
+from mongobench.runtime.dependents import Dependents
+from mongobench.runtime.locks import ResourceLocks
+from mongobench.runtime.ticker import Ticker
+from mongobench.runtime.wakeups import Backoff, Wakeups
 
 if TYPE_CHECKING:
     from mongobench.benchmarkrun.data import ClusterData
@@ -91,7 +91,7 @@ class OperatorState:
     @property
     def run_kube(self) -> KubeApi:
         """The API as a BenchmarkRun's controller reads it: its MongoCluster from the cluster
-        events' bodies when they hold it (k8s.bodies), everything else from the apiserver."""
+        events' bodies when they hold it (runtime.bodies), everything else from the apiserver."""
         return WatchedReads(self.kube, "MongoCluster", self.clusters)
 
     @property

@@ -1,6 +1,6 @@
 """Pure: when a BenchmarkRun looks again, and whose events wake it meanwhile, from its body as its
-own event delivers it (handlers.benchmarkrun passes the decision to k8s.ticker and
-k8s.dependents; the body is let go).
+own event delivers it (handlers.benchmarkrun passes the decision to runtime.ticker and
+runtime.dependents; the body is let go).
 
 A run ticks only as fast as nothing else wakes it. Its Jobs' events wake it when a Job ends or
 goes away (`job_wakes`), and its MongoCluster's events when the cluster becomes Ready, not Ready
@@ -37,7 +37,7 @@ from mongobench.k8s import conditions as cond
 NEXT = Result(1.0, first_after=1.0)
 FALLBACK = Result(120.0, first_after=120.0)
 ARCHIVE = Result(2.0)
-# What a run reports to the runs queued behind it (k8s.dependents); queued itself: waits(place).
+# What a run reports to the runs queued behind it (runtime.dependents); queued itself: waits(place).
 HOLDS, LEFT = "Holds", "Left"
 
 

@@ -1,5 +1,5 @@
 """Pure: when a BenchmarkExperiment looks again, from its body as its own event delivers it
-(handlers.benchmarkexperiment passes the Result to k8s.ticker; the body is let go).
+(handlers.benchmarkexperiment passes the Result to runtime.ticker; the body is let go).
 
 Its clusters and runs move on their own, and their events are not followed: the experiment looks
 every `experiment_tick_seconds` (2 s; MONGOBENCH_EXPERIMENT_TICK_SECONDS) until it ends.

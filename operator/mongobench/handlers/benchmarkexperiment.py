@@ -46,7 +46,7 @@ def start(meta: kopf.Meta, memo: kopf.Memo, **_: Any) -> None:
 async def experiment_changed(
     body: kopf.Body, meta: kopf.Meta, type: str | None, memo: kopf.Memo, **_: Any
 ) -> None:
-    """The experiment's events decide how often it looks (experiment.requeue; k8s.ticker)."""
+    """The experiment's events decide how often it looks (experiment.requeue; runtime.ticker)."""
     namespace, name = meta["namespace"], meta["name"]
     result = requeue.ticks(body, deleted=type == "DELETED", config=OperatorConfig.current())
     state_of(memo).ticker.requeue(

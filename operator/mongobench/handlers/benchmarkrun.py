@@ -103,7 +103,7 @@ async def run_changed(
     body: kopf.Body, meta: kopf.Meta, type: str | None, memo: kopf.Memo, **_: Any
 ) -> None:
     """The run's events decide (benchmarkrun.requeue) how often it ticks, whom it follows and
-    what the runs queued behind it see (k8s.ticker, k8s.dependents: kopf's timers kept every
+    what the runs queued behind it see (runtime.ticker, runtime.dependents: kopf's timers kept every
     run's body); its ticks, its Jobs' and its cluster's events share one wake-up key."""
     state = state_of(memo)
     namespace, name = meta["namespace"], meta["name"]
@@ -165,7 +165,7 @@ async def job_changed(
     body: kopf.Body, meta: kopf.Meta, type: str | None, memo: kopf.Memo, **_: Any
 ) -> None:
     """A step's Job ended or went away (benchmarkrun.requeue.job_wakes): advance its run, if the
-    run still advances (it ticks). Queued by the run's name (k8s.wakeups): the Job's body is not
+    run still advances (it ticks). Queued by the run's name (runtime.wakeups): the Job's body is not
     kept, and the run's Jobs' events while it waits wake it once."""
     state = state_of(memo)
     namespace, run = meta["namespace"], meta["labels"][jobs.RUN_LABEL]

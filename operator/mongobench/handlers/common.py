@@ -20,7 +20,7 @@ from mongobench.k8s.conditions import (
     PHASE_FAILED,
     set_condition,
 )
-from mongobench.k8s.locks import ResourceLocks
+from mongobench.runtime.locks import ResourceLocks
 
 # (group, version, plural), spread into kopf.on.* decorators.
 MONGOCLUSTER = (GROUP, VERSION, "mongoclusters")

@@ -57,7 +57,7 @@ def provision(
 async def cluster_changed(
     body: kopf.Body, meta: kopf.Meta, type: str | None, memo: kopf.Memo, **_: Any
 ) -> None:
-    """The cluster's events decide how often its sync ticks (mongocluster.requeue; k8s.ticker:
+    """The cluster's events decide how often its sync ticks (mongocluster.requeue; runtime.ticker:
     kopf's timers kept every cluster's body)."""
     namespace, name = meta["namespace"], meta["name"]
     state = state_of(memo)
@@ -66,7 +66,7 @@ async def cluster_changed(
     key = (KIND, namespace, name)
     result = requeue.ticks(raw, deleted=deleted)
     state.ticker.requeue(key, result, lambda: timed_sync(memo, namespace, name))
-    # Its runs read it from here (k8s.bodies), fed before they are woken so they read this.
+    # Its runs read it from here (runtime.bodies), fed before they are woken so they read this.
     if deleted:
         state.clusters.gone(key)
     else:
@@ -78,7 +78,7 @@ async def cluster_changed(
 
 
 def _follow_certificates(memo: kopf.Memo, body: Mapping[str, Any], deleted: bool) -> None:
-    """The cluster follows its certificate Secrets and the CA Secret it names (k8s.dependents):
+    """The cluster follows its certificate Secrets and the CA Secret it names (runtime.dependents):
     a changed certificate wakes its sync, which carries it to the members (rotateCertificates)
     or reissues from a new CA. Registered once per Secret; dropped with the cluster."""
     from mongobench.mongocluster.act.tls_secrets import followed_secrets
@@ -110,7 +110,7 @@ async def secret_changed(
     body: kopf.Body, meta: kopf.Meta, type: str | None, memo: kopf.Memo, **_: Any
 ) -> None:
     """A watched Secret holding a certificate changed: the clusters following it wake (only its
-    digest is kept, k8s.dependents; a watched Secret without a certificate is ignored)."""
+    digest is kept, runtime.dependents; a watched Secret without a certificate is ignored)."""
     from mongobench.mongocluster.act.tls_secrets import certificate_state
 
     current = certificate_state(body.get("data") or {})
@@ -137,7 +137,7 @@ async def child_changed(
     body: kopf.Body, meta: kopf.Meta, type: str | None, memo: kopf.Memo, **_: Any
 ) -> None:
     """A member's pod became ready or went away: observe the whole cluster. Decided here, in
-    kopf's event loop, so no event waits for a handler thread with its body (k8s.wakeups)."""
+    kopf's event loop, so no event waits for a handler thread with its body (runtime.wakeups)."""
     state = state_of(memo)
     kind = body.get("kind") or "StatefulSet"
     namespace, name = meta["namespace"], meta["name"]
@@ -169,7 +169,7 @@ def _child_sync(memo: kopf.Memo, kind: str, namespace: str, child: str, cluster:
         with refusals(state.kube, KIND, namespace, cluster, cond.READY, locks=state.locks):
             _sync(memo, namespace, cluster)
     except Exception:
-        # Retried by the queue after a backoff (k8s.wakeups); and the next event with the same
+        # Retried by the queue after a backoff (runtime.wakeups); and the next event with the same
         # rollout syncs again.
         state.rollouts.forget(kind, namespace, child)
         raise

@@ -21,10 +21,10 @@ from mongobench.config import OperatorConfig
 from mongobench.k8s import client as kube
 from mongobench.k8s.api import KubeClient
 from mongobench.k8s.credentials import Credentials
-from mongobench.k8s.locks import ResourceLocks
 from mongobench.mongo.admin import MongoAdmin
 from mongobench.mongo.connect import Connector
 from mongobench.mongo.pool import AdminPool, fingerprint
+from mongobench.runtime.locks import ResourceLocks
 from mongobench.state import OperatorState, state_of
 
 pytestmark = pytest.mark.unit

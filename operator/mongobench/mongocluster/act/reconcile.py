@@ -32,7 +32,6 @@ from mongobench.k8s.conditions import (
     Event,
     get_condition,
 )
-from mongobench.k8s.locks import ResourceLocks
 from mongobench.mongo.admin import MongoAdmin
 from mongobench.mongo.connect import Connector
 from mongobench.mongo.errors import PermanentMongoError, TransientMongoError
@@ -95,6 +94,7 @@ from mongobench.mongocluster.decide.sync_plan import (
     sync_events,
     sync_status,
 )
+from mongobench.runtime.locks import ResourceLocks
 
 log = logging.getLogger("mongobench.mongocluster")
 

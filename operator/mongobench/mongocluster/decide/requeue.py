@@ -1,5 +1,5 @@
 """Pure: when a MongoCluster's sync looks again, from the cluster's body as its own event delivers
-it (handlers.mongocluster passes the Result to k8s.ticker; the body is let go), and when its
+it (handlers.mongocluster passes the Result to runtime.ticker; the body is let go), and when its
 certificate work falls due (reconcile.SyncResult.recheck_in).
 
 Rules for its ticks (first match wins):

@@ -21,7 +21,7 @@ from mongobench.config import OperatorConfig
 from mongobench.handlers import benchmarkrun as handlers
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.conditions import get_condition
-from mongobench.k8s.locks import ResourceLocks
+from mongobench.runtime.locks import ResourceLocks
 
 pytestmark = pytest.mark.unit
 

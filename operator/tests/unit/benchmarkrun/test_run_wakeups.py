@@ -23,12 +23,12 @@ from mongobench.benchmarkrun.requeue import FALLBACK, NEXT
 from mongobench.controller import Result
 from mongobench.handlers import benchmarkrun, mongocluster
 from mongobench.k8s import conditions as cond
-from mongobench.k8s.bodies import LatestBodies
-from mongobench.k8s.dependents import Dependents
-from mongobench.k8s.locks import ResourceLocks
-from mongobench.k8s.ticker import Ticker
-from mongobench.k8s.wakeups import Backoff, Wakeups
 from mongobench.observability.metrics import REGISTRY
+from mongobench.runtime.bodies import LatestBodies
+from mongobench.runtime.dependents import Dependents
+from mongobench.runtime.locks import ResourceLocks
+from mongobench.runtime.ticker import Ticker
+from mongobench.runtime.wakeups import Backoff, Wakeups
 
 pytestmark = pytest.mark.unit
 
@@ -299,7 +299,7 @@ def job_event(type_: str | None, body: dict[str, Any]) -> dict[str, float]:
 def test_a_queued_run_ticks_slowly_and_wakes_when_the_run_ahead_ends_or_is_deleted(
     state: SimpleNamespace,
 ) -> None:
-    """The run ahead's own events wake the run queued behind it (k8s.dependents)."""
+    """The run ahead's own events wake the run queued behind it (runtime.dependents)."""
 
     def named(name: str, phase: str, **status: Any) -> dict[str, Any]:
         body = run(phase, CLUSTER_READY)

@@ -17,12 +17,12 @@ from fake_mongo import FakeMongo
 
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.conditions import get_condition
-from mongobench.k8s.locks import ResourceLocks
 from mongobench.mongo.pool import AdminPool
 from mongobench.mongocluster.act import deletion, reconcile, rolling
 from mongobench.mongocluster.build import labels as lbl
 from mongobench.mongocluster.decide import predecessor
 from mongobench.mongocluster.decide.predecessor import PredecessorPending
+from mongobench.runtime.locks import ResourceLocks
 
 pytestmark = pytest.mark.unit
 

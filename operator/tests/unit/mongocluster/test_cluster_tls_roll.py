@@ -24,7 +24,6 @@ from test_rotation_keyfile import controller_rolls, ready_cluster
 
 from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.k8s import conditions as cond
-from mongobench.k8s.locks import ResourceLocks
 from mongobench.mongo.pool import AdminPool
 from mongobench.mongocluster.act import reconcile
 from mongobench.mongocluster.act.tls_secrets import (
@@ -50,6 +49,7 @@ from mongobench.mongocluster.decide.tls_roll import (
     plain_client_pods,
     template_mode,
 )
+from mongobench.runtime.locks import ResourceLocks
 
 pytestmark = pytest.mark.unit
 __all__ = ["admins", "ca", "mongo"]  # fixtures shared with test_rotation, test_cluster_tls

@@ -16,12 +16,12 @@ from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.benchmarkrun.jobs import CLUSTER_LABEL
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.conditions import get_condition
-from mongobench.k8s.locks import ResourceLocks
 from mongobench.mongo.pool import AdminPool
 from mongobench.mongocluster.act import reconcile
 from mongobench.mongocluster.build.layout import cluster_layout
 from mongobench.mongocluster.build.placement import feasibility, has_hard_rules, scheduling
 from mongobench.mongocluster.decide.sync_plan import placement_warning
+from mongobench.runtime.locks import ResourceLocks
 
 pytestmark = pytest.mark.unit
 

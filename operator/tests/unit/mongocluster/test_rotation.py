@@ -18,7 +18,6 @@ from fake_mongo import FakeMongo
 
 from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.k8s import conditions as cond
-from mongobench.k8s.locks import ResourceLocks
 from mongobench.mongo import plan
 from mongobench.mongo.pool import AdminPool
 from mongobench.mongocluster.act import reconcile
@@ -36,6 +35,7 @@ from mongobench.mongocluster.decide.rotation import (
     rotated_users,
     set_targets,
 )
+from mongobench.runtime.locks import ResourceLocks
 
 pytestmark = pytest.mark.unit
 

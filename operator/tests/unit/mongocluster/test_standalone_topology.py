@@ -20,7 +20,6 @@ from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.benchmarkrun.roles import cluster_pod_roles
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.conditions import get_condition
-from mongobench.k8s.locks import ResourceLocks
 from mongobench.mongo.model import STANDALONE_STATE, MemberStatus, ReplicaSetStatus, Role
 from mongobench.mongo.plan import next_rolling_step
 from mongobench.mongo.pool import AdminPool
@@ -28,6 +27,7 @@ from mongobench.mongocluster.act import reconcile, rolling
 from mongobench.mongocluster.build import labels as lbl
 from mongobench.mongocluster.build.layout import cluster_layout, connection_uri
 from mongobench.mongocluster.decide.status import Observed, Wiring, WorkloadState, compute_status
+from mongobench.runtime.locks import ResourceLocks
 
 pytestmark = pytest.mark.unit
 

@@ -17,16 +17,16 @@ from fake_kube import FakeKube
 
 from mongobench.handlers import mongocluster
 from mongobench.k8s import conditions as cond
-from mongobench.k8s.bodies import LatestBodies
 from mongobench.k8s.client import ApiError
-from mongobench.k8s.dependents import Dependents
-from mongobench.k8s.locks import ResourceLocks
 from mongobench.k8s.rollout import SeenRollouts
-from mongobench.k8s.ticker import Ticker
-from mongobench.k8s.wakeups import Backoff, Wakeups
 from mongobench.mongocluster.build import labels as lbl
 from mongobench.mongocluster.decide import requeue
 from mongobench.observability.metrics import REGISTRY
+from mongobench.runtime.bodies import LatestBodies
+from mongobench.runtime.dependents import Dependents
+from mongobench.runtime.locks import ResourceLocks
+from mongobench.runtime.ticker import Ticker
+from mongobench.runtime.wakeups import Backoff, Wakeups
 
 pytestmark = pytest.mark.unit
 

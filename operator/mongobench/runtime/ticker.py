@@ -6,7 +6,7 @@ long as the object exists, and one asyncio task per timer. Under 200 MongoCluste
 BenchmarkRuns (make bench-scale) that was ~12 MiB of bodies, half of it managedFields. Here a
 resource's own event decides from its body whether it ticks (what the timers' `when` filters
 did: `schedule`) and the body is let go; an entry keeps its key, interval and work. Due work
-goes to the wake-up queue (k8s.wakeups): a tick and a child's event for one resource share its
+goes to the wake-up queue (runtime.wakeups): a tick and a child's event for one resource share its
 key there and coalesce, a tick never runs beside another of the same resource, and a tick that
 finds its key queued or running is dropped (as a kopf timer waits for its last call).
 
@@ -15,9 +15,9 @@ tick (kopf's `idle`, counted once), then each one `interval` after the last one 
 SLACK early, so that ticks due together go out in one pass);
 registering again with the same interval keeps the schedule (only the work is replaced), so
 frequent events never starve it. A failed tick is retried by the queue after its key's backoff
-(k8s.wakeups); the ticks meanwhile leave the key alone.
+(runtime.wakeups); the ticks meanwhile leave the key alone.
 
-Pause (kopf's peering, k8s.peering): kopf stops its own timers when peering pauses the
+Pause (kopf's peering, runtime.peering): kopf stops its own timers when peering pauses the
 operator and starts them again from the resources' events after the resume. So does the
 ticker: `pause` forgets every entry and ignores `schedule` until `resume`; kopf re-lists every
 resource when it resumes, and each one's event schedules its ticks again (first tick `first`
@@ -35,7 +35,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mongobench.k8s.wakeups import Wakeups
+from mongobench.runtime.wakeups import Wakeups
 
 if TYPE_CHECKING:
     from mongobench.controller import Result

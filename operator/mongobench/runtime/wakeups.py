@@ -15,7 +15,7 @@ while the key waits out its delay runs at once (new information); a tick (`unles
 not shorten the delay. kopf's PermanentError is not retried, nor is the work of a resource
 that is gone (`forget`, from OperatorState.forget).
 
-Pause (kopf's peering, k8s.peering): while paused nothing is queued and nothing starts; what
+Pause (kopf's peering, runtime.peering): while paused nothing is queued and nothing starts; what
 was queued or waiting for a retry is dropped, as kopf stops its own timers: the active peer does
 the work, and kopf replays every resource's events after the resume, which queues afresh. Work
 already running when the pause comes ends (a thread cannot be stopped; kopf's sync handlers

@@ -1,4 +1,4 @@
-"""Unit tier: the index of the latest MongoCluster bodies (k8s.bodies) that a BenchmarkRun reads
+"""Unit tier: the index of the latest MongoCluster bodies (runtime.bodies) that a BenchmarkRun reads
 its cluster from instead of a GET: fed by the cluster's events, bounded, emptied on a peering
 pause, and never answering for a cluster after its deletion; on a miss the GET goes out."""
 
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from fake_kube import FakeKube
 
-from mongobench.k8s.bodies import LatestBodies, WatchedReads
+from mongobench.runtime.bodies import LatestBodies, WatchedReads
 from mongobench.state import OperatorState
 
 pytestmark = pytest.mark.unit

@@ -1,4 +1,4 @@
-"""Unit tier: how the operator hears of kopf's peering pause (mongobench.k8s.peering). kopf has
+"""Unit tier: how the operator hears of kopf's peering pause (mongobench.runtime.peering). kopf has
 no public hook, so the relay rides on a private one: kopf hands the ToggleSet that pauses its
 watches to its daemon killer. The first test fails when kopf stops doing so (read it before
 upgrading kopf); the others drive kopf's real daemon killer, wrapped, with a real ToggleSet, and
@@ -26,7 +26,7 @@ from kopf._core.reactor import inventory, running
 
 from mongobench.k8s import client as kube
 from mongobench.k8s.credentials import Credentials
-from mongobench.k8s.peering import PauseRelay, relayed
+from mongobench.runtime.peering import PauseRelay, relayed
 from mongobench.state import OperatorState
 
 pytestmark = pytest.mark.unit
@@ -37,7 +37,7 @@ def _keywords(call: ast.Call) -> dict[str, str]:
 
 
 def test_kopf_hands_the_toggle_set_that_pauses_its_watches_to_its_daemon_killer() -> None:
-    """What k8s.peering relies on, in kopf's own source: spawn_tasks creates one ToggleSet,
+    """What runtime.peering relies on, in kopf's own source: spawn_tasks creates one ToggleSet,
     gives it to the orchestrator (whose watchers pause on it) and to `daemons.daemon_killer`,
     looked up on the module when the operator starts (so the wrapper in its place is called)."""
     tree = ast.parse(textwrap.dedent(inspect.getsource(running.spawn_tasks)))
@@ -117,7 +117,7 @@ def test_kopfs_pause_and_resume_reach_the_ticker_and_the_wake_ups(
         await asyncio.gather(killer, return_exceptions=True)
 
     try:
-        with caplog.at_level(logging.INFO, logger="mongobench.k8s.peering"), relayed(relay):
+        with caplog.at_level(logging.INFO, logger="mongobench.runtime.peering"), relayed(relay):
             asyncio.run(operator())
     finally:
         release.set()

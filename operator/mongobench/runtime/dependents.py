@@ -4,7 +4,7 @@ Why: a run waiting for its cluster polled it (a tick every second read the run, 
 the step's Job): 200 runs waiting ~20 s each for their clusters under make bench-scale made most
 of the operator's API requests. Here a run follows its cluster with what it saw of it last (a
 `state`: e.g. Ready, not ready, absent), and the cluster's own events wake it through the
-wake-up queue (k8s.wakeups) when that state differs; the run's ticks slow to a fallback.
+wake-up queue (runtime.wakeups) when that state differs; the run's ticks slow to a fallback.
 
 A follower registers from its own events (`follow`, with the state its body recorded); the
 followed resource's events report its state (`changed`). Both orders work: a state reported
@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
-from mongobench.k8s.wakeups import Wakeups
+from mongobench.runtime.wakeups import Wakeups
 
 
 @dataclass

@@ -1,5 +1,6 @@
 """How the operator hears that kopf's peering paused or resumed it, so that its own scheduler
-(k8s.ticker and k8s.wakeups, owned by mongobench.state) stops and starts with kopf's watches.
+(runtime.ticker and runtime.wakeups, owned by mongobench.state) stops and starts with kopf's
+watches.
 
 Why: with several replicas (the Helm chart, the EKS overlay, any rolling update) kopf pauses all
 but the highest-priority one: it closes their watches and stops its own timers and daemons. The

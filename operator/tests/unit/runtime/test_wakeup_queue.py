@@ -1,4 +1,4 @@
-"""Unit tier: the wake-up queue (mongobench.k8s.wakeups) with real threads: a key waits at most
+"""Unit tier: the wake-up queue (mongobench.runtime.wakeups) with real threads: a key waits at most
 once, never runs twice at a time, runs again when woken while running, runs outside the context
 that woke it (a handler's cause holds a body); a failure is logged and retried after a
 per-key backoff that grows until a success resets it; a pause (kopf's peering) drops what waits
@@ -18,7 +18,7 @@ from typing import Any
 import kopf
 import pytest
 
-from mongobench.k8s.wakeups import Backoff, Wakeups
+from mongobench.runtime.wakeups import Backoff, Wakeups
 
 pytestmark = pytest.mark.unit
 
@@ -109,7 +109,7 @@ def test_a_failure_is_logged_and_retried_after_its_backoff(
         if len(attempts) == 1:
             raise ZeroDivisionError
 
-    with caplog.at_level(logging.ERROR, logger="mongobench.k8s.wakeups"):
+    with caplog.at_level(logging.ERROR, logger="mongobench.runtime.wakeups"):
         wakeups.wake(key, flaky)
         settle(wakeups)
     assert "wake-up of ('BenchmarkRun', 'ns', 'r') failed; retried in 0.05 s" in caplog.text
@@ -124,7 +124,7 @@ def test_a_failing_key_is_retried_with_growing_delays_until_it_succeeds(
 ) -> None:
     """controller-runtime's rate-limited queue: the delay doubles per failure in a row, up to a
     cap, per key; a success forgets the failures, so the next failure waits the first delay."""
-    caplog.set_level(logging.ERROR, logger="mongobench.k8s.wakeups")
+    caplog.set_level(logging.ERROR, logger="mongobench.runtime.wakeups")
     pool = ThreadPoolExecutor(2)
     wakeups = Wakeups(pool, backoff=Backoff(0.05, 0.2))
     starts: list[float] = []
@@ -210,7 +210,7 @@ def test_a_permanent_error_is_not_retried(caplog: pytest.LogCaptureFixture) -> N
         runs.append(1)
         raise kopf.PermanentError("the spec cannot work")
 
-    with caplog.at_level(logging.ERROR, logger="mongobench.k8s.wakeups"):
+    with caplog.at_level(logging.ERROR, logger="mongobench.runtime.wakeups"):
         wakeups.wake("k", refuse)
         settle(wakeups)
     threading.Event().wait(0.1)  # ten backoffs

@@ -1,4 +1,4 @@
-"""Unit tier: the dependents (mongobench.k8s.dependents) with the real wake-up queue: a follower
+"""Unit tier: the dependents (mongobench.runtime.dependents) with the real wake-up queue: a follower
 is woken when what it follows reports a state it did not see, in either order of follow and
 report, once per change; unfollowed, forgotten or paused, it is not."""
 
@@ -9,8 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from mongobench.k8s.dependents import Dependents
-from mongobench.k8s.wakeups import Wakeups
+from mongobench.runtime.dependents import Dependents
+from mongobench.runtime.wakeups import Wakeups
 
 pytestmark = pytest.mark.unit
 

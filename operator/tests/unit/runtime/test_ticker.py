@@ -1,4 +1,4 @@
-"""Unit tier: the ticker (mongobench.k8s.ticker) with real threads and short intervals: a key
+"""Unit tier: the ticker (mongobench.runtime.ticker) with real threads and short intervals: a key
 ticks until stopped; scheduling again keeps its schedule and takes the latest work (frequent
 events never starve it); ticks go through the wake-up queue, so ticks that pile up behind busy
 threads run once; a pause (kopf's peering) stops every tick until the resumed resources' events
@@ -15,8 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from mongobench.controller import EVENTS_ONLY, Result
-from mongobench.k8s.ticker import SLACK, Ticker
-from mongobench.k8s.wakeups import Wakeups
+from mongobench.runtime.ticker import SLACK, Ticker
+from mongobench.runtime.wakeups import Wakeups
 
 pytestmark = pytest.mark.unit
 
