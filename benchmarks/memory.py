@@ -66,7 +66,7 @@ LAZY = (
     "mongobench_results",
     "mongobench.mongo.admin",
     "mongobench.mongocluster.act.reconcile",
-    "mongobench.benchmarkrun.orchestrate",
+    "mongobench.benchmarkrun.act.orchestrate",
     "mongobench.experiment.reconcile",
 )
 

@@ -14,9 +14,9 @@ Two figures (bench-method joins them into its last line; `make bench-validity` p
 - `noisy_neighbour_rate(steps)`: on this machine, real: a real Prometheus (localplane) scrapes a
   cAdvisor-named endpoint serving CPU cgroups (localplane.cgroups, as the harness kubelet does)
   of a benchmark client and, during each step, a CPU hog on the database's node; the operator's
-  own query (benchmarkrun.neighbours, the profile's containerCpuByPod) and verdict
-  (benchmarkrun.validity) judge each step's window. Flagged = NoisyNode. Steps without the hog
-  run beside them (the false-flag rate). About 2 x 8 s per step: not part of bench-method's
+  own query (benchmarkrun.telemetry.neighbours, the profile's containerCpuByPod) and verdict
+  (benchmarkrun.decide.validity) judge each step's window. Flagged = NoisyNode. Steps without
+  the hog run beside them (the false-flag rate). About 2 x 8 s per step: not part of bench-method's
   quick figures by default (`make bench-validity`).
 """
 
@@ -113,8 +113,14 @@ def _in_cgroup(name: str, code: str, version: str) -> Iterator[cgroups.Container
 def noisy_neighbour_rate(steps: int = 10, step_seconds: float = 6.0) -> NeighbourFigures:
     from localplane.prometheus import set_cadvisor_targets, start_prometheus
     from mongobench.api.benchmarkrun import ValidityPolicy
-    from mongobench.benchmarkrun import neighbours, validity
-    from mongobench.benchmarkrun.cpu import NodeMapping, ResourceProfile, iso_utc, query_window
+    from mongobench.benchmarkrun.decide import validity
+    from mongobench.benchmarkrun.telemetry import neighbours
+    from mongobench.benchmarkrun.telemetry.cpu import (
+        NodeMapping,
+        ResourceProfile,
+        iso_utc,
+        query_window,
+    )
 
     version = cgroups.available()
     if version is None:

@@ -19,7 +19,7 @@ NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 @dataclass(frozen=True)
 class Peers:
     """Who besides a MongoCluster's own pods and clients may connect under its NetworkPolicy
-    (mongocluster.networkpolicy); the defaults are the install's: release `mongobench` in
+    (mongocluster.build.networkpolicy); the defaults are the install's: release `mongobench` in
     namespace `mongobench`, and kube-prometheus-stack in `monitoring`."""
 
     operator_namespace: str = "mongobench"

@@ -41,7 +41,7 @@ from mongobench.runtime.ticker import Ticker
 from mongobench.runtime.wakeups import Backoff, Wakeups
 
 if TYPE_CHECKING:
-    from mongobench.benchmarkrun.data import ClusterData
+    from mongobench.benchmarkrun.act.data import ClusterData
 
 
 @dataclass
@@ -98,7 +98,7 @@ class OperatorState:
     def cluster_data(self) -> ClusterData:
         """The MongoDB side of runs, through the clusters' handles (loaded with the first run:
         handlers/__init__.py)."""
-        from mongobench.benchmarkrun.data import ClusterData  # noqa: PLC0415
+        from mongobench.benchmarkrun.act.data import ClusterData  # noqa: PLC0415
 
         return ClusterData(self.kube, self.admins)
 

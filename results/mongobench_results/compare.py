@@ -45,7 +45,8 @@ DIMENSIONS = ("topology", "shards", "members", "mongos", "configServers", "versi
 LATENCY_STATS = ("avg", "min", "p50", "p95", "p99", "p999", "max")
 # cost: only where the steps carry a cost (prices were given); no row otherwise.
 DEFAULT_METRICS = ("throughput", "avg", "p99", "cpu", "cost")
-# Per role (benchmarkrun.roles): cores summed over the role's pods, and memory working set.
+# Per role (benchmarkrun.telemetry.roles): cores summed over the role's pods, and memory working
+# set.
 ROLE_METRICS = tuple(f"{kind}:{role}" for kind in ("cpu", "memory") for role in records.ROLES)
 ROLE_CPU_METRICS = tuple(m for m in ROLE_METRICS if m.startswith("cpu:"))
 # seconds: a step's run time (the clients' window); a workload of one operation from one

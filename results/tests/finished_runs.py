@@ -100,7 +100,7 @@ def cpu_resources(
 
 
 def role_status(routers: int, cores: float, rng: random.Random) -> dict[str, Any]:
-    """A step's status.roles as benchmarkrun.roles writes it: mongos and shard mongod."""
+    """A step's status.roles as benchmarkrun.telemetry.roles writes it: mongos and shard mongod."""
     out: dict[str, Any] = {}
     for role, total in (("mongos", cores), ("mongod", 2 * cores)):
         per = [max(0.0, rng.gauss(total / routers, 0.01 * total)) for _ in range(routers)]

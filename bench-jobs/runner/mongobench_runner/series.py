@@ -4,7 +4,7 @@ The driver's status lines (YCSB's `-s`, the Locust driver's lines in the same fo
 the throughput of every status interval; the document keeps them as a compact list and the
 verdict of `mongobench_results.steady` on them (warm-up, level shifts). The client judges its
 own series because the change-point method needs numpy and ruptures, which the operator's image
-does not hold; the operator reads the verdict (benchmarkrun.validity).
+does not hold; the operator reads the verdict (benchmarkrun.decide.validity).
 """
 
 from __future__ import annotations

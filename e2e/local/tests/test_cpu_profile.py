@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from localplane.net import free_port
-from mongobench.benchmarkrun.cpu import (
+from mongobench.benchmarkrun.telemetry.cpu import (
     SPLIT_MODES,
     CpuUnavailable,
     NodeMapping,
@@ -32,7 +32,7 @@ from mongobench.benchmarkrun.cpu import (
     query_range,
     query_window,
 )
-from mongobench.benchmarkrun.resources import query_resources
+from mongobench.benchmarkrun.telemetry.resources import query_resources
 
 pytestmark = pytest.mark.cluster
 

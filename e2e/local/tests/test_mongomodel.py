@@ -504,7 +504,7 @@ def test_describe_server_reads_build_options_and_cache_and_provenance_redacts_th
     """What a member and a mongos say of themselves (buildInfo, getCmdLineOpts, serverStatus)
     through the product's MongoAdmin, shaped by the provenance builder: a password given on
     mongod's command line (verbatim in argv, as mongod reports it) never survives."""
-    from mongobench.benchmarkrun.provenance import ServerObservation, server_document
+    from mongobench.benchmarkrun.build.provenance import ServerObservation, server_document
 
     (host,) = _hosts("rs0", 1)
     model.member(host)

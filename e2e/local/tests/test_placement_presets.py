@@ -37,8 +37,8 @@ from localplane.operator import start_operator, wait_until
 from localplane.plane import Plane
 from localplane.pytest_plugin import apply_repo_crds
 from mongobench.api import BenchmarkRunSpec
-from mongobench.benchmarkrun.jobs import RUN_LABEL, RunRef, build_client_rbac, build_job
-from mongobench.benchmarkrun.plan import make_plan
+from mongobench.benchmarkrun.build.jobs import RUN_LABEL, RunRef, build_client_rbac, build_job
+from mongobench.benchmarkrun.decide.plan import make_plan
 from mongobench.k8s import conditions as cond
 
 pytestmark = pytest.mark.cluster

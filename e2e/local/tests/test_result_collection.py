@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from localplane.plane import Plane
-from mongobench.benchmarkrun import results
-from mongobench.benchmarkrun.orchestrate import result_configmaps
+from mongobench.benchmarkrun.act.orchestrate import result_configmaps
+from mongobench.benchmarkrun.build import results
 from mongobench.k8s import client as kube
 from mongobench.k8s.api import KubeClient
 from mongobench.k8s.credentials import from_kubeconfig

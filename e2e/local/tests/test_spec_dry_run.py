@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 from localplane.plane import Plane
 from localplane.specgen import Corruption, corrupted, names, specs
 from mongobench.api import BenchmarkRunSpec, MongoClusterSpec
-from mongobench.benchmarkrun.jobs import RunRef, barrier_name, build_client_rbac, build_job
-from mongobench.benchmarkrun.plan import make_plan
+from mongobench.benchmarkrun.build.jobs import RunRef, barrier_name, build_client_rbac, build_job
+from mongobench.benchmarkrun.decide.plan import make_plan
 from mongobench.k8s import client as kube
 from mongobench.k8s.api import KubeClient
 from mongobench.k8s.credentials import from_kubeconfig

@@ -33,7 +33,7 @@ from localplane.mongomodel import MongoModel
 from localplane.plane import Plane
 from localplane.prometheus import Prometheus, set_cadvisor_targets
 from localplane.stages import BENCHMARK_CLIENT_LABEL
-from mongobench.benchmarkrun.jobs import CLUSTER_LABEL
+from mongobench.benchmarkrun.build.jobs import CLUSTER_LABEL
 from mongobench_results.validity import advice
 
 pytestmark = pytest.mark.cluster

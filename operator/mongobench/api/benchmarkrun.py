@@ -18,7 +18,7 @@ Driver = Literal["ycsb", "locust"]
 StandardWorkload = Literal["a", "b", "c", "d", "e", "f"]
 STANDARD_WORKLOADS: tuple[str, ...] = ("a", "b", "c", "d", "e", "f")
 CleanupPolicy = Literal["OnSuccess", "Always", "Never"]
-# Whether a run shares its target with others (benchmarkrun/queue.py).
+# Whether a run shares its target with others (benchmarkrun/decide/queue.py).
 Concurrency = Literal["Exclusive", "Shared"]
 
 
@@ -100,7 +100,7 @@ class Warmup:
 @dataclass(frozen=True)
 class RepeatUntil:
     """Adaptive repetitions: more than `repetitions` (up to max_repetitions) until the interval
-    of `metric`'s mean is within +-relative_half_width of it (benchmarkrun.repetitions)."""
+    of `metric`'s mean is within +-relative_half_width of it (benchmarkrun.decide.repetitions)."""
 
     metric: str
     relative_half_width: float
@@ -109,7 +109,7 @@ class RepeatUntil:
 
 class Repeated:
     """What a BenchmarkRun's and a BenchmarkExperiment's specs share: `repetitions`, fixed, or
-    the minimum of adaptive ones up to repeat_until's maximum (benchmarkrun.repetitions reads
+    the minimum of adaptive ones up to repeat_until's maximum (benchmarkrun.decide.repetitions reads
     both as one policy)."""
 
     repetitions: int
@@ -133,7 +133,7 @@ class KneeLatency:
 class Knee:
     """Knee search: instead of fixed repetitions, probe the offered load (YCSB target, Locust's
     constant throughput) for the highest one whose percentile stays under the limit, then run
-    `repetitions` trials there (benchmarkrun.knee; the search is mongobench_results.knee)."""
+    `repetitions` trials there (benchmarkrun.decide.knee; the search is mongobench_results.knee)."""
 
     start_ops_per_second: int
     max_ops_per_second: int
@@ -299,7 +299,8 @@ ValidityReason = Literal["ClientBound", "NoisyNode", "NotSteady", "Errors", "Lit
 @dataclass(frozen=True)
 class ValidityPolicy:
     """When a measured step (a trial) counts as invalid, and how often one is re-run
-    (benchmarkrun.validity applies it; results/mongobench_results/validity.py is the verdict)."""
+    (benchmarkrun.decide.validity applies it; results/mongobench_results/validity.py is the
+    verdict)."""
 
     # Client CPU used / its CPU limit (or its node's CPUs when it has no limit) at or above
     # which the step measured the client, not MongoDB.
@@ -362,7 +363,7 @@ CPU_RESOLUTION_RANGE = (1, 60)  # spec.monitoring.cpuResolutionSeconds (the CRD'
 
 @dataclass(frozen=True)
 class Monitoring:
-    """How the run's resources are sampled (benchmarkrun.cpu_monitor)."""
+    """How the run's resources are sampled (benchmarkrun.build.cpu_monitor)."""
 
     # Node CPU sampled every so many seconds while the run lasts: the operator owns a PodMonitor
     # that scrapes node-exporter at this interval, and the CPU queries rate over 4 of them.

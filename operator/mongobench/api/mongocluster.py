@@ -228,7 +228,7 @@ class TLS:
         """Whether clients (the operator's own connections, the connection Secret's URI that
         benchmark clients read) dial TLS: where every member accepts it (preferTLS, requireTLS)
         or authenticates the operator by certificate (x509). Under allowTLS members dial each
-        other plain, and while a cluster rolls onto TLS (mongocluster.tls_roll) allowTLS is
+        other plain, and while a cluster rolls onto TLS (mongocluster.decide.tls_roll) allowTLS is
         the step during which members not yet restarted speak plain only."""
         return self.enabled and (self.mode != "allowTLS" or self.member_auth == "x509")
 

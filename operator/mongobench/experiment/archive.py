@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mongobench.api import BenchmarkExperimentSpec
-from mongobench.benchmarkrun import archive as run_archive
+from mongobench.benchmarkrun.act import archive as run_archive
 from mongobench.config import OperatorConfig
 from mongobench.experiment import objects
 from mongobench.k8s.api import KubeApi

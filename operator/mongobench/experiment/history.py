@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from mongobench.api import HistorySpec, SpecError
-from mongobench.benchmarkrun import archive
+from mongobench.benchmarkrun.act import archive
 from mongobench.config import OperatorConfig
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.api import KubeApi

@@ -14,7 +14,7 @@ from typing import Any
 from mongobench.api import BenchmarkExperimentSpec, SpecError
 from mongobench.api.kinds import BENCHMARKEXPERIMENT as KIND
 from mongobench.api.mongocluster import MongoClusterSpec
-from mongobench.benchmarkrun import repetitions as reps
+from mongobench.benchmarkrun.decide import repetitions as reps
 from mongobench.clock import age_seconds, rfc3339
 from mongobench.config import OperatorConfig
 from mongobench.experiment import archive as summary_archive

@@ -1,4 +1,4 @@
-"""BenchmarkRun handlers: thin; the state machine lives in mongobench.benchmarkrun.orchestrate.
+"""BenchmarkRun handlers: thin; the state machine lives in mongobench.benchmarkrun.act.orchestrate.
 
 Each one runs under handlers.common.refusals: a spec (or name) the operator cannot use, or a
 Job the apiserver refuses, ends the run as Failed with the Succeeded condition and one Event;
@@ -19,8 +19,9 @@ from mongobench.api import BenchmarkRunSpec, SpecError
 from mongobench.api.kinds import BENCHMARKRUN as KIND
 from mongobench.api.names import check_benchmarkrun_name
 from mongobench.api.schema import field_of
-from mongobench.benchmarkrun import jobs, requeue
-from mongobench.benchmarkrun.decide import TERMINAL
+from mongobench.benchmarkrun.build import jobs
+from mongobench.benchmarkrun.decide import requeue
+from mongobench.benchmarkrun.decide.action import TERMINAL
 from mongobench.clock import wall
 from mongobench.config import OperatorConfig
 from mongobench.handlers.common import BENCHMARKRUN, refusals
@@ -36,8 +37,8 @@ TARGET_LOCK = "BenchmarkRun/target"  # one start decision at a time per target (
 
 
 def _advance(memo: kopf.Memo, namespace: str, name: str) -> None:
-    from mongobench.benchmarkrun import orchestrate
-    from mongobench.benchmarkrun.cpu_status import cpu_for_step, fine_cpu_scraped
+    from mongobench.benchmarkrun.act import orchestrate
+    from mongobench.benchmarkrun.telemetry.cpu_status import cpu_for_step, fine_cpu_scraped
 
     config = OperatorConfig.current()
     state = state_of(memo)
@@ -91,7 +92,7 @@ def start(
             metrics.export_run(dict(body))  # results of finished runs stay exported after restarts
             return
         # A layout MongoDB refuses on every release: refused now, not at the prepare step.
-        from mongobench.benchmarkrun.data import sharding_layout_problem
+        from mongobench.benchmarkrun.act.data import sharding_layout_problem
 
         if (problem := sharding_layout_problem(parsed)) is not None:
             raise SpecError(problem)
@@ -102,13 +103,13 @@ def start(
 async def run_changed(
     body: kopf.Body, meta: kopf.Meta, type: str | None, memo: kopf.Memo, **_: Any
 ) -> None:
-    """The run's events decide (benchmarkrun.requeue) how often it ticks, whom it follows and
+    """The run's events decide (benchmarkrun.decide.requeue) how often it ticks, whom it follows and
     what the runs queued behind it see (runtime.ticker, runtime.dependents: kopf's timers kept every
     run's body); its ticks, its Jobs' and its cluster's events share one wake-up key."""
     state = state_of(memo)
     namespace, name = meta["namespace"], meta["name"]
     raw = dict(body)
-    from mongobench.benchmarkrun import archive
+    from mongobench.benchmarkrun.act import archive
 
     config = OperatorConfig.current()
     wakes = requeue.wakes(raw, deleted=type == "DELETED", config=config, pending=archive.pending)
@@ -143,7 +144,7 @@ def _cluster_advance(memo: kopf.Memo, namespace: str, name: str) -> None:
 @instrumented("BenchmarkRun", "archive")
 def _archive_ticked(memo: kopf.Memo, namespace: str, name: str, record: Mapping[str, Any]) -> None:
     """`record`: the run's status.archive when this was scheduled (its backoff)."""
-    from mongobench.benchmarkrun import archive
+    from mongobench.benchmarkrun.act import archive
 
     if not archive.due(record, wall()):
         return
@@ -164,7 +165,8 @@ def _archive_ticked(memo: kopf.Memo, namespace: str, name: str, record: Mapping[
 async def job_changed(
     body: kopf.Body, meta: kopf.Meta, type: str | None, memo: kopf.Memo, **_: Any
 ) -> None:
-    """A step's Job ended or went away (benchmarkrun.requeue.job_wakes): advance its run, if the
+    """A step's Job ended or went away (benchmarkrun.decide.requeue.job_wakes): advance its run, if
+    the
     run still advances (it ticks). Queued by the run's name (runtime.wakeups): the Job's body is not
     kept, and the run's Jobs' events while it waits wake it once."""
     state = state_of(memo)
@@ -221,7 +223,7 @@ def delete(
         return
     if parsed.profiler is not None:
         # Deleted while a step was profiled: level 0 again, best effort like the drop below.
-        from mongobench.benchmarkrun import orchestrate
+        from mongobench.benchmarkrun.act import orchestrate
 
         try:
             orchestrate.reset_profiler(
@@ -232,7 +234,7 @@ def delete(
     if parsed.cleanup.data == "Always" and not succeeded:
         # Best effort: an unreachable MongoDB (or a cluster whose own spec is refused) must not
         # hold the run's deletion forever.
-        from mongobench.benchmarkrun import orchestrate
+        from mongobench.benchmarkrun.act import orchestrate
 
         try:
             message = orchestrate.drop_data(

@@ -3,7 +3,7 @@ delete).
 
 Each one runs under handlers.common.refusals: a spec the operator cannot use ends in phase
 Failed, the Ready condition and one Event, and its ticks stop until the spec changes.
-Deletion never reads the spec beyond deletionPolicy (mongocluster.deletion).
+Deletion never reads the spec beyond deletionPolicy (mongocluster.act.deletion).
 
 The reconciler (and MongoDB's administration with it) loads with the first cluster the operator
 handles (handlers/__init__.py says why).
@@ -57,7 +57,8 @@ def provision(
 async def cluster_changed(
     body: kopf.Body, meta: kopf.Meta, type: str | None, memo: kopf.Memo, **_: Any
 ) -> None:
-    """The cluster's events decide how often its sync ticks (mongocluster.requeue; runtime.ticker:
+    """The cluster's events decide how often its sync ticks (mongocluster.decide.requeue;
+    runtime.ticker:
     kopf's timers kept every cluster's body)."""
     namespace, name = meta["namespace"], meta["name"]
     state = state_of(memo)

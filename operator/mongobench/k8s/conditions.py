@@ -106,7 +106,7 @@ TRIALS_SOME_INVALID = "SomeInvalid"
 # Profiled (spec.profiler): the slow operations of each measured step.
 PROFILER_CAPTURED = "Captured"
 PROFILER_UNAVAILABLE = "ProfilerUnavailable"
-# Queued (one run at a time on a target, benchmarkrun/queue.py).
+# Queued (one run at a time on a target, benchmarkrun/decide/queue.py).
 QUEUED_TARGET_BUSY = "TargetBusy"
 QUEUED_SAME_DATA = "SameData"
 QUEUED_TARGET_FREE = "TargetFree"

@@ -59,7 +59,7 @@ class AdminPool:
     ) -> None:
         self.keep_idle = keep_idle
         # The MongoDB clients open at once across every handle: each handle's Connector is
-        # built with it (mongocluster.reconcile.administration).
+        # built with it (mongocluster.act.reconcile.administration).
         self.budget = ClientBudget(clients)
         # How members' names become addresses, for every handle: built once (outside a pod it
         # is a map of every member, one copy per handle cost ~2 MiB under 200 clusters).

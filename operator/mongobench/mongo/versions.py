@@ -74,7 +74,7 @@ class Capabilities:
     # split/moveRange when an exact layout matters.
     num_initial_chunks: bool
     # rotateCertificates (5.0+) reloads the TLS certificate and CA files without a restart;
-    # before, a renewed certificate takes a rolling restart (mongocluster.tls_renewal).
+    # before, a renewed certificate takes a rolling restart (mongocluster.decide.tls_renewal).
     rotate_certificates: bool = True
 
     @property

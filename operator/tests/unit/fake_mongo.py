@@ -89,7 +89,8 @@ class FakeMongo:
 
         raise TransientMongoError("serverStatus", host, "not scripted")  # informational only
 
-    # --- what a run's provenance asks (benchmarkrun.facts) -------------------------------------
+    # --- what a run's provenance asks (benchmarkrun.act.facts)
+    # -------------------------------------
 
     def describe_server(self, host: str) -> ServerDescription:
         """A 7.0.14 mongod (a mongos for a mongos host), started with `argv_extra` verbatim."""
@@ -154,7 +155,7 @@ class FakeMongo:
         changed, self.fcv = self.fcv != version, version
         return changed
 
-    # --- what a BenchmarkRun's data steps ask (benchmarkrun.data.ClusterData) ----------------
+    # --- what a BenchmarkRun's data steps ask (benchmarkrun.act.data.ClusterData) ----------------
 
     def drop_collection(self, target: Any, database: str, collection: str) -> bool:
         self.calls.append(f"drop {database}.{collection}")

@@ -72,7 +72,7 @@ def test_handlers_pass_the_clock_in() -> None:
     """The controllers' entry points take the clock: nothing reads it for them."""
     import inspect
 
-    from mongobench.benchmarkrun import archive, orchestrate
+    from mongobench.benchmarkrun.act import archive, orchestrate
     from mongobench.experiment import reconcile as experiment
     from mongobench.mongocluster.act import reconcile
 

@@ -26,8 +26,8 @@ from mongobench.api.names import (
     check_benchmarkrun_name,
     check_mongocluster_name,
 )
-from mongobench.benchmarkrun.jobs import RunRef, barrier_name, build_client_rbac, build_job
-from mongobench.benchmarkrun.plan import make_plan
+from mongobench.benchmarkrun.build.jobs import RunRef, barrier_name, build_client_rbac, build_job
+from mongobench.benchmarkrun.decide.plan import make_plan
 from mongobench.mongocluster.build import secrets as cluster_secrets
 from mongobench.mongocluster.build.generate import GeneratedSecrets
 from mongobench.mongocluster.build.layout import cluster_layout

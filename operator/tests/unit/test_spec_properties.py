@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from localplane.specgen import name_problems, names, specs
 from mongobench.api import BenchmarkRunSpec, MongoClusterSpec, SpecError
 from mongobench.api.names import check_benchmarkrun_name
-from mongobench.benchmarkrun.jobs import RunRef, barrier_name, build_client_rbac, build_job
-from mongobench.benchmarkrun.plan import make_plan
+from mongobench.benchmarkrun.build.jobs import RunRef, barrier_name, build_client_rbac, build_job
+from mongobench.benchmarkrun.decide.plan import make_plan
 from mongobench.mongocluster.build.generate import GeneratedSecrets
 from mongobench.mongocluster.build.layout import cluster_layout
 from mongobench.mongocluster.build.objects import build_workload_objects

@@ -40,7 +40,7 @@ PODMONITOR_API = ("monitoring.coreos.com/v1", "podmonitors")
 @dataclass(frozen=True)
 class Desired:
     """`spec`: what the pods are built from now; `wanted`: the spec as written, when the two
-    differ (a roll onto TLS in progress: mongocluster.tls_roll)."""
+    differ (a roll onto TLS in progress: mongocluster.decide.tls_roll)."""
 
     spec: MongoClusterSpec
     layout: ClusterLayout

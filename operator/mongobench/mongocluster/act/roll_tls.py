@@ -4,7 +4,7 @@ one step per sync pass that finds the members restarted onto the previous one.
 A step records the new mode in status.tls first (desired() builds the pods from it, so a crash
 after the record resumes the step), then rewrites the connection Secret (its URI switches to TLS
 from preferTLS on) and applies the workloads; the rolling restart itself is the one a version
-change takes (mongocluster.rolling: secondaries first, the primary stepped down last; mongos by
+change takes (mongocluster.act.rolling: secondaries first, the primary stepped down last; mongos by
 its Deployment). One Event per step, one when the roll is done.
 """
 

@@ -267,7 +267,7 @@ def _restart_with(
     kube: KubeApi, layout: ClusterLayout, digest: str, annotation: str = KEYFILE_ANNOTATION
 ) -> bool:
     """The pod templates carry `digest` as `annotation`: a changed one is a new revision, and
-    the rolling restart (mongocluster.rolling; the Deployment by itself) replaces every pod.
+    the rolling restart (mongocluster.act.rolling; the Deployment by itself) replaces every pod.
     Whether a template changed."""
     changed = False
     for kind, name in _workloads(layout):

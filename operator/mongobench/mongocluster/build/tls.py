@@ -73,7 +73,7 @@ def client_secret(layout: ClusterLayout) -> str:
 
 
 def client_secret_name(cluster: str) -> str:
-    """By the cluster's name alone: benchmark Jobs mount its ca.crt (benchmarkrun.jobs)."""
+    """By the cluster's name alone: benchmark Jobs mount its ca.crt (benchmarkrun.build.jobs)."""
     return f"{cluster}-client-tls"
 
 

@@ -7,7 +7,8 @@ runs them) and the keyfile of an operator-owned keyfile Secret, in stages record
 status.rotation, one Event each:
 
   Waiting   from the request on, BenchmarkRuns targeting the cluster start no new Job
-            (benchmarkrun.decide); the stage lasts until no client pod of the cluster runs and
+            (benchmarkrun.decide.action); the stage lasts until no client pod of the cluster runs
+            and
             GRACE_SECONDS have passed (a run that read the cluster before the request may still
             create the Job it had decided on within that pass).
   Rotating  users: each Secret holds its new password as `nextPassword` (written before MongoDB
@@ -16,7 +17,7 @@ status.rotation, one Event each:
             Secret's `password` replaced and `nextPassword` dropped, and the connection URI
             rewritten. The exporter sidecars read their password once, at start (env from the
             Secret): the pod templates then carry a digest of it (EXPORTER_ANNOTATION) and every
-            member restarts in the rolling order (mongocluster.rolling; mongos by its
+            member restarts in the rolling order (mongocluster.act.rolling; mongos by its
             Deployment); the rotation completes once every pod runs it. With `keyfile` too, the
             keyfile's first restart is that restart (both digests change before it).
             keyfile: MongoDB's documented transition (keyfile_step): the new key staged as
@@ -24,7 +25,7 @@ status.rotation, one Event each:
             (each then accepts either key, and authenticates to the others with one they
             accept); then the keyfile made [new] and every member restarted again; then
             `nextKeyfile` dropped. The restarts are the rolling restarts of a version change
-            (mongocluster.rolling), started by the digest of the keyfile on the pod templates
+            (mongocluster.act.rolling), started by the digest of the keyfile on the pod templates
             (KEYFILE_ANNOTATION), as a renewed TLS CA starts them.
   Completed the annotation is removed; the old passwords and the old key are refused from then on.
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from mongobench.benchmarkrun import archive
-from mongobench.benchmarkrun.archive import NotConfigured, Result, Settings
+from mongobench.benchmarkrun.act import archive
+from mongobench.benchmarkrun.act.archive import NotConfigured, Result, Settings
 from mongobench.config import OperatorConfig
 
 pytestmark = pytest.mark.unit

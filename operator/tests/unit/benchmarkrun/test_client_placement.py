@@ -15,8 +15,14 @@ import pytest
 from rendered import to_yaml
 
 from mongobench.api import BenchmarkRunSpec, SpecError
-from mongobench.benchmarkrun.jobs import CLUSTER_LABEL, RUN_LABEL, STEP_LABEL, RunRef, build_job
-from mongobench.benchmarkrun.plan import make_plan
+from mongobench.benchmarkrun.build.jobs import (
+    CLUSTER_LABEL,
+    RUN_LABEL,
+    STEP_LABEL,
+    RunRef,
+    build_job,
+)
+from mongobench.benchmarkrun.decide.plan import make_plan
 from mongobench.mongocluster.build.labels import client_labels, component_labels
 
 pytestmark = pytest.mark.unit

@@ -1,4 +1,5 @@
-"""Unit tier: a BenchmarkRun's MongoDB side (benchmarkrun.data.ClusterData) on a MongoCluster whose
+"""Unit tier: a BenchmarkRun's MongoDB side (benchmarkrun.act.data.ClusterData) on a MongoCluster
+whose
 Secrets are in an in-memory API (fake_kube) and whose MongoDB is an in-memory model
 (fake_mongo): what prepare, drop and the shard distribution do, and how a run records the
 distribution after its load on a sharded cluster."""
@@ -14,8 +15,8 @@ from fake_kube import FakeKube, unit_clock
 from fake_mongo import FakeMongo
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec
-from mongobench.benchmarkrun import orchestrate
-from mongobench.benchmarkrun.data import ClusterData, sharding_layout_problem, sharding_spec
+from mongobench.benchmarkrun.act import orchestrate
+from mongobench.benchmarkrun.act.data import ClusterData, sharding_layout_problem, sharding_spec
 from mongobench.config import OperatorConfig
 from mongobench.k8s import conditions as cond
 from mongobench.mongo.errors import PermanentMongoError

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from mongobench.benchmarkrun.cpu import (
+from mongobench.benchmarkrun.telemetry.cpu import (
     SPLIT_MODES,
     CpuReport,
     NodeMapping,
@@ -226,7 +226,7 @@ def test_bad_node_mapping_is_refused() -> None:
 
 
 def test_window_bounds_may_be_rfc3339_strings_as_in_step_status() -> None:
-    from mongobench.benchmarkrun.cpu import _as_datetime
+    from mongobench.benchmarkrun.telemetry.cpu import _as_datetime
 
     assert _as_datetime("2025-11-22T05:40:00Z").timestamp() == T0
     assert _as_datetime(T0) == _as_datetime(datetime.fromtimestamp(T0, UTC))

@@ -14,7 +14,8 @@ from test_orchestrate import NS, Data, advance, benchmarkrun, finish_job, mongoc
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec
 from mongobench.api.schema import SpecError
-from mongobench.benchmarkrun import cpu_monitor, orchestrate
+from mongobench.benchmarkrun.act import orchestrate
+from mongobench.benchmarkrun.build import cpu_monitor
 from mongobench.config import OperatorConfig
 from mongobench.k8s import conditions as cond
 

@@ -1,4 +1,5 @@
-"""Unit tier: the BenchmarkRun's pure decision (benchmarkrun.decide), one test per transition: what
+"""Unit tier: the BenchmarkRun's pure decision (benchmarkrun.decide.action), one test per
+transition: what
 the operator does next for each observed state of the run, its cluster and its step's Job."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from typing import Any
 import pytest
 
 from mongobench.api import BenchmarkRunSpec
-from mongobench.benchmarkrun.decide import (
+from mongobench.benchmarkrun.decide.action import (
     CPU_SCRAPE_WAIT_SECONDS,
     Observed,
     cleanup_targets,
@@ -18,7 +19,7 @@ from mongobench.benchmarkrun.decide import (
     current_step,
     decide,
 )
-from mongobench.benchmarkrun.plan import make_plan
+from mongobench.benchmarkrun.decide.plan import make_plan
 from mongobench.k8s import conditions as cond
 
 pytestmark = pytest.mark.unit
@@ -337,7 +338,7 @@ def test_each_action_moves_the_run_to_its_steps_phase(
 
 
 def test_the_current_step_is_the_first_not_succeeded_and_reads_its_job() -> None:
-    from mongobench.benchmarkrun.decide import reads_job, scenarios_to_check
+    from mongobench.benchmarkrun.decide.action import reads_job, scenarios_to_check
 
     seen = observed(done(0))
     assert seen.step is not None and seen.step.kind == "load"
@@ -352,7 +353,7 @@ def test_the_current_step_is_the_first_not_succeeded_and_reads_its_job() -> None
 
 
 def test_progress_counts_the_steps_done_and_names_the_current_one() -> None:
-    from mongobench.benchmarkrun.decide import progress
+    from mongobench.benchmarkrun.decide.action import progress
 
     assert progress(6, []) == {
         "step": 0,

@@ -12,9 +12,9 @@ import pytest
 
 from mongobench.api import BenchmarkRunSpec
 from mongobench.api.benchmarkrun import Duet
-from mongobench.benchmarkrun import jobs
-from mongobench.benchmarkrun.cpu_status import duet_selectors
-from mongobench.benchmarkrun.plan import Step, make_plan
+from mongobench.benchmarkrun.build import jobs
+from mongobench.benchmarkrun.decide.plan import Step, make_plan
+from mongobench.benchmarkrun.telemetry.cpu_status import duet_selectors
 
 pytestmark = pytest.mark.unit
 

@@ -12,9 +12,11 @@ import pytest
 from fake_kube import FakeKube, unit_clock
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec
-from mongobench.benchmarkrun import jobs, knee, orchestrate
-from mongobench.benchmarkrun.orchestrate import DataOps
-from mongobench.benchmarkrun.plan import make_plan
+from mongobench.benchmarkrun.act import orchestrate
+from mongobench.benchmarkrun.act.orchestrate import DataOps
+from mongobench.benchmarkrun.build import jobs
+from mongobench.benchmarkrun.decide import knee
+from mongobench.benchmarkrun.decide.plan import make_plan
 from mongobench.config import OperatorConfig
 from mongobench.k8s import conditions as cond
 from mongobench_results import configmaps, hdr

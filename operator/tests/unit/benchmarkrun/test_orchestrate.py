@@ -1,5 +1,5 @@
-"""Unit tier: the BenchmarkRun controller's I/O half (benchmarkrun.orchestrate, and the archive
-upload of benchmarkrun.archive) against an in-memory Kubernetes API (fake_kube) and a recording
+"""Unit tier: the BenchmarkRun controller's I/O half (benchmarkrun.act.orchestrate, and the archive
+upload of benchmarkrun.act.archive) against an in-memory Kubernetes API (fake_kube) and a recording
 DataOps: what it creates, writes into status and tells in Events on each path a user can meet."""
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import pytest
 from fake_kube import FakeKube, unit_clock
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec
-from mongobench.benchmarkrun import archive, orchestrate
-from mongobench.benchmarkrun.cpu import CpuUnavailable
-from mongobench.benchmarkrun.orchestrate import DataOps
-from mongobench.benchmarkrun.plan import make_plan
+from mongobench.benchmarkrun.act import archive, orchestrate
+from mongobench.benchmarkrun.act.orchestrate import DataOps
+from mongobench.benchmarkrun.decide.plan import make_plan
+from mongobench.benchmarkrun.telemetry.cpu import CpuUnavailable
 from mongobench.clock import parse_rfc3339, rfc3339
 from mongobench.config import OperatorConfig
 from mongobench.k8s import conditions as cond
@@ -621,7 +621,7 @@ def test_a_step_whose_cpu_cannot_be_read_still_succeeds_and_says_why(
 
 
 def test_an_invalid_trial_is_judged_said_and_re_run_as_a_new_step() -> None:
-    from mongobench.benchmarkrun.reruns import with_reruns
+    from mongobench.benchmarkrun.decide.reruns import with_reruns
 
     kube = FakeKube(mongocluster(), benchmarkrun(repetitions=1, validity={"rerunInvalid": 1}))
     started(kube)

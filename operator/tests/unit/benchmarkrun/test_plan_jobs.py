@@ -17,7 +17,7 @@ import yaml
 from rendered import to_yaml
 
 from mongobench.api import BenchmarkRunSpec
-from mongobench.benchmarkrun.jobs import (
+from mongobench.benchmarkrun.build.jobs import (
     RunRef,
     build_barrier,
     build_client_rbac,
@@ -27,7 +27,7 @@ from mongobench.benchmarkrun.jobs import (
     uses_barrier,
     ycsb_properties,
 )
-from mongobench.benchmarkrun.plan import make_plan
+from mongobench.benchmarkrun.decide.plan import make_plan
 
 pytestmark = pytest.mark.unit
 

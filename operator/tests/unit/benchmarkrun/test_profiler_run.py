@@ -23,8 +23,9 @@ from test_orchestrate import (
 )
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec
-from mongobench.benchmarkrun import orchestrate, profiling
-from mongobench.benchmarkrun.plan import make_plan
+from mongobench.benchmarkrun.act import orchestrate
+from mongobench.benchmarkrun.decide import profiling
+from mongobench.benchmarkrun.decide.plan import make_plan
 from mongobench.clock import parse_rfc3339
 from mongobench.k8s import conditions as cond
 from mongobench.mongo.errors import PermanentMongoError

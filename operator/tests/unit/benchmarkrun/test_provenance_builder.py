@@ -1,9 +1,10 @@
-"""Unit tier: a run's provenance. The pure builder (benchmarkrun.provenance) is kept byte for byte
+"""Unit tier: a run's provenance. The pure builder (benchmarkrun.build.provenance) is kept byte for
+byte
 in golden/provenance.json; regenerate after an intended change with
 
     UPDATE_GOLDEN=1 .venv/bin/pytest operator/tests/unit/benchmarkrun/test_provenance_builder.py
 
-and read the diff. The I/O half (benchmarkrun.facts) runs against a MongoCluster the operator
+and read the diff. The I/O half (benchmarkrun.act.facts) runs against a MongoCluster the operator
 provisioned in an in-memory API (fake_kube: its Secrets are the real generated ones) and an
 in-memory MongoDB (fake_mongo) that reports those secrets on its command line: none may reach
 the document."""
@@ -22,8 +23,8 @@ import pytest
 from fake_kube import FakeKube, unit_clock
 from fake_mongo import FakeMongo
 
-from mongobench.benchmarkrun import facts
-from mongobench.benchmarkrun import provenance as prov
+from mongobench.benchmarkrun.act import facts
+from mongobench.benchmarkrun.build import provenance as prov
 from mongobench.config import OperatorConfig
 from mongobench.k8s import conditions as cond
 from mongobench.mongo.pool import AdminPool

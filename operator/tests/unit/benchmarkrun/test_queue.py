@@ -1,5 +1,6 @@
-"""Unit tier: one BenchmarkRun at a time on a target (benchmarkrun.queue, pure), and how the
-controller carries it out (benchmarkrun.orchestrate against the in-memory API, fake_kube): a later
+"""Unit tier: one BenchmarkRun at a time on a target (benchmarkrun.decide.queue, pure), and how the
+controller carries it out (benchmarkrun.act.orchestrate against the in-memory API, fake_kube): a
+later
 run waits as Queued behind the run ahead, says where in line, and starts by itself once the
 target is free; a queued run deleted leaves without touching the data of the run ahead."""
 
@@ -14,9 +15,9 @@ import pytest
 from fake_kube import FakeKube, unit_clock
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec
-from mongobench.benchmarkrun import orchestrate
-from mongobench.benchmarkrun.orchestrate import DataOps
-from mongobench.benchmarkrun.queue import claim, ordinal, place_in_queue
+from mongobench.benchmarkrun.act import orchestrate
+from mongobench.benchmarkrun.act.orchestrate import DataOps
+from mongobench.benchmarkrun.decide.queue import claim, ordinal, place_in_queue
 from mongobench.config import OperatorConfig
 from mongobench.handlers import benchmarkrun as handlers
 from mongobench.k8s import conditions as cond

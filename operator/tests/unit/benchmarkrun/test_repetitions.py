@@ -1,4 +1,4 @@
-"""Unit tier: adaptive repetitions of a BenchmarkRun (benchmarkrun.repetitions, pure) and the
+"""Unit tier: adaptive repetitions of a BenchmarkRun (benchmarkrun.decide.repetitions, pure) and the
 orchestration that follows them against an in-memory Kubernetes API: a workload whose interval
 is narrow enough skips its remaining repetitions, invalid trials do not count, and the status
 says how many were needed and whether the target was met."""
@@ -21,8 +21,8 @@ from test_orchestrate import (
 )
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec
-from mongobench.benchmarkrun import repetitions as reps
-from mongobench.benchmarkrun.plan import make_plan
+from mongobench.benchmarkrun.decide import repetitions as reps
+from mongobench.benchmarkrun.decide.plan import make_plan
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.conditions import get_condition
 from mongobench_results import compare

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from mongobench.benchmarkrun.cpu import NodeMapping, ResourceProfile, step_window
-from mongobench.benchmarkrun.resources import (
+from mongobench.benchmarkrun.telemetry.cpu import NodeMapping, ResourceProfile, step_window
+from mongobench.benchmarkrun.telemetry.resources import (
     ResourceReport,
     Value,
     figure_status,

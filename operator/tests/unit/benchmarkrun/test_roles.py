@@ -8,8 +8,13 @@ from typing import Any
 
 import pytest
 
-from mongobench.benchmarkrun import roles
-from mongobench.benchmarkrun.cpu import NodeMapping, ResourceProfile, parse_containers, rate_range
+from mongobench.benchmarkrun.telemetry import roles
+from mongobench.benchmarkrun.telemetry.cpu import (
+    NodeMapping,
+    ResourceProfile,
+    parse_containers,
+    rate_range,
+)
 from mongobench.mongocluster.build import labels
 
 pytestmark = pytest.mark.unit

@@ -1,5 +1,6 @@
 """Unit tier: when a BenchmarkRun looks again and whose events wake it, decided from its body
-alone (benchmarkrun.requeue, pure): body -> ticks, what the runs behind it see, whom it follows,
+alone (benchmarkrun.decide.requeue, pure): body -> ticks, what the runs behind it see, whom it
+follows,
 its archive's ticks. test_run_wakeups.py proves the handler carries this to the real ticker and
 dependents."""
 
@@ -10,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from mongobench.benchmarkrun import archive, requeue
-from mongobench.benchmarkrun.requeue import ARCHIVE, FALLBACK, HOLDS, LEFT, NEXT
+from mongobench.benchmarkrun.act import archive
+from mongobench.benchmarkrun.decide import requeue
+from mongobench.benchmarkrun.decide.requeue import ARCHIVE, FALLBACK, HOLDS, LEFT, NEXT
 from mongobench.config import OperatorConfig
 from mongobench.controller import EVENTS_ONLY, REFUSED_ANNOTATION, Result
 from mongobench.k8s import conditions as cond
@@ -181,7 +183,7 @@ def test_only_a_job_that_ended_or_went_away_wakes_its_run(
 def test_an_advance_returns_when_the_run_looks_again_as_it_left_it(
     left: dict[str, Any], expected: Result
 ) -> None:
-    from mongobench.benchmarkrun.orchestrate import Outcome
+    from mongobench.benchmarkrun.act.orchestrate import Outcome
 
     read = run(cond.RUN_LOADING, READY, steps=(S, R))  # what the pass read
     outcome = Outcome(run=read, phase=left["status"]["phase"], status=left["status"])

@@ -18,8 +18,8 @@ from typing import Any
 import kopf
 import pytest
 
-from mongobench.benchmarkrun import jobs
-from mongobench.benchmarkrun.requeue import FALLBACK, NEXT
+from mongobench.benchmarkrun.build import jobs
+from mongobench.benchmarkrun.decide.requeue import FALLBACK, NEXT
 from mongobench.controller import Result
 from mongobench.handlers import benchmarkrun, mongocluster
 from mongobench.k8s import conditions as cond
@@ -207,7 +207,8 @@ def test_a_run_that_ended_drops_what_its_jobs_deletion_woke_meanwhile(
 ) -> None:
     """The pass that ends a run deletes its Jobs (cleanup); their DELETED events arrive while
     it runs and queue the run again: that pass would only read a finished run."""
-    from mongobench.benchmarkrun import cpu_status, orchestrate
+    from mongobench.benchmarkrun.act import orchestrate
+    from mongobench.benchmarkrun.telemetry import cpu_status
 
     monkeypatch.setattr(benchmarkrun, "_advance", ADVANCE)  # the real one, over a fake pass
     state.kube = state.run_kube = state.cluster_data = None

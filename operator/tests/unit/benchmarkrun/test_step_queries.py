@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 from fake_kube import FakeKube
 
-from mongobench.benchmarkrun import jobs
-from mongobench.benchmarkrun.cpu import ResourceProfile
-from mongobench.benchmarkrun.cpu_status import cpu_for_step, fine_cpu_scraped
+from mongobench.benchmarkrun.build import jobs
+from mongobench.benchmarkrun.telemetry.cpu import ResourceProfile
+from mongobench.benchmarkrun.telemetry.cpu_status import cpu_for_step, fine_cpu_scraped
 from mongobench.config import OperatorConfig
 from mongobench.mongocluster.build import labels
 
@@ -165,7 +165,7 @@ def test_a_step_asks_prometheus_for_each_figure_once(prometheus: tuple[str, list
 
 
 def test_the_container_cpu_query_covers_the_steps_nodes_and_the_runs_own_pods() -> None:
-    from mongobench.benchmarkrun.cpu import NodeMapping, rate_range
+    from mongobench.benchmarkrun.telemetry.cpu import NodeMapping, rate_range
 
     promql = ResourceProfile.load().render(
         "containerCpu",
@@ -234,7 +234,7 @@ def test_a_run_without_a_resolution_keeps_prometheus_interval(
 def test_the_archive_asks_again_for_the_series_the_steps_figures_came_from(
     prometheus: tuple[str, list[str]],
 ) -> None:
-    from mongobench.benchmarkrun.archive import cpu_series
+    from mongobench.benchmarkrun.act.archive import cpu_series
 
     url, queries = prometheus
     status = _step(url, monitoring={"cpuResolutionSeconds": 1})

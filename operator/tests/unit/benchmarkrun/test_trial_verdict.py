@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec, ValidityPolicy
-from mongobench.benchmarkrun import validity
-from mongobench.benchmarkrun.plan import make_plan
-from mongobench.benchmarkrun.reruns import with_reruns
+from mongobench.benchmarkrun.decide import validity
+from mongobench.benchmarkrun.decide.plan import make_plan
+from mongobench.benchmarkrun.decide.reruns import with_reruns
 from mongobench_results import validity as v
 
 pytestmark = pytest.mark.unit
@@ -272,8 +272,8 @@ def test_the_condition_says_what_to_change_per_reason() -> None:
 
 
 def test_neighbours_are_the_containers_that_are_not_the_benchmarks() -> None:
-    from mongobench.benchmarkrun import neighbours
-    from mongobench.benchmarkrun.cpu import ContainerSeries
+    from mongobench.benchmarkrun.telemetry import neighbours
+    from mongobench.benchmarkrun.telemetry.cpu import ContainerSeries
 
     def series(cores: float) -> list[tuple[float, float]]:
         return [(0, cores), (1, cores)]

@@ -1,4 +1,5 @@
-"""Unit tier: the MongoCluster controller's I/O half (mongocluster.reconcile, provision, storage,
+"""Unit tier: the MongoCluster controller's I/O half (mongocluster.act.reconcile, provision,
+storage,
 deletion) against an in-memory Kubernetes API (fake_kube) and an in-memory MongoDB (fake_mongo):
 what a create, a sync, a scale-down, a shard removal, a resize and a delete do to the objects,
 the status and the Events."""

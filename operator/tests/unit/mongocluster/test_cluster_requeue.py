@@ -1,5 +1,5 @@
 """Unit tier: when a MongoCluster's sync looks again, decided from its body alone
-(mongocluster.requeue, pure): body -> Result, and the certificates' recheck -> Result.
+(mongocluster.decide.requeue, pure): body -> Result, and the certificates' recheck -> Result.
 test_wakeups.py proves the handler carries this to the real ticker."""
 
 from __future__ import annotations

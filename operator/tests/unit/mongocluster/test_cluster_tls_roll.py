@@ -1,4 +1,5 @@
-"""Unit tier: a running cluster's roll between TLS modes (mongocluster.tls_roll, pure; roll_tls,
+"""Unit tier: a running cluster's roll between TLS modes (mongocluster.decide.tls_roll, pure;
+roll_tls,
 through reconcile against the in-memory API), a new CA through a trust bundle (tls_ca, pure;
 tls_secrets.ensure_tls), and what wakes certificate work (the Secrets a cluster follows, the
 sync queued for a renewal). That members answer as their mode says, that a run spans the roll

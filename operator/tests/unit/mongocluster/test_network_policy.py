@@ -20,8 +20,8 @@ from cluster_fixtures import REPLICA_SET, SHARDED, build
 
 from mongobench.api import BenchmarkRunSpec
 from mongobench.api.mongocluster import MongoClusterSpec
-from mongobench.benchmarkrun.jobs import RunRef, build_job
-from mongobench.benchmarkrun.plan import make_plan
+from mongobench.benchmarkrun.build.jobs import RunRef, build_job
+from mongobench.benchmarkrun.decide.plan import make_plan
 from mongobench.config import Peers
 from mongobench.mongocluster.build.layout import cluster_layout
 from mongobench.mongocluster.build.objects import build_workload_objects

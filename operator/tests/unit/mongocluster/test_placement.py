@@ -1,4 +1,5 @@
-"""Unit tier: placement and sizing per role (mongocluster.placement and the builders using it),
+"""Unit tier: placement and sizing per role (mongocluster.build.placement and the builders using
+it),
 the CoLocated and Dedicated presets' scheduling terms, and the PlacementFeasible judgement of
 the Nodes. That the real kube-scheduler lays the presets out as intended is proven at cluster
 tier (e2e/local/tests/test_placement_presets.py)."""
@@ -13,7 +14,7 @@ from cluster_fixtures import build, by_kind
 from fake_kube import FakeKube, unit_clock
 
 from mongobench.api.mongocluster import MongoClusterSpec
-from mongobench.benchmarkrun.jobs import CLUSTER_LABEL
+from mongobench.benchmarkrun.build.jobs import CLUSTER_LABEL
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.conditions import get_condition
 from mongobench.mongo.pool import AdminPool

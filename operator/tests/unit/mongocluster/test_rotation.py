@@ -1,6 +1,7 @@
-"""Unit tier: credential rotation. The pure planner (mongocluster.rotation: what the annotation
+"""Unit tier: credential rotation. The pure planner (mongocluster.decide.rotation: what the
+annotation
 asks, the next stage, where each user lives, when runs hold their next Job) and the I/O half
-(mongocluster.rotate through reconcile.sync) against the in-memory API and MongoDB: Secrets,
+(mongocluster.act.rotate through reconcile.sync) against the in-memory API and MongoDB: Secrets,
 status.rotation, Events, the order that survives a crash. MongoDB's side of a new password
 (the old one refused) is the cluster tier's (e2e/local/tests/test_credential_rotation.py)."""
 

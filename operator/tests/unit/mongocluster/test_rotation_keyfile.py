@@ -1,5 +1,6 @@
 """Unit tier: keyfile rotation. The keyfile format mongod reads (one key, or a YAML list), the
-pure step planner (mongocluster.rotation.keyfile_step), the operator's internal identity trying
+pure step planner (mongocluster.decide.rotation.keyfile_step), the operator's internal identity
+trying
 each key in turn, and the I/O half through reconcile.sync against the in-memory API: the Secret
 as [new, old] then [new], the pod templates' digest that restarts the members, the Events. That
 members accept either key of a list and refuse the old key afterwards is the cluster tier's

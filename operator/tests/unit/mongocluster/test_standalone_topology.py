@@ -17,7 +17,7 @@ from fake_kube import FakeKube, unit_clock
 from fake_mongo import FakeMongo
 
 from mongobench.api.mongocluster import MongoClusterSpec
-from mongobench.benchmarkrun.roles import cluster_pod_roles
+from mongobench.benchmarkrun.telemetry.roles import cluster_pod_roles
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.conditions import get_condition
 from mongobench.mongo.model import STANDALONE_STATE, MemberStatus, ReplicaSetStatus, Role

@@ -1,4 +1,5 @@
-"""Unit tier: the MongoCluster sync's pure decisions (mongocluster.sync_plan): which sets MongoDB
+"""Unit tier: the MongoCluster sync's pure decisions (mongocluster.decide.sync_plan): which sets
+MongoDB
 administration may touch, when a scale-down is held or released and the workloads applied again,
 which retiring shards' objects can go, and which Events a sync posts."""
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from mongobench.benchmarkrun.cpu import (
+from mongobench.benchmarkrun.telemetry.cpu import (
     ContainerSeries,
     NodeMapping,
     Points,

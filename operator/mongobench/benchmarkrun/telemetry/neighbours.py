@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from mongobench.benchmarkrun.cpu import (
+from mongobench.benchmarkrun.telemetry.cpu import (
     ContainerSeries,
     NodeMapping,
     ResourceProfile,

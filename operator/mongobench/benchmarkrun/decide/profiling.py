@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mongobench.benchmarkrun.plan import Step
+from mongobench.benchmarkrun.decide.plan import Step
 from mongobench.mongo.model import SlowOperation
 
 MEASURED = ("probe", "run")  # the steps the profiler records

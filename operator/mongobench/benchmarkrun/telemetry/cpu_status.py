@@ -1,6 +1,8 @@
-"""Per-step resource profile for status: CPU (benchmarkrun.cpu) and disk, network and memory
-(benchmarkrun.resources) of the nodes that ran the database and of the clients', and CPU and
-memory of every role's pods (benchmarkrun.roles), from Prometheus. One query per step per
+"""Per-step resource profile for status: CPU (benchmarkrun.telemetry.cpu) and disk, network and
+memory
+(benchmarkrun.telemetry.resources) of the nodes that ran the database and of the clients', and CPU
+and
+memory of every role's pods (benchmarkrun.telemetry.roles), from Prometheus. One query per step per
 figure: the cAdvisor series every part needs (the mongod containers', every role's, the
 neighbours') are fetched once (``cpu.query_containers``) and shared.
 
@@ -18,8 +20,10 @@ from typing import Any, Literal, cast
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec, Duet, Monitoring, cluster_of
 from mongobench.api.schema import field_of
-from mongobench.benchmarkrun import cpu_monitor, jobs, neighbours, roles
-from mongobench.benchmarkrun.cpu import (
+from mongobench.benchmarkrun.act.orchestrate import CpuQuery, ScrapeProbe
+from mongobench.benchmarkrun.build import cpu_monitor, jobs
+from mongobench.benchmarkrun.telemetry import neighbours, roles
+from mongobench.benchmarkrun.telemetry.cpu import (
     ContainerSeries,
     CpuReport,
     CpuUnavailable,
@@ -30,8 +34,7 @@ from mongobench.benchmarkrun.cpu import (
     query_window,
     step_window,
 )
-from mongobench.benchmarkrun.orchestrate import CpuQuery, ScrapeProbe
-from mongobench.benchmarkrun.resources import query_resources
+from mongobench.benchmarkrun.telemetry.resources import query_resources
 from mongobench.config import OperatorConfig
 from mongobench.k8s.api import KubeApi
 

@@ -2,7 +2,7 @@
 only with its like. Written to the archive as provenance.json; status keeps its summary
 (mongobench_results.provenance.summary).
 
-The facts are observed by `benchmarkrun.facts` (Kubernetes, MongoDB through mongobench.mongo,
+The facts are observed by `benchmarkrun.act.facts` (Kubernetes, MongoDB through mongobench.mongo,
 Prometheus); this module only shapes them. Pods are gone once a run's Jobs are cleaned up, so
 the containers seen at each upload are merged with those of the previous provenance.json.
 

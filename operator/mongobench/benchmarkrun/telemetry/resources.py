@@ -1,4 +1,5 @@
-"""Per-step disk, network and memory from Prometheus, beside the CPU of ``benchmarkrun.cpu``.
+"""Per-step disk, network and memory from Prometheus, beside the CPU of
+``benchmarkrun.telemetry.cpu``.
 
 The queries are the ``figures`` of ``profiles/resources.yaml``: per node (node-exporter, found
 through the same node mapping as CPU); the mongod containers' memory comes from the step's
@@ -7,7 +8,7 @@ of a step is the mean of its points over the step's window (``cpu.step_window``)
 profile asks, the largest point. Nodes are reported one by one and as groups: the database's
 nodes (``cluster``) apart from the benchmark clients' (``clients``). Series that are not there
 are reported in ``missing``, never as zero. Summarising is pure; only :func:`query_resources`
-does I/O (through ``benchmarkrun.cpu.query_range``).
+does I/O (through ``benchmarkrun.telemetry.cpu.query_range``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from mongobench.benchmarkrun.cpu import (
+from mongobench.benchmarkrun.telemetry.cpu import (
     ContainerSeries,
     Figure,
     NodeMapping,

@@ -23,7 +23,7 @@ from typing import Any
 from mongobench.api.benchmarkrun import BenchmarkRunSpec, Clients, Duet, Scenario
 from mongobench.api.mongocluster import TLS, MongoClusterSpec
 from mongobench.api.schema import field_of
-from mongobench.benchmarkrun.plan import Step, inserts
+from mongobench.benchmarkrun.decide.plan import Step, inserts
 from mongobench.mongocluster.build import labels as lbl
 from mongobench.mongocluster.build.tls import client_secret_name
 
@@ -64,7 +64,7 @@ WRITE_CONCERNS = {
 
 def cluster_ca_secret(cluster: Mapping[str, Any] | None) -> str | None:
     """The Secret holding a TLS MongoCluster's CA (its client certificate's, see
-    mongocluster.tls.client_secret); None for a cluster without TLS or no cluster."""
+    mongocluster.build.tls.client_secret); None for a cluster without TLS or no cluster."""
     if not cluster:
         return None
     tls: TLS = field_of(MongoClusterSpec, cluster.get("spec"), "tls")

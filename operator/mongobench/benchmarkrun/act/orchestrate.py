@@ -18,20 +18,17 @@ from typing import Any
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec, Scenario
 from mongobench.api.kinds import BENCHMARKRUN as KIND
-from mongobench.benchmarkrun import (
-    cost,
-    cpu_monitor,
-    jobs,
+from mongobench.benchmarkrun.act import cost
+from mongobench.benchmarkrun.build import cpu_monitor, jobs, results
+from mongobench.benchmarkrun.decide import (
     knee,
     profiling,
     queue,
     repetitions,
     requeue,
-    results,
     validity,
 )
-from mongobench.benchmarkrun.cpu import CpuUnavailable
-from mongobench.benchmarkrun.decide import (
+from mongobench.benchmarkrun.decide.action import (
     CPU_SCRAPE_WAIT_SECONDS,
     TERMINAL,
     Action,
@@ -44,8 +41,9 @@ from mongobench.benchmarkrun.decide import (
     reads_job,
     scenarios_to_check,
 )
-from mongobench.benchmarkrun.plan import Step, make_plan
-from mongobench.benchmarkrun.reruns import with_reruns
+from mongobench.benchmarkrun.decide.plan import Step, make_plan
+from mongobench.benchmarkrun.decide.reruns import with_reruns
+from mongobench.benchmarkrun.telemetry.cpu import CpuUnavailable
 from mongobench.clock import Clock, age_seconds, parse_rfc3339, rfc3339, seconds_since
 from mongobench.config import OperatorConfig
 from mongobench.controller import Result
@@ -141,10 +139,10 @@ class DataOps:
 
 
 # (run, step entry, start, end) -> the step's resource profile {"cpu": ..., "resources": ...}
-# (benchmarkrun.cpu_status.cpu_for_step).
+# (benchmarkrun.telemetry.cpu_status.cpu_for_step).
 CpuQuery = Callable[[Mapping[str, Any], Mapping[str, Any], str, str], dict[str, Any]]
 # A fine CPU scrape job's name -> whether Prometheus has its series yet
-# (benchmarkrun.cpu_status.fine_cpu_scraped).
+# (benchmarkrun.telemetry.cpu_status.fine_cpu_scraped).
 ScrapeProbe = Callable[[str], bool]
 
 
@@ -704,7 +702,7 @@ class _Advance:
         return problem
 
     def step_cost(self, step: Step, entry: Mapping[str, Any]) -> dict[str, Any]:
-        """The step's cost entry: its nodes' hours at the run's prices (benchmarkrun.cost)."""
+        """The step's cost entry: its nodes' hours at the run's prices (benchmarkrun.act.cost)."""
         prices = cost.prices(self.kube, self.ns, self.spec)
         snapshot = self.new.get("clusterSnapshot", self.status.get("clusterSnapshot"))
         try:
@@ -716,7 +714,7 @@ class _Advance:
     def judge(
         self, step: Step, merged: Mapping[str, Any], fields: Mapping[str, Any]
     ) -> dict[str, Any]:
-        """The trial's verdict (benchmarkrun.validity) for its status entry; an Event when it
+        """The trial's verdict (benchmarkrun.decide.validity) for its status entry; an Event when it
         is invalid, saying whether it is run again."""
         policy = self.spec.validity
         profile = fields if fields.get("cpu") is not None else None
@@ -772,7 +770,8 @@ class _Advance:
                     cond.EVENT_DISTRIBUTION_NOT_PUBLISHED, f"{step.label}: {exc.reason}"
                 )
 
-    # -- the profiler and disk use (benchmarkrun.profiling) -----------------------------------
+    # -- the profiler and disk use (benchmarkrun.decide.profiling)
+    # -----------------------------------
 
     def profiler_state(self) -> Mapping[str, Any]:
         return {**self.status, **self.new}

@@ -29,7 +29,7 @@ from typing import Any
 
 from mongobench.api.benchmarkrun import cluster_of
 from mongobench.api.kinds import BENCHMARKRUN, MONGOCLUSTER
-from mongobench.benchmarkrun.decide import TERMINAL, job_outcome
+from mongobench.benchmarkrun.decide.action import TERMINAL, job_outcome
 from mongobench.config import OperatorConfig
 from mongobench.controller import EVENTS_ONLY, Result, cluster_as_run_saw_it, live, settled
 from mongobench.k8s import conditions as cond

@@ -3,7 +3,7 @@
 After each step the run's client documents (read back from their ConfigMaps), the merged step
 document, the step's resource profile (the CPU figures of status and the raw per-node series
 behind them, fetched again from Prometheus), the cluster snapshot and the run's provenance
-(benchmarkrun.provenance: what ran, observed again at each upload) go to
+(benchmarkrun.build.provenance: what ran, observed again at each upload) go to
 `<root>/<namespace>/<name>/<uid>/` (layout: mongobench_archive.layout), then the manifest, last.
 The archive never makes a run fail or wait: a failed upload sets `Archived=False` with the reason
 and what is missing, and is tried again with a doubling backoff; deleting a run never waits for
@@ -26,12 +26,13 @@ from typing import TYPE_CHECKING, Any
 
 from mongobench.api.benchmarkrun import Archive, BenchmarkRunSpec, cluster_of
 from mongobench.api.schema import SpecError, from_dict
-from mongobench.benchmarkrun import facts, jobs, orchestrate, provenance
-from mongobench.benchmarkrun.cpu import CpuUnavailable, node_series
-from mongobench.benchmarkrun.cpu_status import node_mapping
-from mongobench.benchmarkrun.decide import TERMINAL
-from mongobench.benchmarkrun.plan import make_plan
-from mongobench.benchmarkrun.reruns import with_reruns
+from mongobench.benchmarkrun.act import facts, orchestrate
+from mongobench.benchmarkrun.build import jobs, provenance
+from mongobench.benchmarkrun.decide.action import TERMINAL
+from mongobench.benchmarkrun.decide.plan import make_plan
+from mongobench.benchmarkrun.decide.reruns import with_reruns
+from mongobench.benchmarkrun.telemetry.cpu import CpuUnavailable, node_series
+from mongobench.benchmarkrun.telemetry.cpu_status import node_mapping
 from mongobench.clock import Clock, parse_rfc3339, rfc3339
 from mongobench.config import OperatorConfig
 from mongobench.k8s import conditions as cond

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mongobench.api.benchmarkrun import Repeated
-from mongobench.benchmarkrun.plan import Step
+from mongobench.benchmarkrun.decide.plan import Step
 from mongobench.k8s import conditions as cond
 from mongobench_results import adaptive, compare, records
 

@@ -1,5 +1,6 @@
 """Pure: a BenchmarkRun's next action from what was observed (the run, its cluster, the current
-step's Job), like mongocluster.status.compute_status for a MongoCluster. orchestrate.py gathers the
+step's Job), like mongocluster.decide.status.compute_status for a MongoCluster. orchestrate.py
+gathers the
 observations (what to read: `reads_job`, `scenarios_to_check`) and carries the action out;
 nothing here reads or writes the world. The action says the run phase it moves to, and what a
 failure fails: the step (recorded on it, then the run) or the run alone (`fails`).
@@ -36,9 +37,9 @@ from typing import Any, Literal
 from mongobench.api.benchmarkrun import BenchmarkRunSpec, CleanupPolicy, Scenario
 from mongobench.api.mongocluster import Auth, MongoClusterSpec
 from mongobench.api.schema import field_of
-from mongobench.benchmarkrun.jobs import step_scenario
-from mongobench.benchmarkrun.plan import Step
-from mongobench.benchmarkrun.queue import Place
+from mongobench.benchmarkrun.build.jobs import step_scenario
+from mongobench.benchmarkrun.decide.plan import Step
+from mongobench.benchmarkrun.decide.queue import Place
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.conditions import ConditionStatus, get_condition
 from mongobench.mongocluster.decide.rotation import holds_new_jobs

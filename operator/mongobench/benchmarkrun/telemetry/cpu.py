@@ -2,7 +2,8 @@
 
 The PromQL lives in ``profiles/resources.yaml`` (a metric profile, like kube-burner's); this
 module loads and renders it, runs it over one step's window with ``/api/v1/query_range`` and
-summarises the CPU series (``benchmarkrun.resources`` does disk, network and memory with the same
+summarises the CPU series (``benchmarkrun.telemetry.resources`` does disk, network and memory with
+the same
 profile and window). Rendering and summarising are pure; only :func:`query_range` does I/O.
 
 Percentages are of all CPUs of a node: at each point the per-mode CPU-seconds are divided by
@@ -101,7 +102,7 @@ class ResourceProfile:
     # mapping mode -> {"nodeLabel", "selector", "join"} templates
     mappings: Mapping[str, Mapping[str, str]]
     queries: Mapping[str, Query]  # CPU (this module)
-    figures: tuple[Figure, ...] = ()  # disk, network, memory (benchmarkrun.resources)
+    figures: tuple[Figure, ...] = ()  # disk, network, memory (benchmarkrun.telemetry.resources)
     defines: Mapping[str, str] = field(default_factory=dict)  # shared PromQL fragments
 
     @classmethod
@@ -491,8 +492,10 @@ Points = Sequence[tuple[float, float]]
 class ContainerSeries:
     """The cAdvisor series of one step's window, each figure fetched once (``containerCpu``,
     ``containerMemory``) and shared by the mongod containers' CPU (here), their memory
-    (``benchmarkrun.resources``), every role's (``benchmarkrun.roles``) and the noisy
-    neighbours' (``benchmarkrun.neighbours``). A figure without any series is None: missing,
+    (``benchmarkrun.telemetry.resources``), every role's (``benchmarkrun.telemetry.roles``) and the
+    noisy
+    neighbours' (``benchmarkrun.telemetry.neighbours``). A figure without any series is None:
+    missing,
     not zero."""
 
     # (node, namespace, pod, container) -> finite points; node is "" where the scrape config

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec, KeyValues, Sharding
-from mongobench.benchmarkrun.orchestrate import DataOps
+from mongobench.benchmarkrun.act.orchestrate import DataOps
 from mongobench.k8s.api import KubeApi
 from mongobench.mongo import chunks
 from mongobench.mongo.model import (

@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec
-from mongobench.benchmarkrun.plan import Step
+from mongobench.benchmarkrun.decide.plan import Step
 
 
 def with_reruns(

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec, Knee
-from mongobench.benchmarkrun.plan import Step
+from mongobench.benchmarkrun.decide.plan import Step
 from mongobench.k8s import conditions as cond
 from mongobench_results import knee, records
 

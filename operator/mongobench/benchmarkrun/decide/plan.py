@@ -6,9 +6,9 @@
     warmup <w>                   unrecorded run before the first repetition of each workload
     run <w> #r                   the measured runs, `repetitions` times each (with repeatUntil:
                                  up to its maxRepetitions, those a workload no longer needs
-                                 are skipped: benchmarkrun.repetitions)
+                                 are skipped: benchmarkrun.decide.repetitions)
     probe <w> #1                 with spec.knee instead of the runs: the first probe of the
-                                 knee search; benchmarkrun.knee adds the next probes and the
+                                 knee search; benchmarkrun.decide.knee adds the next probes and the
                                  runs at the knee as the probes are measured
     reset + load                 reload the data where dataReset asks (the reset is the load
                                  step's `reset` flag: drop and recreate before inserting)
@@ -42,7 +42,8 @@ class Step:
     repetition: int | None = None  # 1-based
     reset: bool = False  # load: drop and recreate the collection first
     attempt: int = 1  # run: 2, 3, ... re-run an invalid trial (reruns.py)
-    # probe, and run at the knee: the offered load (ops/s over all clients; benchmarkrun.knee)
+    # probe, and run at the knee: the offered load (ops/s over all clients;
+    # benchmarkrun.decide.knee)
     target: int | None = None
 
     @property

@@ -1,5 +1,5 @@
 """The I/O half of a run's provenance: observe what ran (pods, nodes, servers, the apiserver,
-node-exporter's info metrics) and hand it to the pure builder (benchmarkrun.provenance).
+node-exporter's info metrics) and hand it to the pure builder (benchmarkrun.build.provenance).
 
 Called by the archive at each upload, so client pods are seen while their Jobs still exist;
 what a server says of itself, the apiserver's version and each node are asked once per run
@@ -20,9 +20,9 @@ from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as package_version
 from typing import TYPE_CHECKING, Any
 
-from mongobench.benchmarkrun import jobs
-from mongobench.benchmarkrun import provenance as prov
-from mongobench.benchmarkrun.cpu_status import node_mapping
+from mongobench.benchmarkrun.build import jobs
+from mongobench.benchmarkrun.build import provenance as prov
+from mongobench.benchmarkrun.telemetry.cpu_status import node_mapping
 from mongobench.config import OperatorConfig
 from mongobench.k8s.api import KubeApi
 from mongobench.k8s.client import ApiError

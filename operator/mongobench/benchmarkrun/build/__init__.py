@@ -1,0 +1,1 @@
+"""Pure builders: a BenchmarkRun's spec in, Kubernetes objects, names and documents out."""
