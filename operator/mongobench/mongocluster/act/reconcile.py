@@ -199,6 +199,25 @@ def administration(
     """The cluster's MongoDB administration handle, lent by `admins` for the block (the same
     one while its credentials, the operator's password and the keyfile, stay the same), and the
     users' passwords read now."""
+    passwords, keyfile = _read_passwords(kube, d)
+    tls = operator_tls_files(kube, d)
+    credentials = fingerprint(
+        (
+            passwords.operator_username,
+            passwords.operator,
+            keyfile,
+            tls.digest if tls else "",
+            d.spec.tls.member_auth,
+            str(d.spec.tls.operator_dials_tls),  # a roll onto TLS switches it (tls_roll)
+        )
+    )
+    build = _admin_builder(d, admins, passwords, keyfile, tls)
+    with admins.lease(d.layout.namespace, d.layout.name, credentials, build) as admin:
+        yield admin, passwords
+
+
+def _read_passwords(kube: KubeApi, d: Desired) -> tuple[Passwords, str]:
+    """The users' passwords and the keyfile, from the cluster's Secrets as they are now."""
     layout = d.layout
     exporting = d.spec.monitoring.exporter
     secrets = read_secrets(
@@ -225,13 +244,19 @@ def administration(
         exporter_username=exporter.get("username", EXPORTER_USERNAME),
         exporter=exporter.get("password", ""),
     )
-    keyfile = secrets[layout.keyfile_secret]["keyfile"]
-    tls = operator_tls_files(kube, d)
+    return passwords, secrets[layout.keyfile_secret]["keyfile"]
+
+
+def _admin_builder(
+    d: Desired, admins: AdminPool, passwords: Passwords, keyfile: str, tls: TLSFiles | None
+) -> Callable[[], MongoAdmin]:
+    """How the pool makes a new handle when the credentials changed."""
 
     def build() -> MongoAdmin:
         # Each key of the keyfile in turn: during a keyfile rotation it lists the new key
         # first, then the old one that members not yet restarted still run with.
         keys = internal_credentials_each(keyfile)
+        dials_tls = tls is not None and d.spec.tls.operator_dials_tls
         connector = Connector(
             Credentials(passwords.operator_username, passwords.operator),
             bootstrap_credentials=(
@@ -240,7 +265,7 @@ def administration(
             bootstrap_fallbacks=() if d.spec.tls.x509_members else keys[1:],
             resolver=admins.resolver,
             budget=admins.budget,
-            tls=tls is not None and d.spec.tls.operator_dials_tls,
+            tls=dials_tls,
             tls_ca_file=tls.ca_file if tls and d.spec.tls.operator_dials_tls else None,
             tls_certificate_key_file=(
                 tls.certificate_key_file if tls and d.spec.tls.operator_dials_tls else None
@@ -248,18 +273,7 @@ def administration(
         )
         return MongoAdmin(connector)
 
-    credentials = fingerprint(
-        (
-            passwords.operator_username,
-            passwords.operator,
-            keyfile,
-            tls.digest if tls else "",
-            d.spec.tls.member_auth,
-            str(d.spec.tls.operator_dials_tls),  # a roll onto TLS switches it (tls_roll)
-        )
-    )
-    with admins.lease(layout.namespace, layout.name, credentials, build) as admin:
-        yield admin, passwords
+    return build
 
 
 def before_roll(
