@@ -518,7 +518,7 @@ def _sync(
     d = desired(kube, body, status, detected)
     workloads = observe_workloads(kube, d.layout, meta["uid"])
     p = _SyncPass(kube, body, admins, clock, now, d, workloads.statefulsets, workloads.mongos)
-    p.left_behind = workloads.left_behind  # what a predecessor left: the one thing reported
+    p.left_behind = workloads.left_behind
     steps = sync_steps(
         SyncObservation(
             deleting=p.deleting,
@@ -555,7 +555,7 @@ class _SyncPass:
     mongo: MongoPass = field(default_factory=MongoPass)
     recheck: float | None = None
     placement: Feasibility | None = None
-    left_behind: tuple[str, ...] = ()
+    left_behind: tuple[str, ...] = ()  # a predecessor's objects: all a waiting pass reports
     removed: list[str] = field(default_factory=list)
     result: SyncResult | None = None
 
@@ -566,6 +566,7 @@ class _SyncPass:
         self.retiring = retiring_shards(
             self.d.layout, {n: s.replicas for n, s in self.statefulsets.items()}
         )
+        # Until MongoDB is administered this pass, the FCV recorded stands.
         self.mongo = MongoPass(fcv=self.status.get("featureCompatibilityVersion"))
 
     @property
