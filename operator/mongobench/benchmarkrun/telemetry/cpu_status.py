@@ -33,7 +33,6 @@ from mongobench.benchmarkrun.telemetry.cpu import (
     query_containers,
     query_instant,
     query_window,
-    step_window,
 )
 from mongobench.benchmarkrun.telemetry.resources import query_resources
 from mongobench.config import OperatorConfig
@@ -117,7 +116,7 @@ def cpu_for_step(kube: KubeApi, config: OperatorConfig) -> CpuQuery | None:
         )
         series = query_containers(
             url,
-            step_window(start, end, interval, interval),
+            q.window(),
             namespace=pods.namespace,
             pods=(*_names(pods.cluster_pods), *pods.client_pods),
             node_names=q.nodes,
