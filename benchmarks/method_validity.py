@@ -118,6 +118,7 @@ def noisy_neighbour_rate(steps: int = 10, step_seconds: float = 6.0) -> Neighbou
     from mongobench.benchmarkrun.telemetry.cpu import (
         NodeMapping,
         ResourceProfile,
+        WindowQuery,
         iso_utc,
         query_window,
     )
@@ -153,10 +154,10 @@ def noisy_neighbour_rate(steps: int = 10, step_seconds: float = 6.0) -> Neighbou
                 containers.pop(("bench", "client-0", "ycsb", NODE), None)
             t0 = iso_utc(datetime.fromtimestamp(start, UTC))
             t1 = iso_utc(datetime.fromtimestamp(end, UTC))
-            cpu = query_window(
-                prom.url, t0, t1, 1.0, cluster_nodes=[NODE], client_nodes=[],
-                namespace="bench", pods=[], scrape_interval=1.0, mapping=mapping,
-            )  # fmt: skip
+            cpu = query_window(WindowQuery(
+                prom_url=prom.url, start=t0, end=t1, step_seconds=1.0, cluster_nodes=[NODE],
+                client_nodes=[], namespace="bench", pods=[], scrape_interval=1.0, mapping=mapping,
+            ))  # fmt: skip
             found = neighbours.query(
                 prom.url, t0, t1, 1.0, nodes=[NODE], own=own,
                 node_cpus={n: c.cpus for n, c in cpu.nodes.items()},

@@ -6,6 +6,7 @@ import json
 import os
 import socket
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mongobench.mongo.budget import MONGO_CLIENTS
@@ -142,26 +143,8 @@ class OperatorConfig:
                 node_exporter_selector=_selector(get("NODE_EXPORTER_SELECTOR", ""))
                 or defaults.node_exporter_selector,
                 node_exporter_port=get("NODE_EXPORTER_PORT", defaults.node_exporter_port),
-                network_peers=Peers(
-                    operator_namespace=get(
-                        "OPERATOR_NAMESPACE", defaults.network_peers.operator_namespace
-                    ),
-                    operator_pod_labels=_labels(
-                        "OPERATOR_POD_LABELS",
-                        get("OPERATOR_POD_LABELS", ""),
-                        defaults.network_peers.operator_pod_labels,
-                    ),
-                    scraper_namespace_labels=_labels(
-                        "SCRAPER_NAMESPACE_LABELS",
-                        get("SCRAPER_NAMESPACE_LABELS", ""),
-                        defaults.network_peers.scraper_namespace_labels,
-                    ),
-                ),
-                prometheus_node_aliases=tuple(
-                    tuple(pair.split("=", 1))  # type: ignore[misc]
-                    for pair in get("PROMETHEUS_NODE_ALIASES", "").replace(",", " ").split()
-                    if "=" in pair
-                ),
+                network_peers=_network_peers(get, defaults.network_peers),
+                prometheus_node_aliases=_node_aliases(get("PROMETHEUS_NODE_ALIASES", "")),
                 result_part_bytes=int(get("RESULT_PART_BYTES", "0")) or None,
                 ycsb_image=get("YCSB_IMAGE", defaults.ycsb_image),
                 locust_image=get("LOCUST_IMAGE", defaults.locust_image),
@@ -178,6 +161,30 @@ class OperatorConfig:
 
 
 _current: list[OperatorConfig] = []
+
+
+def _network_peers(get: Callable[[str, str], str], defaults: Peers) -> Peers:
+    """Who may reach the cluster's pods: the operator's namespace and pods, the scrapers'."""
+    return Peers(
+        operator_namespace=get("OPERATOR_NAMESPACE", defaults.operator_namespace),
+        operator_pod_labels=_labels(
+            "OPERATOR_POD_LABELS", get("OPERATOR_POD_LABELS", ""), defaults.operator_pod_labels
+        ),
+        scraper_namespace_labels=_labels(
+            "SCRAPER_NAMESPACE_LABELS",
+            get("SCRAPER_NAMESPACE_LABELS", ""),
+            defaults.scraper_namespace_labels,
+        ),
+    )
+
+
+def _node_aliases(text: str) -> tuple[tuple[str, str], ...]:
+    """`node=alias` pairs, comma or space separated; a word without `=` is ignored."""
+    return tuple(
+        tuple(pair.split("=", 1))  # type: ignore[misc]
+        for pair in text.replace(",", " ").split()
+        if "=" in pair
+    )
 
 
 def _archive_url(url: str) -> str | None:

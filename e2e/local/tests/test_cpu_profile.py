@@ -29,6 +29,7 @@ from mongobench.benchmarkrun.telemetry.cpu import (
     CpuUnavailable,
     NodeMapping,
     ResourceProfile,
+    WindowQuery,
     query_range,
     query_window,
 )
@@ -69,16 +70,18 @@ def mappings(host: dict[str, str]) -> list[NodeMapping]:
 
 def window(prom: str, start: float, end: float, mapping: NodeMapping) -> Any:
     return query_window(
-        prom,
-        start,
-        end,
-        SCRAPE,
-        cluster_nodes=[NODE],
-        client_nodes=[],
-        namespace="bench",
-        pods=["mc-rs0-0"],
-        scrape_interval=SCRAPE,
-        mapping=mapping,
+        WindowQuery(
+            prom_url=prom,
+            start=start,
+            end=end,
+            step_seconds=SCRAPE,
+            cluster_nodes=[NODE],
+            client_nodes=[],
+            namespace="bench",
+            pods=["mc-rs0-0"],
+            scrape_interval=SCRAPE,
+            mapping=mapping,
+        )
     )
 
 
@@ -184,16 +187,18 @@ def test_every_query_in_the_profile_runs(prometheus: str, host: dict[str, str]) 
 def test_node_nobody_scrapes_is_missing_not_zero(prometheus: str, host: dict[str, str]) -> None:
     now = time.time()
     report = query_window(
-        prometheus,
-        now - 10,
-        now,
-        SCRAPE,
-        cluster_nodes=[NODE, "kind-worker2"],
-        client_nodes=["kind-worker3"],
-        namespace="bench",
-        pods=[],
-        scrape_interval=SCRAPE,
-        mapping=mappings(host)[0],
+        WindowQuery(
+            prom_url=prometheus,
+            start=now - 10,
+            end=now,
+            step_seconds=SCRAPE,
+            cluster_nodes=[NODE, "kind-worker2"],
+            client_nodes=["kind-worker3"],
+            namespace="bench",
+            pods=[],
+            scrape_interval=SCRAPE,
+            mapping=mappings(host)[0],
+        )
     )
     assert set(report.nodes) == {NODE}
     assert report.missing == ("node kind-worker2", "node kind-worker3")
@@ -207,29 +212,33 @@ def test_step_starting_and_ending_in_one_second_still_gets_cpu(
     # Job timestamps have whole seconds: a short step's window can be empty as written.
     second = float(int(time.time()) - 5)
     report = query_window(
-        prometheus,
-        second,
-        second,
-        SCRAPE,
-        cluster_nodes=[NODE],
-        client_nodes=[],
-        namespace="bench",
-        pods=[],
-        scrape_interval=SCRAPE,
-        mapping=mappings(host)[0],
-    )
-    assert set(report.nodes) == {NODE}
-    with pytest.raises(ValueError, match="ends before it starts"):
-        query_window(
-            prometheus,
-            second,
-            second - 1,
-            SCRAPE,
+        WindowQuery(
+            prom_url=prometheus,
+            start=second,
+            end=second,
+            step_seconds=SCRAPE,
             cluster_nodes=[NODE],
             client_nodes=[],
             namespace="bench",
             pods=[],
             scrape_interval=SCRAPE,
+            mapping=mappings(host)[0],
+        )
+    )
+    assert set(report.nodes) == {NODE}
+    with pytest.raises(ValueError, match="ends before it starts"):
+        query_window(
+            WindowQuery(
+                prom_url=prometheus,
+                start=second,
+                end=second - 1,
+                step_seconds=SCRAPE,
+                cluster_nodes=[NODE],
+                client_nodes=[],
+                namespace="bench",
+                pods=[],
+                scrape_interval=SCRAPE,
+            )
         )
 
 
@@ -244,15 +253,17 @@ def test_unreachable_prometheus_raises_cpu_unavailable() -> None:
     now = time.time()
     with pytest.raises(CpuUnavailable) as exc:
         query_window(
-            url,
-            now - 60,
-            now,
-            15,
-            cluster_nodes=[NODE],
-            client_nodes=[],
-            namespace="bench",
-            pods=[],
-            timeout=2,
+            WindowQuery(
+                prom_url=url,
+                start=now - 60,
+                end=now,
+                step_seconds=15,
+                cluster_nodes=[NODE],
+                client_nodes=[],
+                namespace="bench",
+                pods=[],
+                timeout=2,
+            )
         )
     assert "unreachable" in exc.value.reason
     assert url in exc.value.reason
@@ -283,16 +294,18 @@ def test_disk_writes_show_in_the_windows_disk_figures_with_network_and_memory(
     )
     for mapping in mappings(host):
         report = query_resources(
-            prometheus,
-            start,
-            end,
-            SCRAPE,
-            cluster_nodes=[NODE],
-            client_nodes=[],
-            namespace="bench",
-            pods=["mc-rs0-0"],
-            scrape_interval=SCRAPE,
-            mapping=mapping,
+            WindowQuery(
+                prom_url=prometheus,
+                start=start,
+                end=end,
+                step_seconds=SCRAPE,
+                cluster_nodes=[NODE],
+                client_nodes=[],
+                namespace="bench",
+                pods=["mc-rs0-0"],
+                scrape_interval=SCRAPE,
+                mapping=mapping,
+            )
         )
         status = report.to_status()
         (node,) = status["nodes"]
@@ -318,16 +331,18 @@ def test_node_without_node_exporter_is_missing_from_the_resources_too(
 ) -> None:
     now = time.time()
     report = query_resources(
-        prometheus,
-        now - 10,
-        now,
-        SCRAPE,
-        cluster_nodes=[NODE],
-        client_nodes=["kind-worker3"],
-        namespace="bench",
-        pods=[],
-        scrape_interval=SCRAPE,
-        mapping=mappings(host)[0],
+        WindowQuery(
+            prom_url=prometheus,
+            start=now - 10,
+            end=now,
+            step_seconds=SCRAPE,
+            cluster_nodes=[NODE],
+            client_nodes=["kind-worker3"],
+            namespace="bench",
+            pods=[],
+            scrape_interval=SCRAPE,
+            mapping=mappings(host)[0],
+        )
     )
     status = report.to_status()
     assert [n["name"] for n in status["nodes"]] == [NODE]

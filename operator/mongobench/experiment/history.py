@@ -81,22 +81,7 @@ def judge(
         for r in ended
     ]
     try:
-        given = history.parse_acks(
-            [dataclasses.asdict(a) for a in spec.acknowledgements],
-            "spec.history.acknowledgements",
-        )
-        settings = archive.resolve({"archive": spec.archive}, config)
-        if settings is None:
-            raise ArchiveError("spec.history.archive opts out of archiving: no history to read")
-        root, _ = archive.open_archive(kube, settings, namespace)
-        u = history.update_archive(
-            root,
-            list(spec.series),
-            list(spec.metrics or history.DEFAULT_METRICS),
-            write=False,
-            extra=mine,
-        )
-        acks = [*history.archive_acks(root, yaml.safe_load, yaml.YAMLError), *given]
+        url, u, acks = _read_history(kube, namespace, spec, config, mine)
     except (ArchiveError, archive.NotConfigured, history.HistoryError, SpecError) as exc:
         return {"error": str(exc)}, (cond.UNKNOWN, cond.HISTORY_UNAVAILABLE, str(exc))
     except ImportError as exc:  # Otava (the extra) is not installed
@@ -105,12 +90,46 @@ def judge(
             f"install mongobench[history]): {exc}"
         )
         return {"error": message}, (cond.UNKNOWN, cond.HISTORY_UNAVAILABLE, message)
-    uids = {r.uid for r in mine}
+    return _verdict(url, u, acks, {r.uid for r in mine})
+
+
+def _read_history(
+    kube: KubeApi,
+    namespace: str,
+    spec: HistorySpec,
+    config: OperatorConfig,
+    mine: Sequence[history.HistoryRun],
+) -> tuple[str, history.Update, list[history.Ack]]:
+    """The archive's URL, its history with the experiment's runs (`mine`) added, and every
+    acknowledgement (the archive's, then the spec's). Raises what the caller reports."""
+    given = history.parse_acks(
+        [dataclasses.asdict(a) for a in spec.acknowledgements],
+        "spec.history.acknowledgements",
+    )
+    settings = archive.resolve({"archive": spec.archive}, config)
+    if settings is None:
+        raise ArchiveError("spec.history.archive opts out of archiving: no history to read")
+    root, _ = archive.open_archive(kube, settings, namespace)
+    u = history.update_archive(
+        root,
+        list(spec.series),
+        list(spec.metrics or history.DEFAULT_METRICS),
+        write=False,
+        extra=mine,
+    )
+    acks = [*history.archive_acks(root, yaml.safe_load, yaml.YAMLError), *given]
+    return settings.url, u, acks
+
+
+def _verdict(
+    url: str, u: history.Update, acks: Sequence[history.Ack], uids: set[str]
+) -> tuple[dict[str, Any], tuple[cond.ConditionStatus, str, str]]:
+    """status.history and Regressed from the changes at the experiment's runs (`uids`)."""
     v = history.verdict(u.changes, acks)
     worse = [c for c in v.standing if _sits_after(c, uids)]
     accepted = [(c, a) for c, a in v.acknowledged if _sits_after(c, uids)]
     status = {
-        "archive": settings.url,
+        "archive": url,
         "runs": len(u.history.runs),
         "series": len(u.history.series),
         "regressed": [_change(c) for c in worse[:MAX_LISTED]],

@@ -100,10 +100,7 @@ def advance(kube: KubeApi, namespace: str, name: str, now: datetime) -> Outcome 
         validate(kube, body["metadata"], spec, matrix)
         status["validatedGeneration"] = generation
     clusters, runs = _children(kube, namespace, name)
-    failed = {
-        mx.Slot(int(f["cell"]), int(f["repetition"])): f.get("message", "")
-        for f in status.get("failedSlots") or ()
-    }
+    failed = _failed_slots(status)
     kept = set(status.get("keptGroups") or ())
     policy = sched.Policy.of(spec)
     adaptive = reps.policy_of(spec)
@@ -128,10 +125,7 @@ def advance(kube: KubeApi, namespace: str, name: str, now: datetime) -> Outcome 
     status |= {
         "phase": cond.PHASE_PENDING if running and not (runs or clusters) else decision.phase,
         "observedGeneration": generation,
-        "failedSlots": [
-            {"cell": s.cell, "repetition": s.repetition, "message": m}
-            for s, m in sorted(failed.items(), key=lambda i: (i[0].cell, i[0].repetition))
-        ],
+        "failedSlots": _failed_slots_status(failed),
         "keptGroups": sorted(kept),
         "deployments": {str(g): d for g, d in sorted(deployments.items())},
         "order": [objects.run_name(name, s) for s in order],
@@ -141,41 +135,101 @@ def advance(kube: KubeApi, namespace: str, name: str, now: datetime) -> Outcome 
     status |= _cells_status(body, matrix, order, runs, failed, deployments, decision, now)
     if adaptive.adaptive:
         status |= _target(adaptive, matrix, order, runs, failed, status, over=not running)
-    if not running:
-        status |= _finished(
-            status,
-            matrix,
-            runs,
-            failed,
-            phase=decision.phase,
-            generation=generation,
-            now=now,
-            paired=policy.paired,
-        )
-        judged = history.judge(
-            kube, body["metadata"], spec.history, list(runs.values()), OperatorConfig.current()
-        )
-        if judged is not None:
-            status["history"] = judged[0]
-            status["conditions"] = cond.set_condition(
-                status.get("conditions"), cond.REGRESSED, *judged[1], generation=generation
-            )
-        outcome.events.append(
-            (
-                cond.NORMAL if decision.phase == cond.RUN_SUCCEEDED else cond.WARNING,
-                cond.EVENT_EXPERIMENT_FINISHED,
-                f"{decision.phase}: {status['progress']['summary']} cells done",
-            )
-        )
-    status.setdefault("startTime", rfc3339(now))
-    if not running:  # the summary with its final status, deploy timings included
-        status |= summary_archive.upload(
-            kube, body | {"status": status}, spec, OperatorConfig.current()
-        )
+    if running:
+        status.setdefault("startTime", rfc3339(now))
+    else:
+        ended = _Ended(matrix, runs, failed, decision.phase, generation, now, policy.paired)
+        _conclude(kube, body, spec, status, outcome=outcome, e=ended)
     kube.patch_status(KIND, namespace, name, status)
     for event in outcome.events:
         kube.event(body, *event)
     return outcome
+
+
+def _failed_slots(status: Mapping[str, Any]) -> dict[mx.Slot, str]:
+    """status.failedSlots as recorded: each failed slot and why."""
+    return {
+        mx.Slot(int(f["cell"]), int(f["repetition"])): f.get("message", "")
+        for f in status.get("failedSlots") or ()
+    }
+
+
+def _failed_slots_status(failed: Mapping[mx.Slot, str]) -> list[dict[str, Any]]:
+    return [
+        {"cell": s.cell, "repetition": s.repetition, "message": m}
+        for s, m in sorted(failed.items(), key=lambda i: (i[0].cell, i[0].repetition))
+    ]
+
+
+@dataclass(frozen=True)
+class _Ended:
+    """What an ended experiment's final status is made of."""
+
+    matrix: mx.Matrix
+    runs: Mapping[mx.Slot, Mapping[str, Any]]
+    failed: Mapping[mx.Slot, str]
+    phase: str
+    generation: int
+    now: datetime
+    paired: bool
+
+
+def _conclude(
+    kube: KubeApi,
+    body: dict[str, Any],
+    spec: BenchmarkExperimentSpec,
+    status: dict[str, Any],
+    *,
+    outcome: Outcome,
+    e: _Ended,
+) -> None:
+    """An ended experiment's status (results, history), its Event, and its summary archived."""
+    status |= _finished(
+        status,
+        e.matrix,
+        e.runs,
+        e.failed,
+        phase=e.phase,
+        generation=e.generation,
+        now=e.now,
+        paired=e.paired,
+    )
+    _judge_history(kube, body, spec, e.runs, status=status, generation=e.generation)
+    outcome.events.append(_finished_event(e.phase, status))
+    status.setdefault("startTime", rfc3339(e.now))
+    # The summary with its final status, deploy timings included.
+    status |= summary_archive.upload(
+        kube, body | {"status": status}, spec, OperatorConfig.current()
+    )
+
+
+def _judge_history(
+    kube: KubeApi,
+    body: Mapping[str, Any],
+    spec: BenchmarkExperimentSpec,
+    runs: Mapping[mx.Slot, Mapping[str, Any]],
+    *,
+    status: dict[str, Any],
+    generation: int,
+) -> None:
+    """status.history and the Regressed condition of an ended experiment, where it names a
+    history."""
+    judged = history.judge(
+        kube, body["metadata"], spec.history, list(runs.values()), OperatorConfig.current()
+    )
+    if judged is not None:
+        status["history"] = judged[0]
+        status["conditions"] = cond.set_condition(
+            status.get("conditions"), cond.REGRESSED, *judged[1], generation=generation
+        )
+
+
+def _finished_event(phase: str, status: Mapping[str, Any]) -> cond.Event:
+    return (
+        cond.NORMAL if phase == cond.RUN_SUCCEEDED else cond.WARNING,
+        cond.EVENT_EXPERIMENT_FINISHED,
+        f"{phase}: {status['progress']['summary']} cells done",
+    )
 
 
 def cell_outcomes(
@@ -533,18 +587,7 @@ def _cells_status(  # noqa: PLR0917 - one reconcile's working set
             "baseline": cell.index == matrix.baseline,
             "cluster": objects.cluster_name(name, cell.group),
             "runs": [
-                {
-                    "name": objects.run_name(name, s),
-                    "repetition": s.repetition,
-                    "phase": p,
-                    **(
-                        {"startTime": runs[s]["status"]["startTime"]}
-                        if s in runs and (runs[s].get("status") or {}).get("startTime")
-                        else {}
-                    ),
-                    **({"message": failed[s]} if s in failed else {}),
-                }
-                for s, p in zip(mine, phases, strict=True)
+                _slot_status(name, s, p, runs, failed) for s, p in zip(mine, phases, strict=True)
             ],
             "phase": phase,
             "deployments": [
@@ -567,6 +610,27 @@ def _cells_status(  # noqa: PLR0917 - one reconcile's working set
             "summary": f"{done_cells}/{len(matrix.cells)}",
             "current": current,
         },
+    }
+
+
+def _slot_status(
+    experiment: str,
+    slot: mx.Slot,
+    phase: str,
+    runs: Mapping[mx.Slot, Mapping[str, Any]],
+    failed: Mapping[mx.Slot, str],
+) -> dict[str, Any]:
+    """A cell's run in status.cells: its name, phase, start, and why it failed."""
+    return {
+        "name": objects.run_name(experiment, slot),
+        "repetition": slot.repetition,
+        "phase": phase,
+        **(
+            {"startTime": runs[slot]["status"]["startTime"]}
+            if slot in runs and (runs[slot].get("status") or {}).get("startTime")
+            else {}
+        ),
+        **({"message": failed[slot]} if slot in failed else {}),
     }
 
 

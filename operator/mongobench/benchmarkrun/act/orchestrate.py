@@ -653,16 +653,7 @@ class _Advance:
         if not got.documents:  # nothing to keep
             return collection_problem(0, got.missing, {}, failed)
         merged = merge_documents(got.documents)
-        job_status = (job or {}).get("status") or {}
-        end = job_status.get("completionTime") or rfc3339(self.clock())
-        # A restart between creating the Job and recording it leaves no startTime in status:
-        # the Job itself knows when it started.
-        start = (
-            entry.get("startTime")
-            or job_status.get("startTime")
-            or (job or {}).get("metadata", {}).get("creationTimestamp")
-            or end
-        )
+        start, end = self.step_times(entry, job)
         entry = {**entry, "startTime": start}
         jobs_in_plan = sum(1 for s in self.plan if s.runs_job)
         fields: dict[str, Any] = {
@@ -690,16 +681,35 @@ class _Advance:
             fields["missingClients"] = got.missing
         self.mark(step, **fields)
         self.trials_condition()
-        if problem is None and step.kind == "run":
-            self.outcome.info(
-                cond.EVENT_STEP_SUCCEEDED, f"{step.label}: {fields['result']['throughput']} ops/s"
-            )
-        if problem is None and step.kind == "probe" and self.spec.knee is not None:
-            message = knee.probe_message(
-                step, {**entry, **fields}, self.spec.knee.latency.percentile
-            )
-            self.outcome.info(cond.EVENT_STEP_SUCCEEDED, message)
+        if problem is None:
+            self.announce_measured(step, {**entry, **fields})
         return problem
+
+    def step_times(
+        self, entry: Mapping[str, Any], job: Mapping[str, Any] | None
+    ) -> tuple[str, str]:
+        """A collected step's start and end: its Job's, else as recorded, else now."""
+        job_status = (job or {}).get("status") or {}
+        end = job_status.get("completionTime") or rfc3339(self.clock())
+        # A restart between creating the Job and recording it leaves no startTime in status:
+        # the Job itself knows when it started.
+        start = (
+            entry.get("startTime")
+            or job_status.get("startTime")
+            or (job or {}).get("metadata", {}).get("creationTimestamp")
+            or end
+        )
+        return start, end
+
+    def announce_measured(self, step: Step, entry: Mapping[str, Any]) -> None:
+        """The Event of a measured step collected whole: a run's throughput, a probe's verdict."""
+        if step.kind == "run":
+            self.outcome.info(
+                cond.EVENT_STEP_SUCCEEDED, f"{step.label}: {entry['result']['throughput']} ops/s"
+            )
+        if step.kind == "probe" and self.spec.knee is not None:
+            message = knee.probe_message(step, entry, self.spec.knee.latency.percentile)
+            self.outcome.info(cond.EVENT_STEP_SUCCEEDED, message)
 
     def step_cost(self, step: Step, entry: Mapping[str, Any]) -> dict[str, Any]:
         """The step's cost entry: its nodes' hours at the run's prices (benchmarkrun.act.cost)."""

@@ -58,6 +58,50 @@ def build_cpu_monitor(
     Prometheus selects monitors by (the chart's monitorLabels)."""
     meta = run["metadata"]
     name, namespace = str(meta["name"]), str(meta["namespace"])
+    return {
+        "apiVersion": API[0],
+        "kind": "PodMonitor",
+        "metadata": {
+            "name": monitor_name(name),
+            "namespace": namespace,
+            "labels": {
+                **dict(sorted(labels.items())),
+                "app.kubernetes.io/managed-by": "mongobench",
+                "mongobench.io/run": name,
+            },
+            "ownerReferences": [_owner_reference(run)],
+        },
+        "spec": {
+            "namespaceSelector": {"matchNames": [exporter_namespace]},
+            "selector": {"matchLabels": dict(exporter_selector)},
+            "podMetricsEndpoints": [
+                {
+                    "port": exporter_port,
+                    "interval": f"{seconds}s",
+                    "scrapeTimeout": f"{min(seconds, MAX_TIMEOUT)}s",
+                    "relabelings": _relabelings(namespace, name, node_label),
+                    "metricRelabelings": [
+                        {"action": "keep", "sourceLabels": ["__name__"], "regex": KEPT_METRICS}
+                    ],
+                }
+            ],
+        },
+    }
+
+
+def _owner_reference(run: Mapping[str, Any]) -> dict[str, Any]:
+    """The run owns its monitor: deleted with it."""
+    return {
+        "apiVersion": str(run.get("apiVersion", "mongobench.io/v1alpha1")),
+        "kind": "BenchmarkRun",
+        "name": str(run["metadata"]["name"]),
+        "uid": str(run["metadata"]["uid"]),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def _relabelings(namespace: str, name: str, node_label: str | None) -> list[dict[str, Any]]:
     relabelings: list[dict[str, Any]] = [
         {"action": "replace", "targetLabel": "job", "replacement": job_label(namespace, name)}
     ]
@@ -70,41 +114,4 @@ def build_cpu_monitor(
                 "targetLabel": node_label,
             }
         )
-    return {
-        "apiVersion": API[0],
-        "kind": "PodMonitor",
-        "metadata": {
-            "name": monitor_name(name),
-            "namespace": namespace,
-            "labels": {
-                **dict(sorted(labels.items())),
-                "app.kubernetes.io/managed-by": "mongobench",
-                "mongobench.io/run": name,
-            },
-            "ownerReferences": [
-                {
-                    "apiVersion": str(run.get("apiVersion", "mongobench.io/v1alpha1")),
-                    "kind": "BenchmarkRun",
-                    "name": name,
-                    "uid": str(meta["uid"]),
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
-        },
-        "spec": {
-            "namespaceSelector": {"matchNames": [exporter_namespace]},
-            "selector": {"matchLabels": dict(exporter_selector)},
-            "podMetricsEndpoints": [
-                {
-                    "port": exporter_port,
-                    "interval": f"{seconds}s",
-                    "scrapeTimeout": f"{min(seconds, MAX_TIMEOUT)}s",
-                    "relabelings": relabelings,
-                    "metricRelabelings": [
-                        {"action": "keep", "sourceLabels": ["__name__"], "regex": KEPT_METRICS}
-                    ],
-                }
-            ],
-        },
-    }
+    return relabelings

@@ -274,25 +274,9 @@ def client_affinity(clients: Clients, step: Step, run: RunRef) -> dict[str, Any]
     if clients.node_affinity is not None and (node := clients.node_affinity.to_k8s()):
         affinity["nodeAffinity"] = node
     if clients.beside_database and run.cluster:
-        # Required: the study asked for the database's own node (its CPU shared by design). Any
-        # node with a data-bearing mongod of the cluster (not a config server's or a mongos').
+        # Required: the study asked for the database's own node (its CPU shared by design).
         affinity["podAffinity"] = {
-            "requiredDuringSchedulingIgnoredDuringExecution": [
-                {
-                    "topologyKey": "kubernetes.io/hostname",
-                    "labelSelector": {
-                        "matchLabels": {CLUSTER_LABEL: run.cluster},
-                        "matchExpressions": [
-                            {"key": lbl.COMPONENT, "operator": "Exists"},
-                            {
-                                "key": lbl.COMPONENT,
-                                "operator": "NotIn",
-                                "values": list(NOT_DATA_BEARING),
-                            },
-                        ],
-                    },
-                }
-            ]
+            "requiredDuringSchedulingIgnoredDuringExecution": [_beside_database(run.cluster)]
         }
     if clients.apart_from_database and run.cluster:
         # Preferred, not required: a small cluster whose every node holds a member would
@@ -311,131 +295,62 @@ def client_affinity(clients: Clients, step: Step, run: RunRef) -> dict[str, Any]
             }
         }
     if duet := paired(run, step):
-        # Client i of A and client i of B on one node (the pair's same step): whichever is
-        # scheduled first goes where it fits (a pod matching its own term may), the other joins.
         affinity.setdefault("podAffinity", {}).setdefault(
             "requiredDuringSchedulingIgnoredDuringExecution", []
-        ).append(
-            {
-                "topologyKey": "kubernetes.io/hostname",
-                "labelSelector": {
-                    "matchLabels": {DUET_LABEL: duet.name, STEP_LABEL: str(step.index)}
-                },
-                "matchLabelKeys": [JOB_INDEX_LABEL],
-            }
-        )
+        ).append(_beside_duet_partner(duet, step))
     if clients.anti_affinity in ("Required", "Preferred"):
-        # A step's own pods, by the labels only its Job's pods carry.
-        own = {
-            "topologyKey": "kubernetes.io/hostname",
-            "labelSelector": {"matchLabels": {RUN_LABEL: run.name, STEP_LABEL: str(step.index)}},
-        }
-        anti = affinity.setdefault("podAntiAffinity", {})
-        if clients.anti_affinity == "Required":
-            anti["requiredDuringSchedulingIgnoredDuringExecution"] = [own]
-        else:
-            anti.setdefault("preferredDuringSchedulingIgnoredDuringExecution", []).append(
-                {"weight": 100, "podAffinityTerm": own}
-            )
+        _spread_step_pods(affinity, clients.anti_affinity == "Required", step, run)
     return affinity
 
 
-def build_job(spec: BenchmarkRunSpec, step: Step, run: RunRef) -> dict[str, Any]:
-    name = step.job_name(run.name)
-    labels = {
-        "app.kubernetes.io/name": "mongobench-client",
-        "app.kubernetes.io/managed-by": "mongobench",
-        COMPONENT_LABEL: CLIENT_COMPONENT,
-        RUN_LABEL: run.name,
-        STEP_LABEL: str(step.index),
-        # The cluster's NetworkPolicy admits its clients by this label.
-        **(lbl.client_labels(run.cluster) if run.cluster else {}),
-        **({DUET_LABEL: duet.name} if (duet := paired(run, step)) else {}),
-    }
-    clients = spec.clients
-    pod_spec: dict[str, Any] = {
-        "restartPolicy": "Never",
-        "serviceAccountName": run.service_account,
-        "securityContext": {
-            "runAsNonRoot": True,
-            "runAsUser": 10001,
-            "runAsGroup": 10001,
-            "seccompProfile": {"type": "RuntimeDefault"},
+def _beside_database(cluster: str) -> dict[str, Any]:
+    """Any node with a data-bearing mongod of the cluster (not a config server's or a
+    mongos')."""
+    return {
+        "topologyKey": "kubernetes.io/hostname",
+        "labelSelector": {
+            "matchLabels": {CLUSTER_LABEL: cluster},
+            "matchExpressions": [
+                {"key": lbl.COMPONENT, "operator": "Exists"},
+                {"key": lbl.COMPONENT, "operator": "NotIn", "values": list(NOT_DATA_BEARING)},
+            ],
         },
-        "containers": [
-            {
-                "name": "client",
-                "image": run.image,
-                "command": ["mongobench-runner"],
-                "args": runner_args(spec, step, run),
-                "env": [
-                    {
-                        "name": "MONGOBENCH_URI",
-                        "valueFrom": {"secretKeyRef": {"name": run.uri_secret, "key": run.uri_key}},
-                    },
-                    {"name": "MONGOBENCH_OWNER_REF", "value": json.dumps(run.owner_reference)},
-                    *(
-                        [
-                            {
-                                "name": "MONGOBENCH_RESULT_PART_BYTES",
-                                "value": str(run.result_part_bytes),
-                            }
-                        ]
-                        if run.result_part_bytes
-                        else []
-                    ),
-                ],
-                "ports": [{"name": "metrics", "containerPort": 9100}],
-                "resources": clients.resources.to_k8s(),
-                "securityContext": {
-                    "allowPrivilegeEscalation": False,
-                    "readOnlyRootFilesystem": False,
-                    "capabilities": {"drop": ["ALL"]},
-                },
-                "terminationMessagePolicy": "FallbackToLogsOnError",
-            }
-        ],
     }
-    if run.tls_ca_secret is not None:
-        # Only the CA of the cluster's client certificate Secret: clients present no certificate.
-        container = pod_spec["containers"][0]
-        container["env"].append({"name": TLS_CA_FILE_ENV, "value": f"{TLS_CA_DIR}/ca.crt"})
-        container.setdefault("volumeMounts", []).append(
-            {"name": TLS_CA_VOLUME, "mountPath": TLS_CA_DIR, "readOnly": True}
+
+
+def _beside_duet_partner(duet: Duet, step: Step) -> dict[str, Any]:
+    """Client i of A and client i of B on one node (the pair's same step): whichever is
+    scheduled first goes where it fits (a pod matching its own term may), the other joins."""
+    return {
+        "topologyKey": "kubernetes.io/hostname",
+        "labelSelector": {"matchLabels": {DUET_LABEL: duet.name, STEP_LABEL: str(step.index)}},
+        "matchLabelKeys": [JOB_INDEX_LABEL],
+    }
+
+
+def _spread_step_pods(affinity: dict[str, Any], required: bool, step: Step, run: RunRef) -> None:
+    """A step's own pods apart from each other, by the labels only its Job's pods carry."""
+    own = {
+        "topologyKey": "kubernetes.io/hostname",
+        "labelSelector": {"matchLabels": {RUN_LABEL: run.name, STEP_LABEL: str(step.index)}},
+    }
+    anti = affinity.setdefault("podAntiAffinity", {})
+    if required:
+        anti["requiredDuringSchedulingIgnoredDuringExecution"] = [own]
+    else:
+        anti.setdefault("preferredDuringSchedulingIgnoredDuringExecution", []).append(
+            {"weight": 100, "podAffinityTerm": own}
         )
-        pod_spec.setdefault("volumes", []).append(
-            {
-                "name": TLS_CA_VOLUME,
-                "secret": {
-                    "secretName": run.tls_ca_secret,
-                    "defaultMode": 0o444,
-                    "items": [{"key": "ca.crt", "path": "ca.crt"}],
-                },
-            }
-        )
-    scenario = step_scenario(spec, step)
-    if scenario is not None:
-        # The whole ConfigMap, read-only: the scenario may import its other keys.
-        pod_spec["containers"][0].setdefault("volumeMounts", []).append(
-            {"name": SCENARIO_VOLUME, "mountPath": SCENARIO_DIR, "readOnly": True}
-        )
-        pod_spec.setdefault("volumes", []).append(
-            {
-                "name": SCENARIO_VOLUME,
-                "configMap": {"name": scenario.config_map_ref.name, "defaultMode": 0o444},
-            }
-        )
-    if clients.node_selector:
-        pod_spec["nodeSelector"] = dict(sorted(clients.node_selector.items()))
-    if clients.tolerations:
-        pod_spec["tolerations"] = [t.to_k8s() for t in clients.tolerations]
-    if affinity := client_affinity(clients, step, run):
-        pod_spec["affinity"] = affinity
+
+
+def build_job(spec: BenchmarkRunSpec, step: Step, run: RunRef) -> dict[str, Any]:
+    labels = _job_labels(step, run)
+    clients = spec.clients
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {
-            "name": name,
+            "name": step.job_name(run.name),
             "namespace": run.namespace,
             "labels": labels,
             "ownerReferences": [run.owner_reference],
@@ -446,9 +361,112 @@ def build_job(spec: BenchmarkRunSpec, step: Step, run: RunRef) -> dict[str, Any]
             "parallelism": clients.parallelism,
             "backoffLimit": clients.backoff_limit,
             "activeDeadlineSeconds": clients.deadline_seconds,
-            "template": {"metadata": {"labels": labels}, "spec": pod_spec},
+            "template": {"metadata": {"labels": labels}, "spec": _client_pod_spec(spec, step, run)},
         },
     }
+
+
+def _job_labels(step: Step, run: RunRef) -> dict[str, str]:
+    return {
+        "app.kubernetes.io/name": "mongobench-client",
+        "app.kubernetes.io/managed-by": "mongobench",
+        COMPONENT_LABEL: CLIENT_COMPONENT,
+        RUN_LABEL: run.name,
+        STEP_LABEL: str(step.index),
+        # The cluster's NetworkPolicy admits its clients by this label.
+        **(lbl.client_labels(run.cluster) if run.cluster else {}),
+        **({DUET_LABEL: duet.name} if (duet := paired(run, step)) else {}),
+    }
+
+
+def _client_pod_spec(spec: BenchmarkRunSpec, step: Step, run: RunRef) -> dict[str, Any]:
+    clients = spec.clients
+    pod_spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "serviceAccountName": run.service_account,
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": 10001,
+            "runAsGroup": 10001,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "containers": [_client_container(spec, step, run)],
+    }
+    if run.tls_ca_secret is not None:
+        _mount_tls_ca(pod_spec, run.tls_ca_secret)
+    scenario = step_scenario(spec, step)
+    if scenario is not None:
+        _mount_scenario(pod_spec, scenario)
+    if clients.node_selector:
+        pod_spec["nodeSelector"] = dict(sorted(clients.node_selector.items()))
+    if clients.tolerations:
+        pod_spec["tolerations"] = [t.to_k8s() for t in clients.tolerations]
+    if affinity := client_affinity(clients, step, run):
+        pod_spec["affinity"] = affinity
+    return pod_spec
+
+
+def _client_container(spec: BenchmarkRunSpec, step: Step, run: RunRef) -> dict[str, Any]:
+    part_bytes = (
+        [{"name": "MONGOBENCH_RESULT_PART_BYTES", "value": str(run.result_part_bytes)}]
+        if run.result_part_bytes
+        else []
+    )
+    return {
+        "name": "client",
+        "image": run.image,
+        "command": ["mongobench-runner"],
+        "args": runner_args(spec, step, run),
+        "env": [
+            {
+                "name": "MONGOBENCH_URI",
+                "valueFrom": {"secretKeyRef": {"name": run.uri_secret, "key": run.uri_key}},
+            },
+            {"name": "MONGOBENCH_OWNER_REF", "value": json.dumps(run.owner_reference)},
+            *part_bytes,
+        ],
+        "ports": [{"name": "metrics", "containerPort": 9100}],
+        "resources": spec.clients.resources.to_k8s(),
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": False,
+            "capabilities": {"drop": ["ALL"]},
+        },
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+    }
+
+
+def _mount_tls_ca(pod_spec: dict[str, Any], secret: str) -> None:
+    """Only the CA of the cluster's client certificate Secret: clients present no
+    certificate."""
+    container = pod_spec["containers"][0]
+    container["env"].append({"name": TLS_CA_FILE_ENV, "value": f"{TLS_CA_DIR}/ca.crt"})
+    container.setdefault("volumeMounts", []).append(
+        {"name": TLS_CA_VOLUME, "mountPath": TLS_CA_DIR, "readOnly": True}
+    )
+    pod_spec.setdefault("volumes", []).append(
+        {
+            "name": TLS_CA_VOLUME,
+            "secret": {
+                "secretName": secret,
+                "defaultMode": 0o444,
+                "items": [{"key": "ca.crt", "path": "ca.crt"}],
+            },
+        }
+    )
+
+
+def _mount_scenario(pod_spec: dict[str, Any], scenario: Scenario) -> None:
+    """The whole ConfigMap, read-only: the scenario may import its other keys."""
+    pod_spec["containers"][0].setdefault("volumeMounts", []).append(
+        {"name": SCENARIO_VOLUME, "mountPath": SCENARIO_DIR, "readOnly": True}
+    )
+    pod_spec.setdefault("volumes", []).append(
+        {
+            "name": SCENARIO_VOLUME,
+            "configMap": {"name": scenario.config_map_ref.name, "defaultMode": 0o444},
+        }
+    )
 
 
 def build_client_rbac(run: RunRef, steps: Sequence[Step] = ()) -> list[dict[str, Any]]:

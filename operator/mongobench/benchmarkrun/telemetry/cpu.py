@@ -613,92 +613,118 @@ def node_series(
     }
 
 
+@dataclass(frozen=True, kw_only=True)
+class WindowQuery:
+    """One step's window as the CPU and resource queries ask Prometheus for it: where, when
+    (see step_window), whose nodes and mongod pods, and how nodes are found. Keyword-only: two
+    lists of node names are too easy to swap by position."""
+
+    prom_url: str
+    start: datetime | float | str
+    end: datetime | float | str
+    step_seconds: float
+    cluster_nodes: Sequence[str]
+    client_nodes: Sequence[str]
+    namespace: str
+    pods: Sequence[str]
+    scrape_interval: float = 15.0
+    mapping: NodeMapping | None = None
+    profile: ResourceProfile | None = None
+    timeout: float = 5.0
+
+    def window(self) -> Window:
+        return step_window(self.start, self.end, self.step_seconds, self.scrape_interval)
+
+    @property
+    def nodes(self) -> list[str]:
+        """The cluster's and the clients' nodes, each once, in that order."""
+        return list(dict.fromkeys((*self.cluster_nodes, *self.client_nodes)))
+
+
 def query_window(
-    prom_url: str,
-    start: datetime | float | str,
-    end: datetime | float | str,
-    step_seconds: float,
-    *,
-    # Keyword-only: two lists of node names are too easy to swap by position.
-    cluster_nodes: Sequence[str],
-    client_nodes: Sequence[str],
-    namespace: str,
-    pods: Sequence[str],
-    scrape_interval: float = 15.0,
-    mapping: NodeMapping | None = None,
-    profile: ResourceProfile | None = None,
-    timeout: float = 5.0,
-    series: ContainerSeries | None = None,
-    job: str = "",
+    q: WindowQuery, *, series: ContainerSeries | None = None, job: str = ""
 ) -> CpuReport:
     """CPU of one step's window (see step_window): per node, per group, per mongod container
     (from ``series`` when the step fetched them already, else fetched here). ``job`` selects
-    the node series of a run's own finer scrape (``scrape_interval`` is then its interval).
+    the node series of a run's own finer scrape (``q.scrape_interval`` is then its interval).
 
     Raises CpuUnavailable when Prometheus cannot be reached or refuses a query; series that
     simply are not there (a node without node-exporter, no cAdvisor) go to ``missing`` instead.
     """
-    mapping = mapping or NodeMapping()
-    profile = profile or ResourceProfile.load()
-    w = step_window(start, end, step_seconds, scrape_interval)
-    first, e, step, rng = w.first, w.end, w.step, w.rate_range
-    nodes = list(dict.fromkeys((*cluster_nodes, *client_nodes)))
-    missing: list[str] = []
-
-    node_results: dict[str, NodeCpu] = {}
-    if nodes:
-        promql = profile.render(
-            "nodeCpuByMode", mapping=mapping, nodes=nodes, range_seconds=rng, job=job
-        )
-        raw = parse_matrix(
-            query_range(prom_url, promql, first, e, step, timeout=timeout),
-            profile.node_label(mapping),
-        )
-        by_identity = summarise(raw)
-        for n in nodes:
-            found = by_identity.get(mapping.identity(n))
-            if found is None:
-                missing.append(f"node {n}")
-                continue
-            node_results[n] = found
-            # A mode node-exporter did not report would read as 0 %: say so instead.
-            absent = [m for m in SPLIT_MODES if m not in raw.get(mapping.identity(n), {})]
-            if absent:
-                missing.append(f"node {n} modes {','.join(absent)}")
-
+    mapping = q.mapping or NodeMapping()
+    profile = q.profile or ResourceProfile.load()
+    w = q.window()
+    node_results, missing = _node_cpu(q, w, mapping, profile, job)
     containers: dict[str, ContainerCpu] | None = None
-    if pods:
+    if q.pods:
         if series is None:
             series = query_containers(
-                prom_url,
+                q.prom_url,
                 w,
-                namespace=namespace,
-                pods=pods,
-                node_names=nodes,
+                namespace=q.namespace,
+                pods=q.pods,
+                node_names=q.nodes,
                 mapping=mapping,
                 profile=profile,
-                timeout=timeout,
+                timeout=q.timeout,
             )
-        by_pod = series.pod_cpu(namespace)
-        if series.cpu is not None:
-            containers = summarise_containers(
-                {p: by_pod[(p, "mongod")] for p in pods if (p, "mongod") in by_pod}
-            )
-            missing += [f"mongod {p}" for p in pods if p not in containers]
-        else:
-            missing.append("mongod containers (no cAdvisor series)")
-
+        containers, absent = _mongod_cpu(series, q.namespace, q.pods)
+        missing += absent
     return CpuReport(
         start=w.start,
         end=w.end_time,
-        step_seconds=step,
-        cluster_nodes=tuple(cluster_nodes),
-        client_nodes=tuple(client_nodes),
+        step_seconds=w.step,
+        cluster_nodes=tuple(q.cluster_nodes),
+        client_nodes=tuple(q.client_nodes),
         nodes=node_results,
-        cluster=group(node_results, cluster_nodes),
-        clients=group(node_results, client_nodes),
+        cluster=group(node_results, q.cluster_nodes),
+        clients=group(node_results, q.client_nodes),
         containers=containers,
         missing=tuple(missing),
-        resolution_seconds=scrape_interval,
+        resolution_seconds=q.scrape_interval,
         job=job,
     )
+
+
+def _node_cpu(
+    q: WindowQuery, w: Window, mapping: NodeMapping, profile: ResourceProfile, job: str
+) -> tuple[dict[str, NodeCpu], list[str]]:
+    """Each node's CPU over the window, and what is missing of it."""
+    nodes = q.nodes
+    missing: list[str] = []
+    node_results: dict[str, NodeCpu] = {}
+    if not nodes:
+        return node_results, missing
+    promql = profile.render(
+        "nodeCpuByMode", mapping=mapping, nodes=nodes, range_seconds=w.rate_range, job=job
+    )
+    raw = parse_matrix(
+        query_range(q.prom_url, promql, w.first, w.end, w.step, timeout=q.timeout),
+        profile.node_label(mapping),
+    )
+    by_identity = summarise(raw)
+    for n in nodes:
+        found = by_identity.get(mapping.identity(n))
+        if found is None:
+            missing.append(f"node {n}")
+            continue
+        node_results[n] = found
+        # A mode node-exporter did not report would read as 0 %: say so instead.
+        absent = [m for m in SPLIT_MODES if m not in raw.get(mapping.identity(n), {})]
+        if absent:
+            missing.append(f"node {n} modes {','.join(absent)}")
+    return node_results, missing
+
+
+def _mongod_cpu(
+    series: ContainerSeries, namespace: str, pods: Sequence[str]
+) -> tuple[dict[str, ContainerCpu] | None, list[str]]:
+    """The mongod containers' CPU from the step's cAdvisor series (None: no such series at
+    all), and what is missing of it."""
+    if series.cpu is None:
+        return None, ["mongod containers (no cAdvisor series)"]
+    by_pod = series.pod_cpu(namespace)
+    containers = summarise_containers(
+        {p: by_pod[(p, "mongod")] for p in pods if (p, "mongod") in by_pod}
+    )
+    return containers, [f"mongod {p}" for p in pods if p not in containers]

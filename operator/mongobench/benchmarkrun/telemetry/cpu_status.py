@@ -15,7 +15,7 @@ that are missing are listed in each part's `missing` (the ResourcesComplete cond
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal, cast
 
 from mongobench.api.benchmarkrun import BenchmarkRunSpec, Duet, Monitoring, cluster_of
@@ -29,10 +29,10 @@ from mongobench.benchmarkrun.telemetry.cpu import (
     CpuUnavailable,
     NodeMapping,
     ResourceProfile,
+    WindowQuery,
     query_containers,
     query_instant,
     query_window,
-    step_window,
 )
 from mongobench.benchmarkrun.telemetry.resources import query_resources
 from mongobench.config import OperatorConfig
@@ -96,107 +96,147 @@ def cpu_for_step(kube: KubeApi, config: OperatorConfig) -> CpuQuery | None:
     mapping = node_mapping(config)
     profile = ResourceProfile.load()
 
-    def node_cpu(
-        run: Mapping[str, Any],
-        start: str,
-        end: str,
-        *,
-        series: ContainerSeries,
-        window: dict[str, Any],
-    ) -> CpuReport:
-        """At the run's own resolution where its PodMonitor's series are there, else at
-        Prometheus' interval, the status saying which (cpu.resolutionSeconds)."""
-        interval = config.prometheus_scrape_interval
-        monitoring: Monitoring = field_of(BenchmarkRunSpec, run.get("spec"), "monitoring")
-        fine = monitoring.cpu_resolution_seconds
-        if fine:
-            meta = run["metadata"]
-            job = cpu_monitor.job_label(meta["namespace"], meta["name"])
-            report = query_window(
-                url, start, end, fine, series=series, job=job, **{**window, "scrape_interval": fine}
-            )
-            if report.nodes:
-                return report
-            coarse = query_window(url, start, end, interval, series=series, **window)
-            note = (
-                f"cpu at {fine:g} s resolution (no series of job {job}: is its PodMonitor "
-                f"{cpu_monitor.monitor_name(meta['name'])} scraped?)"
-            )
-            return replace(coarse, missing=(*coarse.missing, note))
-        return query_window(url, start, end, interval, series=series, **window)
-
     def query(
         run: Mapping[str, Any], step: Mapping[str, Any], start: str, end: str
     ) -> dict[str, Any]:
-        namespace = run["metadata"]["namespace"]
-        cluster = cluster_of(run.get("spec"))
-        cluster_nodes, cluster_pods = (
-            _nodes_and_pods(kube, namespace, f"{jobs.CLUSTER_LABEL}={cluster}")
-            if cluster
-            else ([], [])
-        )
-        client_nodes, clients = _nodes_and_pods(kube, namespace, f"job-name={step['job']}")
-        partners = [
-            name
-            for selector in duet_selectors(run, cluster_pods)
-            for name in _names(kube.list("Pod", namespace, selector))
-        ]
-        cluster_roles = roles.cluster_pod_roles(cluster_pods)
-        client_pods = _names(clients)
-        # The mongod containers' figures are of the pods that run one (routers run mongos).
-        mongod_pods = [p for p in _names(cluster_pods) if cluster_roles.get(p) != "mongos"]
-        window: dict[str, Any] = {
-            "cluster_nodes": cluster_nodes,
-            "client_nodes": client_nodes,
-            "namespace": namespace,
-            "pods": mongod_pods,
-            "scrape_interval": config.prometheus_scrape_interval,
-            "mapping": mapping,
-            "profile": profile,
-        }
+        pods = _step_pods(kube, run, step)
         interval = config.prometheus_scrape_interval
-        pod_roles = roles.RolePods(cluster_roles, client_pods)
-        nodes = list(dict.fromkeys((*cluster_nodes, *client_nodes)))
-        series = query_containers(
-            url,
-            step_window(start, end, interval, interval),
-            namespace=namespace,
-            pods=(*_names(cluster_pods), *client_pods),
-            node_names=nodes,
+        q = WindowQuery(
+            prom_url=url,
+            start=start,
+            end=end,
+            step_seconds=interval,
+            cluster_nodes=pods.cluster_nodes,
+            client_nodes=pods.client_nodes,
+            namespace=pods.namespace,
+            pods=pods.mongod_pods,
+            scrape_interval=interval,
             mapping=mapping,
             profile=profile,
         )
-        cpu = node_cpu(run, start, end, series=series, window=window)
+        series = query_containers(
+            url,
+            q.window(),
+            namespace=pods.namespace,
+            pods=(*_names(pods.cluster_pods), *pods.client_pods),
+            node_names=q.nodes,
+            mapping=mapping,
+            profile=profile,
+        )
+        cpu = _node_cpu(run, q, series=series, fine=_fine_resolution(run))
         return {
             "cpu": cpu.to_status(),
-            "resources": query_resources(
-                url, start, end, interval, series=series, **window
-            ).to_status(),
-            "roles": roles.query_roles(
-                url,
-                start,
-                end,
-                interval,
-                namespace=namespace,
-                pods=pod_roles,
-                scrape_interval=interval,
-                mapping=mapping,
-                profile=profile,
-                series=series,
-            ),
-            "neighbours": neighbours.query(
-                url,
-                start,
-                end,
-                interval,
-                nodes=nodes,
-                own=[(namespace, p) for p in (*_names(cluster_pods), *client_pods, *partners)],
-                node_cpus={n: c.cpus for n, c in cpu.nodes.items()},
-                scrape_interval=interval,
-                mapping=mapping,
-                profile=profile,
-                series=series,
-            ),
+            "resources": query_resources(q, series=series).to_status(),
+            **_roles_and_neighbours(q, pods, cpu, series, mapping=mapping, profile=profile),
         }
 
     return query
+
+
+@dataclass(frozen=True)
+class _StepPods:
+    """The pods of one step as the API lists them: the cluster's, the clients' (the step's
+    Job), and a duet's other side."""
+
+    namespace: str
+    cluster_nodes: list[str]
+    cluster_pods: list[dict[str, Any]]
+    client_nodes: list[str]
+    client_pods: list[str]
+    partners: list[str]
+    cluster_roles: dict[str, str]
+
+    @property
+    def mongod_pods(self) -> list[str]:
+        # The mongod containers' figures are of the pods that run one (routers run mongos).
+        return [p for p in _names(self.cluster_pods) if self.cluster_roles.get(p) != "mongos"]
+
+
+def _step_pods(kube: KubeApi, run: Mapping[str, Any], step: Mapping[str, Any]) -> _StepPods:
+    namespace = run["metadata"]["namespace"]
+    cluster = cluster_of(run.get("spec"))
+    cluster_nodes, cluster_pods = (
+        _nodes_and_pods(kube, namespace, f"{jobs.CLUSTER_LABEL}={cluster}") if cluster else ([], [])
+    )
+    client_nodes, clients = _nodes_and_pods(kube, namespace, f"job-name={step['job']}")
+    partners = [
+        name
+        for selector in duet_selectors(run, cluster_pods)
+        for name in _names(kube.list("Pod", namespace, selector))
+    ]
+    return _StepPods(
+        namespace=namespace,
+        cluster_nodes=cluster_nodes,
+        cluster_pods=cluster_pods,
+        client_nodes=client_nodes,
+        client_pods=_names(clients),
+        partners=partners,
+        cluster_roles=roles.cluster_pod_roles(cluster_pods),
+    )
+
+
+def _fine_resolution(run: Mapping[str, Any]) -> float | None:
+    monitoring: Monitoring = field_of(BenchmarkRunSpec, run.get("spec"), "monitoring")
+    return monitoring.cpu_resolution_seconds or None
+
+
+def _node_cpu(
+    run: Mapping[str, Any], q: WindowQuery, *, series: ContainerSeries, fine: float | None
+) -> CpuReport:
+    """At the run's own resolution where its PodMonitor's series are there, else at
+    Prometheus' interval (``q``'s), the status saying which (cpu.resolutionSeconds)."""
+    if not fine:
+        return query_window(q, series=series)
+    meta = run["metadata"]
+    job = cpu_monitor.job_label(meta["namespace"], meta["name"])
+    report = query_window(
+        replace(q, step_seconds=fine, scrape_interval=fine), series=series, job=job
+    )
+    if report.nodes:
+        return report
+    coarse = query_window(q, series=series)
+    note = (
+        f"cpu at {fine:g} s resolution (no series of job {job}: is its PodMonitor "
+        f"{cpu_monitor.monitor_name(meta['name'])} scraped?)"
+    )
+    return replace(coarse, missing=(*coarse.missing, note))
+
+
+def _roles_and_neighbours(
+    q: WindowQuery,
+    pods: _StepPods,
+    cpu: CpuReport,
+    series: ContainerSeries,
+    *,
+    mapping: NodeMapping,
+    profile: ResourceProfile,
+) -> dict[str, Any]:
+    """Every role's CPU and memory, and the step's neighbours on its nodes."""
+    own = (*_names(pods.cluster_pods), *pods.client_pods, *pods.partners)
+    return {
+        "roles": roles.query_roles(
+            q.prom_url,
+            q.start,
+            q.end,
+            q.step_seconds,
+            namespace=pods.namespace,
+            pods=roles.RolePods(pods.cluster_roles, pods.client_pods),
+            scrape_interval=q.scrape_interval,
+            mapping=mapping,
+            profile=profile,
+            series=series,
+        ),
+        "neighbours": neighbours.query(
+            q.prom_url,
+            str(q.start),
+            str(q.end),
+            q.step_seconds,
+            nodes=q.nodes,
+            own=[(pods.namespace, p) for p in own],
+            node_cpus={n: c.cpus for n, c in cpu.nodes.items()},
+            scrape_interval=q.scrape_interval,
+            mapping=mapping,
+            profile=profile,
+            series=series,
+        ),
+    }

@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from mongobench.benchmarkrun.telemetry.cpu import (
@@ -25,11 +24,11 @@ from mongobench.benchmarkrun.telemetry.cpu import (
     NodeMapping,
     ResourceProfile,
     Window,
+    WindowQuery,
     iso_utc,
     parse_matrix,
     query_containers,
     query_range,
-    step_window,
 )
 
 # The mongod containers' figure, as status names it.
@@ -145,34 +144,52 @@ class ResourceReport:
         return status
 
 
-def query_resources(
-    prom_url: str,
-    start: datetime | float | str,
-    end: datetime | float | str,
-    step_seconds: float,
-    *,
-    # Keyword-only: two lists of node names are too easy to swap by position.
-    cluster_nodes: Sequence[str],
-    client_nodes: Sequence[str],
-    namespace: str,
-    pods: Sequence[str],
-    scrape_interval: float = 15.0,
-    mapping: NodeMapping | None = None,
-    profile: ResourceProfile | None = None,
-    timeout: float = 5.0,
-    series: ContainerSeries | None = None,
-) -> ResourceReport:
+def query_resources(q: WindowQuery, *, series: ContainerSeries | None = None) -> ResourceReport:
     """Disk, network and memory of one step's window, per node, per group and per mongod
     container (from ``series`` when the step fetched them already, else fetched here). Raises
     CpuUnavailable (Prometheus unreachable or refusing a query) as the CPU profile does;
     absent series go to ``missing``."""
-    mapping = mapping or NodeMapping()
-    profile = profile or ResourceProfile.load()
-    w = step_window(start, end, step_seconds, scrape_interval)
-    nodes = list(dict.fromkeys((*cluster_nodes, *client_nodes)))
+    mapping = q.mapping or NodeMapping()
+    profile = q.profile or ResourceProfile.load()
+    w = q.window()
     node_figures = tuple(f for f in profile.figures if f.query.scope == "node")
-    key_label = profile.node_label(mapping)
+    per_node, absent = _node_figures(q, w, mapping, profile, node_figures)
+    containers: dict[str, Value] | None = None
+    container_absent: list[str] = []
+    if q.pods:
+        if series is None:
+            series = query_containers(
+                q.prom_url,
+                w,
+                namespace=q.namespace,
+                pods=q.pods,
+                node_names=(),
+                mapping=mapping,
+                profile=profile,
+                timeout=q.timeout,
+            )
+        containers, container_absent = _mongod_memory(series, q.pods)
+    return ResourceReport(
+        window=w,
+        cluster_nodes=tuple(q.cluster_nodes),
+        client_nodes=tuple(q.client_nodes),
+        node_figures=node_figures,
+        nodes={n: v for n, v in per_node.items() if v},
+        containers=containers,
+        missing=tuple(_missing(per_node, absent, containers, container_absent)),
+    )
 
+
+def _node_figures(
+    q: WindowQuery,
+    w: Window,
+    mapping: NodeMapping,
+    profile: ResourceProfile,
+    node_figures: Sequence[Figure],
+) -> tuple[dict[str, dict[str, Value]], dict[str, list[str]]]:
+    """Each node's figures over the window (one query per figure), and each node's absent ones."""
+    nodes = q.nodes
+    key_label = profile.node_label(mapping)
     per_node: dict[str, dict[str, Value]] = {n: {} for n in nodes}
     absent: dict[str, list[str]] = {n: [] for n in nodes}
     for f in node_figures if nodes else ():
@@ -180,7 +197,7 @@ def query_resources(
             f.query.name, mapping=mapping, nodes=nodes, range_seconds=w.rate_range
         )
         raw = parse_matrix(
-            query_range(prom_url, promql, w.first, w.end, w.step, timeout=timeout), key_label
+            query_range(q.prom_url, promql, w.first, w.end, w.step, timeout=q.timeout), key_label
         )
         for n in nodes:
             node_raw = raw.get(mapping.identity(n))
@@ -188,32 +205,34 @@ def query_resources(
                 absent[n].append(f"{f.group}.{f.name}")
             else:
                 per_node[n][f"{f.group}.{f.name}"] = summarise_points(node_raw.get("", []))
+    return per_node, absent
 
-    containers: dict[str, Value] | None = None
-    container_absent: list[str] = []
-    if pods:
-        if series is None:
-            series = query_containers(
-                prom_url,
-                w,
-                namespace=namespace,
-                pods=pods,
-                node_names=(),
-                mapping=mapping,
-                profile=profile,
-                timeout=timeout,
-            )
-        if series.memory is None:
-            container_absent.append(f"mongod.{MONGOD_MEMORY}")
+
+def _mongod_memory(
+    series: ContainerSeries, pods: Sequence[str]
+) -> tuple[dict[str, Value] | None, list[str]]:
+    """The mongod containers' memory (None: no cAdvisor series at all), and what is absent."""
+    if series.memory is None:
+        return None, [f"mongod.{MONGOD_MEMORY}"]
+    containers: dict[str, Value] = {}
+    absent: list[str] = []
+    for p in pods:
+        points = series.memory.get((p, "mongod"))
+        if points is None:
+            absent.append(f"mongod.{MONGOD_MEMORY} of {p}")
         else:
-            containers = {}
-            for p in pods:
-                points = series.memory.get((p, "mongod"))
-                if points is None:
-                    container_absent.append(f"mongod.{MONGOD_MEMORY} of {p}")
-                else:
-                    containers[p] = summarise_points(points)
+            containers[p] = summarise_points(points)
+    return containers, absent
 
+
+def _missing(
+    per_node: Mapping[str, Mapping[str, Value]],
+    absent: Mapping[str, Sequence[str]],
+    containers: Mapping[str, Value] | None,
+    container_absent: Sequence[str],
+) -> list[str]:
+    """What status lists as missing: a node's absent figures (all of them: no node-exporter),
+    then the mongod containers'."""
     missing = [
         f"node {n} ({', '.join(a)})" if per_node[n] else f"node {n} (no node-exporter series)"
         for n, a in absent.items()
@@ -225,12 +244,4 @@ def query_resources(
             if containers is None
             else f"mongod containers ({', '.join(container_absent)})"
         )
-    return ResourceReport(
-        window=w,
-        cluster_nodes=tuple(cluster_nodes),
-        client_nodes=tuple(client_nodes),
-        node_figures=node_figures,
-        nodes={n: v for n, v in per_node.items() if v},
-        containers=containers,
-        missing=tuple(missing),
-    )
+    return missing

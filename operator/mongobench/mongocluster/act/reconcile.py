@@ -11,7 +11,7 @@ sync():      observe workloads and MongoDB, take the next wiring step, hold or r
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -60,7 +60,7 @@ from mongobench.mongocluster.act.rolling import (
     observe_mongos_upgrade,
     roll,
 )
-from mongobench.mongocluster.act.storage import grow_claims
+from mongobench.mongocluster.act.storage import ResizeOutcome, grow_claims
 from mongobench.mongocluster.act.tls_secrets import (
     Renewals,
     ensure_tls,
@@ -70,6 +70,7 @@ from mongobench.mongocluster.act.tls_secrets import (
 from mongobench.mongocluster.act.wire import Passwords, wire
 from mongobench.mongocluster.build import labels as lbl
 from mongobench.mongocluster.build.layout import ClusterLayout, ReplicaSetLayout
+from mongobench.mongocluster.build.mongos import MongosUpgrade
 from mongobench.mongocluster.build.placement import PLACED, Feasibility, feasibility, has_hard_rules
 from mongobench.mongocluster.build.platform import PlatformFacts
 from mongobench.mongocluster.build.secrets import EXPORTER_USERNAME
@@ -85,6 +86,8 @@ from mongobench.mongocluster.decide.status import Observed, Wiring, WorkloadStat
 from mongobench.mongocluster.decide.sync_plan import (
     Outcome,
     StatusInputs,
+    SyncObservation,
+    SyncStep,
     drained,
     held_replicas,
     placement_warning,
@@ -93,7 +96,9 @@ from mongobench.mongocluster.decide.sync_plan import (
     shard_events,
     sync_events,
     sync_status,
+    sync_steps,
 )
+from mongobench.mongocluster.decide.tls_ca import CAWatch
 from mongobench.runtime.locks import ResourceLocks
 
 log = logging.getLogger("mongobench.mongocluster")
@@ -194,6 +199,25 @@ def administration(
     """The cluster's MongoDB administration handle, lent by `admins` for the block (the same
     one while its credentials, the operator's password and the keyfile, stay the same), and the
     users' passwords read now."""
+    passwords, keyfile = _read_passwords(kube, d)
+    tls = operator_tls_files(kube, d)
+    credentials = fingerprint(
+        (
+            passwords.operator_username,
+            passwords.operator,
+            keyfile,
+            tls.digest if tls else "",
+            d.spec.tls.member_auth,
+            str(d.spec.tls.operator_dials_tls),  # a roll onto TLS switches it (tls_roll)
+        )
+    )
+    build = _admin_builder(d, admins, passwords, keyfile, tls)
+    with admins.lease(d.layout.namespace, d.layout.name, credentials, build) as admin:
+        yield admin, passwords
+
+
+def _read_passwords(kube: KubeApi, d: Desired) -> tuple[Passwords, str]:
+    """The users' passwords and the keyfile, from the cluster's Secrets as they are now."""
     layout = d.layout
     exporting = d.spec.monitoring.exporter
     secrets = read_secrets(
@@ -220,13 +244,19 @@ def administration(
         exporter_username=exporter.get("username", EXPORTER_USERNAME),
         exporter=exporter.get("password", ""),
     )
-    keyfile = secrets[layout.keyfile_secret]["keyfile"]
-    tls = operator_tls_files(kube, d)
+    return passwords, secrets[layout.keyfile_secret]["keyfile"]
+
+
+def _admin_builder(
+    d: Desired, admins: AdminPool, passwords: Passwords, keyfile: str, tls: TLSFiles | None
+) -> Callable[[], MongoAdmin]:
+    """How the pool makes a new handle when the credentials changed."""
 
     def build() -> MongoAdmin:
         # Each key of the keyfile in turn: during a keyfile rotation it lists the new key
         # first, then the old one that members not yet restarted still run with.
         keys = internal_credentials_each(keyfile)
+        dials_tls = tls is not None and d.spec.tls.operator_dials_tls
         connector = Connector(
             Credentials(passwords.operator_username, passwords.operator),
             bootstrap_credentials=(
@@ -235,7 +265,7 @@ def administration(
             bootstrap_fallbacks=() if d.spec.tls.x509_members else keys[1:],
             resolver=admins.resolver,
             budget=admins.budget,
-            tls=tls is not None and d.spec.tls.operator_dials_tls,
+            tls=dials_tls,
             tls_ca_file=tls.ca_file if tls and d.spec.tls.operator_dials_tls else None,
             tls_certificate_key_file=(
                 tls.certificate_key_file if tls and d.spec.tls.operator_dials_tls else None
@@ -243,18 +273,7 @@ def administration(
         )
         return MongoAdmin(connector)
 
-    credentials = fingerprint(
-        (
-            passwords.operator_username,
-            passwords.operator,
-            keyfile,
-            tls.digest if tls else "",
-            d.spec.tls.member_auth,
-            str(d.spec.tls.operator_dials_tls),  # a roll onto TLS switches it (tls_roll)
-        )
-    )
-    with admins.lease(layout.namespace, layout.name, credentials, build) as admin:
-        yield admin, passwords
+    return build
 
 
 def before_roll(
@@ -498,69 +517,130 @@ def _sync(
     meta = body["metadata"]
     d = desired(kube, body, status, detected)
     workloads = observe_workloads(kube, d.layout, meta["uid"])
-    statefulsets, mongos = workloads.statefulsets, workloads.mongos
-    ready = ready_sets(d.layout, statefulsets, mongos)
-    deleting = bool(meta.get("deletionTimestamp"))
-    if workloads.left_behind and not deleting:
-        return _publish(kube, body, d, Observed({}, predecessor=waiting_message(
-            list(workloads.left_behind))), now)  # fmt: skip
-    resize = None if deleting else grow_claims(kube, d, statefulsets)
-    retiring = retiring_shards(d.layout, {n: s.replicas for n, s in statefulsets.items()})
-    mongos_step = (
-        observe_mongos_upgrade(kube, d.layout, d.spec.image_ref)
-        if d.layout.sharded and not deleting
-        else None
-    )
-    mongos_waiting = mongos_step.waiting if mongos_step else None
-    fcv = status.get("featureCompatibilityVersion")
-    ca_watch = None
-    if not deleting and d.target.tls.ca_secret_name is not None and d.target.tls.enabled:
-        # Certificates from the CA Secret: reissued near their end or for a new CA, woken by
-        # the CA Secret's events (once labelled) and by recheck_in (provision issues them the
-        # first time).
-        ca_watch = ensure_tls(kube, d, body, now).ca_watch
-    if ready and not deleting and rotation.under_way(body):
-        # Before the wiring: it logs in with the Secrets' passwords, which a rotation changes.
-        for event in rotate_safely(kube, body, d, admins, now):
-            kube.event(body, *event)
-    mongo = (
-        administer_safely(
-            kube,
-            admins,
-            d,
-            statefulsets=statefulsets,
-            ready=ready,
-            retiring=retiring,
-            fcv=fcv,
-            mongos_waiting=mongos_waiting,
-            now=now,
+    p = _SyncPass(kube, body, admins, clock, now, d, workloads.statefulsets, workloads.mongos)
+    p.left_behind = workloads.left_behind
+    steps = sync_steps(
+        SyncObservation(
+            deleting=p.deleting,
+            left_behind=bool(workloads.left_behind),
+            ready=bool(p.ready),
+            rotation_under_way=rotation.under_way(body),
+            sharded=d.layout.sharded,
+            ca_issued_tls=d.target.tls.ca_secret_name is not None and d.target.tls.enabled,
         )
-        if ready and not deleting
-        else MongoPass(fcv=fcv)
     )
-    recheck = None if deleting else tls_pass(kube, body, d, mongo, statefulsets, clock=clock)
-    placement = None if deleting else observe_placement(kube, d, ready)
-    gone = drained(retiring, mongo.wiring)
-    removed = [rs.name for rs in gone if delete_shard_objects(kube, d.layout, rs)]
+    for step in steps:
+        _PERFORM[step](p)
+    if p.result is None:  # every plan ends in a step that reports
+        raise RuntimeError(f"MongoCluster sync plan {steps} wrote no status")
+    return p.result
+
+
+@dataclass
+class _SyncPass:
+    """One sync's observations and what its steps found, each step filling in its part (a
+    step not taken leaves its default)."""
+
+    kube: KubeApi
+    body: Mapping[str, Any]
+    admins: AdminPool
+    clock: Clock
+    now: datetime
+    d: Desired
+    statefulsets: dict[str, WorkloadState]
+    mongos: WorkloadState | None
+    resize: ResizeOutcome | None = None
+    mongos_step: MongosUpgrade | None = None
+    ca_watch: CAWatch | None = None
+    mongo: MongoPass = field(default_factory=MongoPass)
+    recheck: float | None = None
+    placement: Feasibility | None = None
+    left_behind: tuple[str, ...] = ()  # a predecessor's objects: all a waiting pass reports
+    removed: list[str] = field(default_factory=list)
+    result: SyncResult | None = None
+
+    def __post_init__(self) -> None:
+        self.status: Mapping[str, Any] = self.body.get("status") or {}
+        self.deleting = bool(self.body["metadata"].get("deletionTimestamp"))
+        self.ready = ready_sets(self.d.layout, self.statefulsets, self.mongos)
+        self.retiring = retiring_shards(
+            self.d.layout, {n: s.replicas for n, s in self.statefulsets.items()}
+        )
+        # Until MongoDB is administered this pass, the FCV recorded stands.
+        self.mongo = MongoPass(fcv=self.status.get("featureCompatibilityVersion"))
+
+    @property
+    def mongos_waiting(self) -> str | None:
+        return self.mongos_step.waiting if self.mongos_step else None
+
+
+def _grow_claims(p: _SyncPass) -> None:
+    p.resize = grow_claims(p.kube, p.d, p.statefulsets)
+
+
+def _mongos_upgrade(p: _SyncPass) -> None:
+    p.mongos_step = observe_mongos_upgrade(p.kube, p.d.layout, p.d.spec.image_ref)
+
+
+def _issue_certificates(p: _SyncPass) -> None:
+    # Reissued near their end or for a new CA, woken by the CA Secret's events (once labelled)
+    # and by recheck_in (provision issues them the first time).
+    p.ca_watch = ensure_tls(p.kube, p.d, p.body, p.now).ca_watch
+
+
+def _rotate_credentials(p: _SyncPass) -> None:
+    for event in rotate_safely(p.kube, p.body, p.d, p.admins, p.now):
+        p.kube.event(p.body, *event)
+
+
+def _administer(p: _SyncPass) -> None:
+    p.mongo = administer_safely(
+        p.kube,
+        p.admins,
+        p.d,
+        statefulsets=p.statefulsets,
+        ready=p.ready,
+        retiring=p.retiring,
+        fcv=p.mongo.fcv,
+        mongos_waiting=p.mongos_waiting,
+        now=p.now,
+    )
+
+
+def _tls_renewal(p: _SyncPass) -> None:
+    p.recheck = tls_pass(p.kube, p.body, p.d, p.mongo, p.statefulsets, clock=p.clock)
+
+
+def _placement(p: _SyncPass) -> None:
+    p.placement = observe_placement(p.kube, p.d, p.ready)
+
+
+def _remove_drained_shards(p: _SyncPass) -> None:
+    gone = drained(p.retiring, p.mongo.wiring)
+    p.removed = [rs.name for rs in gone if delete_shard_objects(p.kube, p.d.layout, rs)]
     for rs in gone:
-        statefulsets.pop(rs.name, None)
-    retiring = tuple(rs for rs in retiring if rs.name in statefulsets)
+        p.statefulsets.pop(rs.name, None)
+    p.retiring = tuple(rs for rs in p.retiring if rs.name in p.statefulsets)
+
+
+def _converge(p: _SyncPass) -> None:
+    """Status from what the pass saw, the workloads applied again where due, the Events."""
+    kube, body, d, mongo, resize = p.kube, p.body, p.d, p.mongo, p.resize
     observed = Observed(
-        statefulsets,
-        mongos,
+        p.statefulsets,
+        p.mongos,
         mongo.wiring,
-        deleting=deleting,
+        deleting=p.deleting,
         failure=mongo.failure,
-        rolling="; ".join(step for step in (mongo.rolling, mongos_waiting) if step) or None,
+        rolling="; ".join(step for step in (mongo.rolling, p.mongos_waiting) if step) or None,
         storage=(resize.status, resize.reason, resize.message) if resize else None,
-        retiring=tuple(rs.name for rs in retiring),
-        placement=placement,
-        ca_watch=ca_watch,
+        retiring=tuple(rs.name for rs in p.retiring),
+        placement=p.placement,
+        ca_watch=p.ca_watch,
     )
-    new, changed = _new_status(body, d, observed, mongo.fcv, now)
-    replicas = reapply(
-        d.layout, statefulsets, status, new, mongos_step is not None and mongos_step.changes
-    )
+    new, changed = _new_status(body, d, observed, mongo.fcv, p.now)
+    mongos_changes = p.mongos_step is not None and p.mongos_step.changes
+    replicas = reapply(d.layout, p.statefulsets, p.status, new, mongos_changes)
     if replicas is not None:
         apply_workloads(kube, d, body, replicas)
     if changed:
@@ -571,9 +651,28 @@ def _sync(
         mongo.failure,
         resize.message if resize and resize.status == FALSE else None,
         mongo.fcv_set,
-        tuple(shard_events(mongo.wiring, removed, d.spec.deletion_policy)),
-        placement_warning(status, placement),
+        tuple(shard_events(mongo.wiring, p.removed, d.spec.deletion_policy)),
+        placement_warning(p.status, p.placement),
     )
     for event in sync_events(outcome):
         kube.event(body, *event)
-    return SyncResult(outcome.phase, changed, mongo.failure, recheck)
+    p.result = SyncResult(outcome.phase, changed, mongo.failure, p.recheck)
+
+
+def _publish_waiting(p: _SyncPass) -> None:
+    waiting = Observed({}, predecessor=waiting_message(list(p.left_behind)))
+    p.result = _publish(p.kube, p.body, p.d, waiting, p.now)
+
+
+_PERFORM: dict[SyncStep, Callable[[_SyncPass], None]] = {
+    SyncStep.PUBLISH_WAITING: _publish_waiting,
+    SyncStep.GROW_CLAIMS: _grow_claims,
+    SyncStep.MONGOS_UPGRADE: _mongos_upgrade,
+    SyncStep.ISSUE_CERTIFICATES: _issue_certificates,
+    SyncStep.ROTATE_CREDENTIALS: _rotate_credentials,
+    SyncStep.ADMINISTER: _administer,
+    SyncStep.TLS_RENEWAL: _tls_renewal,
+    SyncStep.PLACEMENT: _placement,
+    SyncStep.REMOVE_DRAINED_SHARDS: _remove_drained_shards,
+    SyncStep.CONVERGE: _converge,
+}

@@ -34,6 +34,7 @@ from mongobench.mongocluster.decide.status import WorkloadState
 from mongobench.mongocluster.decide.sync_plan import held_replicas
 from mongobench.mongocluster.decide.tls_roll import (
     DISABLED,
+    RollStep,
     done_message,
     effective_spec,
     jobs_without_ca,
@@ -91,6 +92,24 @@ def advance(
         if not rolling or record.get("message") != step.message:
             _record(kube, namespace, name, {**_started(record, now), "message": step.message})
         return []
+    _take_step(kube, body, d, statefulsets, record=record, step=step, clock=clock, now=now)
+    return [(cond.NORMAL, cond.EVENT_TLS_MODE_ROLLING, step.message)]
+
+
+def _take_step(
+    kube: KubeApi,
+    body: Mapping[str, Any],
+    d: Desired,
+    statefulsets: Mapping[str, WorkloadState],
+    *,
+    record: Mapping[str, Any],
+    step: RollStep,
+    clock: Clock,
+    now: datetime,
+) -> None:
+    """Members onto the step's mode: recorded, the URI Secrets, then the workloads."""
+    meta = body["metadata"]
+    namespace, name = meta["namespace"], meta["name"]
     spec = effective_spec(d.target, step.mode)
     after = dataclasses.replace(d, spec=spec, wanted=None if spec == d.target else d.target)
     switched = spec.tls.operator_dials_tls and not d.spec.tls.operator_dials_tls
@@ -107,8 +126,9 @@ def advance(
         # starts, so one created in a later second than the first stamp may still have read the
         # plain URI (a slow write) and would not be waited for before requireTLS.
         _record(kube, namespace, name, {"clientsSince": rfc3339(clock())})
-    apply_workloads(kube, after, body, held_replicas(d.layout, statefulsets, status))
-    return [(cond.NORMAL, cond.EVENT_TLS_MODE_ROLLING, step.message)]
+    apply_workloads(
+        kube, after, body, held_replicas(d.layout, statefulsets, body.get("status") or {})
+    )
 
 
 def _started(record: Mapping[str, Any], now: datetime) -> dict[str, Any]:

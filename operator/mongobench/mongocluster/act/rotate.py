@@ -38,6 +38,7 @@ from mongobench.mongocluster.decide.rotation import (
     KeyfileStep,
     Request,
     RotatedUser,
+    Stage,
     keyfile_digest,
     keyfile_step,
     next_stage,
@@ -96,26 +97,7 @@ def advance(
         return [(cond.WARNING, cond.EVENT_ROTATION_REFUSED, stage.message)]
     if stage.kind == "request":
         assert request is not None
-        if request.refused:
-            events.append((cond.WARNING, cond.EVENT_ROTATION_REFUSED, "; ".join(request.refused)))
-        _record(
-            kube,
-            namespace,
-            name,
-            {
-                "phase": cond.ROTATION_WAITING,
-                "requested": list(request.parts),
-                "requestedAt": rfc3339(now, precise=True),
-                "message": stage.message,
-                "completedAt": None,
-                "rotated": None,
-            },
-        )
-        runs = "BenchmarkRuns on this cluster start no new step until it is done"
-        events.append(
-            (cond.NORMAL, cond.EVENT_ROTATION_REQUESTED, f"{', '.join(request.parts)}: {runs}")
-        )
-        return events
+        return _requested(kube, namespace, name, request=request, stage=stage, now=now)
     if stage.kind == "wait":
         if rotation.get("message") != stage.message:
             _record(kube, namespace, name, {"message": stage.message})
@@ -129,6 +111,33 @@ def advance(
         _record(kube, namespace, name, {"phase": cond.ROTATION_ROTATING, "message": stage.message})
         events.append((cond.NORMAL, cond.EVENT_ROTATION_STARTED, stage.message))
     return [*events, *_rotating(kube, body, d, administration, parts, now=now)]
+
+
+def _requested(
+    kube: KubeApi, namespace: str, name: str, *, request: Request, stage: Stage, now: datetime
+) -> list[Event]:
+    """A new request recorded: it waits for the cluster's running benchmarks first."""
+    events: list[Event] = []
+    if request.refused:
+        events.append((cond.WARNING, cond.EVENT_ROTATION_REFUSED, "; ".join(request.refused)))
+    _record(
+        kube,
+        namespace,
+        name,
+        {
+            "phase": cond.ROTATION_WAITING,
+            "requested": list(request.parts),
+            "requestedAt": rfc3339(now, precise=True),
+            "message": stage.message,
+            "completedAt": None,
+            "rotated": None,
+        },
+    )
+    runs = "BenchmarkRuns on this cluster start no new step until it is done"
+    events.append(
+        (cond.NORMAL, cond.EVENT_ROTATION_REQUESTED, f"{', '.join(request.parts)}: {runs}")
+    )
+    return events
 
 
 def _rotating(

@@ -113,23 +113,13 @@ def _issue_from_ca(
     # Loaded with the first cluster that issues from a CA Secret: `cryptography` is ~8 MiB
     # resident that an operator without such a cluster never needs.
     from mongobench.mongocluster.build.certificates import (  # noqa: PLC0415
-        CAError,
         issue,
-        load_ca,
         reissue_reason,
         signed_by,
     )
 
     ref = owner_reference(owner)
-    try:
-        found = get_secret(kube, d.layout.namespace, ca_secret)
-    except LookupError as exc:
-        raise SpecError(f"spec.tls.caSecretName: {exc}") from None
-    ca = decoded_by_name([found])[ca_secret]
-    try:
-        load_ca(ca, ca_secret)
-    except CAError as exc:
-        raise SpecError(f"spec.tls.caSecretName: {exc}") from None
+    found, ca = _read_ca(kube, d, ca_secret)
     listed = list_cluster_secrets(kube, d.layout)
     existing = decoded_by_name(listed)
     unwatched = {s["metadata"]["name"] for s in listed if not lbl.watched(s)}
@@ -166,6 +156,23 @@ def _issue_from_ca(
         log.info("issued certificate Secret %s: %s", request.secret, reason)
         issued.append(request.secret)
     return Issued(issued, ca_watch(ca_secret, found))
+
+
+def _read_ca(kube: KubeApi, d: Desired, ca_secret: str) -> tuple[Mapping[str, Any], dict[str, str]]:
+    """The CA Secret as listed and its decoded values; SpecError when it is absent or cannot
+    sign."""
+    from mongobench.mongocluster.build.certificates import CAError, load_ca  # noqa: PLC0415
+
+    try:
+        found = get_secret(kube, d.layout.namespace, ca_secret)
+    except LookupError as exc:
+        raise SpecError(f"spec.tls.caSecretName: {exc}") from None
+    ca = decoded_by_name([found])[ca_secret]
+    try:
+        load_ca(ca, ca_secret)
+    except CAError as exc:
+        raise SpecError(f"spec.tls.caSecretName: {exc}") from None
+    return found, ca
 
 
 def _write(

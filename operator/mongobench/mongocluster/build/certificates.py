@@ -80,6 +80,32 @@ def issue(
     `bundle`: the CAs members trust (ca.crt), when more than the signing one (tls_ca)."""
     ca_cert, ca_key = load_ca(ca_values, ca_secret)
     key = ec.generate_private_key(ec.SECP256R1())
+    builder = _leaf(request, ca_cert.subject, key.public_key(), now)
+    if san := _san(request):
+        builder = builder.add_extension(x509.SubjectAlternativeName(san), critical=False)
+    cert = builder.sign(ca_key, hashes.SHA256())
+    cert_pem = cert.public_bytes(serialization.Encoding.PEM).decode()
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()
+    return {
+        CERT_KEY: cert_pem,
+        PRIVATE_KEY: key_pem,
+        CA_KEY: bundle or ca_values[CERT_KEY],
+        COMBINED_KEY: key_pem + cert_pem,  # cert-manager's CombinedPEM order: key, then chain
+    }
+
+
+def _leaf(
+    request: CertificateRequest,
+    issuer: x509.Name,
+    public_key: ec.EllipticCurvePublicKey,
+    now: datetime.datetime,
+) -> x509.CertificateBuilder:
+    """A member's or a client's certificate, not a CA's, valid DURATION_HOURS from a little
+    before `now`; its names other than the subject are the caller's."""
     subject = x509.Name(
         [
             x509.NameAttribute(NameOID.ORGANIZATION_NAME, request.organization),
@@ -90,11 +116,11 @@ def issue(
     usages = [ExtendedKeyUsageOID.CLIENT_AUTH]
     if request.server:
         usages.insert(0, ExtendedKeyUsageOID.SERVER_AUTH)
-    builder = (
+    return (
         x509.CertificateBuilder()
         .subject_name(subject)
-        .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
+        .issuer_name(issuer)
+        .public_key(public_key)
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - BACKDATE)
         .not_valid_after(now + datetime.timedelta(hours=DURATION_HOURS))
@@ -115,21 +141,6 @@ def issue(
         )
         .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
     )
-    if san := _san(request):
-        builder = builder.add_extension(x509.SubjectAlternativeName(san), critical=False)
-    cert = builder.sign(ca_key, hashes.SHA256())
-    cert_pem = cert.public_bytes(serialization.Encoding.PEM).decode()
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    ).decode()
-    return {
-        CERT_KEY: cert_pem,
-        PRIVATE_KEY: key_pem,
-        CA_KEY: bundle or ca_values[CERT_KEY],
-        COMBINED_KEY: key_pem + cert_pem,  # cert-manager's CombinedPEM order: key, then chain
-    }
 
 
 def signed_by(values: Mapping[str, str] | None, ca_pem: str) -> bool:

@@ -15,7 +15,7 @@ Phase rules (first match wins):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -151,18 +151,8 @@ def compute_status(
     was_ready = "readySeconds" in (previous.get("timings") or {})
     draining = _draining(layout, observed, previous)
     removing = [d for d in draining or [] if d["state"] != "Completed"]
-    phase = compute_phase(
-        observed,
-        readiness.pods_ready,
-        wired,
-        was_ready,
-        reshaping=_shape_differs(layout, observed, was_ready) or bool(removing),
-    )
-    removing_message = (
-        draining_message(wiring.removal, wiring.removal_waiting)
-        if wiring is not None and wiring.shards_listed
-        else ""
-    ) or f"removing shards {', '.join(d['shard'] for d in removing)}"
+    reshaping = _shape_differs(layout, observed, was_ready) or bool(removing)
+    phase = compute_phase(observed, readiness.pods_ready, wired, was_ready, reshaping=reshaping)
     status: dict[str, Any] = {
         "phase": phase,
         "observedGeneration": generation,
@@ -174,7 +164,7 @@ def compute_status(
             readiness,
             phase,
             previous=previous.get("conditions"),
-            removing=removing_message if removing else None,
+            removing=_removing_message(wiring, removing) if removing else None,
             generation=generation,
             now=now,
         ),
@@ -190,16 +180,34 @@ def compute_status(
         ),
     }
     if layout.sharded:
-        status["mongos"] = {"desired": layout.mongos_replicas, "ready": readiness.mongos_ready}
-        facts = wiring.server.get("mongos") if wiring else None
-        server = server_status(facts) if facts else (previous.get("mongos") or {}).get("server")
-        if server:
-            status["mongos"]["server"] = server
+        status["mongos"] = _mongos_status(layout, readiness, wiring, previous)
         # None removes it (merge patch) once no shard is leaving.
         status["draining"] = draining
     if wiring is not None and wiring.distribution is not None:
         status["distribution"] = dict(wiring.distribution)
     return status
+
+
+def _removing_message(wiring: Wiring | None, removing: Sequence[Mapping[str, Any]]) -> str:
+    """What the shard removal under way does: MongoDB's word on the drain, else which shards."""
+    return (
+        draining_message(wiring.removal, wiring.removal_waiting)
+        if wiring is not None and wiring.shards_listed
+        else ""
+    ) or f"removing shards {', '.join(d['shard'] for d in removing)}"
+
+
+def _mongos_status(
+    layout: ClusterLayout, readiness: Readiness, wiring: Wiring | None, previous: Mapping[str, Any]
+) -> dict[str, Any]:
+    """status.mongos: routers wanted and ready, and the server facts (the last known ones while
+    this pass read none)."""
+    mongos: dict[str, Any] = {"desired": layout.mongos_replicas, "ready": readiness.mongos_ready}
+    facts = wiring.server.get("mongos") if wiring else None
+    server = server_status(facts) if facts else (previous.get("mongos") or {}).get("server")
+    if server:
+        mongos["server"] = server
+    return mongos
 
 
 def compute_phase(
@@ -242,6 +250,10 @@ def compute_timings(
     return timings
 
 
+# A condition as set: type, status, reason, message.
+ConditionUpdate = tuple[str, ConditionStatus, str, str]
+
+
 def compute_conditions(
     layout: ClusterLayout,
     observed: Observed,
@@ -255,51 +267,17 @@ def compute_conditions(
 ) -> list[dict[str, Any]]:
     """Provisioned, Configured, Ready, Updated and (when observed) StorageResized and
     PlacementFeasible. `removing`: what the shard removal under way does, None when none is."""
-    wiring = observed.wiring
-    wired = wiring is not None and wiring.complete
-    pods_ready = readiness.pods_ready
-    updates: list[tuple[str, ConditionStatus, str, str]] = [
-        (
-            c.PROVISIONED,
-            c.TRUE if pods_ready else c.FALSE,
-            c.PODS_READY if pods_ready else c.PODS_NOT_READY,
-            f"{readiness.ready}/{readiness.wanted} mongod members ready"
-            + (
-                f", {readiness.mongos_ready}/{layout.mongos_replicas} mongos"
-                if layout.sharded
-                else ""
-            ),
-        )
-    ]
-    if observed.failure:
-        updates.append((c.CONFIGURED, c.FALSE, c.CONFIGURATION_FAILED, observed.failure))
-    else:
-        updates.append(
-            (
-                c.CONFIGURED,
-                c.TRUE if wired else c.FALSE,
-                c.WIRED if wired else c.WIRING,
-                (
-                    "mongod and users configured"
-                    if layout.standalone
-                    else "replica sets, shards and users configured"
-                )
-                if wired
-                else (wiring.message if wiring else "waiting for pods"),
-            )
-        )
     ready_message = (
         observed.failure
         or observed.predecessor
         or (removing if removing and phase != c.PHASE_READY else _ready_message(phase))
     )
-    updates.append((c.READY, c.TRUE if phase == c.PHASE_READY else c.FALSE, phase, ready_message))
-    if observed.rolling:
-        updates.append((c.UPDATED, c.FALSE, c.ROLLING_RESTART, observed.rolling))
-    elif removing:  # the spec's shard count is not reached until the drain completes
-        updates.append((c.UPDATED, c.FALSE, c.REMOVING_SHARDS, removing))
-    else:
-        updates.append((c.UPDATED, c.TRUE, c.CURRENT, "every member runs the current template"))
+    updates: list[ConditionUpdate] = [
+        _provisioned(layout, readiness),
+        _configured(layout, observed),
+        (c.READY, c.TRUE if phase == c.PHASE_READY else c.FALSE, phase, ready_message),
+        _updated(observed, removing),
+    ]
     if observed.storage is not None:
         updates.append((c.STORAGE_RESIZED, *observed.storage))
     optional = (
@@ -317,6 +295,44 @@ def compute_conditions(
             conditions, type_, value, reason, message, generation=generation, now=now
         )
     return list(conditions or [])
+
+
+def _provisioned(layout: ClusterLayout, readiness: Readiness) -> ConditionUpdate:
+    pods_ready = readiness.pods_ready
+    return (
+        c.PROVISIONED,
+        c.TRUE if pods_ready else c.FALSE,
+        c.PODS_READY if pods_ready else c.PODS_NOT_READY,
+        f"{readiness.ready}/{readiness.wanted} mongod members ready"
+        + (f", {readiness.mongos_ready}/{layout.mongos_replicas} mongos" if layout.sharded else ""),
+    )
+
+
+def _configured(layout: ClusterLayout, observed: Observed) -> ConditionUpdate:
+    if observed.failure:
+        return (c.CONFIGURED, c.FALSE, c.CONFIGURATION_FAILED, observed.failure)
+    wiring = observed.wiring
+    wired = wiring is not None and wiring.complete
+    return (
+        c.CONFIGURED,
+        c.TRUE if wired else c.FALSE,
+        c.WIRED if wired else c.WIRING,
+        (
+            "mongod and users configured"
+            if layout.standalone
+            else "replica sets, shards and users configured"
+        )
+        if wired
+        else (wiring.message if wiring else "waiting for pods"),
+    )
+
+
+def _updated(observed: Observed, removing: str | None) -> ConditionUpdate:
+    if observed.rolling:
+        return (c.UPDATED, c.FALSE, c.ROLLING_RESTART, observed.rolling)
+    if removing:  # the spec's shard count is not reached until the drain completes
+        return (c.UPDATED, c.FALSE, c.REMOVING_SHARDS, removing)
+    return (c.UPDATED, c.TRUE, c.CURRENT, "every member runs the current template")
 
 
 def _replica_sets(

@@ -6,13 +6,15 @@ observations (workloads, MongoDB's wiring), asks these functions, and carries th
   (`held_replicas`), and whether the workloads are applied again this pass (`reapply`: a held
   scale-down released, a shard's StatefulSet over its size, mongos to upgrade);
 - which retiring shards' objects can go (`drained`: MongoDB no longer lists them);
-- the status to write (`sync_status`) and the Events to post (`sync_events`).
+- the status to write (`sync_status`) and the Events to post (`sync_events`);
+- which steps a sync takes, in order (`sync_steps`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from mongobench.k8s import conditions as c
@@ -25,6 +27,57 @@ from mongobench.mongocluster.decide.status import (
     compute_status,
     differs,
 )
+
+
+class SyncStep(StrEnum):
+    """One step of a sync, as reconcile._sync performs it."""
+
+    # Status from the observation alone, nothing administered: a predecessor's objects remain.
+    PUBLISH_WAITING = "publish-waiting"
+    GROW_CLAIMS = "grow-claims"  # member claims smaller than the spec asked for its size
+    MONGOS_UPGRADE = "mongos-upgrade"  # whether mongos waits on, or moves to, a new image
+    ISSUE_CERTIFICATES = "issue-certificates"  # certificates from the CA Secret, when due
+    ROTATE_CREDENTIALS = "rotate-credentials"  # a rotation under way takes its next stage
+    ADMINISTER = "administer"  # MongoDB: the next wiring step, FCV, a roll
+    TLS_RENEWAL = "tls-renewal"  # renewed certificates reaching the members
+    PLACEMENT = "placement"  # whether the nodes can hold every member
+    REMOVE_DRAINED_SHARDS = "remove-drained-shards"  # objects of shards MongoDB no longer lists
+    CONVERGE = "converge"  # status, workloads applied again where due, Events
+
+
+@dataclass(frozen=True)
+class SyncObservation:
+    """What decides a sync's steps, as observed at its start."""
+
+    deleting: bool  # the cluster has a deletionTimestamp
+    left_behind: bool  # a deleted predecessor's objects are still there
+    ready: bool  # some replica set (or mongos) has all its pods ready
+    rotation_under_way: bool  # a credential rotation has started and not ended
+    sharded: bool
+    ca_issued_tls: bool  # TLS on, with certificates the operator issues from a CA Secret
+
+
+def sync_steps(seen: SyncObservation) -> tuple[SyncStep, ...]:
+    """The steps of one sync, in the order they are taken. A deleting cluster only reports
+    and removes drained shards; one waiting on its predecessor only reports. The rotation
+    goes before the wiring: the wiring logs in with the Secrets' passwords, which a rotation
+    changes."""
+    if seen.left_behind and not seen.deleting:
+        return (SyncStep.PUBLISH_WAITING,)
+    live = not seen.deleting
+    administer = seen.ready and live
+    table = (
+        (SyncStep.GROW_CLAIMS, live),
+        (SyncStep.MONGOS_UPGRADE, live and seen.sharded),
+        (SyncStep.ISSUE_CERTIFICATES, live and seen.ca_issued_tls),
+        (SyncStep.ROTATE_CREDENTIALS, administer and seen.rotation_under_way),
+        (SyncStep.ADMINISTER, administer),
+        (SyncStep.TLS_RENEWAL, live),
+        (SyncStep.PLACEMENT, live),
+        (SyncStep.REMOVE_DRAINED_SHARDS, True),
+        (SyncStep.CONVERGE, True),
+    )
+    return tuple(step for step, taken in table if taken)
 
 
 def ready_sets(

@@ -1,7 +1,7 @@
 """Unit tier: the MongoCluster sync's pure decisions (mongocluster.decide.sync_plan): which sets
 MongoDB
 administration may touch, when a scale-down is held or released and the workloads applied again,
-which retiring shards' objects can go, and which Events a sync posts."""
+which retiring shards' objects can go, which Events a sync posts, and which steps it takes."""
 
 from __future__ import annotations
 
@@ -14,12 +14,15 @@ from mongobench.mongocluster.build.layout import cluster_layout
 from mongobench.mongocluster.decide.status import Wiring, WorkloadState
 from mongobench.mongocluster.decide.sync_plan import (
     Outcome,
+    SyncObservation,
+    SyncStep,
     drained,
     held_replicas,
     ready_sets,
     reapply,
     shard_events,
     sync_events,
+    sync_steps,
 )
 
 pytestmark = pytest.mark.unit
@@ -100,3 +103,64 @@ def test_a_sync_tells_what_changed_once() -> None:
     assert sync_events(again) == []  # the same failure on every retry: told once
     fcv = Outcome(cond.PHASE_INITIALIZING, changed=True, fcv_set="8.0", storage_warning="small")
     assert [e[1] for e in sync_events(fcv)] == [cond.EVENT_NOT_EXPANDABLE, cond.EVENT_FCV_SET]
+
+
+S = SyncStep
+# Every live cluster's steps apart from MongoDB's, in their order.
+LIVE = (S.GROW_CLAIMS, S.TLS_RENEWAL, S.PLACEMENT, S.REMOVE_DRAINED_SHARDS, S.CONVERGE)
+
+
+def seen(**changes: bool) -> SyncObservation:
+    """A live replica set, not ready yet, no rotation, no CA-issued certificates."""
+    base = {
+        "deleting": False,
+        "left_behind": False,
+        "ready": False,
+        "rotation_under_way": False,
+        "sharded": False,
+        "ca_issued_tls": False,
+    }
+    return SyncObservation(**(base | changes))
+
+
+@pytest.mark.parametrize(
+    ("observation", "steps"),
+    [
+        pytest.param(seen(), LIVE, id="pods-not-ready: nothing of MongoDB"),
+        pytest.param(
+            seen(ready=True),
+            (S.GROW_CLAIMS, S.ADMINISTER, *LIVE[1:]),
+            id="ready: administered",
+        ),
+        pytest.param(
+            seen(ready=True, rotation_under_way=True),
+            (S.GROW_CLAIMS, S.ROTATE_CREDENTIALS, S.ADMINISTER, *LIVE[1:]),
+            id="rotation: before the wiring that logs in with its passwords",
+        ),
+        pytest.param(seen(rotation_under_way=True), LIVE, id="rotation waits for ready pods"),
+        pytest.param(
+            seen(sharded=True, ca_issued_tls=True, ready=True),
+            (S.GROW_CLAIMS, S.MONGOS_UPGRADE, S.ISSUE_CERTIFICATES, S.ADMINISTER, *LIVE[1:]),
+            id="sharded with a CA: mongos observed, certificates issued, before MongoDB",
+        ),
+        pytest.param(
+            seen(left_behind=True, ready=True, rotation_under_way=True),
+            (S.PUBLISH_WAITING,),
+            id="a predecessor's objects: only its wait reported",
+        ),
+        pytest.param(
+            seen(deleting=True, ready=True, sharded=True, ca_issued_tls=True),
+            (S.REMOVE_DRAINED_SHARDS, S.CONVERGE),
+            id="deleting: nothing grown, issued or administered",
+        ),
+        pytest.param(
+            seen(deleting=True, left_behind=True, rotation_under_way=True, ready=True),
+            (S.REMOVE_DRAINED_SHARDS, S.CONVERGE),
+            id="deleting with a predecessor's objects: no wait on them",
+        ),
+    ],
+)
+def test_a_sync_takes_its_steps_in_order(
+    observation: SyncObservation, steps: tuple[S, ...]
+) -> None:
+    assert sync_steps(observation) == steps
