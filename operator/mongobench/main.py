@@ -37,6 +37,7 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
             # Failed wake-ups and ticks: from half a second, doubling, up to a handler's retry.
             retries=Backoff(min(0.5, config.retry_backoff), config.retry_backoff),
             mongo_clients=config.mongo_clients,
+            config=config,
         )
     except CredentialsError as exc:
         raise kopf.PermanentError(str(exc)) from None
@@ -113,7 +114,7 @@ async def login(memo: kopf.Memo, **_: Any) -> kopf.AiohttpSession:
     )
     session = aiohttp.ClientSession(
         connector=aiohttp.TCPConnector(
-            limit=connection_limit(OperatorConfig.current()), ssl=info.as_ssl_context()
+            limit=connection_limit(state_of(memo).config), ssl=info.as_ssl_context()
         ),
         headers=info.as_http_headers(),
         proxy=creds.proxy_url,

@@ -28,6 +28,7 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from mongobench.config import OperatorConfig
 from mongobench.k8s.api import KubeApi, KubeClient
 from mongobench.k8s.client import ApiClient, new_api_client
 from mongobench.k8s.rollout import SeenRollouts
@@ -56,6 +57,8 @@ class OperatorState:
     dependents: Dependents
     clusters: LatestBodies = field(default_factory=LatestBodies)
     own_pool: ThreadPoolExecutor | None = field(default=None, repr=False)
+    # What the operator was started with: handlers pass it on, nothing below reads a global.
+    config: OperatorConfig = field(default_factory=OperatorConfig)
 
     @classmethod
     def create(
@@ -64,6 +67,7 @@ class OperatorState:
         executor: Executor | None = None,
         retries: Backoff | None = None,
         mongo_clients: int = MONGO_CLIENTS,
+        config: OperatorConfig | None = None,
     ) -> OperatorState:
         """`executor`: kopf's, for handler threads (a pool of one's own when not given);
         `retries`: how failed wake-ups and ticks are retried; `mongo_clients`: MongoDB clients
@@ -86,6 +90,7 @@ class OperatorState:
             Dependents(wakeups),
             LatestBodies(),
             own,
+            config or OperatorConfig(),
         )
 
     @property

@@ -84,9 +84,10 @@ def _dry_run(kube: KubeApi, obj: Mapping[str, Any], what: str) -> None:
         raise
 
 
-def advance(kube: KubeApi, namespace: str, name: str, now: datetime) -> Outcome | None:
-    """One reconcile as of `now`; None when the experiment is gone, going or over. Its Events
-    are posted."""
+def advance(
+    kube: KubeApi, namespace: str, name: str, now: datetime, config: OperatorConfig
+) -> Outcome | None:
+    """One reconcile as of `now`, its Events posted; None when the experiment is gone or over."""
     body = kube.get(KIND, namespace, name)
     if body is None or body["metadata"].get("deletionTimestamp"):
         return None
@@ -95,10 +96,7 @@ def advance(kube: KubeApi, namespace: str, name: str, now: datetime) -> Outcome 
         return None
     spec = BenchmarkExperimentSpec.parse(body["spec"])
     matrix, order, seed = plan(body, spec)
-    generation = int(body["metadata"].get("generation") or 0)
-    if status.get("validatedGeneration") != generation:
-        validate(kube, body["metadata"], spec, matrix)
-        status["validatedGeneration"] = generation
+    generation = _validated(kube, body, spec, matrix, status)
     clusters, runs = _children(kube, namespace, name)
     failed = _failed_slots(status)
     kept = set(status.get("keptGroups") or ())
@@ -139,11 +137,26 @@ def advance(kube: KubeApi, namespace: str, name: str, now: datetime) -> Outcome 
         status.setdefault("startTime", rfc3339(now))
     else:
         ended = _Ended(matrix, runs, failed, decision.phase, generation, now, policy.paired)
-        _conclude(kube, body, spec, status, outcome=outcome, e=ended)
+        _conclude(kube, body, spec, status, outcome=outcome, e=ended, config=config)
     kube.patch_status(KIND, namespace, name, status)
     for event in outcome.events:
         kube.event(body, *event)
     return outcome
+
+
+def _validated(
+    kube: KubeApi,
+    body: Mapping[str, Any],
+    spec: BenchmarkExperimentSpec,
+    matrix: mx.Matrix,
+    status: dict[str, Any],
+) -> int:
+    """The experiment's generation, validated once (recorded in `status`)."""
+    generation = int(body["metadata"].get("generation") or 0)
+    if status.get("validatedGeneration") != generation:
+        validate(kube, body["metadata"], spec, matrix)
+        status["validatedGeneration"] = generation
+    return generation
 
 
 def _failed_slots(status: Mapping[str, Any]) -> dict[mx.Slot, str]:
@@ -182,6 +195,7 @@ def _conclude(
     *,
     outcome: Outcome,
     e: _Ended,
+    config: OperatorConfig,
 ) -> None:
     """An ended experiment's status (results, history), its Event, and its summary archived."""
     status |= _finished(
@@ -194,13 +208,11 @@ def _conclude(
         now=e.now,
         paired=e.paired,
     )
-    _judge_history(kube, body, spec, e.runs, status=status, generation=e.generation)
+    _judge_history(kube, body, spec, e.runs, status=status, generation=e.generation, config=config)
     outcome.events.append(_finished_event(e.phase, status))
     status.setdefault("startTime", rfc3339(e.now))
     # The summary with its final status, deploy timings included.
-    status |= summary_archive.upload(
-        kube, body | {"status": status}, spec, OperatorConfig.current()
-    )
+    status |= summary_archive.upload(kube, body | {"status": status}, spec, config)
 
 
 def _judge_history(
@@ -211,12 +223,11 @@ def _judge_history(
     *,
     status: dict[str, Any],
     generation: int,
+    config: OperatorConfig,
 ) -> None:
     """status.history and the Regressed condition of an ended experiment, where it names a
     history."""
-    judged = history.judge(
-        kube, body["metadata"], spec.history, list(runs.values()), OperatorConfig.current()
-    )
+    judged = history.judge(kube, body["metadata"], spec.history, list(runs.values()), config)
     if judged is not None:
         status["history"] = judged[0]
         status["conditions"] = cond.set_condition(

@@ -16,7 +16,6 @@ import kopf
 
 from mongobench.api.kinds import BENCHMARKEXPERIMENT as KIND
 from mongobench.clock import wall
-from mongobench.config import OperatorConfig
 from mongobench.experiment import requeue
 from mongobench.handlers.common import BENCHMARKEXPERIMENT, refusals
 from mongobench.k8s import conditions as cond
@@ -32,7 +31,7 @@ def _advance(memo: kopf.Memo, namespace: str, name: str) -> None:
         refusals(state.kube, KIND, namespace, name, cond.SUCCEEDED, locks=state.locks),
         state.locks.lock(KIND, namespace, name),
     ):
-        reconcile.advance(state.kube, namespace, name, wall())
+        reconcile.advance(state.kube, namespace, name, wall(), state.config)
 
 
 @kopf.on.resume(*BENCHMARKEXPERIMENT)
@@ -48,7 +47,7 @@ async def experiment_changed(
 ) -> None:
     """The experiment's events decide how often it looks (experiment.requeue; runtime.ticker)."""
     namespace, name = meta["namespace"], meta["name"]
-    result = requeue.ticks(body, deleted=type == "DELETED", config=OperatorConfig.current())
+    result = requeue.ticks(body, deleted=type == "DELETED", config=state_of(memo).config)
     state_of(memo).ticker.requeue(
         (KIND, namespace, name), result, lambda: tick(memo, namespace, name)
     )

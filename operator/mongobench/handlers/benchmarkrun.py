@@ -23,7 +23,6 @@ from mongobench.benchmarkrun.build import jobs
 from mongobench.benchmarkrun.decide import requeue
 from mongobench.benchmarkrun.decide.action import TERMINAL
 from mongobench.clock import wall
-from mongobench.config import OperatorConfig
 from mongobench.handlers.common import BENCHMARKRUN, refusals
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.client import ApiError
@@ -40,8 +39,8 @@ def _advance(memo: kopf.Memo, namespace: str, name: str) -> None:
     from mongobench.benchmarkrun.act import orchestrate
     from mongobench.benchmarkrun.telemetry.cpu_status import cpu_for_step, fine_cpu_scraped
 
-    config = OperatorConfig.current()
     state = state_of(memo)
+    config = state.config
     with refusals(state.kube, KIND, namespace, name, cond.SUCCEEDED, locks=state.locks):
         outcome = orchestrate.advance(
             state.run_kube,
@@ -111,7 +110,7 @@ async def run_changed(
     raw = dict(body)
     from mongobench.benchmarkrun.act import archive
 
-    config = OperatorConfig.current()
+    config = state.config
     wakes = requeue.wakes(raw, deleted=type == "DELETED", config=config, pending=archive.pending)
     key = (KIND, namespace, name)
     state.ticker.requeue(key, wakes.result, lambda: _ticked(memo, namespace, name))
@@ -153,7 +152,7 @@ def _archive_ticked(memo: kopf.Memo, namespace: str, name: str, record: Mapping[
         state.run_kube,
         namespace,
         name,
-        OperatorConfig.current(),
+        state.config,
         upload_lock=state.locks.lock(ARCHIVE_UPLOAD, namespace, name),
         run_lock=state.locks.lock(KIND, namespace, name),
         clock=wall,

@@ -43,7 +43,7 @@ def provision(
     state = state_of(memo)
     with refusals(state.kube, KIND, meta["namespace"], meta["name"], cond.READY, locks=state.locks):
         try:
-            d = reconcile.provision(state.kube, body, wall())
+            d = reconcile.provision(state.kube, body, wall(), state.config)
         except PredecessorPending as waiting:
             _sync(memo, meta["namespace"], meta["name"])  # status says what it waits for
             delay = requeue.PREDECESSOR_RETRY_SECONDS
@@ -192,7 +192,14 @@ def _sync(
 
     state = state_of(memo)
     result = reconcile.sync(
-        state.kube, namespace, name, state.locks, state.admins, clock=wall, detected=detected
+        state.kube,
+        namespace,
+        name,
+        state.locks,
+        state.admins,
+        clock=wall,
+        config=state.config,
+        detected=detected,
     )
     if result is not None and result.phase == cond.PHASE_READY:
         state.admins.release_bootstrap(namespace, name)

@@ -98,3 +98,33 @@ def test_an_objects_age_is_the_seconds_since_its_creation_and_never_negative() -
     assert age_seconds({"creationTimestamp": "2026-01-01T12:00:00Z"}, now) == 30.0
     assert age_seconds({}, now) == 0.0  # not created yet (a body built locally)
     assert age_seconds({"creationTimestamp": "2026-01-01T12:01:00Z"}, now) == 0.0  # clock skew
+
+
+def test_handlers_pass_the_configuration_in() -> None:
+    """The controllers' entry points take the operator's configuration (no default to fall back
+    on), and below the process's start-up (main.py) nothing reads the global one."""
+    import inspect
+    from pathlib import Path
+
+    import mongobench
+    from mongobench.benchmarkrun.act import archive, orchestrate
+    from mongobench.experiment import reconcile as experiment
+    from mongobench.mongocluster.act import reconcile
+
+    for fn in (
+        reconcile.provision,
+        reconcile.sync,
+        orchestrate.advance,
+        archive.sync,
+        experiment.advance,
+    ):
+        p = inspect.signature(fn).parameters["config"]
+        assert p.default is inspect.Parameter.empty, f"{fn.__qualname__}: config has a default"
+    package = Path(mongobench.__file__).parent
+    readers = [
+        str(path.relative_to(package))
+        for path in sorted(package.rglob("*.py"))
+        if "OperatorConfig.current()" in path.read_text()
+        and path.name not in ("main.py", "config.py")
+    ]
+    assert readers == []

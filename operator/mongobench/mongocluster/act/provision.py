@@ -207,6 +207,7 @@ def apply_workloads(
     kube: KubeApi,
     d: Desired,
     owner: Mapping[str, Any],
+    config: OperatorConfig,
     replicas: Mapping[str, int] | None = None,
 ) -> list[str]:
     """Server-side apply NetworkPolicies, Services, StatefulSets, mongos, PDBs and the
@@ -218,7 +219,6 @@ def apply_workloads(
     """
     ref = owner_reference(owner)
     skipped: list[str] = []
-    config = OperatorConfig.current()
     objects = build_workload_objects(
         d.spec, d.layout, d.preset, dict(config.monitor_labels), config.network_peers
     )

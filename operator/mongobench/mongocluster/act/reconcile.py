@@ -119,9 +119,12 @@ class SyncResult:
         return requeue.certificates(self.recheck_in)
 
 
-def provision(kube: KubeApi, body: Mapping[str, Any], now: datetime) -> Desired:
+def provision(
+    kube: KubeApi, body: Mapping[str, Any], now: datetime, config: OperatorConfig
+) -> Desired:
     """Secrets (once), then Services, StatefulSets, mongos, PDBs, PodMonitor (applied);
-    certificates issued from a CA Secret are dated `now`.
+    certificates issued from a CA Secret are dated `now`; `config`: the operator's (the
+    PodMonitor's default labels, the NetworkPolicy's peers).
     PredecessorPending, with nothing written, while a deleted MongoCluster of the same name's
     workloads or Secrets are still there (predecessor.py)."""
     status = body.get("status") or {}
@@ -135,7 +138,7 @@ def provision(kube: KubeApi, body: Mapping[str, Any], now: datetime) -> Desired:
     ensure_secrets(kube, d, body, secrets)
     ensure_tls(kube, d, body, now)
     replicas = held_replicas(d.layout, workloads.statefulsets, status)
-    skipped = apply_workloads(kube, d, body, replicas)
+    skipped = apply_workloads(kube, d, body, config, replicas)
     if skipped:
         log.info("skipped %s: the Prometheus Operator CRDs are not installed", ", ".join(skipped))
     return d
@@ -368,6 +371,7 @@ def administer_safely(
     fcv: str | None,
     mongos_waiting: str | None,
     now: datetime,
+    propagation_seconds: float,
 ) -> MongoPass:
     """administer() on the cluster's handle: a permanent refusal becomes `failure`, a Secret
     not created yet a wiring that waits."""
@@ -391,7 +395,7 @@ def administer_safely(
                     admin,
                     d,
                     now.timestamp(),
-                    OperatorConfig.current().tls_propagation_seconds,
+                    propagation_seconds,
                 )
                 if wiring.complete
                 else Renewals()
@@ -425,12 +429,13 @@ def tls_pass(
     statefulsets: Mapping[str, WorkloadState],
     *,
     clock: Clock,
+    config: OperatorConfig,
 ) -> float | None:
     """The TLS share of a sync once MongoDB was administered: the next step of a roll between
     TLS modes (tls_roll), the Events of certificates carried to the members; returns the
     seconds until certificate work falls due that no event announces (None: none)."""
     if mongo.wiring is not None and mongo.wiring.complete and mongo.failure is None:
-        for event in roll_tls.advance(kube, body, d, statefulsets, clock):
+        for event in roll_tls.advance(kube, body, d, statefulsets, clock, config=config):
             kube.event(body, *event)
     for note in mongo.renewals.notes:
         log.info("MongoCluster %s/%s: %s", d.layout.namespace, d.layout.name, note)
@@ -451,17 +456,18 @@ def sync(
     admins: AdminPool,
     *,
     clock: Clock,
+    config: OperatorConfig,
     detected: PlatformFacts | None = None,
 ) -> SyncResult | None:
     """Observe, wire one step, publish, post the Events. None when the MongoCluster no longer
-    exists. `clock`: read once for the pass (certificates, renewals, rotations, status times),
-    again for a stamp that must follow a write. `detected`: the platform provision() just read
-    (the first status records it)."""
+    exists. `config`: the operator's. `clock`: read once for the pass (certificates,
+    renewals, rotations, status times), again for a stamp that must follow a write.
+    `detected`: the platform provision() just read (the first status records it)."""
     with locks.lock(KIND, namespace, name):
         body = kube.get(KIND, namespace, name)
         if body is None:
             return None
-        return _sync(kube, body, admins, clock, detected)
+        return _sync(kube, body, admins, clock, detected, config=config)
 
 
 def _new_status(
@@ -511,13 +517,17 @@ def _sync(
     admins: AdminPool,
     clock: Clock,
     detected: PlatformFacts | None,
+    *,
+    config: OperatorConfig,
 ) -> SyncResult:
     now = clock()
     status = body.get("status") or {}
     meta = body["metadata"]
     d = desired(kube, body, status, detected)
     workloads = observe_workloads(kube, d.layout, meta["uid"])
-    p = _SyncPass(kube, body, admins, clock, now, d, workloads.statefulsets, workloads.mongos)
+    p = _SyncPass(
+        kube, body, admins, clock, now, config, d, workloads.statefulsets, workloads.mongos
+    )
     p.left_behind = workloads.left_behind
     steps = sync_steps(
         SyncObservation(
@@ -546,6 +556,7 @@ class _SyncPass:
     admins: AdminPool
     clock: Clock
     now: datetime
+    config: OperatorConfig
     d: Desired
     statefulsets: dict[str, WorkloadState]
     mongos: WorkloadState | None
@@ -604,11 +615,14 @@ def _administer(p: _SyncPass) -> None:
         fcv=p.mongo.fcv,
         mongos_waiting=p.mongos_waiting,
         now=p.now,
+        propagation_seconds=p.config.tls_propagation_seconds,
     )
 
 
 def _tls_renewal(p: _SyncPass) -> None:
-    p.recheck = tls_pass(p.kube, p.body, p.d, p.mongo, p.statefulsets, clock=p.clock)
+    p.recheck = tls_pass(
+        p.kube, p.body, p.d, p.mongo, p.statefulsets, clock=p.clock, config=p.config
+    )
 
 
 def _placement(p: _SyncPass) -> None:
@@ -642,7 +656,7 @@ def _converge(p: _SyncPass) -> None:
     mongos_changes = p.mongos_step is not None and p.mongos_step.changes
     replicas = reapply(d.layout, p.statefulsets, p.status, new, mongos_changes)
     if replicas is not None:
-        apply_workloads(kube, d, body, replicas)
+        apply_workloads(kube, d, body, p.config, replicas)
     if changed:
         _patch_status(kube, body, new)
     outcome = Outcome(

@@ -17,6 +17,7 @@ from typing import Any
 
 from mongobench.api.kinds import MONGOCLUSTER as KIND
 from mongobench.clock import Clock, rfc3339
+from mongobench.config import OperatorConfig
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.api import KubeApi
 from mongobench.k8s.conditions import Event
@@ -52,6 +53,8 @@ def advance(
     d: Desired,
     statefulsets: Mapping[str, WorkloadState],
     clock: Clock,
+    *,
+    config: OperatorConfig,
 ) -> list[Event]:
     """The roll's next step, if one is due; the Events it decided. `clock` dates the records
     (read again for the stamp that must follow the Secret's write)."""
@@ -92,7 +95,9 @@ def advance(
         if not rolling or record.get("message") != step.message:
             _record(kube, namespace, name, {**_started(record, now), "message": step.message})
         return []
-    _take_step(kube, body, d, statefulsets, record=record, step=step, clock=clock, now=now)
+    _take_step(
+        kube, body, d, statefulsets, record=record, step=step, clock=clock, now=now, config=config
+    )
     return [(cond.NORMAL, cond.EVENT_TLS_MODE_ROLLING, step.message)]
 
 
@@ -106,6 +111,7 @@ def _take_step(
     step: RollStep,
     clock: Clock,
     now: datetime,
+    config: OperatorConfig,
 ) -> None:
     """Members onto the step's mode: recorded, the URI Secrets, then the workloads."""
     meta = body["metadata"]
@@ -127,7 +133,7 @@ def _take_step(
         # plain URI (a slow write) and would not be waited for before requireTLS.
         _record(kube, namespace, name, {"clientsSince": rfc3339(clock())})
     apply_workloads(
-        kube, after, body, held_replicas(d.layout, statefulsets, body.get("status") or {})
+        kube, after, body, config, held_replicas(d.layout, statefulsets, body.get("status") or {})
     )
 
 

@@ -59,7 +59,7 @@ def provisioned(kube: FakeKube, spec: dict[str, Any]) -> dict[str, Any]:
             "status": {"phase": cond.PHASE_READY},
         }
     )
-    reconcile.provision(kube, cluster, unit_clock())
+    reconcile.provision(kube, cluster, unit_clock(), OperatorConfig())
     return cluster
 
 

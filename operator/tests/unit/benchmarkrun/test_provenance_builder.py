@@ -319,7 +319,7 @@ def test_collected_provenance_holds_no_secret_of_the_cluster(
             "status": {"phase": cond.PHASE_READY},
         }
     )
-    reconcile.provision(kube, cluster, unit_clock())
+    reconcile.provision(kube, cluster, unit_clock(), OperatorConfig())
     secrets = secret_values(kube)
     assert len(secrets) >= 4  # keyfile, admin, operator, benchmark passwords
     # A server started with every one of them on its command line, as mongod reports it.

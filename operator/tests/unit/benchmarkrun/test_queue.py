@@ -250,7 +250,13 @@ def test_a_queued_run_deleted_leaves_the_data_of_the_run_ahead_alone() -> None:
     """Its cleanup.data Always reaches only data it made: it never started, so none."""
     kube = FakeKube(cluster())
     data = Data()
-    state = SimpleNamespace(kube=kube, run_kube=kube, cluster_data=data, forget=lambda *key: None)
+    state = SimpleNamespace(
+        kube=kube,
+        run_kube=kube,
+        cluster_data=data,
+        forget=lambda *key: None,
+        config=OperatorConfig(),
+    )
     queued = body("second", T1, phase=cond.RUN_QUEUED, cleanup={"data": "Always"})
     ran = body("third", T1, phase=cond.RUN_FAILED, started=True, cleanup={"data": "Always"})
     original = handlers.state_of

@@ -20,6 +20,7 @@ import pytest
 
 from mongobench.benchmarkrun.build import jobs
 from mongobench.benchmarkrun.decide.requeue import FALLBACK, NEXT
+from mongobench.config import OperatorConfig
 from mongobench.controller import Result
 from mongobench.handlers import benchmarkrun, mongocluster
 from mongobench.k8s import conditions as cond
@@ -48,6 +49,7 @@ def state(monkeypatch: pytest.MonkeyPatch) -> Iterator[SimpleNamespace]:
         dependents=Dependents(wakeups),
         clusters=LatestBodies(),
         advanced=[],
+        config=OperatorConfig(),
     )
     monkeypatch.setattr(benchmarkrun, "state_of", lambda memo: state)
     monkeypatch.setattr(mongocluster, "state_of", lambda memo: state)

@@ -103,7 +103,7 @@ def run_to_the_end(kube: FakeKube, throughput: float) -> dict[str, Any]:
     rng = random.Random(9)
     day = HISTORY
     for _ in range(60):
-        outcome = reconcile.advance(kube, NS, "x", unit_clock())
+        outcome = reconcile.advance(kube, NS, "x", unit_clock(), OperatorConfig.current())
         if outcome is None or outcome.phase != cond.RUN_RUNNING:
             break
         for (kind, _, _name), obj in sorted(kube.objects.items()):

@@ -42,7 +42,8 @@ def experiment(**spec: Any) -> dict[str, Any]:
 
 
 def advance(kube: FakeKube) -> reconcile.Outcome | None:
-    return reconcile.advance(kube, NS, "x", unit_clock())
+    # The configuration a test made current (its default archive), passed as the handler does.
+    return reconcile.advance(kube, NS, "x", unit_clock(), OperatorConfig.current())
 
 
 def status(kube: FakeKube) -> dict[str, Any]:
@@ -150,7 +151,7 @@ def test_one_factor_at_a_time_without_a_baseline_or_with_exclude_is_refused_firs
 
 def test_a_deleted_or_absent_experiment_is_left_alone() -> None:
     kube = FakeKube(experiment())
-    assert reconcile.advance(kube, NS, "other", unit_clock()) is None
+    assert reconcile.advance(kube, NS, "other", unit_clock(), OperatorConfig()) is None
     kube.objects[(KIND, NS, "x")]["metadata"]["deletionTimestamp"] = "2026-11-26T10:00:00Z"
     assert advance(kube) is None
     assert kube.writes == []

@@ -16,6 +16,7 @@ from cluster_fixtures import REPLICA_SET, SHARDED
 from fake_kube import FakeKube, unit_clock
 from fake_mongo import FakeMongo
 
+from mongobench.config import OperatorConfig
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.conditions import get_condition
 from mongobench.mongo.pool import AdminPool
@@ -63,7 +64,9 @@ def body(kube: FakeKube, name: str = "c") -> dict[str, Any]:
 
 
 def sync(kube: FakeKube, admins: AdminPool, name: str = "c") -> reconcile.SyncResult:
-    result = reconcile.sync(kube, NS, name, ResourceLocks(), admins, clock=unit_clock)
+    result = reconcile.sync(
+        kube, NS, name, ResourceLocks(), admins, clock=unit_clock, config=OperatorConfig()
+    )
     assert result is not None
     return result
 
@@ -93,7 +96,7 @@ def phase(kube: FakeKube, name: str = "c") -> str:
 
 def test_a_new_cluster_gets_its_secrets_once_and_its_workloads_applied() -> None:
     kube = FakeKube(mongocluster(REPLICA_SET))
-    reconcile.provision(kube, body(kube), unit_clock())
+    reconcile.provision(kube, body(kube), unit_clock(), OperatorConfig())
     secrets = {n for n in kube.verbs("create", "Secret")}
     assert {"c-keyfile", "c-admin", "c-benchmark", "c-operator"} <= secrets
     assert kube.verbs("apply", "Secret") == ["c-connection"]  # derived: applied every time
@@ -104,7 +107,7 @@ def test_a_new_cluster_gets_its_secrets_once_and_its_workloads_applied() -> None
     password = kube.objects[("Secret", NS, "c-admin")]["data"]
 
     kube.served_resources.add(PODMONITORS)  # the Prometheus Operator installed since
-    reconcile.provision(kube, body(kube), unit_clock())
+    reconcile.provision(kube, body(kube), unit_clock(), OperatorConfig())
     assert set(kube.verbs("create", "Secret")) == secrets  # none created again
     assert kube.objects[("Secret", NS, "c-admin")]["data"] == password  # nor changed
     assert kube.verbs("apply", "PodMonitor") == ["c"]
@@ -118,14 +121,14 @@ def test_a_cluster_created_again_waits_for_what_its_deleted_predecessor_left(
     cluster takes none of them over. Adopted, they would have kept the old members, with their
     users and keyfile, beside the new cluster's fresh Secrets."""
     kube = FakeKube(mongocluster(SHARDED))
-    reconcile.provision(kube, body(kube), unit_clock())
+    reconcile.provision(kube, body(kube), unit_clock(), OperatorConfig())
     old = {k: v["data"] for (kind, _, k), v in kube.objects.items() if kind == "Secret"}
     kube.objects.pop((KIND, NS, "c"))
     kube.put(mongocluster(SHARDED))  # the same name, a new uid
     writes = len(kube.writes)
 
     with pytest.raises(PredecessorPending) as waiting:
-        reconcile.provision(kube, body(kube), unit_clock())
+        reconcile.provision(kube, body(kube), unit_clock(), OperatorConfig())
     assert {"StatefulSet c-cfg", "StatefulSet c-shard0", "Deployment c-mongos",
             "Secret c-keyfile", "Secret c-admin"} <= set(waiting.value.objects)  # fmt: skip
     assert len(kube.writes) == writes  # nothing created, applied or adopted
@@ -139,7 +142,7 @@ def test_a_cluster_created_again_waits_for_what_its_deleted_predecessor_left(
     # Collected: the new cluster creates its own, with fresh credentials.
     for key in [k for k, v in kube.objects.items() if k[0] != KIND]:
         kube.objects.pop(key)
-    reconcile.provision(kube, body(kube), unit_clock())
+    reconcile.provision(kube, body(kube), unit_clock(), OperatorConfig())
     uid = body(kube)["metadata"]["uid"]
     sts = kube.objects[("StatefulSet", NS, "c-cfg")]
     assert sts["metadata"]["ownerReferences"][0]["uid"] == uid
@@ -164,7 +167,7 @@ def test_a_sync_before_the_pods_are_ready_says_so_without_mongodb(
     admins: AdminPool, mongo: FakeMongo
 ) -> None:
     kube = FakeKube(mongocluster(REPLICA_SET))
-    reconcile.provision(kube, body(kube), unit_clock())
+    reconcile.provision(kube, body(kube), unit_clock(), OperatorConfig())
     pods_ready(kube, ready=1)
     result = sync(kube, admins)
     assert result.phase == cond.PHASE_PROVISIONING and result.changed
@@ -181,7 +184,7 @@ def test_a_ready_replica_set_is_wired_and_ready_is_told_once(
     admins: AdminPool, mongo: FakeMongo
 ) -> None:
     kube = FakeKube(mongocluster(REPLICA_SET))
-    reconcile.provision(kube, body(kube), unit_clock())
+    reconcile.provision(kube, body(kube), unit_clock(), OperatorConfig())
     pods_ready(kube)
     result = sync(kube, admins)
     assert result.phase == cond.PHASE_READY
@@ -199,7 +202,7 @@ def test_a_secret_not_created_yet_makes_the_wiring_wait(
     admins: AdminPool, mongo: FakeMongo
 ) -> None:
     kube = FakeKube(mongocluster(REPLICA_SET))
-    reconcile.provision(kube, body(kube), unit_clock())
+    reconcile.provision(kube, body(kube), unit_clock(), OperatorConfig())
     pods_ready(kube)
     kube.delete("Secret", NS, "c-operator")
     result = sync(kube, admins)
@@ -215,20 +218,20 @@ def test_a_scale_down_waits_for_mongodb_to_remove_the_members(
     admins: AdminPool, mongo: FakeMongo
 ) -> None:
     kube = FakeKube(mongocluster(REPLICA_SET))
-    reconcile.provision(kube, body(kube), unit_clock())
+    reconcile.provision(kube, body(kube), unit_clock(), OperatorConfig())
     pods_ready(kube)
     sync(kube, admins)
     five = copy.deepcopy(REPLICA_SET)
     five["topology"]["replicaSet"]["members"] = 5
     kube.objects[(KIND, NS, "c")]["spec"] = five
-    reconcile.provision(kube, body(kube), unit_clock())
+    reconcile.provision(kube, body(kube), unit_clock(), OperatorConfig())
     pods_ready(kube)
     sync(kube, admins)
     assert kube.objects[("StatefulSet", NS, "c-rs0")]["spec"]["replicas"] == 5
 
     kube.objects[(KIND, NS, "c")]["spec"] = copy.deepcopy(REPLICA_SET)  # back to 3
     mongo.pinned["c-rs0"] = 5  # MongoDB still has the two members
-    reconcile.provision(kube, body(kube), unit_clock())
+    reconcile.provision(kube, body(kube), unit_clock(), OperatorConfig())
     assert kube.objects[("StatefulSet", NS, "c-rs0")]["spec"]["replicas"] == 5  # held
     applies = len(kube.verbs("apply", "StatefulSet"))
     sync(kube, admins)
@@ -247,7 +250,7 @@ def test_a_shard_dropped_from_the_spec_drains_then_its_objects_go(
     spec = copy.deepcopy(SHARDED)
     spec["storage"]["storageClassName"] = None
     kube = FakeKube(mongocluster(spec))
-    reconcile.provision(kube, body(kube), unit_clock())
+    reconcile.provision(kube, body(kube), unit_clock(), OperatorConfig())
     pods_ready(kube)
     assert sync(kube, admins).phase == cond.PHASE_READY
     assert set(mongo.shards) == {"c-shard0", "c-shard1"}
@@ -255,7 +258,7 @@ def test_a_shard_dropped_from_the_spec_drains_then_its_objects_go(
     one = copy.deepcopy(spec)
     one["topology"]["sharded"]["shards"] = 1
     kube.objects[(KIND, NS, "c")]["spec"] = one
-    reconcile.provision(kube, body(kube), unit_clock())
+    reconcile.provision(kube, body(kube), unit_clock(), OperatorConfig())
     sync(kube, admins)  # removeShard: draining started
     assert phase(kube) == cond.PHASE_SCALING
     assert kube.reasons()[-1] == cond.EVENT_SHARD_DRAINING
@@ -278,7 +281,7 @@ def test_a_storage_class_that_cannot_expand_is_told_once(
         mongocluster(REPLICA_SET),
         {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "std"}},
     )
-    reconcile.provision(kube, body(kube), unit_clock())
+    reconcile.provision(kube, body(kube), unit_clock(), OperatorConfig())
     pods_ready(kube)
     sync(kube, admins)
     for i in range(3):
@@ -313,7 +316,7 @@ def test_a_new_template_restarts_one_secondary_per_pass_primary_last(
     admins: AdminPool, mongo: FakeMongo
 ) -> None:
     kube = FakeKube(mongocluster(REPLICA_SET))
-    reconcile.provision(kube, body(kube), unit_clock())
+    reconcile.provision(kube, body(kube), unit_clock(), OperatorConfig())
     pods_ready(kube)
     sync(kube, admins)
     for i in range(3):  # the members' pods, on the first revision
@@ -332,7 +335,7 @@ def test_a_new_template_restarts_one_secondary_per_pass_primary_last(
     newer["version"] = "8.0.4"
     kube.objects[(KIND, NS, "c")]["spec"] = newer
     reconcile.provision(
-        kube, body(kube), unit_clock()
+        kube, body(kube), unit_clock(), OperatorConfig()
     )  # the StatefulSet's template changes (OnDelete)
     sts = kube.objects[("StatefulSet", NS, "c-rs0")]
     sts["status"] = {**sts["status"], "updateRevision": "r2", "updatedReplicas": 0}
@@ -345,7 +348,7 @@ def test_a_new_template_restarts_one_secondary_per_pass_primary_last(
 
 def _upgrade_started(kube: FakeKube, admins: AdminPool, version: str) -> None:
     """A Ready replica set on its first revision whose spec moves to `version`."""
-    reconcile.provision(kube, body(kube), unit_clock())
+    reconcile.provision(kube, body(kube), unit_clock(), OperatorConfig())
     pods_ready(kube)
     sync(kube, admins)
     for i in range(3):
@@ -363,7 +366,7 @@ def _upgrade_started(kube: FakeKube, admins: AdminPool, version: str) -> None:
     newer = copy.deepcopy(body(kube)["spec"])
     newer["version"] = version
     kube.objects[(KIND, NS, "c")]["spec"] = newer
-    reconcile.provision(kube, body(kube), unit_clock())
+    reconcile.provision(kube, body(kube), unit_clock(), OperatorConfig())
     sts = kube.objects[("StatefulSet", NS, "c-rs0")]
     sts["status"] = {**sts["status"], "updateRevision": "r2", "updatedReplicas": 0}
 
@@ -400,7 +403,12 @@ def test_a_roll_that_skips_a_release_series_waits_and_says_why(
 
 
 def test_a_vanished_cluster_syncs_nothing(admins: AdminPool) -> None:
-    assert reconcile.sync(FakeKube(), NS, "c", ResourceLocks(), admins, clock=unit_clock) is None
+    assert (
+        reconcile.sync(
+            FakeKube(), NS, "c", ResourceLocks(), admins, clock=unit_clock, config=OperatorConfig()
+        )
+        is None
+    )
 
 
 # --- delete ------------------------------------------------------------------------------------
@@ -411,7 +419,7 @@ def deleted(policy: str | None) -> tuple[FakeKube, dict[str, Any]]:
     if policy is not None:
         spec["deletionPolicy"] = policy
     kube = FakeKube(mongocluster(spec))
-    reconcile.provision(kube, body(kube), unit_clock())
+    reconcile.provision(kube, body(kube), unit_clock(), OperatorConfig())
     return kube, body(kube)
 
 
@@ -477,7 +485,7 @@ def test_fcv_is_set_for_the_binaries_the_spec_runs(admins: AdminPool, mongo: Fak
     # the binaries (confirm from 7.0 on), so the administration is told which ones run.
     spec = copy.deepcopy(REPLICA_SET) | {"version": "8.0.4", "featureCompatibilityVersion": "7.0"}
     kube = FakeKube(mongocluster(spec))
-    reconcile.provision(kube, body(kube), unit_clock())
+    reconcile.provision(kube, body(kube), unit_clock(), OperatorConfig())
     pods_ready(kube)
     sync(kube, admins)
     assert (mongo.fcv, mongo.fcv_binaries) == ("7.0", "8.0.4")

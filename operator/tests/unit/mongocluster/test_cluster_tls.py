@@ -27,6 +27,7 @@ from rendered import to_yaml
 
 from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.api.schema import SpecError
+from mongobench.config import OperatorConfig
 from mongobench.mongo.model import X509
 from mongobench.mongo.pool import AdminPool
 from mongobench.mongo.versions import capabilities
@@ -254,7 +255,7 @@ def body(kube: FakeKube) -> dict[str, Any]:
 
 def test_a_ca_secret_cluster_gets_owned_certificate_secrets_once(ca: trustme.CA) -> None:
     kube = FakeKube(mongocluster(REPLICA_SET_CA), secret_of(ca_values(ca), "bench-ca"))
-    reconcile.provision(kube, body(kube), unit_clock())
+    reconcile.provision(kube, body(kube), unit_clock(), OperatorConfig())
     issued = sorted(n for v, k, n in kube.writes if v == "apply" and k == "Secret" and "tls" in n)
     assert issued == ["c-client-tls", "c-rs0-tls"]
     member = kube.objects[("Secret", NS, "c-rs0-tls")]
@@ -266,7 +267,7 @@ def test_a_ca_secret_cluster_gets_owned_certificate_secrets_once(ca: trustme.CA)
     assert args[args.index("--tlsMode") + 1] == "preferTLS"
 
     before = len(kube.writes)
-    reconcile.provision(kube, body(kube), unit_clock())
+    reconcile.provision(kube, body(kube), unit_clock(), OperatorConfig())
     again = [w for w in kube.writes[before:] if w[1] == "Secret" and "tls" in w[2]]
     assert again == []  # current certificates are kept, not reissued on every pass
 
@@ -276,17 +277,17 @@ def test_a_missing_ca_secret_or_cert_manager_is_told_as_a_spec_error() -> None:
     with pytest.raises(
         SpecError, match=r"spec\.tls\.caSecretName: Secret bench/bench-ca does not exist"
     ):
-        reconcile.provision(kube, body(kube), unit_clock())
+        reconcile.provision(kube, body(kube), unit_clock(), OperatorConfig())
     issuer = {**REPLICA_SET, "tls": {"enabled": True, "issuerRef": {"name": "bench-ca"}}}
     kube = FakeKube(mongocluster(issuer))
     with pytest.raises(SpecError, match="cert-manager is not installed"):
-        reconcile.provision(kube, body(kube), unit_clock())
+        reconcile.provision(kube, body(kube), unit_clock(), OperatorConfig())
 
 
 def test_an_issuer_cluster_gets_owned_certificates() -> None:
     issuer = {**REPLICA_SET, "tls": {"enabled": True, "issuerRef": {"name": "bench-ca"}}}
     kube = FakeKube(mongocluster(issuer), served=("cert-manager.io/v1/certificates",))
-    reconcile.provision(kube, body(kube), unit_clock())
+    reconcile.provision(kube, body(kube), unit_clock(), OperatorConfig())
     assert sorted(kube.verbs("apply", "Certificate")) == ["c-client-tls", "c-rs0-tls"]
     cert = kube.objects[("Certificate", NS, "c-rs0-tls")]
     assert cert["metadata"]["ownerReferences"][0]["name"] == "c"
@@ -300,7 +301,7 @@ def test_an_issuer_cluster_gets_owned_certificates() -> None:
 def operator_connector(spec: dict[str, Any], ca: trustme.CA) -> Any:
     """The connector the operator's administration of a provisioned cluster dials with."""
     kube = FakeKube(mongocluster(spec), secret_of(ca_values(ca), "bench-ca"))
-    reconcile.provision(kube, body(kube), unit_clock())
+    reconcile.provision(kube, body(kube), unit_clock(), OperatorConfig())
     d = reconcile.desired(kube, body(kube), {})
     pool = AdminPool()
     try:
@@ -360,7 +361,7 @@ def test_the_operator_waits_for_its_client_certificate() -> None:
     issuer = {**REPLICA_SET, "tls": {"enabled": True, "issuerRef": {"name": "bench-ca"}}}
     kube = FakeKube(mongocluster(issuer), served=("cert-manager.io/v1/certificates",))
     reconcile.provision(
-        kube, body(kube), unit_clock()
+        kube, body(kube), unit_clock(), OperatorConfig()
     )  # cert-manager has not written the Secret yet
     d = reconcile.desired(kube, body(kube), {})
     with (
@@ -422,7 +423,7 @@ class RecordingAdmin:
 def test_renewal_records_then_rotates_every_member_then_keeps_quiet(ca: trustme.CA) -> None:
     spec = {**REPLICA_SET_CA, "tls": {**REPLICA_SET_CA["tls"], "mode": "requireTLS"}}
     kube = FakeKube(mongocluster(spec), secret_of(ca_values(ca), "bench-ca"))
-    reconcile.provision(kube, body(kube), unit_clock())
+    reconcile.provision(kube, body(kube), unit_clock(), OperatorConfig())
     d = reconcile.desired(kube, body(kube), {})
     admin = RecordingAdmin()
 
@@ -451,7 +452,7 @@ def test_renewal_records_then_rotates_every_member_then_keeps_quiet(ca: trustme.
 
 def test_renewal_of_a_new_ca_restarts_the_members_through_their_template(ca: trustme.CA) -> None:
     kube = FakeKube(mongocluster(REPLICA_SET_CA), secret_of(ca_values(ca), "bench-ca"))
-    reconcile.provision(kube, body(kube), unit_clock())
+    reconcile.provision(kube, body(kube), unit_clock(), OperatorConfig())
     d = reconcile.desired(kube, body(kube), {})
     admin = RecordingAdmin()
     renew_certificates(kube, typing.cast(Any, admin), d, 0.0)

@@ -24,6 +24,7 @@ from test_rotation import KIND, NS, admins, body, mongo, secret, sync
 from test_rotation_keyfile import controller_rolls, ready_cluster
 
 from mongobench.api.mongocluster import MongoClusterSpec
+from mongobench.config import OperatorConfig
 from mongobench.k8s import conditions as cond
 from mongobench.mongo.pool import AdminPool
 from mongobench.mongocluster.act import reconcile
@@ -176,7 +177,7 @@ def uri(kube: FakeKube) -> str:
 
 def enable_tls(kube: FakeKube, tls: dict[str, Any]) -> None:
     kube.patch(KIND, NS, "c", {"spec": {"tls": tls}})
-    reconcile.provision(kube, body(kube), unit_clock())
+    reconcile.provision(kube, body(kube), unit_clock(), OperatorConfig())
 
 
 def tls_status(kube: FakeKube) -> dict[str, Any]:
@@ -260,7 +261,12 @@ def test_clients_since_is_stamped_only_once_the_uri_reads_tls(
 
     monkeypatch.setattr(kube, "apply", recording)
     # every member accepts TLS: the URI switches
-    assert reconcile.sync(kube, NS, "c", ResourceLocks(), admins, clock=ticking) is not None
+    assert (
+        reconcile.sync(
+            kube, NS, "c", ResourceLocks(), admins, clock=ticking, config=OperatorConfig()
+        )
+        is not None
+    )
     assert modes(kube) == {"preferTLS"} and switched_at
     assert tls_status(kube)["clientsSince"] > switched_at[0]
 
@@ -419,11 +425,20 @@ def test_a_ca_change_looks_again_at_once_after_a_certificate_was_carried(
     quiet = reconcile.MongoPass()
     changing = copy.deepcopy(body(kube))
     changing["status"]["tls"] = {"caRotation": {"phase": cond.CA_REISSUING}}
-    assert reconcile.tls_pass(kube, changing, d, carried, {}, clock=unit_clock) == 0.0
+    assert (
+        reconcile.tls_pass(
+            kube, changing, d, carried, {}, clock=unit_clock, config=OperatorConfig()
+        )
+        == 0.0
+    )
     # Otherwise the next sync is due when a certificate nears its end, not at once.
-    later = reconcile.tls_pass(kube, body(kube), d, carried, {}, clock=unit_clock)
+    later = reconcile.tls_pass(
+        kube, body(kube), d, carried, {}, clock=unit_clock, config=OperatorConfig()
+    )
     assert later is not None and later > 3600
-    nothing_carried = reconcile.tls_pass(kube, changing, d, quiet, {}, clock=unit_clock)
+    nothing_carried = reconcile.tls_pass(
+        kube, changing, d, quiet, {}, clock=unit_clock, config=OperatorConfig()
+    )
     assert nothing_carried == pytest.approx(later, abs=60)
 
 

@@ -15,6 +15,7 @@ from fake_kube import FakeKube, unit_clock
 
 from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.benchmarkrun.build.jobs import CLUSTER_LABEL
+from mongobench.config import OperatorConfig
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.conditions import get_condition
 from mongobench.mongo.pool import AdminPool
@@ -352,7 +353,9 @@ def test_the_sync_says_when_the_nodes_cannot_hold_the_preset_and_when_they_did()
     admins = AdminPool()
 
     def sync() -> dict[str, Any]:
-        reconcile.sync(kube, "ns", "c", ResourceLocks(), admins, clock=unit_clock)
+        reconcile.sync(
+            kube, "ns", "c", ResourceLocks(), admins, clock=unit_clock, config=OperatorConfig()
+        )
         found = kube.get("MongoCluster", "ns", "c")
         assert found is not None
         return found
@@ -360,7 +363,7 @@ def test_the_sync_says_when_the_nodes_cannot_hold_the_preset_and_when_they_did()
     try:
         stored = kube.get("MongoCluster", "ns", "c")
         assert stored is not None
-        reconcile.provision(kube, stored, unit_clock())
+        reconcile.provision(kube, stored, unit_clock(), OperatorConfig())
         status = sync()["status"]
         feasible = get_condition(status["conditions"], cond.PLACEMENT_FEASIBLE)
         assert feasible is not None and feasible["status"] == cond.FALSE

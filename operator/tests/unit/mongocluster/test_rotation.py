@@ -18,6 +18,7 @@ from fake_kube import FakeKube, unit_clock
 from fake_mongo import FakeMongo
 
 from mongobench.api.mongocluster import MongoClusterSpec
+from mongobench.config import OperatorConfig
 from mongobench.k8s import conditions as cond
 from mongobench.mongo import plan
 from mongobench.mongo.pool import AdminPool
@@ -165,7 +166,12 @@ def body(kube: FakeKube) -> dict[str, Any]:
 
 
 def sync(kube: FakeKube, admins: AdminPool) -> None:
-    assert reconcile.sync(kube, NS, "c", ResourceLocks(), admins, clock=unit_clock) is not None
+    assert (
+        reconcile.sync(
+            kube, NS, "c", ResourceLocks(), admins, clock=unit_clock, config=OperatorConfig()
+        )
+        is not None
+    )
 
 
 def secret(kube: FakeKube, name: str) -> dict[str, str]:
@@ -197,7 +203,7 @@ def template_annotations(kube: FakeKube, key: str) -> dict[str, str | None]:
 
 
 def ready_cluster(kube: FakeKube, admins: AdminPool) -> None:
-    reconcile.provision(kube, body(kube), unit_clock())
+    reconcile.provision(kube, body(kube), unit_clock(), OperatorConfig())
     for (kind, _, _), obj in kube.objects.items():
         if kind == "StatefulSet":
             replicas = int(obj["spec"]["replicas"])
@@ -384,7 +390,7 @@ def test_a_sharded_clusters_mongos_restarts_for_its_exporter_too(
     kube = FakeKube({"apiVersion": "mongobench.io/v1alpha1", "kind": KIND,
                      "metadata": {"namespace": NS, "name": "c"},
                      "spec": copy.deepcopy(SHARDED)})  # fmt: skip
-    reconcile.provision(kube, body(kube), unit_clock())
+    reconcile.provision(kube, body(kube), unit_clock(), OperatorConfig())
     controller_rolls(kube)
     for _ in range(3):  # a sharded cluster wires in a few passes
         sync(kube, admins)

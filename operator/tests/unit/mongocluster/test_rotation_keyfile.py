@@ -31,6 +31,7 @@ from test_rotation import (
     template_annotations,
 )
 
+from mongobench.config import OperatorConfig
 from mongobench.k8s import conditions as cond
 from mongobench.mongo import Connector, Credentials, MongoAdmin, PermanentMongoError
 from mongobench.mongo.model import (
@@ -183,7 +184,7 @@ def cluster(spec: dict[str, Any]) -> FakeKube:
 
 
 def ready_cluster(kube: FakeKube, admins: AdminPool) -> None:
-    reconcile.provision(kube, body(kube), unit_clock())
+    reconcile.provision(kube, body(kube), unit_clock(), OperatorConfig())
     controller_rolls(kube)
     for _ in range(3):  # a sharded cluster wires in a few passes
         sync(kube, admins)

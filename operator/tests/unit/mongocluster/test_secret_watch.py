@@ -74,7 +74,7 @@ def test_every_certificate_secret_is_labelled_for_watching_and_no_other_secret(
     nothing wakes on them."""
     kube = plain_cluster(ca)
     kube.patch(KIND, NS, "c", {"spec": {"tls": TLS_ON}})
-    reconcile.provision(kube, body(kube), unit_clock())
+    reconcile.provision(kube, body(kube), unit_clock(), OperatorConfig())
     watched = {
         name
         for (kind, _, name), obj in kube.objects.items()
@@ -93,7 +93,7 @@ def test_a_certificate_secret_issued_before_the_label_is_labelled_with_its_value
     what it issued then, and reissues nothing."""
     kube = plain_cluster(ca)
     kube.patch(KIND, NS, "c", {"spec": {"tls": TLS_ON}})
-    reconcile.provision(kube, body(kube), unit_clock())
+    reconcile.provision(kube, body(kube), unit_clock(), OperatorConfig())
     old = kube.objects[("Secret", NS, "c-rs0-tls")]
     del old["metadata"]["labels"][lbl.WATCH]
     data = copy.deepcopy(old["data"])

@@ -18,6 +18,7 @@ from fake_mongo import FakeMongo
 
 from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.benchmarkrun.telemetry.roles import cluster_pod_roles
+from mongobench.config import OperatorConfig
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.conditions import get_condition
 from mongobench.mongo.model import STANDALONE_STATE, MemberStatus, ReplicaSetStatus, Role
@@ -120,7 +121,9 @@ def body(kube: FakeKube) -> dict[str, Any]:
 
 
 def sync(kube: FakeKube, admins: AdminPool) -> str:
-    result = reconcile.sync(kube, NS, "demo", ResourceLocks(), admins, clock=unit_clock)
+    result = reconcile.sync(
+        kube, NS, "demo", ResourceLocks(), admins, clock=unit_clock, config=OperatorConfig()
+    )
     assert result is not None
     return result.phase
 
@@ -136,7 +139,7 @@ def test_a_standalone_is_wired_ready_and_rolled_by_the_controller(
     admins: AdminPool, mongo: FakeMongo
 ) -> None:
     kube = FakeKube(cluster(STANDALONE))
-    reconcile.provision(kube, body(kube), unit_clock())
+    reconcile.provision(kube, body(kube), unit_clock(), OperatorConfig())
     assert kube.verbs("apply", "StatefulSet") == ["demo-mongod"]
     assert kube.verbs("apply", "PodDisruptionBudget") == []
     data = kube.objects[("Secret", NS, "demo-connection")]["data"]["uri"]
@@ -154,7 +157,7 @@ def test_a_standalone_is_wired_ready_and_rolled_by_the_controller(
     newer = copy.deepcopy(body(kube)["spec"])
     newer["version"] = "7.0.15"
     kube.objects[("MongoCluster", NS, "demo")]["spec"] = newer
-    reconcile.provision(kube, body(kube), unit_clock())
+    reconcile.provision(kube, body(kube), unit_clock(), OperatorConfig())
     pod_ready(kube, revision="r2")
     kube.objects[("StatefulSet", NS, "demo-mongod")]["status"]["updatedReplicas"] = 0
     sync(kube, admins)

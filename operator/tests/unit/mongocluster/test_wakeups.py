@@ -15,6 +15,7 @@ import kopf
 import pytest
 from fake_kube import FakeKube
 
+from mongobench.config import OperatorConfig
 from mongobench.handlers import mongocluster
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.client import ApiError
@@ -85,7 +86,11 @@ def test_a_dropped_child_event_counts_as_skipped_and_a_synced_one_as_ok(
     # Retries wait a minute here: the test's own events decide what runs.
     wakeups = Wakeups(pool, backoff=Backoff(60, 60))
     state = SimpleNamespace(
-        rollouts=SeenRollouts(), locks=ResourceLocks(), wakeups=wakeups, kube=FakeKube()
+        rollouts=SeenRollouts(),
+        locks=ResourceLocks(),
+        wakeups=wakeups,
+        kube=FakeKube(),
+        config=OperatorConfig(),
     )
     synced: list[tuple[str, str]] = []
     monkeypatch.setattr(mongocluster, "state_of", lambda memo: state)
