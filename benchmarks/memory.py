@@ -67,7 +67,7 @@ LAZY = (
     "mongobench.mongo.admin",
     "mongobench.mongocluster.act.reconcile",
     "mongobench.benchmarkrun.act.orchestrate",
-    "mongobench.experiment.reconcile",
+    "mongobench.experiment.act.reconcile",
 )
 
 PROBE = """

@@ -115,7 +115,7 @@ def test_operator_image_contents_import_without_cli_plotting_or_numeric_packages
     prefix = install(tmp_path, "--package mongobench", "./results", "./archive", "./operator")
     code = (
         "import importlib.util, json\n"
-        "import mongobench.main, mongobench.experiment.reconcile\n"
+        "import mongobench.main, mongobench.experiment.act.reconcile\n"
         "from mongobench_results import stats\n"
         "d = stats.difference([100.0, 104.0, 98.0], [110.0, 111.0, 108.5])\n"
         "absent = ['kubernetes', 'matplotlib', 'typer', 'rich', 'numpy', 'scipy',\n"
@@ -136,7 +136,7 @@ def test_operator_history_image_judges_change_points_without_the_cli(tmp_path: P
     )
     code = (
         "import importlib.util, json, random\n"
-        "import mongobench.experiment.history\n"
+        "import mongobench.experiment.act.history\n"
         "from mongobench_results import history\n"
         "r = random.Random(7)\n"
         "values = [r.gauss(1000, 20) for _ in range(40)]\n"

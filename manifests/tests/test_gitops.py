@@ -182,7 +182,9 @@ def test_an_entry_and_an_experiment_of_one_name_stay_apart() -> None:
     experiment finds only its own runs (the operator's reconcile, the CLI's describe use
     mongobench.io/experiment), and the entry's label selects only the entry's run."""
     from mongobench.api import BenchmarkExperimentSpec
-    from mongobench.experiment import matrix, objects, reconcile
+    from mongobench.experiment.act import reconcile
+    from mongobench.experiment.build import objects
+    from mongobench.experiment.decide import matrix
 
     rendered = docs(experiments(EXAMPLE))
     entry_runs = [d for d in rendered if d["kind"] == "BenchmarkRun"]

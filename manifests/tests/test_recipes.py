@@ -22,7 +22,7 @@ import yaml
 
 from localplane.tools import REPO
 from mongobench.api import BenchmarkExperimentSpec, MongoClusterSpec
-from mongobench.experiment import matrix as mx
+from mongobench.experiment.decide import matrix as mx
 from mongobench.mongocluster.build.layout import cluster_layout
 from mongobench.mongocluster.build.placement import feasibility
 

@@ -21,7 +21,7 @@ from localplane.schemas import REPO_CRDS, load_crds, validate
 from localplane.tools import REPO
 from mongobench.api import BenchmarkExperimentSpec, BenchmarkRunSpec, MongoClusterSpec
 from mongobench.benchmarkrun.decide.plan import make_plan
-from mongobench.experiment import matrix as mx
+from mongobench.experiment.decide import matrix as mx
 from mongobench.k8s.quantity import parse_quantity
 
 pytestmark = pytest.mark.unit

@@ -40,7 +40,7 @@ import yaml
 from localplane.plane import Plane
 from mongobench.api import BenchmarkExperimentSpec, BenchmarkRunSpec, MongoClusterSpec
 from mongobench.benchmarkrun.decide.plan import make_plan
-from mongobench.experiment import reconcile as experiment
+from mongobench.experiment.act import reconcile as experiment
 from mongobench.k8s import client as kube
 from mongobench.k8s.api import KubeClient
 from mongobench.k8s.credentials import from_kubeconfig

@@ -16,5 +16,5 @@
   ``archive`` (uploads), ``cost`` (prices and the nodes' instance types).
 
 A test derives from the folders that nothing in ``build/`` or ``decide/`` loads the Kubernetes
-client, kopf, pymongo or an HTTP client (test_benchmarkrun_purity).
+client, kopf, pymongo or an HTTP client (test_controller_folders).
 """

@@ -1,5 +1,5 @@
-"""BenchmarkExperiment handlers: thin; the decision lives in mongobench.experiment.schedule and
-the I/O of one reconcile in mongobench.experiment.reconcile.
+"""BenchmarkExperiment handlers: thin; the decision lives in mongobench.experiment.decide.schedule
+and the I/O of one reconcile in mongobench.experiment.act.reconcile.
 
 The experiment owns its MongoClusters and BenchmarkRuns (ownerReferences): deleting it lets
 garbage collection delete them; the archive, outside the cluster, stays.
@@ -16,7 +16,7 @@ import kopf
 
 from mongobench.api.kinds import BENCHMARKEXPERIMENT as KIND
 from mongobench.clock import wall
-from mongobench.experiment import requeue
+from mongobench.experiment.decide import requeue
 from mongobench.handlers.common import BENCHMARKEXPERIMENT, refusals
 from mongobench.k8s import conditions as cond
 from mongobench.observability.metrics import instrumented
@@ -24,7 +24,7 @@ from mongobench.state import state_of
 
 
 def _advance(memo: kopf.Memo, namespace: str, name: str) -> None:
-    from mongobench.experiment import reconcile
+    from mongobench.experiment.act import reconcile
 
     state = state_of(memo)
     with (

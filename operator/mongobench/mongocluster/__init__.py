@@ -22,5 +22,5 @@
 secret values): the one door into ``act/`` from another controller. Owner references are
 ``act/``'s to add. Unit tests derive the rules from the folders: nothing in ``build/`` or
 ``decide/`` loads the Kubernetes client, kopf or pymongo, and no other controller imports
-``act/`` (test_purity, test_imports).
+``act/`` (test_controller_folders, test_imports).
 """

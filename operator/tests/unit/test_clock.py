@@ -73,7 +73,7 @@ def test_handlers_pass_the_clock_in() -> None:
     import inspect
 
     from mongobench.benchmarkrun.act import archive, orchestrate
-    from mongobench.experiment import reconcile as experiment
+    from mongobench.experiment.act import reconcile as experiment
     from mongobench.mongocluster.act import reconcile
 
     for fn, param in (
@@ -108,7 +108,7 @@ def test_handlers_pass_the_configuration_in() -> None:
 
     import mongobench
     from mongobench.benchmarkrun.act import archive, orchestrate
-    from mongobench.experiment import reconcile as experiment
+    from mongobench.experiment.act import reconcile as experiment
     from mongobench.mongocluster.act import reconcile
 
     for fn in (

@@ -91,7 +91,7 @@ def test_an_experiments_comparison_leaves_no_numeric_package_resident() -> None:
     and scipy (installed here, for the reference tests) stay out of the operator's memory."""
     code = (
         "import sys, json\n"
-        "import mongobench.main, mongobench.experiment.reconcile\n"
+        "import mongobench.main, mongobench.experiment.act.reconcile\n"
         "from mongobench_results import stats\n"
         "stats.difference([100.0, 104.0, 98.0], [110.0, 111.0, 108.5])\n"
         "stats.summarise([1.0, 2.0, 4.0])\n"

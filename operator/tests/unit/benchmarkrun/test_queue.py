@@ -310,7 +310,7 @@ def test_two_runs_deciding_at_once_on_one_target_do_not_both_start() -> None:
 
 def test_an_experiment_cell_whose_runs_all_wait_is_pending_not_running() -> None:
     """A cell's runs are BenchmarkRuns and queue like any; until one starts, the cell has not."""
-    from mongobench.experiment.reconcile import cell_phase
+    from mongobench.experiment.act.reconcile import cell_phase
 
     assert cell_phase([cond.RUN_QUEUED, cond.PHASE_PENDING]) == cond.PHASE_PENDING
     assert cell_phase([cond.RUN_SUCCEEDED, cond.RUN_QUEUED]) == cond.RUN_RUNNING

@@ -15,7 +15,7 @@ import yaml
 from fake_kube import FakeKube, unit_clock
 
 from mongobench.config import OperatorConfig
-from mongobench.experiment import reconcile
+from mongobench.experiment.act import reconcile
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.conditions import get_condition
 from mongobench_archive import open_root

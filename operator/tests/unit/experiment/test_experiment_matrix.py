@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from mongobench.api import BenchmarkExperimentSpec, SpecError
-from mongobench.experiment import matrix as mx
-from mongobench.experiment import objects
-from mongobench.experiment import schedule as sched
-from mongobench.experiment.matrix import Slot
+from mongobench.experiment.build import objects
+from mongobench.experiment.decide import matrix as mx
+from mongobench.experiment.decide import schedule as sched
+from mongobench.experiment.decide.matrix import Slot
 
 pytestmark = pytest.mark.unit
 

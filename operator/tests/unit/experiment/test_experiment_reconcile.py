@@ -13,8 +13,9 @@ from fake_kube import FakeKube, unit_clock
 
 from mongobench.api import SpecError
 from mongobench.config import OperatorConfig
-from mongobench.experiment import objects, reconcile
-from mongobench.experiment.matrix import Slot
+from mongobench.experiment.act import reconcile
+from mongobench.experiment.build import objects
+from mongobench.experiment.decide.matrix import Slot
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.conditions import get_condition
 

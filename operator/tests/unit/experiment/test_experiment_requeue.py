@@ -11,7 +11,7 @@ import pytest
 
 from mongobench.config import OperatorConfig
 from mongobench.controller import EVENTS_ONLY, REFUSED_ANNOTATION, Result
-from mongobench.experiment import requeue
+from mongobench.experiment.decide import requeue
 from mongobench.k8s import conditions as cond
 
 pytestmark = pytest.mark.unit

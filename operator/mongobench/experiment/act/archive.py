@@ -15,7 +15,7 @@ from typing import Any
 from mongobench.api import BenchmarkExperimentSpec
 from mongobench.benchmarkrun.act import archive as run_archive
 from mongobench.config import OperatorConfig
-from mongobench.experiment import objects
+from mongobench.experiment.build import objects
 from mongobench.k8s.api import KubeApi
 from mongobench_archive import ArchiveError, layout
 

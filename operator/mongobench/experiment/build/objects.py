@@ -9,7 +9,7 @@ from typing import Any
 from mongobench.api import GROUP, VERSION, BenchmarkExperimentSpec
 from mongobench.api.benchmarkrun import Clients
 from mongobench.api.schema import from_dict
-from mongobench.experiment.matrix import Matrix, Slot
+from mongobench.experiment.decide.matrix import Matrix, Slot
 
 EXPERIMENT_LABEL = "mongobench.io/experiment"
 GROUP_LABEL = "mongobench.io/experiment-group"

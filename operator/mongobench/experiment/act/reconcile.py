@@ -17,11 +17,12 @@ from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.benchmarkrun.decide import repetitions as reps
 from mongobench.clock import age_seconds, rfc3339
 from mongobench.config import OperatorConfig
-from mongobench.experiment import archive as summary_archive
-from mongobench.experiment import history, objects
-from mongobench.experiment import matrix as mx
-from mongobench.experiment import schedule as sched
-from mongobench.experiment.requeue import TERMINAL
+from mongobench.experiment.act import archive as summary_archive
+from mongobench.experiment.act import history
+from mongobench.experiment.build import objects
+from mongobench.experiment.decide import matrix as mx
+from mongobench.experiment.decide import schedule as sched
+from mongobench.experiment.decide.requeue import TERMINAL
 from mongobench.k8s import conditions as cond
 from mongobench.k8s.api import KubeApi
 from mongobench.k8s.client import ApiError

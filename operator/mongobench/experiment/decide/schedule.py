@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from mongobench.api import BenchmarkExperimentSpec
 from mongobench.api.benchmarkexperiment import ClusterPolicy, OnCellFailure
-from mongobench.experiment.matrix import Slot, partner
+from mongobench.experiment.decide.matrix import Slot, partner
 from mongobench.k8s import conditions as cond
 
 # A slot's phase: PHASE_PENDING, RUN_RUNNING, RUN_SUCCEEDED or RUN_FAILED.

@@ -1,0 +1,1 @@
+"""I/O: one reconcile of an experiment (the API), its summary archived, its history read."""

@@ -1,0 +1,1 @@
+"""Pure: the objects an experiment creates (its cells' MongoClusters and BenchmarkRuns)."""
