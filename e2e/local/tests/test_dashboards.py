@@ -7,7 +7,8 @@ return a non-empty answer.
 The series come from the exporters themselves, not from hand-written samples:
   * node-exporter on this machine, through kube-prometheus-stack's node-exporter ServiceMonitor
     (node_cpu_seconds_total, node_uname_info);
-  * the operator's metrics REGISTRY, through the chart's Service and ServiceMonitor, after
+  * the operator's metrics REGISTRY, through the chart's Service and ServiceMonitor
+    (localplane.monitoring.serve_operator), after
     `export_run` of two finished BenchmarkRuns whose summaries `summary.summarise` computed,
     `instrumented` handlers that returned, asked to be retried and failed, and a run in progress
     (its phase and running step);
@@ -62,7 +63,7 @@ from localplane.exporter import (
 )
 from localplane.ferretdb import FerretDB, running_ferretdb
 from localplane.monitoring import RELEASE_LABELS as STACK_LABELS
-from localplane.monitoring import Monitoring, running_monitoring, scrape_annotations
+from localplane.monitoring import Monitoring, scrape_annotations, serve_operator
 from localplane.net import free_port
 from localplane.plane import Plane
 from localplane.prometheus import Prometheus
@@ -381,29 +382,24 @@ def served_pod(
     }
 
 
-def chart_monitoring(namespace: str) -> list[dict[str, Any]]:
-    """The chart's metrics Service, its ServiceMonitor and its clients PodMonitor, as `helm
-    install` renders them where the Prometheus Operator's CRDs are served, scraping each second."""
+def clients_podmonitor(namespace: str) -> dict[str, Any]:
+    """The chart's PodMonitor of the benchmark clients, as `helm install` renders it where the
+    Prometheus Operator's CRDs are served, scraping each second."""
     rendered = subprocess.run(
         [str(binary("helm")), "template", "mb", str(REPO / "charts" / "mongobench"),
-         "--namespace", namespace,
-         "--api-versions", "monitoring.coreos.com/v1/ServiceMonitor",
-         "--api-versions", "monitoring.coreos.com/v1/PodMonitor",
-         "--set", "metrics.serviceMonitor.interval=1s", "--set", "metrics.podMonitor.interval=1s"],
+         "--namespace", namespace, "--show-only=templates/podmonitor.yaml",
+         "--api-versions=monitoring.coreos.com/v1/PodMonitor",
+         "--set=metrics.podMonitor.interval=1s"],
         capture_output=True, text=True, check=True, timeout=60,
     ).stdout  # fmt: skip
-    docs = [d for d in yaml.safe_load_all(rendered) if d]
-    return [
-        d for d in docs
-        if d["kind"] in ("ServiceMonitor", "PodMonitor")
-        or (d["kind"] == "Service" and d["metadata"]["name"].endswith("-metrics"))
-    ]  # fmt: skip
+    monitor: dict[str, Any] = yaml.safe_load(rendered)
+    return monitor
 
 
 @pytest.fixture(scope="module")
 def prom(
     bare_plane: Plane,
-    prometheus_operator_crds: list[str],
+    prometheus_server: Monitoring,
     tmp_path_factory: pytest.TempPathFactory,
     ferretdb: FerretDB,
 ) -> Iterator[Monitoring]:
@@ -433,13 +429,9 @@ def prom(
 
         operator_port = free_port()
         servers.append(start_http_server(operator_port, "127.0.0.1", metrics.REGISTRY))
-        # The operator (a process here) through the chart's Service and ServiceMonitor, its pod
-        # KWOK's; the clients through the chart's PodMonitor, with the labels the Jobs give them.
-        chart = chart_monitoring(OPERATOR_NS)
-        (service,) = [d for d in chart if d["kind"] == "Service"]
-        operator_labels = service["spec"]["selector"]
-        objects += [*chart, served_pod("mb-operator-0", OPERATOR_NS, operator_labels, "operator",
-                                       f"127.0.0.1:{operator_port}")]  # fmt: skip
+        # The clients through the chart's PodMonitor, with the labels the Jobs give them; the
+        # operator (a process here) through the chart's Service and ServiceMonitor (below).
+        objects.append(clients_podmonitor(OPERATOR_NS))
         for i, c in enumerate(clients):
             port = free_port()
             servers.append(start_http_server(port, "127.0.0.1", c.registry))
@@ -453,41 +445,42 @@ def prom(
         for ns in (BENCH, OPERATOR_NS):
             bare_plane.kubectl("create", "namespace", ns)
             namespaces.append(ns)
-        with running_monitoring(bare_plane, tmp_path_factory.mktemp("monitoring")) as server:
-            bare_plane.kubectl(
-                "apply", "--server-side", "-f", "-",
-                input="\n---\n".join(yaml.safe_dump(o) for o in objects),
-            )  # fmt: skip
-            ok = 'mongobench_reconciles_total{kind="MongoCluster", handler="sync", outcome="ok"}'
-            first = counter("MongoCluster", "sync", "ok")
-            wait_until(lambda: scraped_value(server, ok) == first, "first operator scrape")
-            wait_until(lambda: len(server.query("mongobench_client_info")) == 2, "client scrapes")
-            # A second round, so that rate() over the window sees counters increase.
-            invoke_handlers()
-            for c in clients:
-                line = parse_status_line(STATUS_LINES[1])
-                assert line is not None
-                c.observe(line)
-            second = counter("MongoCluster", "sync", "ok")
-            wait_until(lambda: scraped_value(server, ok) == second, "second operator scrape")
-            ops = 'sum(mongobench_client_operation_total{operation="READ"})'
-            wait_until(lambda: scraped_value(server, ops) == 2 * (41 + 66), "client counters")
-            wait_until(
-                lambda: (scraped_value(server, "count_over_time(node_uname_info[1m])") or 0) >= 3,
-                "three node-exporter scrapes",
-            )
-            # Every exporter scraped twice with all its collectors (mongodb_exporter registers
-            # them from its second request on), so rate() over their counters has two points.
-            members = len(exporters) - 2  # neither the mongos nor FerretDB
-            wait_until(
-                lambda: (
-                    len(server.query("count_over_time(mongodb_ss_opcounters[1m]) >= 2"))
-                    >= 6 * (members + 1)
-                ),
-                "two full scrapes of every mongodb_exporter",
-                timeout=90,
-            )
-            yield server
+        server = prometheus_server  # the session plane's kube-prometheus-stack
+        serve_operator(bare_plane, OPERATOR_NS, operator_port, release="mb")
+        bare_plane.kubectl(
+            "apply", "--server-side", "-f", "-",
+            input="\n---\n".join(yaml.safe_dump(o) for o in objects),
+        )  # fmt: skip
+        ok = 'mongobench_reconciles_total{kind="MongoCluster", handler="sync", outcome="ok"}'
+        first = counter("MongoCluster", "sync", "ok")
+        wait_until(lambda: scraped_value(server, ok) == first, "first operator scrape")
+        wait_until(lambda: len(server.query("mongobench_client_info")) == 2, "client scrapes")
+        # A second round, so that rate() over the window sees counters increase.
+        invoke_handlers()
+        for c in clients:
+            line = parse_status_line(STATUS_LINES[1])
+            assert line is not None
+            c.observe(line)
+        second = counter("MongoCluster", "sync", "ok")
+        wait_until(lambda: scraped_value(server, ok) == second, "second operator scrape")
+        ops = 'sum(mongobench_client_operation_total{operation="READ"})'
+        wait_until(lambda: scraped_value(server, ops) == 2 * (41 + 66), "client counters")
+        wait_until(
+            lambda: (scraped_value(server, "count_over_time(node_uname_info[1m])") or 0) >= 3,
+            "three node-exporter scrapes",
+        )
+        # Every exporter scraped twice with all its collectors (mongodb_exporter registers
+        # them from its second request on), so rate() over their counters has two points.
+        members = len(exporters) - 2  # neither the mongos nor FerretDB
+        wait_until(
+            lambda: (
+                len(server.query("count_over_time(mongodb_ss_opcounters[1m]) >= 2"))
+                >= 6 * (members + 1)
+            ),
+            "two full scrapes of every mongodb_exporter",
+            timeout=90,
+        )
+        yield server
     finally:
         for ns in namespaces:
             bare_plane.kubectl("delete", "namespace", ns, "--wait=false", check=False)
