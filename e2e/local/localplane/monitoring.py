@@ -18,8 +18,8 @@ What runs (`start_monitoring`), all on loopback, binaries from hack/build-tools.
   `kubelet` Service the Prometheus Operator maintains (--kubelet-service): one target per Node,
   served by the stack from the containers the harness kubelets run (`kubelet_containers`);
 - what the StatefulSet the operator generates would run, as processes: the operator's Secret
-  `prometheus-<name>` (`prometheus.yaml.gz`) and rule ConfigMaps are copied to files by a
-  polling thread (a kubelet's volume sync), the real config reloader renders the configuration
+  `prometheus-<name>` (`prometheus.yaml.gz`) and rule ConfigMaps are copied to files by threads
+  watching them (a kubelet's volume sync), the real config reloader renders the configuration
   (POD_NAME/SHARD as in the pod) and asks for a reload, and Prometheus 3 loads it.
 
 Two things differ from a cluster, each in one place:
@@ -52,6 +52,8 @@ Two things differ from a cluster, each in one place:
 from __future__ import annotations
 
 import base64
+import contextlib
+import functools
 import http.server
 import json
 import os
@@ -69,6 +71,7 @@ from typing import Any
 
 import yaml
 from kubernetes import client as k8s
+from kubernetes import watch
 
 from localplane import cgroups, procs
 from localplane.net import free_port, wait_for_port
@@ -408,13 +411,14 @@ class Monitoring(Prometheus):
     plane: Plane | None = None
     interval: str = "1s"  # the Prometheus resource's scrapeInterval
     started_in: float = 0.0  # seconds from start to the operator ready and a first scrape
-    errors: list[str] = field(default_factory=list)  # of the Secret sync thread
+    errors: list[str] = field(default_factory=list)  # of the kubelet watches and the reload shim
     node_exporters: dict[str, int] = field(default_factory=dict)  # node -> its loopback port
     _stop_event: threading.Event = field(default_factory=threading.Event, repr=False)
     _threads: list[threading.Thread] = field(default_factory=list, repr=False)
     _shim: http.server.ThreadingHTTPServer | None = field(default=None, repr=False)
     _cadvisor: http.server.ThreadingHTTPServer | None = field(default=None, repr=False)
     _containers: list[ContainerSource] = field(default_factory=list, repr=False)
+    _streams: dict[str, Any] = field(default_factory=dict, repr=False)  # the kubelets' watches
 
     @contextmanager
     def kubelet_containers(self, source: ContainerSource) -> Iterator[None]:
@@ -497,6 +501,9 @@ class Monitoring(Prometheus):
 
     def stop(self) -> None:
         self._stop_event.set()
+        for stream in list(self._streams.values()):  # the kubelets' watches, blocked in a read
+            with contextlib.suppress(Exception):
+                stream.shutdown()
         for http_server in (self._shim, self._cadvisor):
             if http_server is not None:
                 http_server.shutdown()
@@ -544,8 +551,8 @@ class _Volumes:
     """Copies Secret `prometheus-<name>` and the rule ConfigMaps to files, as a kubelet updates
     a pod's volumes (atomic renames: the reloader never reads half a file)."""
 
-    def __init__(self, core: k8s.CoreV1Api, secret_file: Path, rules: Path) -> None:
-        self.core, self.secret_file, self.rules = core, secret_file, rules
+    def __init__(self, secret_file: Path, rules: Path) -> None:
+        self.secret_file, self.rules = secret_file, rules
         self.written: dict[Path, bytes] = {}
 
     def _write(self, path: Path, data: bytes) -> None:
@@ -556,19 +563,14 @@ class _Volumes:
             tmp.replace(path)
             self.written[path] = data
 
-    def copy(self) -> None:
-        try:
-            secret = self.core.read_namespaced_secret(f"prometheus-{PROMETHEUS_NAME}", NAMESPACE)
-        except k8s.ApiException as exc:
-            if exc.status != 404:  # not generated yet
-                raise
-        else:
+    def secret(self, secrets: list[Any]) -> None:
+        """The operator's configuration Secret (none until it generates it)."""
+        for secret in secrets:
             if gz := (secret.data or {}).get("prometheus.yaml.gz"):
                 self._write(self.secret_file, base64.b64decode(gz))
-        maps = self.core.list_namespaced_config_map(
-            NAMESPACE, label_selector=f"prometheus-name={PROMETHEUS_NAME}"
-        )
-        for cm in maps.items:
+
+    def rule_maps(self, maps: list[Any]) -> None:
+        for cm in maps:
             for key, text in (cm.data or {}).items():
                 self._write(self.rules / str(cm.metadata and cm.metadata.name) / key, text.encode())
 
@@ -590,11 +592,8 @@ class _NodeExporters:
         self.exporter = installed("prometheus-node-exporter")
         self.served: dict[str, tuple[str, procs.Proc]] = {}  # pod uid -> (node, process)
 
-    def sync(self) -> None:
-        name = NODE_EXPORTER_LABELS["app.kubernetes.io/name"]
-        pods: list[Any] = self.core.list_namespaced_pod(
-            NAMESPACE, label_selector=f"app.kubernetes.io/name={name}"
-        ).items
+    def sync(self, pods: list[Any]) -> None:
+        """``pods``: the DaemonSet's pods as the API has them now."""
         live = {
             str(p.metadata.uid): p
             for p in pods
@@ -631,23 +630,120 @@ class _NodeExporters:
         self.core.patch_namespaced_pod(pod, NAMESPACE, body)
 
 
-def _kubelet_loop(server: Monitoring, secret_file: Path, rules: Path, period: float) -> None:
-    """What the kubelets do for the stack: the Prometheus pod's volumes, the node-exporters."""
-    assert server.plane is not None
-    api = server.plane.api_client()
-    core = k8s.CoreV1Api(api)
-    volumes, exporters = _Volumes(core, secret_file, rules), _NodeExporters(server, core)
-    try:
-        while True:
-            for step in (exporters.sync, volumes.copy):
+# A watch's server-side timeout: the watch ends cleanly and is opened again from the last
+# resourceVersion (a stack stopping does not wait for it: Monitoring.stop shuts its socket).
+WATCH_SECONDS = 300
+
+
+class _Informer:
+    """What a kubelet's informer does for one kind in the `monitoring` namespace: list, then
+    watch from the list's resourceVersion, calling ``handle`` with every object the selectors
+    find after the list and after each change; listed again when the watch expires (410) or
+    fails. `run` ends when the stack stops."""
+
+    def __init__(
+        self,
+        server: Monitoring,
+        name: str,
+        list_of: Callable[[k8s.CoreV1Api], Callable[..., Any]],
+        handle: Callable[[k8s.CoreV1Api, list[Any]], None],
+        selectors: dict[str, str],
+    ) -> None:
+        self.server, self.name, self.list_of, self.handle = server, name, list_of, handle
+        self.selectors = selectors
+
+    def run(self) -> None:
+        server = self.server
+        assert server.plane is not None
+        api = server.plane.api_client()
+        try:
+            while not server._stop_event.is_set():
                 try:
-                    step()
+                    self._follow(k8s.CoreV1Api(api))
                 except Exception as exc:
-                    server.errors.append(f"{type(exc).__name__}: {exc}")
-            if server._stop_event.wait(period):
-                break
-    finally:
-        api.close()  # type: ignore[no-untyped-call]
+                    if server._stop_event.is_set():
+                        break
+                    # Expired (410): listed again at once; anything else after a second.
+                    if not (isinstance(exc, k8s.ApiException) and exc.status == 410):
+                        server.errors.append(f"{self.name}: {type(exc).__name__}: {exc}")
+                        server._stop_event.wait(1)
+        finally:
+            server._streams.pop(self.name, None)
+            api.close()  # type: ignore[no-untyped-call]
+
+    def _follow(self, core: k8s.CoreV1Api) -> None:
+        """List, then follow the objects until the watch fails or the stack stops."""
+        server, listing = self.server, self.list_of(core)
+
+        @functools.wraps(listing)  # watch.Watch reads the return type from its docstring
+        def opened(*args: Any, **kwargs: Any) -> Any:
+            resp = listing(*args, **kwargs)
+            server._streams[self.name] = resp
+            if server._stop_event.is_set():  # stop() may have run before the line above
+                resp.shutdown()
+            return resp
+
+        listed = listing(NAMESPACE, **self.selectors)
+        items = {str(o.metadata.uid): o for o in listed.items}
+        self.handle(core, list(items.values()))
+        version = listed.metadata.resource_version
+        while not server._stop_event.is_set():
+            stream = watch.Watch().stream(  # type: ignore[no-untyped-call]
+                opened, NAMESPACE, resource_version=version,
+                timeout_seconds=WATCH_SECONDS, **self.selectors,
+            )  # fmt: skip
+            for event in stream:
+                obj = event["object"]
+                version = obj.metadata.resource_version
+                if event["type"] == "DELETED":
+                    items.pop(str(obj.metadata.uid), None)
+                elif event["type"] != "BOOKMARK":
+                    items[str(obj.metadata.uid)] = obj
+                self.handle(core, list(items.values()))
+
+
+def _kubelets(server: Monitoring, secret_file: Path, rules: Path) -> list[threading.Thread]:
+    """What the kubelets do for the stack, on watches: the Prometheus pod's volumes (the
+    operator's Secret, the rule ConfigMaps), the node-exporters (the DaemonSet's pods)."""
+    volumes = _Volumes(secret_file, rules)
+    exporters: list[_NodeExporters] = []
+
+    def pods(core: k8s.CoreV1Api, items: list[Any]) -> None:
+        if not exporters:
+            exporters.append(_NodeExporters(server, core))
+        exporters[0].sync(items)
+
+    exporter_name = NODE_EXPORTER_LABELS["app.kubernetes.io/name"]
+    informers: list[tuple[str, Callable[..., Any], Callable[..., None], dict[str, str]]] = [
+        (
+            "secret",
+            lambda core: core.list_namespaced_secret,
+            lambda _, items: volumes.secret(items),
+            {"field_selector": f"metadata.name=prometheus-{PROMETHEUS_NAME}"},
+        ),
+        (
+            "rules",
+            lambda core: core.list_namespaced_config_map,
+            lambda _, items: volumes.rule_maps(items),
+            {"label_selector": f"prometheus-name={PROMETHEUS_NAME}"},
+        ),
+        (
+            "node-exporters",
+            lambda core: core.list_namespaced_pod,
+            pods,
+            {"label_selector": f"app.kubernetes.io/name={exporter_name}"},
+        ),
+    ]
+    threads = []
+    for name, list_of, handle, selectors in informers:
+        thread = threading.Thread(
+            target=_Informer(server, name, list_of, handle, selectors).run,
+            name=f"kubelet-{name}",
+            daemon=True,
+        )
+        thread.start()
+        threads.append(thread)
+    return threads
 
 
 def _every_node_scraped(server: Monitoring) -> bool:
@@ -701,14 +797,7 @@ def start_monitoring(
         server._cadvisor = cgroups.serve(server.cadvisor_path)
         cadvisor = f"127.0.0.1:{server._cadvisor.server_address[1]}"
         shim_port = _reload_shim(server, rendered, config, rules, cadvisor)
-        kubelet = threading.Thread(
-            target=_kubelet_loop,
-            args=(server, secret_file, rules, 0.5),
-            name="kubelet",
-            daemon=True,
-        )
-        kubelet.start()
-        server._threads.append(kubelet)
+        server._threads.extend(_kubelets(server, secret_file, rules))
         objects = [
             prometheus_resource(scrape_interval),
             *node_exporter_objects(),
