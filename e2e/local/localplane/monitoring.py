@@ -3,11 +3,13 @@ config reloader and Prometheus 3 with Kubernetes service discovery, against a `P
 
 What runs (`start_monitoring`), all on loopback, binaries from hack/build-tools.sh:
 
-- the Prometheus Operator (`KUBECONFIG`: it has no --kubeconfig flag), no webhooks;
+- the Prometheus Operator (`KUBECONFIG`: it has no --kubeconfig flag), no webhooks, its watches
+  scoped as the chart scopes them (OPERATOR_SCOPE);
 - a `Prometheus` resource as kube-prometheus-stack (KUBE_PROMETHEUS_STACK_VERSION) configures its
   own by default: named `kube-prometheus-stack-prometheus`, selecting ServiceMonitors, PodMonitors,
   Probes, ScrapeConfigs and PrometheusRules labelled `release: kube-prometheus-stack` in every
-  namespace; only its scrape interval is shortened (tests see series in seconds);
+  namespace; only its scrape interval is shortened (tests see series in seconds), rules are
+  evaluated at the operator's default 30 s;
 - node-exporter as kube-prometheus-stack's: a DaemonSet (KWOK runs its pods, one per fake node),
   its Service and its ServiceMonitor (job `node-exporter`); for each of its pods the stack runs a
   real node-exporter (Debian's, as localplane.prometheus) as a kubelet would, in a UTS namespace
@@ -113,6 +115,18 @@ SERVED_PORTS = ("http-metrics", "metrics")
 ANNOTATION_PREFIX = "local.mongobench.io/scrape-"
 # Where the operator's StatefulSet mounts the rule ConfigMaps (its generated rule_files).
 _POD_RULES_DIR = "/etc/prometheus/rules/"
+# What the Prometheus Operator watches, as kube-prometheus-stack scopes it: the chart's default
+# prometheusOperator.secretFieldSelector (no dockercfg, ServiceAccount token or Helm release
+# Secrets), and its prometheus/alertmanager/thanosRulerInstanceNamespaces set to the release's
+# namespace (the chart leaves them empty: every namespace). Monitors and rules are still found in
+# every namespace (the Prometheus resource's selectors).
+OPERATOR_SCOPE = (
+    "--secret-field-selector=type!=kubernetes.io/dockercfg,"
+    "type!=kubernetes.io/service-account-token,type!=helm.sh/release.v1",
+    f"--prometheus-instance-namespaces={NAMESPACE}",
+    f"--alertmanager-instance-namespaces={NAMESPACE}",
+    f"--thanos-ruler-instance-namespaces={NAMESPACE}",
+)
 # The operator's first rule ConfigMap (one folder each; the reloader watches a folder, not a tree).
 RULE_FILES = f"prometheus-{PROMETHEUS_NAME}-rulefiles-0"
 
@@ -235,7 +249,7 @@ def prometheus_resource(scrape_interval: str) -> dict[str, Any]:
             "version": versions()["PROMETHEUS_VERSION"],
             "replicas": 1,
             "scrapeInterval": scrape_interval,
-            "evaluationInterval": scrape_interval,
+            # evaluationInterval: the Prometheus Operator's default (30 s), as the chart leaves it
             "serviceMonitorSelector": selector,
             "serviceMonitorNamespaceSelector": everywhere,
             "podMonitorSelector": selector,
@@ -444,7 +458,7 @@ class Monitoring(Prometheus):
 
     def _set_interval(self, interval: str, timeout: float) -> None:
         assert self.plane is not None
-        patch = {"spec": {"scrapeInterval": interval, "evaluationInterval": interval}}
+        patch = {"spec": {"scrapeInterval": interval}}
         self.plane.kubectl(
             "patch", "prometheus", PROMETHEUS_NAME, "-n", NAMESPACE, "--type=merge",
             "-p", json.dumps(patch),
@@ -789,6 +803,7 @@ def start_monitoring(
             [
                 str(binary("prometheus-operator")),
                 "--kubelet-service=kube-system/kubelet",
+                *OPERATOR_SCOPE,
                 f"--web.listen-address=127.0.0.1:{free_port()}",
                 "--log-level=warn",
             ],
