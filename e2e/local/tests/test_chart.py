@@ -495,7 +495,8 @@ def test_alerts_render_only_when_enabled_and_the_apiserver_accepts_the_rule(
         done = len(groups) == len(wanted) and all(g["lastEvaluation"][:4] != "0001" for g in groups)
         return groups if done else []
 
-    groups = wait_until(evaluated, 60, what="the chart's rule groups loaded and evaluated")
+    # Loaded within seconds; first evaluated within the stack's evaluation interval (30 s).
+    groups = wait_until(evaluated, 90, what="the chart's rule groups loaded and evaluated")
     rules = [r for g in groups for r in g["rules"]]
     assert len(rules) == sum(len(g["rules"]) for g in rule["spec"]["groups"])
     assert {r["health"] for r in rules} == {"ok"}, [r for r in rules if r["health"] != "ok"]
