@@ -12,6 +12,7 @@ import yaml
 from localplane.monitoring import (
     CADVISOR_PATH,
     KUBELET_JOB,
+    NODE_EXPORTER_COLLECTORS,
     RELEASE_LABELS,
     SERVED_PORTS,
     kubelet_monitor,
@@ -22,6 +23,8 @@ from localplane.monitoring import (
 )
 
 pytestmark = pytest.mark.unit
+
+REPO = Path(__file__).resolve().parents[3]
 
 # The shape of what the Prometheus Operator v0.79.2 generates (two jobs, one without discovery).
 RENDERED = """
@@ -169,3 +172,34 @@ def test_a_node_exporter_runs_as_its_nodes_host() -> None:
     script = cmd.index("-c") + 1
     # sh's $0, then the host name, then the command exec'd with its arguments intact.
     assert cmd[script + 1 :] == ["sh", "kind-worker2", "/usr/bin/prometheus-node-exporter", "--x"]
+
+
+# node-exporter's collector of each family of series (its source: collector/<name>_linux.go).
+COLLECTOR_OF = {
+    "node_cpu_": "cpu",
+    "node_memory_": "meminfo",
+    "node_disk_": "diskstats",
+    "node_network_": "netdev",
+    "node_uname_": "uname",
+    "node_os_": "os",
+}
+# Where the project names node-exporter series: the operator (telemetry profiles, run facts),
+# the dashboards, the alerts and the charts.
+READERS = ("operator/mongobench", "dashboards", "alerts", "charts")
+
+
+def test_node_exporter_runs_every_collector_whose_series_the_project_reads() -> None:
+    series = set()
+    for folder in READERS:
+        for path in (REPO / folder).rglob("*"):
+            if path.suffix in (".py", ".yaml", ".yml", ".json") and "tests" not in path.parts:
+                series |= set(
+                    re.findall(r"\bnode_[a-z]+_\w*?(?:total|bytes|info)\b", path.read_text())
+                )
+    assert {"node_cpu_seconds_total", "node_uname_info", "node_memory_MemTotal_bytes"} <= series
+    enabled = {flag.removeprefix("--collector.") for flag in NODE_EXPORTER_COLLECTORS}
+    assert "--collector.disable-defaults" in NODE_EXPORTER_COLLECTORS
+    for name in sorted(series):
+        prefix = next((p for p in COLLECTOR_OF if name.startswith(p)), None)
+        assert prefix is not None, f"{name}: which node-exporter collector exports it?"
+        assert COLLECTOR_OF[prefix] in enabled, f"{name} needs --collector.{COLLECTOR_OF[prefix]}"
