@@ -1,7 +1,8 @@
 # Benchmarks of the operator, the CLI and the benchmark clients (included by the root Makefile).
 # Each prints figures measured side by side in one run; none asserts a time.
 .PHONY: bench-reconcile bench-orchestration bench-step-window bench-scale bench-memory bench-cli \
-        bench-clients bench-tls bench-method bench-validity bench-history bench-knee build-wireserver \
+        bench-clients bench-tls bench-method bench-validity bench-history bench-knee bench-monitoring \
+        build-wireserver \
         lint-wireserver
 
 bench-reconcile: setup ## time apply->children and count API requests of the MongoCluster reconciler
@@ -15,6 +16,11 @@ bench-step-window: setup ## a-d x 2 x 2 clients: reported throughput next to ope
 
 bench-scale: setup ## N MongoClusters + N BenchmarkRuns at once (BENCH_N, default 200): seconds, peak RSS, requests
 	PYTHONPATH=e2e/local $(VENV)/bin/python benchmarks/scale.py
+
+# BENCH_COMPARE: a git ref whose stack is measured first, side by side (empty: this tree alone).
+BENCH_COMPARE ?=
+bench-monitoring: setup ## CPU s/min, apiserver requests/min and RSS of one idle monitoring stack (node-exporters, Prometheus, its Operator, the harness) on a plane, next to the plane alone; BENCH_COMPARE=<ref> side by side; BENCH_WINDOW (60 s)
+	PYTHONPATH=e2e/local $(VENV)/bin/python benchmarks/monitoring_cost.py $(if $(BENCH_COMPARE),--compare $(BENCH_COMPARE),)
 
 bench-memory: setup ## the idle operator's RSS and its imports, this tree next to BENCH_BEFORE (default main)
 	PYTHONPATH=e2e/local $(VENV)/bin/python benchmarks/memory.py

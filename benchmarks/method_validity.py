@@ -111,7 +111,7 @@ def _in_cgroup(name: str, code: str, version: str) -> Iterator[cgroups.Container
 
 
 def noisy_neighbour_rate(steps: int = 10, step_seconds: float = 6.0) -> NeighbourFigures:
-    from localplane.prometheus import set_cadvisor_targets, start_prometheus
+    from localplane.prometheus import start_prometheus
     from mongobench.api.benchmarkrun import ValidityPolicy
     from mongobench.benchmarkrun.decide import validity
     from mongobench.benchmarkrun.telemetry import neighbours
@@ -130,14 +130,19 @@ def noisy_neighbour_rate(steps: int = 10, step_seconds: float = 6.0) -> Neighbou
     # and nothing but the hog is a neighbour here (the false-flag steps check that).
     profile, policy = ResourceProfile.load(), ValidityPolicy(neighbour_cpu_fraction=0.02)
     containers: dict[cgroups.ContainerKey, cgroups.ContainerCgroup] = {}
-    server = cgroups.serve(lambda: cgroups.cadvisor_text(list(containers.items())))
+    server = cgroups.serve(lambda _path: cgroups.cadvisor_text(list(containers.items())))
     mapping = NodeMapping(aliases={NODE: os.uname().nodename})
     own = [("bench", "client-0")]
     workdir = Path(tempfile.mkdtemp(prefix="method-validity-"))
-    prom = start_prometheus(workdir, operator_sd=True)
+    # As kube-prometheus-stack's kubelet ServiceMonitor: the containers' own labels kept.
+    kubelet = {
+        "job_name": "kubelet",
+        "honor_labels": True,
+        "static_configs": [{"targets": [f"127.0.0.1:{server.server_address[1]}"]}],
+    }
+    prom = start_prometheus(workdir, extra_scrape_configs=[kubelet])
     flagged = false_flags = 0
     try:
-        set_cadvisor_targets(prom, [int(server.server_address[1])])
         for step in range(2 * steps):
             hog = step % 2 == 0
             with _in_cgroup(f"bench-client-{step}", WORK, version) as client:
@@ -170,7 +175,6 @@ def noisy_neighbour_rate(steps: int = 10, step_seconds: float = 6.0) -> Neighbou
             flagged += hog and noisy
             false_flags += (not hog) and noisy
     finally:
-        set_cadvisor_targets(prom, [])
         server.shutdown()
         server.server_close()
         prom.stop()

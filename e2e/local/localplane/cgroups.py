@@ -168,10 +168,13 @@ class ContainerCgroup:
 ContainerKey = tuple[str, str, str, str]
 
 
-def cadvisor_text(containers: Iterable[tuple[ContainerKey, ContainerCgroup]]) -> str:
+def cadvisor_text(
+    containers: Iterable[tuple[ContainerKey, ContainerCgroup]], *, node_label: bool = True
+) -> str:
     """Containers' CPU time, throttling and memory working set in cAdvisor's metric names and
-    labels (with the `node` label kube-prometheus-stack's kubelet ServiceMonitor adds), as
-    Prometheus text."""
+    labels, as Prometheus text. ``node_label``: with the `node` label kube-prometheus-stack's
+    kubelet ServiceMonitor adds (for a static scrape config); a kubelet's own endpoint
+    (localplane.monitoring) leaves it to the scrape, as cAdvisor does."""
     rows = [
         "# TYPE container_cpu_usage_seconds_total counter",
         "# TYPE container_cpu_cfs_periods_total counter",
@@ -179,7 +182,8 @@ def cadvisor_text(containers: Iterable[tuple[ContainerKey, ContainerCgroup]]) ->
         "# TYPE container_memory_working_set_bytes gauge",
     ]
     for (namespace, pod, container, node), group in containers:
-        labels = f'namespace="{namespace}",pod="{pod}",container="{container}",node="{node}"'
+        labels = f'namespace="{namespace}",pod="{pod}",container="{container}"'
+        labels += f',node="{node}"' if node_label else ""
         try:
             usage, (periods, throttled) = group.usage_seconds(), group.periods()
             memory = group.working_set_bytes()
@@ -193,13 +197,18 @@ def cadvisor_text(containers: Iterable[tuple[ContainerKey, ContainerCgroup]]) ->
     return "\n".join(rows) + "\n"
 
 
-def serve(text: Callable[[], str]) -> http.server.ThreadingHTTPServer:
-    """An HTTP endpoint on loopback answering every GET with `text()` (a scrape target);
-    its port is `server.server_address[1]`, stop it with shutdown() and server_close()."""
+def serve(text: Callable[[str], str | None]) -> http.server.ThreadingHTTPServer:
+    """An HTTP endpoint on loopback answering a GET of a path with `text(path)` (a scrape
+    target; None: 404); its port is `server.server_address[1]`, stop it with shutdown() and
+    server_close()."""
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            body = text().encode()
+            found = text(self.path)
+            if found is None:
+                self.send_error(404)
+                return
+            body = found.encode()
             self.send_response(200)
             self.send_header("Content-Type", "text/plain; version=0.0.4")
             self.send_header("Content-Length", str(len(body)))

@@ -27,9 +27,9 @@ benchmark that starts hundreds of clients on a small machine sets it, so the JVM
 the apiserver and the operator it measures (make bench-scale); tests leave it unset.
 
 - runs each container in a CPU cgroup whose CFS quota is its CPU limit, and a memory cgroup,
-  as a kubelet does (localplane.cgroups; where this user may create cgroups), and serves the
-  running containers' CPU time, throttling and memory working set in cAdvisor's names
-  (`serve_cadvisor`).
+  as a kubelet does (localplane.cgroups; where this user may create cgroups), and lists the
+  running containers (`running_containers`) whose CPU time, throttling and memory working set
+  the plane's kubelet cAdvisor endpoints serve (localplane.monitoring).
 
 What it does not do: init containers (KWOK reports them completed), other volumes (emptyDir,
 projected, ...), probes, memory limits, runAsUser; restartPolicy Always is run once like Never
@@ -42,7 +42,6 @@ import base64
 import contextlib
 import hashlib
 import http.client
-import http.server
 import json
 import math
 import os
@@ -331,10 +330,9 @@ class PodExecutor:
         # this user cannot create cgroups here, containers run unconfined.
         self.cgroups = cgroups.available() if cpu_limits else None
         # (namespace, pod, container, node) -> the running container's cgroup: what the
-        # harness's cAdvisor endpoint (cadvisor_text) reports.
+        # kubelets' cAdvisor endpoints report (running_containers).
         self.containers: dict[cgroups.ContainerKey, cgroups.ContainerCgroup] = {}
         self._stop = threading.Event()
-        self._metrics_server: http.server.ThreadingHTTPServer | None = None
         self._watch_conn: http.client.HTTPSConnection | None = None
         self._thread: threading.Thread | None = None
 
@@ -347,9 +345,6 @@ class PodExecutor:
     def stop(self) -> None:
         """Stops watching and kills every process it started (no status is written then)."""
         self._stop.set()
-        if self._metrics_server is not None:
-            self._metrics_server.shutdown()
-            self._metrics_server.server_close()
         with self._lock:
             conn = self._watch_conn
             pods = list(self._pods.values())
@@ -727,16 +722,11 @@ class PodExecutor:
         node = pod["spec"].get("nodeName") or ""
         return (self.namespace, state.name, container["name"], node), group
 
-    def cadvisor_text(self) -> str:
-        """The running containers' CPU and memory as the kubelet's cAdvisor endpoint serves it."""
+    def running_containers(self) -> list[tuple[cgroups.ContainerKey, cgroups.ContainerCgroup]]:
+        """The running containers and their cgroups (Monitoring.kubelet_containers serves them
+        as each node's kubelet cAdvisor endpoint)."""
         with self._lock:
-            running = list(self.containers.items())
-        return cgroups.cadvisor_text(running)
-
-    def serve_cadvisor(self) -> int:
-        """Serves cadvisor_text() on a loopback port (stopped with the executor)."""
-        self._metrics_server = cgroups.serve(self.cadvisor_text)
-        return int(self._metrics_server.server_address[1])
+            return list(self.containers.items())
 
     def _take_slot(self, state: _PodState) -> bool:
         """Waits for a free process slot (max_processes); False if the pod went meanwhile."""

@@ -1,10 +1,12 @@
-"""A real Prometheus scraping a real node-exporter every second, both on free loopback ports.
+"""A real Prometheus scraping a real node-exporter every second, both on free loopback ports,
+from a hand-written configuration: for what runs without a plane (`make demo`'s Prometheus,
+benchmarks/method_validity.py). The cluster tier scrapes through the real Prometheus Operator
+instead (localplane.monitoring, which shares the commands below).
 
 Prometheus is the pinned 3.x release hack/build-tools.sh builds (PROMETHEUS_VERSION, as the
 monitoring stack's, localplane.monitoring); node-exporter is Debian's `prometheus-node-exporter`
 (`make setup` installs it; Debian's own services are not used). `start_prometheus` returns
-once the first node-exporter sample is queryable, so PromQL in tests (dashboards, rules, CPU
-accounting) runs against real series.
+once the first node-exporter sample is queryable, so PromQL runs against real series.
 """
 
 from __future__ import annotations
@@ -29,13 +31,6 @@ from localplane.net import free_port, wait_for_port
 from localplane.tools import binary
 
 INSTALL_HINT = "apt-get install -y prometheus prometheus-node-exporter"
-# File service discovery of operator processes (start_prometheus(operator_sd=True)): a test
-# writes the ports its operator serves /metrics on, Prometheus picks them up within a second.
-OPERATOR_JOB = "mongobench-operator"
-OPERATOR_TARGETS = "operator-targets.json"
-# The harness kubelet's cAdvisor series (PodExecutor.serve_cadvisor), found the same way.
-CADVISOR_JOB = "kubelet"
-CADVISOR_TARGETS = "cadvisor-targets.json"
 
 
 def installed(name: str) -> str:
@@ -102,7 +97,6 @@ def start_prometheus(
     *,
     rule_files: Sequence[Path] = (),
     extra_scrape_configs: Sequence[dict[str, Any]] = (),
-    operator_sd: bool = False,
     keep_workdir: bool = False,
     timeout: float = 60,
     scrape_interval: int = 1,
@@ -110,30 +104,6 @@ def start_prometheus(
     """Prometheus scraping every ``scrape_interval`` seconds (1 by default: tests see series
     soon), node-exporter among its targets."""
     workdir.mkdir(parents=True, exist_ok=True)
-    if operator_sd:
-        (workdir / OPERATOR_TARGETS).write_text("[]")
-        (workdir / CADVISOR_TARGETS).write_text("[]")
-        extra_scrape_configs = [
-            {
-                # As kube-prometheus-stack's kubelet ServiceMonitor (its cAdvisor endpoint):
-                # the containers' own namespace and pod labels are kept.
-                "job_name": CADVISOR_JOB,
-                "honor_labels": True,
-                "file_sd_configs": [
-                    {"files": [str(workdir / CADVISOR_TARGETS)], "refresh_interval": "1s"}
-                ],
-            },
-            {
-                # As the chart's ServiceMonitor: honor_labels keeps the run gauges' own
-                # `namespace` (the run's) instead of renaming it exported_namespace.
-                "job_name": OPERATOR_JOB,
-                "honor_labels": True,
-                "file_sd_configs": [
-                    {"files": [str(workdir / OPERATOR_TARGETS)], "refresh_interval": "1s"}
-                ],
-            },
-            *extra_scrape_configs,
-        ]
     prometheus_bin, exporter_bin = str(binary("prometheus")), installed("prometheus-node-exporter")
     prom_port, exporter_port = free_port(), free_port()
     config = {
@@ -178,29 +148,6 @@ def start_prometheus(
         server.stop()
         raise
     return server
-
-
-def set_cadvisor_targets(server: Prometheus, ports: Sequence[int]) -> None:
-    """The harness kubelets' cAdvisor endpoints Prometheus scrapes (start_prometheus(
-    operator_sd=True))."""
-    targets = [{"targets": [f"127.0.0.1:{port}" for port in ports]}] if ports else []
-    tmp = server.workdir / f".{CADVISOR_TARGETS}.tmp"
-    tmp.write_text(json.dumps(targets))
-    tmp.replace(server.workdir / CADVISOR_TARGETS)
-
-
-def set_operator_targets(server: Prometheus, ports: Sequence[int]) -> None:
-    """The operator processes Prometheus scrapes (file SD of start_prometheus(operator_sd=True)),
-    labelled as a ServiceMonitor would label the chart's operator pod."""
-    targets = [
-        {
-            "targets": [f"127.0.0.1:{port}" for port in ports],
-            "labels": {"namespace": "mongobench", "pod": "mongobench-operator"},
-        }
-    ]
-    tmp = server.workdir / f".{OPERATOR_TARGETS}.tmp"
-    tmp.write_text(json.dumps(targets if ports else []))
-    tmp.replace(server.workdir / OPERATOR_TARGETS)  # atomic: never a half-written file
 
 
 def has_node_sample(server: Prometheus, job: str = "node") -> bool:

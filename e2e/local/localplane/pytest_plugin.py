@@ -7,11 +7,13 @@
     kube_api                  function: a kubernetes.client.ApiClient for `plane`
     kubectl                   function: kubectl(*args) against `plane`
     make_plane                function: factory for a private plane (e.g. another platform)
-    prometheus_server         session: a Prometheus scraping a node-exporter every 1 s and the
-                              operator processes named by set_operator_targets
+    prometheus_server         session: the monitoring stack of `bare_plane`, as
+                              kube-prometheus-stack runs it (the real Prometheus Operator,
+                              Prometheus 3 scraping every 1 s; localplane.monitoring): one per
+                              pytest-xdist worker, as one per cluster
     prometheus                session: its URL
-    monitoring                function: the real Prometheus Operator stack on `plane`
-                              (localplane.monitoring), started only for the tests that ask
+    monitoring                function: the same stack (a test filters by its namespace/job;
+                              a private plane starts its own: running_monitoring)
     s3server                  function: a fresh S3-compatible server (moto) with bucket `mongobench`
 
 and the hook pytest_collection_modifyitems: the slowest files first (SLOWEST_FIRST).
@@ -36,7 +38,6 @@ from kubernetes import client as k8s
 from localplane.monitoring import Monitoring, running_monitoring
 from localplane.nodes import NodeSet
 from localplane.plane import Plane, cleanup_stale
-from localplane.prometheus import Prometheus, start_prometheus
 from localplane.s3server import S3Server, start_s3server
 from localplane.tools import REPO, binding_problem
 from localplane.tools import prometheus_operator_crds as promop_crds_dir
@@ -236,28 +237,24 @@ def make_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..
 
 
 @pytest.fixture(scope="session")
-def prometheus_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]:
-    prom = start_prometheus(Path(tmp_path_factory.mktemp("prometheus")), operator_sd=True)
-    try:
-        yield prom
-    finally:
-        prom.stop()
+def prometheus_server(
+    bare_plane: Plane, prometheus_operator_crds: list[str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Monitoring]:
+    """kube-prometheus-stack's monitoring of the session's plane, started once (seconds):
+    node CPU, cAdvisor, the operator's metrics and rules all pass through it."""
+    with running_monitoring(bare_plane, tmp_path_factory.mktemp("monitoring")) as stack:
+        yield stack
 
 
 @pytest.fixture(scope="session")
-def prometheus(prometheus_server: Prometheus) -> str:
+def prometheus(prometheus_server: Monitoring) -> str:
     return prometheus_server.url
 
 
 @pytest.fixture
-def monitoring(
-    bare_plane: Plane, prometheus_operator_crds: list[str], tmp_path: Path
-) -> Iterator[Monitoring]:
-    """kube-prometheus-stack's monitoring, real Prometheus Operator and Prometheus 3, scraping
-    every second; per test (it costs seconds to start), so only the tests that scrape through
-    monitors pay for it."""
-    with running_monitoring(bare_plane, tmp_path / "monitoring") as stack:
-        yield stack
+def monitoring(prometheus_server: Monitoring) -> Monitoring:
+    """The session's stack, as a cluster has one kube-prometheus-stack for all its tenants."""
+    return prometheus_server
 
 
 S3_BUCKET = "mongobench"

@@ -3,7 +3,8 @@
 What is real: the apiserver, controller-manager (Jobs, GC), the operator process, the Jobs'
 commands (the runner and YCSB with the project's binding, executed for real by the harness
 kubelet localplane.executor, writing results through the API with the pod's ServiceAccount),
-FerretDB as the data-path server, Prometheus scraping node-exporter for CPU. What stands in:
+FerretDB as the data-path server, the session's kube-prometheus-stack monitoring scraping each
+node's node-exporter for CPU (localplane.monitoring). What stands in:
 the wire model for mongod's replica-set/sharding state (MongoCluster wiring, prepare commands);
 the client pods' URIs are pointed at FerretDB.
 
@@ -13,7 +14,6 @@ suite's (e2e/suite, on its local backend and on kind); the failure paths stay he
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -58,12 +58,6 @@ def executor(plane: Plane, namespace: str, ferretdb: FerretDB) -> Iterator[PodEx
         yield ex
 
 
-def node_aliases(api: k8s.ApiClient) -> str:
-    """Every fake node is this machine for node-exporter (the one real host)."""
-    host = os.uname().nodename
-    return ",".join(f"{n.metadata.name}={host}" for n in k8s.CoreV1Api(api).list_node().items)
-
-
 def start(
     plane: Plane,
     namespace: str,
@@ -80,7 +74,6 @@ def start(
         "MONGOBENCH_HOST_MAP": host_map,
         "MONGOBENCH_PROMETHEUS_URL": prometheus_url,
         "MONGOBENCH_PROMETHEUS_SCRAPE_INTERVAL": "1",
-        "MONGOBENCH_PROMETHEUS_NODE_ALIASES": node_aliases(api),
         **env,  # a test's own settings win
     }
     return start_operator(plane.kubeconfig, [namespace], log, **settings)

@@ -1,11 +1,12 @@
 """Cluster tier: per-step CPU, disk, network and memory from a REAL Prometheus scraping a REAL
-node-exporter (loopback).
+node-exporter (loopback), the session's kube-prometheus-stack monitoring (localplane.monitoring).
 
-The node-exporter reports the one real machine; the tests name it "kind-worker" through the
-configurable node mapping, as a Kubernetes node whose host name differs would be. Scrapes are
-every second (localplane.prometheus). A window lasts until Prometheus holds enough scrapes of
-it (waited for, never slept: a loaded host delays scrapes), and what is asserted of the busy
-machine does not depend on the machine's other load (which fills it on a shared host).
+Each fake node's node-exporter reports the one real machine as that node's host; the tests read
+node "kind-worker" through each node mapping (`uname`, and `label` on `instance` with an alias,
+as a Kubernetes node whose scrape label differs would be). Scrapes are every second. A window
+lasts until Prometheus holds enough scrapes of it (waited for, never slept: a loaded host
+delays scrapes), and what is asserted of the busy machine does not depend on the machine's other
+load (which fills it on a shared host).
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ pytestmark = pytest.mark.cluster
 
 SCRAPE = 1.0  # localplane.prometheus's scrape_interval
 NODE = "kind-worker"
+UNAME = f'node_uname_info{{job="node-exporter", nodename="{NODE}"}}'
+# Names of no node of the plane: no node-exporter reports them.
+UNSCRAPED = ("kind-worker8", "kind-worker9")
 SPIN = "while True:\n    pass\n"
 # Scrapes a window holds before it ends: 4 give the first rate (localplane's 1 s scrapes, a
 # range of 4), the rest the points averaged.
@@ -55,8 +59,8 @@ def instant(prom: str, promql: str, at: float | None = None) -> list[dict[str, A
 
 @pytest.fixture(scope="module")
 def host(prometheus: str) -> dict[str, str]:
-    """The real machine's node_uname_info labels (nodename, instance, job)."""
-    (info,) = instant(prometheus, 'node_uname_info{job="node"}')
+    """Node NODE's node_uname_info labels (nodename, instance, job)."""
+    (info,) = instant(prometheus, UNAME)
     labels: dict[str, str] = info["metric"]
     return labels
 
@@ -89,7 +93,7 @@ def wait_scraped(prom: str, until: float) -> None:
     """Until Prometheus holds a sample newer than ``until`` (so the window is complete)."""
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        ts = instant(prom, 'timestamp(node_uname_info{job="node"})')
+        ts = instant(prom, f"timestamp({UNAME})")
         if ts and float(ts[0]["value"][1]) > until + SCRAPE:
             return
         time.sleep(0.2)
@@ -102,7 +106,7 @@ def wait_scrapes(prom: str, since: float, count: int = WINDOW_SCRAPES) -> None:
     while time.monotonic() < deadline:
         now = time.time()
         span = f"{max(1, int((now - since) * 1000))}ms"
-        got = instant(prom, f'count_over_time(node_uname_info{{job="node"}}[{span}])', at=now)
+        got = instant(prom, f"count_over_time({UNAME}[{span}])", at=now)
         if got and float(got[0]["value"][1]) >= count:
             return
         time.sleep(0.2)
@@ -192,8 +196,8 @@ def test_node_nobody_scrapes_is_missing_not_zero(prometheus: str, host: dict[str
             start=now - 10,
             end=now,
             step_seconds=SCRAPE,
-            cluster_nodes=[NODE, "kind-worker2"],
-            client_nodes=["kind-worker3"],
+            cluster_nodes=[NODE, UNSCRAPED[0]],
+            client_nodes=[UNSCRAPED[1]],
             namespace="bench",
             pods=[],
             scrape_interval=SCRAPE,
@@ -201,7 +205,7 @@ def test_node_nobody_scrapes_is_missing_not_zero(prometheus: str, host: dict[str
         )
     )
     assert set(report.nodes) == {NODE}
-    assert report.missing == ("node kind-worker2", "node kind-worker3")
+    assert report.missing == tuple(f"node {n}" for n in UNSCRAPED)
     assert report.clients is None
     assert report.to_status()["clients"] is None
 
@@ -337,7 +341,7 @@ def test_node_without_node_exporter_is_missing_from_the_resources_too(
             end=now,
             step_seconds=SCRAPE,
             cluster_nodes=[NODE],
-            client_nodes=["kind-worker3"],
+            client_nodes=[UNSCRAPED[1]],
             namespace="bench",
             pods=[],
             scrape_interval=SCRAPE,
@@ -347,4 +351,4 @@ def test_node_without_node_exporter_is_missing_from_the_resources_too(
     status = report.to_status()
     assert [n["name"] for n in status["nodes"]] == [NODE]
     assert status["clients"] is None
-    assert status["missing"] == ["node kind-worker3 (no node-exporter series)"]
+    assert status["missing"] == [f"node {UNSCRAPED[1]} (no node-exporter series)"]

@@ -1,7 +1,8 @@
 """Cluster tier: a BenchmarkRun's finer CPU resolution (spec.monitoring.cpuResolutionSeconds).
 
-Prometheus here scrapes every 5 s (the operator is told so), as an installation would at its
-own interval. A run at 1 s resolution gets its own PodMonitor from the operator, labelled as the
+The session's stack (localplane.monitoring) scrapes every 5 s here (its Prometheus resource's
+interval, set for this test; the operator is told so), as an installation would at its own
+interval. A run at 1 s resolution gets its own PodMonitor from the operator, labelled as the
 chart labels monitors (`release: kube-prometheus-stack`); the real Prometheus Operator selects
 it and makes it a scrape job of kube-prometheus-stack's node-exporter pods at the PodMonitor's
 interval, and Prometheus 3 scrapes it (localplane.monitoring). The run's step then has CPU
@@ -12,7 +13,7 @@ job, is gone when the run ends.
 What is real: the apiserver with the Prometheus Operator's CRDs, the Prometheus Operator, its
 config reloader and Prometheus, node-exporter, the operator process and its PromQL, YCSB run by
 the harness kubelet against FerretDB. What stands in: the wire model for the replica set's
-state; KWOK pods for node-exporter's, served by the one real node-exporter.
+state; KWOK pods for node-exporter's, each served by a real node-exporter.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from kubernetes import client as k8s
 from localplane.executor import PodExecutor
 from localplane.ferretdb import FerretDB
 from localplane.mongomodel import MongoModel
-from localplane.monitoring import RELEASE_LABELS, Monitoring, running_monitoring
+from localplane.monitoring import RELEASE_LABELS, Monitoring
 from localplane.operator import wait_until
 from localplane.plane import Plane
 
@@ -45,13 +46,9 @@ RUN_SECONDS = 15
 
 
 @pytest.fixture
-def coarse_prometheus(
-    plane: Plane, prometheus_operator_crds: list[str], tmp_path: Path
-) -> Iterator[Monitoring]:
-    with running_monitoring(
-        plane, tmp_path / "monitoring", scrape_interval=f"{DEFAULT_SECONDS}s"
-    ) as prom:
-        yield prom
+def coarse_prometheus(monitoring: Monitoring) -> Iterator[Monitoring]:
+    with monitoring.scrape_interval(f"{DEFAULT_SECONDS}s"):
+        yield monitoring
 
 
 def run_step(
@@ -92,6 +89,7 @@ def test_a_run_at_1s_cpu_resolution_gets_1s_points_and_the_default_keeps_5s(
     tmp_path: Path,
 ) -> None:
     prom = coarse_prometheus
+    errors = len(prom.errors)  # the session stack's, before this test
     operator = bmr.start(
         plane,
         namespace,
@@ -137,7 +135,7 @@ def test_a_run_at_1s_cpu_resolution_gets_1s_points_and_the_default_keeps_5s(
             timeout=30,
             what="the fine scrape job removed",
         )
-        assert prom.errors == []
+        assert prom.errors[errors:] == []
     finally:
         operator.stop()
 

@@ -1,32 +1,44 @@
-"""Cluster tier (needs only Prometheus): every panel query of every committed Grafana dashboard
-runs against a REAL Prometheus (3.5, pinned; scraping every second on loopback) that holds
-REAL series, and must return a non-empty answer.
+"""Cluster tier: every panel query of every committed Grafana dashboard runs against a REAL
+Prometheus (3.5, pinned) that holds REAL series, scraped the way kube-prometheus-stack scrapes
+a cluster: the real Prometheus Operator on the session's plane selects the monitors by their
+`release` label and generates the scrape configuration (localplane.monitoring). Each panel must
+return a non-empty answer.
 
 The series come from the exporters themselves, not from hand-written samples:
-  * node-exporter on this machine (node_cpu_seconds_total, node_uname_info);
-  * the operator's metrics REGISTRY, after `export_run` of two finished BenchmarkRuns whose
-    summaries `summary.summarise` computed, `instrumented` handlers that returned, asked to
-    be retried and failed, and a run in progress (its phase and running step);
-  * two benchmark clients' `LiveMetrics`, fed YCSB status lines captured from a real run;
+  * node-exporter on this machine, through kube-prometheus-stack's node-exporter ServiceMonitor
+    (node_cpu_seconds_total, node_uname_info), with only the collectors the stack enables
+    (monitoring.NODE_EXPORTER_COLLECTORS): a panel needing one left out has an empty answer;
+  * the operator's metrics REGISTRY, through the chart's Service and ServiceMonitor
+    (localplane.monitoring.serve_operator), after
+    `export_run` of two finished BenchmarkRuns whose summaries `summary.summarise` computed,
+    `instrumented` handlers that returned, asked to be retried and failed, and a run in progress
+    (its phase and running step);
+  * two benchmark clients' `LiveMetrics`, through the chart's clients PodMonitor, fed YCSB status
+    lines captured from a real run;
   * the REAL mongodb_exporter, one per pod of a sharded MongoCluster as the operator builds it
-    (2 shards x 2 members, 1 config server, 1 mongos), with the pod's exporter flags, scraped
-    with the labels the cluster's PodMonitor gives the series. Each exporter reaches a scripted
-    mongod/mongos (localplane.exporter) answering with a real mongod's documents; one more
-    exporter reaches FerretDB, a real MongoDB wire server, for the series it exports there
-    (mongodb_up, mongodb_version_info).
+    (2 shards x 2 members, 1 config server, 1 mongos), with the pod's exporter flags, through the
+    cluster's own PodMonitor (its podTargetLabels give the series their cluster labels). Each
+    exporter reaches a scripted mongod/mongos (localplane.exporter) answering with a real
+    mongod's documents; one more exporter reaches FerretDB, a real MongoDB wire server, for the
+    series it exports there (mongodb_up, mongodb_version_info).
+The pods are KWOK's, with their workloads' labels; each says where its process serves metrics
+on loopback (localplane.monitoring, "Scrape addresses").
 
 Dashboard variables become `.*` (the dashboards' "All"), `$__rate_interval` 1m. A misspelled
 metric or label makes the answer empty and the test fail (see the negative control). What is not
 proven: Grafana itself is not run, so rendering, transformations and variable dropdowns are only
-checked as far as the SDK models (unit tier) and Prometheus' label API go.
+checked as far as the SDK models (unit tier) and Prometheus' label API go (test_install.py
+resolves the variables as Grafana does, localplane.grafana, after a real run).
 """
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import json
 import math
 import re
+import subprocess
 import time
 import urllib.error
 import urllib.parse
@@ -38,6 +50,7 @@ from typing import Any
 
 import kopf
 import pytest
+import yaml
 from prometheus_client import start_http_server
 
 from localplane.exporter import (
@@ -50,8 +63,11 @@ from localplane.exporter import (
     start_exporter,
 )
 from localplane.ferretdb import FerretDB, running_ferretdb
+from localplane.monitoring import RELEASE_LABELS as STACK_LABELS
+from localplane.monitoring import Monitoring, scrape_annotations, serve_operator
 from localplane.net import free_port
-from localplane.prometheus import Prometheus, start_prometheus
+from localplane.plane import Plane
+from localplane.prometheus import Prometheus
 from localplane.tools import REPO, binary
 from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.mongocluster.build.layout import cluster_layout
@@ -199,6 +215,10 @@ CLUSTER_SPEC = {
         "sharded": {"shards": 2, "membersPerShard": 2, "configServers": 1, "mongos": 1},
     },
 }
+# FerretDB stands for a one-member replica set's mongod.
+FERRET_SPEC = {"version": "7.0.14", "topology": {"replicaSet": {"members": 1}}}
+# Where the pods live on the plane: the runs' and clusters', and the operator's.
+BENCH, OPERATOR_NS = "dashboards-bench", "dashboards-mongobench"
 HANDLERS = [("MongoCluster", "sync"), ("BenchmarkRun", "tick")]
 
 
@@ -250,10 +270,12 @@ def target_label(pod_label: str) -> str:
     return re.sub(r"[^a-zA-Z0-9_]", "_", pod_label)
 
 
-def cluster_pods() -> tuple[list[tuple[str, dict[str, str], list[str]]], dict[str, Any]]:
-    """(pod name, pod labels, exporter args) of every pod of CLUSTER, and its PodMonitor."""
-    spec = MongoClusterSpec.parse(CLUSTER_SPEC)
-    objects = build_workload_objects(spec, cluster_layout(CLUSTER, "bench", spec), PRESETS["kind"])
+def cluster_pods(
+    name: str = CLUSTER, raw: dict[str, Any] = CLUSTER_SPEC
+) -> tuple[list[tuple[str, dict[str, str], list[str]]], dict[str, Any]]:
+    """(pod name, pod labels, exporter args) of every pod of a cluster, and its PodMonitor."""
+    spec = MongoClusterSpec.parse(raw)
+    objects = build_workload_objects(spec, cluster_layout(name, BENCH, spec), PRESETS["kind"])
     (monitor,) = [o for o in objects if o["kind"] == "PodMonitor"]
     pods = []
     for o in objects:
@@ -271,7 +293,9 @@ def cluster_pods() -> tuple[list[tuple[str, dict[str, str], list[str]]], dict[st
 def start_mongodb_exporters(
     workdir: Path, ferretdb: FerretDB
 ) -> tuple[list[ScriptedMongod], list[Exporter], list[dict[str, Any]]]:
-    """Peers, exporters and the scrape configs a PodMonitor would make of CLUSTER's pods."""
+    """Peers and exporters for CLUSTER's pods, one more for FerretDB; and what the plane gets:
+    the clusters' PodMonitors as the operator builds them and a pod per exporter (KWOK's, with
+    its template's labels, pointed at its exporter: localplane.monitoring)."""
     pods, monitor = cluster_pods()
     documents = load_diagnostic_data()
     # Members are named by their peers' own loopback addresses (see localplane.exporter).
@@ -298,7 +322,7 @@ def start_mongodb_exporters(
     )
     peers: list[ScriptedMongod] = []
     exporters: list[Exporter] = []
-    static = []
+    objects = [monitored(monitor)]
     for name, labels, args in pods:
         rs = labels.get("mongobench.io/replset")
         if rs is not None:
@@ -308,58 +332,117 @@ def start_mongodb_exporters(
             peer = ScriptedMongod(documents, sharded=sharded, port=ports[name])
         peers.append(peer)
         exporters.append(start_exporter(name, args, peer.uri, workdir))
-        static.append(
-            {
-                "targets": [exporters[-1].target],
-                "labels": {
-                    "namespace": "bench",
-                    "pod": name,
-                    "container": "exporter",
-                    "endpoint": "metrics",
-                    **{
-                        target_label(k): labels[k]
-                        for k in monitor["spec"]["podTargetLabels"]
-                        if k in labels
-                    },
-                },
-            }
-        )
+        objects.append(served_pod(name, BENCH, labels, "exporter", exporters[-1].target))
     # FerretDB: what the exporter exports against a real wire server. --collect-all panics
     # there from the second scrape on (FerretDB lacks `top`); the diagnostic data collector
     # alone gives mongodb_version_info (compatible mode) beside mongodb_up.
+    ferret_pods, ferret_monitor = cluster_pods("ferret", FERRET_SPEC)
+    ((ferret_pod, ferret_labels, _),) = ferret_pods
     args = [a if a != "--collect-all" else "--collector.diagnosticdata" for a in pods[0][2]]
     exporters.append(start_exporter("ferretdb", args, ferretdb.uri, workdir))
-    static.append(
-        {
-            "targets": [exporters[-1].target],
-            "labels": {
-                "namespace": "bench",
-                "pod": "ferret-rs0-0",
-                "container": "exporter",
-                target_label("mongobench.io/cluster"): "ferret",
-                target_label("mongobench.io/replset"): "ferret-rs0",
-                target_label("app.kubernetes.io/component"): "replicaset",
-            },
-        }
-    )
-    job = f"bench/{monitor['metadata']['name']}"  # the PodMonitor's job label
-    # The exporter gives its queries the scrape timeout less --web.timeout-offset (1 s).
-    scrape = [
-        {"job_name": job, "scrape_interval": "2s", "scrape_timeout": "2s", "static_configs": static}
-    ]
-    return peers, exporters, scrape
+    objects.append(monitored(ferret_monitor))
+    objects.append(served_pod(ferret_pod, BENCH, ferret_labels, "exporter", exporters[-1].target))
+    return peers, exporters, objects
+
+
+def monitored(monitor: dict[str, Any]) -> dict[str, Any]:
+    """A cluster's PodMonitor as the chart's operator creates it (MONGOBENCH_MONITOR_LABELS: the
+    chart's monitorLabels, kube-prometheus-stack's release), scraped every 5 s with a 5 s
+    timeout: the exporter gives its queries the scrape timeout less --web.timeout-offset (1 s),
+    and 2 s timed out on a loaded machine."""
+    monitor = copy.deepcopy(monitor)
+    monitor["metadata"]["labels"] |= STACK_LABELS
+    for endpoint in monitor["spec"]["podMetricsEndpoints"]:
+        endpoint |= {"interval": "5s", "scrapeTimeout": "5s"}
+    return monitor
+
+
+def wait_scraped(server: Monitoring, pods: set[str], scrapes: int = 3) -> None:
+    """Until every target of ``pods`` (their `pod` label) and of each node's node-exporter is up
+    in /api/v1/targets and was scraped ``scrapes`` times while up (its lastScrape changed): a
+    mongodb_exporter registers its collectors from its second request on, so rate() over its
+    counters has two points from its third scrape."""
+    seen: dict[str, set[str]] = {}
+
+    def scraped() -> bool:
+        targets = [
+            t for t in server.targets()
+            if t["labels"].get("pod") in pods or t["labels"].get("job") == "node-exporter"
+        ]  # fmt: skip
+        for t in targets:
+            if t["health"] == "up":
+                seen.setdefault(t["scrapePool"] + t["scrapeUrl"], set()).add(t["lastScrape"])
+        nodes = [t for t in targets if t["labels"].get("job") == "node-exporter"]
+        return (
+            pods <= {t["labels"].get("pod") for t in targets}
+            and len(nodes) == len(server.node_exporters)
+            and all(
+                t["health"] == "up"
+                and len(seen.get(t["scrapePool"] + t["scrapeUrl"], ())) >= scrapes
+                for t in targets
+            )
+        )
+
+    wait_until(scraped, f"every target up and scraped {scrapes} times", timeout=120)
+
+
+def served_pod(
+    name: str, namespace: str, labels: dict[str, str], container: str, target: str
+) -> dict[str, Any]:
+    """A pod KWOK runs with `labels`, whose `metrics` port is served on loopback `target`."""
+    host, _, port = target.rpartition(":")
+    assert host == "127.0.0.1", target
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": labels,
+            "annotations": scrape_annotations({"metrics": int(port)}),
+        },
+        "spec": {
+            "containers": [
+                {
+                    "name": container,
+                    "image": "scratch",
+                    "ports": [{"name": "metrics", "containerPort": 9216}],
+                }
+            ]
+        },
+    }
+
+
+def clients_podmonitor(namespace: str) -> dict[str, Any]:
+    """The chart's PodMonitor of the benchmark clients, as `helm install` renders it where the
+    Prometheus Operator's CRDs are served, scraping each second."""
+    rendered = subprocess.run(
+        [str(binary("helm")), "template", "mb", str(REPO / "charts" / "mongobench"),
+         "--namespace", namespace, "--show-only=templates/podmonitor.yaml",
+         "--api-versions=monitoring.coreos.com/v1/PodMonitor",
+         "--set=metrics.podMonitor.interval=1s"],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout  # fmt: skip
+    monitor: dict[str, Any] = yaml.safe_load(rendered)
+    return monitor
 
 
 @pytest.fixture(scope="module")
-def prom(tmp_path_factory: pytest.TempPathFactory, ferretdb: FerretDB) -> Iterator[Prometheus]:
+def prom(
+    bare_plane: Plane,
+    prometheus_server: Monitoring,
+    tmp_path_factory: pytest.TempPathFactory,
+    ferretdb: FerretDB,
+) -> Iterator[Monitoring]:
     servers = []
     clients = [
         LiveMetrics(driver="ycsb", phase="run", workload="a", client_index=i) for i in range(2)
     ]
     peers: list[ScriptedMongod] = []
     exporters: list[Exporter] = []
+    namespaces: list[str] = []
     try:
-        peers, exporters, mongodb_scrape = start_mongodb_exporters(
+        peers, exporters, objects = start_mongodb_exporters(
             Path(tmp_path_factory.mktemp("exporters")), ferretdb
         )
         for run in RUNS:
@@ -377,73 +460,47 @@ def prom(tmp_path_factory: pytest.TempPathFactory, ferretdb: FerretDB) -> Iterat
 
         operator_port = free_port()
         servers.append(start_http_server(operator_port, "127.0.0.1", metrics.REGISTRY))
-        client_ports = []
+        # The clients through the chart's PodMonitor, with the labels the Jobs give them; the
+        # operator (a process here) through the chart's Service and ServiceMonitor (below).
+        objects.append(clients_podmonitor(OPERATOR_NS))
+        for i, c in enumerate(clients):
+            port = free_port()
+            servers.append(start_http_server(port, "127.0.0.1", c.registry))
+            labels = {
+                "mongobench.io/component": "benchmark-client",
+                "mongobench.io/run": "ycsb-rs3",
+                "mongobench.io/step": "run-a-r1",
+            }
+            objects.append(served_pod(f"ycsb-rs3-run-a-r1-{i}", BENCH, labels, "runner",
+                                      f"127.0.0.1:{port}"))  # fmt: skip
+        for ns in (BENCH, OPERATOR_NS):
+            bare_plane.kubectl("create", "namespace", ns)
+            namespaces.append(ns)
+        server = prometheus_server  # the session plane's kube-prometheus-stack
+        serve_operator(bare_plane, OPERATOR_NS, operator_port, release="mb")
+        bare_plane.kubectl(
+            "apply", "--server-side", "-f", "-",
+            input="\n---\n".join(yaml.safe_dump(o) for o in objects),
+        )  # fmt: skip
+        ok = 'mongobench_reconciles_total{kind="MongoCluster", handler="sync", outcome="ok"}'
+        first = counter("MongoCluster", "sync", "ok")
+        wait_until(lambda: scraped_value(server, ok) == first, "first operator scrape")
+        wait_until(lambda: len(server.query("mongobench_client_info")) == 2, "client scrapes")
+        # A second round, so that rate() over the window sees counters increase.
+        invoke_handlers()
         for c in clients:
-            client_ports.append(free_port())
-            servers.append(start_http_server(client_ports[-1], "127.0.0.1", c.registry))
-
-        scrape_configs: list[dict[str, Any]] = [
-            # The pod labels a ServiceMonitor/PodMonitor would add. honor_labels keeps the run
-            # gauges' own `namespace` (the run's) instead of renaming it exported_namespace.
-            {
-                "job_name": "mongobench-operator",
-                "honor_labels": True,
-                "static_configs": [
-                    {
-                        "targets": [f"127.0.0.1:{operator_port}"],
-                        "labels": {"namespace": "mongobench", "pod": "mb-operator-0"},
-                    }
-                ],
-            },
-            {
-                "job_name": "mongobench-clients",
-                "static_configs": [
-                    {
-                        "targets": [f"127.0.0.1:{port}"],
-                        "labels": {"namespace": "bench", "pod": f"ycsb-rs3-run-a-r1-{i}"},
-                    }
-                    for i, port in enumerate(client_ports)
-                ],
-            },
-            *mongodb_scrape,
-        ]
-        server = start_prometheus(
-            Path(tmp_path_factory.mktemp("prometheus")), extra_scrape_configs=scrape_configs
-        )
-        try:
-            ok = 'mongobench_reconciles_total{kind="MongoCluster", handler="sync", outcome="ok"}'
-            first = counter("MongoCluster", "sync", "ok")
-            wait_until(lambda: scraped_value(server, ok) == first, "first operator scrape")
-            wait_until(lambda: len(server.query("mongobench_client_info")) == 2, "client scrapes")
-            # A second round, so that rate() over the window sees counters increase.
-            invoke_handlers()
-            for c in clients:
-                line = parse_status_line(STATUS_LINES[1])
-                assert line is not None
-                c.observe(line)
-            second = counter("MongoCluster", "sync", "ok")
-            wait_until(lambda: scraped_value(server, ok) == second, "second operator scrape")
-            ops = 'sum(mongobench_client_operation_total{operation="READ"})'
-            wait_until(lambda: scraped_value(server, ops) == 2 * (41 + 66), "client counters")
-            wait_until(
-                lambda: (scraped_value(server, "count_over_time(node_uname_info[1m])") or 0) >= 3,
-                "three node-exporter scrapes",
-            )
-            # Every exporter scraped twice with all its collectors (mongodb_exporter registers
-            # them from its second request on), so rate() over their counters has two points.
-            members = len(exporters) - 2  # neither the mongos nor FerretDB
-            wait_until(
-                lambda: (
-                    len(server.query("count_over_time(mongodb_ss_opcounters[1m]) >= 2"))
-                    >= 6 * (members + 1)
-                ),
-                "two full scrapes of every mongodb_exporter",
-                timeout=90,
-            )
-            yield server
-        finally:
-            server.stop()
+            line = parse_status_line(STATUS_LINES[1])
+            assert line is not None
+            c.observe(line)
+        second = counter("MongoCluster", "sync", "ok")
+        wait_until(lambda: scraped_value(server, ok) == second, "second operator scrape")
+        ops = 'sum(mongobench_client_operation_total{operation="READ"})'
+        wait_until(lambda: scraped_value(server, ops) == 2 * (41 + 66), "client counters")
+        wait_scraped(server, {o["metadata"]["name"] for o in objects if o["kind"] == "Pod"})
+        yield server
     finally:
+        for ns in namespaces:
+            bare_plane.kubectl("delete", "namespace", ns, "--wait=false", check=False)
         for run in [*RUNS, LIVE_RUN, BROKEN_RUN]:
             metrics.forget_run(run)
         for e in exporters:

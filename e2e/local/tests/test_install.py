@@ -265,7 +265,7 @@ def test_install_page_substitutions_all_name_lines_of_the_page() -> None:
 
 
 def test_install_page_kustomize_install_on_kind_ends_with_the_sample_run_succeeded(
-    make_plane: Any, stack: ExitStack, prometheus: str, tmp_path: Path
+    make_plane: Any, stack: ExitStack, tmp_path: Path
 ) -> None:
     section = install_section()
     plane = make_plane(nodes=kind_nodes())
@@ -295,19 +295,17 @@ def test_install_page_kustomize_install_on_kind_ends_with_the_sample_run_succeed
     )
 
     members = [f"rs3-rs0-{i}.rs3-rs0-hl.bench.svc.cluster.local:27017" for i in range(3)]
-    aliases = ",".join(f"{n.metadata.name}={os.uname().nodename}"
-                       for n in k8s.CoreV1Api(api).list_node().items)  # fmt: skip
+    (monitoring,) = stacks
     with data_path(plane, "bench", members, tmp_path / "pods") as env:
+        # The private plane's stack: node CPU from its own nodes' node-exporters.
         operator = installed_operator(
-            plane, tmp_path, "mongobench", "mongobench", MONGOBENCH_PROMETHEUS_URL=prometheus,
-            MONGOBENCH_PROMETHEUS_SCRAPE_INTERVAL="1", MONGOBENCH_PROMETHEUS_NODE_ALIASES=aliases,
-            **env,
+            plane, tmp_path, "mongobench", "mongobench", MONGOBENCH_PROMETHEUS_URL=monitoring.url,
+            MONGOBENCH_PROMETHEUS_SCRAPE_INTERVAL="1", **env,
         )  # fmt: skip
         try:
             # The operator's own /metrics through the install's ServiceMonitor, during the run:
             # its (KWOK) pod says where the operator process serves them, as the harness kubelet
             # says it of the pods it runs (localplane.monitoring).
-            (monitoring,) = stacks
             serve_pods(plane, "mongobench", "app.kubernetes.io/component=operator",
                        {"metrics": operator.metrics_port}, ["mongobench-metrics"])  # fmt: skip
             # `kubectl get -n bench mongoclusters,benchmarkruns -w  # until ycsb-a Succeeded`

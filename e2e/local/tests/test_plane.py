@@ -467,12 +467,24 @@ def test_prometheus_operator_crds_on_request(prometheus_operator_crds: list[str]
     assert "prometheusrules.monitoring.coreos.com" in prometheus_operator_crds
 
 
-def test_prometheus_scrapes_a_real_node_exporter(prometheus: str) -> None:
-    qs = urllib.parse.urlencode({"query": 'sum by (mode) (node_cpu_seconds_total{job="node"})'})
-    with urllib.request.urlopen(f"{prometheus}/api/v1/query?{qs}", timeout=5) as resp:
-        result = json.load(resp)["data"]["result"]
-    modes = {r["metric"]["mode"] for r in result}
-    assert {"user", "system", "idle", "iowait", "steal"} <= modes
+def test_prometheus_scrapes_a_real_node_exporter_named_after_each_node(
+    prometheus: str, kube_api: k8s.ApiClient
+) -> None:
+    # Cluster tier: kube-prometheus-stack's node-exporter job, one real node-exporter per fake
+    # node, each its node's host: node_uname_info{nodename} is the node's name, so the
+    # operator's default node mapping (`uname`) needs no alias.
+    def query(promql: str) -> list[dict[str, Any]]:
+        qs = urllib.parse.urlencode({"query": promql})
+        with urllib.request.urlopen(f"{prometheus}/api/v1/query?{qs}", timeout=5) as resp:
+            result: list[dict[str, Any]] = json.load(resp)["data"]["result"]
+        return result
+
+    nodes = {n.metadata.name for n in CoreV1Api(kube_api).list_node().items}
+    names = query('node_uname_info{job="node-exporter"}')
+    assert {r["metric"]["nodename"] for r in names} >= nodes
+    assert len({r["metric"]["instance"] for r in names}) == len(names)  # one target each
+    cpu = query('sum by (mode) (node_cpu_seconds_total{job="node-exporter"})')
+    assert {"user", "system", "idle", "iowait", "steal"} <= {r["metric"]["mode"] for r in cpu}
 
 
 def node_exporter_monitor(name: str, release: str) -> dict[str, Any]:
@@ -512,7 +524,7 @@ def test_the_real_prometheus_operator_scrapes_only_the_monitors_its_prometheus_s
     assert {t["labels"]["instance"] for t in stack} == pod_ips
     assert {t["labels"]["job"] for t in stack} == {"node-exporter"}
     assert {t["scrapeUrl"].split("/")[2] for t in stack} == {
-        f"127.0.0.1:{monitoring.node_exporter_port}"
+        f"127.0.0.1:{port}" for port in monitoring.node_exporters.values()
     }
 
     for name, release in (("selected", monitoring_mod.RELEASE), ("unselected", "other")):
@@ -542,3 +554,40 @@ def test_the_real_prometheus_operator_scrapes_only_the_monitors_its_prometheus_s
     wait_for(lambda: up(unselected), timeout=60, what="the relabelled monitor's targets up")
     # Real series of the selected monitor's job.
     assert monitoring.query(f'node_cpu_seconds_total{{job="{namespace}/selected", mode="idle"}}')
+
+
+def test_kubelet_cadvisor_series_reach_prometheus_through_the_kubelet_servicemonitor(
+    monitoring: Monitoring, namespace: str, kube_api: k8s.ApiClient
+) -> None:
+    # Cluster tier: kube-prometheus-stack's kubelet ServiceMonitor over the `kubelet` Service
+    # the real Prometheus Operator keeps (one target per Node); a harness kubelet's container
+    # is in its node's series, with the `node` label the scrape gives, honorLabels keeping the
+    # container's own namespace and pod.
+    nodes = {n.metadata.name for n in CoreV1Api(kube_api).list_node().items}
+    pool = f"serviceMonitor/{monitoring_mod.NAMESPACE}/{monitoring_mod.KUBELET_MONITOR}/0"
+
+    def up() -> list[dict[str, Any]]:
+        found = [t for t in monitoring.targets() if t["scrapePool"] == pool]
+        return found if {t["labels"].get("node") for t in found} >= nodes else []
+
+    targets = wait_for(up, timeout=60, what="a kubelet target per node")
+    assert {t["labels"]["job"] for t in targets} == {"kubelet"}
+    assert {t["labels"]["metrics_path"] for t in targets} == {"/metrics/cadvisor"}
+    node = sorted(nodes)[0]
+
+    class Group:  # a container's cgroup as cgroups.cadvisor_text reads it
+        def usage_seconds(self) -> float:
+            return 12.5
+
+        def periods(self) -> tuple[int, int]:
+            return 10, 2
+
+        def working_set_bytes(self) -> int:
+            return 4096
+
+    key = (namespace, "client-0", "ycsb", node)
+    with monitoring.kubelet_containers(lambda: [(key, Group())]):  # type: ignore[list-item]
+        promql = f'container_cpu_usage_seconds_total{{job="kubelet", namespace="{namespace}"}}'
+        (series,) = wait_for(lambda: monitoring.query(promql), timeout=60, what="its series")
+    assert series["metric"]["node"] == node and series["metric"]["pod"] == "client-0"
+    assert float(series["value"][1]) == 12.5

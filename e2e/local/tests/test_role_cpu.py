@@ -9,13 +9,15 @@ CLI. What stands in: the wire model for the sharded cluster's state, and FerretD
 router: the clients' mongos URI is rewritten to FerretDB, so the process that serves the routed
 traffic is FerretDB. It is started in its own cgroup, which the harness's cAdvisor labels as the
 mongos pod's `mongos` container, as a kubelet would label it, so the CPU and memory the status
-shows are what the router's work really took.
+shows are what the router's work really took. Prometheus scrapes them as
+kube-prometheus-stack's kubelet ServiceMonitor does (localplane.monitoring).
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -28,9 +30,9 @@ from localplane import cgroups
 from localplane.executor import PodExecutor, pod_executor, rewrite_hosts
 from localplane.ferretdb import FerretDB, running_ferretdb
 from localplane.mongomodel import MongoModel
+from localplane.monitoring import Monitoring
 from localplane.operator import wait_until
 from localplane.plane import Plane
-from localplane.prometheus import Prometheus, set_cadvisor_targets
 from mongobench.mongocluster.build import labels
 
 pytestmark = pytest.mark.cluster
@@ -105,26 +107,25 @@ def test_sharded_run_status_has_mongos_cpu_and_memory_and_compare_prints_them(
     ferretdb: FerretDB,
     executor: PodExecutor,
     router_cgroup: cgroups.ContainerCgroup,
-    prometheus_server: Prometheus,
+    monitoring: Monitoring,
     prometheus: str,
     tmp_path: Path,
 ) -> None:
     register_sharded(model, namespace, CLUSTER, 2)
     core = k8s.CoreV1Api(kube_api)
     operator = bmr.start(plane, namespace, model, tmp_path / "operator.log", prometheus, kube_api)
-    server = None
+    stack = ExitStack()
     try:
         sharded_cluster(plane, namespace, kube_api)
         selector = f"{labels.CLUSTER}={CLUSTER},{labels.COMPONENT}=mongos"
         routers = core.list_namespaced_pod(namespace, label_selector=selector).items
         assert len(routers) == 1, [p.metadata.name for p in routers]
         router = routers[0]
-        # The stand-in's cgroup, labelled as the router's container (it serves the clients).
+        # The stand-in's cgroup, labelled as the router's container (it serves the clients),
+        # in its node's kubelet cAdvisor series beside the clients' containers.
         key = (namespace, router.metadata.name, "mongos", router.spec.node_name or "")
-        server = cgroups.serve(lambda: cgroups.cadvisor_text([(key, router_cgroup)]))
-        set_cadvisor_targets(
-            prometheus_server, [executor.serve_cadvisor(), int(server.server_address[1])]
-        )
+        stack.enter_context(monitoring.kubelet_containers(lambda: [(key, router_cgroup)]))
+        stack.enter_context(monitoring.kubelet_containers(executor.running_containers))
         bmr.apply(
             plane,
             namespace,
@@ -140,9 +141,7 @@ def test_sharded_run_status_has_mongos_cpu_and_memory_and_compare_prints_them(
         )
         run = bmr.wait_run(kube_api, namespace, "routed", ("Succeeded", "Failed"), timeout=300)
     finally:
-        set_cadvisor_targets(prometheus_server, [])
-        if server is not None:
-            server.shutdown()
+        stack.close()
         operator.stop()
     status = run["status"]
     assert status["phase"] == "Succeeded", status.get("conditions")

@@ -36,7 +36,7 @@ import pytest
 import yaml
 from kubernetes import client as k8s
 from test_benchmarkexperiment import Watch, register_sharded, why
-from test_benchmarkrun import GROUP, VERSION, get, node_aliases
+from test_benchmarkrun import GROUP, VERSION, get
 from test_cli import MONGOBENCH
 from test_run_queue import DropsReachFerretDB
 from test_standalone import register_standalone
@@ -208,7 +208,6 @@ def studies(
             MONGOBENCH_HOST_MAP=",".join(f"{k}={v}" for k, v in host_map.items()),
             MONGOBENCH_PROMETHEUS_URL=prometheus,
             MONGOBENCH_PROMETHEUS_SCRAPE_INTERVAL="1",
-            MONGOBENCH_PROMETHEUS_NODE_ALIASES=node_aliases(api),
             MONGOBENCH_ARCHIVE_URL=f"s3://{S3_BUCKET}",
             MONGOBENCH_ARCHIVE_ENDPOINT=s3.endpoint,
             MONGOBENCH_ARCHIVE_REGION=REGION,

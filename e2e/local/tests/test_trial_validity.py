@@ -3,8 +3,10 @@
 What is real: the apiserver, the operator process, YCSB with the project's binding against
 FerretDB, executed by the harness kubelet (localplane.executor) inside CPU cgroups whose CFS
 quota is the container's CPU limit (the kernel enforces it, as under a kubelet), the client's
-own reading of its cgroup's throttling, Prometheus scraping node-exporter and the harness
-kubelet's cAdvisor-named container CPU. What stands in: the wire model for mongod's state.
+own reading of its cgroup's throttling, the session's kube-prometheus-stack monitoring
+scraping each node's node-exporter and, through its kubelet ServiceMonitor, the harness
+kubelet's containers in cAdvisor's names (localplane.monitoring). What stands in: the wire
+model for mongod's state.
 
 - A client starved of CPU (limit 100m) is ClientBound: its CPU time fills its limit and its
   cgroup throttled it.
@@ -18,6 +20,7 @@ Each is re-run once (validity.rerunInvalid: 1): the invalid attempt stays in sta
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +33,8 @@ from localplane import cgroups
 from localplane.executor import PodExecutor, pod_executor, rewrite_hosts
 from localplane.ferretdb import FerretDB
 from localplane.mongomodel import MongoModel
+from localplane.monitoring import Monitoring
 from localplane.plane import Plane
-from localplane.prometheus import Prometheus, set_cadvisor_targets
 from localplane.stages import BENCHMARK_CLIENT_LABEL
 from mongobench.benchmarkrun.build.jobs import CLUSTER_LABEL
 from mongobench_results.validity import advice
@@ -45,18 +48,16 @@ model = bmr.model
 
 @pytest.fixture
 def executor(
-    plane: Plane, namespace: str, ferretdb: FerretDB, prometheus_server: Prometheus
+    plane: Plane, namespace: str, ferretdb: FerretDB, monitoring: Monitoring
 ) -> Iterator[PodExecutor]:
     if cgroups.available() is None:
         pytest.fail("this user cannot create CPU cgroups: CPU limits cannot be enforced here")
-    with pod_executor(
-        plane, namespace, uri_rewrite=rewrite_hosts(f"{ferretdb.host}:{ferretdb.port}")
-    ) as ex:
-        set_cadvisor_targets(prometheus_server, [ex.serve_cadvisor()])
-        try:
-            yield ex
-        finally:
-            set_cadvisor_targets(prometheus_server, [])
+    rewrite = rewrite_hosts(f"{ferretdb.host}:{ferretdb.port}")
+    with ExitStack() as stack:
+        ex = stack.enter_context(pod_executor(plane, namespace, uri_rewrite=rewrite))
+        # Its containers in their nodes' kubelet cAdvisor series (job `kubelet`).
+        stack.enter_context(monitoring.kubelet_containers(ex.running_containers))
+        yield ex
 
 
 def judged_run(name: str, operations: int = 1500, **spec: Any) -> dict[str, Any]:

@@ -3,7 +3,9 @@
 Real: kube-apiserver, etcd, controller-manager, scheduler (localplane.Plane, KWOK nodes labelled
 like the kind recipe's workers), the operator as a `mongobench run` process watching the Env's
 namespace, the benchmark clients' commands (runner + YCSB) executed by the harness kubelet,
-Prometheus scraping node-exporter and the operator (file service discovery). Stand-ins: the
+the session's kube-prometheus-stack monitoring (localplane.monitoring: the real Prometheus
+Operator; node-exporter per node, cAdvisor, and the operator through the chart's ServiceMonitor
+over a KWOK pod standing for its process). Stand-ins: the
 in-memory wire model (localplane.mongomodel) for every mongod and mongos, reached through the
 operator's MONGOBENCH_HOST_MAP; FerretDB as the data path (client URIs are rewritten to it, and
 the model's per-shard counts are FerretDB's real counts).
@@ -11,7 +13,6 @@ the model's per-shard counts are FerretDB's real counts).
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -40,9 +41,9 @@ from localplane.executor import PodExecutor, pod_executor, rewrite_hosts
 from localplane.ferretdb import FerretDB, running_ferretdb
 from localplane.keyfiles import keyfile_from_pods
 from localplane.mongomodel import MongoModel
+from localplane.monitoring import Monitoring, serve_operator
 from localplane.operator import OperatorProcess, start_operator, wait_until
 from localplane.plane import Plane
-from localplane.prometheus import Prometheus, set_operator_targets
 from mongobench.api.mongocluster import MongoClusterSpec
 from mongobench.mongocluster.build.layout import cluster_layout
 
@@ -83,7 +84,7 @@ class LocalEnv(Env):
         namespace: str,
         model: MongoModel,
         ferretdb: FerretDB,
-        prometheus: Prometheus,
+        prometheus: Monitoring,
         log: Path,
         operator_env: dict[str, str],
     ) -> None:
@@ -105,7 +106,7 @@ class LocalEnv(Env):
         self.operator = start_operator(
             self.plane.kubeconfig, [self.namespace], self.log, **self._operator_env
         )
-        set_operator_targets(self._prometheus, [self.operator.metrics_port])
+        serve_operator(self.plane, self.namespace, self.operator.metrics_port)
 
     def client_failures(self) -> list[str]:
         runs = self.executor.runs if self.executor is not None else []
@@ -118,7 +119,6 @@ class LocalEnv(Env):
     def stop_operator(self) -> None:
         if self.operator is not None:
             self.operator.stop()
-        set_operator_targets(self._prometheus, [])
 
     def close(self) -> None:
         self.mongo.close()
@@ -153,7 +153,7 @@ class LocalEnv(Env):
 class LocalBackend(Backend):
     name = "local"
 
-    def __init__(self, plane: Plane, prometheus: Prometheus, workdir: Path) -> None:
+    def __init__(self, plane: Plane, prometheus: Monitoring, workdir: Path) -> None:
         self.plane = plane
         self.prometheus = prometheus
         self.workdir = workdir
@@ -162,9 +162,6 @@ class LocalBackend(Backend):
         roles = [*[DATABASE_NODES] * (len(nodes) - 1), CLIENT_NODES]
         for node, role in zip(nodes, roles, strict=True):
             plane.kubectl("label", "node", node, "--overwrite", f"{ROLE_LABEL}={role[ROLE_LABEL]}")
-        # Every fake node is this machine for node-exporter (the one real host).
-        host = os.uname().nodename
-        self.node_aliases = ",".join(f"{n}={host}" for n in nodes)
         self._wait_for_garbage_collection()
 
     def _wait_for_garbage_collection(self, timeout: float = 90) -> None:
@@ -256,7 +253,6 @@ class LocalBackend(Backend):
                     "MONGOBENCH_HOST_MAP": ",".join(f"{k}={v}" for k, v in model.host_map.items()),
                     "MONGOBENCH_PROMETHEUS_URL": self.prometheus.url,
                     "MONGOBENCH_PROMETHEUS_SCRAPE_INTERVAL": "1",
-                    "MONGOBENCH_PROMETHEUS_NODE_ALIASES": self.node_aliases,
                     # As e2e/kind/values/mongobench.yaml: small result parts, so every client
                     # document spans several ConfigMaps and is reassembled.
                     "MONGOBENCH_RESULT_PART_BYTES": RESULT_PART_BYTES,
