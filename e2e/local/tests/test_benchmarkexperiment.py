@@ -222,7 +222,10 @@ def test_two_by_two_matrix_interleaved_resumes_and_compares(
                 "values": ["7.0.14", "8.0.4"],
             },
         ],
-        run=RUN | {"workloads": [{"name": "c"}]},
+        # What is proven is the matrix, not the trials' validity: on this plane every fake
+        # node's CPU is this one host's, busy under load, so the default policy may judge a
+        # cell's clients bound and fail it (LENIENT_VALIDITY still makes and shows each check).
+        run=RUN | {"workloads": [{"name": "c"}], "validity": LENIENT_VALIDITY},
         repetitions=2,
         baseline={"shards": 1, "version": "7.0.14"},
         archive={"bucket": BUCKET, "prefix": "lab"},
