@@ -72,21 +72,24 @@ def mappings(host: dict[str, str]) -> list[NodeMapping]:
     ]
 
 
-def window(prom: str, start: float, end: float, mapping: NodeMapping) -> Any:
-    return query_window(
-        WindowQuery(
-            prom_url=prom,
-            start=start,
-            end=end,
-            step_seconds=SCRAPE,
-            cluster_nodes=[NODE],
-            client_nodes=[],
-            namespace="bench",
-            pods=["mc-rs0-0"],
-            scrape_interval=SCRAPE,
-            mapping=mapping,
-        )
+def node_window(prom: str, start: float, end: float, mapping: NodeMapping) -> WindowQuery:
+    """The window of the one scraped node and its member pod, as the operator asks for it."""
+    return WindowQuery(
+        prom_url=prom,
+        start=start,
+        end=end,
+        step_seconds=SCRAPE,
+        cluster_nodes=[NODE],
+        client_nodes=[],
+        namespace="bench",
+        pods=["mc-rs0-0"],
+        scrape_interval=SCRAPE,
+        mapping=mapping,
     )
+
+
+def window(prom: str, start: float, end: float, mapping: NodeMapping) -> Any:
+    return query_window(node_window(prom, start, end, mapping))
 
 
 def wait_scraped(prom: str, until: float) -> None:
@@ -297,20 +300,7 @@ def test_disk_writes_show_in_the_windows_disk_figures_with_network_and_memory(
         if line.startswith("MemTotal:")
     )
     for mapping in mappings(host):
-        report = query_resources(
-            WindowQuery(
-                prom_url=prometheus,
-                start=start,
-                end=end,
-                step_seconds=SCRAPE,
-                cluster_nodes=[NODE],
-                client_nodes=[],
-                namespace="bench",
-                pods=["mc-rs0-0"],
-                scrape_interval=SCRAPE,
-                mapping=mapping,
-            )
-        )
+        report = query_resources(node_window(prometheus, start, end, mapping))
         status = report.to_status()
         (node,) = status["nodes"]
         disk, network, memory = node["disk"], node["network"], node["memory"]
